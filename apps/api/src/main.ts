@@ -1,0 +1,2 @@
+import { HELLO } from '@almanac/domain';
+console.log(HELLO);

@@ -1,0 +1,52 @@
+// Type-aware lint. The domain library stays pure: no framework, driver or environment access.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-extraneous-class': 'off',
+      '@typescript-eslint/require-await': 'off',
+      'no-restricted-syntax': ['error', { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' }],
+    },
+  },
+  {
+    files: ['**/*.spec.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-call': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+      '@typescript-eslint/unbound-method': 'off',
+      'no-restricted-syntax': 'off',
+    },
+  },
+  {
+    files: ['libs/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          group: ['@nestjs/*', 'typeorm', 'typeorm/*', 'bullmq', 'ioredis', 'pg', '@almanac/persistence', 'node:*', 'fs', 'child_process'],
+          message: 'libs/domain is pure: no framework, database, queue or I/O imports.',
+        }],
+      }],
+      'no-restricted-properties': ['error',
+        { object: 'process', property: 'env', message: 'libs/domain never reads the environment; take config as an argument.' }],
+      'no-restricted-globals': ['error', { name: 'process', message: 'libs/domain never touches the process.' }],
+    },
+  },
+  {
+    files: ['libs/persistence/src/migrations/*.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+);

@@ -1,0 +1,31 @@
+// One Jest run for every tier: pure domain specs, service specs and integration specs that talk
+// to the real Postgres and Redis. Each integration file gets its own database and queue prefix
+// (test/support), so files may run in any order and in parallel.
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+      keepClassNames: true,
+    },
+    module: { type: 'commonjs' },
+  },
+];
+
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test', '<rootDir>/k8s', '<rootDir>/bench'],
+  testMatch: ['**/*.spec.ts'],
+  transform: { '^.+\\.(t|j|mj)s$': swc },
+  // Nest 12 ships ESM only; let swc compile it to CommonJS for Jest.
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|croner)/)'],
+  moduleNameMapper: {
+    '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',
+    '^@almanac/persistence$': '<rootDir>/libs/persistence/src/index.ts',
+  },
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testTimeout: 30000,
+};

@@ -1,0 +1,20 @@
+/**
+ * Job ids are made by `almanac_job_id()` in Postgres: milliseconds since 2026-01-01T00:00Z
+ * shifted left 12 bits, or'ed with a sequence. The creation time is therefore in the id and
+ * is not stored again. Ids stay below 2^53 until 2095, but travel as strings in the API.
+ */
+export const JOB_ID_EPOCH_MS = 1767225600000;
+
+export function createdAtFromJobId(id: string | bigint): Date {
+  return new Date(JOB_ID_EPOCH_MS + Number(BigInt(id) >> 12n));
+}
+
+/** BullMQ refuses integer or ':'-containing custom ids. */
+export function queueJobId(id: string | bigint): string {
+  return `j-${id}`;
+}
+
+export function jobIdFromQueueJobId(queueId: string): string {
+  if (!queueId.startsWith('j-')) throw new Error(`not an Almanac queue job id: ${queueId}`);
+  return queueId.slice(2);
+}
