@@ -1,2 +1,2 @@
-import { HELLO } from '@almanac/domain';
-console.log(HELLO);
+// placeholder until the API app lands
+export {};

@@ -1,0 +1,31 @@
+import { randomBytes } from 'node:crypto';
+import IORedis from 'ioredis';
+
+export const TEST_REDIS_URL = process.env.ALMANAC_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export interface TestRedis {
+  /** BullMQ prefix unique to this test file; every queue key lives under it. */
+  prefix: string;
+  url: string;
+  connection: IORedis;
+  cleanup(): Promise<void>;
+}
+
+export async function createTestRedis(): Promise<TestRedis> {
+  const prefix = `almanac-t-${randomBytes(6).toString('hex')}`;
+  const connection = new IORedis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+  return {
+    prefix,
+    url: TEST_REDIS_URL,
+    connection,
+    async cleanup() {
+      let cursor = '0';
+      do {
+        const [next, keys] = await connection.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        if (keys.length) await connection.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+      await connection.quit();
+    },
+  };
+}
