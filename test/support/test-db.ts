@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { createDataSource } from '../../libs/persistence/src';
-import { TEMPLATE_DB, urlFor, withAdmin } from './pg-admin';
+import { templateDb, urlFor, withAdmin } from './pg-admin';
 
 export interface TestDatabase {
   name: string;
@@ -12,8 +12,9 @@ export interface TestDatabase {
 
 /** A fresh database for one test file, cloned from the migrated template. */
 export async function createTestDatabase(poolSize = 5): Promise<TestDatabase> {
-  const name = `almanac_t_${randomBytes(6).toString('hex')}`;
-  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DB}`));
+  const template = templateDb();
+  const name = `${template}_${randomBytes(5).toString('hex')}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
   const url = urlFor(name);
   const dataSource = createDataSource({ url, poolSize });
   await dataSource.initialize();
