@@ -1,0 +1,69 @@
+'use strict';
+// A demo tenant so a newcomer can curl at once. Its key is kept in .data/demo-tenant.json and
+// reused while the API still accepts it (the key is shown once by the API and stored hashed).
+const fs = require('node:fs');
+const path = require('node:path');
+
+async function keyStillWorks(baseUrl, apiKey) {
+  try {
+    const res = await fetch(`${baseUrl}/v1/jobs?limit=1`, {
+      headers: { authorization: `Bearer ${apiKey}` },
+      signal: AbortSignal.timeout(5000),
+    });
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+async function createTenant(baseUrl, adminToken, name) {
+  const res = await fetch(`${baseUrl}/v1/admin/tenants`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const body = await res.json().catch(() => null);
+  return { status: res.status, body };
+}
+
+/**
+ * Resolves to {apiKey, tenantId, reused} or, when the API has no tenant endpoint yet (404),
+ * to null so the start script carries on quietly.
+ */
+async function demoTenant({ baseUrl, adminToken, dataRoot }) {
+  const file = path.join(dataRoot, 'demo-tenant.json');
+  try {
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+    if (saved.apiKey && (await keyStillWorks(baseUrl, saved.apiKey))) return { ...saved, reused: true };
+  } catch {
+    // nothing saved yet, or unreadable: make a new one
+  }
+  let name = 'demo';
+  let res = await createTenant(baseUrl, adminToken, name);
+  if (res.status === 409) {
+    name = `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}`;
+    res = await createTenant(baseUrl, adminToken, name);
+  }
+  if (res.status === 404) return null;
+  if (res.status !== 201 || !res.body || typeof res.body.apiKey !== 'string') {
+    throw new Error(`POST /v1/admin/tenants answered ${res.status}: ${JSON.stringify(res.body)}`);
+  }
+  const demo = { tenantId: res.body.id, name, apiKey: res.body.apiKey };
+  fs.mkdirSync(dataRoot, { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
+  return { ...demo, reused: false };
+}
+
+/** The curl lines printed after start: post a job, then ask whether it ran. */
+function curlTour(baseUrl, apiKey, now = new Date()) {
+  const runAt = new Date(now.getTime() + 60_000).toISOString();
+  return [
+    `export ALMANAC_KEY=${apiKey}`,
+    `curl -s ${baseUrl}/v1/jobs -H "Authorization: Bearer $ALMANAC_KEY" -H 'Content-Type: application/json' \\`,
+    `  -d '{"kind":"noop","key":"hello:1","runAt":"${runAt}"}'`,
+    `curl -s '${baseUrl}/v1/jobs?key=hello:1' -H "Authorization: Bearer $ALMANAC_KEY"`,
+  ];
+}
+
+module.exports = { demoTenant, curlTour };

@@ -1,0 +1,68 @@
+'use strict';
+// Small network probes: is anything answering on a port, which port is free.
+const net = require('node:net');
+
+/** True when a TCP connection to host:port succeeds within timeoutMs. */
+function canConnect(host, port, timeoutMs = 500) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    const done = (ok) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** Sends a Redis PING; true on +PONG (or an auth error, which still proves a Redis is there). */
+function redisAnswers(host, port, timeoutMs = 1000) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    let buf = '';
+    const done = (ok) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      buf += d.toString('utf8');
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG') || buf.startsWith('-NOAUTH'));
+    });
+    socket.once('error', () => done(false));
+  });
+}
+
+/** A port the OS says is free right now on 127.0.0.1 (or the preferred one, if it is free). */
+function freePort(preferred) {
+  const tryListen = (port) =>
+    new Promise((resolve) => {
+      const server = net.createServer();
+      server.unref();
+      server.once('error', () => resolve(null));
+      server.listen({ host: '127.0.0.1', port }, () => {
+        const { port: got } = server.address();
+        server.close(() => resolve(got));
+      });
+    });
+  return (async () => {
+    if (preferred) {
+      const got = await tryListen(preferred);
+      if (got) return got;
+    }
+    return tryListen(0);
+  })();
+}
+
+async function waitFor(check, { timeoutMs, intervalMs = 200, what }) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+module.exports = { canConnect, redisAnswers, freePort, waitFor };

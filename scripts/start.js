@@ -1,0 +1,164 @@
+#!/usr/bin/env node
+'use strict';
+// `npm start`: run every Almanac role in one process on this machine.
+//   1. build if dist/ is missing or older than the sources;
+//   2. find Postgres and Redis (DATABASE_URL/REDIS_URL, else 127.0.0.1:5432/6379, else private
+//      servers in .data/ launched from the machine's binaries and stopped on exit);
+//   3. apply migrations, start the all-in-one app, wait for /health/ready;
+//   4. print where the API listens and a demo tenant's key with curl lines to paste.
+// `npm start -- --check` does all of that, posts one job with the demo key, then shuts down:
+// CI uses it to prove the front door works on a clean clone.
+const crypto = require('node:crypto');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { info, warn, StartError } = require('./lib/log');
+const { ensureBuilt } = require('./lib/build');
+const { canConnect } = require('./lib/net');
+const { resolveServices } = require('./lib/local-services');
+const { spawnApp, waitReady } = require('./lib/app');
+const { demoTenant, curlTour } = require('./lib/demo-tenant');
+
+const root = path.resolve(__dirname, '..');
+const SHUTDOWN_GRACE_MS = 30_000;
+
+function checkNode() {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  // Nest 12 is ESM-only; a CommonJS app can require() it only from Node 20.19 on.
+  if (major < 20 || (major === 20 && minor < 19)) {
+    throw new StartError(`Node ${process.versions.node} is too old: Almanac needs Node 20.19 or newer.`);
+  }
+}
+
+function appPort(env) {
+  const raw = env.PORT || '3000';
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new StartError(`PORT must be a TCP port, got "${raw}"`);
+  return port;
+}
+
+/** Posts a noop job with the demo key and reads it back by key: the smoke test behind --check. */
+async function roundTrip(baseUrl, apiKey) {
+  const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+  const key = `start-check:${Date.now()}`;
+  const post = await fetch(`${baseUrl}/v1/jobs`, {
+    method: 'POST', headers, body: JSON.stringify({ kind: 'noop', key, runAt: new Date().toISOString() }),
+  });
+  if (post.status !== 201) throw new Error(`POST /v1/jobs answered ${post.status}: ${await post.text()}`);
+  const get = await fetch(`${baseUrl}/v1/jobs?key=${encodeURIComponent(key)}`, { headers });
+  if (get.status !== 200) throw new Error(`GET /v1/jobs?key= answered ${get.status}: ${await get.text()}`);
+  info(`check: posted and read back job ${key}`);
+}
+
+async function main() {
+  const check = process.argv.includes('--check');
+  checkNode();
+  const port = appPort(process.env);
+  if (await canConnect('127.0.0.1', port)) {
+    throw new StartError(`port ${port} is already in use: stop what listens there or set PORT=<another port>.`);
+  }
+  ensureBuilt(root);
+
+  const services = await resolveServices({ root, env: process.env });
+  let app = null;
+  let stopping = null;
+
+  // Stop order: the app drains first, then the private servers it was using.
+  const shutdown = (reason, code) => {
+    if (stopping) return stopping;
+    stopping = (async () => {
+      if (app && app.child.exitCode === null && app.child.signalCode === null) {
+        info(`${reason}: stopping the app`);
+        app.child.kill('SIGTERM');
+        const killer = setTimeout(() => {
+          warn(`the app did not stop within ${SHUTDOWN_GRACE_MS / 1000} s; killing it`);
+          app.child.kill('SIGKILL');
+        }, SHUTDOWN_GRACE_MS);
+        await app.exited;
+        clearTimeout(killer);
+      }
+      await services.stop();
+      process.exit(code);
+    })();
+    return stopping;
+  };
+  let signals = 0;
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    process.on(sig, () => {
+      signals += 1;
+      if (signals > 1) {
+        warn('second signal: killing the app without waiting');
+        if (app) app.child.kill('SIGKILL');
+        services.stopSync();
+        process.exit(1);
+      }
+      void shutdown(`${sig} received`, sig === 'SIGINT' ? 130 : 143);
+    });
+  }
+  process.on('exit', () => {
+    if (app && app.child.exitCode === null && app.child.signalCode === null) app.child.kill('SIGKILL');
+    services.stopSync();
+  });
+
+  const generatedToken = !process.env.ALMANAC_ADMIN_TOKEN;
+  const adminToken = process.env.ALMANAC_ADMIN_TOKEN || crypto.randomBytes(24).toString('base64url');
+  const env = {
+    ...process.env,
+    DATABASE_URL: services.databaseUrl,
+    REDIS_URL: services.redisUrl,
+    ALMANAC_ADMIN_TOKEN: adminToken,
+    PORT: String(port),
+  };
+
+  const migrated = spawnSync(process.execPath, [path.join(__dirname, 'migrate.js')], { env, stdio: 'inherit' });
+  if (migrated.status !== 0) {
+    warn('migrations failed; not starting the app');
+    await shutdown('migration failure', 1);
+    return;
+  }
+
+  app = spawnApp(root, env);
+  void app.exited.then(({ code, signal }) => {
+    if (stopping) return;
+    warn(`the app exited (${signal ? `signal ${signal}` : `code ${code}`})`);
+    void shutdown('app exited', code === 0 ? 0 : 1);
+  });
+
+  const baseUrl = `http://localhost:${port}`;
+  await waitReady(`http://127.0.0.1:${port}`, app.exited);
+
+  const lines = ['', `Almanac is running: ${baseUrl}  (every role in one process)`,
+    `  health   ${baseUrl}/health/ready   metrics ${baseUrl}/metrics`];
+  const docs = await fetch(`${baseUrl}/docs`).then((r) => r.status, () => 0);
+  if (docs === 200) lines.push(`  API docs ${baseUrl}/docs`);
+  if (generatedToken) lines.push(`  admin token for this session: ALMANAC_ADMIN_TOKEN=${adminToken}`);
+
+  let demo = null;
+  try {
+    demo = await demoTenant({ baseUrl, adminToken, dataRoot: path.join(root, '.data') });
+  } catch (err) {
+    warn(`could not create the demo tenant: ${err.message}`);
+  }
+  if (demo) {
+    lines.push('', `Demo tenant "${demo.name}" (id ${demo.tenantId}${demo.reused ? ', kept from an earlier run' : ''}). Try:`);
+    for (const l of curlTour(baseUrl, demo.apiKey)) lines.push(`  ${l}`);
+  }
+  lines.push('', 'Ctrl-C stops it.', '');
+  process.stdout.write(lines.join('\n') + '\n');
+
+  if (check) {
+    try {
+      if (demo) await roundTrip(baseUrl, demo.apiKey);
+      else warn('check: the tenant API is not there yet; checked health only');
+      await shutdown('check passed', 0);
+    } catch (err) {
+      warn(`check failed: ${err.message}`);
+      await shutdown('check failed', 1);
+    }
+  }
+}
+
+main().catch((err) => {
+  if (err instanceof StartError) process.stderr.write(`[almanac] ${err.message}\n`);
+  else process.stderr.write(`[almanac] start failed: ${err && err.stack ? err.stack : err}\n`);
+  process.exit(1);
+});
