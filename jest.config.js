@@ -24,6 +24,7 @@ module.exports = {
   moduleNameMapper: {
     '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',
     '^@almanac/persistence$': '<rootDir>/libs/persistence/src/index.ts',
+    '^@almanac/platform$': '<rootDir>/libs/platform/src/index.ts',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -1,2 +1,4 @@
-// placeholder until the API app lands
-export {};
+import { bootstrapRole } from '@almanac/platform';
+import { ApiModule } from './api.module';
+
+void bootstrapRole([ApiModule], { role: 'api' });

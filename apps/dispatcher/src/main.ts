@@ -1,0 +1,4 @@
+import { bootstrapRole } from '@almanac/platform';
+import { DispatcherModule } from './dispatcher.module';
+
+void bootstrapRole([DispatcherModule], { role: 'dispatcher' });

@@ -1,0 +1,4 @@
+import { bootstrapRole } from '@almanac/platform';
+import { PromoterModule } from './promoter.module';
+
+void bootstrapRole([PromoterModule], { role: 'promoter' });

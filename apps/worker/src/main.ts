@@ -1,0 +1,4 @@
+import { bootstrapRole } from '@almanac/platform';
+import { WorkerModule } from './worker.module';
+
+void bootstrapRole([WorkerModule], { role: 'worker' });

@@ -1,0 +1,100 @@
+import { ConfigError, DatabaseConfig, databaseConfigFromEnv, redactUrl } from '@almanac/persistence';
+import { Env, envInt, envString, envUrl } from './env';
+
+/** Nest injection token for the validated `AlmanacConfig`. */
+export const ALMANAC_CONFIG = Symbol('ALMANAC_CONFIG');
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/** Core settings shared by every role. Feature settings live with their features (envInt & co). */
+export interface AlmanacConfig {
+  production: boolean;
+  port: number;
+  database: DatabaseConfig;
+  redisUrl: string;
+  /** Secret: never log it. `describeConfig` leaves it out. */
+  adminToken: string;
+  /** True when no ALMANAC_ADMIN_TOKEN was given and the development default is in use. */
+  adminTokenIsDefault: boolean;
+  logLevel: LogLevel;
+  queuePrefix: string;
+  horizons: { immediateMs: number; hotMs: number };
+  maxBodyBytes: number;
+}
+
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export const DEFAULT_PORT = 3000;
+/** Development only; production refuses to start without a real token. */
+export const DEV_ADMIN_TOKEN = 'almanac-dev-admin-token';
+const MIN_PRODUCTION_TOKEN_LENGTH = 16;
+const DAY_MS = 24 * 3600_000;
+
+/**
+ * Reads and validates every core setting at once; the first bad one throws `ConfigError`
+ * naming the variable. Warnings (not errors) are returned for the caller to log.
+ */
+export function loadConfig(env: Env = process.env): AlmanacConfig {
+  const production = env.NODE_ENV === 'production';
+  const immediateMs = envInt(env, 'ALMANAC_IMMEDIATE_HORIZON_MS', 15 * 60_000, { min: 0, max: 7 * DAY_MS });
+  const hotMs = envInt(env, 'ALMANAC_HOT_HORIZON_MS', DAY_MS, { min: 1000, max: 30 * DAY_MS });
+  if (immediateMs > hotMs) {
+    throw new ConfigError(
+      `ALMANAC_IMMEDIATE_HORIZON_MS (${immediateMs}) must not exceed ALMANAC_HOT_HORIZON_MS (${hotMs})`,
+    );
+  }
+  const { token, isDefault } = adminToken(env, production);
+  return {
+    production,
+    port: envInt(env, 'PORT', DEFAULT_PORT, { min: 1, max: 65535 }),
+    database: databaseConfigFromEnv(env),
+    redisUrl: envUrl(env, 'REDIS_URL', DEFAULT_REDIS_URL, ['redis:', 'rediss:']),
+    adminToken: token,
+    adminTokenIsDefault: isDefault,
+    logLevel: envString(env, 'ALMANAC_LOG_LEVEL', 'info', { oneOf: LOG_LEVELS }) as LogLevel,
+    // BullMQ builds keys as `<prefix>:<queue>:…`; keep the prefix to one plain segment.
+    queuePrefix: envString(env, 'ALMANAC_QUEUE_PREFIX', 'almanac', {
+      pattern: /^[A-Za-z0-9_.-]{1,64}$/,
+      describe: '1-64 letters, digits, "_", "." or "-"',
+    }),
+    horizons: { immediateMs, hotMs },
+    maxBodyBytes: envInt(env, 'ALMANAC_MAX_BODY_BYTES', 4 * 1024 * 1024, { min: 1024, max: 256 * 1024 * 1024 }),
+  };
+}
+
+function adminToken(env: Env, production: boolean): { token: string; isDefault: boolean } {
+  const token = env.ALMANAC_ADMIN_TOKEN?.trim();
+  if (!token) {
+    if (production) throw new ConfigError('ALMANAC_ADMIN_TOKEN is required when NODE_ENV=production');
+    return { token: DEV_ADMIN_TOKEN, isDefault: true };
+  }
+  if (production && token.length < MIN_PRODUCTION_TOKEN_LENGTH) {
+    // Never echo the token, not even its prefix.
+    throw new ConfigError(
+      `ALMANAC_ADMIN_TOKEN must be at least ${MIN_PRODUCTION_TOKEN_LENGTH} characters when NODE_ENV=production`,
+    );
+  }
+  return { token, isDefault: false };
+}
+
+/** Warnings worth a log line at boot. Never contains the admin token. */
+export function configWarnings(config: AlmanacConfig): string[] {
+  return config.adminTokenIsDefault
+    ? [`ALMANAC_ADMIN_TOKEN is unset: using the development default "${DEV_ADMIN_TOKEN}" (set it before exposing this port)`]
+    : [];
+}
+
+/** The config as safe to log: URLs without passwords, no admin token. */
+export function describeConfig(config: AlmanacConfig): Record<string, unknown> {
+  return {
+    production: config.production,
+    port: config.port,
+    databaseUrl: redactUrl(config.database.url),
+    dbPoolSize: config.database.poolSize,
+    redisUrl: redactUrl(config.redisUrl),
+    logLevel: config.logLevel,
+    queuePrefix: config.queuePrefix,
+    horizons: config.horizons,
+    maxBodyBytes: config.maxBodyBytes,
+  };
+}

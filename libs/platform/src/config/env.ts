@@ -1,0 +1,109 @@
+import { ConfigError } from '@almanac/persistence';
+
+/**
+ * Typed readers for environment variables. Each throws `ConfigError` naming the variable and
+ * quoting the bad value, so a misconfigured process stops at boot with one readable line.
+ * An empty string counts as unset: `FOO= node …` behaves like no FOO at all.
+ */
+export { ConfigError };
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+function raw(env: Env, name: string): string | undefined {
+  const value = env[name];
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  return trimmed === '' ? undefined : trimmed;
+}
+
+function quote(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+}
+
+export interface IntRange {
+  min?: number;
+  max?: number;
+}
+
+export function envInt(env: Env, name: string, fallback: number, range: IntRange = {}): number {
+  const min = range.min ?? Number.MIN_SAFE_INTEGER;
+  const max = range.max ?? Number.MAX_SAFE_INTEGER;
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  const n = /^[+-]?\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer ${describeRange(range)}(got ${quote(value)})`);
+  }
+  return n;
+}
+
+function describeRange({ min, max }: IntRange): string {
+  if (min !== undefined && max !== undefined) return `from ${min} to ${max} `;
+  if (min !== undefined) return `>= ${min} `;
+  if (max !== undefined) return `<= ${max} `;
+  return '';
+}
+
+export interface StringRule {
+  /** Allowed shape; the message quotes `describe` (or the pattern) when a value misses it. */
+  pattern?: RegExp;
+  describe?: string;
+  oneOf?: readonly string[];
+}
+
+export function envString(env: Env, name: string, fallback: string, rule?: StringRule): string;
+export function envString(env: Env, name: string, fallback: undefined, rule?: StringRule): string | undefined;
+export function envString(env: Env, name: string, fallback: string | undefined, rule: StringRule = {}): string | undefined {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  checkString(name, value, rule);
+  return value;
+}
+
+function checkString(name: string, value: string, rule: StringRule): void {
+  if (rule.oneOf && !rule.oneOf.includes(value)) {
+    throw new ConfigError(`${name} must be one of ${rule.oneOf.join(', ')} (got ${quote(value)})`);
+  }
+  if (rule.pattern && !rule.pattern.test(value)) {
+    throw new ConfigError(`${name} must be ${rule.describe ?? `like ${String(rule.pattern)}`} (got ${quote(value)})`);
+  }
+}
+
+/** Comma-separated list; blanks around items are dropped, empty items are ignored. */
+export function envList(env: Env, name: string, fallback: readonly string[], rule: StringRule = {}): string[] {
+  const value = raw(env, name);
+  if (value === undefined) return [...fallback];
+  const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const item of items) checkString(name, item, rule);
+  return items;
+}
+
+const TRUE = ['1', 'true', 'yes', 'on'];
+const FALSE = ['0', 'false', 'no', 'off'];
+
+export function envBool(env: Env, name: string, fallback: boolean): boolean {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  const v = value.toLowerCase();
+  if (TRUE.includes(v)) return true;
+  if (FALSE.includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false (got ${quote(value)})`);
+}
+
+/**
+ * A URL whose scheme is one of `protocols` (e.g. `['redis:', 'rediss:']`). The bad value is not
+ * quoted: URLs carry passwords.
+ */
+export function envUrl(env: Env, name: string, fallback: string, protocols: readonly string[]): string {
+  const value = raw(env, name) ?? fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} is not a URL (expected ${protocols[0]}//host:port)`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')} (got ${parsed.protocol}//)`);
+  }
+  return value;
+}

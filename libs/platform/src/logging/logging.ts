@@ -1,0 +1,26 @@
+import type { IncomingMessage } from 'node:http';
+import type { Params } from 'nestjs-pino';
+import type { AlmanacConfig } from '../config/almanac-config';
+
+/** Probe and scrape requests arrive every few seconds; logging them would drown the rest. */
+const QUIET_PATHS = ['/health/live', '/health/ready', '/metrics'];
+
+/**
+ * JSON logs (pino) with the role on every line. Credentials in headers are redacted; request
+ * bodies are never logged (pino-http does not serialize them), so payloads stay out.
+ */
+export function loggerParams(config: AlmanacConfig, role: string): Params {
+  return {
+    pinoHttp: {
+      level: config.logLevel,
+      base: { role },
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'],
+        censor: '[redacted]',
+      },
+      autoLogging: {
+        ignore: (req: IncomingMessage) => QUIET_PATHS.some((p) => req.url === p || req.url?.startsWith(`${p}?`)),
+      },
+    },
+  };
+}

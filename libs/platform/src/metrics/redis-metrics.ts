@@ -1,0 +1,80 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+import { REDIS } from '../redis/redis';
+import { MetricsService } from './metrics.service';
+
+/** A scrape must never hang on a Redis outage: answer without the Redis-backed values instead. */
+const REDIS_SCRAPE_TIMEOUT_MS = 500;
+/** Queue depth is cached briefly: several scrapers (or a fast one) do not each hit Redis. */
+const QUEUE_COUNTS_TTL_MS = 5000;
+const QUEUE_STATES = ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children', 'failed'] as const;
+
+/**
+ * Redis-backed gauges read on scrape: `almanac_redis_memory_bytes` (INFO memory) and
+ * `almanac_queue_jobs{queue,state}` for every queue registered with `trackQueue`.
+ */
+@Injectable()
+export class RedisMetrics implements OnModuleInit {
+  private readonly queues = new Map<string, Queue>();
+  private counts: { at: number; rows: { queue: string; state: string; n: number }[] } | undefined;
+
+  constructor(
+    private readonly metrics: MetricsService,
+    @Inject(REDIS) private readonly redis: IORedis,
+  ) {}
+
+  onModuleInit(): void {
+    this.metrics.gauge({
+      name: 'almanac_redis_memory_bytes',
+      help: 'Redis used_memory as reported by INFO memory',
+      collect: async (gauge) => {
+        const info = await this.withTimeout(() => this.redis.info('memory'));
+        const used = info && /^used_memory:(\d+)/m.exec(info);
+        if (used) gauge.set(Number(used[1]));
+        else gauge.reset();
+      },
+    });
+    this.metrics.gauge({
+      name: 'almanac_queue_jobs',
+      help: 'Jobs in each BullMQ queue by state (cached up to 5 s)',
+      labelNames: ['queue', 'state'] as const,
+      collect: async (gauge) => {
+        const rows = await this.queueCounts();
+        gauge.reset();
+        for (const r of rows) gauge.set({ queue: r.queue, state: r.state }, r.n);
+      },
+    });
+  }
+
+  /** Reports this queue's depth on /metrics. Tracking the same queue name twice is a no-op. */
+  trackQueue(queue: Queue): void {
+    if (!this.queues.has(queue.name)) this.queues.set(queue.name, queue);
+  }
+
+  private async queueCounts(): Promise<{ queue: string; state: string; n: number }[]> {
+    const now = Date.now();
+    if (this.counts && now - this.counts.at < QUEUE_COUNTS_TTL_MS) return this.counts.rows;
+    const rows: { queue: string; state: string; n: number }[] = [];
+    for (const queue of this.queues.values()) {
+      const counts = await this.withTimeout(() => queue.getJobCounts(...QUEUE_STATES));
+      if (!counts) return this.counts?.rows ?? [];
+      for (const state of QUEUE_STATES) rows.push({ queue: queue.name, state, n: counts[state] ?? 0 });
+    }
+    this.counts = { at: now, rows };
+    return rows;
+  }
+
+  private async withTimeout<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    if (this.redis.status !== 'ready') return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), REDIS_SCRAPE_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([fn().catch(() => undefined), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

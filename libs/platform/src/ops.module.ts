@@ -1,0 +1,97 @@
+import { createDataSource } from '@almanac/persistence';
+import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import type IORedis from 'ioredis';
+import { LoggerModule } from 'nestjs-pino';
+import { Clock, SystemClock } from './clock/clock';
+import { ALMANAC_CONFIG, AlmanacConfig, loadConfig } from './config/almanac-config';
+import { Env } from './config/env';
+import { HealthController } from './health/health.controller';
+import { RedisHealthIndicator } from './health/redis.health';
+import { loggerParams } from './logging/logging';
+import { MetricsController } from './metrics/metrics.controller';
+import { MetricsService } from './metrics/metrics.service';
+import { RedisMetrics } from './metrics/redis-metrics';
+import { HotQueue } from './queues/hot-queue';
+import { closeRedis, createRedis, REDIS } from './redis/redis';
+
+export interface OpsModuleOptions {
+  /** Already validated config; otherwise `loadConfig(env ?? process.env)` runs here. */
+  config?: AlmanacConfig;
+  env?: Env;
+  /** Appears as `role` on every log line. */
+  role?: string;
+}
+
+/**
+ * Closes what OpsModule opened, in the last shutdown phase: feature modules stop their workers
+ * in onModuleDestroy/beforeApplicationShutdown while the shared connection is still up.
+ */
+@Injectable()
+class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
+  constructor(
+    @Inject(REDIS) private readonly redis: IORedis,
+    private readonly hotQueue: HotQueue,
+    private readonly redisMetrics: RedisMetrics,
+  ) {}
+
+  onModuleInit(): void {
+    this.redisMetrics.trackQueue(this.hotQueue.queue);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.hotQueue.close().catch(() => undefined);
+    await closeRedis(this.redis);
+  }
+}
+
+/** TypeORM keeps retrying a refused connection briefly (Postgres restarting), then boot fails. */
+const DB_CONNECT_ATTEMPTS = 3;
+const DB_RETRY_DELAY_MS = 1000;
+
+/**
+ * Everything a role needs from the platform, once per process: config, DataSource, logging,
+ * the shared Redis connection, metrics, health, clock and the hot queue. Global, so feature
+ * modules inject these without importing anything. Only `bootstrapRole` (or a test) imports it.
+ */
+@Module({})
+export class OpsModule {
+  static forRoot(options: OpsModuleOptions = {}): DynamicModule {
+    const config = options.config ?? loadConfig(options.env ?? process.env);
+    const role = options.role ?? 'almanac';
+    return {
+      module: OpsModule,
+      global: true,
+      imports: [
+        LoggerModule.forRoot(loggerParams(config, role)),
+        TypeOrmModule.forRootAsync({
+          useFactory: () => ({
+            ...createDataSource(config.database).options,
+            retryAttempts: DB_CONNECT_ATTEMPTS,
+            retryDelay: DB_RETRY_DELAY_MS,
+            toRetry: (err: unknown) => isConnectionRefused(err),
+          }),
+        }),
+        TerminusModule.forRoot({ errorLogStyle: 'json' }),
+      ],
+      controllers: [HealthController, MetricsController],
+      providers: [
+        { provide: ALMANAC_CONFIG, useValue: config },
+        { provide: REDIS, useFactory: () => createRedis(config.redisUrl) },
+        { provide: HotQueue, inject: [REDIS], useFactory: (redis: IORedis) => new HotQueue(redis, config.queuePrefix) },
+        { provide: Clock, useClass: SystemClock },
+        MetricsService,
+        RedisMetrics,
+        RedisHealthIndicator,
+        OpsLifecycle,
+      ],
+      exports: [ALMANAC_CONFIG, REDIS, HotQueue, Clock, MetricsService, RedisMetrics],
+    };
+  }
+}
+
+function isConnectionRefused(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ECONNREFUSED' || code === '57P03'; // 57P03: the database system is starting up
+}

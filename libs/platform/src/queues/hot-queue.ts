@@ -1,0 +1,75 @@
+import { queueJobId } from '@almanac/persistence';
+import { Queue } from 'bullmq';
+import type IORedis from 'ioredis';
+
+export const HOT_QUEUE_NAME = 'hot';
+
+/** Per-kind worker pools get their own queue so each pool scales on its own depth. */
+export function poolQueueName(pool: string): string {
+  return `pool-${pool}`;
+}
+
+/** What the hot queue carries: never the payload (the row has it), only what routing needs. */
+export interface HotJobData {
+  /** tenant id */
+  t: number;
+  /** due time, epoch ms (BullMQ zeroes `delay` once a job is waiting, so lag needs this) */
+  d: number;
+}
+
+export interface HotItem {
+  id: string;
+  runAt: Date;
+  tenantId: number;
+  kind: string;
+}
+
+/**
+ * The delivery queue for the next hours of work. Enqueueing is idempotent while a job is in
+ * Redis (jobId `j-<row id>`); Postgres state, not the queue, decides whether a job was done.
+ */
+export class HotQueue {
+  readonly queue: Queue<HotJobData, unknown, string>;
+
+  /** The connection is shared and stays open on `close()`; its owner closes it. */
+  constructor(connection: IORedis, prefix: string) {
+    this.queue = new Queue<HotJobData, unknown, string>(HOT_QUEUE_NAME, { connection, prefix });
+  }
+
+  get prefix(): string {
+    return this.queue.opts.prefix ?? 'bull';
+  }
+
+  /** One round trip (`addBulk`) for the whole batch. */
+  async enqueue(items: readonly HotItem[], now: Date): Promise<void> {
+    if (items.length === 0) return;
+    const nowMs = now.getTime();
+    await this.queue.addBulk(
+      items.map((item) => {
+        const due = item.runAt.getTime();
+        return {
+          name: item.kind,
+          data: { t: item.tenantId, d: due },
+          opts: {
+            jobId: queueJobId(item.id),
+            delay: Math.max(0, due - nowMs),
+            removeOnComplete: true,
+            removeOnFail: true,
+          },
+        };
+      }),
+    );
+  }
+
+  /**
+   * Takes a job out of the queue (cancel, reschedule). Returns false when it is not there or is
+   * locked by a consumer right now; the row's guarded state change is what makes cancel safe.
+   */
+  async remove(id: string): Promise<boolean> {
+    return (await this.queue.remove(queueJobId(id))) === 1;
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}
