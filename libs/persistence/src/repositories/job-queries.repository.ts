@@ -1,0 +1,374 @@
+import { Injectable } from '@nestjs/common';
+import type { JobState } from '@almanac/domain';
+import { DataSource } from 'typeorm';
+import { createdAtFromJobId } from '../job-id';
+import { STATE_CODE, decodeState } from '../job-state.codec';
+
+/** A job row as the API shows it (tenant-scoped reads). */
+export interface JobView {
+  id: string;
+  tenantId: number;
+  kind: string;
+  key: string;
+  runAt: Date;
+  state: JobState;
+  attempts: number;
+  maxAttempts: number;
+  payload: unknown;
+  result: unknown;
+  lastError: string | null;
+  finishedAt: Date | null;
+  createdAt: Date;
+  /** run_at at microsecond precision, UTC, sortable as text: the keyset cursor's first half. */
+  position: string;
+}
+
+/** A keyset position: `(run_at, id)`; the next page holds rows strictly after it. */
+export interface ListPosition {
+  runAt: string;
+  id: string;
+}
+
+export interface JobListFilter {
+  state?: JobState;
+  kind?: string;
+  /** inclusive lower bound on run_at */
+  from?: Date;
+  /** exclusive upper bound on run_at */
+  to?: Date;
+}
+
+export interface JobListPage {
+  items: JobView[];
+  next: ListPosition | null;
+}
+
+export type CancelOutcome =
+  | { outcome: 'cancelled'; previous: JobState; job: JobView }
+  | { outcome: 'already_cancelled'; job: JobView }
+  | { outcome: 'conflict'; state: JobState }
+  | { outcome: 'not_found' };
+
+export type RescheduleOutcome =
+  | { outcome: 'rescheduled'; previous: JobState; job: JobView }
+  | { outcome: 'conflict'; state: JobState }
+  | { outcome: 'not_found' };
+
+function columns(alias = ''): string {
+  const p = alias ? `${alias}.` : '';
+  return `${p}id::text AS id, ${p}tenant_id AS tenant_id, ${p}kind AS kind, ${p}key AS key, ${p}run_at AS run_at,
+    ${p}state AS state, ${p}attempts AS attempts, ${p}max_attempts AS max_attempts, ${p}payload AS payload,
+    ${p}result AS result, ${p}last_error AS last_error, ${p}finished_at AS finished_at,
+    to_char(${p}run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`;
+}
+const COLUMNS = columns();
+
+interface RawJob {
+  id: string;
+  tenant_id: number;
+  kind: string;
+  key: string;
+  run_at: Date;
+  state: string;
+  attempts: number;
+  max_attempts: number;
+  payload: unknown;
+  result: unknown;
+  last_error: string | null;
+  finished_at: Date | null;
+  position: string;
+}
+
+function toView(r: RawJob): JobView {
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    kind: r.kind,
+    key: r.key,
+    runAt: r.run_at,
+    state: decodeState(r.state),
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    payload: r.payload,
+    result: r.result,
+    lastError: r.last_error,
+    finishedAt: r.finished_at,
+    createdAt: createdAtFromJobId(r.id),
+    position: r.position,
+  };
+}
+
+/** Orders two keyset positions the way `ORDER BY run_at, id` does. */
+export function comparePositions(a: ListPosition, b: ListPosition): number {
+  if (a.runAt !== b.runAt) return a.runAt < b.runAt ? -1 : 1;
+  const x = BigInt(a.id);
+  const y = BigInt(b.id);
+  return x === y ? 0 : x < y ? -1 : 1;
+}
+
+const HOUR_MS = 3600_000;
+/** Hour buckets probed per scheduled-list call before answering with a partial page. */
+const MAX_BUCKET_PROBES = 24;
+const MAX_SPAN_HOURS = 24 * 7;
+
+function hourStart(d: Date): Date {
+  return new Date(Math.floor(d.getTime() / HOUR_MS) * HOUR_MS);
+}
+
+/** Start of the hour containing a position string (UTC, microsecond text). */
+function hourOfPosition(p: string): Date {
+  return hourStart(new Date(p.slice(0, 23) + 'Z'));
+}
+
+function isoMicros(d: Date): string {
+  return d.toISOString().replace('Z', '000Z');
+}
+
+type Runner = Pick<DataSource, 'query'>;
+
+/** TypeORM answers UPDATE/DELETE with `[rows, rowCount]` and everything else with `rows`. */
+async function mutate<T = unknown>(db: Runner, sql: string, params: unknown[]): Promise<T[]> {
+  const raw: unknown = await db.query(sql, params);
+  if (Array.isArray(raw) && raw.length === 2 && Array.isArray(raw[0]) && typeof raw[1] === 'number') return raw[0] as T[];
+  return raw as T[];
+}
+
+/**
+ * Tenant-scoped reads and API-driven state changes on jobs. Listing is keyset-paginated by
+ * `(run_at, id)` and always rides an index: non-scheduled rows through `jobs_tenant_list`
+ * (tenant_id, run_at, id) WHERE state <> 's'; scheduled (cold) rows, which deliberately have no
+ * tenant index, through `jobs_cold_due` one run of hour buckets at a time, filtered by tenant.
+ * An unfiltered list merges the two sources.
+ */
+@Injectable()
+export class JobQueriesRepository {
+  constructor(private readonly db: DataSource) {}
+
+  async findForTenant(tenantId: number, id: string): Promise<JobView | null> {
+    const rows: RawJob[] = await this.db.query(`SELECT ${COLUMNS} FROM jobs WHERE id = $1 AND tenant_id = $2`, [
+      id,
+      tenantId,
+    ]);
+    return rows[0] ? toView(rows[0]) : null;
+  }
+
+  async findByKeyForTenant(tenantId: number, key: string): Promise<JobView | null> {
+    const rows: RawJob[] = await this.db.query(`SELECT ${COLUMNS} FROM jobs WHERE tenant_id = $1 AND key = $2`, [
+      tenantId,
+      key,
+    ]);
+    return rows[0] ? toView(rows[0]) : null;
+  }
+
+  async list(tenantId: number, filter: JobListFilter, after: ListPosition | null, limit: number): Promise<JobListPage> {
+    if (filter.state === 'scheduled') return this.listScheduled(this.db, tenantId, filter, after, limit);
+    if (filter.state) return this.listNonScheduled(this.db, tenantId, filter, after, limit);
+    const [hot, cold] = await Promise.all([
+      this.listNonScheduled(this.db, tenantId, filter, after, limit),
+      this.listScheduled(this.db, tenantId, filter, after, limit),
+    ]);
+    return mergePages(hot, cold, limit);
+  }
+
+  /** EXPLAIN of every statement a list call would run (tests assert index use). */
+  async explainList(tenantId: number, filter: JobListFilter, after: ListPosition | null, limit: number): Promise<string[]> {
+    const plans: string[] = [];
+    const explaining: Runner = {
+      query: async (sql: string, params?: unknown[]) => {
+        const rows: { 'QUERY PLAN': string }[] = await this.db.query(`EXPLAIN ${sql}`, params);
+        plans.push(rows.map((r) => r['QUERY PLAN']).join('\n'));
+        return this.db.query(sql, params);
+      },
+    };
+    if (filter.state !== 'scheduled') await this.listNonScheduled(explaining, tenantId, filter, after, limit);
+    if (!filter.state || filter.state === 'scheduled') await this.listScheduled(explaining, tenantId, filter, after, limit);
+    return plans;
+  }
+
+  private async listNonScheduled(
+    db: Runner,
+    tenantId: number,
+    f: JobListFilter,
+    after: ListPosition | null,
+    limit: number,
+  ): Promise<JobListPage> {
+    const params: unknown[] = [tenantId];
+    // `state <> 's'` repeats the partial index predicate so the planner can use jobs_tenant_list.
+    const where = [`tenant_id = $1`, `state <> 's'`];
+    if (f.state) where.push(`state = $${params.push(STATE_CODE[f.state])}`);
+    if (f.kind) where.push(`kind = $${params.push(f.kind)}`);
+    if (f.from) where.push(`run_at >= $${params.push(f.from)}`);
+    if (f.to) where.push(`run_at < $${params.push(f.to)}`);
+    if (after) where.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
+    const sql = `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)}`;
+    const rows: RawJob[] = await db.query(sql, params);
+    const items = rows.map(toView);
+    const last = items[items.length - 1];
+    return { items, next: items.length === limit && last ? { runAt: last.position, id: last.id } : null };
+  }
+
+  /**
+   * Scheduled rows by hour bucket: jump to the next non-empty bucket through jobs_cold_due,
+   * read a span of buckets (tenant filtered, sorted), widen the span while pages come back
+   * short. Bounded work per call: after MAX_BUCKET_PROBES it answers with what it has and a
+   * cursor at the first unread hour, so a sparse tenant pages forward instead of timing out.
+   */
+  private async listScheduled(
+    db: Runner,
+    tenantId: number,
+    f: JobListFilter,
+    after: ListPosition | null,
+    limit: number,
+  ): Promise<JobListPage> {
+    const start = [f.from ? hourStart(f.from) : null, after ? hourOfPosition(after.runAt) : null]
+      .filter((d): d is Date => d !== null)
+      .reduce<Date | null>((a, b) => (a && a > b ? a : b), null);
+    let hour: Date | null = start;
+    let span = 1;
+    const items: JobView[] = [];
+    for (let probe = 0; probe < MAX_BUCKET_PROBES; probe++) {
+      const nextHour = await this.nextColdHour(db, hour);
+      if (!nextHour || (f.to && nextHour >= f.to)) return { items, next: null };
+      const spanEnd = new Date(nextHour.getTime() + span * HOUR_MS);
+      const rows = await this.readColdBuckets(db, tenantId, f, after, nextHour, spanEnd, limit - items.length);
+      items.push(...rows);
+      const last = items[items.length - 1];
+      if (items.length >= limit && last) return { items, next: { runAt: last.position, id: last.id } };
+      hour = spanEnd;
+      span = Math.min(span * 2, MAX_SPAN_HOURS);
+    }
+    // Everything before `hour` has been read; resume there.
+    return { items, next: hour ? { runAt: isoMicros(hour), id: '-1' } : null };
+  }
+
+  private async nextColdHour(db: Runner, from: Date | null): Promise<Date | null> {
+    const rows: { h: string }[] = from
+      ? await db.query(
+          `SELECT to_char(almanac_hour(run_at), 'YYYY-MM-DD"T"HH24:00:00"Z"') AS h FROM jobs
+            WHERE state = 's' AND almanac_hour(run_at) >= almanac_hour($1::timestamptz)
+            ORDER BY almanac_hour(run_at) LIMIT 1`,
+          [from],
+        )
+      : await db.query(
+          `SELECT to_char(almanac_hour(run_at), 'YYYY-MM-DD"T"HH24:00:00"Z"') AS h FROM jobs
+            WHERE state = 's' ORDER BY almanac_hour(run_at) LIMIT 1`,
+        );
+    return rows[0] ? new Date(rows[0].h) : null;
+  }
+
+  private async readColdBuckets(
+    db: Runner,
+    tenantId: number,
+    f: JobListFilter,
+    after: ListPosition | null,
+    from: Date,
+    to: Date,
+    limit: number,
+  ): Promise<JobView[]> {
+    const params: unknown[] = [from, to, tenantId];
+    const where = [
+      `state = 's'`,
+      `almanac_hour(run_at) >= almanac_hour($1::timestamptz)`,
+      `almanac_hour(run_at) < almanac_hour($2::timestamptz)`,
+      `tenant_id = $3`,
+    ];
+    if (f.kind) where.push(`kind = $${params.push(f.kind)}`);
+    if (f.from) where.push(`run_at >= $${params.push(f.from)}`);
+    if (f.to) where.push(`run_at < $${params.push(f.to)}`);
+    if (after) where.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
+    const sql = `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)}`;
+    const rows: RawJob[] = await db.query(sql, params);
+    return rows.map(toView);
+  }
+
+  /** Cancels a job that has not started. Guarded: the dispatcher's q→r and this race on the row. */
+  async cancel(tenantId: number, id: string): Promise<CancelOutcome> {
+    const rows = await mutate<RawJob & { previous: string }>(this.db,
+      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
+       UPDATE jobs j SET state = 'c', finished_at = now() FROM old
+        WHERE j.id = old.id AND j.state IN ('s', 'q')
+       RETURNING old.state AS previous, ${columns('j')}`,
+      [id, tenantId],
+    );
+    if (rows[0]) return { outcome: 'cancelled', previous: decodeState(rows[0].previous), job: toView(rows[0]) };
+    const job = await this.findForTenant(tenantId, id);
+    if (!job) return { outcome: 'not_found' };
+    if (job.state === 'cancelled') return { outcome: 'already_cancelled', job };
+    return { outcome: 'conflict', state: job.state };
+  }
+
+  /** Moves a not-yet-running job to a new run time and tier state (`scheduled` or `queued`). */
+  async reschedule(tenantId: number, id: string, runAt: Date, state: 'scheduled' | 'queued'): Promise<RescheduleOutcome> {
+    const rows = await mutate<RawJob & { previous: string }>(this.db,
+      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
+       UPDATE jobs j SET run_at = $3, state = $4 FROM old
+        WHERE j.id = old.id AND j.state IN ('s', 'q')
+       RETURNING old.state AS previous, ${columns('j')}`,
+      [id, tenantId, runAt, STATE_CODE[state]],
+    );
+    return this.changeOutcome(tenantId, id, rows);
+  }
+
+  /**
+   * Gives a dead job `extraAttempts` more attempts from `runAt`. Attempt numbers keep counting
+   * (job_attempts is keyed by attempt number, so history is never overwritten): max_attempts is
+   * raised instead of attempts reset.
+   */
+  async retryDead(
+    tenantId: number,
+    id: string,
+    runAt: Date,
+    state: 'scheduled' | 'queued',
+    extraAttempts: number,
+  ): Promise<RescheduleOutcome> {
+    const rows = await mutate<RawJob & { previous: string }>(this.db,
+      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
+       UPDATE jobs j SET run_at = $3, state = $4, finished_at = NULL,
+              max_attempts = LEAST(j.attempts + $5, 32767)
+         FROM old
+        WHERE j.id = old.id AND j.state = 'x'
+       RETURNING old.state AS previous, ${columns('j')}`,
+      [id, tenantId, runAt, STATE_CODE[state], extraAttempts],
+    );
+    return this.changeOutcome(tenantId, id, rows);
+  }
+
+  /**
+   * Rows inserted as `queued` whose enqueue failed (Redis down) go back to `scheduled`, so the
+   * promoter's sweeps deliver them. Guarded on `queued` and the run time we enqueued for.
+   */
+  async demoteToScheduled(items: { id: string; runAt: Date }[]): Promise<number> {
+    if (items.length === 0) return 0;
+    const rows = await mutate(this.db,
+      `UPDATE jobs j SET state = 's'
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, run_at)
+        WHERE j.id = u.id AND j.state = 'q' AND j.run_at = u.run_at
+       RETURNING j.id`,
+      [items.map((i) => i.id), items.map((i) => i.runAt)],
+    );
+    return rows.length;
+  }
+
+  private async changeOutcome(
+    tenantId: number,
+    id: string,
+    rows: (RawJob & { previous: string })[],
+  ): Promise<RescheduleOutcome> {
+    if (rows[0]) return { outcome: 'rescheduled', previous: decodeState(rows[0].previous), job: toView(rows[0]) };
+    const job = await this.findForTenant(tenantId, id);
+    return job ? { outcome: 'conflict', state: job.state } : { outcome: 'not_found' };
+  }
+}
+
+function mergePages(a: JobListPage, b: JobListPage, limit: number): JobListPage {
+  // Rows past either source's frontier may be preceded by rows that source has not read yet.
+  const frontiers = [a.next, b.next].filter((p): p is ListPosition => p !== null);
+  const frontier = frontiers.reduce<ListPosition | null>((m, p) => (m && comparePositions(m, p) <= 0 ? m : p), null);
+  const merged = [...a.items, ...b.items]
+    .sort((x, y) => comparePositions({ runAt: x.position, id: x.id }, { runAt: y.position, id: y.id }))
+    .filter((j) => !frontier || comparePositions({ runAt: j.position, id: j.id }, frontier) <= 0);
+  const items = merged.slice(0, limit);
+  const last = items[items.length - 1];
+  if (items.length === limit && last) return { items, next: { runAt: last.position, id: last.id } };
+  return { items, next: frontier };
+}

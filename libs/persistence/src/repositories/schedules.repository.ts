@@ -1,0 +1,228 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+
+export type MissedPolicy = 'skip' | 'latest' | 'all';
+
+export interface ScheduleView {
+  id: string;
+  tenantId: number;
+  key: string;
+  kind: string;
+  cron: string;
+  timezone: string;
+  payload: unknown;
+  maxAttempts: number;
+  missed: MissedPolicy;
+  paused: boolean;
+  version: number;
+  nextRunAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface NewSchedule {
+  tenantId: number;
+  key: string;
+  kind: string;
+  cron: string;
+  timezone: string;
+  payload: unknown;
+  maxAttempts: number;
+  missed: MissedPolicy;
+  nextRunAt: Date | null;
+}
+
+/** Fields a PATCH may change. `timing` is set when cron or timezone changed (version bump). */
+export interface ScheduleChange {
+  kind?: string;
+  cron?: string;
+  timezone?: string;
+  payload?: unknown;
+  maxAttempts?: number;
+  missed?: MissedPolicy;
+  timing?: { nextRunAt: Date | null };
+}
+
+/** Job rows of a schedule that had not run yet, removed when its timing changed or it was deleted. */
+export interface RemovedOccurrences {
+  /** ids of removed rows that were `queued` (they may still sit in the hot queue) */
+  queuedIds: string[];
+  count: number;
+}
+
+const COLUMNS = `id::text AS id, tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, paused,
+  version, next_run_at, created_at, updated_at`;
+
+interface RawSchedule {
+  id: string;
+  tenant_id: number;
+  key: string;
+  kind: string;
+  cron: string;
+  timezone: string;
+  payload: unknown;
+  max_attempts: number;
+  missed: string;
+  paused: boolean;
+  version: number;
+  next_run_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toView(r: RawSchedule): ScheduleView {
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    key: r.key,
+    kind: r.kind,
+    cron: r.cron,
+    timezone: r.timezone,
+    payload: r.payload,
+    maxAttempts: r.max_attempts,
+    missed: r.missed as MissedPolicy,
+    paused: r.paused,
+    version: r.version,
+    nextRunAt: r.next_run_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** The key range holding one schedule's occurrences: `schedule:<id>:…` (';' sorts right after ':'). */
+export function occurrenceKeyRange(scheduleId: string): [string, string] {
+  return [`schedule:${scheduleId}:`, `schedule:${scheduleId};`];
+}
+
+/**
+ * CRUD for recurring schedules. Materialising occurrences is the promoter's; this repository
+ * only keeps `next_run_at` and `version` right so the promoter's recurring sweep sees changes,
+ * and clears not-yet-run occurrences when the timing changes or the schedule goes away.
+ */
+@Injectable()
+export class SchedulesRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /** Inserts, or returns the existing schedule for (tenant, key) with `created: false`. */
+  async create(s: NewSchedule): Promise<{ created: boolean; schedule: ScheduleView }> {
+    const inserted: RawSchedule[] = await this.db.query(
+      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, next_run_at)
+       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9)
+       ON CONFLICT (tenant_id, key) DO NOTHING
+       RETURNING ${COLUMNS}`,
+      [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, s.nextRunAt],
+    );
+    if (inserted[0]) return { created: true, schedule: toView(inserted[0]) };
+    const existing: RawSchedule[] = await this.db.query(
+      `SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND key = $2`,
+      [s.tenantId, s.key],
+    );
+    if (!existing[0]) throw new Error('schedule vanished between insert conflict and read');
+    return { created: false, schedule: toView(existing[0]) };
+  }
+
+  async findForTenant(tenantId: number, id: string): Promise<ScheduleView | null> {
+    const rows: RawSchedule[] = await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND tenant_id = $2`, [
+      id,
+      tenantId,
+    ]);
+    return rows[0] ? toView(rows[0]) : null;
+  }
+
+  /** Keyset page ordered by key (the unique (tenant_id, key) index). */
+  async list(tenantId: number, afterKey: string | null, limit: number): Promise<ScheduleView[]> {
+    const rows: RawSchedule[] = afterKey === null
+      ? await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 ORDER BY key LIMIT $2`, [tenantId, limit])
+      : await this.db.query(
+          `SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND key > $2 ORDER BY key LIMIT $3`,
+          [tenantId, afterKey, limit],
+        );
+    return rows.map(toView);
+  }
+
+  /**
+   * Applies a change in one transaction. A timing change bumps `version`, sets the new
+   * `next_run_at` and removes occurrences that have not run, so the promoter re-materialises
+   * them from the new timing.
+   */
+  async update(
+    tenantId: number,
+    id: string,
+    change: ScheduleChange,
+  ): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
+    return this.db.transaction(async (tx) => {
+      const sets: string[] = ['updated_at = now()'];
+      const params: unknown[] = [id, tenantId];
+      const set = (column: string, value: unknown, cast = '') => sets.push(`${column} = $${params.push(value)}${cast}`);
+      if (change.kind !== undefined) set('kind', change.kind);
+      if (change.cron !== undefined) set('cron', change.cron);
+      if (change.timezone !== undefined) set('timezone', change.timezone);
+      if (change.payload !== undefined) set('payload', jsonParam(change.payload), '::jsonb');
+      if (change.maxAttempts !== undefined) set('max_attempts', change.maxAttempts);
+      if (change.missed !== undefined) set('missed', change.missed);
+      if (change.timing) {
+        set('next_run_at', change.timing.nextRunAt);
+        sets.push('version = version + 1');
+      }
+      const rows: [RawSchedule[], number] = await tx.query(
+        `UPDATE schedules SET ${sets.join(', ')} WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
+        params,
+      );
+      const row = rows[0][0];
+      if (!row) return null;
+      const removed = change.timing
+        ? await removeUnrunOccurrences(tx, tenantId, row.id)
+        : { queuedIds: [], count: 0 };
+      return { schedule: toView(row), removed };
+    });
+  }
+
+  async setPaused(tenantId: number, id: string, paused: boolean): Promise<ScheduleView | null> {
+    const rows: [RawSchedule[], number] = await this.db.query(
+      `UPDATE schedules SET paused = $3, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
+      [id, tenantId, paused],
+    );
+    return rows[0][0] ? toView(rows[0][0]) : null;
+  }
+
+  async delete(tenantId: number, id: string): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
+    return this.db.transaction(async (tx) => {
+      const rows: [RawSchedule[], number] = await tx.query(
+        `DELETE FROM schedules WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
+        [id, tenantId],
+      );
+      const row = rows[0][0];
+      if (!row) return null;
+      return { schedule: toView(row), removed: await removeUnrunOccurrences(tx, tenantId, row.id) };
+    });
+  }
+}
+
+/**
+ * Never-attempted occurrences are deleted rather than cancelled: a cancelled row would keep its
+ * `(tenant, key)` and block the promoter from materialising the same nominal time again under
+ * the new timing. Occurrences that already failed an attempt keep their history as `cancelled`.
+ * The range predicate on `key` (COLLATE "C") is a scan of the unique (tenant_id, key) index.
+ */
+async function removeUnrunOccurrences(tx: EntityManager, tenantId: number, scheduleId: string): Promise<RemovedOccurrences> {
+  const [lo, hi] = occurrenceKeyRange(scheduleId);
+  const deleted: [{ id: string; state: string }[], number] = await tx.query(
+    `DELETE FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0
+     RETURNING id::text AS id, state`,
+    [tenantId, lo, hi],
+  );
+  const cancelled: [{ id: string; state: string }[], number] = await tx.query(
+    `WITH old AS (
+       SELECT id, state FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') FOR UPDATE)
+     UPDATE jobs j SET state = 'c', finished_at = now() FROM old WHERE j.id = old.id
+     RETURNING j.id::text AS id, old.state AS state`,
+    [tenantId, lo, hi],
+  );
+  const all = [...deleted[0], ...cancelled[0]];
+  return { queuedIds: all.filter((r) => r.state === 'q').map((r) => r.id), count: all.length };
+}
+
+/** node-postgres would send a JS string as a JSON string only if stringified; null stays SQL NULL. */
+function jsonParam(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
