@@ -3,3 +3,7 @@ export * from './data-source';
 export * from './job-id';
 export * from './job-state.codec';
 export * from './migrations';
+export * from './errors';
+export * from './job-record';
+export * from './sql';
+export * from './repositories/jobs.repository';

@@ -1,0 +1,150 @@
+import { IllegalTransitionError } from '@almanac/domain';
+import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
+import { StaleStateError } from '../errors';
+import { JobsRepository, type NewJob } from './jobs.repository';
+
+const T1 = 1;
+const T2 = 2;
+const HOUR = 3600e3;
+const NOW = new Date('2026-11-29T10:00:00Z');
+
+function job(key: string, over: Partial<NewJob> = {}): NewJob {
+  return { kind: 'noop', key, runAt: new Date(NOW.getTime() + 48 * HOUR), payload: { n: key }, state: 'scheduled', ...over };
+}
+
+describe('JobsRepository (Postgres)', () => {
+  let db: TestDatabase;
+  let jobs: JobsRepository;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    jobs = new JobsRepository(db.dataSource);
+  });
+  afterAll(async () => db.drop());
+
+  describe('insertBatch', () => {
+    it('creates every new job and returns them in input order with ids and decoded creation time', async () => {
+      const before = Date.now();
+      const out = await jobs.insertBatch(T1, [job('a1'), job('a2', { state: 'queued', maxAttempts: 7, payload: undefined })]);
+      expect(out.map((o) => [o.status, o.job.key, o.job.state])).toEqual([
+        ['created', 'a1', 'scheduled'],
+        ['created', 'a2', 'queued'],
+      ]);
+      expect(out[0].job.id).toMatch(/^\d+$/);
+      expect(out[0].job.createdAt.getTime()).toBeGreaterThanOrEqual(before - 5);
+      const stored = await jobs.findById(T1, out[1].job.id);
+      expect(stored).toEqual(out[1].job);
+      expect(stored).toMatchObject({ maxAttempts: 7, payload: null, attempts: 0, tenantId: T1 });
+    });
+
+    it('reports a key that already exists as existing, with the stored row, untouched', async () => {
+      const [first] = await jobs.insertBatch(T1, [job('b1', { payload: { v: 1 } })]);
+      const out = await jobs.insertBatch(T1, [job('b2'), job('b1', { payload: { v: 2 }, kind: 'http' }), job('b3')]);
+      expect(out.map((o) => o.status)).toEqual(['created', 'existing', 'created']);
+      expect(out[1].job).toEqual(first.job);
+      expect(out[1].job).toMatchObject({ kind: 'noop', payload: { v: 1 } });
+    });
+
+    it('lets the first occurrence of a key repeated inside one batch win', async () => {
+      const out = await jobs.insertBatch(T1, [job('c1', { payload: { v: 1 } }), job('c2'), job('c1', { payload: { v: 2 } })]);
+      expect(out.map((o) => o.status)).toEqual(['created', 'created', 'existing']);
+      expect(out[2].job.id).toBe(out[0].job.id);
+      expect((await jobs.findByKey(T1, 'c1'))?.payload).toEqual({ v: 1 });
+    });
+
+    it('scopes keys per tenant', async () => {
+      const [a] = await jobs.insertBatch(T1, [job('shared')]);
+      const [b] = await jobs.insertBatch(T2, [job('shared')]);
+      expect([a.status, b.status]).toEqual(['created', 'created']);
+      expect(a.job.id).not.toBe(b.job.id);
+    });
+
+    it('gives concurrent batches with the same keys one row per key', async () => {
+      const keys = Array.from({ length: 200 }, (_, i) => `race-${i}`);
+      const [x, y] = await Promise.all([jobs.insertBatch(T1, keys.map((k) => job(k))), jobs.insertBatch(T1, [...keys].reverse().map((k) => job(k)))]);
+      const created = [...x, ...y].filter((o) => o.status === 'created').length;
+      expect(created).toBe(200);
+      const ids = new Map(x.map((o) => [o.job.key, o.job.id]));
+      for (const o of y) expect(o.job.id).toBe(ids.get(o.job.key));
+    });
+
+    it('takes 1000 jobs in one call and refuses more', async () => {
+      const out = await jobs.insertBatch(T1, Array.from({ length: 1000 }, (_, i) => job(`k-${i}`)));
+      expect(out.filter((o) => o.status === 'created')).toHaveLength(1000);
+      await expect(jobs.insertBatch(T1, Array.from({ length: 1001 }, (_, i) => job(`m-${i}`)))).rejects.toThrow(RangeError);
+      expect(await jobs.insertBatch(T1, [])).toEqual([]);
+    });
+
+    it('keeps unicode and quote-heavy keys and payloads intact', async () => {
+      const key = `inv:"ü"\\'${'x'.repeat(5)}`;
+      const [o] = await jobs.insertBatch(T1, [job(key, { payload: { s: 'a"b\\c\u2028', n: [1, null, true] } })]);
+      expect(await jobs.findByKey(T1, key)).toMatchObject({ id: o.job.id, payload: { s: 'a"b\\c\u2028', n: [1, null, true] } });
+    });
+  });
+
+  describe('lookups', () => {
+    it('never finds another tenant’s job by id, key or list', async () => {
+      const [o] = await jobs.insertBatch(T1, [job('mine')]);
+      expect(await jobs.findById(T2, o.job.id)).toBeNull();
+      expect(await jobs.findByKey(T2, 'mine')).toBeNull();
+      expect(await jobs.findManyByIds(T2, [o.job.id])).toEqual([]);
+      expect(await jobs.findByIdAnyTenant(o.job.id)).toMatchObject({ tenantId: T1 });
+    });
+
+    it('returns null for malformed or unknown ids instead of failing', async () => {
+      expect(await jobs.findById(T1, 'abc')).toBeNull();
+      expect(await jobs.findById(T1, '99999999999999999999')).toBeNull();
+      expect(await jobs.findById(T1, '1')).toBeNull();
+    });
+
+    it('finds many by ids and keys in the order asked, skipping unknown ones', async () => {
+      const out = await jobs.insertBatch(T1, [job('m1'), job('m2'), job('m3')]);
+      const ids = out.map((o) => o.job.id);
+      expect((await jobs.findManyByIds(T1, [ids[2], 'nope', ids[0]])).map((j) => j.key)).toEqual(['m3', 'm1']);
+      expect((await jobs.findManyByKeys(T1, ['m2', 'zz', 'm1'])).map((j) => j.key)).toEqual(['m2', 'm1']);
+    });
+  });
+
+  describe('transitions', () => {
+    it('moves a job only from the expected state and applies the patch', async () => {
+      const [o] = await jobs.insertBatch(T1, [job('t1', { state: 'queued' })]);
+      const lease = new Date(NOW.getTime() + 30e3);
+      const moved = await jobs.transition(o.job.id, 'queued', 'running', { leaseUntil: lease, incrementAttempts: true });
+      expect(moved).toMatchObject({ state: 'running', leaseUntil: lease, attempts: 1 });
+      await expect(jobs.transition(o.job.id, 'queued', 'running')).rejects.toBeInstanceOf(StaleStateError);
+      expect(await jobs.tryTransition(o.job.id, 'queued', 'cancelled')).toBeNull();
+      const done = await jobs.transition(o.job.id, 'running', 'succeeded', { leaseUntil: null, finishedAt: NOW, result: { ok: true } });
+      expect(done).toMatchObject({ state: 'succeeded', leaseUntil: null, finishedAt: NOW, result: { ok: true } });
+    });
+
+    it('refuses a transition the domain forbids before touching the row', async () => {
+      const [o] = await jobs.insertBatch(T1, [job('t2')]);
+      await expect(jobs.transition(o.job.id, 'scheduled', 'succeeded')).rejects.toBeInstanceOf(IllegalTransitionError);
+      expect((await jobs.findById(T1, o.job.id))?.state).toBe('scheduled');
+    });
+
+    it('lets exactly one of two racing transitions win', async () => {
+      const [o] = await jobs.insertBatch(T1, [job('t3', { state: 'queued' })]);
+      const results = await Promise.allSettled([
+        jobs.transition(o.job.id, 'queued', 'running'),
+        jobs.transition(o.job.id, 'queued', 'cancelled'),
+      ]);
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      const lost = results.find((r) => r.status === 'rejected');
+      expect(lost?.status === 'rejected' && lost.reason).toBeInstanceOf(StaleStateError);
+    });
+
+    it('moves many at once and reports only the ids that moved', async () => {
+      const out = await jobs.insertBatch(T1, [job('u1'), job('u2'), job('u3', { state: 'queued' })]);
+      const ids = out.map((o) => o.job.id);
+      expect((await jobs.transitionMany([...ids, 'bad'], 'scheduled', 'queued')).sort()).toEqual([ids[0], ids[1]].sort());
+      expect(await jobs.markQueued(ids)).toEqual([]);
+    });
+
+    it('reschedules with a new run time', async () => {
+      const [o] = await jobs.insertBatch(T1, [job('r1')]);
+      const later = new Date(NOW.getTime() + 72 * HOUR);
+      expect((await jobs.transition(o.job.id, 'scheduled', 'scheduled', { runAt: later })).runAt).toEqual(later);
+    });
+  });
+});

@@ -1,0 +1,305 @@
+import { Injectable } from '@nestjs/common';
+import { assertTransition, type JobState } from '@almanac/domain';
+import { DataSource, EntityManager } from 'typeorm';
+import { StaleStateError } from '../errors';
+import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
+import { createdAtFromJobId } from '../job-id';
+import { STATE_CODE } from '../job-state.codec';
+import { type Db, isJobIdString, sql } from '../sql';
+
+export const MAX_INSERT_BATCH = 1000;
+/** Matches the column default in the core migration. */
+export const DEFAULT_MAX_ATTEMPTS = 3;
+
+/** A job to insert. The API decides the initial state from the tier. */
+export interface NewJob {
+  kind: string;
+  key: string;
+  runAt: Date;
+  payload?: unknown;
+  maxAttempts?: number;
+  /** `scheduled` for cold rows; `queued` for immediate/hot rows the caller enqueues next. */
+  state: Extract<JobState, 'scheduled' | 'queued'>;
+}
+
+/**
+ * Per item, in input order. `existing` carries the stored row so the caller can compare
+ * kind/runAt/payload (same body → 200, different → 409). A key repeated inside one batch:
+ * the first occurrence wins; later ones are `existing` with the first one's job.
+ */
+export type InsertOutcome = { status: 'created'; job: JobRecord } | { status: 'existing'; job: JobRecord };
+
+/** Fields a guarded transition may change besides the state. `null` clears a column. */
+export interface JobPatch {
+  runAt?: Date;
+  leaseUntil?: Date | null;
+  finishedAt?: Date | null;
+  attempts?: number;
+  incrementAttempts?: boolean;
+  lastError?: string | null;
+  result?: unknown;
+}
+
+/** What the promoter needs to enqueue a cold row (never the payload). */
+export interface PromotionCandidate {
+  id: string;
+  runAt: Date;
+  tenantId: number;
+  kind: string;
+}
+
+interface InsertRow extends Partial<JobRow> {
+  created: boolean;
+  id: string;
+  key: string;
+}
+
+/*
+ * One statement per batch: the rows travel as one JSON document (cheaper to send and parse
+ * than seven arrays), ON CONFLICT skips keys that exist, and the second branch reads the
+ * existing rows from the statement's snapshot (rows inserted by this statement are invisible
+ * to it) only when something was skipped.
+ */
+const INSERT_BATCH_SQL = `
+WITH input AS MATERIALIZED (
+  SELECT * FROM json_to_recordset($2::json) AS i(k text, n text, r timestamptz, p jsonb, m smallint, s "char")
+), ins AS (
+  INSERT INTO jobs (tenant_id, kind, key, run_at, payload, max_attempts, state)
+  SELECT $1, n, k, r, p, m, s FROM input
+  ON CONFLICT (tenant_id, key) DO NOTHING
+  RETURNING id, key
+)
+SELECT true AS created, id, key, NULL::int AS tenant_id, NULL::text AS kind, NULL::timestamptz AS run_at,
+       NULL::"char" AS state, NULL::smallint AS attempts, NULL::smallint AS max_attempts, NULL::jsonb AS payload,
+       NULL::jsonb AS result, NULL::text AS last_error, NULL::timestamptz AS lease_until, NULL::timestamptz AS finished_at
+  FROM ins
+UNION ALL
+SELECT false, ${JOB_COLUMNS.replace('j.id, j.tenant_id, j.kind, j.key', 'j.id, j.key, j.tenant_id, j.kind')}
+  FROM input i JOIN jobs j ON j.tenant_id = $1 AND j.key = (i.k COLLATE "C")
+ WHERE (SELECT count(*) FROM ins) < (SELECT count(*) FROM input)`;
+
+const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'incrementAttempts'>, [column: string, cast: string]> = {
+  runAt: ['run_at', 'timestamptz'],
+  leaseUntil: ['lease_until', 'timestamptz'],
+  finishedAt: ['finished_at', 'timestamptz'],
+  attempts: ['attempts', 'smallint'],
+  lastError: ['last_error', 'text'],
+  result: ['result', 'jsonb'],
+};
+
+/** The jobs table's intent-level operations. Hot paths are single SQL statements. */
+@Injectable()
+export class JobsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /**
+   * Inserts up to MAX_INSERT_BATCH jobs for one tenant in one round trip. Idempotent on
+   * (tenant, key): an existing key is reported with its stored row and left untouched.
+   */
+  async insertBatch(tenantId: number, items: readonly NewJob[], db: Db = this.dataSource): Promise<InsertOutcome[]> {
+    if (items.length === 0) return [];
+    if (items.length > MAX_INSERT_BATCH) throw new RangeError(`insertBatch takes at most ${MAX_INSERT_BATCH} jobs (got ${items.length})`);
+    const firstIndex = new Map<string, number>();
+    const unique: NewJob[] = [];
+    for (const [i, item] of items.entries()) {
+      if (Number.isNaN(item.runAt.getTime())) throw new RangeError(`item ${i}: runAt is not a valid date`);
+      if (!firstIndex.has(item.key)) {
+        firstIndex.set(item.key, i);
+        unique.push(item);
+      }
+    }
+    const byKey = await this.insertUnique(tenantId, unique, db);
+    return items.map((item) => {
+      const first = items[firstIndex.get(item.key)!];
+      const outcome = byKey.get(item.key)!;
+      return first === item ? outcome : { status: 'existing', job: outcome.job };
+    });
+  }
+
+  private async insertUnique(tenantId: number, unique: NewJob[], db: Db): Promise<Map<string, InsertOutcome>> {
+    const out = new Map<string, InsertOutcome>();
+    let pending = unique;
+    // A key committed by a concurrent insert after this statement's snapshot is skipped by
+    // ON CONFLICT yet invisible to the existing-row read; fetch those in a second step.
+    for (let round = 0; pending.length > 0; round++) {
+      if (round === 3) throw new Error(`insertBatch: ${pending.length} keys neither inserted nor found after 3 rounds`);
+      const doc = JSON.stringify(
+        pending.map((j) => ({
+          k: j.key,
+          n: j.kind,
+          r: j.runAt,
+          p: j.payload,
+          m: j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+          s: STATE_CODE[j.state],
+        })),
+      );
+      const { rows } = await sql<InsertRow>(db, INSERT_BATCH_SQL, [tenantId, doc]);
+      const byKey = new Map(rows.map((r) => [r.key, r]));
+      const missing: NewJob[] = [];
+      for (const j of pending) {
+        const r = byKey.get(j.key);
+        if (!r) missing.push(j);
+        else if (r.created) out.set(j.key, { status: 'created', job: newJobRecord(tenantId, String(r.id), j) });
+        else out.set(j.key, { status: 'existing', job: rowToJob(r as JobRow) });
+      }
+      if (missing.length > 0) {
+        for (const job of await this.findManyByKeys(tenantId, missing.map((j) => j.key), db)) {
+          out.set(job.key, { status: 'existing', job });
+        }
+      }
+      pending = missing.filter((j) => !out.has(j.key));
+    }
+    return out;
+  }
+
+  async findById(tenantId: number, id: string, db: Db = this.dataSource): Promise<JobRecord | null> {
+    if (!isJobIdString(id)) return null;
+    const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.id = $1 AND j.tenant_id = $2`, [id, tenantId]);
+    return rows.length ? rowToJob(rows[0]) : null;
+  }
+
+  /** For internal roles (dispatcher, worker, sweeps) that hold an id from the queue. */
+  async findByIdAnyTenant(id: string, db: Db = this.dataSource): Promise<JobRecord | null> {
+    if (!isJobIdString(id)) return null;
+    const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.id = $1`, [id]);
+    return rows.length ? rowToJob(rows[0]) : null;
+  }
+
+  async findByKey(tenantId: number, key: string, db: Db = this.dataSource): Promise<JobRecord | null> {
+    const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.tenant_id = $1 AND j.key = $2`, [tenantId, key]);
+    return rows.length ? rowToJob(rows[0]) : null;
+  }
+
+  /** The tenant's jobs among `ids`, in the order asked; unknown or foreign ids are left out. */
+  async findManyByIds(tenantId: number, ids: readonly string[], db: Db = this.dataSource): Promise<JobRecord[]> {
+    const valid = ids.filter(isJobIdString);
+    if (valid.length === 0) return [];
+    const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.id = ANY($1::bigint[]) AND j.tenant_id = $2`, [valid, tenantId]);
+    const byId = new Map(rows.map((r) => [String(r.id), rowToJob(r)]));
+    return valid.flatMap((id) => byId.get(id) ?? []);
+  }
+
+  /** The tenant's jobs among `keys`, in the order asked; unknown keys are left out. */
+  async findManyByKeys(tenantId: number, keys: readonly string[], db: Db = this.dataSource): Promise<JobRecord[]> {
+    if (keys.length === 0) return [];
+    const { rows } = await sql<JobRow>(
+      db,
+      `SELECT ${JOB_COLUMNS} FROM unnest($2::text[]) AS k(key) JOIN jobs j ON j.tenant_id = $1 AND j.key = (k.key COLLATE "C")`,
+      [tenantId, keys],
+    );
+    const byKey = new Map(rows.map((r) => [r.key, rowToJob(r)]));
+    return [...new Set(keys)].flatMap((k) => byKey.get(k) ?? []);
+  }
+
+  /**
+   * Locks due cold rows for promotion: whole UTC-hour buckets up to the horizon's hour (the
+   * shape jobs_cold_due serves as an index range scan), oldest first, skipping rows another
+   * promoter holds. Must run inside a transaction (`tx`); prefer `withPromotionBatch`.
+   */
+  async claimDueForPromotion(tx: EntityManager, horizon: Date, limit: number): Promise<PromotionCandidate[]> {
+    if (!tx.queryRunner?.isTransactionActive) throw new Error('claimDueForPromotion must run inside a transaction');
+    const { rows } = await sql<{ id: string; run_at: Date; tenant_id: number; kind: string }>(
+      tx,
+      `SELECT id, run_at, tenant_id, kind FROM jobs
+        WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
+        ORDER BY almanac_hour(run_at)
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED`,
+      [horizon, limit],
+    );
+    return rows.map((r) => ({ id: String(r.id), runAt: r.run_at, tenantId: r.tenant_id, kind: r.kind }));
+  }
+
+  /**
+   * Claims up to `limit` due cold rows, hands them to `enqueue`, then marks them queued, all
+   * in one transaction: if `enqueue` throws, nothing is marked and the rows stay scheduled
+   * (an enqueue that half-succeeded is harmless: queue job ids are the row ids). Returns the
+   * promoted ids; fewer than `limit` means the due backlog is drained.
+   */
+  async withPromotionBatch(horizon: Date, limit: number, enqueue: (rows: PromotionCandidate[]) => Promise<void>): Promise<string[]> {
+    return this.dataSource.transaction(async (tx) => {
+      const rows = await this.claimDueForPromotion(tx, horizon, limit);
+      if (rows.length === 0) return [];
+      await enqueue(rows);
+      return this.transitionMany(rows.map((r) => r.id), 'scheduled', 'queued', {}, tx);
+    });
+  }
+
+  /**
+   * Guarded state change: applies only while the row is still in `from`. Throws
+   * IllegalTransitionError for a move the domain forbids, StaleStateError when the row is
+   * gone or no longer in `from` (someone else won the race). Returns the updated row.
+   */
+  async transition(id: string, from: JobState, to: JobState, patch: JobPatch = {}, db: Db = this.dataSource): Promise<JobRecord> {
+    const job = await this.tryTransition(id, from, to, patch, db);
+    if (!job) throw new StaleStateError(id, from);
+    return job;
+  }
+
+  /** As `transition`, but a lost race is `null` instead of an error. */
+  async tryTransition(id: string, from: JobState, to: JobState, patch: JobPatch = {}, db: Db = this.dataSource): Promise<JobRecord | null> {
+    assertTransition(from, to);
+    if (!isJobIdString(id)) return null;
+    const { set, params } = buildSet(to, patch, 3);
+    const { rows } = await sql<JobRow>(
+      db,
+      `UPDATE jobs j SET ${set} WHERE j.id = $1 AND j.state = $2 RETURNING ${JOB_COLUMNS}`,
+      [id, STATE_CODE[from], ...params],
+    );
+    return rows.length ? rowToJob(rows[0]) : null;
+  }
+
+  /** Batch guarded change; returns the ids that moved (the others were not in `from`). */
+  async transitionMany(ids: readonly string[], from: JobState, to: JobState, patch: JobPatch = {}, db: Db = this.dataSource): Promise<string[]> {
+    assertTransition(from, to);
+    const valid = ids.filter(isJobIdString);
+    if (valid.length === 0) return [];
+    const { set, params } = buildSet(to, patch, 3);
+    const { rows } = await sql<{ id: string }>(
+      db,
+      `UPDATE jobs j SET ${set} WHERE j.id = ANY($1::bigint[]) AND j.state = $2 RETURNING j.id`,
+      [valid, STATE_CODE[from], ...params],
+    );
+    return rows.map((r) => String(r.id));
+  }
+
+  /** Promoter/overdue shorthand: scheduled → queued for rows just handed to the queue. */
+  async markQueued(ids: readonly string[], db: Db = this.dataSource): Promise<string[]> {
+    return this.transitionMany(ids, 'scheduled', 'queued', {}, db);
+  }
+}
+
+function buildSet(to: JobState, patch: JobPatch, firstParam: number): { set: string; params: unknown[] } {
+  const sets = [`state = $${firstParam}`];
+  const params: unknown[] = [STATE_CODE[to]];
+  for (const [field, [column, cast]] of Object.entries(PATCH_COLUMNS) as [keyof typeof PATCH_COLUMNS, [string, string]][]) {
+    const value = patch[field];
+    if (value === undefined) continue;
+    params.push(field === 'result' && value !== null ? JSON.stringify(value) : value);
+    sets.push(`${column} = $${firstParam + params.length - 1}::${cast}`);
+  }
+  if (patch.incrementAttempts) {
+    if (patch.attempts !== undefined) throw new RangeError('patch sets attempts and incrementAttempts');
+    sets.push('attempts = j.attempts + 1');
+  }
+  return { set: sets.join(', '), params };
+}
+
+function newJobRecord(tenantId: number, id: string, j: NewJob): JobRecord {
+  return {
+    id,
+    tenantId,
+    kind: j.kind,
+    key: j.key,
+    runAt: j.runAt,
+    state: j.state,
+    attempts: 0,
+    maxAttempts: j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    payload: j.payload ?? null,
+    result: null,
+    lastError: null,
+    leaseUntil: null,
+    finishedAt: null,
+    createdAt: createdAtFromJobId(id),
+  };
+}

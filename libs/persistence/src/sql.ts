@@ -1,0 +1,31 @@
+import { DataSource, EntityManager } from 'typeorm';
+
+/**
+ * Where a repository's SQL runs: the shared DataSource (a pooled connection per statement) or
+ * the EntityManager of an open transaction, so callers can compose several repository calls in
+ * one commit (`dataSource.transaction((tx) => …)`).
+ */
+export type Db = DataSource | EntityManager;
+
+export interface SqlResult<T> {
+  rows: T[];
+  rowCount: number;
+}
+
+/** Runs one parameterised statement and returns its rows and affected-row count. */
+export async function sql<T = Record<string, unknown>>(db: Db, text: string, params: unknown[] = []): Promise<SqlResult<T>> {
+  const txRunner = db instanceof EntityManager ? db.queryRunner : undefined;
+  const runner = txRunner ?? (db instanceof EntityManager ? db.connection : db).createQueryRunner();
+  try {
+    const res = await runner.query(text, params, true);
+    const rows = (res.records ?? []) as T[];
+    return { rows, rowCount: res.affected ?? rows.length };
+  } finally {
+    if (!txRunner) await runner.release();
+  }
+}
+
+/** Ids travel as strings; anything that is not a positive bigint can match no row. */
+export function isJobIdString(id: string): boolean {
+  return /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= 9223372036854775807n;
+}
