@@ -21,9 +21,17 @@
 export const JOB_STATES = ['scheduled', 'queued', 'running', 'succeeded', 'dead', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
+/** States nothing ever leaves (no outgoing transitions in the table below). */
 export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'cancelled'];
 
-/** Legal transitions, as data: `from → allowed targets`. */
+/**
+ * Legal transitions, as data: `from → allowed targets`.
+ *
+ * Self-transitions are real moves, not no-ops: `scheduled → scheduled` is a reschedule that stays
+ * cold, `queued → queued` a re-enqueue (overdue sweep, Redis lost it) or a reschedule within the
+ * hot horizon. `running` is entered only from `queued`, and `succeeded` only from `running`.
+ * `dead` is not terminal: an operator retry sends it back through the tiers.
+ */
 export const JOB_TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   scheduled: ['queued', 'cancelled', 'scheduled'],
   queued: ['running', 'scheduled', 'queued', 'cancelled'],
