@@ -7,3 +7,6 @@ export * from './errors';
 export * from './job-record';
 export * from './sql';
 export * from './repositories/jobs.repository';
+export * from './entities';
+export * from './repositories/tenants.repository';
+export * from './repositories/attempts.repository';

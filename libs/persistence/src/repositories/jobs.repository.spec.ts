@@ -147,4 +147,93 @@ describe('JobsRepository (Postgres)', () => {
       expect((await jobs.transition(o.job.id, 'scheduled', 'scheduled', { runAt: later })).runAt).toEqual(later);
     });
   });
+
+  describe('promotion', () => {
+    const T9 = 9; // its own tenant, so counts below ignore the other tests' rows
+    async function seed(prefix: string, hoursAhead: number[]): Promise<string[]> {
+      const out = await jobs.insertBatch(T9, hoursAhead.map((h, i) => job(`${prefix}-${i}`, { runAt: new Date(NOW.getTime() + h * HOUR) })));
+      return out.map((o) => o.job.id);
+    }
+    async function clearDue(): Promise<void> {
+      await db.dataSource.query(`UPDATE jobs SET state = 'c' WHERE state = 's'`);
+    }
+
+    it('claims whole due hour buckets up to the horizon, enqueues, then marks them queued', async () => {
+      await clearDue();
+      const horizon = new Date(NOW.getTime() + 24 * HOUR);
+      // 23.5 h and 24.4 h fall in or at the horizon's hour; 25.5 h does not.
+      const ids = await seed('p', [1, 23.5, 24.4, 25.5, 300]);
+      const seen: string[] = [];
+      const promoted = await jobs.withPromotionBatch(horizon, 100, async (rows) => {
+        seen.push(...rows.map((r) => r.id));
+        expect(rows[0]).toEqual({ id: ids[0], runAt: new Date(NOW.getTime() + HOUR), tenantId: T9, kind: 'noop' });
+      });
+      expect(promoted.sort()).toEqual(ids.slice(0, 3).sort());
+      expect(seen.sort()).toEqual(promoted);
+      const states = await jobs.findManyByIds(T9, ids);
+      expect(states.map((j) => j.state)).toEqual(['queued', 'queued', 'queued', 'scheduled', 'scheduled']);
+    });
+
+    it('leaves rows scheduled when enqueueing throws', async () => {
+      await clearDue();
+      const ids = await seed('q', [2, 3]);
+      await expect(
+        jobs.withPromotionBatch(new Date(NOW.getTime() + 24 * HOUR), 10, async () => {
+          throw new Error('redis down');
+        }),
+      ).rejects.toThrow('redis down');
+      expect((await jobs.findManyByIds(T9, ids)).map((j) => j.state)).toEqual(['scheduled', 'scheduled']);
+    });
+
+    it('never gives two concurrent claimers the same row', async () => {
+      await clearDue();
+      const ids = await seed('cc', Array.from({ length: 300 }, (_, i) => 1 + (i % 20)));
+      const horizon = new Date(NOW.getTime() + 24 * HOUR);
+      const claimed: string[][] = [[], []];
+      let bothInside!: () => void;
+      const barrier = new Promise<void>((resolve) => (bothInside = resolve));
+      let inside = 0;
+      const claimer = (n: 0 | 1) =>
+        jobs.withPromotionBatch(horizon, 200, async (rows) => {
+          claimed[n].push(...rows.map((r) => r.id));
+          // Hold the locks until the other claimer has claimed too.
+          if (++inside === 2) bothInside();
+          await barrier;
+        });
+      await Promise.all([claimer(0), claimer(1)]);
+      expect(claimed[0].length).toBeGreaterThan(0);
+      expect(claimed[1].length).toBeGreaterThan(0);
+      expect(claimed[0].filter((id) => claimed[1].includes(id))).toEqual([]);
+      expect([...claimed[0], ...claimed[1]].sort()).toEqual([...ids].sort());
+    });
+
+    it('stops on a short batch and returns nothing once drained', async () => {
+      await clearDue();
+      await seed('d', [1, 2, 3]);
+      const horizon = new Date(NOW.getTime() + 24 * HOUR);
+      expect(await jobs.withPromotionBatch(horizon, 2, async () => {})).toHaveLength(2);
+      expect(await jobs.withPromotionBatch(horizon, 2, async () => {})).toHaveLength(1);
+      expect(await jobs.withPromotionBatch(horizon, 2, async () => {})).toEqual([]);
+    });
+
+    it('refuses to claim outside a transaction', async () => {
+      await expect(jobs.claimDueForPromotion(db.dataSource.manager, NOW, 1)).rejects.toThrow(/transaction/);
+    });
+
+    it('plans the claim as a range scan of jobs_cold_due', async () => {
+      await db.dataSource.query('ANALYZE jobs');
+      const plan = await db.dataSource.transaction(async (tx) => {
+        await tx.query('SET LOCAL enable_seqscan = off');
+        const rows: { 'QUERY PLAN': string }[] = await tx.query(
+          `EXPLAIN SELECT id, run_at, tenant_id, kind FROM jobs
+            WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
+            ORDER BY almanac_hour(run_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
+          [NOW, 100],
+        );
+        return rows.map((r) => r['QUERY PLAN']).join('\n');
+      });
+      expect(plan).toMatch(/Index Scan using jobs_cold_due/);
+      expect(plan).not.toMatch(/Sort/);
+    });
+  });
 });

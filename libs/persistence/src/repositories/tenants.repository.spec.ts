@@ -1,0 +1,45 @@
+import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
+import { TenantEntity } from '../entities';
+import { hashApiKey, TenantsRepository } from './tenants.repository';
+
+describe('TenantsRepository (Postgres)', () => {
+  let db: TestDatabase;
+  let tenants: TenantsRepository;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    tenants = new TenantsRepository(db.dataSource);
+  });
+  afterAll(async () => db.drop());
+
+  it('creates a tenant with a prefixed random key and stores only its sha256', async () => {
+    const { tenant, apiKey } = await tenants.create('acme');
+    expect(apiKey).toMatch(/^alm_[A-Za-z0-9_-]{43}$/);
+    expect(tenant).toMatchObject({ name: 'acme', rateLimitPerSecond: null });
+    const [row] = await db.dataSource.query(`SELECT api_key_hash FROM tenants WHERE id = $1`, [tenant.id]);
+    expect(Buffer.compare(row.api_key_hash, hashApiKey(apiKey))).toBe(0);
+    const all = JSON.stringify(await db.dataSource.query(`SELECT * FROM tenants`));
+    expect(all).not.toContain(apiKey.slice(4));
+  });
+
+  it('finds a tenant by its key and by id, and nothing for wrong or malformed keys', async () => {
+    const a = await tenants.create('a', { rateLimitPerSecond: 50 });
+    const b = await tenants.create('b');
+    expect(await tenants.findByApiKey(a.apiKey)).toEqual(a.tenant);
+    expect(await tenants.findByApiKey(b.apiKey)).toEqual(b.tenant);
+    expect(a.tenant.rateLimitPerSecond).toBe(50);
+    expect(await tenants.findByApiKey(`alm_${'A'.repeat(43)}`)).toBeNull();
+    expect(await tenants.findByApiKey(a.apiKey + 'x')).toBeNull();
+    expect(await tenants.findByApiKey('')).toBeNull();
+    expect(await tenants.findById(a.tenant.id)).toEqual(a.tenant);
+    expect(await tenants.findById(999999)).toBeNull();
+    expect(await tenants.findById(-1)).toBeNull();
+  });
+
+  it('reads tenants through the TypeORM entity without exposing the key hash', async () => {
+    const { tenant } = await tenants.create('typed');
+    const entity = await db.dataSource.getRepository(TenantEntity).findOneByOrFail({ id: tenant.id });
+    expect(entity).toMatchObject({ id: tenant.id, name: 'typed', rateLimitPerSecond: null });
+    expect(entity.apiKeyHash).toBeUndefined();
+  });
+});
