@@ -1,1 +1,5 @@
+export * from './errors';
 export * from './job-state';
+export * from './keys';
+export * from './run-at';
+export * from './tier';
