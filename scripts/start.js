@@ -4,17 +4,16 @@
 //   1. build if dist/ is missing or older than the sources;
 //   2. find Postgres and Redis (DATABASE_URL/REDIS_URL, else 127.0.0.1:5432/6379, else private
 //      servers in .data/ launched from the machine's binaries and stopped on exit);
-//   3. apply migrations, start the all-in-one app, wait for /health/ready;
+//   3. start the all-in-one app (it applies pending migrations first), wait for /health/ready;
 //   4. print where the API listens and a demo tenant's key with curl lines to paste.
 // `npm start -- --check` does all of that, posts one job with the demo key, then shuts down:
 // CI uses it to prove the front door works on a clean clone.
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const { info, warn, StartError } = require('./lib/log');
 const { ensureBuilt } = require('./lib/build');
 const { canConnect } = require('./lib/net');
-const { resolveServices } = require('./lib/local-services');
+const { resolveServices, checkServiceSettings } = require('./lib/local-services');
 const { spawnApp, waitReady } = require('./lib/app');
 const { demoTenant, curlTour } = require('./lib/demo-tenant');
 
@@ -53,6 +52,7 @@ async function main() {
   const check = process.argv.includes('--check');
   checkNode();
   const port = appPort(process.env);
+  checkServiceSettings(process.env);
   if (await canConnect('127.0.0.1', port)) {
     throw new StartError(`port ${port} is already in use: stop what listens there or set PORT=<another port>.`);
   }
@@ -109,13 +109,8 @@ async function main() {
     PORT: String(port),
   };
 
-  const migrated = spawnSync(process.execPath, [path.join(__dirname, 'migrate.js')], { env, stdio: 'inherit' });
-  if (migrated.status !== 0) {
-    warn('migrations failed; not starting the app');
-    await shutdown('migration failure', 1);
-    return;
-  }
-
+  // The all-in-one entry applies pending migrations before it listens (bootstrapRole migrate: true)
+  // and exits non-zero naming the cause when one fails; `npm run migrate` does the same step alone.
   app = spawnApp(root, env);
   void app.exited.then(({ code, signal }) => {
     if (stopping) return;

@@ -53,11 +53,19 @@ function takeLock(dataRoot) {
   return () => fs.rmSync(file, { force: true });
 }
 
-async function resolveServices({ root, env }) {
+/** Validates the start script's own knobs up front, before a slow build. Returns the mode. */
+function checkServiceSettings(env) {
   const mode = env.ALMANAC_START_SERVICES || 'auto';
   if (mode !== 'auto' && mode !== 'private') {
     throw new StartError(`ALMANAC_START_SERVICES must be auto or private, got "${mode}"`);
   }
+  portSetting(env, 'ALMANAC_START_PG_PORT', 54329);
+  portSetting(env, 'ALMANAC_START_REDIS_PORT', 63799);
+  return mode;
+}
+
+async function resolveServices({ root, env }) {
+  const mode = checkServiceSettings(env);
   const probeLocal = mode === 'auto';
   const plan = { pg: null, redis: null };
 
@@ -90,14 +98,14 @@ async function resolveServices({ root, env }) {
     stops.push({ name: 'lock', sync: takeLock(dataRoot) });
     try {
       if (!plan.redis) {
-        const port = await choosePort(env, 'ALMANAC_START_REDIS_PORT', 63799);
-        const redis = await startPrivateRedis({ dataRoot, port, bin: redisBin });
+        const pickPort = () => choosePort(env, 'ALMANAC_START_REDIS_PORT', 63799);
+        const redis = await startPrivateRedis({ dataRoot, pickPort, bin: redisBin });
         stops.unshift({ name: 'redis', async: () => redis.stop(), sync: () => redis.stop({ sync: true }) });
         plan.redis = { url: redis.url, from: 'a private redis-server in .data/redis' };
       }
       if (!plan.pg) {
-        const port = await choosePort(env, 'ALMANAC_START_PG_PORT', 54329);
-        const pg = startPrivatePostgres({ dataRoot, port, bins: pgBins });
+        const pickPort = () => choosePort(env, 'ALMANAC_START_PG_PORT', 54329);
+        const pg = await startPrivatePostgres({ dataRoot, pickPort, bins: pgBins });
         stops.unshift({ name: 'postgres', sync: () => pg.stop() });
         plan.pg = { url: pg.url, from: 'a private Postgres in .data/postgres' };
       }
@@ -144,4 +152,4 @@ function stopAllSync(stops) {
   }
 }
 
-module.exports = { resolveServices };
+module.exports = { resolveServices, checkServiceSettings };

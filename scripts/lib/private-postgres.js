@@ -45,8 +45,11 @@ function tail(file, lines = 20) {
   }
 }
 
-/** Starts (initialising on first use) a cluster on 127.0.0.1:port; resolves to {url, stop}. */
-function startPrivatePostgres({ dataRoot, port, bins }) {
+/**
+ * Starts (initialising on first use) a cluster on 127.0.0.1; resolves to {url, stop}. The port is
+ * picked after any leftover cluster is stopped, so a rerun gets its usual port back.
+ */
+async function startPrivatePostgres({ dataRoot, pickPort, bins }) {
   const dir = path.join(dataRoot, 'postgres');
   const dataDir = path.join(dir, 'data');
   const logFile = path.join(dir, 'server.log');
@@ -64,6 +67,7 @@ function startPrivatePostgres({ dataRoot, port, bins }) {
     info('stopping a private Postgres left running by an earlier run');
     run(prefix, [bins.pgCtl, 'stop', '-D', dataDir, '-m', 'fast', '-w']);
   }
+  const port = await pickPort();
 
   // Unix socket paths are limited to ~107 bytes; fall back to the temp folder for deep checkouts.
   const socketDir = dir.length < 80 ? dir : os.tmpdir();

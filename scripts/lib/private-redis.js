@@ -29,12 +29,14 @@ async function stopLeftover(pidFile) {
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
 }
 
-async function startPrivateRedis({ dataRoot, port, bin }) {
+/** Starts redis-server on 127.0.0.1 (port picked after any leftover is stopped); resolves to {url, stop}. */
+async function startPrivateRedis({ dataRoot, pickPort, bin }) {
   const dir = path.join(dataRoot, 'redis');
   fs.mkdirSync(dir, { recursive: true });
   const pidFile = path.join(dir, 'redis.pid');
   const logFile = path.join(dir, 'server.log');
   await stopLeftover(pidFile);
+  const port = await pickPort();
 
   const args = [
     '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--pidfile', pidFile,
