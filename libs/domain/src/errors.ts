@@ -34,15 +34,6 @@ export class InvalidTimezoneError extends DomainValidationError {
   override readonly name = 'InvalidTimezoneError';
 }
 
-/** `rule: 'too_large'` is the one the API maps to 413; every other rule is a 400. */
-export class InvalidPayloadError extends DomainValidationError {
-  override readonly name = 'InvalidPayloadError';
-}
-
-export class InvalidMaxAttemptsError extends DomainValidationError {
-  override readonly name = 'InvalidMaxAttemptsError';
-}
-
 export class InvalidMissedPolicyError extends DomainValidationError {
   override readonly name = 'InvalidMissedPolicyError';
 }
@@ -60,5 +51,6 @@ export function describeValue(value: unknown): string {
     return JSON.stringify(shown);
   }
   if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object' : typeof value === 'number' ? String(value) : `a ${typeof value}`;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }

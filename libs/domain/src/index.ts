@@ -3,3 +3,5 @@ export * from './job-state';
 export * from './keys';
 export * from './run-at';
 export * from './tier';
+export * from './outcome';
+export * from './retry';

@@ -93,13 +93,13 @@ describe('validateKey', () => {
 });
 
 describe('validateKind', () => {
-  it.each(['noop', 'http', 'a', 'billing.invoice', 'send-email', 'v2_sync', 'a'.repeat(50)])('accepts %j', (kind) => {
+  it.each(['noop', 'http', 'a', 'billing.invoice', 'send-email', 'v2_sync', 'a'.repeat(64)])('accepts %j', (kind) => {
     expect(validateKind(kind)).toBe(kind);
   });
 
   it.each([
     ['', 'empty'],
-    ['a'.repeat(51), 'too_long'],
+    ['a'.repeat(65), 'too_long'],
     ['HTTP', 'charset'],
     ['Noop', 'charset'],
     ['1st', 'charset'],

@@ -50,11 +50,11 @@ export function validateKey(raw: unknown, field = 'key'): string {
 
 /**
  * Kinds name a handler and route to its worker pool (queue names, metric labels), so they are
- * deliberately narrow: a lower-case ASCII letter, then up to 49 of `a-z 0-9 _ . -`
+ * deliberately narrow: a lower-case ASCII letter, then up to 63 of `a-z 0-9 _ . -`
  * (`noop`, `http`, `billing.invoice`, `send-email`). Not normalised: `HTTP` is rejected, not lowered.
  */
-export const KIND_PATTERN = /^[a-z][a-z0-9_.-]{0,49}$/;
-export const KIND_MAX_LENGTH = 50;
+export const KIND_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
+export const KIND_MAX_LENGTH = 64;
 
 export function validateKind(raw: unknown, field = 'kind'): string {
   if (typeof raw !== 'string') {
