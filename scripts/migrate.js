@@ -16,7 +16,9 @@ migrate(root, process.env).then(
       : '[almanac] schema is up to date\n');
   },
   (err) => {
-    process.stderr.write(`[almanac] migration failed: ${err && err.stack ? err.stack : err}\n`);
+    // Named errors already say what to fix; anything else gets its stack.
+    const known = err && (err.name === 'MigrationError' || err.name === 'ConfigError');
+    process.stderr.write(`[almanac] migration failed: ${known ? err.message : (err && err.stack) || err}\n`);
     process.exitCode = 1;
   },
 ).finally(() => {
