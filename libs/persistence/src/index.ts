@@ -3,6 +3,7 @@ export * from './data-source';
 export * from './job-id';
 export * from './job-state.codec';
 export * from './migrations';
+export * from './repositories/sweeps.repository';
 export * from './errors';
 export * from './job-record';
 export * from './sql';

@@ -1,0 +1,76 @@
+import type { SweepJobRef, SweepsRepository } from '@almanac/persistence';
+import type { SweepMetrics } from './sweep-metrics';
+import type { Enqueuer, Sweep, SweepResult } from './sweep';
+
+export interface PromotionResult extends SweepResult {
+  promoted: number;
+  batches: number;
+}
+
+export interface PromotionOptions {
+  hotHorizonMs: number;
+  batchSize: number;
+  maxPerRun: number;
+}
+
+/**
+ * Test seams for the crash points: a throw from `afterEnqueue` is a crash after the rows reached
+ * Redis but before the commit; from `afterCommit`, a crash once both are done.
+ */
+export interface PromotionFaults {
+  afterEnqueue?: (rows: SweepJobRef[]) => void | Promise<void>;
+  afterCommit?: (rows: number) => void | Promise<void>;
+}
+
+/**
+ * Cold rows → hot queue. Each batch is one transaction: claim (FOR UPDATE SKIP LOCKED) and mark
+ * queued, `addBulk` to the hot queue, commit. The order makes every crash point safe:
+ * - before the commit (after or during enqueue): the rows stay scheduled. If the next claim
+ *   comes first, it adds the same `j-<id>` again, a no-op while the job waits in Redis. If the
+ *   queued copy comes due first, the dispatcher finds the row still scheduled, does not claim it
+ *   (`rescheduled`) and drops the delivery; the next claim re-adds it. Never lost, never twice.
+ * - after the commit: rows are queued and in Redis, done.
+ * Rows already overdue (the promoter was down) go out with delay 0 (HotQueue clamps it).
+ *
+ * The claim walks jobs_cold_due by whole UTC hour buckets, ≤ hour(now + hot horizon): the
+ * horizon is effectively rounded UP to the next hour boundary, so Redis holds up to
+ * horizon + 1 h of work. The scan touches only unpromoted rows, so its cost follows the rows it
+ * promotes, not the table size.
+ */
+export class PromotionSweep implements Sweep<PromotionResult> {
+  readonly name = 'promotion' as const;
+
+  constructor(
+    private readonly repo: SweepsRepository,
+    private readonly queue: Enqueuer,
+    private readonly opts: PromotionOptions,
+    private readonly metrics?: SweepMetrics,
+    private readonly faults: PromotionFaults = {},
+  ) {}
+
+  runOnce(now: Date): Promise<PromotionResult> {
+    return this.promote(now, new Date(now.getTime() + this.opts.hotHorizonMs), null);
+  }
+
+  /**
+   * Promotes rows in hour buckets ≤ hour(horizon), only those due by `dueBy` when given (the
+   * overdue sweep's "due before my next run" pass). Batches until one comes back short.
+   */
+  async promote(now: Date, horizon: Date, dueBy: Date | null): Promise<PromotionResult> {
+    let promoted = 0;
+    let batches = 0;
+    for (;;) {
+      const limit = Math.min(this.opts.batchSize, this.opts.maxPerRun - promoted);
+      if (limit <= 0) return { promoted, batches, more: true };
+      const n = await this.repo.promoteColdBatch(horizon, limit, dueBy, async (rows) => {
+        await this.queue.enqueue(rows, now);
+        await this.faults.afterEnqueue?.(rows);
+      });
+      await this.faults.afterCommit?.(n);
+      batches += 1;
+      promoted += n;
+      this.metrics?.promoted.inc(n);
+      if (n < limit) return { promoted, batches };
+    }
+  }
+}

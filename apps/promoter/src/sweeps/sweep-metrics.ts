@@ -1,0 +1,58 @@
+import type { MetricsService } from '@almanac/platform';
+import type { Counter, Gauge, Histogram } from 'prom-client';
+import type { JobStateCounts } from '@almanac/persistence';
+
+export type RequeueReason = 'overdue' | 'lease_expired' | 'redis_lost' | 'scheduled_due';
+export type OccurrenceOutcome = 'materialised' | 'missed' | 'skipped';
+
+/** The promoter's metrics, registered once per process through the platform's get-or-create. */
+export class SweepMetrics {
+  readonly runs: Counter<'sweep' | 'outcome'>;
+  readonly duration: Histogram<'sweep'>;
+  readonly promoted: Counter;
+  readonly requeued: Counter<'reason'>;
+  readonly occurrences: Counter<'outcome'>;
+  readonly leaseDead: Counter;
+  readonly jobs: Gauge<'state'>;
+
+  constructor(metrics: MetricsService) {
+    this.runs = metrics.counter({
+      name: 'almanac_sweep_runs_total',
+      help: 'Sweep runs by sweep and outcome (ok, error, skipped = another replica held the lock)',
+      labelNames: ['sweep', 'outcome'],
+    });
+    this.duration = metrics.histogram({
+      name: 'almanac_sweep_duration_seconds',
+      help: 'Wall time of one sweep runOnce',
+      labelNames: ['sweep'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    });
+    this.promoted = metrics.counter({
+      name: 'almanac_promoted_total',
+      help: 'Cold rows moved into the hot queue (promotion sweep and the overdue sweep catching late ones)',
+    });
+    this.requeued = metrics.counter({
+      name: 'almanac_overdue_requeued_total',
+      help: 'Rows put (back) into the hot queue by the overdue sweep, by reason',
+      labelNames: ['reason'],
+    });
+    this.occurrences = metrics.counter({
+      name: 'almanac_schedule_occurrences_total',
+      help: 'Schedule occurrences: materialised on time, missed (late, still run by policy), skipped (late, dropped by policy or cap)',
+      labelNames: ['outcome'],
+    });
+    this.leaseDead = metrics.counter({
+      name: 'almanac_lease_expired_dead_total',
+      help: 'Running rows whose lease expired on their last attempt (moved to dead)',
+    });
+    this.jobs = metrics.gauge({
+      name: 'almanac_jobs',
+      help: 'Rows per state: exact for queued/running, planner estimate for the rest (see SweepsRepository.estimateJobStates)',
+      labelNames: ['state'],
+    });
+  }
+
+  setJobStates(counts: JobStateCounts): void {
+    for (const [state, n] of Object.entries(counts)) this.jobs.set({ state }, n);
+  }
+}

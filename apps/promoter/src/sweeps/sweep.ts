@@ -1,0 +1,21 @@
+/**
+ * A sweep does a bounded amount of work per call and says what it did. `more` asks the runner
+ * to call again at once instead of waiting out the interval (the cap was hit, work remains).
+ */
+export interface SweepResult {
+  more?: boolean;
+  /** Another replica held the sweep's lock; nothing was done. */
+  skipped?: boolean;
+}
+
+export interface Sweep<R extends SweepResult = SweepResult> {
+  readonly name: SweepName;
+  runOnce(now: Date): Promise<R>;
+}
+
+export type SweepName = 'promotion' | 'recurring' | 'overdue' | 'job_states';
+
+/** What the sweeps need from the hot queue (HotQueue satisfies it). */
+export interface Enqueuer {
+  enqueue(items: readonly { id: string; runAt: Date; tenantId: number; kind: string }[], now: Date): Promise<void>;
+}

@@ -1,0 +1,47 @@
+import { queueJobId } from '@almanac/persistence';
+import type { HotQueue } from '@almanac/platform';
+import type { DataSource } from 'typeorm';
+
+/** Inserts `count` jobs in one statement: run_at = start + i * stepMs (i = 0..count-1). */
+export async function insertJobs(
+  db: DataSource,
+  opts: { count: number; start: Date; stepMs?: number; state?: string; prefix?: string; tenantId?: number; leaseUntil?: Date | null; attempts?: number; maxAttempts?: number },
+): Promise<string[]> {
+  const rows = await db.query<{ id: string }[]>(
+    `INSERT INTO jobs (tenant_id, key, kind, run_at, state, lease_until, attempts, max_attempts)
+     SELECT $1, $2 || g, 'noop', $3::timestamptz + (g * $4::bigint) * interval '1 millisecond', $5::"char", $7, $8, $9
+       FROM generate_series(0, $6 - 1) g
+     RETURNING id::text AS id`,
+    [
+      opts.tenantId ?? 1,
+      `${opts.prefix ?? 'k'}-${Math.random().toString(36).slice(2, 8)}-`,
+      opts.start,
+      opts.stepMs ?? 0,
+      opts.state ?? 's',
+      opts.count,
+      opts.leaseUntil ?? null,
+      opts.attempts ?? 0,
+      opts.maxAttempts ?? 3,
+    ],
+  );
+  return rows.map((r) => r.id);
+}
+
+export async function statesOf(db: DataSource, ids: string[]): Promise<Record<string, number>> {
+  const rows = await db.query<{ state: string; n: number }[]>(
+    `SELECT state, count(*)::int AS n FROM jobs WHERE id = ANY($1::bigint[]) GROUP BY state`,
+    [ids],
+  );
+  return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+}
+
+/** Jobs waiting or delayed in the hot queue (what a dispatcher would still receive). */
+export async function queuedCount(queue: HotQueue): Promise<number> {
+  const c = await queue.queue.getJobCounts('waiting', 'delayed', 'prioritized');
+  return (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0);
+}
+
+export async function inQueue(queue: HotQueue, ids: string[]): Promise<number> {
+  const jobs = await Promise.all(ids.map((id) => queue.queue.getJob(queueJobId(id))));
+  return jobs.filter((j) => j !== undefined && j !== null).length;
+}

@@ -1,0 +1,351 @@
+import type { JobState } from '@almanac/domain';
+import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { decodeState } from '../job-state.codec';
+import { sql } from '../sql';
+
+/** What the hot queue needs to know about a row (never the payload). */
+export interface SweepJobRef {
+  id: string;
+  runAt: Date;
+  tenantId: number;
+  kind: string;
+}
+
+/** A schedule row claimed by the recurring sweep, payload kept as JSON text (copied, not parsed). */
+export interface DueSchedule {
+  id: string;
+  tenantId: number;
+  nextRunAt: Date;
+  cron: string;
+  timezone: string;
+  missed: string;
+  kind: string;
+  payloadJson: string | null;
+  maxAttempts: number;
+}
+
+/** One occurrence to insert as a job row. */
+export interface OccurrenceRow {
+  tenantId: number;
+  key: string;
+  kind: string;
+  runAt: Date;
+  payloadJson: string | null;
+  maxAttempts: number;
+}
+
+/** A schedule's cursor after materialising: the first nominal time not yet turned into a row. */
+export interface ScheduleAdvance {
+  id: string;
+  nextRunAt: Date | null;
+}
+
+export interface LeaseRescue {
+  /** Back to queued: the caller enqueues them. */
+  requeued: SweepJobRef[];
+  /** Attempts exhausted while the lease ran out: now dead. */
+  dead: number;
+}
+
+export type JobStateCounts = Record<JobState, number>;
+
+/** Keys for `pg_try_advisory_lock(classid, objid)`: 'ALMN' + one number per sweep. */
+const LOCK_CLASS = 0x414c4d4e;
+export const SWEEP_LOCKS = { overdue: 1, redisLoss: 2, stats: 3 } as const;
+export type SweepLockName = keyof typeof SWEEP_LOCKS;
+
+interface JobRefRow {
+  id: string;
+  run_at: Date;
+  tenant_id: number;
+  kind: string;
+}
+
+function toRef(r: JobRefRow): SweepJobRef {
+  return { id: r.id, runAt: r.run_at, tenantId: r.tenant_id, kind: r.kind };
+}
+
+/**
+ * SQL the promoter's sweeps need beyond JobsRepository. Every statement is one round trip over
+ * a partial index whose size is the work to do, not the table: jobs_cold_due (state 's'),
+ * jobs_queued_due (state 'q'), jobs_running_lease (state 'r'), schedules_due (not paused).
+ */
+export class SweepsRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /**
+   * Claims up to `limit` cold rows whose UTC hour bucket is ≤ hour(horizon) (and, when given,
+   * whose run time is ≤ `dueBy`), marks them queued and hands them to `publish` inside the same
+   * transaction; the commit happens only after `publish` resolves. A throw (or crash) before
+   * the commit leaves the rows scheduled, so a later claim re-publishes the same ids.
+   * Ordered by the index expression so the planner walks jobs_cold_due instead of sorting.
+   */
+  async promoteColdBatch(
+    horizon: Date,
+    limit: number,
+    dueBy: Date | null,
+    publish: (rows: SweepJobRef[]) => Promise<void>,
+  ): Promise<number> {
+    return this.db.transaction(async (m) => {
+      const { rows } = await sql<JobRefRow>(
+        m,
+        `UPDATE jobs j SET state = 'q'
+           FROM (SELECT id FROM jobs
+                  WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1)
+                    AND ($3::timestamptz IS NULL OR run_at <= $3)
+                  ORDER BY almanac_hour(run_at)
+                  LIMIT $2
+                  FOR UPDATE SKIP LOCKED) c
+          WHERE j.id = c.id AND j.state = 's'
+          RETURNING j.id::text AS id, j.run_at, j.tenant_id, j.kind`,
+        [horizon, limit, dueBy],
+      );
+      const refs = rows.map(toRef);
+      if (refs.length > 0) await publish(refs);
+      return refs.length;
+    });
+  }
+
+  /** The claim query's plan, for tests that pin the index choice. */
+  async explainColdClaim(horizon: Date, limit: number): Promise<string> {
+    const { rows } = await sql<{ 'QUERY PLAN': string }>(
+      this.db,
+      `EXPLAIN SELECT id FROM jobs
+        WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
+        ORDER BY almanac_hour(run_at) LIMIT $2::int FOR UPDATE SKIP LOCKED`,
+      [horizon, limit],
+    );
+    return rows.map((r) => r['QUERY PLAN']).join('\n');
+  }
+
+  /**
+   * Streams queued rows (all of them, or those due before `dueBefore`) in run-time order through
+   * one read-only snapshot with a server-side cursor, `batch` rows at a time, at most `max`.
+   * No locks: re-enqueueing is idempotent per jobId, so a row that moves on meanwhile is harmless.
+   */
+  async scanQueued(
+    dueBefore: Date | null,
+    batch: number,
+    max: number,
+    each: (rows: SweepJobRef[]) => Promise<void>,
+  ): Promise<number> {
+    const qr = this.db.createQueryRunner();
+    let seen = 0;
+    try {
+      await qr.connect();
+      await qr.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      await qr.query(
+        `DECLARE almanac_queued NO SCROLL CURSOR FOR
+           SELECT id::text AS id, run_at, tenant_id, kind FROM jobs
+            WHERE state = 'q' AND ($1::timestamptz IS NULL OR run_at < $1)
+            ORDER BY run_at`,
+        [dueBefore],
+      );
+      while (seen < max) {
+        const n = Math.min(batch, max - seen);
+        const rows = (await qr.query(`FETCH ${n} FROM almanac_queued`)) as JobRefRow[];
+        if (rows.length > 0) await each(rows.map(toRef));
+        seen += rows.length;
+        if (rows.length < n) break;
+      }
+      await qr.query('COMMIT');
+      return seen;
+    } catch (err) {
+      await qr.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      await qr.release();
+    }
+  }
+
+  /**
+   * Running rows whose lease ran out before `now` (the worker died): back to queued, or dead
+   * when the attempt that expired was the last. The dispatcher counted that attempt when it moved
+   * the row to running, and writes the `lost` history row for it on the next claim
+   * (ExecutionRepository.claimForDispatch); for a row that goes dead here nobody claims it again,
+   * so this statement writes that `lost` row itself. One transaction, SKIP LOCKED across replicas.
+   */
+  async rescueExpiredLeases(now: Date, limit: number, lostError: string): Promise<LeaseRescue> {
+    return this.db.transaction(async (m) => {
+      const { rows } = await sql<JobRefRow & { state: string }>(
+        m,
+        `WITH expired AS (
+           SELECT id FROM jobs
+            WHERE state = 'r' AND lease_until < $1
+            ORDER BY lease_until
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED
+         ), moved AS (
+           UPDATE jobs j
+              SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'x' ELSE 'q' END::"char",
+                  lease_until = NULL,
+                  finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
+                  last_error = $3
+             FROM expired e
+            WHERE j.id = e.id AND j.state = 'r'
+            RETURNING j.id, j.run_at, j.tenant_id, j.kind, j.state, j.attempts
+         ), lost AS (
+           INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
+           SELECT id, attempts, tenant_id, $1, $1, 'lost', $3 FROM moved WHERE state = 'x'
+           ON CONFLICT (job_id, attempt) DO NOTHING
+         )
+         SELECT id::text AS id, run_at, tenant_id, kind, state FROM moved`,
+        [now, limit, lostError],
+      );
+      const requeued = rows.filter((r) => r.state === 'q').map(toRef);
+      return { requeued, dead: rows.length - requeued.length };
+    });
+  }
+
+  /**
+   * Claims up to `limit` unpaused schedules whose next run time is ≤ `until` (schedules_due),
+   * lets `plan` compute their occurrences, inserts those as scheduled job rows (one statement,
+   * ON CONFLICT DO NOTHING: an occurrence already materialised stays as it is) and advances
+   * each schedule's cursor, all in one transaction. Row locks make API edits of the same
+   * schedules wait for the commit, so an edit always sees the advanced cursor.
+   */
+  async materialiseDueSchedules(
+    until: Date,
+    limit: number,
+    plan: (schedules: DueSchedule[]) => { rows: OccurrenceRow[]; advances: ScheduleAdvance[] },
+  ): Promise<{ schedules: number; inserted: number; duplicates: number }> {
+    return this.db.transaction(async (m) => {
+      const claimed = await this.claimDueSchedules(m, until, limit);
+      if (claimed.length === 0) return { schedules: 0, inserted: 0, duplicates: 0 };
+      const { rows, advances } = plan(claimed);
+      const inserted = await this.insertOccurrences(m, rows);
+      await this.advanceSchedules(m, advances);
+      return { schedules: claimed.length, inserted, duplicates: rows.length - inserted };
+    });
+  }
+
+  private async claimDueSchedules(m: EntityManager, until: Date, limit: number): Promise<DueSchedule[]> {
+    const { rows } = await sql<{
+      id: string;
+      tenant_id: number;
+      next_run_at: Date;
+      cron: string;
+      timezone: string;
+      missed: string;
+      kind: string;
+      payload: string | null;
+      max_attempts: number;
+    }>(
+      m,
+      `SELECT id::text AS id, tenant_id, next_run_at, cron, timezone, missed, kind, payload::text AS payload, max_attempts
+         FROM schedules
+        WHERE NOT paused AND next_run_at <= $1
+        ORDER BY next_run_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED`,
+      [until, limit],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      tenantId: r.tenant_id,
+      nextRunAt: r.next_run_at,
+      cron: r.cron,
+      timezone: r.timezone,
+      missed: r.missed,
+      kind: r.kind,
+      payloadJson: r.payload,
+      maxAttempts: r.max_attempts,
+    }));
+  }
+
+  private async insertOccurrences(m: EntityManager, rows: OccurrenceRow[]): Promise<number> {
+    if (rows.length === 0) return 0;
+    const { rowCount } = await sql(
+      m,
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
+       SELECT t, k, kd, r, p, ma, 's' FROM unnest($1::int[], $2::text[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::int2[])
+           AS u(t, k, kd, r, p, ma)
+       ON CONFLICT (tenant_id, key) DO NOTHING`,
+      [
+        rows.map((r) => r.tenantId),
+        rows.map((r) => r.key),
+        rows.map((r) => r.kind),
+        rows.map((r) => r.runAt.toISOString()),
+        rows.map((r) => r.payloadJson),
+        rows.map((r) => r.maxAttempts),
+      ],
+    );
+    return rowCount;
+  }
+
+  private async advanceSchedules(m: EntityManager, advances: ScheduleAdvance[]): Promise<void> {
+    if (advances.length === 0) return;
+    await m.query(
+      `UPDATE schedules s SET next_run_at = v.next
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, next)
+        WHERE s.id = v.id`,
+      [advances.map((a) => a.id), advances.map((a) => a.nextRunAt?.toISOString() ?? null)],
+    );
+  }
+
+  /**
+   * Rows per state, cheaply. queued and running are exact counts over their small partial
+   * indexes (the next hours of work); the rest split the planner's row estimate
+   * (pg_class.reltuples, kept fresh by autovacuum/ANALYZE) by the state column's
+   * most-common-value frequencies in pg_stats. A table never analysed is small: count exactly.
+   */
+  async estimateJobStates(): Promise<JobStateCounts> {
+    const counts: JobStateCounts = { scheduled: 0, queued: 0, running: 0, succeeded: 0, dead: 0, cancelled: 0 };
+    const {
+      rows: [stats],
+    } = await sql<{ total: number; vals: string[] | null; freqs: number[] | null }>(
+      this.db,
+      `SELECT c.reltuples::float8 AS total,
+              s.most_common_vals::text::text[] AS vals,
+              s.most_common_freqs AS freqs
+         FROM pg_class c
+         LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'jobs' AND s.attname = 'state'
+        WHERE c.oid = 'jobs'::regclass`,
+    );
+    if (!stats || stats.total < 0 || !stats.vals || !stats.freqs) {
+      const { rows } = await sql<{ state: string; n: number }>(
+        this.db,
+        `SELECT state, count(*)::float8 AS n FROM jobs GROUP BY state`,
+      );
+      for (const r of rows) counts[decodeState(r.state)] = r.n;
+      return counts;
+    }
+    stats.vals.forEach((code, i) => {
+      counts[decodeState(code)] = Math.round(stats.total * (stats.freqs?.[i] ?? 0));
+    });
+    const {
+      rows: [exact],
+    } = await sql<{ q: number; r: number }>(
+      this.db,
+      `SELECT (SELECT count(*) FROM jobs WHERE state = 'q')::float8 AS q,
+              (SELECT count(*) FROM jobs WHERE state = 'r')::float8 AS r`,
+    );
+    counts.queued = exact.q;
+    counts.running = exact.r;
+    return counts;
+  }
+
+  /**
+   * Runs `fn` while holding a session advisory lock for this sweep, or returns `null` at once
+   * when another replica holds it. For sweeps whose batches are not row-claims (re-enqueue
+   * scans), so replicas do not all repeat the same work.
+   */
+  async withSweepLock<T>(name: SweepLockName, fn: () => Promise<T>): Promise<T | null> {
+    const qr: QueryRunner = this.db.createQueryRunner();
+    try {
+      await qr.connect();
+      const [row] = (await qr.query(`SELECT pg_try_advisory_lock($1::int, $2::int) AS ok`, [
+        LOCK_CLASS,
+        SWEEP_LOCKS[name],
+      ])) as { ok: boolean }[];
+      if (!row?.ok) return null;
+      try {
+        return await fn();
+      } finally {
+        await qr.query(`SELECT pg_advisory_unlock($1::int, $2::int)`, [LOCK_CLASS, SWEEP_LOCKS[name]]);
+      }
+    } finally {
+      await qr.release();
+    }
+  }
+}
