@@ -1,0 +1,108 @@
+import type { SweepJobRef, SweepsRepository } from '@almanac/persistence';
+import type { PromotionSweep } from '../sweeps/promotion.sweep';
+import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
+import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+import type { RedisEpoch, RedisEpochStatus } from './redis-epoch';
+
+export interface OverdueResult extends SweepResult {
+  redis: RedisEpochStatus | 'unchecked';
+  requeued: Record<RequeueReason, number>;
+  /** Running rows whose lease expired on their last attempt: now dead. */
+  dead: number;
+}
+
+export interface OverdueOptions {
+  /** Queued rows this late are re-enqueued (the queue should have delivered them). */
+  graceMs: number;
+  /** Scheduled rows due within this much of now are promoted at once (the sweep's interval). */
+  lookaheadMs: number;
+  batchSize: number;
+  maxPerRun: number;
+}
+
+/** Error text stored on rows whose lease ran out (ExecutionRepository's wording, for the UI). */
+export const LEASE_EXPIRED_ERROR = 'no outcome recorded: the worker stopped or lost its lease';
+
+/**
+ * The net under the queue, every 30 s by default. One replica at a time (session advisory lock):
+ * its passes re-enqueue without claiming rows, so replicas running it together would only
+ * repeat each other's `addBulk`s.
+ *
+ * 1. Redis lost data (RedisEpoch) → every queued row is re-enqueued at once with its own delay,
+ *    in batches (`addBulk` per batch; ids still in Redis are no-ops). Otherwise queued rows
+ *    more than `graceMs` past due are re-enqueued (jobs_queued_due).
+ * 2. Running rows with an expired lease (jobs_running_lease) → queued and re-enqueued, or dead
+ *    when that was the last attempt. The attempt was counted by the dispatcher's claim.
+ * 3. Scheduled rows due within `lookaheadMs` or already due (left cold when Redis was down at
+ *    ingest, or crashed promotions) → promoted now rather than at the next hourly promotion.
+ */
+export class OverdueSweep implements Sweep<OverdueResult> {
+  readonly name = 'overdue' as const;
+
+  constructor(
+    private readonly repo: SweepsRepository,
+    private readonly queue: Enqueuer,
+    private readonly epoch: RedisEpoch,
+    private readonly promotion: PromotionSweep,
+    private readonly opts: OverdueOptions,
+    private readonly metrics?: SweepMetrics,
+  ) {}
+
+  async runOnce(now: Date): Promise<OverdueResult> {
+    const result = await this.repo.withSweepLock('overdue', () => this.sweep(now));
+    return result ?? { skipped: true, redis: 'unchecked', requeued: emptyCounts(), dead: 0 };
+  }
+
+  private async sweep(now: Date): Promise<OverdueResult> {
+    const requeued = emptyCounts();
+    let more = false;
+
+    const redis = await this.epoch.check();
+    if (redis === 'ok') {
+      const dueBefore = new Date(now.getTime() - this.opts.graceMs);
+      requeued.overdue = await this.requeueQueued(now, dueBefore, this.opts.maxPerRun, 'overdue');
+      more ||= requeued.overdue >= this.opts.maxPerRun;
+    } else {
+      const epoch = await this.epoch.begin();
+      requeued.redis_lost = await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost');
+      // A second loss during the scan leaves the marker missing: the next run starts over.
+      more ||= !(await this.epoch.finish(epoch));
+    }
+
+    let dead = 0;
+    for (;;) {
+      const rescue = await this.repo.rescueExpiredLeases(now, this.opts.batchSize, LEASE_EXPIRED_ERROR);
+      await this.enqueue(rescue.requeued, now, 'lease_expired', requeued);
+      dead += rescue.dead;
+      this.metrics?.leaseDead.inc(rescue.dead);
+      if (rescue.requeued.length + rescue.dead < this.opts.batchSize) break;
+    }
+
+    const dueBy = new Date(now.getTime() + this.opts.lookaheadMs);
+    const late = await this.promotion.promote(now, dueBy, dueBy);
+    requeued.scheduled_due = late.promoted;
+    this.metrics?.requeued.inc({ reason: 'scheduled_due' }, late.promoted);
+    more ||= late.more === true;
+
+    return { redis, requeued, dead, more };
+  }
+
+  private async requeueQueued(now: Date, dueBefore: Date | null, max: number, reason: RequeueReason): Promise<number> {
+    const counts = emptyCounts();
+    await this.repo.scanQueued(dueBefore, this.opts.batchSize, max, (rows) =>
+      this.enqueue(rows, now, reason, counts),
+    );
+    return counts[reason];
+  }
+
+  private async enqueue(rows: SweepJobRef[], now: Date, reason: RequeueReason, counts: Record<RequeueReason, number>) {
+    if (rows.length === 0) return;
+    await this.queue.enqueue(rows, now);
+    counts[reason] += rows.length;
+    this.metrics?.requeued.inc({ reason }, rows.length);
+  }
+}
+
+function emptyCounts(): Record<RequeueReason, number> {
+  return { overdue: 0, lease_expired: 0, redis_lost: 0, scheduled_due: 0 };
+}
