@@ -1,5 +1,5 @@
 import { queueJobId, SweepsRepository } from '@almanac/persistence';
-import { HotQueue, MetricsService } from '@almanac/platform';
+import { HotQueue, MetricsService, type HotItem } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
 import { createTestRedis, type TestRedis } from '../../../../test/support/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
@@ -142,10 +142,10 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect((await sweep.runOnce(NOW)).redis).toBe('lost'); // fresh server: no marker yet
       const soon = await insertJobs(db.dataSource, { count: 5000, state: 'q', start: new Date(NOW.getTime() + 1000), stepMs: 7 });
       const past = await insertJobs(db.dataSource, { count: 5000, state: 'q', start: new Date(NOW.getTime() - 10_000), stepMs: 1 });
-      await queue.enqueue(
-        (await db.dataSource.query(`SELECT id::text AS id, run_at AS "runAt", tenant_id AS "tenantId", kind FROM jobs`)) as never,
-        NOW,
+      const rows = await db.dataSource.query<HotItem[]>(
+        `SELECT id::text AS id, run_at AS "runAt", tenant_id AS "tenantId", kind FROM jobs`,
       );
+      await queue.enqueue(rows, NOW);
       expect(await queuedCount(queue)).toBe(10_000);
       expect((await sweep.runOnce(NOW)).redis).toBe('ok');
 

@@ -1,0 +1,76 @@
+import { Logger } from '@nestjs/common';
+import type { Clock } from '@almanac/platform';
+import type { SweepMetrics } from './sweep-metrics';
+import type { Sweep, SweepResult } from './sweep';
+
+export interface ScheduledSweep {
+  sweep: Sweep;
+  intervalMs: number;
+}
+
+/** Pause before calling again when a run hit its cap (`more`): yield, but do not wait an interval. */
+const MORE_DELAY_MS = 10;
+/** After a failed run, retry sooner than a long interval (an hourly promotion must not wait an hour). */
+const MAX_ERROR_DELAY_MS = 30_000;
+
+/**
+ * Calls each sweep on its own interval: once at start (catch-up after downtime), then
+ * `intervalMs` after the previous run finished, so a sweep never overlaps itself. A failed run
+ * is logged and counted, and tried again after min(interval, 30 s). `stop()` cancels the timers
+ * and waits for runs in flight.
+ */
+export class SweepRunner {
+  private readonly log = new Logger('SweepRunner');
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private stopped = true;
+
+  constructor(
+    private readonly sweeps: readonly ScheduledSweep[],
+    private readonly clock: Clock,
+    private readonly metrics?: SweepMetrics,
+  ) {}
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    for (const entry of this.sweeps) this.schedule(entry, 0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** One run of `entry` now, with metrics and logging; returns the delay until the next one. */
+  async runEntry(entry: ScheduledSweep): Promise<number> {
+    const { sweep } = entry;
+    const started = process.hrtime.bigint();
+    try {
+      const result: SweepResult = await sweep.runOnce(this.clock.now());
+      const outcome = result.skipped ? 'skipped' : 'ok';
+      this.metrics?.runs.inc({ sweep: sweep.name, outcome });
+      this.log.debug({ sweep: sweep.name, result }, `${sweep.name} sweep ${outcome}`);
+      return result.more ? MORE_DELAY_MS : entry.intervalMs;
+    } catch (err) {
+      this.metrics?.runs.inc({ sweep: sweep.name, outcome: 'error' });
+      this.log.error({ sweep: sweep.name, err }, `${sweep.name} sweep failed: ${(err as Error).message}`);
+      return Math.min(entry.intervalMs, MAX_ERROR_DELAY_MS);
+    } finally {
+      this.metrics?.duration.observe({ sweep: sweep.name }, Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
+
+  private schedule(entry: ScheduledSweep, delayMs: number): void {
+    if (this.stopped) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(entry.sweep.name);
+      const run = this.runEntry(entry).then((next) => this.schedule(entry, next));
+      this.inFlight.add(run);
+      void run.finally(() => this.inFlight.delete(run));
+    }, delayMs);
+    this.timers.set(entry.sweep.name, timer);
+  }
+}
