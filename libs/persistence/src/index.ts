@@ -11,3 +11,4 @@ export * from './repositories/jobs.repository';
 export * from './entities';
 export * from './repositories/tenants.repository';
 export * from './repositories/attempts.repository';
+export * from './repositories/execution.repository';
