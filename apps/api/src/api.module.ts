@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { API_FEATURE_MODULES } from './api-features';
 
 /**
  * Root of the api role. bootstrapRole adds OpsModule (config, DataSource, Redis, logging,
@@ -6,6 +7,6 @@ import { Module } from '@nestjs/common';
  * this role go in `imports`.
  */
 @Module({
-  imports: [],
+  imports: [...API_FEATURE_MODULES],
 })
 export class ApiModule {}

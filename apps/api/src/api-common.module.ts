@@ -1,0 +1,34 @@
+import {
+  AttemptsRepository,
+  JobQueriesRepository,
+  JobsRepository,
+  SchedulesRepository,
+  TenantsRepository,
+} from '@almanac/persistence';
+import { Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { API_SETTINGS, loadApiSettings } from './api-settings';
+import { AdminAuthGuard, TenantAuthGuard } from './auth/guards';
+import { TenantAuthService } from './auth/tenant-auth.service';
+import { ApiExceptionFilter } from './http/api-exception.filter';
+import { HotRoutingService } from './jobs/hot-routing.service';
+import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
+
+const REPOSITORIES = [JobsRepository, JobQueriesRepository, TenantsRepository, AttemptsRepository, SchedulesRepository];
+
+/** What every API feature module shares: settings, auth, error shape, repositories, routing. */
+@Module({
+  providers: [
+    // Read (and validated) when the module is built: a bad ALMANAC_* value stops boot.
+    { provide: API_SETTINGS, useFactory: () => loadApiSettings(process.env) },
+    { provide: APP_FILTER, useClass: ApiExceptionFilter },
+    ...REPOSITORIES,
+    TenantAuthService,
+    TenantAuthGuard,
+    AdminAuthGuard,
+    IngestRateLimiter,
+    HotRoutingService,
+  ],
+  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService],
+})
+export class ApiCommonModule {}

@@ -1,0 +1,6 @@
+import { ApiDocsModule } from './docs/api-docs.module';
+import { JobsModule } from './jobs/jobs.module';
+import { TenantsModule } from './tenants/tenants.module';
+
+/** The api role's feature modules, in ApiModule's `imports`. */
+export const API_FEATURE_MODULES = [TenantsModule, JobsModule, ApiDocsModule];

@@ -1,0 +1,39 @@
+import { envInt, envList, type Env } from '@almanac/platform';
+
+/** API-only settings (ALMANAC_* variables read here, validated at module init). */
+export interface ApiSettings {
+  /** Job kinds ingest accepts; a handler registered by the worker must be listed here. */
+  kinds: ReadonlySet<string>;
+  maxPayloadBytes: number;
+  defaultMaxAttempts: number;
+  /** Jobs per second per tenant; 0 turns the limiter off. tenants.rate_limit_per_second overrides. */
+  rateLimitPerSecond: number;
+  authCacheTtlMs: number;
+  /** Group commit: how long a single-job POST may wait for company, and the most rows per flush. */
+  batchWindowMs: number;
+  batchMaxItems: number;
+  /** Past this an enqueue counts as failed and the rows are left to the promoter. */
+  enqueueTimeoutMs: number;
+}
+
+export const API_SETTINGS = Symbol('API_SETTINGS');
+
+export const DEFAULT_KINDS = ['noop', 'http', 'charge'];
+
+export function loadApiSettings(env: Env = process.env): ApiSettings {
+  return {
+    kinds: new Set(
+      envList(env, 'ALMANAC_KINDS', DEFAULT_KINDS, {
+        pattern: /^[a-z][a-z0-9_.-]{0,63}$/,
+        describe: 'comma-separated kinds (lower-case letter, then letters, digits, "_", "." or "-")',
+      }),
+    ),
+    maxPayloadBytes: envInt(env, 'ALMANAC_MAX_PAYLOAD_BYTES', 64 * 1024, { min: 16, max: 16 * 1024 * 1024 }),
+    defaultMaxAttempts: envInt(env, 'ALMANAC_DEFAULT_MAX_ATTEMPTS', 3, { min: 1, max: 100 }),
+    rateLimitPerSecond: envInt(env, 'ALMANAC_RATE_LIMIT_PER_SECOND', 2000, { min: 0, max: 10_000_000 }),
+    authCacheTtlMs: envInt(env, 'ALMANAC_AUTH_CACHE_TTL_MS', 10_000, { min: 0, max: 3_600_000 }),
+    batchWindowMs: envInt(env, 'ALMANAC_INGEST_BATCH_WINDOW_MS', 2, { min: 0, max: 1000 }),
+    batchMaxItems: envInt(env, 'ALMANAC_INGEST_BATCH_MAX', 500, { min: 1, max: 1000 }),
+    enqueueTimeoutMs: envInt(env, 'ALMANAC_ENQUEUE_TIMEOUT_MS', 1000, { min: 10, max: 60_000 }),
+  };
+}

@@ -1,0 +1,66 @@
+import type { TenantRecord } from '@almanac/persistence';
+import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
+import { CanActivate, createParamDecorator, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import type { HttpRequest as Request } from '../http/http-types';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ApiError } from '../http/api-error';
+import { TenantAuthService } from './tenant-auth.service';
+
+type AuthedRequest = Request & { tenant?: TenantRecord };
+
+function bearer(req: Request): string | null {
+  const header = req.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1] : null;
+}
+
+function unauthorized(message: string): ApiError {
+  return new ApiError(401, message, [{ field: 'authorization', rule: 'bearer', message }], {
+    'WWW-Authenticate': 'Bearer',
+  });
+}
+
+/** Every tenant route: `Authorization: Bearer <tenant api key>`. */
+@Injectable()
+export class TenantAuthGuard implements CanActivate {
+  constructor(private readonly auth: TenantAuthService) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    const req = ctx.switchToHttp().getRequest<AuthedRequest>();
+    const key = bearer(req);
+    if (!key) throw unauthorized('missing bearer token (Authorization: Bearer <api key>)');
+    const tenant = await this.auth.authenticate(key);
+    if (!tenant) throw unauthorized('unknown api key');
+    req.tenant = tenant;
+    return true;
+  }
+}
+
+/** Admin routes: the configured ALMANAC_ADMIN_TOKEN, compared in constant time. */
+@Injectable()
+export class AdminAuthGuard implements CanActivate {
+  private readonly expected: Buffer;
+
+  constructor(@Inject(ALMANAC_CONFIG) config: AlmanacConfig) {
+    this.expected = digest(config.adminToken);
+  }
+
+  canActivate(ctx: ExecutionContext): boolean {
+    const token = bearer(ctx.switchToHttp().getRequest<Request>());
+    // Hashing both sides gives equal lengths, so timingSafeEqual leaks nothing about the token.
+    if (!token || !timingSafeEqual(digest(token), this.expected)) throw unauthorized('admin token required');
+    return true;
+  }
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest();
+}
+
+/** The authenticated tenant (set by TenantAuthGuard). */
+export const CurrentTenant = createParamDecorator((_: unknown, ctx: ExecutionContext): TenantRecord => {
+  const tenant = ctx.switchToHttp().getRequest<AuthedRequest>().tenant;
+  if (!tenant) throw unauthorized('not authenticated');
+  return tenant;
+});

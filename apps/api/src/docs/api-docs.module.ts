@@ -1,0 +1,55 @@
+import { Injectable, Module, OnModuleInit } from '@nestjs/common';
+import { ApplicationConfig, HttpAdapterHost, ModulesContainer } from '@nestjs/core';
+import type { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+
+export const DOCS_PATH = 'docs';
+
+export function openApiConfig(): Omit<OpenAPIObject, 'paths'> {
+  return new DocumentBuilder()
+    .setTitle('Almanac API')
+    .setDescription(
+      [
+        'Durable job scheduler. Every accepted job is a committed Postgres row before the answer;',
+        'jobs due within 24 h also ride the hot queue. All /v1 routes take `Authorization: Bearer <tenant api key>`',
+        '(admin routes: the admin token). Errors are `{statusCode, error, message, details: [{field, rule, message}]}`.',
+      ].join(' '),
+    )
+    .setVersion('1')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'Tenant API key (alm_…)' }, 'tenant')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ALMANAC_ADMIN_TOKEN' }, 'admin')
+    .build();
+}
+
+/**
+ * Serves the OpenAPI document (`/docs-json`) and Swagger UI (`/docs`) from inside the module
+ * graph, so every process hosting the api role has them without main.ts wiring. SwaggerModule
+ * wants the Nest application; during onModuleInit (before the 404 handler is installed) the
+ * pieces it reads — modules, app config, HTTP adapter — are handed to it directly. The
+ * document is built on first request, when every controller is registered.
+ */
+@Injectable()
+class ApiDocsInstaller implements OnModuleInit {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly modules: ModulesContainer,
+  ) {}
+
+  onModuleInit(): void {
+    const httpAdapter = this.adapterHost.httpAdapter;
+    if (!httpAdapter) return;
+    const app = {
+      container: { getModules: () => this.modules, isGlobalModule: () => false },
+      config: new ApplicationConfig(),
+      getHttpAdapter: () => httpAdapter,
+      useStaticAssets: (path: string, options: unknown) =>
+        (httpAdapter as unknown as { useStaticAssets(p: string, o: unknown): void }).useStaticAssets(path, options),
+    } as unknown as INestApplication;
+    SwaggerModule.setup(DOCS_PATH, app, () => SwaggerModule.createDocument(app, openApiConfig()), {
+      jsonDocumentUrl: `${DOCS_PATH}-json`,
+    });
+  }
+}
+
+@Module({ providers: [ApiDocsInstaller] })
+export class ApiDocsModule {}

@@ -1,0 +1,61 @@
+/** One reason a request was refused: which field, which rule, in words. */
+export interface FieldIssue {
+  field: string;
+  rule: string;
+  message: string;
+}
+
+/** The error body every /v1 route answers with. */
+export interface ErrorBody {
+  statusCode: number;
+  error: string;
+  message: string;
+  details: FieldIssue[];
+}
+
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/** An expected refusal; the exception filter turns it into an ErrorBody. */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly details: FieldIssue[] = [],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+
+  get body(): ErrorBody {
+    return { statusCode: this.status, error: REASONS[this.status] ?? 'Error', message: this.message, details: this.details };
+  }
+}
+
+export function reasonPhrase(status: number): string {
+  return REASONS[status] ?? 'Error';
+}
+
+/** 400 for validation issues, 413 when the only problem is size (issues with rule `too_large`). */
+export function invalid(issues: FieldIssue[]): ApiError {
+  const status = issues.length > 0 && issues.every((i) => i.rule === 'too_large') ? 413 : 400;
+  const message = issues.map((i) => i.message).join('; ');
+  return new ApiError(status, message, issues);
+}
+
+export function notFound(what: string): ApiError {
+  return new ApiError(404, `${what} not found`);
+}
+
+export function conflict(message: string, field: string, rule: string): ApiError {
+  return new ApiError(409, message, [{ field, rule, message }]);
+}

@@ -1,0 +1,27 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+export class FieldIssueDto {
+  @ApiProperty({ example: 'runAt' })
+  field!: string;
+
+  @ApiProperty({ example: 'missing_zone', description: 'Stable machine-readable rule name.' })
+  rule!: string;
+
+  @ApiProperty({ example: 'runAt must include a UTC offset or Z (e.g. 2026-11-30T09:00:00Z), got "2026-11-30T09:00:00"' })
+  message!: string;
+}
+
+/** Every error on /v1 has this shape. */
+export class ErrorDto {
+  @ApiProperty({ example: 400 })
+  statusCode!: number;
+
+  @ApiProperty({ example: 'Bad Request' })
+  error!: string;
+
+  @ApiProperty({ example: 'runAt must include a UTC offset or Z (e.g. 2026-11-30T09:00:00Z), got "2026-11-30T09:00:00"' })
+  message!: string;
+
+  @ApiProperty({ type: [FieldIssueDto] })
+  details!: FieldIssueDto[];
+}

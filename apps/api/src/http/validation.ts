@@ -1,0 +1,117 @@
+import { DomainValidationError, describeValue } from '@almanac/domain';
+import type { FieldIssue } from './api-error';
+
+/** Collects every problem with a request instead of stopping at the first. */
+export class Issues {
+  readonly list: FieldIssue[] = [];
+
+  constructor(private readonly prefix = '') {}
+
+  add(field: string, rule: string, message: string): void {
+    const f = this.prefix ? `${this.prefix}.${field}` : field;
+    this.list.push({ field: f, rule, message: this.prefix ? `${this.prefix}.${message}` : message });
+  }
+
+  /** Runs a domain validator; a DomainValidationError becomes an issue and `undefined`. */
+  run<T>(fn: () => T): T | undefined {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof DomainValidationError) {
+        this.add(err.field, err.rule, err.message);
+        return undefined;
+      }
+      throw err;
+    }
+  }
+
+  get ok(): boolean {
+    return this.list.length === 0;
+  }
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Flags fields a client sent that the endpoint does not know (typos like `max_attempts`). */
+export function rejectUnknown(body: Record<string, unknown>, known: readonly string[], issues: Issues): void {
+  for (const k of Object.keys(body)) {
+    if (!known.includes(k)) issues.add(k, 'unknown_field', `${k} is not a known field (expected ${known.join(', ')})`);
+  }
+}
+
+export function intInRange(
+  raw: unknown,
+  field: string,
+  min: number,
+  max: number,
+  issues: Issues,
+): number | undefined {
+  if (typeof raw !== 'number' || !Number.isInteger(raw)) {
+    issues.add(field, 'integer', `${field} must be an integer, got ${describeValue(raw)}`);
+    return undefined;
+  }
+  if (raw < min || raw > max) {
+    issues.add(field, 'range', `${field} must be from ${min} to ${max}, got ${raw}`);
+    return undefined;
+  }
+  return raw;
+}
+
+/** Query-string integers arrive as text. */
+export function queryInt(raw: unknown, field: string, fallback: number, min: number, max: number, issues: Issues): number {
+  if (raw === undefined) return fallback;
+  if (typeof raw !== 'string' || !/^\d{1,9}$/.test(raw)) {
+    issues.add(field, 'integer', `${field} must be an integer from ${min} to ${max}`);
+    return fallback;
+  }
+  return intInRange(Number(raw), field, min, max, issues) ?? fallback;
+}
+
+/** One value per query parameter: `?state=a&state=b` is refused rather than half-read. */
+export function queryString(raw: unknown, field: string, issues: Issues): string | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string') {
+    issues.add(field, 'single_value', `${field} must be given once, as text`);
+    return undefined;
+  }
+  return raw;
+}
+
+/** JSON deep equality as jsonb sees it: object key order does not matter. */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') {
+    return a === b;
+  }
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
+  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
+  return ak.length === bk.length && ak.every((k) => Object.prototype.hasOwnProperty.call(bo, k) && jsonEqual(ao[k], bo[k]));
+}
+
+// jsonb refuses U+0000 anywhere in text; JSON.stringify writes it as \u0000 (an escaped
+// backslash before it does not count).
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+
+/**
+ * Checks a JSON payload: size of its serialisation against `maxBytes` (rule `too_large`, which
+ * the API answers with 413) and the one thing jsonb cannot store. Returns the byte size.
+ */
+export function checkPayload(payload: unknown, field: string, maxBytes: number, issues: Issues): number {
+  if (payload === undefined || payload === null) return 0;
+  const text = JSON.stringify(payload);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) {
+    issues.add(field, 'too_large', `${field} is ${bytes} bytes; the limit is ${maxBytes}`);
+  } else if (NUL_ESCAPE.test(text)) {
+    issues.add(field, 'nul_character', `${field} must not contain the character U+0000`);
+  }
+  return bytes;
+}

@@ -1,0 +1,38 @@
+import { GroupCommit } from './group-commit';
+
+describe('GroupCommit', () => {
+  it('hands 1000 concurrent submissions to flush in groups of at most maxItems, answering each in order', async () => {
+    const groups: number[][] = [];
+    const gc = new GroupCommit<number, string>(
+      async (items) => {
+        groups.push(items);
+        return items.map((i) => `r${i}`);
+      },
+      { windowMs: 1000, maxItems: 500 },
+    );
+    const answers = await Promise.all(Array.from({ length: 1000 }, (_, i) => gc.submit(i)));
+    expect(answers).toEqual(Array.from({ length: 1000 }, (_, i) => `r${i}`));
+    // maxItems reached twice: no timer needed, two flushes for a thousand callers.
+    expect(groups.map((g) => g.length)).toEqual([500, 500]);
+  });
+
+  it('flushes a partial group when drained, and rejects every caller of a failed group', async () => {
+    const gc = new GroupCommit<number, number>(
+      async (items) => {
+        if (items.includes(13)) throw new Error('boom');
+        return items;
+      },
+      { windowMs: 60_000, maxItems: 100 },
+    );
+    const ok = gc.submit(1);
+    const bad = [gc.submit(13), gc.submit(14)];
+    const settled = Promise.allSettled([ok, ...bad]);
+    await gc.drain();
+    const res = await settled;
+    expect(res.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    const gc2 = new GroupCommit<number, number>(async (items) => items, { windowMs: 60_000, maxItems: 100 });
+    const p = gc2.submit(7);
+    await gc2.drain();
+    expect(await p).toBe(7);
+  });
+});

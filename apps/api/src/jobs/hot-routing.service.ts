@@ -1,0 +1,72 @@
+import { JobQueriesRepository } from '@almanac/persistence';
+import { Clock, HotItem, HotQueue, MetricsService, REDIS } from '@almanac/platform';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type IORedis from 'ioredis';
+import type { Counter } from 'prom-client';
+import { API_SETTINGS, ApiSettings } from '../api-settings';
+
+/** Connection states in which a command would only wait in ioredis' offline queue. */
+const DOWN = new Set(['reconnecting', 'close', 'end']);
+
+/**
+ * Puts committed immediate/hot rows on the hot queue. The row is the truth: when Redis is down
+ * or slow, the rows go back to `scheduled` (guarded on `queued` + run time) and the promoter's
+ * sweeps deliver them; ingest still answers success.
+ */
+@Injectable()
+export class HotRoutingService {
+  private readonly log = new Logger('HotRouting');
+  private readonly failures: Counter;
+
+  constructor(
+    private readonly hotQueue: HotQueue,
+    private readonly jobs: JobQueriesRepository,
+    private readonly clock: Clock,
+    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
+    metrics: MetricsService,
+  ) {
+    this.failures = metrics.counter({
+      name: 'almanac_ingest_enqueue_failures_total',
+      help: 'Jobs committed as queued whose enqueue failed (left to the promoter as scheduled)',
+    });
+  }
+
+  /** Returns the ids that could not be enqueued (now `scheduled` rows). */
+  async enqueueOrDemote(items: HotItem[]): Promise<Set<string>> {
+    if (items.length === 0) return new Set();
+    try {
+      if (DOWN.has(this.redis.status)) throw new Error(`redis is ${this.redis.status}`);
+      await withTimeout(this.hotQueue.enqueue(items, this.clock.now()), this.settings.enqueueTimeoutMs);
+      return new Set();
+    } catch (err) {
+      this.failures.inc(items.length);
+      this.log.warn({ jobs: items.length, err: (err as Error).message }, 'enqueue failed; rows left for the promoter');
+      try {
+        await this.jobs.demoteToScheduled(items.map((i) => ({ id: i.id, runAt: i.runAt })));
+      } catch (dbErr) {
+        // Still `queued` without a queue entry: the overdue sweep finds such rows.
+        this.log.error({ jobs: items.length, err: (dbErr as Error).message }, 'could not demote rows after enqueue failure');
+      }
+      return new Set(items.map((i) => i.id));
+    }
+  }
+
+  /** Best effort: the dispatcher re-checks the row, so a leftover queue entry does no harm. */
+  async remove(id: string): Promise<void> {
+    if (DOWN.has(this.redis.status)) return;
+    try {
+      await withTimeout(this.hotQueue.remove(id), this.settings.enqueueTimeoutMs);
+    } catch (err) {
+      this.log.warn({ jobId: id, err: (err as Error).message }, 'could not remove job from the hot queue');
+    }
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}

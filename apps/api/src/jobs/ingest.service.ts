@@ -1,0 +1,195 @@
+import { tierFor, type Tier } from '@almanac/domain';
+import { type JobRecord, JobsRepository, type NewJob, type TenantRecord } from '@almanac/persistence';
+import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService } from '@almanac/platform';
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import type { Counter, Histogram } from 'prom-client';
+import { API_SETTINGS, ApiSettings } from '../api-settings';
+import { ApiError, conflict, type ErrorBody, invalid } from '../http/api-error';
+import { isPlainObject, Issues, rejectUnknown } from '../http/validation';
+import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
+import { GroupCommit } from './group-commit';
+import { HotRoutingService } from './hot-routing.service';
+import { differingFields, type JobInput, parseJobInput } from './job-input';
+import { jobSummary, type JobSummary } from './job-view';
+
+export const MAX_BATCH = 1000;
+
+interface CommitEntry {
+  tenantId: number;
+  input: JobInput;
+  tier: Tier;
+}
+
+type CommitResult =
+  | { status: 'created' | 'existing'; job: JobRecord }
+  | { status: 'conflict'; job: JobRecord; fields: string[] };
+
+export type BatchItem =
+  | { index: number; status: 'created' | 'existing'; job: JobSummary }
+  | { index: number; status: 'error'; error: Omit<ErrorBody, 'error'> };
+
+/**
+ * Ingest: validate, rate-limit, commit rows (group-committed across concurrent requests),
+ * then route immediate/hot rows to the hot queue. Every answer comes after the commit.
+ */
+@Injectable()
+export class IngestService implements OnApplicationShutdown {
+  private readonly batcher: GroupCommit<CommitEntry, CommitResult>;
+  private readonly ingested: Counter<'tier'>;
+  private readonly groupSize: Histogram;
+
+  constructor(
+    private readonly jobs: JobsRepository,
+    private readonly routing: HotRoutingService,
+    private readonly limiter: IngestRateLimiter,
+    private readonly clock: Clock,
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
+    @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
+    metrics: MetricsService,
+  ) {
+    this.batcher = new GroupCommit((entries) => this.commit(entries), {
+      windowMs: settings.batchWindowMs,
+      maxItems: settings.batchMaxItems,
+    });
+    this.ingested = metrics.counter({
+      name: 'almanac_jobs_ingested_total',
+      help: 'Jobs created through the API, by tier at ingest',
+      labelNames: ['tier'],
+    });
+    this.groupSize = metrics.histogram({
+      name: 'almanac_ingest_commit_rows',
+      help: 'Rows per ingest commit (group commit of single-job POSTs, or one batch request)',
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+    });
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.batcher.drain();
+  }
+
+  /** POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. */
+  async createOne(tenant: TenantRecord, body: unknown): Promise<{ created: boolean; job: JobSummary }> {
+    const parsed = parseJobInput(body, this.settings);
+    if (!parsed.ok) throw invalid(parsed.issues);
+    this.limiter.consume(tenant, 1);
+    const now = this.clock.now();
+    const result = await this.batcher.submit({
+      tenantId: tenant.id,
+      input: parsed.value,
+      tier: tierFor(parsed.value.runAt, now, this.config.horizons),
+    });
+    if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
+    return { created: result.status === 'created', job: jobSummary(result.job, now, this.config.horizons) };
+  }
+
+  /** POST /v1/jobs/batch: one result per item, in order; bad items do not sink the rest. */
+  async createBatch(tenant: TenantRecord, body: unknown): Promise<{ results: BatchItem[]; created: number; existing: number; errors: number }> {
+    const jobs = this.batchEnvelope(body);
+    const now = this.clock.now();
+    const results: (BatchItem | undefined)[] = new Array<BatchItem | undefined>(jobs.length);
+    const valid: { index: number; entry: CommitEntry }[] = [];
+    jobs.forEach((raw, index) => {
+      const parsed = parseJobInput(raw, this.settings);
+      if (parsed.ok) {
+        valid.push({ index, entry: { tenantId: tenant.id, input: parsed.value, tier: tierFor(parsed.value.runAt, now, this.config.horizons) } });
+      } else {
+        const e = invalid(parsed.issues);
+        results[index] = { index, status: 'error', error: { statusCode: e.status, message: e.message, details: e.details } };
+      }
+    });
+    this.limiter.consume(tenant, valid.length);
+    const committed = await this.commit(valid.map((v) => v.entry));
+    committed.forEach((r, i) => {
+      const index = valid[i].index;
+      if (r.status === 'conflict') {
+        const e = this.conflictError(valid[i].entry.input.key, r.fields);
+        results[index] = { index, status: 'error', error: { statusCode: 409, message: e.message, details: e.details } };
+      } else {
+        results[index] = { index, status: r.status, job: jobSummary(r.job, now, this.config.horizons) };
+      }
+    });
+    const all = results as BatchItem[];
+    return {
+      results: all,
+      created: all.filter((r) => r.status === 'created').length,
+      existing: all.filter((r) => r.status === 'existing').length,
+      errors: all.filter((r) => r.status === 'error').length,
+    };
+  }
+
+  private batchEnvelope(body: unknown): unknown[] {
+    const issues = new Issues();
+    if (!isPlainObject(body)) {
+      issues.add('body', 'type', 'body must be a JSON object {"jobs": [...]}');
+      throw invalid(issues.list);
+    }
+    rejectUnknown(body, ['jobs'], issues);
+    const jobs = body.jobs;
+    if (jobs === undefined) issues.add('jobs', 'required', 'jobs is required');
+    else if (!Array.isArray(jobs)) issues.add('jobs', 'type', 'jobs must be an array');
+    else if (jobs.length > MAX_BATCH) issues.add('jobs', 'max_items', `jobs may hold at most ${MAX_BATCH} items, got ${jobs.length}`);
+    if (!issues.ok) throw invalid(issues.list);
+    return jobs as unknown[];
+  }
+
+  private conflictError(key: string, fields: string[]): ApiError {
+    return conflict(
+      `key "${key}" already names a job with a different ${fields.join(', ')}`,
+      'key',
+      'conflict',
+    );
+  }
+
+  /**
+   * One insertBatch per tenant in the group (concurrently), then one addBulk for every
+   * immediate/hot row created. Results in input order.
+   */
+  private async commit(entries: CommitEntry[]): Promise<CommitResult[]> {
+    if (entries.length === 0) return [];
+    this.groupSize.observe(entries.length);
+    const byTenant = new Map<number, number[]>();
+    entries.forEach((e, i) => {
+      const list = byTenant.get(e.tenantId);
+      if (list) list.push(i);
+      else byTenant.set(e.tenantId, [i]);
+    });
+    const results = new Array<CommitResult>(entries.length);
+    await Promise.all(
+      [...byTenant].map(async ([tenantId, indices]) => {
+        const rows: NewJob[] = indices.map((i) => {
+          const { input, tier } = entries[i];
+          return {
+            kind: input.kind,
+            key: input.key,
+            runAt: input.runAt,
+            payload: input.payload,
+            maxAttempts: input.maxAttempts,
+            state: tier === 'cold' ? 'scheduled' : 'queued',
+          };
+        });
+        const outcomes = await this.jobs.insertBatch(tenantId, rows);
+        outcomes.forEach((o, k) => {
+          const i = indices[k];
+          if (o.status === 'created') {
+            results[i] = o;
+            return;
+          }
+          const fields = differingFields(o.job, entries[i].input);
+          results[i] = fields.length ? { status: 'conflict', job: o.job, fields } : o;
+        });
+      }),
+    );
+    const hot = results.flatMap((r) =>
+      r.status === 'created' && r.job.state === 'queued'
+        ? [{ id: r.job.id, runAt: r.job.runAt, tenantId: r.job.tenantId, kind: r.job.kind }]
+        : [],
+    );
+    const demoted = await this.routing.enqueueOrDemote(hot);
+    results.forEach((r, i) => {
+      if (r.status !== 'created') return;
+      this.ingested.inc({ tier: entries[i].tier });
+      if (demoted.has(r.job.id)) results[i] = { status: 'created', job: { ...r.job, state: 'scheduled' } };
+    });
+    return results;
+  }
+}

@@ -1,0 +1,104 @@
+import { parseRunAt, tierFor } from '@almanac/domain';
+import { isJobIdString, JobQueriesRepository, type RescheduleOutcome, type TenantRecord } from '@almanac/persistence';
+import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ApiError, conflict, invalid, notFound } from '../http/api-error';
+import { intInRange, isPlainObject, Issues, rejectUnknown } from '../http/validation';
+import { HotRoutingService } from './hot-routing.service';
+import { MAX_ATTEMPTS_LIMIT } from './job-input';
+import { jobSummary, type JobSummary } from './job-view';
+
+/**
+ * Cancel, reschedule, retry. Each is one guarded UPDATE that checks the state it expects, so
+ * against the dispatcher (which moves `queued` to `running` the same way) exactly one wins and
+ * the loser of the API side gets 409. Queue entries are fixed up after the row changed.
+ */
+@Injectable()
+export class JobChangesService {
+  private readonly log = new Logger('JobChanges');
+
+  constructor(
+    private readonly queries: JobQueriesRepository,
+    private readonly routing: HotRoutingService,
+    private readonly clock: Clock,
+    @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
+  ) {}
+
+  async cancel(tenant: TenantRecord, id: string): Promise<JobSummary> {
+    if (!isJobIdString(id)) throw notFound(`job ${id}`);
+    const res = await this.queries.cancel(tenant.id, id);
+    switch (res.outcome) {
+      case 'not_found':
+        throw notFound(`job ${id}`);
+      case 'conflict':
+        throw conflict(`job ${id} is ${res.state} and can no longer be cancelled`, 'state', 'not_cancellable');
+      case 'already_cancelled':
+        return this.summary(res.job);
+      case 'cancelled':
+        if (res.previous === 'queued') await this.routing.remove(id);
+        this.log.log({ tenantId: tenant.id, jobId: id, kind: res.job.kind }, 'job cancelled');
+        return this.summary(res.job);
+    }
+  }
+
+  async reschedule(tenant: TenantRecord, id: string, body: unknown): Promise<JobSummary> {
+    const issues = new Issues();
+    let runAt: Date | undefined;
+    if (!isPlainObject(body)) issues.add('body', 'type', 'body must be a JSON object {"runAt": ...}');
+    else {
+      rejectUnknown(body, ['runAt'], issues);
+      if (body.runAt === undefined) issues.add('runAt', 'required', 'runAt is required');
+      else runAt = issues.run(() => parseRunAt(body.runAt));
+    }
+    if (!issues.ok || !runAt) throw invalid(issues.list);
+    if (!isJobIdString(id)) throw notFound(`job ${id}`);
+    const state = this.stateFor(runAt);
+    const res = await this.queries.reschedule(tenant.id, id, runAt, state);
+    return this.afterMove(id, res, 'rescheduled');
+  }
+
+  async retry(tenant: TenantRecord, id: string, body: unknown): Promise<JobSummary> {
+    const issues = new Issues();
+    let runAt: Date | undefined = this.clock.now();
+    let extra: number | undefined = 1;
+    if (body !== undefined && body !== null && !(isPlainObject(body) && Object.keys(body).length === 0)) {
+      if (!isPlainObject(body)) issues.add('body', 'type', 'body must be a JSON object');
+      else {
+        rejectUnknown(body, ['runAt', 'extraAttempts'], issues);
+        if (body.runAt !== undefined) runAt = issues.run(() => parseRunAt(body.runAt));
+        if (body.extraAttempts !== undefined) extra = intInRange(body.extraAttempts, 'extraAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
+      }
+    }
+    if (!issues.ok || !runAt || !extra) throw invalid(issues.list);
+    if (!isJobIdString(id)) throw notFound(`job ${id}`);
+    const res = await this.queries.retryDead(tenant.id, id, runAt, this.stateFor(runAt), extra);
+    return this.afterMove(id, res, 'retried');
+  }
+
+  private stateFor(runAt: Date): 'scheduled' | 'queued' {
+    return tierFor(runAt, this.clock.now(), this.config.horizons) === 'cold' ? 'scheduled' : 'queued';
+  }
+
+  private async afterMove(id: string, res: RescheduleOutcome, verb: 'rescheduled' | 'retried'): Promise<JobSummary> {
+    if (res.outcome === 'not_found') throw notFound(`job ${id}`);
+    if (res.outcome === 'conflict') {
+      const why = verb === 'retried' ? 'only dead jobs can be retried' : 'only scheduled or queued jobs can be rescheduled';
+      throw new ApiError(409, `job ${id} is ${res.state}: ${why}`, [
+        { field: 'state', rule: verb === 'retried' ? 'not_dead' : 'not_reschedulable', message: why },
+      ]);
+    }
+    // The queue dedups on jobId: the old entry must go before the new delay can be set.
+    if (res.previous === 'queued') await this.routing.remove(id);
+    let job = res.job;
+    if (job.state === 'queued') {
+      const demoted = await this.routing.enqueueOrDemote([{ id, runAt: job.runAt, tenantId: job.tenantId, kind: job.kind }]);
+      if (demoted.size) job = { ...job, state: 'scheduled' };
+    }
+    this.log.log({ tenantId: job.tenantId, jobId: id, kind: job.kind, state: job.state }, `job ${verb}`);
+    return this.summary(job);
+  }
+
+  private summary(job: Parameters<typeof jobSummary>[0]): JobSummary {
+    return jobSummary(job, this.clock.now(), this.config.horizons);
+  }
+}

@@ -1,0 +1,63 @@
+import { tierFor, type JobState, type TierHorizons } from '@almanac/domain';
+import type { AttemptRecord } from '@almanac/persistence';
+
+interface JobLike {
+  id: string;
+  kind: string;
+  key: string;
+  runAt: Date;
+  state: JobState;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: Date;
+  payload?: unknown;
+  result?: unknown;
+  lastError?: string | null;
+  finishedAt?: Date | null;
+}
+
+export interface JobSummary {
+  id: string;
+  kind: string;
+  key: string;
+  runAt: string;
+  tier: string;
+  state: JobState;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: string;
+}
+
+/** The job as ingest and lists answer it (no payload: lists stay small, the client sent it). */
+export function jobSummary(j: JobLike, now: Date, horizons: TierHorizons): JobSummary {
+  return {
+    id: j.id,
+    kind: j.kind,
+    key: j.key,
+    runAt: j.runAt.toISOString(),
+    tier: tierFor(j.runAt, now, horizons),
+    state: j.state,
+    attempts: j.attempts,
+    maxAttempts: j.maxAttempts,
+    createdAt: j.createdAt.toISOString(),
+  };
+}
+
+export function jobDetail(j: JobLike, attempts: AttemptRecord[], now: Date, horizons: TierHorizons) {
+  return {
+    ...jobSummary(j, now, horizons),
+    payload: j.payload ?? null,
+    result: j.result ?? null,
+    lastError: j.lastError ?? null,
+    finishedAt: j.finishedAt ? j.finishedAt.toISOString() : null,
+    history: attempts.map((a) => ({
+      attempt: a.attempt,
+      startedAt: a.startedAt.toISOString(),
+      finishedAt: a.finishedAt ? a.finishedAt.toISOString() : null,
+      outcome: a.outcome,
+      error: a.error,
+      workerId: a.workerId,
+      result: a.result ?? null,
+    })),
+  };
+}

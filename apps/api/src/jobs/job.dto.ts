@@ -1,0 +1,162 @@
+import { JOB_STATES } from '@almanac/domain';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+const TIERS = ['immediate', 'hot', 'cold'];
+
+export class CreateJobDto {
+  @ApiProperty({ example: 'http', description: 'A registered kind (ALMANAC_KINDS; built in: noop, http).' })
+  kind!: string;
+
+  @ApiProperty({
+    example: 'invoice:2026-11:customer-42',
+    maxLength: 200,
+    description: 'Idempotency key, unique per tenant: letters, digits and - _ . : / @ + = ; must not start with "schedule:".',
+  })
+  key!: string;
+
+  @ApiProperty({ example: '2026-11-30T09:00:00+01:00', description: 'ISO 8601 with a UTC offset or Z.' })
+  runAt!: string;
+
+  @ApiPropertyOptional({
+    example: { url: 'https://billing.example.com/hooks/invoice', body: { customer: 42 } },
+    description: 'Any JSON, at most ALMANAC_MAX_PAYLOAD_BYTES (64 KiB) serialised; larger is 413.',
+  })
+  payload?: unknown;
+
+  @ApiPropertyOptional({ example: 5, minimum: 1, maximum: 100, default: 3 })
+  maxAttempts?: number;
+}
+
+export class CreateJobBatchDto {
+  @ApiProperty({ type: [CreateJobDto], maxItems: 1000 })
+  jobs!: CreateJobDto[];
+}
+
+export class JobDto {
+  @ApiProperty({ example: '1234567890123', description: 'Time-ordered id, as a string.' })
+  id!: string;
+
+  @ApiProperty({ example: 'http' })
+  kind!: string;
+
+  @ApiProperty({ example: 'invoice:2026-11:customer-42' })
+  key!: string;
+
+  @ApiProperty({ example: '2026-11-30T08:00:00.000Z' })
+  runAt!: string;
+
+  @ApiProperty({ enum: TIERS, example: 'cold', description: 'Where the job lives now, by its due time.' })
+  tier!: string;
+
+  @ApiProperty({ enum: JOB_STATES, example: 'scheduled' })
+  state!: string;
+
+  @ApiProperty({ example: 0 })
+  attempts!: number;
+
+  @ApiProperty({ example: 3 })
+  maxAttempts!: number;
+
+  @ApiProperty({ example: '2026-11-29T10:00:00.000Z' })
+  createdAt!: string;
+}
+
+export class AttemptDto {
+  @ApiProperty({ example: 1 })
+  attempt!: number;
+
+  @ApiProperty({ example: '2026-11-30T08:00:00.120Z' })
+  startedAt!: string;
+
+  @ApiProperty({ example: '2026-11-30T08:00:00.480Z', nullable: true, type: String })
+  finishedAt!: string | null;
+
+  @ApiProperty({ example: 'succeeded', nullable: true, type: String })
+  outcome!: string | null;
+
+  @ApiProperty({ example: null, nullable: true, type: String })
+  error!: string | null;
+}
+
+export class JobDetailDto extends JobDto {
+  @ApiPropertyOptional({ example: { url: 'https://billing.example.com/hooks/invoice' } })
+  payload?: unknown;
+
+  @ApiPropertyOptional({ example: { status: 200 } })
+  result?: unknown;
+
+  @ApiProperty({ example: null, nullable: true, type: String })
+  lastError!: string | null;
+
+  @ApiProperty({ example: null, nullable: true, type: String })
+  finishedAt!: string | null;
+
+  @ApiProperty({ type: [AttemptDto], description: 'Every attempt, oldest first.' })
+  history!: AttemptDto[];
+}
+
+export class BatchItemErrorDto {
+  @ApiProperty({ example: 400 })
+  statusCode!: number;
+
+  @ApiProperty({ example: 'kind "nope" has no handler (known: noop, http, charge)' })
+  message!: string;
+
+  @ApiProperty({ example: [{ field: 'kind', rule: 'unknown_kind', message: 'kind "nope" has no handler' }] })
+  details!: unknown[];
+}
+
+export class BatchItemDto {
+  @ApiProperty({ example: 0 })
+  index!: number;
+
+  @ApiProperty({ enum: ['created', 'existing', 'error'], example: 'created' })
+  status!: string;
+
+  @ApiPropertyOptional({ type: JobDto })
+  job?: JobDto;
+
+  @ApiPropertyOptional({ type: BatchItemErrorDto })
+  error?: BatchItemErrorDto;
+}
+
+export class BatchResultDto {
+  @ApiProperty({ type: [BatchItemDto], description: 'One per submitted job, in order.' })
+  results!: BatchItemDto[];
+
+  @ApiProperty({ example: 998 })
+  created!: number;
+
+  @ApiProperty({ example: 1 })
+  existing!: number;
+
+  @ApiProperty({ example: 1 })
+  errors!: number;
+}
+
+export class JobPageDto {
+  @ApiProperty({ type: [JobDto] })
+  items!: JobDto[];
+
+  @ApiProperty({ example: 'WyIyMDI2LTExLTMwVDA4OjAwOjAwLjAwMDAwMFoiLCIxMjM0Il0', nullable: true, type: String })
+  nextCursor!: string | null;
+}
+
+export class RescheduleJobDto {
+  @ApiProperty({ example: '2026-12-24T18:00:00Z' })
+  runAt!: string;
+}
+
+export class RetryJobDto {
+  @ApiPropertyOptional({ example: '2026-11-30T09:30:00Z', description: 'When to run again; default now.' })
+  runAt?: string;
+
+  @ApiPropertyOptional({
+    example: 1,
+    minimum: 1,
+    maximum: 100,
+    default: 1,
+    description: 'Attempts granted on top of those used (maxAttempts becomes attempts + extraAttempts).',
+  })
+  extraAttempts?: number;
+}

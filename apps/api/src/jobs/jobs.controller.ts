@@ -1,0 +1,128 @@
+import type { TenantRecord } from '@almanac/persistence';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { HttpResponse as Response } from '../http/http-types';
+import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
+import { ErrorDto } from '../http/error.dto';
+import { IngestService } from './ingest.service';
+import { JobChangesService } from './job-changes.service';
+import { JobQueriesService } from './job-queries.service';
+import {
+  BatchResultDto,
+  CreateJobBatchDto,
+  CreateJobDto,
+  JobDetailDto,
+  JobDto,
+  JobPageDto,
+  RescheduleJobDto,
+  RetryJobDto,
+} from './job.dto';
+
+const ID = { name: 'id', example: '1234567890123', description: 'Job id (another tenant\'s id answers 404).' };
+
+@ApiTags('jobs')
+@ApiBearerAuth('tenant')
+@ApiResponse({ status: 401, type: ErrorDto, description: 'Missing or unknown API key' })
+@Controller('v1/jobs')
+@UseGuards(TenantAuthGuard)
+export class JobsController {
+  constructor(
+    private readonly ingest: IngestService,
+    private readonly queries: JobQueriesService,
+    private readonly changes: JobChangesService,
+  ) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Create a job (idempotent by key)', description: 'The row is committed before the answer.' })
+  @ApiBody({ type: CreateJobDto })
+  @ApiResponse({ status: 201, type: JobDto, description: 'Created' })
+  @ApiResponse({ status: 200, type: JobDto, description: 'The same request was made before: the existing job' })
+  @ApiResponse({ status: 400, type: ErrorDto })
+  @ApiResponse({ status: 409, type: ErrorDto, description: 'The key names a job with a different kind, runAt or payload' })
+  @ApiResponse({ status: 413, type: ErrorDto, description: 'payload over ALMANAC_MAX_PAYLOAD_BYTES' })
+  @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant rate; see Retry-After' })
+  async create(
+    @CurrentTenant() tenant: TenantRecord,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<JobDto> {
+    const { created, job } = await this.ingest.createOne(tenant, body);
+    res.status(created ? 201 : 200);
+    return job;
+  }
+
+  @Post('batch')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Create up to 1000 jobs; one result per item, in order' })
+  @ApiBody({ type: CreateJobBatchDto })
+  @ApiResponse({ status: 200, type: BatchResultDto })
+  @ApiResponse({ status: 400, type: ErrorDto, description: 'Not a {jobs: [...]} body, or more than 1000 jobs' })
+  @ApiResponse({ status: 429, type: ErrorDto })
+  createBatch(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown) {
+    return this.ingest.createBatch(tenant, body);
+  }
+
+  @Get()
+  @ApiOperation({
+    summary: 'Find the job for a key, or list jobs',
+    description:
+      'With `key`: the one job for that key (with attempts). Otherwise a page ordered by (runAt, id); pass `nextCursor` back as `cursor`.',
+  })
+  @ApiQuery({ name: 'key', required: false, example: 'invoice:2026-11:customer-42' })
+  @ApiQuery({ name: 'state', required: false, enum: ['scheduled', 'queued', 'running', 'succeeded', 'dead', 'cancelled'] })
+  @ApiQuery({ name: 'kind', required: false, example: 'http' })
+  @ApiQuery({ name: 'from', required: false, example: '2026-11-01T00:00:00Z', description: 'runAt >= from' })
+  @ApiQuery({ name: 'to', required: false, example: '2026-12-01T00:00:00Z', description: 'runAt < to' })
+  @ApiQuery({ name: 'limit', required: false, example: 100, description: '1..1000, default 100' })
+  @ApiQuery({ name: 'cursor', required: false })
+  @ApiResponse({ status: 200, type: JobPageDto, description: 'A page (or, with key, a JobDetail)' })
+  @ApiResponse({ status: 404, type: ErrorDto, description: 'No job with that key' })
+  search(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>) {
+    return this.queries.search(tenant, query);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'A job with its attempts' })
+  @ApiParam(ID)
+  @ApiResponse({ status: 200, type: JobDetailDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+    return this.queries.get(tenant, id);
+  }
+
+  @Delete(':id')
+  @ApiOperation({ summary: 'Cancel a job that has not started (also removes it from the queue)' })
+  @ApiParam(ID)
+  @ApiResponse({ status: 200, type: JobDto, description: 'Cancelled (or already cancelled)' })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  @ApiResponse({ status: 409, type: ErrorDto, description: 'Running or finished' })
+  cancel(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+    return this.changes.cancel(tenant, id);
+  }
+
+  @Patch(':id')
+  @ApiOperation({ summary: 'Reschedule a job (re-tiered: it enters or leaves the hot queue)' })
+  @ApiParam(ID)
+  @ApiBody({ type: RescheduleJobDto })
+  @ApiResponse({ status: 200, type: JobDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  @ApiResponse({ status: 409, type: ErrorDto, description: 'Running or finished' })
+  reschedule(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Body() body: unknown) {
+    return this.changes.reschedule(tenant, id, body);
+  }
+
+  @Post(':id/retry')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Run a dead job again',
+    description: 'Attempts keep counting (history is kept); maxAttempts becomes attempts + extraAttempts.',
+  })
+  @ApiParam(ID)
+  @ApiBody({ type: RetryJobDto, required: false })
+  @ApiResponse({ status: 200, type: JobDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  @ApiResponse({ status: 409, type: ErrorDto, description: 'The job is not dead' })
+  retry(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Body() body: unknown) {
+    return this.changes.retry(tenant, id, body);
+  }
+}

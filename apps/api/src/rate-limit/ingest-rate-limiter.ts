@@ -1,0 +1,30 @@
+import { Clock } from '@almanac/platform';
+import { Inject, Injectable } from '@nestjs/common';
+import { API_SETTINGS, ApiSettings } from '../api-settings';
+import { ApiError } from '../http/api-error';
+import { TokenBuckets } from './token-bucket';
+
+/** The smallest burst a tenant gets, so one full batch always fits in an idle bucket. */
+const MIN_BURST = 1000;
+
+/** Per-tenant limit on jobs ingested per second (a batch of n costs n). */
+@Injectable()
+export class IngestRateLimiter {
+  private readonly buckets = new TokenBuckets();
+
+  constructor(
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Throws 429 with Retry-After (whole seconds, at least 1) when the tenant is over its rate. */
+  consume(tenant: { id: number; rateLimitPerSecond: number | null }, jobs: number): void {
+    const rate = tenant.rateLimitPerSecond ?? this.settings.rateLimitPerSecond;
+    if (rate <= 0 || jobs <= 0) return;
+    const res = this.buckets.take(tenant.id, jobs, rate, Math.max(rate, MIN_BURST), this.clock.now().getTime());
+    if (res.ok) return;
+    const seconds = Math.max(1, Math.ceil(res.retryAfterMs / 1000));
+    const message = `rate limit of ${rate} jobs/s exceeded; retry in ${seconds}s`;
+    throw new ApiError(429, message, [{ field: 'tenant', rule: 'rate_limit', message }], { 'Retry-After': String(seconds) });
+  }
+}

@@ -1,0 +1,47 @@
+import { TenantsRepository } from '@almanac/persistence';
+import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { AdminAuthGuard } from '../auth/guards';
+import { ErrorDto } from '../http/error.dto';
+import { invalid } from '../http/api-error';
+import { intInRange, isPlainObject, Issues, rejectUnknown } from '../http/validation';
+import { CreatedTenantDto, CreateTenantDto } from './tenant.dto';
+
+@ApiTags('admin')
+@ApiBearerAuth('admin')
+@Controller('v1/admin/tenants')
+@UseGuards(AdminAuthGuard)
+export class TenantsController {
+  constructor(private readonly tenants: TenantsRepository) {}
+
+  @Post()
+  @HttpCode(201)
+  @ApiOperation({ summary: 'Create a tenant and its API key (admin token required)' })
+  @ApiBody({ type: CreateTenantDto })
+  @ApiResponse({ status: 201, type: CreatedTenantDto })
+  @ApiResponse({ status: 400, type: ErrorDto })
+  @ApiResponse({ status: 401, type: ErrorDto })
+  async create(@Body() body: unknown): Promise<CreatedTenantDto> {
+    const issues = new Issues();
+    let name: string | undefined;
+    let rate: number | undefined;
+    if (!isPlainObject(body)) {
+      issues.add('body', 'type', 'body must be a JSON object');
+    } else {
+      rejectUnknown(body, ['name', 'rateLimitPerSecond'], issues);
+      if (typeof body.name !== 'string' || body.name.trim() === '' || body.name.length > 200) {
+        issues.add('name', body.name === undefined ? 'required' : 'string', 'name must be a non-empty string of at most 200 characters');
+      } else if (body.name.includes('\u0000')) {
+        issues.add('name', 'charset', 'name must not contain U+0000');
+      } else {
+        name = body.name.trim();
+      }
+      if (body.rateLimitPerSecond !== undefined && body.rateLimitPerSecond !== null) {
+        rate = intInRange(body.rateLimitPerSecond, 'rateLimitPerSecond', 1, 10_000_000, issues);
+      }
+    }
+    if (!issues.ok || name === undefined) throw invalid(issues.list);
+    const { tenant, apiKey } = await this.tenants.create(name, { rateLimitPerSecond: rate ?? null });
+    return { id: tenant.id, name: tenant.name, apiKey, rateLimitPerSecond: tenant.rateLimitPerSecond };
+  }
+}

@@ -1,0 +1,113 @@
+import { ADMIN_TOKEN, type ApiHarness, DAY, HOUR, inMs, MINUTE, startApi } from './api-harness';
+
+describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
+  let h: ApiHarness;
+  let key: string;
+  const auth = () => ({ Authorization: `Bearer ${key}` });
+
+  beforeAll(async () => {
+    // A wider group-commit window than production's 2 ms keeps the coalescing check stable on a busy machine.
+    h = await startApi({ ALMANAC_INGEST_BATCH_WINDOW_MS: '25' });
+    key = (await h.createTenant()).apiKey;
+  });
+  afterAll(() => h.close());
+
+  async function row(id: string) {
+    const rows = await h.db.dataSource.query(`SELECT state, tenant_id FROM jobs WHERE id = $1`, [id]);
+    return rows[0] as { state: string; tenant_id: number } | undefined;
+  }
+
+  it('creates a job (201), replays (200 same job), conflicts on a different body (409 naming the key)', async () => {
+    const body = { kind: 'noop', key: 'invoice:2026-11', runAt: inMs(2 * DAY), payload: { a: 1, b: [1, 2] } };
+    const first = await h.http().post('/v1/jobs').set(auth()).send(body).expect(201);
+    expect(first.body).toMatchObject({ kind: 'noop', key: 'invoice:2026-11', tier: 'cold', state: 'scheduled', attempts: 0 });
+    expect(await row(first.body.id)).toEqual({ state: 's', tenant_id: expect.any(Number) });
+    const again = await h.http().post('/v1/jobs').set(auth()).send({ ...body, payload: { b: [1, 2], a: 1 } }).expect(200);
+    expect(again.body.id).toBe(first.body.id);
+    for (const change of [{ kind: 'http' }, { runAt: inMs(3 * DAY) }, { payload: { a: 2 } }]) {
+      const res = await h.http().post('/v1/jobs').set(auth()).send({ ...body, ...change }).expect(409);
+      expect(res.body.message).toContain('invoice:2026-11');
+      expect(res.body.details[0]).toMatchObject({ field: 'key', rule: 'conflict' });
+    }
+  });
+
+  it('routes by tier: immediate and hot rows are queued and in Redis (no payload), cold rows are not', async () => {
+    const cases = [
+      { key: 't-immediate', runAt: inMs(MINUTE), tier: 'immediate', state: 'queued' },
+      { key: 't-hot', runAt: inMs(5 * HOUR), tier: 'hot', state: 'queued' },
+      { key: 't-cold', runAt: inMs(3 * DAY), tier: 'cold', state: 'scheduled' },
+    ];
+    for (const c of cases) {
+      const res = await h.http().post('/v1/jobs').set(auth())
+        .send({ kind: 'noop', key: c.key, runAt: c.runAt, payload: { secret: 'x' } }).expect(201);
+      expect(res.body).toMatchObject({ tier: c.tier, state: c.state });
+      const qj = await h.hot.getJob(`j-${res.body.id}`);
+      if (c.state === 'queued') {
+        expect(qj?.data).toEqual({ t: expect.any(Number), d: Date.parse(c.runAt) });
+        expect(JSON.stringify(qj?.data)).not.toContain('secret');
+        expect(await qj?.getState()).toBe('delayed');
+      } else {
+        expect(qj).toBeUndefined();
+      }
+    }
+  });
+
+  it('group-commits concurrent single POSTs: 300 requests, far fewer commits', async () => {
+    const before = await commits();
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        h.http().post('/v1/jobs').set(auth()).send({ kind: 'noop', key: `gc-${i}`, runAt: inMs(2 * DAY) }),
+      ),
+    );
+    expect(results.every((r) => r.status === 201)).toBe(true);
+    const after = await commits();
+    expect(after.count - before.count).toBe(300);
+    expect(after.commits - before.commits).toBeLessThan(100);
+  });
+
+  async function commits(): Promise<{ count: number; commits: number }> {
+    const metrics = await h.http().get('/metrics').expect(200);
+    const count = Number(/almanac_ingest_commit_rows_sum (\d+)/.exec(metrics.text)?.[1] ?? 0);
+    const n = Number(/almanac_ingest_commit_rows_count (\d+)/.exec(metrics.text)?.[1] ?? 0);
+    return { count, commits: n };
+  }
+
+  it('batch: results in order, created/existing/error per item, bad items do not sink the rest', async () => {
+    await h.http().post('/v1/jobs').set(auth()).send({ kind: 'noop', key: 'b-existing', runAt: '2030-01-01T00:00:00Z' }).expect(201);
+    const res = await h.http().post('/v1/jobs/batch').set(auth()).send({
+      jobs: [
+        { kind: 'noop', key: 'b-1', runAt: inMs(MINUTE) },
+        { kind: 'nope', key: 'b-2', runAt: inMs(MINUTE) },
+        { kind: 'noop', key: 'b-existing', runAt: '2030-01-01T00:00:00Z' },
+        { kind: 'noop', key: 'b-existing', runAt: '2031-01-01T00:00:00Z' },
+        { kind: 'noop', key: 'b-3', runAt: '2030-01-01T00:00:00' },
+        { kind: 'http', key: 'b-4', runAt: '2030-01-01T00:00:00+02:00', maxAttempts: 7 },
+      ],
+    }).expect(200);
+    expect(res.body.results.map((r: { status: string }) => r.status)).toEqual(['created', 'error', 'existing', 'error', 'error', 'created']);
+    expect(res.body.results.map((r: { index: number }) => r.index)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(res.body.results[1].error).toMatchObject({ statusCode: 400, details: [{ field: 'kind', rule: 'unknown_kind' }] });
+    expect(res.body.results[3].error).toMatchObject({ statusCode: 409, details: [{ field: 'key', rule: 'conflict' }] });
+    expect(res.body.results[4].error.details[0]).toMatchObject({ field: 'runAt', rule: 'missing_zone' });
+    expect(res.body.results[5].job).toMatchObject({ maxAttempts: 7, runAt: '2029-12-31T22:00:00.000Z' });
+    expect(res.body).toMatchObject({ created: 2, existing: 1, errors: 3 });
+  });
+
+  it('another tenant cannot see the job, and may reuse the key', async () => {
+    const other = (await h.createTenant('other')).apiKey;
+    const mine = await h.http().post('/v1/jobs').set(auth()).send({ kind: 'noop', key: 'shared', runAt: inMs(DAY * 2) }).expect(201);
+    await h.http().get(`/v1/jobs/${mine.body.id}`).set('Authorization', `Bearer ${other}`).expect(404);
+    await h.http().delete(`/v1/jobs/${mine.body.id}`).set('Authorization', `Bearer ${other}`).expect(404);
+    const theirs = await h.http().post('/v1/jobs').set('Authorization', `Bearer ${other}`)
+      .send({ kind: 'noop', key: 'shared', runAt: inMs(DAY * 3) }).expect(201);
+    expect(theirs.body.id).not.toBe(mine.body.id);
+  });
+
+  it('authenticates: no key, bad key, admin token as tenant key → 401', async () => {
+    await h.http().post('/v1/jobs').send({}).expect(401);
+    await h.http().get('/v1/jobs').set('Authorization', 'Bearer alm_nope').expect(401);
+    const res = await h.http().get('/v1/jobs').set('Authorization', `Bearer ${ADMIN_TOKEN}`).expect(401);
+    expect(res.body).toMatchObject({ statusCode: 401, details: [{ field: 'authorization' }] });
+    await h.http().post('/v1/admin/tenants').set('Authorization', `Bearer ${key}`).send({ name: 'x' }).expect(401);
+  });
+});
