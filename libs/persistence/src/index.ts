@@ -8,6 +8,8 @@ export * from './errors';
 export * from './job-record';
 export * from './sql';
 export * from './repositories/jobs.repository';
+export * from './repositories/job-queries.repository';
+export * from './repositories/schedules.repository';
 export * from './entities';
 export * from './repositories/tenants.repository';
 export * from './repositories/attempts.repository';
