@@ -55,14 +55,18 @@ async function demoTenant({ baseUrl, adminToken, dataRoot }) {
   return { ...demo, reused: false };
 }
 
-/** The curl lines printed after start: post a job, then ask whether it ran. */
+/**
+ * The curl lines printed after start: post a job due now (it runs at once), then ask whether it
+ * ran. The key carries the start time so pasting a later run's lines never collides (409).
+ */
 function curlTour(baseUrl, apiKey, now = new Date()) {
-  const runAt = new Date(now.getTime() + 60_000).toISOString();
+  const runAt = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const key = `hello:${runAt.replace(/[-:]/g, '').replace('Z', '')}`;
   return [
     `export ALMANAC_KEY=${apiKey}`,
     `curl -s ${baseUrl}/v1/jobs -H "Authorization: Bearer $ALMANAC_KEY" -H 'Content-Type: application/json' \\`,
-    `  -d '{"kind":"noop","key":"hello:1","runAt":"${runAt}"}'`,
-    `curl -s '${baseUrl}/v1/jobs?key=hello:1' -H "Authorization: Bearer $ALMANAC_KEY"`,
+    `  -d '{"kind":"noop","key":"${key}","runAt":"${runAt}"}'`,
+    `curl -s '${baseUrl}/v1/jobs?key=${key}' -H "Authorization: Bearer $ALMANAC_KEY"`,
   ];
 }
 
