@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DispatchModule } from './dispatch.module';
 
 /**
  * Root of the dispatcher role. bootstrapRole adds OpsModule (config, DataSource, Redis, logging,
@@ -6,6 +7,6 @@ import { Module } from '@nestjs/common';
  * this role go in `imports`.
  */
 @Module({
-  imports: [],
+  imports: [DispatchModule],
 })
 export class DispatcherModule {}

@@ -1,0 +1,266 @@
+import { completed, defineHandler, discard, noopHandler, retry } from '../handlers';
+import { chargeHandler } from '../handlers/charge.handler';
+import { createHarness, DeliveryHarness, destroyHarness } from '../testing/delivery-harness';
+
+/** A handler the test controls: it reports when it started and finishes when told. */
+function gate() {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let onStart!: () => void;
+  const started = new Promise<void>((r) => (onStart = r));
+  return { release, released, started, onStart };
+}
+
+async function chargeCount(h: DeliveryHarness): Promise<number> {
+  const [{ n }] = await h.ds.query(`SELECT count(*)::int AS n FROM charges`);
+  return n as number;
+}
+
+const flaky = { calls: 0, mode: 'throw' as 'throw' | 'retry' | 'discard' | 'retry-later' };
+const flakyHandler = defineHandler<unknown>({
+  kind: 'flaky',
+  timeoutMs: 5000,
+  handle: async () => {
+    flaky.calls++;
+    switch (flaky.mode) {
+      case 'throw':
+        throw new Error(`boom ${'x'.repeat(5000)}`);
+      case 'retry':
+        return retry({ delayMs: 0, reason: 'not yet' });
+      case 'retry-later':
+        return retry({ delayMs: 3 * 24 * 3600_000, reason: 'in three days' });
+      case 'discard':
+        return discard('bad input');
+    }
+  },
+});
+
+let slowGate = gate();
+const slowHandler = defineHandler<unknown>({
+  kind: 'slow',
+  timeoutMs: 60_000,
+  handle: async () => {
+    slowGate.onStart();
+    await slowGate.released;
+    return completed({ slow: true });
+  },
+});
+
+const stuckHandler = defineHandler<unknown>({
+  kind: 'stuck',
+  timeoutMs: 50,
+  handle: () => new Promise(() => undefined), // ignores its signal on purpose
+});
+
+describe('worker executor', () => {
+  let h: DeliveryHarness;
+
+  beforeEach(async () => {
+    flaky.calls = 0;
+    slowGate = gate();
+    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler] });
+  });
+  afterEach(() => destroyHarness(h));
+
+  it('runs a job end to end and records the attempt (group-committed, no handler transaction)', async () => {
+    const w = h.worker({ workerId: 'w-1' });
+    const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }, { kind: 'noop' }]);
+    await h.hot.runOnce();
+    expect(await w.consumer.runOnce()).toBe(3);
+    for (const id of ids) {
+      const row = await h.job(id);
+      expect(row).toMatchObject({ state: 'd', attempts: 1, lease_until: null, last_error: null });
+      expect(row.finished_at).toBeInstanceOf(Date);
+      expect(await h.attempts(id)).toEqual([
+        expect.objectContaining({ attempt: 1, outcome: 'succeeded', worker_id: 'w-1', error: null }),
+      ]);
+    }
+    const exec = await w.metrics.executions.get();
+    expect(exec.values).toEqual([expect.objectContaining({ labels: { kind: 'noop', outcome: 'succeeded' }, value: 3 })]);
+    const lag = await w.metrics.lag.get();
+    expect(lag.values.find((v) => v.metricName === 'almanac_dispatch_lag_seconds_count')).toMatchObject({ labels: { pool: 'default' }, value: 3 });
+  });
+
+  it('stores a charge exactly once when the same delivery arrives twice at the same time', async () => {
+    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-1', amountCents: 500 } }]);
+    await h.hot.runOnce();
+    // A second copy of the same pool delivery (a stalled BullMQ job handed out again).
+    const original = await h.poolQueue('default').getJob(`j-${id}-a1`);
+    await h.poolQueue('default').add('charge', original!.data, { jobId: `dup-${id}` });
+    const a = h.worker({ workerId: 'a' });
+    const b = h.worker({ workerId: 'b' });
+    const [na, nb] = await Promise.all([a.consumer.runOnce(1), b.consumer.runOnce(1)]);
+    expect(na + nb).toBe(2);
+    expect(await chargeCount(h)).toBe(1);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1, result: { charged: true } });
+    expect(await h.attempts(id)).toHaveLength(1);
+  });
+
+  it('a delivery after completion changes nothing (sequential duplicate), and the dispatcher drops a late hot copy', async () => {
+    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-2', amountCents: 700 } }]);
+    await h.hot.runOnce();
+    const data = (await h.poolQueue('default').getJob(`j-${id}-a1`))!.data;
+    const w = h.worker();
+    await w.consumer.runOnce();
+    await h.poolQueue('default').add('charge', data, { jobId: `again-${id}` });
+    await h.hotQueue.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'charge' }], new Date());
+    await h.hot.runOnce();
+    await w.consumer.runOnce();
+    expect(await chargeCount(h)).toBe(1);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    const drops = Object.fromEntries((await w.metrics.dropped.get()).values.map((v) => [v.labels.reason, v.value]));
+    expect(drops).toEqual({ stale_delivery: 1 });
+  });
+
+  it('a stale worker (attempt rescued and re-run meanwhile) completes nothing and its writes roll back', async () => {
+    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-3', amountCents: 900 } }]);
+    await h.hot.runOnce();
+    const stale = h.worker({ workerId: 'stale' });
+    // Hold the first attempt inside its handler transaction: swap in a blocking charge for this worker.
+    const blocking = gate();
+    const origHandle = chargeHandler.handle;
+    const registry = h.registry as unknown as { byKind: Map<string, unknown> };
+    registry.byKind.set('charge', {
+      ...chargeHandler,
+      handle: async (ctx: Parameters<typeof origHandle>[0], p: Parameters<typeof origHandle>[1]) => {
+        const out = await origHandle(ctx, p);
+        blocking.onStart();
+        await blocking.released;
+        return out;
+      },
+    });
+    const running = stale.consumer.runOnce();
+    await blocking.started;
+    // Its lease "expires": the overdue rule moves it back to queued, and it is dispatched again.
+    await h.ds.query(`UPDATE jobs SET state = 'q', lease_until = NULL WHERE id = $1`, [id]);
+    await h.hotQueue.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'charge' }], new Date());
+    await h.hot.runOnce();
+    registry.byKind.set('charge', chargeHandler);
+    const fresh = h.worker({ workerId: 'fresh' });
+    // The fresh attempt's insert waits on the stale transaction's uncommitted row: let the stale one finish first.
+    blocking.release();
+    await running;
+    await fresh.consumer.runOnce();
+    expect(await chargeCount(h)).toBe(1);
+    const [charge] = await h.ds.query(`SELECT job_id::text AS job_id FROM charges`);
+    expect(charge.job_id).toBe(id);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+    const attempts = await h.attempts(id);
+    expect(attempts.map((a) => [a.attempt, a.outcome, a.worker_id])).toEqual([[1, 'lost', null], [2, 'succeeded', 'fresh']]);
+    expect((await stale.metrics.dropped.get()).values).toEqual([expect.objectContaining({ labels: { reason: 'stale_completion' }, value: 1 })]);
+  });
+
+  it('a thrown exception retries with backoff; the last attempt makes the job dead', async () => {
+    flaky.mode = 'throw';
+    const [id] = await h.enqueue([{ kind: 'flaky', maxAttempts: 2 }]);
+    const w = h.worker({ retryPolicy: { baseMs: 10_000, factor: 2, maxMs: 60_000 } });
+    await h.hot.runOnce();
+    const before = Date.now();
+    await w.consumer.runOnce();
+    const row = await h.job(id);
+    expect(row).toMatchObject({ state: 'q', attempts: 1 });
+    // equal jitter: between half and all of base
+    expect(row.run_at.getTime()).toBeGreaterThanOrEqual(before + 5000 - 50);
+    expect(row.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 10_000);
+    expect(row.last_error!.length).toBeLessThanOrEqual(2000);
+    expect(await h.hotJobState(id)).toBe('delayed');
+    // Skip the wait: make it due now.
+    await h.ds.query(`UPDATE jobs SET run_at = now() WHERE id = $1`, [id]);
+    await (await h.hotQueue.queue.getJob(`j-${id}`))!.promote();
+    await h.hot.runOnce();
+    await w.consumer.runOnce();
+    const dead = await h.job(id);
+    expect(dead).toMatchObject({ state: 'x', attempts: 2 });
+    expect(dead.finished_at).toBeInstanceOf(Date);
+    expect(dead.last_error).toMatch(/^Error: boom/);
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['failed', 'failed']);
+    expect(flaky.calls).toBe(2);
+  });
+
+  it('retry() with a delay beyond the hot horizon makes a cold row with no Redis entry; discard() makes it dead', async () => {
+    flaky.mode = 'retry-later';
+    const [later, gone] = await h.enqueue([{ kind: 'flaky' }, { kind: 'flaky' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await w.consumer.runOnce(1);
+    flaky.mode = 'discard';
+    await w.consumer.runOnce(1);
+    const rows = [await h.job(later), await h.job(gone)];
+    const cold = rows.find((r) => r.state === 's')!;
+    expect(cold.run_at.getTime()).toBeGreaterThan(Date.now() + 2 * 24 * 3600_000);
+    expect(await h.hotJobState(cold.id)).toBe('absent');
+    expect(rows.find((r) => r.state === 'x')).toMatchObject({ last_error: 'bad input', attempts: 1 });
+  });
+
+  it('retry({delayMs: 0}) goes straight back on the hot queue and runs again', async () => {
+    flaky.mode = 'retry';
+    const [id] = await h.enqueue([{ kind: 'flaky', maxAttempts: 5 }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await w.consumer.runOnce();
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: 'not yet' });
+    expect(await h.hot.runOnce()).toBe(1);
+    await w.consumer.runOnce();
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 2 });
+  });
+
+  it('a handler that overruns its timeout fails the attempt even if it ignores the signal', async () => {
+    const [id] = await h.enqueue([{ kind: 'stuck' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await w.consumer.runOnce();
+    const row = await h.job(id);
+    expect(row).toMatchObject({ state: 'q', attempts: 1 });
+    expect(row.last_error).toMatch(/HandlerTimeoutError: handler timed out after 50 ms/);
+  });
+
+  it('a job of an unknown kind fails and retries (a newer worker may know it)', async () => {
+    const [id] = await h.enqueue([{ kind: 'mystery', maxAttempts: 1 }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await w.consumer.runOnce();
+    expect(await h.job(id)).toMatchObject({ state: 'x', last_error: 'UnknownKindError: no handler registered for kind mystery' });
+  });
+
+  it('an invalid payload is discarded, not retried', async () => {
+    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: '', amountCents: -1 } }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await w.consumer.runOnce();
+    expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 1 });
+    expect((await h.attempts(id))[0].outcome).toBe('discarded');
+  });
+
+  it('graceful shutdown: a handler still running at the deadline is released to queued and re-enqueued at once', async () => {
+    const [id] = await h.enqueue([{ kind: 'slow' }]);
+    const w = h.worker({ workerId: 'leaving' });
+    await h.hot.runOnce();
+    w.consumer.start();
+    await slowGate.started;
+    const { released } = await w.consumer.close(100);
+    expect(released).toBe(1);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, lease_until: null });
+    expect(await h.attempts(id)).toEqual([expect.objectContaining({ attempt: 1, outcome: 'released', worker_id: 'leaving' })]);
+    expect(await h.hotJobState(id)).toBe('waiting');
+    slowGate.release(); // the abandoned handler finishing late changes nothing
+    await new Promise((r) => setImmediate(r));
+    const w2 = h.worker();
+    await h.hot.runOnce();
+    slowGate = gate();
+    slowGate.release();
+    await w2.consumer.runOnce();
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+  });
+
+  it('graceful shutdown lets a handler that finishes before the deadline complete normally', async () => {
+    const [id] = await h.enqueue([{ kind: 'slow' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    w.consumer.start();
+    await slowGate.started;
+    const closing = w.consumer.close(10_000);
+    slowGate.release();
+    expect(await closing).toEqual({ released: 0 });
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+});

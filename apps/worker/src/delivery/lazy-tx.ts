@@ -1,0 +1,79 @@
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+
+export class TransactionClosedError extends Error {
+  override readonly name = 'TransactionClosedError';
+  constructor() {
+    super('the job transaction is already finished: use ctx.tx() only while the handler runs');
+  }
+}
+
+/**
+ * The handler's transaction, opened on first use so handlers that write nothing cost no
+ * connection and no BEGIN/COMMIT (their completions are group-committed instead).
+ */
+export class LazyTx {
+  private runner: QueryRunner | undefined;
+  private opening: Promise<EntityManager> | undefined;
+  private closed = false;
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  get opened(): boolean {
+    return this.opening !== undefined;
+  }
+
+  open(): Promise<EntityManager> {
+    if (this.closed) return Promise.reject(new TransactionClosedError());
+    this.opening ??= this.begin();
+    return this.opening;
+  }
+
+  /** Runs `decide` in the transaction: commits when it answers true, rolls back otherwise. */
+  async finish(decide: (tx: EntityManager) => Promise<boolean>): Promise<boolean> {
+    this.closed = true;
+    if (!this.opening) throw new Error('LazyTx.finish without an open transaction');
+    const tx = await this.opening;
+    const runner = this.runner as QueryRunner;
+    try {
+      const ok = await decide(tx);
+      if (ok) await runner.commitTransaction();
+      else await runner.rollbackTransaction();
+      return ok;
+    } catch (err) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw err;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** Discards whatever the handler wrote (it threw, timed out, or the delivery was released). */
+  async rollback(): Promise<void> {
+    this.closed = true;
+    if (!this.opening) return;
+    try {
+      await this.opening;
+    } catch {
+      return; // never opened: nothing to undo (begin already released the runner)
+    }
+    const runner = this.runner as QueryRunner;
+    try {
+      if (runner.isTransactionActive) await runner.rollbackTransaction();
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private async begin(): Promise<EntityManager> {
+    const runner = this.dataSource.createQueryRunner();
+    this.runner = runner;
+    try {
+      await runner.connect();
+      await runner.startTransaction();
+    } catch (err) {
+      await runner.release().catch(() => undefined);
+      throw err;
+    }
+    return runner.manager;
+  }
+}

@@ -1,0 +1,57 @@
+import { completed, defineHandler, InvalidPayloadError } from './handler';
+
+/**
+ * The template for business handlers: an effect that must happen once per thing, recorded in
+ * the same transaction as the job's completion.
+ *
+ * 1. The effect is a row keyed by what it is *for* (tenant, invoice), with a UNIQUE constraint
+ *    (migration 1764400005000-charges): the database, not the code, refuses a second charge.
+ * 2. It is written through `ctx.tx()`. That transaction commits only if this delivery is still
+ *    the current attempt when the handler returns; a duplicate or stale delivery rolls back.
+ * 3. `ON CONFLICT DO NOTHING` turns "already charged" into a normal, successful outcome: a
+ *    second delivery that gets this far (for example after the first one's worker died after
+ *    committing) finds the row and completes without charging again.
+ * 4. A call to an outside system goes *before* the insert only if that system takes an
+ *    idempotency key (`${ctx.tenantId}:${ctx.key}`); otherwise record intent here and let a
+ *    separate job carry it out.
+ *
+ * Payload: `{ "invoiceId": "inv_2026_11", "amountCents": 1299 }`.
+ */
+export interface ChargePayload {
+  invoiceId: string;
+  amountCents: number;
+}
+
+export function parseChargePayload(raw: unknown): ChargePayload {
+  const p = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  if (typeof p.invoiceId !== 'string' || p.invoiceId.length === 0 || p.invoiceId.length > 200) {
+    throw new InvalidPayloadError('charge payload: invoiceId must be a non-empty string');
+  }
+  if (typeof p.amountCents !== 'number' || !Number.isSafeInteger(p.amountCents) || p.amountCents <= 0) {
+    throw new InvalidPayloadError('charge payload: amountCents must be a positive integer');
+  }
+  return { invoiceId: p.invoiceId, amountCents: p.amountCents };
+}
+
+export const chargeHandler = defineHandler<ChargePayload>({
+  kind: 'charge',
+  timeoutMs: 10_000,
+  pool: 'default',
+  parse: parseChargePayload,
+  async handle(ctx, payload) {
+    const tx = await ctx.tx();
+    const inserted: { job_id: string }[] = await tx.query(
+      `INSERT INTO charges (tenant_id, invoice_id, amount_cents, job_id)
+       VALUES ($1, $2, $3, $4)
+       ON CONFLICT (tenant_id, invoice_id) DO NOTHING
+       RETURNING job_id::text AS job_id`,
+      [ctx.tenantId, payload.invoiceId, payload.amountCents, ctx.jobId],
+    );
+    if (inserted.length === 1) {
+      ctx.logger.info({ invoiceId: payload.invoiceId }, 'charged');
+      return completed({ charged: true });
+    }
+    ctx.logger.info({ invoiceId: payload.invoiceId }, 'invoice already charged; nothing to do');
+    return completed({ charged: false, alreadyCharged: true });
+  },
+});

@@ -1,0 +1,30 @@
+import { Env, envInt, envList, envString } from '@almanac/platform';
+import { hostname } from 'node:os';
+import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
+import { POOL_NAME_PATTERN } from './handlers/handler';
+
+export interface WorkerSettings {
+  pools: string[];
+  concurrency: number;
+  shutdownMs: number;
+  workerId: string;
+  retryPolicy: RetryPolicy;
+}
+
+/** Worker role settings; a bad value stops the process at boot with the variable's name. */
+export function workerSettingsFromEnv(env: Env): WorkerSettings {
+  return {
+    pools: envList(env, 'ALMANAC_WORKER_POOLS', ['default'], { pattern: POOL_NAME_PATTERN, describe: 'pool names (a-z, 0-9, _ -)' }),
+    concurrency: envInt(env, 'ALMANAC_WORKER_CONCURRENCY', 50, { min: 1, max: 10_000 }),
+    shutdownMs: envInt(env, 'ALMANAC_WORKER_SHUTDOWN_MS', 25_000, { min: 0, max: 3600_000 }),
+    workerId: envString(env, 'ALMANAC_WORKER_ID', `${hostname()}-${process.pid}`, { pattern: /^[\w.:-]{1,100}$/ }),
+    retryPolicy: retryPolicyFromEnv(env),
+  };
+}
+
+/** Backoff ceiling for failed attempt n: min(max, base · 2^(n-1)), equal jitter (domain). */
+function retryPolicyFromEnv(env: Env): RetryPolicy {
+  const baseMs = envInt(env, 'ALMANAC_RETRY_BASE_MS', DEFAULT_RETRY_POLICY.baseMs, { min: 1, max: 24 * 3600_000 });
+  const maxMs = envInt(env, 'ALMANAC_RETRY_MAX_MS', DEFAULT_RETRY_POLICY.maxMs, { min: baseMs, max: 30 * 24 * 3600_000 });
+  return { baseMs, factor: DEFAULT_RETRY_POLICY.factor, maxMs };
+}
