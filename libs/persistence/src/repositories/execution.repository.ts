@@ -66,7 +66,7 @@ export interface CompletionRecord {
   next: CompletionState;
   /** New run time for `scheduled`/`queued`; ignored otherwise. */
   runAt?: Date;
-  /** Stored on the row for `succeeded` (small JSON). */
+  /** Small JSON stored on the attempt and the job row (e.g. an HTTP status, also on failure). */
   result?: unknown;
   /** Already truncated by the caller. */
   error?: string | null;
@@ -220,7 +220,7 @@ export class ExecutionRepository {
         records.map((r) => r.attempt),
         records.map((r) => CODE[r.next]),
         records.map((r) => (r.next === 'scheduled' || r.next === 'queued' ? (r.runAt ?? null) : null)),
-        records.map((r) => (r.next === 'succeeded' && r.result !== undefined ? JSON.stringify(r.result) : null)),
+        records.map((r) => (r.result === undefined ? null : JSON.stringify(r.result))),
         records.map((r) => r.error ?? null),
         records.map((r) => r.tenantId),
         records.map((r) => r.outcome),

@@ -1,0 +1,56 @@
+import { LOST_ATTEMPT_ERROR, SweepsRepository } from '@almanac/persistence';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { chargeHandler } from '../handlers';
+import { createHarness, DeliveryHarness, destroyHarness } from '../testing/delivery-harness';
+
+const ROOT = join(__dirname, '../../../..');
+
+describe('a worker killed mid-handler', () => {
+  let h: DeliveryHarness;
+
+  beforeAll(async () => {
+    h = await createHarness({ handlers: [chargeHandler] });
+  });
+  afterAll(() => destroyHarness(h));
+
+  it('leaves no effect; after the lease rescue the job runs again and charges exactly once', async () => {
+    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-kill', amountCents: 4200 } }]);
+    await h.hot.runOnce();
+
+    const child = spawn(process.execPath, ['-r', './bench/lib/register.cjs', 'apps/worker/src/testing/kill-fixture.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: h.db.url, REDIS_URL: h.redis.url, ALMANAC_QUEUE_PREFIX: h.redis.prefix },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (c: Buffer) => c.toString().includes('READY') && resolve());
+      child.on('exit', () => reject(new Error(`worker exited before its handler ran: ${stderr}`)));
+    });
+    // The charge row is written in the job transaction, not committed; the job is running.
+    expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 });
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    const [{ n: afterKill }] = await h.ds.query(`SELECT count(*)::int AS n FROM charges`);
+    expect(afterKill).toBe(0);
+
+    // The lease runs out (moved into the past instead of waiting) and the overdue rule rescues it.
+    await h.ds.query(`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1`, [id]);
+    const rescue = await new SweepsRepository(h.ds).rescueExpiredLeases(new Date(), 100, LOST_ATTEMPT_ERROR);
+    expect(rescue.requeued.map((r) => r.id)).toEqual([id]);
+    await h.hotQueue.enqueue(rescue.requeued, new Date());
+
+    await h.hot.runOnce();
+    await h.worker({ workerId: 'survivor' }).consumer.runOnce();
+    const charges = await h.ds.query(`SELECT job_id::text AS job_id, amount_cents::int AS amount FROM charges`);
+    expect(charges).toEqual([{ job_id: id, amount: 4200 }]);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+    expect((await h.attempts(id)).map((a) => [a.attempt, a.outcome, a.worker_id])).toEqual([
+      [1, 'lost', null],
+      [2, 'succeeded', 'survivor'],
+    ]);
+  });
+});
