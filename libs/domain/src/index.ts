@@ -5,3 +5,6 @@ export * from './run-at';
 export * from './tier';
 export * from './outcome';
 export * from './retry';
+export * from './missed';
+export * from './schedule';
+export * from './time-zone';

@@ -1,0 +1,152 @@
+import { InvalidMissedPolicyError, describeValue } from './errors';
+import type { Schedule } from './schedule';
+
+/**
+ * What a schedule does with occurrences that were due while nothing materialised them (the
+ * promoter was down longer than the hot horizon, or the schedule was just resumed):
+ * - `skip` (default): none of them; continue from now;
+ * - `latest`: only the most recent one;
+ * - `all`: every one, oldest first, but at most `cap` (default MAX_MISSED_ALL = 1000): the most
+ *   recent `cap` run and the older overflow counts as skipped.
+ * Nothing is dropped silently: every missed occurrence is either in `toRun` or counted in `skipped`.
+ */
+export type MissedPolicy = 'skip' | 'latest' | 'all';
+export const MISSED_POLICIES: readonly MissedPolicy[] = ['skip', 'latest', 'all'];
+export const DEFAULT_MISSED_POLICY: MissedPolicy = 'skip';
+export const MAX_MISSED_ALL = 1000;
+
+/** For API input: undefined → the default; anything but the three names → InvalidMissedPolicyError. */
+export function parseMissedPolicy(raw: unknown, field = 'missed'): MissedPolicy {
+  if (raw === undefined) return DEFAULT_MISSED_POLICY;
+  if (typeof raw === 'string' && (MISSED_POLICIES as readonly string[]).includes(raw)) return raw as MissedPolicy;
+  throw new InvalidMissedPolicyError(field, 'enum', `${field} must be one of skip, latest, all, got ${describeValue(raw)}`);
+}
+
+export interface MissedPlan {
+  /** The missed occurrences to run now, ascending. */
+  readonly toRun: Date[];
+  /** Missed occurrences deliberately not run. */
+  readonly skipped: number;
+}
+
+export function planMissed(policy: MissedPolicy, missed: readonly Date[], cap: number = MAX_MISSED_ALL): MissedPlan {
+  assertCap(cap);
+  const sorted = [...missed].sort((a, b) => a.getTime() - b.getTime());
+  const keep = Math.min(sorted.length, keepCount(policy, cap));
+  return { toRun: sorted.slice(sorted.length - keep), skipped: sorted.length - keep };
+}
+
+export interface MaterialisationPlan {
+  /** Nominal times to insert as job rows, ascending: chosen missed ones, then every upcoming one. */
+  readonly toMaterialise: Date[];
+  /** Occurrences found before `now` that had not been materialised. */
+  readonly missed: number;
+  /** Of those, how many the policy (or the cap) left out. */
+  readonly skipped: number;
+  /** Pass back next time: every occurrence at or before it has been materialised or counted. */
+  readonly nextCursor: Date;
+  /** The first occurrence after nextCursor (store as schedules.next_run_at), null if none ever. */
+  readonly nextRunAt: Date | null;
+}
+
+export interface MaterialisationOptions {
+  /** Upper bound on upcoming occurrences per call (an every-minute schedule has 1440 a day). */
+  readonly maxUpcoming?: number;
+}
+
+export const DEFAULT_MAX_UPCOMING = 10_000;
+
+/**
+ * Which occurrences of `schedule` to materialise at `now`.
+ *
+ * `cursor`: every occurrence at or before it is already handled (materialised or counted as
+ * missed); the last materialised nominal time works, as does the previous `nextCursor`. A caller
+ * that stores only next_run_at passes `cursorBefore(next_run_at)`. `null` (never materialised)
+ * starts from `now`: nothing is missed, an occurrence exactly at `now` is included.
+ *
+ * Occurrences in (cursor, now) are missed and go through planMissed; occurrences in
+ * [now, now + hotHorizonMs] (inclusive, like the tiers) are all materialised. Cost is one cron
+ * step per occurrence visited, missed ones included, plus one to find nextRunAt.
+ */
+export function planMaterialisation(
+  schedule: Schedule,
+  cursor: Date | null,
+  now: Date,
+  hotHorizonMs: number,
+  policy: MissedPolicy = DEFAULT_MISSED_POLICY,
+  cap: number = MAX_MISSED_ALL,
+  options: MaterialisationOptions = {},
+): MaterialisationPlan {
+  assertCap(cap);
+  const maxUpcoming = options.maxUpcoming ?? DEFAULT_MAX_UPCOMING;
+  if (!Number.isSafeInteger(maxUpcoming) || maxUpcoming < 1) throw new RangeError(`maxUpcoming must be a positive integer, got ${maxUpcoming}`);
+  if (!Number.isSafeInteger(hotHorizonMs) || hotHorizonMs < 0) throw new RangeError(`hotHorizonMs must be a non-negative integer, got ${hotHorizonMs}`);
+  const nowMs = now.getTime();
+  const windowEnd = nowMs + hotHorizonMs;
+  const start = cursor ?? new Date(nowMs - 1);
+  const startMs = start.getTime();
+  if (Number.isNaN(nowMs) || Number.isNaN(startMs)) throw new RangeError('cursor and now must be valid dates');
+
+  // Missed ones are streamed through a window of the most recent `keep`, so a long outage costs
+  // time but not memory.
+  const keep = keepCount(policy, cap);
+  const kept: Date[] = [];
+  let missed = 0;
+  const upcoming: Date[] = [];
+  let overshoot: Date | null = null;
+  let truncated = false;
+
+  schedule.forEachAfter(start, (t) => {
+    const ms = t.getTime();
+    if (ms > windowEnd) {
+      overshoot = t;
+      return false;
+    }
+    if (ms < nowMs) {
+      missed++;
+      if (keep > 0) {
+        if (kept.length === keep) kept.shift();
+        kept.push(t);
+      }
+      return true;
+    }
+    if (upcoming.length === maxUpcoming) {
+      truncated = true;
+      overshoot = t;
+      return false;
+    }
+    upcoming.push(t);
+    return true;
+  });
+
+  const nextCursor = truncated ? upcoming[upcoming.length - 1] : new Date(Math.max(startMs, windowEnd));
+  // With a cursor already past the window the loop stopped at once: overshoot is still the first
+  // occurrence after it, which is what nextRunAt means.
+  return {
+    toMaterialise: kept.concat(upcoming),
+    missed,
+    skipped: missed - kept.length,
+    nextCursor,
+    nextRunAt: overshoot,
+  };
+}
+
+/** The cursor implied by a stored next_run_at: everything before it was handled. */
+export function cursorBefore(nextRunAt: Date | null): Date | null {
+  return nextRunAt === null ? null : new Date(nextRunAt.getTime() - 1);
+}
+
+function keepCount(policy: MissedPolicy, cap: number): number {
+  switch (policy) {
+    case 'skip':
+      return 0;
+    case 'latest':
+      return 1;
+    case 'all':
+      return cap;
+  }
+}
+
+function assertCap(cap: number): void {
+  if (!Number.isSafeInteger(cap) || cap < 1) throw new RangeError(`cap must be a positive integer, got ${cap}`);
+}

@@ -1,0 +1,142 @@
+import { Cron } from 'croner';
+import { InvalidCronError, describeValue } from './errors';
+import { ZoneOffsets, validateTimezone } from './time-zone';
+
+/**
+ * Recurring schedules: a 5-field cron expression read in an IANA time zone.
+ *
+ * Parsing and field matching are croner's (11.x, standard Vixie syntax plus `L`, `W`, `#` and
+ * the @daily-style nicknames; day-of-month and day-of-week combine with OR as in Vixie cron).
+ * Only 5 fields: occurrences are whole minutes, and per-second schedules would turn a
+ * million schedules into a firehose.
+ *
+ * THE DAYLIGHT-SAVING RULE (one rule, for every expression): a schedule fires at local
+ * wall-clock times. Each local time that matches the expression fires exactly once, at the
+ * first instant that local time exists; a local time that does not exist is skipped.
+ * - Spring forward (Berlin 2026-03-29, 02:00 → 03:00): `30 2 * * *` does not fire that day;
+ *   `*\/30 * * * *` goes 01:30, 03:00.
+ * - Fall back (Berlin 2026-10-25, 03:00 → 02:00): `30 2 * * *` fires once, at 02:30 CEST
+ *   (00:30Z), not again at 02:30 CET; `*\/30 * * * *` covers 02:00 and 02:30 once (CEST) and
+ *   resumes at 03:00 CET, so it is quiet for the repeated hour.
+ * This is stricter than croner's own Vixie-compatible behaviour (which moves a fixed time out
+ * of the gap to 03:00 and runs interval expressions twice through the repeated hour), so the
+ * wrapper enforces it: croner enumerates matching wall-clock times in a zone without daylight
+ * saving (UTC), and ZoneOffsets maps each to its first real instant, or to none.
+ * A side effect worth having: an occurrence's key (its UTC instant) can never be produced twice
+ * for one wall-clock time.
+ *
+ * Parse once and keep the CronSchedule: building one costs ~0.1 ms (croner), enumerating an
+ * occurrence ~15 µs.
+ */
+export class CronSchedule {
+  private constructor(
+    /** The expression as stored: trimmed, single-spaced. */
+    readonly cron: string,
+    /** Canonical IANA name. */
+    readonly timezone: string,
+    private readonly wallClock: Cron,
+    private readonly zone: ZoneOffsets,
+  ) {}
+
+  static parse(cron: unknown, timezone: unknown): CronSchedule {
+    const zone = validateTimezone(timezone);
+    const expression = normaliseCron(cron);
+    let wallClock: Cron;
+    try {
+      // utcOffset 0: croner matches fields in a zone without DST, i.e. on wall-clock time.
+      wallClock = new Cron(expression, { utcOffset: 0, paused: true, mode: '5-part' });
+    } catch (e) {
+      const why = e instanceof Error ? e.message.replace(/^CronPattern: /, '') : String(e);
+      throw new InvalidCronError('cron', 'syntax', `cron is not a valid 5-field cron expression (${why}), got ${describeValue(cron)}`);
+    }
+    if (wallClock.nextRun(new Date(0)) === null) {
+      throw new InvalidCronError('cron', 'never', `cron never matches a date, got ${describeValue(cron)}`);
+    }
+    return new CronSchedule(expression, zone, wallClock, ZoneOffsets.for(zone));
+  }
+
+  /** Calls `visit` with each occurrence strictly after `after`, in order, until it returns false. */
+  forEachAfter(after: Date, visit: (occurrence: Date) => boolean): void {
+    const afterMs = after.getTime();
+    if (Number.isNaN(afterMs)) throw new RangeError('after must be a valid date');
+    // Every local time before wallOf(after) has its first instant before `after`: start there.
+    let wall = new Date(this.zone.wallOf(afterMs));
+    for (;;) {
+      const next = this.wallClock.nextRun(wall);
+      if (next === null) return;
+      wall = next;
+      const t = this.zone.firstInstantOf(next.getTime());
+      // null: the local time does not exist (gap). t <= after: `after` lies in the second pass
+      // of a repeated hour, whose local times already fired in the first pass.
+      if (t === null || t <= afterMs) continue;
+      if (!visit(new Date(t))) return;
+    }
+  }
+
+  /** True when `instant` is an occurrence of this schedule (under the rule above). */
+  isOccurrence(instant: Date): boolean {
+    const t = instant.getTime();
+    if (Number.isNaN(t) || t % 60_000 !== 0) return false;
+    let found = false;
+    this.forEachAfter(new Date(t - 1), (occurrence) => {
+      found = occurrence.getTime() === t;
+      return false;
+    });
+    return found;
+  }
+}
+
+/** The stored form of a schedule, parsed and validated once; throws InvalidCronError / InvalidTimezoneError. */
+export type Schedule = CronSchedule;
+
+export function parseSchedule(cron: unknown, timezone: unknown): Schedule {
+  return CronSchedule.parse(cron, timezone);
+}
+
+/** The next `count` occurrences strictly after `after`. Fewer only if the expression runs out (year 9999). */
+export function nextOccurrences(schedule: Schedule, after: Date, count: number): Date[] {
+  assertCount(count, 'count');
+  const out: Date[] = [];
+  if (count === 0) return out;
+  schedule.forEachAfter(after, (d) => out.push(d) < count);
+  return out;
+}
+
+/**
+ * Occurrences in (fromExclusive, toInclusive], at most `cap` of them, in order. A result of
+ * exactly `cap` may be truncated: continue from its last element.
+ */
+export function occurrencesBetween(schedule: Schedule, fromExclusive: Date, toInclusive: Date, cap: number): Date[] {
+  assertCount(cap, 'cap');
+  const out: Date[] = [];
+  const to = toInclusive.getTime();
+  if (cap === 0 || !(to > fromExclusive.getTime())) return out;
+  schedule.forEachAfter(fromExclusive, (d) => d.getTime() <= to && out.push(d) < cap);
+  return out;
+}
+
+const CRON_MAX_LENGTH = 200;
+
+function normaliseCron(raw: unknown): string {
+  if (typeof raw !== 'string') {
+    throw new InvalidCronError('cron', 'type', `cron must be a string such as "0 9 * * MON-FRI", got ${describeValue(raw)}`);
+  }
+  const expression = raw.trim().split(/\s+/).join(' ');
+  if (expression.length === 0) throw new InvalidCronError('cron', 'empty', 'cron must not be empty');
+  if (expression.length > CRON_MAX_LENGTH) {
+    throw new InvalidCronError('cron', 'too_long', `cron must be at most ${CRON_MAX_LENGTH} characters`);
+  }
+  const fields = expression.split(' ').length;
+  if (!expression.startsWith('@') && fields !== 5) {
+    throw new InvalidCronError(
+      'cron',
+      'fields',
+      `cron must have 5 fields (minute hour day-of-month month day-of-week), got ${fields}: ${describeValue(raw)}`,
+    );
+  }
+  return expression;
+}
+
+function assertCount(n: number, name: string): void {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
+}
