@@ -3,7 +3,7 @@
 // Writes prometheusrule.yaml from rules/almanac.rules.yml, so the Prometheus Operator object
 // carries exactly the groups that `promtool test rules` checked. Run after editing the rules:
 //   node k8s/monitoring/sync-rules.js
-// k8s/manifests.spec.ts fails when the two differ.
+// With --check it only compares and exits 1 on a difference (k8s/ci-checks.sh; Jest checks too).
 const fs = require('node:fs');
 const path = require('node:path');
 const YAML = require('yaml');
@@ -23,4 +23,13 @@ const object = {
 
 const header = '# GENERATED from rules/almanac.rules.yml by sync-rules.js: edit the rules file, then run\n' +
   '#   node k8s/monitoring/sync-rules.js\n';
-fs.writeFileSync(path.join(here, 'prometheusrule.yaml'), header + YAML.stringify(object, { lineWidth: 0 }));
+const target = path.join(here, 'prometheusrule.yaml');
+const text = header + YAML.stringify(object, { lineWidth: 0 });
+if (process.argv.includes('--check')) {
+  if (fs.readFileSync(target, 'utf8') !== text) {
+    process.stderr.write('prometheusrule.yaml is out of date: run `node k8s/monitoring/sync-rules.js`\n');
+    process.exit(1);
+  }
+} else {
+  fs.writeFileSync(target, text);
+}

@@ -1,0 +1,296 @@
+import { isDeepStrictEqual } from 'node:util';
+import { readText, readYaml, yamlFiles, YamlDoc } from './test/files';
+import { seriesIndex, TARGET_LABELS } from './test/metric-catalog';
+import {
+  checkDeployments,
+  checkImages,
+  checkReferences,
+  checkWiring,
+  checkWorkerGracePeriod,
+  checkWorkerPools,
+  checkWritableTmp,
+} from './test/project-checks';
+import { promqlRefs } from './test/promql';
+import { kubectlAvailable, kustomize } from './test/render';
+import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './test/validate';
+
+/**
+ * Checks everything under k8s/ without a cluster: every YAML parses and every Kubernetes object
+ * passes the API schema (kubernetes-models) or our CRD shape checks; Almanac's own rules hold
+ * (probes, limits, non-root, one image, ports = PORT, worker grace period, pools, wiring); every
+ * PromQL query names only metrics and labels from test/metric-catalog.ts (which
+ * k8s/metrics.spec.ts checks against the apps' real /metrics).
+ */
+
+const RULES_FILE = 'monitoring/rules/almanac.rules.yml';
+const RULES_TEST_FILE = 'monitoring/rules/almanac.rules.test.yml';
+const DASHBOARD_FILE = 'monitoring/almanac.dashboard.json';
+const OVERLAYS = ['overlays/example'];
+/** Every kustomization that must render on its own (overlays render them all together too). */
+const KUSTOMIZATIONS = ['base', 'worker', 'monitoring', ...OVERLAYS];
+
+/** YAML files that are not Kubernetes objects, by what they are. */
+function fileRole(file: string, docs: YamlDoc[]): string | undefined {
+  const first = docs[0]?.value as Record<string, unknown> | undefined;
+  if (/(^|\/)kustomization\.yaml$/.test(file)) return ['Kustomization', 'Component'].includes(String(first?.kind)) ? 'kustomization' : undefined;
+  if (/(^|\/)kustomizeconfig\.yaml$/.test(file)) return first && 'nameReference' in first ? 'kustomize-config' : undefined;
+  if (file === RULES_FILE) return 'prometheus-rules';
+  if (file === RULES_TEST_FILE) return 'promtool-tests';
+  if (file === 'monitoring/prometheus.local.yml') return 'prometheus-config';
+  return undefined;
+}
+
+const rawFiles = yamlFiles();
+const rawDocs = new Map(rawFiles.map((f) => [f, readYaml(f)]));
+const rawObjects: { where: string; object: KubeObject }[] = [];
+for (const [file, docs] of rawDocs) {
+  if (fileRole(file, docs)) continue;
+  for (const d of docs) if (isKubeObject(d.value)) rawObjects.push({ where: d.where, object: d.value });
+}
+
+function configFromEnvFile(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const m = /^\s*([A-Z0-9_]+)=(.*)$/.exec(line);
+    if (m) out[m[1]] = m[2].trim();
+  }
+  return out;
+}
+
+interface Query { where: string; expr: string }
+
+function dashboardQueries(): Query[] {
+  const dash = JSON.parse(readText(DASHBOARD_FILE)) as { panels: { id: number; title: string; targets?: { expr?: string }[] }[] };
+  return dash.panels.flatMap((p) => (p.targets ?? []).map((t, i) => ({ where: `dashboard panel "${p.title}" target ${i}`, expr: t.expr ?? '' })));
+}
+
+function ruleQueries(): Query[] {
+  const rules = readYaml(RULES_FILE)[0].value as { groups: { rules: { alert?: string; record?: string; expr: string }[] }[] };
+  return rules.groups.flatMap((g) => g.rules.map((r) => ({ where: `rule ${r.alert ?? r.record}`, expr: r.expr })));
+}
+
+function scaledObjectQueries(objects: KubeObject[]): Query[] {
+  return objects
+    .filter((o) => o.kind === 'ScaledObject')
+    .flatMap((o) => ((o.spec as { triggers?: { metadata?: { query?: string } }[] }).triggers ?? [])
+      .filter((t) => t.metadata?.query)
+      .map((t) => ({ where: `ScaledObject ${o.metadata.name}`, expr: t.metadata!.query! })));
+}
+
+/** Problems with one query: unknown series, or labels that none of its series carry. */
+function queryProblems(q: Query): string[] {
+  const index = seriesIndex();
+  const refs = promqlRefs(q.expr);
+  const problems: string[] = [];
+  if (refs.series.length === 0) problems.push(`${q.where}: names no metric`);
+  const known = new Set<string>(TARGET_LABELS);
+  for (const s of refs.series) {
+    const entry = index.get(s);
+    if (!entry) problems.push(`${q.where}: ${s} is not in k8s/test/metric-catalog.ts`);
+    else entry.labels.forEach((l) => known.add(l));
+  }
+  for (const m of refs.matchers) {
+    const entry = index.get(m.series);
+    if (entry && !entry.labels.includes(m.label) && !TARGET_LABELS.includes(m.label)) problems.push(`${q.where}: ${m.series} has no label ${m.label}`);
+  }
+  for (const l of refs.grouping) if (!known.has(l)) problems.push(`${q.where}: groups by ${l}, which none of its metrics carry`);
+  return problems;
+}
+
+describe('raw YAML under k8s/', () => {
+  it('finds the files it is meant to check', () => {
+    expect(rawFiles).toEqual(expect.arrayContaining([
+      'base/kustomization.yaml', 'base/api.yaml', 'worker/worker.yaml', RULES_FILE, RULES_TEST_FILE,
+      'monitoring/prometheusrule.yaml', 'overlays/example/kustomization.yaml',
+    ]));
+  });
+
+  it('holds only Kubernetes objects and the known non-object files', () => {
+    const unknown = [...rawDocs].flatMap(([file, docs]) =>
+      fileRole(file, docs) ? [] : docs.filter((d) => !isKubeObject(d.value)).map((d) => d.where));
+    expect(unknown).toEqual([]);
+  });
+
+  it('validates every Kubernetes object (schema for built-in kinds, shape for CRDs)', () => {
+    const problems = rawObjects.flatMap(({ where, object }) => validateObject(object).map((e) => `${where} ${object.kind}/${object.metadata?.name}: ${e}`));
+    expect(problems).toEqual([]);
+    expect(rawObjects.length).toBeGreaterThan(10);
+  });
+
+  it('keeps every Deployment safe and consistent: probes, limits, non-root, ports = PORT, one image', () => {
+    const objects = rawObjects.map((r) => r.object);
+    const config = configFromEnvFile(readText('base/almanac.env'));
+    expect([
+      ...checkDeployments(objects),
+      ...checkWritableTmp(objects),
+      ...checkImages(objects),
+      ...checkWorkerGracePeriod(objects, config),
+      ...checkWorkerPools(objects),
+    ]).toEqual([]);
+  });
+});
+
+describe('the project checks catch what they are for', () => {
+  const clone = <T>(v: T): T => structuredClone(v);
+  const worker = (): KubeObject => clone(rawObjects.find((r) => r.object.kind === 'Deployment' && r.object.metadata.name === 'almanac-worker')!.object);
+  type Pod = { spec: { template: { spec: Record<string, unknown> & { containers: Record<string, unknown>[] } } } };
+  const pod = (o: KubeObject) => (o as unknown as Pod).spec.template.spec;
+
+  it('passes the shipped worker', () => {
+    expect(checkDeployments([worker()])).toEqual([]);
+  });
+
+  it('flags a missing probe, a missing limit, root, a port that is not PORT, a wrong entry point', () => {
+    const d = worker();
+    const c = pod(d).containers[0];
+    delete c.readinessProbe;
+    (c.resources as { limits: Record<string, string> }).limits = { cpu: '1' };
+    (pod(d).securityContext as Record<string, unknown>).runAsNonRoot = false;
+    (c.ports as { containerPort: number }[])[0].containerPort = 8080;
+    c.args = ['dist/apps/api/src/main.js'];
+    expect(checkDeployments([d])).toEqual([
+      'almanac-worker: pod securityContext.runAsNonRoot must be true',
+      'almanac-worker/worker: resources.limits.memory is missing',
+      'almanac-worker/worker: containerPort 8080 must equal the PORT env (3000)',
+      'almanac-worker/worker: readinessProbe must be an httpGet probe',
+      'almanac-worker/worker: must run the image\'s node with args [dist/apps/worker/src/main.js] (got command undefined args ["dist/apps/api/src/main.js"])',
+    ]);
+  });
+
+  it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
+    const d = worker();
+    pod(d).terminationGracePeriodSeconds = 29;
+    expect(checkWorkerGracePeriod([d], { ALMANAC_WORKER_SHUTDOWN_MS: '25000' })).toEqual([
+      'almanac-worker: terminationGracePeriodSeconds 29 < ALMANAC_WORKER_SHUTDOWN_MS 25000 ms + 5 s',
+    ]);
+    const other = worker();
+    pod(other).containers[0].image = 'almanac:other';
+    expect(checkImages([worker(), other])).toHaveLength(1);
+  });
+});
+
+describe('rendered overlays (kubectl kustomize)', () => {
+  const haveKubectl = kubectlAvailable();
+  if (!haveKubectl) {
+    // Not a failure: CI images need not carry kubectl. The raw checks above still ran.
+    console.warn('kubectl is not on PATH: skipping `kubectl kustomize` rendering; raw manifests were still checked');
+  }
+  const maybe = haveKubectl ? it : it.skip;
+
+  maybe.each(KUSTOMIZATIONS)('%s renders', (dir) => {
+    expect(kustomize(dir).length).toBeGreaterThan(0);
+  });
+
+  maybe.each(OVERLAYS)('%s: every rendered object validates and the Almanac rules hold', (dir) => {
+    const objects = kustomize(dir).map((d) => d.value).filter(isKubeObject);
+    const problems = objects.flatMap((o) => validateObject(o).map((e) => `${o.kind}/${o.metadata.name}: ${e}`));
+    const configMap = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('almanac-config'));
+    const config = (configMap?.data ?? {}) as Record<string, string>;
+    expect([
+      ...problems,
+      ...checkDeployments(objects),
+      ...checkWritableTmp(objects),
+      ...checkImages(objects),
+      ...checkWorkerGracePeriod(objects, config),
+      ...checkWorkerPools(objects),
+      ...checkWiring(objects),
+      ...checkReferences(objects),
+    ]).toEqual([]);
+    // The example deploys every role, the migration Job and two pools.
+    const roles = objects.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.labels?.['app.kubernetes.io/component']);
+    expect(new Set(roles)).toEqual(new Set(['api', 'promoter', 'dispatcher', 'worker']));
+    expect(roles.filter((r) => r === 'worker').length).toBeGreaterThanOrEqual(2);
+    expect(objects.filter((o) => o.kind === 'Job').map((o) => o.metadata.name)).toEqual(['almanac-migrate']);
+    expect(new Set(objects.map((o) => (o.metadata as { namespace?: string }).namespace ?? '(cluster)'))).toEqual(new Set(['almanac', '(cluster)']));
+  });
+});
+
+describe('alert rules', () => {
+  const rules = readYaml(RULES_FILE)[0].value as { groups: { rules: { alert?: string }[] }[] };
+  const alerts = rules.groups.flatMap((g) => g.rules.map((r) => r.alert)).filter((a): a is string => !!a);
+
+  it('are well-formed rule groups', () => {
+    expect(checkRuleGroups(rules.groups, RULES_FILE)).toEqual([]);
+  });
+
+  it('cover what operators asked for', () => {
+    expect(alerts.sort()).toEqual([
+      'AlmanacDeadJobsIncreasing',
+      'AlmanacDispatchLagHigh',
+      'AlmanacOverdueRequeues',
+      'AlmanacPoolNotConsumed',
+      'AlmanacPromotionSweepFailing',
+      'AlmanacPromotionSweepNotRunning',
+      'AlmanacRedisMemoryHigh',
+    ]);
+  });
+
+  it('are exactly what the PrometheusRule carries (run `node k8s/monitoring/sync-rules.js` after editing)', () => {
+    const pr = readYaml('monitoring/prometheusrule.yaml')[0].value as { spec: { groups: unknown } };
+    expect(isDeepStrictEqual(pr.spec.groups, rules.groups)).toBe(true);
+  });
+
+  it('each have a promtool unit test', () => {
+    const tests = readYaml(RULES_TEST_FILE)[0].value as {
+      rule_files: string[];
+      tests: { alert_rule_test?: { alertname: string; exp_alerts: unknown[] }[] }[];
+    };
+    expect(tests.rule_files).toEqual(['almanac.rules.yml']);
+    const firing = new Set(tests.tests.flatMap((t) => (t.alert_rule_test ?? []).filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname)));
+    const quiet = new Set(tests.tests.flatMap((t) => (t.alert_rule_test ?? []).filter((a) => a.exp_alerts.length === 0).map((a) => a.alertname)));
+    expect(alerts.filter((a) => !firing.has(a) || !quiet.has(a))).toEqual([]);
+  });
+
+  it('link to a runbook section that exists in docs/operations.md', () => {
+    const doc = readText('../docs/operations.md').toLowerCase();
+    expect(alerts.filter((a) => !doc.includes(`### ${a.toLowerCase()}`))).toEqual([]);
+  });
+});
+
+describe('Grafana dashboard', () => {
+  const dash = JSON.parse(readText(DASHBOARD_FILE)) as {
+    uid: string;
+    templating: { list: { name: string; type: string }[] };
+    panels: { id: number; type: string; title: string; datasource?: { uid: string }; targets?: { refId: string; expr?: string }[] }[];
+  };
+
+  it('has unique panel ids, a Prometheus datasource variable, and a query on every panel', () => {
+    const ids = dash.panels.map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(dash.templating.list).toContainEqual(expect.objectContaining({ name: 'datasource', type: 'datasource' }));
+    const graphs = dash.panels.filter((p) => p.type !== 'row');
+    expect(graphs.filter((p) => !p.targets?.length || p.datasource?.uid !== '${datasource}').map((p) => p.title)).toEqual([]);
+  });
+
+  it('shows every catalogued metric somewhere', () => {
+    const used = new Set(dashboardQueries().flatMap((q) => promqlRefs(q.expr).series.map((s) => seriesIndex().get(s)?.metric)));
+    const catalog = [...new Set([...seriesIndex().values()].map((e) => e.metric))];
+    expect(catalog.filter((m) => !used.has(m))).toEqual([]);
+  });
+});
+
+describe('PromQL in dashboards, alerts and KEDA triggers', () => {
+  it('reads metric names and labels out of an expression', () => {
+    expect(promqlRefs('histogram_quantile(0.99, sum by (pool, le) (rate(almanac_dispatch_lag_seconds_bucket[$__rate_interval]))) > 1e3')).toEqual({
+      series: ['almanac_dispatch_lag_seconds_bucket'], matchers: [], grouping: ['pool', 'le'],
+    });
+    expect(promqlRefs('max by (queue) (x{queue=~"pool-.+",state="a,b"}) > 0 and on (queue) y offset 5m == 0 or vector(0)')).toEqual({
+      series: ['x', 'y'], matchers: [{ series: 'x', label: 'queue' }, { series: 'x', label: 'state' }], grouping: ['queue'],
+    });
+  });
+
+  it('names only catalogued metrics and their labels', () => {
+    const objects = rawObjects.map((r) => r.object);
+    const queries = [...dashboardQueries(), ...ruleQueries(), ...scaledObjectQueries(objects)];
+    expect(queries.length).toBeGreaterThan(20);
+    expect(queries.flatMap(queryProblems)).toEqual([]);
+  });
+
+  it('catches a misspelt metric or label', () => {
+    expect(queryProblems({ where: 'q', expr: 'sum by (tiers) (rate(almanac_jobs_ingest_total[5m]))' })).toEqual([
+      'q: almanac_jobs_ingest_total is not in k8s/test/metric-catalog.ts',
+      'q: groups by tiers, which none of its metrics carry',
+    ]);
+    expect(queryProblems({ where: 'q', expr: 'almanac_queue_jobs{pool="x"}' })).toEqual(['q: almanac_queue_jobs has no label pool']);
+  });
+});

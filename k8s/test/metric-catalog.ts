@@ -1,0 +1,59 @@
+/**
+ * The Almanac metrics that dashboards, alert rules and KEDA triggers may use, with their type
+ * and label names. k8s/manifests.spec.ts checks every query against this list; k8s/metrics.spec.ts
+ * checks this list against what the apps really export (their /metrics), so a renamed metric
+ * breaks a test instead of a dashboard.
+ */
+export type MetricType = 'counter' | 'gauge' | 'histogram';
+
+export interface CatalogEntry {
+  type: MetricType;
+  labels: readonly string[];
+}
+
+export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
+  // api
+  almanac_jobs_ingested_total: { type: 'counter', labels: ['tier'] },
+  almanac_http_request_duration_seconds: { type: 'histogram', labels: ['method', 'route', 'status'] },
+  almanac_ingest_commit_rows: { type: 'histogram', labels: [] },
+  almanac_ingest_enqueue_failures_total: { type: 'counter', labels: [] },
+  // promoter
+  almanac_jobs: { type: 'gauge', labels: ['state'] },
+  almanac_sweep_runs_total: { type: 'counter', labels: ['sweep', 'outcome'] },
+  almanac_sweep_duration_seconds: { type: 'histogram', labels: ['sweep'] },
+  almanac_promoted_total: { type: 'counter', labels: [] },
+  almanac_overdue_requeued_total: { type: 'counter', labels: ['reason'] },
+  almanac_schedule_occurrences_total: { type: 'counter', labels: ['outcome'] },
+  almanac_lease_expired_dead_total: { type: 'counter', labels: [] },
+  // dispatcher and workers
+  almanac_dispatch_lag_seconds: { type: 'histogram', labels: ['pool'] },
+  almanac_dispatched_total: { type: 'counter', labels: ['pool'] },
+  almanac_dispatch_dropped_total: { type: 'counter', labels: ['reason'] },
+  almanac_executions_total: { type: 'counter', labels: ['kind', 'outcome'] },
+  almanac_handler_duration_seconds: { type: 'histogram', labels: ['kind'] },
+  // platform (every role)
+  almanac_redis_memory_bytes: { type: 'gauge', labels: [] },
+  almanac_redis_up: { type: 'gauge', labels: [] },
+  almanac_queue_jobs: { type: 'gauge', labels: ['queue', 'state'] },
+};
+
+/** Labels Prometheus adds at scrape time (ServiceMonitor relabelings included). */
+export const TARGET_LABELS: readonly string[] = [
+  'instance', 'job', 'namespace', 'pod', 'service', 'endpoint', 'container', 'role', 'worker_pool',
+];
+
+/** Series names a metric shows up as: a histogram as its _bucket, _sum and _count series. */
+export function seriesNames(name: string, entry: CatalogEntry): string[] {
+  return entry.type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name];
+}
+
+/** Series name → catalog metric, with the labels a selector on that series may use. */
+export function seriesIndex(): Map<string, { metric: string; labels: readonly string[] }> {
+  const index = new Map<string, { metric: string; labels: readonly string[] }>();
+  for (const [name, entry] of Object.entries(ALMANAC_METRICS)) {
+    for (const s of seriesNames(name, entry)) {
+      index.set(s, { metric: name, labels: s.endsWith('_bucket') ? [...entry.labels, 'le'] : entry.labels });
+    }
+  }
+  return index;
+}

@@ -1,0 +1,50 @@
+/**
+ * Just enough PromQL reading to say which series and labels an expression names: no parser
+ * dependency, and the expressions we write are plain (selectors, functions, aggregations).
+ */
+const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan', 'Inf', 'NaN']);
+const GROUPING = /\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g;
+
+export interface PromqlRefs {
+  /** Series names (metric names as written, histogram suffixes included). */
+  series: string[];
+  /** Label names in `{…}` matchers, per series. */
+  matchers: { series: string; label: string }[];
+  /** Label names in by/without/on/ignoring/group_* clauses. */
+  grouping: string[];
+}
+
+/** Grafana's interval variables become a plain duration so the rest reads as PromQL. */
+export function withoutGrafanaVariables(expr: string): string {
+  return expr.replace(/\$__(rate_interval|interval|range)\b|\$\{__(rate_interval|interval|range)\}/g, '5m');
+}
+
+export function promqlRefs(rawExpr: string): PromqlRefs {
+  let expr = withoutGrafanaVariables(rawExpr).replace(/#[^\n]*/g, '');
+  const matchers: { series: string; label: string }[] = [];
+  // Selector with matchers: name{a="x", b=~"y"}; a bare {…} (no name) is read too.
+  expr = expr.replace(/([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*\{([^}]*)\}/g, (_m, name: string | undefined, body: string) => {
+    const inner = body.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""');
+    for (const lm of inner.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)/g)) {
+      matchers.push({ series: name ?? '', label: lm[1] });
+    }
+    return ` ${name ?? ''} `;
+  });
+  const grouping: string[] = [];
+  expr = expr.replace(GROUPING, (_m, _kw: string, labels: string) => {
+    grouping.push(...labels.split(',').map((l) => l.trim()).filter((l) => l !== ''));
+    return ' ';
+  });
+  expr = expr
+    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, ' ')
+    .replace(/\[[^\]]*\]/g, ' ');
+  const series: string[] = [];
+  for (const m of expr.matchAll(/(?<![A-Za-z0-9_:.])([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?/g)) {
+    const word = m[1];
+    if (m[2] !== undefined) continue; // a function or aggregation call
+    if (KEYWORDS.has(word)) continue;
+    if (/^\d/.test(word) || /^[eE]\d*$/.test(word)) continue;
+    series.push(word);
+  }
+  return { series: [...new Set(series)], matchers, grouping: [...new Set(grouping)] };
+}
