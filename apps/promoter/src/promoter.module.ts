@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { PromoterSweepsModule } from './sweeps.module';
 
 /**
  * Root of the promoter role. bootstrapRole adds OpsModule (config, DataSource, Redis, logging,
@@ -6,6 +7,6 @@ import { Module } from '@nestjs/common';
  * this role go in `imports`.
  */
 @Module({
-  imports: [],
+  imports: [PromoterSweepsModule],
 })
 export class PromoterModule {}

@@ -1,9 +1,12 @@
 import type { MetricsService } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { JobStateCounts } from '@almanac/persistence';
+import { SWEEP_NAMES } from './sweep';
 
-export type RequeueReason = 'overdue' | 'lease_expired' | 'redis_lost' | 'scheduled_due';
-export type OccurrenceOutcome = 'materialised' | 'missed' | 'skipped';
+export const REQUEUE_REASONS = ['overdue', 'lease_expired', 'redis_lost', 'scheduled_due'] as const;
+export type RequeueReason = (typeof REQUEUE_REASONS)[number];
+export const OCCURRENCE_OUTCOMES = ['materialised', 'missed', 'skipped'] as const;
+export type OccurrenceOutcome = (typeof OCCURRENCE_OUTCOMES)[number];
 
 /** The promoter's metrics, registered once per process through the platform's get-or-create. */
 export class SweepMetrics {
@@ -50,6 +53,18 @@ export class SweepMetrics {
       help: 'Rows per state: exact for queued/running, planner estimate for the rest (see SweepsRepository.estimateJobStates)',
       labelNames: ['state'],
     });
+    this.zero();
+  }
+
+  /** Every known series at zero from the start, so a fresh pod's /metrics shows 0, not "no data". */
+  private zero(): void {
+    for (const sweep of SWEEP_NAMES) {
+      for (const outcome of ['ok', 'error', 'skipped']) this.runs.inc({ sweep, outcome }, 0);
+    }
+    for (const reason of REQUEUE_REASONS) this.requeued.inc({ reason }, 0);
+    for (const outcome of OCCURRENCE_OUTCOMES) this.occurrences.inc({ outcome }, 0);
+    this.promoted.inc(0);
+    this.leaseDead.inc(0);
   }
 
   setJobStates(counts: JobStateCounts): void {

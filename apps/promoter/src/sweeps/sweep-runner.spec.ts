@@ -107,7 +107,7 @@ describe('SweepRunner', () => {
     const byOutcome = Object.fromEntries(
       runs.values.filter((v) => v.labels.sweep === 'promotion').map((v) => [v.labels.outcome, v.value]),
     );
-    expect(byOutcome).toEqual({ error: 1, ok: 1 });
+    expect(byOutcome).toEqual({ error: 1, ok: 1, skipped: 0 });
     await runner.stop();
   });
 

@@ -1,0 +1,51 @@
+import { MAX_MISSED_ALL } from '@almanac/domain';
+import { Env, envInt } from '@almanac/platform';
+
+/** Feature settings of the promoter role, read and validated once at module init. */
+export interface PromoterConfig {
+  /** How far ahead rows go into the queue (ALMANAC_HOT_HORIZON_MS, core config). */
+  hotHorizonMs: number;
+  promotionIntervalMs: number;
+  overdueIntervalMs: number;
+  recurringIntervalMs: number;
+  jobStatesIntervalMs: number;
+  /** A queued row this late past its run time is assumed lost by the queue. */
+  overdueGraceMs: number;
+  promotionBatchSize: number;
+  /** Upper bound of one promotion runOnce; the runner calls again at once when it is hit. */
+  promotionMaxPerRun: number;
+  overdueBatchSize: number;
+  overdueMaxPerRun: number;
+  recurringBatchSize: number;
+  recurringMaxPerRun: number;
+  /** `missed: all` materialises at most this many missed occurrences per schedule per catch-up. */
+  missedCap: number;
+  /** An occurrence materialised less than this after its nominal time still counts as on time. */
+  lateToleranceMs: number;
+}
+
+const MIN = 60_000;
+const DAY = 24 * 3600_000;
+
+export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterConfig {
+  const recurringIntervalMs = envInt(env, 'ALMANAC_RECURRING_INTERVAL_MS', MIN, { min: 100, max: DAY });
+  return {
+    hotHorizonMs,
+    promotionIntervalMs: envInt(env, 'ALMANAC_PROMOTION_INTERVAL_MS', 60 * MIN, { min: 100, max: DAY }),
+    overdueIntervalMs: envInt(env, 'ALMANAC_OVERDUE_INTERVAL_MS', 30_000, { min: 100, max: DAY }),
+    recurringIntervalMs,
+    jobStatesIntervalMs: envInt(env, 'ALMANAC_JOB_STATES_INTERVAL_MS', MIN, { min: 1000, max: DAY }),
+    overdueGraceMs: envInt(env, 'ALMANAC_OVERDUE_GRACE_MS', 30_000, { min: 0, max: DAY }),
+    promotionBatchSize: envInt(env, 'ALMANAC_PROMOTION_BATCH_SIZE', 5000, { min: 1, max: 100_000 }),
+    promotionMaxPerRun: envInt(env, 'ALMANAC_PROMOTION_MAX_PER_RUN', 1_000_000, { min: 1 }),
+    overdueBatchSize: envInt(env, 'ALMANAC_OVERDUE_BATCH_SIZE', 5000, { min: 1, max: 100_000 }),
+    overdueMaxPerRun: envInt(env, 'ALMANAC_OVERDUE_MAX_PER_RUN', 200_000, { min: 1 }),
+    recurringBatchSize: envInt(env, 'ALMANAC_RECURRING_BATCH_SIZE', 1000, { min: 1, max: 50_000 }),
+    recurringMaxPerRun: envInt(env, 'ALMANAC_RECURRING_MAX_PER_RUN', 2_000_000, { min: 1 }),
+    missedCap: envInt(env, 'ALMANAC_SCHEDULE_MISSED_CAP', MAX_MISSED_ALL, { min: 1, max: 100_000 }),
+    lateToleranceMs: envInt(env, 'ALMANAC_SCHEDULE_LATE_TOLERANCE_MS', Math.max(5 * MIN, 2 * recurringIntervalMs), {
+      min: 0,
+      max: DAY,
+    }),
+  };
+}

@@ -1,0 +1,237 @@
+import { SchedulesRepository, SweepsRepository } from '@almanac/persistence';
+import { MetricsService } from '@almanac/platform';
+import { Logger } from '@nestjs/common';
+import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
+import { SweepMetrics } from '../sweeps/sweep-metrics';
+import { RecurringSweep } from './recurring.sweep';
+import { SchedulePlanner } from './schedule-planner';
+
+const HOUR = 3600e3;
+const DAY = 24 * HOUR;
+const NOW = new Date('2026-11-29T10:20:00Z');
+const TOLERANCE = 5 * 60e3;
+
+interface ScheduleSeed {
+  cron?: string;
+  timezone?: string;
+  nextRunAt: Date | null;
+  missed?: string;
+  paused?: boolean;
+  payload?: unknown;
+  tenantId?: number;
+}
+
+describe('RecurringSweep (Postgres)', () => {
+  let db: TestDatabase;
+  let repo: SweepsRepository;
+  let metrics: SweepMetrics;
+
+  const sweep = (over: { batchSize?: number; maxPerRun?: number; missedCap?: number; onMaterialised?: (now: Date) => Promise<unknown> } = {}) =>
+    new RecurringSweep(
+      repo,
+      new SchedulePlanner({ missedCap: over.missedCap ?? 100, lateToleranceMs: TOLERANCE }),
+      { hotHorizonMs: DAY, batchSize: over.batchSize ?? 1000, maxPerRun: over.maxPerRun ?? 1e6 },
+      metrics,
+      over.onMaterialised,
+    );
+
+  async function schedule(seed: ScheduleSeed): Promise<string> {
+    const [row] = await db.dataSource.query<{ id: string }[]>(
+      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, missed, paused, next_run_at, max_attempts)
+       VALUES ($1, $2, 'noop', $3, $4, $5::jsonb, $6, $7, $8, 5) RETURNING id::text AS id`,
+      [
+        seed.tenantId ?? 1,
+        `s-${Math.random().toString(36).slice(2)}`,
+        seed.cron ?? '0 * * * *',
+        seed.timezone ?? 'UTC',
+        seed.payload === undefined ? null : JSON.stringify(seed.payload),
+        seed.missed ?? 'skip',
+        seed.paused ?? false,
+        seed.nextRunAt,
+      ],
+    );
+    return row.id;
+  }
+
+  async function occurrences(id: string): Promise<{ key: string; run_at: Date; state: string }[]> {
+    return db.dataSource.query(
+      `SELECT key, run_at, state FROM jobs WHERE key LIKE $1 ORDER BY run_at`,
+      [`schedule:${id}:%`],
+    );
+  }
+
+  async function nextRunAt(id: string): Promise<Date | null> {
+    const [row] = await db.dataSource.query<{ next_run_at: Date | null }[]>(`SELECT next_run_at FROM schedules WHERE id = $1`, [id]);
+    return row.next_run_at;
+  }
+
+  const iso = (rows: { run_at: Date }[]) => rows.map((r) => r.run_at.toISOString());
+
+  beforeAll(async () => {
+    Logger.overrideLogger(false);
+    db = await createTestDatabase();
+    repo = new SweepsRepository(db.dataSource);
+    metrics = new SweepMetrics(new MetricsService());
+  });
+  beforeEach(async () => db.dataSource.query('TRUNCATE jobs, schedules'));
+  afterAll(async () => db.drop());
+
+  it('materialises every occurrence inside the hot horizon as a scheduled row and advances next_run_at', async () => {
+    const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), payload: { report: 'daily' } });
+    const res = await sweep().runOnce(NOW);
+    expect(res).toMatchObject({ schedules: 1, inserted: 24, duplicates: 0, occurrences: { materialised: 24, missed: 0, skipped: 0 } });
+    const rows = await occurrences(id);
+    expect(rows[0]).toEqual({ key: `schedule:${id}:2026-11-29T11:00:00Z`, run_at: new Date('2026-11-29T11:00:00Z'), state: 's' });
+    expect(rows.at(-1)?.run_at).toEqual(new Date('2026-11-30T10:00:00Z'));
+    expect(await nextRunAt(id)).toEqual(new Date('2026-11-30T11:00:00Z'));
+    const [job] = await db.dataSource.query(`SELECT payload, max_attempts, kind, tenant_id FROM jobs WHERE key = $1`, [rows[0].key]);
+    expect(job).toEqual({ payload: { report: 'daily' }, max_attempts: 5, kind: 'noop', tenant_id: 1 });
+  });
+
+  it('is a no-op the second time, and re-materialising the same occurrences inserts nothing', async () => {
+    const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z') });
+    await sweep().runOnce(NOW);
+    expect(await sweep().runOnce(NOW)).toMatchObject({ schedules: 0, inserted: 0 });
+    // A crashed run that never advanced the cursor: same keys again.
+    await db.dataSource.query(`UPDATE schedules SET next_run_at = '2026-11-29T11:00:00Z' WHERE id = $1`, [id]);
+    expect(await sweep().runOnce(NOW)).toMatchObject({ schedules: 1, inserted: 0, duplicates: 24 });
+    expect(await occurrences(id)).toHaveLength(24);
+  });
+
+  it('next hour: materialises only the one new occurrence', async () => {
+    const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z') });
+    await sweep().runOnce(NOW);
+    const res = await sweep().runOnce(new Date(NOW.getTime() + HOUR));
+    expect(res).toMatchObject({ schedules: 1, inserted: 1 });
+    expect((await occurrences(id)).at(-1)?.run_at).toEqual(new Date('2026-11-30T11:00:00Z'));
+  });
+
+  it('an occurrence a little late (within the tolerance) is on time, not missed', async () => {
+    const id = await schedule({ cron: '* * * * *', nextRunAt: new Date('2026-11-29T10:19:00Z') });
+    const res = await sweep().runOnce(new Date('2026-11-29T10:19:40Z'));
+    expect(res.occurrences).toMatchObject({ missed: 0, skipped: 0 });
+    expect((await occurrences(id))[0].run_at).toEqual(new Date('2026-11-29T10:19:00Z'));
+  });
+
+  describe('missed occurrences after downtime (hourly, down since 05:00, now 10:20)', () => {
+    // Missed: 05:00 … 10:00 (10:00 is 20 min late, beyond the 5 min tolerance) = 6.
+    const down = new Date('2026-11-29T05:00:00Z');
+
+    it('skip: none of them run; continues from now', async () => {
+      const id = await schedule({ nextRunAt: down, missed: 'skip' });
+      const res = await sweep().runOnce(NOW);
+      expect(res.occurrences).toEqual({ materialised: 24, missed: 0, skipped: 6 });
+      expect(iso(await occurrences(id))[0]).toBe('2026-11-29T11:00:00.000Z');
+    });
+
+    it('latest: only the most recent one runs (due at once)', async () => {
+      const id = await schedule({ nextRunAt: down, missed: 'latest' });
+      const res = await sweep().runOnce(NOW);
+      expect(res.occurrences).toEqual({ materialised: 24, missed: 1, skipped: 5 });
+      expect(iso(await occurrences(id)).slice(0, 2)).toEqual(['2026-11-29T10:00:00.000Z', '2026-11-29T11:00:00.000Z']);
+    });
+
+    it('all: every one runs, up to the cap (the most recent ones; the overflow counts as skipped)', async () => {
+      const a = await schedule({ nextRunAt: down, missed: 'all' });
+      const res = await sweep().runOnce(NOW);
+      expect(res.occurrences).toEqual({ materialised: 24, missed: 6, skipped: 0 });
+      expect(await occurrences(a)).toHaveLength(30);
+      await db.dataSource.query('TRUNCATE jobs, schedules');
+      const b = await schedule({ nextRunAt: down, missed: 'all' });
+      const capped = await sweep({ missedCap: 4 }).runOnce(NOW);
+      expect(capped.occurrences).toEqual({ materialised: 24, missed: 4, skipped: 2 });
+      expect(iso(await occurrences(b))[0]).toBe('2026-11-29T07:00:00.000Z');
+    });
+
+    it('counts almanac_schedule_occurrences_total by outcome', async () => {
+      const value = async (outcome: string) =>
+        (await metrics.occurrences.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+      const before = [await value('materialised'), await value('missed'), await value('skipped')];
+      await schedule({ nextRunAt: down, missed: 'latest' });
+      await sweep().runOnce(NOW);
+      expect([await value('materialised'), await value('missed'), await value('skipped')]).toEqual([
+        before[0] + 24,
+        before[1] + 1,
+        before[2] + 5,
+      ]);
+    });
+  });
+
+  describe('daylight saving (one rule: a missing local time is skipped, a repeated one runs once, at its first instant)', () => {
+    it.each([
+      // [zone, spring-forward day, UTC instants of 02:30 local around it]
+      ['Europe/Berlin', '2026-03-28T00:00:00Z', ['2026-03-28T01:30:00.000Z', '2026-03-30T00:30:00.000Z']],
+      ['America/New_York', '2026-03-07T00:00:00Z', ['2026-03-07T07:30:00.000Z', '2026-03-09T06:30:00.000Z']],
+    ])('%s spring forward: 02:30 does not exist that night and is skipped', async (timezone, from, expected) => {
+      const id = await schedule({ cron: '30 2 * * *', timezone, nextRunAt: new Date(from) });
+      await sweep().runOnce(new Date(new Date(from).getTime() + 60e3));
+      await sweep().runOnce(new Date(new Date(from).getTime() + 2 * DAY));
+      expect(iso(await occurrences(id)).slice(0, 2)).toEqual(expected);
+    });
+
+    it.each([
+      ['Europe/Berlin', '2026-10-24T12:00:00Z', ['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z']],
+      ['America/New_York', '2026-10-31T12:00:00Z', ['2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z']],
+    ])('%s fall back: 01:30/02:30 happens twice locally but runs once (first instant)', async (timezone, from, expected) => {
+      const cron = timezone === 'Europe/Berlin' ? '30 2 * * *' : '30 1 * * *';
+      const id = await schedule({ cron, timezone, nextRunAt: new Date(from) });
+      await sweep().runOnce(new Date(from));
+      await sweep().runOnce(new Date(new Date(from).getTime() + DAY));
+      expect(iso(await occurrences(id)).slice(0, 2)).toEqual(expected);
+    });
+  });
+
+  it('paused schedules are left alone; resuming applies the missed policy to what passed meanwhile', async () => {
+    const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), paused: true, missed: 'latest' });
+    expect(await sweep().runOnce(NOW)).toMatchObject({ schedules: 0 });
+    await db.dataSource.query(`UPDATE schedules SET paused = false WHERE id = $1`, [id]);
+    const later = new Date('2026-11-29T15:20:00Z');
+    const res = await sweep().runOnce(later);
+    expect(res.occurrences).toEqual({ materialised: 24, missed: 1, skipped: 4 });
+    expect(iso(await occurrences(id))[0]).toBe('2026-11-29T15:00:00.000Z');
+  });
+
+  it('a cron change (API) removes unrun occurrences; the next run materialises the new timing only', async () => {
+    const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z') });
+    await sweep().runOnce(NOW);
+    const schedules = new SchedulesRepository(db.dataSource);
+    await schedules.update(1, id, { cron: '30 9 * * *', timing: { nextRunAt: new Date('2026-11-30T09:30:00Z') } });
+    expect(await occurrences(id)).toHaveLength(0);
+    await sweep().runOnce(NOW);
+    expect(iso(await occurrences(id))).toEqual(['2026-11-30T09:30:00.000Z']);
+  });
+
+  it('parks a schedule whose cron no longer parses instead of failing the batch', async () => {
+    const bad = await schedule({ cron: 'every tuesday', nextRunAt: new Date('2026-11-29T11:00:00Z') });
+    const good = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z') });
+    const res = await sweep().runOnce(NOW);
+    expect(res).toMatchObject({ schedules: 2, invalid: 1, inserted: 24 });
+    expect(await nextRunAt(bad)).toBeNull();
+    expect(await occurrences(good)).toHaveLength(24);
+  });
+
+  it('works in batches across many schedules, and two replicas at once split them (SKIP LOCKED)', async () => {
+    await db.dataSource.query(
+      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, next_run_at)
+       SELECT 1, 'bulk-' || g, 'noop', '0 * * * *', 'UTC', '2026-11-30T10:00:00Z' FROM generate_series(1, 2500) g`,
+    );
+    const [a, b] = await Promise.all([sweep({ batchSize: 200 }).runOnce(NOW), sweep({ batchSize: 200 }).runOnce(NOW)]);
+    expect(a.schedules + b.schedules).toBe(2500);
+    expect(a.inserted + b.inserted).toBe(2500);
+    const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs`);
+    expect(n).toBe(2500);
+  });
+
+  it('caps one run and asks to be called again; calls onMaterialised when rows were inserted', async () => {
+    await db.dataSource.query(
+      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, next_run_at)
+       SELECT 1, 'cap-' || g, 'noop', '0 * * * *', 'UTC', '2026-11-30T10:00:00Z' FROM generate_series(1, 30) g`,
+    );
+    const calls: Date[] = [];
+    const hook = async (now: Date) => calls.push(now);
+    expect(await sweep({ batchSize: 10, maxPerRun: 20, onMaterialised: hook }).runOnce(NOW)).toMatchObject({ schedules: 20, more: true });
+    expect(await sweep({ batchSize: 10, maxPerRun: 20, onMaterialised: hook }).runOnce(NOW)).toMatchObject({ schedules: 10 });
+    expect(await sweep({ batchSize: 10, maxPerRun: 20, onMaterialised: hook }).runOnce(NOW)).toMatchObject({ schedules: 0 });
+    expect(calls).toEqual([NOW, NOW]);
+  });
+});

@@ -1,0 +1,131 @@
+import { Logger } from '@nestjs/common';
+import type { DueSchedule, OccurrenceRow, ScheduleAdvance, SweepsRepository } from '@almanac/persistence';
+import type { SweepMetrics } from '../sweeps/sweep-metrics';
+import type { Sweep, SweepResult } from '../sweeps/sweep';
+import type { SchedulePlanner } from './schedule-planner';
+
+export interface RecurringResult extends SweepResult {
+  schedules: number;
+  /** Rows inserted (on time + missed-but-run). */
+  inserted: number;
+  /** Occurrences already materialised before (a crashed run, another replica): untouched. */
+  duplicates: number;
+  occurrences: OccurrenceCounts;
+  /** Schedules whose cron or time zone no longer parses: left alone, logged by the caller. */
+  invalid: number;
+}
+
+/** materialised = on time; missed = late but run by policy; skipped = late and dropped by policy or cap. */
+export interface OccurrenceCounts {
+  materialised: number;
+  missed: number;
+  skipped: number;
+}
+
+export interface RecurringOptions {
+  hotHorizonMs: number;
+  /** Schedules per transaction. */
+  batchSize: number;
+  /** Schedules per runOnce (the runner calls again at once when hit). */
+  maxPerRun: number;
+}
+
+/**
+ * Schedules → job rows for every occurrence inside the hot horizon. Per batch, one transaction:
+ * claim up to `batchSize` schedules with next_run_at ≤ now + horizon (schedules_due, SKIP LOCKED,
+ * so replicas split the work), plan their occurrences (SchedulePlanner: missed policy, DST
+ * rules, cached parsed crons), insert them with one statement keyed
+ * `schedule:<id>:<nominal ISO>` (ON CONFLICT DO NOTHING: materialising twice is a no-op), and
+ * advance next_run_at to the first occurrence past the horizon.
+ *
+ * Rows are inserted **scheduled**, not queued: this sweep never talks to Redis, and the
+ * promotion sweep's crash-safe claim → addBulk → commit is the only road into the queue.
+ * `onMaterialised` (wired to promotion) runs right after, so new rows do not wait for the
+ * hourly promotion; the overdue sweep's lookahead pass is the backstop.
+ *
+ * Only occurrences not yet materialised follow pause / resume / cron changes: rows that exist are
+ * ordinary jobs (the API cancels stale ones when the cron changes).
+ */
+export class RecurringSweep implements Sweep<RecurringResult> {
+  readonly name = 'recurring' as const;
+  private readonly log = new Logger('RecurringSweep');
+
+  constructor(
+    private readonly repo: SweepsRepository,
+    private readonly planner: SchedulePlanner,
+    private readonly opts: RecurringOptions,
+    private readonly metrics?: SweepMetrics,
+    private readonly onMaterialised?: (now: Date) => Promise<unknown>,
+  ) {}
+
+  async runOnce(now: Date): Promise<RecurringResult> {
+    const until = new Date(now.getTime() + this.opts.hotHorizonMs);
+    const total: RecurringResult = {
+      schedules: 0,
+      inserted: 0,
+      duplicates: 0,
+      occurrences: { materialised: 0, missed: 0, skipped: 0 },
+      invalid: 0,
+    };
+    for (;;) {
+      const limit = Math.min(this.opts.batchSize, this.opts.maxPerRun - total.schedules);
+      if (limit <= 0) {
+        total.more = true;
+        break;
+      }
+      const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
+      const batch = await this.repo.materialiseDueSchedules(until, limit, (schedules) =>
+        this.plan(schedules, now, until, counts),
+      );
+      total.schedules += batch.schedules;
+      total.inserted += batch.inserted;
+      total.duplicates += batch.duplicates;
+      total.occurrences.materialised += counts.materialised;
+      total.occurrences.missed += counts.missed;
+      total.occurrences.skipped += counts.skipped;
+      total.invalid += counts.invalid;
+      if (batch.schedules < limit) break;
+    }
+    const { materialised, missed, skipped } = total.occurrences;
+    this.metrics?.occurrences.inc({ outcome: 'materialised' }, materialised);
+    this.metrics?.occurrences.inc({ outcome: 'missed' }, missed);
+    this.metrics?.occurrences.inc({ outcome: 'skipped' }, skipped);
+    if (total.inserted > 0) await this.onMaterialised?.(now);
+    return total;
+  }
+
+  private plan(
+    schedules: DueSchedule[],
+    now: Date,
+    until: Date,
+    counts: OccurrenceCounts & { invalid: number },
+  ): { rows: OccurrenceRow[]; advances: ScheduleAdvance[] } {
+    const rows: OccurrenceRow[] = [];
+    const advances: ScheduleAdvance[] = [];
+    for (const s of schedules) {
+      const plan = this.planner.plan(s, now, until);
+      if (plan === null) {
+        // Unparsable (written before validation tightened?): park it rather than fail the batch.
+        counts.invalid += 1;
+        this.log.warn({ scheduleId: s.id, tenantId: s.tenantId }, 'schedule cron/timezone does not parse: parked (next_run_at = null)');
+        advances.push({ id: s.id, nextRunAt: null });
+        continue;
+      }
+      for (const o of plan.occurrences) {
+        rows.push({
+          tenantId: s.tenantId,
+          key: o.key,
+          kind: s.kind,
+          runAt: o.runAt,
+          payloadJson: s.payloadJson,
+          maxAttempts: s.maxAttempts,
+        });
+      }
+      counts.materialised += plan.onTime;
+      counts.missed += plan.missed;
+      counts.skipped += plan.skipped;
+      advances.push({ id: s.id, nextRunAt: plan.next });
+    }
+    return { rows, advances };
+  }
+}

@@ -1,0 +1,69 @@
+import { createRoleApp, loadConfig } from '@almanac/platform';
+import type { INestApplication } from '@nestjs/common';
+import request from 'supertest';
+import { createTestDatabase, type TestDatabase } from '../../../test/support/test-db';
+import { createTestRedis, type TestRedis } from '../../../test/support/test-redis';
+import { promoterConfigFromEnv } from './promoter-config';
+import { PromoterModule } from './promoter.module';
+import { SweepRunner } from './sweeps/sweep-runner';
+
+describe('PromoterModule wiring', () => {
+  let db: TestDatabase;
+  let redis: TestRedis;
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(3);
+    redis = await createTestRedis();
+    const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: redis.prefix, ALMANAC_LOG_LEVEL: 'silent' };
+    app = await createRoleApp([PromoterModule], { config: loadConfig(env), role: 'promoter' });
+    await app.init();
+  }, 60_000);
+  afterAll(async () => {
+    await app.close();
+    await redis.cleanup();
+    await db.drop();
+  });
+
+  it('starts the sweeps at boot and exports their metrics at zero before any work', async () => {
+    const runner = app.get(SweepRunner);
+    expect(runner).toBeInstanceOf(SweepRunner);
+    const res = await request(app.getHttpServer()).get('/metrics');
+    for (const line of [
+      'almanac_sweep_runs_total{sweep="promotion",outcome="error"} 0',
+      'almanac_overdue_requeued_total{reason="redis_lost"}',
+      'almanac_schedule_occurrences_total{outcome="skipped"} 0',
+      'almanac_promoted_total',
+      '# TYPE almanac_sweep_duration_seconds histogram',
+      '# TYPE almanac_jobs gauge',
+    ]) {
+      expect(res.text).toContain(line);
+    }
+  });
+});
+
+describe('promoterConfigFromEnv', () => {
+  it('has the documented defaults', () => {
+    expect(promoterConfigFromEnv({}, 86_400_000)).toEqual({
+      hotHorizonMs: 86_400_000,
+      promotionIntervalMs: 3_600_000,
+      overdueIntervalMs: 30_000,
+      recurringIntervalMs: 60_000,
+      jobStatesIntervalMs: 60_000,
+      overdueGraceMs: 30_000,
+      promotionBatchSize: 5000,
+      promotionMaxPerRun: 1_000_000,
+      overdueBatchSize: 5000,
+      overdueMaxPerRun: 200_000,
+      recurringBatchSize: 1000,
+      recurringMaxPerRun: 2_000_000,
+      missedCap: 1000,
+      lateToleranceMs: 300_000,
+    });
+  });
+
+  it('fails fast naming the variable', () => {
+    expect(() => promoterConfigFromEnv({ ALMANAC_OVERDUE_INTERVAL_MS: 'soon' }, 1000)).toThrow(/ALMANAC_OVERDUE_INTERVAL_MS/);
+    expect(() => promoterConfigFromEnv({ ALMANAC_PROMOTION_BATCH_SIZE: '0' }, 1000)).toThrow(/ALMANAC_PROMOTION_BATCH_SIZE/);
+  });
+});

@@ -1,0 +1,110 @@
+import { SweepsRepository } from '@almanac/persistence';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, MetricsService, REDIS } from '@almanac/platform';
+import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
+import type IORedis from 'ioredis';
+import { DataSource } from 'typeorm';
+import { OverdueSweep } from './overdue/overdue.sweep';
+import { RedisEpoch } from './overdue/redis-epoch';
+import { PromoterConfig, promoterConfigFromEnv } from './promoter-config';
+import { RecurringSweep } from './recurring/recurring.sweep';
+import { SchedulePlanner } from './recurring/schedule-planner';
+import { JobStatesSweep } from './sweeps/job-states.sweep';
+import { PromotionSweep } from './sweeps/promotion.sweep';
+import { SweepMetrics } from './sweeps/sweep-metrics';
+import { SweepRunner } from './sweeps/sweep-runner';
+
+export const PROMOTER_CONFIG = Symbol('PROMOTER_CONFIG');
+
+/** Builds every sweep from the platform's shared pieces; one function so tests wire the same way. */
+export function buildSweeps(deps: {
+  config: PromoterConfig;
+  dataSource: DataSource;
+  queue: HotQueue;
+  redis: IORedis;
+  prefix: string;
+  metrics?: SweepMetrics;
+}) {
+  const { config, metrics } = deps;
+  const repo = new SweepsRepository(deps.dataSource);
+  const promotion = new PromotionSweep(
+    repo,
+    deps.queue,
+    { hotHorizonMs: config.hotHorizonMs, batchSize: config.promotionBatchSize, maxPerRun: config.promotionMaxPerRun },
+    metrics,
+  );
+  const recurring = new RecurringSweep(
+    repo,
+    new SchedulePlanner({ missedCap: config.missedCap, lateToleranceMs: config.lateToleranceMs }),
+    { hotHorizonMs: config.hotHorizonMs, batchSize: config.recurringBatchSize, maxPerRun: config.recurringMaxPerRun },
+    metrics,
+    (now) => promotion.runOnce(now),
+  );
+  const overdue = new OverdueSweep(
+    repo,
+    deps.queue,
+    new RedisEpoch(deps.redis, deps.prefix),
+    promotion,
+    {
+      graceMs: config.overdueGraceMs,
+      lookaheadMs: config.overdueIntervalMs,
+      batchSize: config.overdueBatchSize,
+      maxPerRun: config.overdueMaxPerRun,
+    },
+    metrics,
+  );
+  const jobStates = new JobStatesSweep(repo, metrics);
+  return { repo, promotion, recurring, overdue, jobStates };
+}
+
+/** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
+@Injectable()
+class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  constructor(private readonly runner: SweepRunner) {}
+
+  onApplicationBootstrap(): void {
+    this.runner.start();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.runner.stop();
+  }
+}
+
+@Module({
+  providers: [
+    {
+      provide: PROMOTER_CONFIG,
+      inject: [ALMANAC_CONFIG],
+      useFactory: (core: AlmanacConfig) => promoterConfigFromEnv(process.env, core.horizons.hotMs),
+    },
+    {
+      provide: SweepRunner,
+      inject: [PROMOTER_CONFIG, ALMANAC_CONFIG, DataSource, HotQueue, REDIS, MetricsService, Clock],
+      useFactory: (
+        config: PromoterConfig,
+        core: AlmanacConfig,
+        dataSource: DataSource,
+        queue: HotQueue,
+        redis: IORedis,
+        metricsService: MetricsService,
+        clock: Clock,
+      ) => {
+        const metrics = new SweepMetrics(metricsService);
+        const s = buildSweeps({ config, dataSource, queue, redis, prefix: core.queuePrefix, metrics });
+        return new SweepRunner(
+          [
+            { sweep: s.overdue, intervalMs: config.overdueIntervalMs },
+            { sweep: s.promotion, intervalMs: config.promotionIntervalMs },
+            { sweep: s.recurring, intervalMs: config.recurringIntervalMs },
+            { sweep: s.jobStates, intervalMs: config.jobStatesIntervalMs },
+          ],
+          clock,
+          metrics,
+        );
+      },
+    },
+    SweepsLifecycle,
+  ],
+  exports: [SweepRunner],
+})
+export class PromoterSweepsModule {}
