@@ -1,6 +1,7 @@
 import { ApiDocsModule } from './docs/api-docs.module';
 import { JobsModule } from './jobs/jobs.module';
+import { SchedulesModule } from './schedules/schedules.module';
 import { TenantsModule } from './tenants/tenants.module';
 
 /** The api role's feature modules, in ApiModule's `imports`. */
-export const API_FEATURE_MODULES = [TenantsModule, JobsModule, ApiDocsModule];
+export const API_FEATURE_MODULES = [TenantsModule, JobsModule, SchedulesModule, ApiDocsModule];

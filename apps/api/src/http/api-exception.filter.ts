@@ -29,7 +29,8 @@ export class ApiExceptionFilter extends BaseExceptionFilter {
     if (exception instanceof DomainValidationError) {
       return { body: invalid([{ field: exception.field, rule: exception.rule, message: exception.message }]).body, headers: {} };
     }
-    const parser = bodyParserError(exception);
+    // Nest's Express adapter wraps body-parser errors in an HttpException and keeps them as `cause`.
+    const parser = bodyParserError(exception) ?? (exception instanceof HttpException ? bodyParserError(exception.cause) : null);
     if (parser) return { body: parser, headers: {} };
     if (exception instanceof HttpException) {
       const status = exception.getStatus();

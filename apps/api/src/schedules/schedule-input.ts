@@ -1,0 +1,139 @@
+import {
+  DEFAULT_MISSED_POLICY,
+  parseMissedPolicy,
+  parseSchedule,
+  type MissedPolicy,
+  type Schedule,
+  validateKey,
+  validateKind,
+  validateTimezone,
+} from '@almanac/domain';
+import type { ApiSettings } from '../api-settings';
+import { checkPayload, intInRange, isPlainObject, Issues, jsonEqual, rejectUnknown } from '../http/validation';
+import type { Parsed } from '../jobs/job-input';
+import { MAX_ATTEMPTS_LIMIT } from '../jobs/job-input';
+
+export interface ScheduleInput {
+  key: string;
+  kind: string;
+  schedule: Schedule;
+  payload: unknown;
+  missed: MissedPolicy;
+  maxAttempts: number;
+}
+
+export type SchedulePatch = Partial<Omit<ScheduleInput, 'key' | 'schedule'>> & { cron?: string; timezone?: string };
+
+const CREATE_FIELDS = ['key', 'kind', 'cron', 'timezone', 'payload', 'missed', 'maxAttempts'];
+const PATCH_FIELDS = ['kind', 'cron', 'timezone', 'payload', 'missed', 'maxAttempts'];
+
+function checkKind(raw: unknown, settings: ApiSettings, issues: Issues): string | undefined {
+  const kind = issues.run(() => validateKind(raw));
+  if (kind !== undefined && !settings.kinds.has(kind)) {
+    issues.add('kind', 'unknown_kind', `kind "${kind}" has no handler (known: ${[...settings.kinds].join(', ')})`);
+    return undefined;
+  }
+  return kind;
+}
+
+/** Validates cron and zone together so a request with both wrong hears about both. */
+function checkTiming(cron: unknown, timezone: unknown, issues: Issues): Schedule | undefined {
+  const zone = issues.run(() => validateTimezone(timezone));
+  const schedule = issues.run(() => parseSchedule(cron, zone ?? 'UTC'));
+  return zone === undefined ? undefined : schedule;
+}
+
+export function parseScheduleCreate(raw: unknown, settings: ApiSettings): Parsed<ScheduleInput> {
+  const issues = new Issues();
+  if (!isPlainObject(raw)) {
+    issues.add('body', 'type', 'body must be a JSON object');
+    return { ok: false, issues: issues.list };
+  }
+  rejectUnknown(raw, CREATE_FIELDS, issues);
+  for (const f of ['key', 'kind', 'cron', 'timezone']) {
+    if (raw[f] === undefined) issues.add(f, 'required', `${f} is required`);
+  }
+  const key = raw.key === undefined ? undefined : issues.run(() => validateKey(raw.key));
+  const kind = raw.kind === undefined ? undefined : checkKind(raw.kind, settings, issues);
+  const schedule = raw.cron === undefined || raw.timezone === undefined ? undefined : checkTiming(raw.cron, raw.timezone, issues);
+  const missed = raw.missed === undefined ? DEFAULT_MISSED_POLICY : issues.run(() => parseMissedPolicy(raw.missed));
+  const maxAttempts =
+    raw.maxAttempts === undefined ? settings.defaultMaxAttempts : intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
+  checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
+  if (!issues.ok || !key || !kind || !schedule || !missed || !maxAttempts) return { ok: false, issues: issues.list };
+  return { ok: true, value: { key, kind, schedule, payload: raw.payload ?? null, missed, maxAttempts } };
+}
+
+/** A PATCH body; cron/timezone are checked against the stored ones by the caller (parseTiming). */
+export function parseSchedulePatch(raw: unknown, settings: ApiSettings): Parsed<SchedulePatch> {
+  const issues = new Issues();
+  if (!isPlainObject(raw)) {
+    issues.add('body', 'type', 'body must be a JSON object');
+    return { ok: false, issues: issues.list };
+  }
+  rejectUnknown(raw, PATCH_FIELDS, issues);
+  const patch: SchedulePatch = {};
+  if (raw.kind !== undefined) patch.kind = checkKind(raw.kind, settings, issues);
+  if (raw.cron !== undefined) {
+    if (typeof raw.cron === 'string') patch.cron = raw.cron;
+    else issues.add('cron', 'type', 'cron must be a string');
+  }
+  if (raw.timezone !== undefined) patch.timezone = issues.run(() => validateTimezone(raw.timezone));
+  if (raw.missed !== undefined) patch.missed = issues.run(() => parseMissedPolicy(raw.missed));
+  if (raw.maxAttempts !== undefined) patch.maxAttempts = intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
+  if (raw.payload !== undefined) {
+    checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
+    patch.payload = raw.payload;
+  }
+  if (!issues.ok) return { ok: false, issues: issues.list };
+  return { ok: true, value: patch };
+}
+
+/** Parses the timing a PATCH leads to (new cron/zone over the stored ones). */
+export function parseTiming(cron: string, timezone: string): Parsed<Schedule> {
+  const issues = new Issues();
+  const schedule = checkTiming(cron, timezone, issues);
+  return schedule && issues.ok ? { ok: true, value: schedule } : { ok: false, issues: issues.list };
+}
+
+interface StoredSchedule {
+  kind: string;
+  cron: string;
+  timezone: string;
+  payload: unknown;
+  missed: string;
+  maxAttempts: number;
+}
+
+export function scheduleDiffers(stored: StoredSchedule, input: ScheduleInput): string[] {
+  const diff: string[] = [];
+  if (stored.kind !== input.kind) diff.push('kind');
+  if (stored.cron !== input.schedule.cron) diff.push('cron');
+  if (stored.timezone !== input.schedule.timezone) diff.push('timezone');
+  if (!jsonEqual(stored.payload ?? null, input.payload ?? null)) diff.push('payload');
+  if (stored.missed !== input.missed) diff.push('missed');
+  if (stored.maxAttempts !== input.maxAttempts) diff.push('maxAttempts');
+  return diff;
+}
+
+/** `2026-11-30T10:00:00+01:00`: the instant as wall-clock time in `timezone`. */
+export function formatInZone(at: Date, timezone: string): string {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: timezone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  }).formatToParts(at);
+  const get = (t: string) => Number(parts.find((p) => p.type === t)?.value ?? 0);
+  const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  const offsetMin = Math.round((wall - Math.floor(at.getTime() / 1000) * 1000) / 60_000);
+  const sign = offsetMin < 0 ? '-' : '+';
+  const abs = Math.abs(offsetMin);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const iso = new Date(wall).toISOString().slice(0, 19);
+  return `${iso}${sign}${pad(Math.floor(abs / 60))}:${pad(abs % 60)}`;
+}

@@ -1,0 +1,109 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+export class CreateScheduleDto {
+  @ApiProperty({ example: 'nightly-report', description: 'Unique per tenant; same rules as job keys.' })
+  key!: string;
+
+  @ApiProperty({ example: 'http' })
+  kind!: string;
+
+  @ApiProperty({ example: '0 9 * * 1-5', description: '5-field cron, read as wall-clock time in `timezone`.' })
+  cron!: string;
+
+  @ApiProperty({ example: 'Europe/Berlin', description: 'IANA time zone.' })
+  timezone!: string;
+
+  @ApiPropertyOptional({ example: { url: 'https://reports.example.com/run' } })
+  payload?: unknown;
+
+  @ApiPropertyOptional({ enum: ['skip', 'latest', 'all'], default: 'skip', description: 'What to do with occurrences missed while down or paused.' })
+  missed?: string;
+
+  @ApiPropertyOptional({ example: 3, minimum: 1, maximum: 100 })
+  maxAttempts?: number;
+}
+
+export class UpdateScheduleDto {
+  @ApiPropertyOptional({ example: 'http' })
+  kind?: string;
+
+  @ApiPropertyOptional({ example: '30 8 * * 1-5', description: 'A cron or timezone change bumps `version` and replaces not-yet-run occurrences.' })
+  cron?: string;
+
+  @ApiPropertyOptional({ example: 'America/New_York' })
+  timezone?: string;
+
+  @ApiPropertyOptional({ example: { url: 'https://reports.example.com/run' } })
+  payload?: unknown;
+
+  @ApiPropertyOptional({ enum: ['skip', 'latest', 'all'] })
+  missed?: string;
+
+  @ApiPropertyOptional({ example: 5 })
+  maxAttempts?: number;
+}
+
+export class ScheduleDto {
+  @ApiProperty({ example: '42' })
+  id!: string;
+
+  @ApiProperty({ example: 'nightly-report' })
+  key!: string;
+
+  @ApiProperty({ example: 'http' })
+  kind!: string;
+
+  @ApiProperty({ example: '0 9 * * 1-5' })
+  cron!: string;
+
+  @ApiProperty({ example: 'Europe/Berlin' })
+  timezone!: string;
+
+  @ApiPropertyOptional({ example: { url: 'https://reports.example.com/run' } })
+  payload?: unknown;
+
+  @ApiProperty({ example: 'skip' })
+  missed!: string;
+
+  @ApiProperty({ example: 3 })
+  maxAttempts!: number;
+
+  @ApiProperty({ example: false })
+  paused!: boolean;
+
+  @ApiProperty({ example: 1 })
+  version!: number;
+
+  @ApiProperty({ example: '2026-11-30T08:00:00.000Z', nullable: true, type: String })
+  nextRunAt!: string | null;
+
+  @ApiProperty({ example: '2026-11-29T10:00:00.000Z' })
+  createdAt!: string;
+
+  @ApiProperty({ example: '2026-11-29T10:00:00.000Z' })
+  updatedAt!: string;
+}
+
+export class SchedulePageDto {
+  @ApiProperty({ type: [ScheduleDto] })
+  items!: ScheduleDto[];
+
+  @ApiProperty({ nullable: true, type: String, example: null })
+  nextCursor!: string | null;
+}
+
+export class OccurrenceDto {
+  @ApiProperty({ example: '2026-11-30T08:00:00.000Z' })
+  at!: string;
+
+  @ApiProperty({ example: '2026-11-30T09:00:00+01:00', description: 'The same instant in the schedule\'s zone.' })
+  local!: string;
+}
+
+export class OccurrencePreviewDto {
+  @ApiProperty({ example: 'Europe/Berlin' })
+  timezone!: string;
+
+  @ApiProperty({ type: [OccurrenceDto] })
+  items!: OccurrenceDto[];
+}

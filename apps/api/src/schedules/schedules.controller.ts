@@ -1,0 +1,96 @@
+import type { TenantRecord } from '@almanac/persistence';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
+import { ErrorDto } from '../http/error.dto';
+import type { HttpResponse } from '../http/http-types';
+import { CreateScheduleDto, OccurrencePreviewDto, ScheduleDto, SchedulePageDto, UpdateScheduleDto } from './schedule.dto';
+import { SchedulesService } from './schedules.service';
+
+const ID = { name: 'id', example: '42' };
+
+@ApiTags('schedules')
+@ApiBearerAuth('tenant')
+@ApiResponse({ status: 401, type: ErrorDto })
+@Controller('v1/schedules')
+@UseGuards(TenantAuthGuard)
+export class SchedulesController {
+  constructor(private readonly schedules: SchedulesService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Create a recurring schedule (idempotent by key)' })
+  @ApiBody({ type: CreateScheduleDto })
+  @ApiResponse({ status: 201, type: ScheduleDto })
+  @ApiResponse({ status: 200, type: ScheduleDto, description: 'Same request again: the existing schedule' })
+  @ApiResponse({ status: 400, type: ErrorDto, description: 'e.g. invalid cron or time zone (details name the field and rule)' })
+  @ApiResponse({ status: 409, type: ErrorDto })
+  async create(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Res({ passthrough: true }) res: HttpResponse) {
+    const { created, schedule } = await this.schedules.create(tenant, body);
+    res.status(created ? 201 : 200);
+    return schedule;
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List schedules by key' })
+  @ApiQuery({ name: 'limit', required: false, example: 100 })
+  @ApiQuery({ name: 'cursor', required: false })
+  @ApiResponse({ status: 200, type: SchedulePageDto })
+  list(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>) {
+    return this.schedules.list(tenant, query);
+  }
+
+  @Get(':id')
+  @ApiParam(ID)
+  @ApiResponse({ status: 200, type: ScheduleDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+    return this.schedules.get(tenant, id);
+  }
+
+  @Get(':id/next')
+  @ApiOperation({ summary: 'Preview the next N run times, in UTC and in the schedule\'s zone' })
+  @ApiParam(ID)
+  @ApiQuery({ name: 'count', required: false, example: 5, description: '1..100, default 10' })
+  @ApiResponse({ status: 200, type: OccurrencePreviewDto })
+  preview(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+    return this.schedules.preview(tenant, id, query);
+  }
+
+  @Patch(':id')
+  @ApiOperation({ summary: 'Change a schedule; a cron/zone change bumps version and replaces not-yet-run occurrences' })
+  @ApiParam(ID)
+  @ApiBody({ type: UpdateScheduleDto })
+  @ApiResponse({ status: 200, type: ScheduleDto })
+  @ApiResponse({ status: 400, type: ErrorDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  update(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Body() body: unknown) {
+    return this.schedules.update(tenant, id, body);
+  }
+
+  @Delete(':id')
+  @ApiOperation({ summary: 'Delete a schedule and its not-yet-run occurrences' })
+  @ApiParam(ID)
+  @ApiResponse({ status: 200, type: ScheduleDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  remove(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+    return this.schedules.remove(tenant, id);
+  }
+
+  @Post(':id/pause')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Stop materialising occurrences (next run time is kept)' })
+  @ApiParam(ID)
+  @ApiResponse({ status: 200, type: ScheduleDto })
+  pause(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+    return this.schedules.setPaused(tenant, id, true);
+  }
+
+  @Post(':id/resume')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Resume; occurrences missed while paused follow the `missed` policy' })
+  @ApiParam(ID)
+  @ApiResponse({ status: 200, type: ScheduleDto })
+  resume(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+    return this.schedules.setPaused(tenant, id, false);
+  }
+}

@@ -1,0 +1,166 @@
+import { nextOccurrences, type Schedule } from '@almanac/domain';
+import { isJobIdString, SchedulesRepository, type ScheduleView, type TenantRecord } from '@almanac/persistence';
+import { Clock } from '@almanac/platform';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { API_SETTINGS, ApiSettings } from '../api-settings';
+import { conflict, invalid, notFound } from '../http/api-error';
+import { Issues, queryInt, queryString } from '../http/validation';
+import { HotRoutingService } from '../jobs/hot-routing.service';
+import { formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
+
+export const MAX_PREVIEW = 100;
+
+/**
+ * Recurring schedules. Materialising occurrences is the promoter's: this keeps `next_run_at`
+ * (first occurrence after now) and `version` right, and removes not-yet-run occurrences when
+ * the timing changes or the schedule is deleted.
+ */
+@Injectable()
+export class SchedulesService {
+  private readonly log = new Logger('Schedules');
+
+  constructor(
+    private readonly schedules: SchedulesRepository,
+    private readonly routing: HotRoutingService,
+    private readonly clock: Clock,
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
+  ) {}
+
+  async create(tenant: TenantRecord, body: unknown): Promise<{ created: boolean; schedule: ReturnType<typeof view> }> {
+    const parsed = parseScheduleCreate(body, this.settings);
+    if (!parsed.ok) throw invalid(parsed.issues);
+    const input = parsed.value;
+    const { created, schedule } = await this.schedules.create({
+      tenantId: tenant.id,
+      key: input.key,
+      kind: input.kind,
+      cron: input.schedule.cron,
+      timezone: input.schedule.timezone,
+      payload: input.payload,
+      maxAttempts: input.maxAttempts,
+      missed: input.missed,
+      nextRunAt: this.firstAfterNow(input.schedule),
+    });
+    if (!created) {
+      const fields = scheduleDiffers(schedule, input);
+      if (fields.length) {
+        throw conflict(`key "${input.key}" already names a schedule with a different ${fields.join(', ')}`, 'key', 'conflict');
+      }
+    } else {
+      this.log.log({ tenantId: tenant.id, scheduleId: schedule.id, kind: schedule.kind }, 'schedule created');
+    }
+    return { created, schedule: view(schedule) };
+  }
+
+  async get(tenant: TenantRecord, id: string) {
+    return view(await this.find(tenant, id));
+  }
+
+  async list(tenant: TenantRecord, query: Record<string, unknown>) {
+    const issues = new Issues();
+    for (const k of Object.keys(query)) {
+      if (k !== 'limit' && k !== 'cursor') issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected limit, cursor)`);
+    }
+    const limit = queryInt(query.limit, 'limit', 100, 1, 1000, issues);
+    const cursor = queryString(query.cursor, 'cursor', issues);
+    let afterKey: string | null = null;
+    if (cursor !== undefined) {
+      afterKey = /^[A-Za-z0-9_-]{1,1100}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : null;
+      if (!afterKey || afterKey.includes('\u0000')) issues.add('cursor', 'format', 'cursor is not one this API returned');
+    }
+    if (!issues.ok) throw invalid(issues.list);
+    const rows = await this.schedules.list(tenant.id, afterKey, limit);
+    const last = rows[rows.length - 1];
+    return {
+      items: rows.map(view),
+      nextCursor: rows.length === limit && last ? Buffer.from(last.key, 'utf8').toString('base64url') : null,
+    };
+  }
+
+  async update(tenant: TenantRecord, id: string, body: unknown) {
+    const parsed = parseSchedulePatch(body, this.settings);
+    if (!parsed.ok) throw invalid(parsed.issues);
+    const patch = parsed.value;
+    const current = await this.find(tenant, id);
+    let timing: { schedule: Schedule } | undefined;
+    if (patch.cron !== undefined || patch.timezone !== undefined) {
+      const t = parseTiming(patch.cron ?? current.cron, patch.timezone ?? current.timezone);
+      if (!t.ok) throw invalid(t.issues);
+      if (t.value.cron !== current.cron || t.value.timezone !== current.timezone) timing = { schedule: t.value };
+    }
+    const res = await this.schedules.update(tenant.id, id, {
+      kind: patch.kind,
+      payload: patch.payload,
+      maxAttempts: patch.maxAttempts,
+      missed: patch.missed,
+      ...(timing
+        ? { cron: timing.schedule.cron, timezone: timing.schedule.timezone, timing: { nextRunAt: this.firstAfterNow(timing.schedule) } }
+        : {}),
+    });
+    if (!res) throw notFound(`schedule ${id}`);
+    await this.dropFromQueue(res.removed.queuedIds);
+    if (timing) {
+      this.log.log({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count, version: res.schedule.version }, 'schedule timing changed');
+    }
+    return { ...view(res.schedule), removedOccurrences: res.removed.count };
+  }
+
+  async remove(tenant: TenantRecord, id: string) {
+    if (!isJobIdString(id)) throw notFound(`schedule ${id}`);
+    const res = await this.schedules.delete(tenant.id, id);
+    if (!res) throw notFound(`schedule ${id}`);
+    await this.dropFromQueue(res.removed.queuedIds);
+    this.log.log({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count }, 'schedule deleted');
+    return { ...view(res.schedule), removedOccurrences: res.removed.count };
+  }
+
+  async setPaused(tenant: TenantRecord, id: string, paused: boolean) {
+    if (!isJobIdString(id)) throw notFound(`schedule ${id}`);
+    const s = await this.schedules.setPaused(tenant.id, id, paused);
+    if (!s) throw notFound(`schedule ${id}`);
+    return view(s);
+  }
+
+  async preview(tenant: TenantRecord, id: string, query: Record<string, unknown>) {
+    const issues = new Issues();
+    const count = queryInt(query.count, 'count', 10, 1, MAX_PREVIEW, issues);
+    if (!issues.ok) throw invalid(issues.list);
+    const s = await this.find(tenant, id);
+    const t = parseTiming(s.cron, s.timezone);
+    if (!t.ok) throw invalid(t.issues);
+    const at = nextOccurrences(t.value, this.clock.now(), count);
+    return { timezone: s.timezone, items: at.map((d) => ({ at: d.toISOString(), local: formatInZone(d, s.timezone) })) };
+  }
+
+  private async find(tenant: TenantRecord, id: string): Promise<ScheduleView> {
+    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
+    if (!s) throw notFound(`schedule ${id}`);
+    return s;
+  }
+
+  private firstAfterNow(schedule: Schedule): Date | null {
+    return nextOccurrences(schedule, this.clock.now(), 1)[0] ?? null;
+  }
+
+  private async dropFromQueue(ids: string[]): Promise<void> {
+    for (const id of ids) await this.routing.remove(id);
+  }
+}
+
+export function view(s: ScheduleView) {
+  return {
+    id: s.id,
+    key: s.key,
+    kind: s.kind,
+    cron: s.cron,
+    timezone: s.timezone,
+    payload: s.payload ?? null,
+    missed: s.missed,
+    maxAttempts: s.maxAttempts,
+    paused: s.paused,
+    version: s.version,
+    nextRunAt: s.nextRunAt ? s.nextRunAt.toISOString() : null,
+    createdAt: s.createdAt.toISOString(),
+    updatedAt: s.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,91 @@
+import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
+
+/** Every client mistake gets a 4xx whose body names the field and rule, and changes nothing. */
+describe('bad input', () => {
+  let h: ApiHarness;
+  let auth: { Authorization: string };
+  const good = () => ({ kind: 'noop', key: 'good-key', runAt: inMs(2 * DAY) });
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_MAX_PAYLOAD_BYTES: '65536' });
+    auth = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
+  });
+  afterAll(() => h.close());
+
+  async function jobCount(): Promise<number> {
+    const r = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs`);
+    return r[0].n as number;
+  }
+
+  const cases: [string, () => unknown, number, { field: string; rule: string }][] = [
+    ['wrong type for kind', () => ({ ...good(), kind: 42 }), 400, { field: 'kind', rule: 'type' }],
+    ['missing key', () => ({ kind: 'noop', runAt: inMs(DAY) }), 400, { field: 'key', rule: 'required' }],
+    ['missing runAt', () => ({ kind: 'noop', key: 'k' }), 400, { field: 'runAt', rule: 'required' }],
+    ['unknown kind', () => ({ ...good(), kind: 'teleport' }), 400, { field: 'kind', rule: 'unknown_kind' }],
+    ['kind with capitals', () => ({ ...good(), kind: 'HTTP' }), 400, { field: 'kind', rule: 'charset' }],
+    ['key too long', () => ({ ...good(), key: 'k'.repeat(201) }), 400, { field: 'key', rule: 'too_long' }],
+    ['key with a space', () => ({ ...good(), key: 'has space' }), 400, { field: 'key', rule: 'charset' }],
+    ['key with NUL', () => ({ ...good(), key: 'a\u0000b' }), 400, { field: 'key', rule: 'charset' }],
+    ['reserved key prefix', () => ({ ...good(), key: 'schedule:1:2026-01-01T00:00:00Z' }), 400, { field: 'key', rule: 'reserved' }],
+    ['runAt without offset', () => ({ ...good(), runAt: '2030-01-01T09:00:00' }), 400, { field: 'runAt', rule: 'missing_zone' }],
+    ['runAt unparsable', () => ({ ...good(), runAt: 'tomorrow' }), 400, { field: 'runAt', rule: 'format' }],
+    ['runAt not a date', () => ({ ...good(), runAt: '2030-02-30T09:00:00Z' }), 400, { field: 'runAt', rule: 'out_of_range' }],
+    ['runAt a number', () => ({ ...good(), runAt: 1893456000000 }), 400, { field: 'runAt', rule: 'type' }],
+    ['maxAttempts 0', () => ({ ...good(), maxAttempts: 0 }), 400, { field: 'maxAttempts', rule: 'range' }],
+    ['maxAttempts 1.5', () => ({ ...good(), maxAttempts: 1.5 }), 400, { field: 'maxAttempts', rule: 'integer' }],
+    ['maxAttempts "3"', () => ({ ...good(), maxAttempts: '3' }), 400, { field: 'maxAttempts', rule: 'integer' }],
+    ['payload over 64 KiB', () => ({ ...good(), payload: { blob: 'x'.repeat(65_536) } }), 413, { field: 'payload', rule: 'too_large' }],
+    ['payload with NUL', () => ({ ...good(), payload: { s: 'a\u0000' } }), 400, { field: 'payload', rule: 'nul_character' }],
+    ['unknown field', () => ({ ...good(), max_attempts: 3 }), 400, { field: 'max_attempts', rule: 'unknown_field' }],
+    ['array body', () => [good()], 400, { field: 'job', rule: 'type' }],
+  ];
+
+  it.each(cases)('POST /v1/jobs: %s', async (_name, body, status, issue) => {
+    const before = await jobCount();
+    const res = await h.http().post('/v1/jobs').set(auth).send(body() as object).expect(status);
+    expect(res.body).toMatchObject({ statusCode: status, error: expect.any(String), message: expect.any(String) });
+    expect(res.body.details).toEqual(expect.arrayContaining([expect.objectContaining(issue)]));
+    expect(res.body.message).toContain(issue.field);
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('malformed JSON → 400 naming the body', async () => {
+    const res = await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send('{"kind": "noop",').expect(400);
+    expect(res.body.details[0]).toMatchObject({ field: 'body', rule: 'json' });
+  });
+
+  it('a JSON string or number body → 400', async () => {
+    await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send('"hello"').expect(400);
+    await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send('42').expect(400);
+  });
+
+  it('a body over ALMANAC_MAX_BODY_BYTES → 413', async () => {
+    const res = await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: [{ ...good(), payload: 'x'.repeat(5 * 1024 * 1024) }] }).expect(413);
+    expect(res.body.details[0]).toMatchObject({ field: 'body', rule: 'too_large' });
+  });
+
+  it('batch over 1000 → 400 and nothing inserted; missing or non-array jobs → 400', async () => {
+    const before = await jobCount();
+    const jobs = Array.from({ length: 1001 }, (_, i) => ({ ...good(), key: `over-${i}` }));
+    const res = await h.http().post('/v1/jobs/batch').set(auth).send({ jobs }).expect(400);
+    expect(res.body.details[0]).toMatchObject({ field: 'jobs', rule: 'max_items' });
+    expect(await jobCount()).toBe(before);
+    const missing = await h.http().post('/v1/jobs/batch').set(auth).send({}).expect(400);
+    expect(missing.body.details[0]).toMatchObject({ field: 'jobs', rule: 'required' });
+    await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: 'many' }).expect(400);
+  });
+
+  it('a rejected replay does not change the accepted job', async () => {
+    const created = await h.http().post('/v1/jobs').set(auth).send({ ...good(), key: 'keep-me', payload: { v: 1 } }).expect(201);
+    await h.http().post('/v1/jobs').set(auth).send({ ...good(), key: 'keep-me', payload: { v: 2 } }).expect(409);
+    await h.http().patch(`/v1/jobs/${created.body.id}`).set(auth).send({ runAt: 'soon' }).expect(400);
+    const job = await h.http().get(`/v1/jobs/${created.body.id}`).set(auth).expect(200);
+    expect(job.body).toMatchObject({ payload: { v: 1 }, runAt: created.body.runAt, state: 'scheduled' });
+  });
+
+  it('admin: missing name → 400; bad token → 401', async () => {
+    await h.http().post('/v1/admin/tenants').set('Authorization', 'Bearer wrong').send({ name: 'x' }).expect(401);
+    const res = await h.http().post('/v1/admin/tenants').set('Authorization', `Bearer test-admin-token-0123456789`).send({}).expect(400);
+    expect(res.body.details[0]).toMatchObject({ field: 'name', rule: 'required' });
+  });
+});

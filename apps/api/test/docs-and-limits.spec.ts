@@ -1,0 +1,41 @@
+import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
+
+describe('OpenAPI docs, rate limit, metrics', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi();
+  });
+  afterAll(() => h.close());
+
+  it('serves the OpenAPI document generated from the controllers, with examples, and the UI at /docs', async () => {
+    const doc = await h.http().get('/docs-json').expect(200);
+    const paths = Object.keys(doc.body.paths);
+    for (const p of ['/v1/jobs', '/v1/jobs/batch', '/v1/jobs/{id}', '/v1/jobs/{id}/retry', '/v1/schedules', '/v1/schedules/{id}/next', '/v1/admin/tenants']) {
+      expect(paths).toContain(p);
+    }
+    expect(doc.body.components.schemas.CreateJobDto.properties.runAt.example).toBe('2026-11-30T09:00:00+01:00');
+    expect(doc.body.components.securitySchemes).toHaveProperty('tenant');
+    const ui = await h.http().get('/docs').expect(200);
+    expect(ui.text).toContain('swagger-ui');
+  });
+
+  it('limits a tenant\'s ingest rate: 429 with Retry-After, and the refused request inserts nothing', async () => {
+    const { apiKey } = await h.createTenant('slow', 1); // 1 job/s, burst of one full batch
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    const jobs = Array.from({ length: 1000 }, (_, i) => ({ kind: 'noop', key: `rl-${i}`, runAt: inMs(2 * DAY) }));
+    const ok = await h.http().post('/v1/jobs/batch').set(auth).send({ jobs }).expect(200);
+    expect(ok.body.created).toBe(1000);
+    const refused = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'rl-over', runAt: inMs(2 * DAY) }).expect(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(refused.body.details[0]).toMatchObject({ rule: 'rate_limit' });
+    await h.http().get('/v1/jobs').query({ key: 'rl-over' }).set(auth).expect(404);
+    // Reads are not rate limited.
+    await h.http().get('/v1/jobs').set(auth).expect(200);
+  });
+
+  it('records request durations by route pattern', async () => {
+    const metrics = await h.http().get('/metrics').expect(200);
+    expect(metrics.text).toMatch(/almanac_http_request_duration_seconds_count\{method="POST",route="\/v1\/jobs\/batch",status="200"\}/);
+  });
+});

@@ -1,0 +1,107 @@
+import { type ApiHarness, startApi } from './api-harness';
+
+describe('schedules (/v1/schedules)', () => {
+  let h: ApiHarness;
+  let auth: { Authorization: string };
+  let tenantId: number;
+
+  beforeAll(async () => {
+    h = await startApi();
+    const t = await h.createTenant();
+    tenantId = t.id;
+    auth = { Authorization: `Bearer ${t.apiKey}` };
+  });
+  afterAll(() => h.close());
+
+  const body = { key: 'weekday-report', kind: 'http', cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', payload: { r: 1 } };
+
+  it('creates with next_run_at set, is idempotent by key, 409 on a different body', async () => {
+    const created = await h.http().post('/v1/schedules').set(auth).send(body).expect(201);
+    expect(created.body).toMatchObject({ key: 'weekday-report', cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', missed: 'skip', paused: false, version: 1 });
+    expect(Date.parse(created.body.nextRunAt)).toBeGreaterThan(Date.now());
+    const again = await h.http().post('/v1/schedules').set(auth).send(body).expect(200);
+    expect(again.body.id).toBe(created.body.id);
+    const diff = await h.http().post('/v1/schedules').set(auth).send({ ...body, cron: '0 10 * * *' }).expect(409);
+    expect(diff.body.details[0]).toMatchObject({ field: 'key', rule: 'conflict' });
+    expect(diff.body.message).toContain('cron');
+  });
+
+  it('validates cron and time zone, naming the field and rule (both at once)', async () => {
+    const res = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'bad', cron: '61 * * * *', timezone: 'Mars/Olympus' }).expect(400);
+    const fields = res.body.details.map((d: { field: string }) => d.field);
+    expect(fields).toEqual(expect.arrayContaining(['cron', 'timezone']));
+    const missing = await h.http().post('/v1/schedules').set(auth).send({ key: 'x' }).expect(400);
+    expect(missing.body.details).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ field: 'kind', rule: 'required' }),
+        expect.objectContaining({ field: 'cron', rule: 'required' }),
+        expect.objectContaining({ field: 'timezone', rule: 'required' }),
+      ]),
+    );
+    const n = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM schedules WHERE key IN ('bad', 'x')`);
+    expect(n[0].n).toBe(0);
+  });
+
+  it('previews the next N occurrences in the schedule zone', async () => {
+    const s = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'preview', cron: '30 2 * * *' }).expect(201);
+    const res = await h.http().get(`/v1/schedules/${s.body.id}/next?count=5`).set(auth).expect(200);
+    expect(res.body.timezone).toBe('Europe/Berlin');
+    expect(res.body.items).toHaveLength(5);
+    for (const item of res.body.items) expect(item.local).toMatch(/^\d{4}-\d{2}-\d{2}T02:30:00\+0[12]:00$/);
+    await h.http().get(`/v1/schedules/${s.body.id}/next?count=1000`).set(auth).expect(400);
+  });
+
+  it('a cron change bumps version, recomputes next_run_at and removes not-yet-run occurrences (only this schedule\'s)', async () => {
+    const s = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'changing' }).expect(201);
+    const id: string = s.body.id;
+    const other = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'other' }).expect(201);
+    // Occurrence rows as the promoter would have materialised them.
+    const insert = (key: string, state: string) =>
+      h.db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES ($1, $2, 'http', now() + interval '2 days', $3)`, [tenantId, key, state]);
+    await insert(`schedule:${id}:2030-01-01T08:00:00Z`, 's');
+    await insert(`schedule:${id}:2030-01-02T08:00:00Z`, 'q');
+    await insert(`schedule:${id}:2020-01-01T08:00:00Z`, 'd');
+    await insert(`schedule:${id}0:2030-01-01T08:00:00Z`, 's'); // schedule id*10: outside the key range
+    await insert(`schedule:${other.body.id}:2030-01-01T08:00:00Z`, 's');
+    const res = await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ cron: '0 7 * * *' }).expect(200);
+    expect(res.body).toMatchObject({ version: 2, cron: '0 7 * * *', removedOccurrences: 2 });
+    expect(res.body.nextRunAt).not.toBe(s.body.nextRunAt);
+    const left = await h.db.dataSource.query(`SELECT key FROM jobs WHERE key LIKE 'schedule:%' ORDER BY key`);
+    expect(left.map((r: { key: string }) => r.key)).toEqual([
+      `schedule:${id}:2020-01-01T08:00:00Z`,
+      `schedule:${id}0:2030-01-01T08:00:00Z`,
+      `schedule:${other.body.id}:2030-01-01T08:00:00Z`,
+    ].sort());
+    // Payload-only change: same version, nothing removed.
+    const p = await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ payload: { r: 2 } }).expect(200);
+    expect(p.body).toMatchObject({ version: 2, removedOccurrences: 0, payload: { r: 2 } });
+    await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ timezone: 'Nowhere/Land' }).expect(400);
+  });
+
+  it('pause keeps next_run_at, resume clears paused; delete removes it; other tenants get 404', async () => {
+    const s = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'pausable' }).expect(201);
+    const paused = await h.http().post(`/v1/schedules/${s.body.id}/pause`).set(auth).expect(200);
+    expect(paused.body).toMatchObject({ paused: true, nextRunAt: s.body.nextRunAt });
+    await h.http().post(`/v1/schedules/${s.body.id}/resume`).set(auth).expect(200);
+    const otherKey = (await h.createTenant('other')).apiKey;
+    const other = { Authorization: `Bearer ${otherKey}` };
+    await h.http().get(`/v1/schedules/${s.body.id}`).set(other).expect(404);
+    await h.http().delete(`/v1/schedules/${s.body.id}`).set(other).expect(404);
+    await h.http().post(`/v1/schedules/${s.body.id}/pause`).set(other).expect(404);
+    await h.http().delete(`/v1/schedules/${s.body.id}`).set(auth).expect(200);
+    await h.http().get(`/v1/schedules/${s.body.id}`).set(auth).expect(404);
+    await h.http().get(`/v1/schedules/not-a-number`).set(auth).expect(404);
+  });
+
+  it('lists by key with a cursor', async () => {
+    const keys: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const res: { body: { items: { key: string }[]; nextCursor: string | null } } = await h.http().get('/v1/schedules').query(cursor ? { limit: 2, cursor } : { limit: 2 }).set(auth).expect(200);
+      keys.push(...res.body.items.map((s: { key: string }) => s.key));
+      cursor = res.body.nextCursor;
+    } while (cursor);
+    expect(keys).toEqual([...keys].sort());
+    expect(keys).toEqual(expect.arrayContaining(['weekday-report', 'preview', 'changing', 'other']));
+  });
+});
