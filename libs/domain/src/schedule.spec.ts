@@ -269,6 +269,15 @@ describe("croner's own DST behaviour (why the wrapper enforces the rule)", () =>
 });
 
 describe('cost', () => {
+  it('memoised steps answer exactly like a fresh parse', () => {
+    const shared = parseSchedule('*/20 1-3 * * *', 'Europe/Berlin');
+    const starts = ['2026-10-24T22:00:00Z', '2026-10-25T00:10:00Z', '2026-10-25T01:10:00Z', '2026-10-24T22:00:00Z', '2026-03-28T23:59:59.999Z'];
+    for (const start of starts) {
+      const fresh = parseSchedule('*/20 1-3 * * *', 'Europe/Berlin');
+      expect(after(shared, start, 12)).toEqual(after(fresh, start, 12));
+    }
+  });
+
   // The recurring sweep needs >= 20,000 occurrences/s end to end. Plain Node on this machine
   // enumerates ~35,000-100,000/s for hourly schedules (croner's step is most of it); Jest's
   // transform and a shared, loaded CPU make it several times slower here, so this only guards
