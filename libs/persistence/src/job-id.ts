@@ -6,6 +6,9 @@
 export const JOB_ID_EPOCH_MS = 1767225600000;
 
 export function createdAtFromJobId(id: string | bigint): Date {
+  // Below 2^53 the float division by 4096 is exact and much cheaper than BigInt (hot path).
+  const n = typeof id === 'string' ? Number(id) : Number.NaN;
+  if (Number.isSafeInteger(n)) return new Date(JOB_ID_EPOCH_MS + Math.floor(n / 4096));
   return new Date(JOB_ID_EPOCH_MS + Number(BigInt(id) >> 12n));
 }
 

@@ -20,6 +20,11 @@ export async function sql<T = Record<string, unknown>>(db: Db, text: string, par
     const res = await runner.query(text, params, true);
     const rows = (res.records ?? []) as T[];
     return { rows, rowCount: res.affected ?? rows.length };
+  } catch (err) {
+    // TypeORM attaches every parameter to the error; batches carry payloads, which must never
+    // reach a log line.
+    if (err instanceof Error && 'parameters' in err) (err as { parameters: unknown }).parameters = `[${params.length} parameters redacted]`;
+    throw err;
   } finally {
     if (!txRunner) await runner.release();
   }

@@ -75,6 +75,51 @@ describe('JobsRepository (Postgres)', () => {
       expect(await jobs.insertBatch(T1, [])).toEqual([]);
     });
 
+    it('reports a key another transaction commits mid-statement as existing (unique-violation retry)', async () => {
+      const qr = db.dataSource.createQueryRunner();
+      await qr.startTransaction();
+      try {
+        await qr.query(`INSERT INTO jobs (tenant_id, key, kind, run_at) VALUES ($1, 'mid-1', 'other', now())`, [T1]);
+        const pending = jobs.insertBatch(T1, [job('mid-0'), job('mid-1'), job('mid-2')]);
+        // Wait until the batch is blocked on the uncommitted key, then let the other side win.
+        for (let i = 0; i < 200; i++) {
+          const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+          if (n > 0) break;
+          await new Promise((r) => setImmediate(r));
+        }
+        await qr.commitTransaction();
+        const out = await pending;
+        expect(out.map((o) => [o.status, o.job.kind])).toEqual([
+          ['created', 'noop'],
+          ['existing', 'other'],
+          ['created', 'noop'],
+        ]);
+        expect(await jobs.findManyByKeys(T1, ['mid-0', 'mid-2'])).toHaveLength(2);
+      } finally {
+        await qr.release();
+      }
+    });
+
+    it('composes with a caller transaction and rolls back with it', async () => {
+      await jobs.insertBatch(T1, [job('tx-old')]);
+      await expect(
+        db.dataSource.transaction(async (tx) => {
+          const out = await jobs.insertBatch(T1, [job('tx-new'), job('tx-old')], tx);
+          expect(out.map((o) => o.status)).toEqual(['created', 'existing']);
+          expect(await jobs.findByKey(T1, 'tx-new', tx)).not.toBeNull();
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
+      expect(await jobs.findByKey(T1, 'tx-new')).toBeNull();
+    });
+
+    it('keeps array-literal look-alikes as plain keys', async () => {
+      const keys = ['NULL', 'null', '{a,b}', 'a,b', ' spaced '];
+      const out = await jobs.insertBatch(T1, keys.map((k) => job(k)));
+      expect(out.map((o) => o.job.key)).toEqual(keys);
+      expect((await jobs.findManyByKeys(T1, keys)).map((j) => j.key)).toEqual(keys);
+    });
+
     it('keeps unicode and quote-heavy keys and payloads intact', async () => {
       const key = `inv:"ü"\\'${'x'.repeat(5)}`;
       const [o] = await jobs.insertBatch(T1, [job(key, { payload: { s: 'a"b\\c\u2028', n: [1, null, true] } })]);

@@ -55,28 +55,48 @@ interface InsertRow extends Partial<JobRow> {
 }
 
 /*
- * One statement per batch: the rows travel as one JSON document (cheaper to send and parse
- * than seven arrays), ON CONFLICT skips keys that exist, and the second branch reads the
- * existing rows from the statement's snapshot (rows inserted by this statement are invisible
- * to it) only when something was skipped.
+ * One statement per batch. Each column travels as one JSON array, zipped by ROWS FROM: Node
+ * serialises it natively (pg's per-element array escaping cost ~3 µs/row more, measured) and
+ * Postgres parses it no slower than typed arrays or one document per row (json_to_recordset
+ * measured ~15% slower). A JSON `null` payload is stored as SQL NULL. The last branch reads
+ * the rows that already existed from the statement's snapshot (rows inserted by this statement
+ * are invisible to it), and only when something was skipped.
+ *
+ * Two ways to skip existing keys. ON CONFLICT DO NOTHING is race-proof but its speculative
+ * insertion costs ~15% more Postgres CPU per row than an anti-join (measured, bench/storage.ts),
+ * so outside a caller's transaction the anti-join runs first; if a concurrent batch commits one
+ * of the same new keys in between, the statement fails as a whole with a unique violation and
+ * the batch is retried with ON CONFLICT.
  */
-const INSERT_BATCH_SQL = `
-WITH input AS MATERIALIZED (
-  SELECT * FROM json_to_recordset($2::json) AS i(k text, n text, r timestamptz, p jsonb, m smallint, s "char")
-), ins AS (
-  INSERT INTO jobs (tenant_id, kind, key, run_at, payload, max_attempts, state)
-  SELECT $1, n, k, r, p, m, s FROM input
-  ON CONFLICT (tenant_id, key) DO NOTHING
-  RETURNING id, key
-)
+const INPUT = `ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json), json_array_elements_text($4::json),
+                 jsonb_array_elements($5::jsonb), json_array_elements_text($6::json), json_array_elements_text($7::json)) AS i(k, n, r, p, m, s)`;
+const COLUMNS = `$1, k, n, r::timestamptz, NULLIF(p, 'null'::jsonb), m::smallint, s::"char"`;
+const INSERTED_AND_EXISTING = `
 SELECT true AS created, id, key, NULL::int AS tenant_id, NULL::text AS kind, NULL::timestamptz AS run_at,
        NULL::"char" AS state, NULL::smallint AS attempts, NULL::smallint AS max_attempts, NULL::jsonb AS payload,
        NULL::jsonb AS result, NULL::text AS last_error, NULL::timestamptz AS lease_until, NULL::timestamptz AS finished_at
   FROM ins
 UNION ALL
-SELECT false, ${JOB_COLUMNS.replace('j.id, j.tenant_id, j.kind, j.key', 'j.id, j.key, j.tenant_id, j.kind')}
-  FROM input i JOIN jobs j ON j.tenant_id = $1 AND j.key = (i.k COLLATE "C")
- WHERE (SELECT count(*) FROM ins) < (SELECT count(*) FROM input)`;
+SELECT false, j.id, j.key, j.tenant_id, j.kind, j.run_at, j.state, j.attempts, j.max_attempts, j.payload,
+       j.result, j.last_error, j.lease_until, j.finished_at
+  FROM json_array_elements_text($2::json) AS e(key) JOIN jobs j ON j.tenant_id = $1 AND j.key = (e.key COLLATE "C")
+ WHERE (SELECT count(*) FROM ins) < json_array_length($2::json)`;
+
+const INSERT_BATCH_ANTI_JOIN_SQL = `
+WITH ins AS (
+  INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
+  SELECT ${COLUMNS} FROM ${INPUT}
+   WHERE NOT EXISTS (SELECT 1 FROM jobs x WHERE x.tenant_id = $1 AND x.key = (i.k COLLATE "C"))
+  RETURNING id, key
+)${INSERTED_AND_EXISTING}`;
+
+const INSERT_BATCH_ON_CONFLICT_SQL = `
+WITH ins AS (
+  INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
+  SELECT ${COLUMNS} FROM ${INPUT}
+  ON CONFLICT (tenant_id, key) DO NOTHING
+  RETURNING id, key
+)${INSERTED_AND_EXISTING}`;
 
 const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'incrementAttempts'>, [column: string, cast: string]> = {
   runAt: ['run_at', 'timestamptz'],
@@ -123,17 +143,20 @@ export class JobsRepository {
     // ON CONFLICT yet invisible to the existing-row read; fetch those in a second step.
     for (let round = 0; pending.length > 0; round++) {
       if (round === 3) throw new Error(`insertBatch: ${pending.length} keys neither inserted nor found after 3 rounds`);
-      const doc = JSON.stringify(
-        pending.map((j) => ({
-          k: j.key,
-          n: j.kind,
-          r: j.runAt,
-          p: j.payload,
-          m: j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-          s: STATE_CODE[j.state],
-        })),
-      );
-      const { rows } = await sql<InsertRow>(db, INSERT_BATCH_SQL, [tenantId, doc]);
+      const n = pending.length;
+      const keys = new Array<string>(n), kinds = new Array<string>(n), runAts = new Array<Date>(n);
+      const payloads = new Array<unknown>(n), maxAttempts = new Array<number>(n), states = new Array<string>(n);
+      for (let i = 0; i < n; i++) {
+        const j = pending[i];
+        keys[i] = j.key;
+        kinds[i] = j.kind;
+        runAts[i] = j.runAt;
+        payloads[i] = j.payload ?? null;
+        maxAttempts[i] = j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+        states[i] = STATE_CODE[j.state];
+      }
+      const params = [tenantId, ...[keys, kinds, runAts, payloads, maxAttempts, states].map((a) => JSON.stringify(a))];
+      const rows = await this.insertStatement(db, round, params);
       const byKey = new Map(rows.map((r) => [r.key, r]));
       const missing: NewJob[] = [];
       for (const j of pending) {
@@ -150,6 +173,18 @@ export class JobsRepository {
       pending = missing.filter((j) => !out.has(j.key));
     }
     return out;
+  }
+
+  private async insertStatement(db: Db, round: number, params: unknown[]): Promise<InsertRow[]> {
+    // Inside a caller's transaction a failed statement would abort the whole transaction.
+    const fast = round === 0 && !(db instanceof EntityManager && db.queryRunner?.isTransactionActive);
+    if (!fast) return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
+    try {
+      return (await sql<InsertRow>(db, INSERT_BATCH_ANTI_JOIN_SQL, params)).rows;
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
+    }
   }
 
   async findById(tenantId: number, id: string, db: Db = this.dataSource): Promise<JobRecord | null> {
@@ -267,6 +302,10 @@ export class JobsRepository {
   async markQueued(ids: readonly string[], db: Db = this.dataSource): Promise<string[]> {
     return this.transitionMany(ids, 'scheduled', 'queued', {}, db);
   }
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 }
 
 function buildSet(to: JobState, patch: JobPatch, firstParam: number): { set: string; params: unknown[] } {

@@ -1,0 +1,44 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import type { DataSource } from 'typeorm';
+import { createDataSource, runMigrations } from '../../libs/persistence/src';
+
+export interface BenchDatabase {
+  url: string;
+  dataSource: DataSource;
+  drop(): Promise<void>;
+}
+
+/** Admin URL of the server to benchmark (a database on it is created and dropped). */
+export function benchServerUrl(env: NodeJS.ProcessEnv = process.env): string {
+  return (env.ALMANAC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
+}
+
+async function admin<T>(server: string, fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: `${server}/postgres` });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A fresh, migrated database of its own, so a benchmark never touches real or test data. */
+export async function createBenchDatabase(prefix: string, poolSize = 4): Promise<BenchDatabase> {
+  const server = benchServerUrl();
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  await admin(server, (c) => c.query(`CREATE DATABASE ${name}`));
+  const url = `${server}/${name}`;
+  const dataSource = createDataSource({ url, poolSize });
+  await dataSource.initialize();
+  await runMigrations(dataSource);
+  return {
+    url,
+    dataSource,
+    async drop() {
+      if (dataSource.isInitialized) await dataSource.destroy();
+      await admin(server, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
+}
