@@ -45,7 +45,7 @@ export class InvalidDomainConfigError extends DomainValidationError {
 
 /** Describes a value for an error message without echoing an unbounded or multi-line string. */
 export function describeValue(value: unknown): string {
-  if (value === null) return 'null';
+  if (value === null || value === undefined) return String(value);
   if (typeof value === 'string') {
     const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value;
     return JSON.stringify(shown);
