@@ -12,11 +12,14 @@ export interface PromoterConfig {
   /** A queued row this late past its run time is assumed lost by the queue. */
   overdueGraceMs: number;
   promotionBatchSize: number;
+  /** Parallel promotion batches (each its own transaction and addBulk). */
+  promotionConcurrency: number;
   /** Upper bound of one promotion runOnce; the runner calls again at once when it is hit. */
   promotionMaxPerRun: number;
   overdueBatchSize: number;
   overdueMaxPerRun: number;
   recurringBatchSize: number;
+  recurringConcurrency: number;
   recurringMaxPerRun: number;
   /** `missed: all` materialises at most this many missed occurrences per schedule per catch-up. */
   missedCap: number;
@@ -37,10 +40,12 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
     jobStatesIntervalMs: envInt(env, 'ALMANAC_JOB_STATES_INTERVAL_MS', MIN, { min: 1000, max: DAY }),
     overdueGraceMs: envInt(env, 'ALMANAC_OVERDUE_GRACE_MS', 30_000, { min: 0, max: DAY }),
     promotionBatchSize: envInt(env, 'ALMANAC_PROMOTION_BATCH_SIZE', 5000, { min: 1, max: 100_000 }),
+    promotionConcurrency: envInt(env, 'ALMANAC_PROMOTION_CONCURRENCY', 2, { min: 1, max: 16 }),
     promotionMaxPerRun: envInt(env, 'ALMANAC_PROMOTION_MAX_PER_RUN', 1_000_000, { min: 1 }),
     overdueBatchSize: envInt(env, 'ALMANAC_OVERDUE_BATCH_SIZE', 5000, { min: 1, max: 100_000 }),
     overdueMaxPerRun: envInt(env, 'ALMANAC_OVERDUE_MAX_PER_RUN', 200_000, { min: 1 }),
     recurringBatchSize: envInt(env, 'ALMANAC_RECURRING_BATCH_SIZE', 1000, { min: 1, max: 50_000 }),
+    recurringConcurrency: envInt(env, 'ALMANAC_RECURRING_CONCURRENCY', 2, { min: 1, max: 16 }),
     recurringMaxPerRun: envInt(env, 'ALMANAC_RECURRING_MAX_PER_RUN', 2_000_000, { min: 1 }),
     missedCap: envInt(env, 'ALMANAC_SCHEDULE_MISSED_CAP', MAX_MISSED_ALL, { min: 1, max: 100_000 }),
     lateToleranceMs: envInt(env, 'ALMANAC_SCHEDULE_LATE_TOLERANCE_MS', Math.max(5 * MIN, 2 * recurringIntervalMs), {

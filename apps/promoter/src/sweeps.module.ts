@@ -29,13 +29,23 @@ export function buildSweeps(deps: {
   const promotion = new PromotionSweep(
     repo,
     deps.queue,
-    { hotHorizonMs: config.hotHorizonMs, batchSize: config.promotionBatchSize, maxPerRun: config.promotionMaxPerRun },
+    {
+      hotHorizonMs: config.hotHorizonMs,
+      batchSize: config.promotionBatchSize,
+      maxPerRun: config.promotionMaxPerRun,
+      concurrency: config.promotionConcurrency,
+    },
     metrics,
   );
   const recurring = new RecurringSweep(
     repo,
     new SchedulePlanner({ missedCap: config.missedCap, lateToleranceMs: config.lateToleranceMs }),
-    { hotHorizonMs: config.hotHorizonMs, batchSize: config.recurringBatchSize, maxPerRun: config.recurringMaxPerRun },
+    {
+      hotHorizonMs: config.hotHorizonMs,
+      batchSize: config.recurringBatchSize,
+      maxPerRun: config.recurringMaxPerRun,
+      concurrency: config.recurringConcurrency,
+    },
     metrics,
     (now) => promotion.runOnce(now),
   );

@@ -26,11 +26,13 @@ describe('RecurringSweep (Postgres)', () => {
   let repo: SweepsRepository;
   let metrics: SweepMetrics;
 
-  const sweep = (over: { batchSize?: number; maxPerRun?: number; missedCap?: number; onMaterialised?: (now: Date) => Promise<unknown> } = {}) =>
+  const sweep = (
+    over: { batchSize?: number; maxPerRun?: number; concurrency?: number; missedCap?: number; onMaterialised?: (now: Date) => Promise<unknown> } = {},
+  ) =>
     new RecurringSweep(
       repo,
       new SchedulePlanner({ missedCap: over.missedCap ?? 100, lateToleranceMs: TOLERANCE }),
-      { hotHorizonMs: DAY, batchSize: over.batchSize ?? 1000, maxPerRun: over.maxPerRun ?? 1e6 },
+      { hotHorizonMs: DAY, batchSize: over.batchSize ?? 1000, maxPerRun: over.maxPerRun ?? 1e6, concurrency: over.concurrency ?? 1 },
       metrics,
       over.onMaterialised,
     );
@@ -215,7 +217,10 @@ describe('RecurringSweep (Postgres)', () => {
       `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, next_run_at)
        SELECT 1, 'bulk-' || g, 'noop', '0 * * * *', 'UTC', '2026-11-30T10:00:00Z' FROM generate_series(1, 2500) g`,
     );
-    const [a, b] = await Promise.all([sweep({ batchSize: 200 }).runOnce(NOW), sweep({ batchSize: 200 }).runOnce(NOW)]);
+    const [a, b] = await Promise.all([
+      sweep({ batchSize: 200, concurrency: 2 }).runOnce(NOW),
+      sweep({ batchSize: 200, concurrency: 2 }).runOnce(NOW),
+    ]);
     expect(a.schedules + b.schedules).toBe(2500);
     expect(a.inserted + b.inserted).toBe(2500);
     const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs`);

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { DueSchedule, OccurrenceRow, ScheduleAdvance, SweepsRepository } from '@almanac/persistence';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
+import { runBatches } from '../sweeps/batch-loop';
 import type { Sweep, SweepResult } from '../sweeps/sweep';
 import type { SchedulePlanner } from './schedule-planner';
 
@@ -28,6 +29,8 @@ export interface RecurringOptions {
   batchSize: number;
   /** Schedules per runOnce (the runner calls again at once when hit). */
   maxPerRun: number;
+  /** Parallel batch lanes (see runBatches). */
+  concurrency: number;
 }
 
 /**
@@ -67,25 +70,21 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       occurrences: { materialised: 0, missed: 0, skipped: 0 },
       invalid: 0,
     };
-    for (;;) {
-      const limit = Math.min(this.opts.batchSize, this.opts.maxPerRun - total.schedules);
-      if (limit <= 0) {
-        total.more = true;
-        break;
-      }
+    const run = await runBatches(this.opts, async (limit) => {
       const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
       const batch = await this.repo.materialiseDueSchedules(until, limit, (schedules) =>
         this.plan(schedules, now, until, counts),
       );
-      total.schedules += batch.schedules;
       total.inserted += batch.inserted;
       total.duplicates += batch.duplicates;
       total.occurrences.materialised += counts.materialised;
       total.occurrences.missed += counts.missed;
       total.occurrences.skipped += counts.skipped;
       total.invalid += counts.invalid;
-      if (batch.schedules < limit) break;
-    }
+      return batch.schedules;
+    });
+    total.schedules = run.total;
+    if (run.more) total.more = true;
     const { materialised, missed, skipped } = total.occurrences;
     this.metrics?.occurrences.inc({ outcome: 'materialised' }, materialised);
     this.metrics?.occurrences.inc({ outcome: 'missed' }, missed);

@@ -18,8 +18,8 @@ describe('PromotionSweep (Postgres + Redis)', () => {
   let repo: SweepsRepository;
   let metrics: SweepMetrics;
 
-  const sweep = (faults: PromotionFaults = {}, batchSize = 1000, maxPerRun = 1_000_000) =>
-    new PromotionSweep(repo, queue, { hotHorizonMs: 24 * HOUR, batchSize, maxPerRun }, metrics, faults);
+  const sweep = (faults: PromotionFaults = {}, batchSize = 1000, maxPerRun = 1_000_000, concurrency = 1) =>
+    new PromotionSweep(repo, queue, { hotHorizonMs: 24 * HOUR, batchSize, maxPerRun, concurrency }, metrics, faults);
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -109,7 +109,7 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     const broken = new PromotionSweep(
       repo,
       { enqueue: () => Promise.reject(new Error('READONLY You cannot write against a read only replica')) },
-      { hotHorizonMs: 24 * HOUR, batchSize: 1000, maxPerRun: 1000 },
+      { hotHorizonMs: 24 * HOUR, batchSize: 1000, maxPerRun: 1000, concurrency: 1 },
     );
     await expect(broken.runOnce(NOW)).rejects.toThrow('READONLY');
     expect(await statesOf(db.dataSource, ids)).toEqual({ s: 20 });
@@ -121,6 +121,19 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     expect(a.promoted + b.promoted).toBe(2000);
     expect(await statesOf(db.dataSource, ids)).toEqual({ q: 2000 });
     expect(await queuedCount(queue)).toBe(2000);
+  });
+
+  it('parallel lanes in one run promote every row once, and a failing lane fails the run only after the others stop', async () => {
+    const ids = await insertJobs(db.dataSource, { count: 1000, start: NOW, stepMs: 5 });
+    expect(await sweep({}, 100, 1e6, 3).runOnce(NOW)).toMatchObject({ promoted: 1000 });
+    expect(await statesOf(db.dataSource, ids)).toEqual({ q: 1000 });
+    await db.dataSource.query(`UPDATE jobs SET state = 's'`);
+    let calls = 0;
+    const crashing = sweep({ afterEnqueue: () => { if (++calls === 2) throw new SimulatedCrash('lane crash'); } }, 100, 1e6, 3);
+    await expect(crashing.runOnce(NOW)).rejects.toThrow(SimulatedCrash);
+    const states = await statesOf(db.dataSource, ids);
+    expect((states.q ?? 0) + (states.s ?? 0)).toBe(1000);
+    expect(states.q ?? 0).toBeLessThanOrEqual(300); // lanes stop after their batch in flight
   });
 
   it('counts almanac_promoted_total', async () => {

@@ -1,4 +1,5 @@
 import type { SweepJobRef, SweepsRepository } from '@almanac/persistence';
+import { runBatches } from './batch-loop';
 import type { SweepMetrics } from './sweep-metrics';
 import type { Enqueuer, Sweep, SweepResult } from './sweep';
 
@@ -11,6 +12,8 @@ export interface PromotionOptions {
   hotHorizonMs: number;
   batchSize: number;
   maxPerRun: number;
+  /** Parallel batch lanes (see runBatches); 1 = strictly one batch at a time. */
+  concurrency: number;
 }
 
 /**
@@ -57,20 +60,15 @@ export class PromotionSweep implements Sweep<PromotionResult> {
    * overdue sweep's "due before my next run" pass). Batches until one comes back short.
    */
   async promote(now: Date, horizon: Date, dueBy: Date | null): Promise<PromotionResult> {
-    let promoted = 0;
-    let batches = 0;
-    for (;;) {
-      const limit = Math.min(this.opts.batchSize, this.opts.maxPerRun - promoted);
-      if (limit <= 0) return { promoted, batches, more: true };
+    const run = await runBatches(this.opts, async (limit) => {
       const n = await this.repo.promoteColdBatch(horizon, limit, dueBy, async (rows) => {
         await this.queue.enqueue(rows, now);
         await this.faults.afterEnqueue?.(rows);
       });
       await this.faults.afterCommit?.(n);
-      batches += 1;
-      promoted += n;
       this.metrics?.promoted.inc(n);
-      if (n < limit) return { promoted, batches };
-    }
+      return n;
+    });
+    return run.more ? { promoted: run.total, batches: run.batches, more: true } : { promoted: run.total, batches: run.batches };
   }
 }

@@ -34,6 +34,8 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   );
   const url = `redis://127.0.0.1:${port}`;
   const connection = new IORedis(url, { maxRetriesPerRequest: null, retryStrategy: (n) => Math.min(n * 20, 200) });
+  // Refused connections while the server boots are expected; the loop below waits them out.
+  connection.on('error', () => undefined);
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {

@@ -1,0 +1,326 @@
+// Promoter figures (issue 4): promotion per-row cost at 1 M and 10 M rows, the overdue sweep on a
+// big table with nothing to do, and recurring materialisation for many hourly schedules.
+//
+//   node -r ./bench/lib/register.cjs bench/promote.ts            # 1 M rows, 1 M schedules
+//   node -r ./bench/lib/register.cjs bench/promote.ts --full     # also 10 M rows (loads for minutes)
+//   flags: --sizes=1000000,10000000 --promote=100000 --runs=3 --schedules=1000000 --concurrency=2 --reuse --json-only
+//
+// Each table size gets its own database (almanac_bench_promote_<n>), loaded with one
+// INSERT … SELECT generate_series per million rows with the secondary indexes dropped and rebuilt
+// afterwards (as a bulk restore would), then VACUUM ANALYZE. --reuse keeps and reuses them.
+// Redis is a private redis-server on a free port (FLUSHALL between runs is safe there).
+import { createDataSource, runMigrations, SweepsRepository } from '@almanac/persistence';
+import { HotQueue } from '@almanac/platform';
+import { Client } from 'pg';
+import os from 'node:os';
+import type { DataSource } from 'typeorm';
+import { OverdueSweep } from '../apps/promoter/src/overdue/overdue.sweep';
+import { RedisEpoch } from '../apps/promoter/src/overdue/redis-epoch';
+import { RecurringSweep } from '../apps/promoter/src/recurring/recurring.sweep';
+import { SchedulePlanner } from '../apps/promoter/src/recurring/schedule-planner';
+import { PromotionSweep } from '../apps/promoter/src/sweeps/promotion.sweep';
+import { startPrivateRedis, type PrivateRedis } from '../apps/promoter/src/testing/private-redis';
+
+const PG_BASE = process.env.ALMANAC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
+const HOUR = 3600e3;
+const DAY = 24 * HOUR;
+/** The bench's "now": the sweeps take time as an argument, so the data can be fixed. */
+const NOW = new Date('2026-12-01T00:10:00Z');
+/** 100 k rows due inside one UTC hour, 23 h ahead: inside the hot horizon. */
+const TARGET_HOUR = new Date('2026-12-01T23:00:00Z');
+/** Everything else is cold: spread over the year after the horizon's last bucket. */
+const BACKGROUND_FROM = new Date('2026-12-03T00:00:00Z');
+
+interface Args {
+  sizes: number[];
+  promote: number;
+  runs: number;
+  schedules: number;
+  reuse: boolean;
+  jsonOnly: boolean;
+  concurrency: number;
+}
+
+function parseArgs(argv: string[]): Args {
+  const get = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+  const full = argv.includes('--full');
+  const sizes = get('sizes')?.split(',').filter(Boolean).map(Number) ?? (full ? [1_000_000, 10_000_000] : [1_000_000]);
+  return {
+    sizes,
+    promote: Number(get('promote') ?? 100_000),
+    runs: Number(get('runs') ?? 3),
+    schedules: Number(get('schedules') ?? 1_000_000),
+    reuse: argv.includes('--reuse'),
+    concurrency: Number(get('concurrency') ?? 2),
+    jsonOnly: argv.includes('--json-only'),
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+let quiet = false;
+const log = (msg: string) => {
+  if (!quiet) process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${msg}\n`);
+};
+
+async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const t0 = process.hrtime.bigint();
+  const out = await fn();
+  return [out, Number(process.hrtime.bigint() - t0) / 1e6];
+}
+
+async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: `${PG_BASE}/postgres` });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A migrated database; true when it already held the requested data (--reuse). */
+async function openDatabase(name: string, reuse: boolean, marker: string): Promise<[DataSource, boolean]> {
+  const exists = await admin(async (c) => (await c.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [name])).rowCount === 1);
+  if (exists && !reuse) await admin((c) => c.query(`DROP DATABASE ${name} WITH (FORCE)`));
+  if (!exists || !reuse) await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  const ds = createDataSource({ url: `${PG_BASE}/${name}`, poolSize: 4 });
+  await ds.initialize();
+  await runMigrations(ds);
+  await ds.query(`CREATE TABLE IF NOT EXISTS bench_marker (what text PRIMARY KEY)`);
+  const loaded = (await ds.query<{ what: string }[]>(`SELECT what FROM bench_marker WHERE what = $1`, [marker])).length === 1;
+  return [ds, loaded];
+}
+
+/** Bulk load as a restore would: secondary indexes dropped, rows in, indexes rebuilt. */
+async function loadJobs(ds: DataSource, total: number, target: number): Promise<void> {
+  const indexes = await ds.query<{ indexname: string; indexdef: string }[]>(
+    `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs' AND indexname <> 'jobs_pkey'`,
+  );
+  for (const i of indexes) await ds.query(`DROP INDEX ${i.indexname}`);
+  await ds.query(`TRUNCATE jobs`);
+  const payload = JSON.stringify({ invoice: 'inv_0000000000', amount: 12345, currency: 'EUR', customer: 'cus_abcdefghij' });
+  // Target rows: `target` rows spread evenly across one UTC hour, 23 h ahead.
+  await ds.query(
+    `INSERT INTO jobs (run_at, tenant_id, kind, key, payload, state)
+     SELECT $1::timestamptz + (g::bigint * 3599000 / $2) * interval '1 millisecond', 1 + g % 4, 'noop', 'due-' || g, $3::jsonb, 's'
+       FROM generate_series(0, $2 - 1) g`,
+    [TARGET_HOUR, target, payload],
+  );
+  const background = total - target;
+  const chunk = 1_000_000;
+  for (let from = 0; from < background; from += chunk) {
+    const n = Math.min(chunk, background - from);
+    const [, ms] = await timed(() =>
+      ds.query(
+        `INSERT INTO jobs (run_at, tenant_id, kind, key, payload, state)
+         SELECT $1::timestamptz + ((g::bigint * 7919) % (365 * 86400)) * interval '1 second', 1 + g % 4, 'noop', 'bg-' || g, $2::jsonb, 's'
+           FROM generate_series($3::bigint, $3::bigint + $4 - 1) g`,
+        [BACKGROUND_FROM, payload, from, n],
+      ),
+    );
+    log(`  loaded ${from + n}/${background} background rows (${(n / ms).toFixed(0)}k rows/s)`);
+  }
+  await ds.query(`SET maintenance_work_mem = '512MB'`);
+  for (const i of indexes) {
+    const [, ms] = await timed(() => ds.query(i.indexdef));
+    log(`  rebuilt ${i.indexname} in ${(ms / 1000).toFixed(1)} s`);
+  }
+  await ds.query(`VACUUM ANALYZE jobs`);
+}
+
+interface PromotionFigures {
+  tableRows: number;
+  promoted: number;
+  runsMs: number[];
+  medianMs: number;
+  usPerRow: number;
+  claimOnlyRunsMs: number[];
+  claimOnlyUsPerRow: number;
+  overdueNothingRunsMs: number[];
+  overdueNothingMedianMs: number;
+}
+
+/** Puts the promoted rows back (cold) and empties Redis, so every run does the same work. */
+async function resetPromotion(ds: DataSource, redis: PrivateRedis): Promise<void> {
+  await ds.query(`UPDATE jobs SET state = 's' WHERE state = 'q'`);
+  await ds.query(`VACUUM jobs`);
+  await redis.connection.flushall();
+}
+
+async function benchTableSize(args: Args, size: number, redis: PrivateRedis): Promise<PromotionFigures> {
+  const name = `almanac_bench_promote_${size}`;
+  const marker = `jobs:${size}:${args.promote}`;
+  const [ds, loaded] = await openDatabase(name, args.reuse, marker);
+  try {
+    if (!loaded) {
+      log(`${name}: loading ${size} rows (${args.promote} due in one hour)`);
+      const [, ms] = await timed(() => loadJobs(ds, size, args.promote));
+      await ds.query(`INSERT INTO bench_marker VALUES ($1) ON CONFLICT DO NOTHING`, [marker]);
+      log(`${name}: loaded in ${(ms / 1000).toFixed(0)} s`);
+    }
+    const repo = new SweepsRepository(ds);
+    const queue = new HotQueue(redis.connection, 'bench');
+    const opts = { hotHorizonMs: DAY, batchSize: 5000, maxPerRun: 10_000_000, concurrency: args.concurrency };
+    const promotion = new PromotionSweep(repo, queue, opts);
+    const claimOnly = new PromotionSweep(repo, { enqueue: async () => undefined }, opts);
+
+    const runsMs: number[] = [];
+    const claimOnlyRunsMs: number[] = [];
+    let promoted = 0;
+    for (let r = 0; r < args.runs; r++) {
+      await resetPromotion(ds, redis);
+      const [res, ms] = await timed(() => promotion.runOnce(NOW));
+      promoted = res.promoted;
+      runsMs.push(ms);
+      log(`${name}: promotion run ${r + 1}: ${res.promoted} rows in ${ms.toFixed(0)} ms`);
+      await resetPromotion(ds, redis);
+      const [res2, ms2] = await timed(() => claimOnly.runOnce(NOW));
+      claimOnlyRunsMs.push(ms2);
+      log(`${name}: claim+mark only (no Redis) run ${r + 1}: ${res2.promoted} rows in ${ms2.toFixed(0)} ms`);
+    }
+
+    // Overdue sweep with nothing to do: the promoted rows are queued 23 h ahead (not overdue), no
+    // leases, no cold row due within 30 s, Redis marker in place.
+    await resetPromotion(ds, redis);
+    await promotion.runOnce(NOW);
+    const overdue = new OverdueSweep(repo, queue, new RedisEpoch(redis.connection, 'bench'), promotion, {
+      graceMs: 30_000,
+      lookaheadMs: 30_000,
+      batchSize: 5000,
+      maxPerRun: 200_000,
+    });
+    const first = await overdue.runOnce(NOW); // first sight of this Redis: writes the marker (re-enqueues the queued rows)
+    log(`${name}: overdue first run (marker written): ${JSON.stringify(first.requeued)}`);
+    const overdueNothingRunsMs: number[] = [];
+    for (let r = 0; r < Math.max(5, args.runs); r++) {
+      const [res, ms] = await timed(() => overdue.runOnce(NOW));
+      const did = Object.values(res.requeued).reduce((a, b) => a + b, 0) + res.dead;
+      if (did !== 0 || res.redis !== 'ok') throw new Error(`overdue sweep found work: ${JSON.stringify(res)}`);
+      overdueNothingRunsMs.push(ms);
+    }
+    log(`${name}: overdue sweep, nothing to do: ${overdueNothingRunsMs.map((m) => m.toFixed(1)).join(', ')} ms`);
+    await queue.close();
+
+    const medianMs = median(runsMs);
+    return {
+      tableRows: size,
+      promoted,
+      runsMs,
+      medianMs,
+      usPerRow: (medianMs * 1000) / promoted,
+      claimOnlyRunsMs,
+      claimOnlyUsPerRow: (median(claimOnlyRunsMs) * 1000) / promoted,
+      overdueNothingRunsMs,
+      overdueNothingMedianMs: median(overdueNothingRunsMs),
+    };
+  } finally {
+    await ds.destroy();
+    if (!args.reuse) await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  }
+}
+
+interface RecurringFigures {
+  schedules: number;
+  runsMs: number[];
+  occurrences: number;
+  occurrencesPerSecond: number;
+}
+
+async function benchRecurring(args: Args): Promise<RecurringFigures> {
+  const name = 'almanac_bench_recurring';
+  const marker = `schedules:${args.schedules}`;
+  const [ds, loaded] = await openDatabase(name, args.reuse, marker);
+  // Hourly at :00 UTC; with now = 00:10 and a 24 h horizon, each schedule whose cursor is the
+  // last hour of the window materialises exactly one occurrence (its 00:00 next day).
+  const due = new Date(NOW.getTime() + DAY - 10 * 60e3);
+  try {
+    if (!loaded) {
+      log(`${name}: loading ${args.schedules} hourly schedules`);
+      await ds.query(`TRUNCATE schedules`);
+      await ds.query(
+        `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, next_run_at, payload)
+         SELECT 1 + g % 4, 'hourly-' || g, 'noop', '0 * * * *', 'UTC', $1, '{"report":"hourly"}'::jsonb
+           FROM generate_series(1, $2) g`,
+        [due, args.schedules],
+      );
+      await ds.query(`VACUUM ANALYZE schedules`);
+      await ds.query(`INSERT INTO bench_marker VALUES ($1) ON CONFLICT DO NOTHING`, [marker]);
+    }
+    const sweep = new RecurringSweep(new SweepsRepository(ds), new SchedulePlanner({ missedCap: 1000, lateToleranceMs: 300_000 }), {
+      hotHorizonMs: DAY,
+      batchSize: 1000,
+      maxPerRun: 100_000_000,
+      concurrency: args.concurrency,
+    });
+    const runsMs: number[] = [];
+    let occurrences = 0;
+    for (let r = 0; r < args.runs; r++) {
+      await ds.query(`TRUNCATE jobs`);
+      await ds.query(`UPDATE schedules SET next_run_at = $1`, [due]);
+      await ds.query(`VACUUM ANALYZE schedules`);
+      const [res, ms] = await timed(() => sweep.runOnce(NOW));
+      occurrences = res.inserted;
+      runsMs.push(ms);
+      log(`${name}: run ${r + 1}: ${res.schedules} schedules, ${res.inserted} rows in ${ms.toFixed(0)} ms (${((res.inserted / ms) * 1000).toFixed(0)}/s)`);
+    }
+    return { schedules: args.schedules, runsMs, occurrences, occurrencesPerSecond: (occurrences / median(runsMs)) * 1000 };
+  } finally {
+    await ds.destroy();
+    if (!args.reuse) await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  quiet = args.jsonOnly;
+  const redis = await startPrivateRedis();
+  try {
+    const promotion: PromotionFigures[] = [];
+    for (const size of args.sizes) promotion.push(await benchTableSize(args, size, redis));
+    const recurring = args.schedules > 0 ? await benchRecurring(args) : null;
+    const [small, big] = [promotion[0], promotion[promotion.length - 1]] as (PromotionFigures | undefined)[];
+    const result = {
+      bench: 'promote',
+      at: new Date().toISOString(),
+      args,
+      promotion,
+      perRowRatioBiggestVsSmallest: small && big && promotion.length > 1 ? big.usPerRow / small.usPerRow : null,
+      loadAverage: os.loadavg(),
+      cpus: os.cpus().length,
+      recurring,
+    };
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    if (!args.jsonOnly) {
+      const rows = [
+        ['table rows', 'promoted', 'median s', 'µs/row', 'claim-only µs/row', 'overdue idle ms'],
+        ...promotion.map((p) => [
+          p.tableRows.toLocaleString('en'),
+          p.promoted.toLocaleString('en'),
+          (p.medianMs / 1000).toFixed(2),
+          p.usPerRow.toFixed(1),
+          p.claimOnlyUsPerRow.toFixed(1),
+          p.overdueNothingMedianMs.toFixed(1),
+        ]),
+      ];
+      const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+      for (const r of rows) process.stderr.write(`${r.map((c, i) => c.padStart(w[i])).join('  ')}\n`);
+      if (recurring) {
+        process.stderr.write(
+          `recurring: ${recurring.schedules.toLocaleString('en')} hourly schedules → ${recurring.occurrences.toLocaleString('en')} rows, median ${(median(recurring.runsMs) / 1000).toFixed(2)} s = ${recurring.occurrencesPerSecond.toFixed(0)} occurrences/s\n`,
+        );
+      }
+    }
+  } finally {
+    await redis.stop();
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
