@@ -185,11 +185,13 @@ export class IngestService implements OnApplicationShutdown {
         : [],
     );
     const demoted = await this.routing.enqueueOrDemote(hot);
+    const perTier: Record<Tier, number> = { immediate: 0, hot: 0, cold: 0 };
     results.forEach((r, i) => {
       if (r.status !== 'created') return;
-      this.ingested.inc({ tier: entries[i].tier });
+      perTier[entries[i].tier]++;
       if (demoted.has(r.job.id)) results[i] = { status: 'created', job: { ...r.job, state: 'scheduled' } };
     });
+    for (const tier of ['immediate', 'hot', 'cold'] as const) if (perTier[tier]) this.ingested.inc({ tier }, perTier[tier]);
     return results;
   }
 }

@@ -1,0 +1,386 @@
+/**
+ * Ingest through HTTP, and what it costs Redis.
+ *
+ *   node -r ./bench/lib/register.cjs bench/ingest.ts [--runs 3] [--seconds 30] [--rate 1000]
+ *        [--batch-requests 300] [--connections 4] [--memory-jobs 1000000] [--only single,batch,memory]
+ *
+ * Each part runs the real api role (`apps/api/src/main.ts`, one process, rate limit off) on a
+ * fresh database and a private redis-server (never the shared one):
+ * - single: autocannon POSTs one job per request at a fixed rate (`overallRate`) for N seconds;
+ *   half the jobs are due within a day (row + hot queue), half spread over a year (row only).
+ *   Reports p50/p99 latency and errors (non-2xx + socket errors); median of the runs.
+ * - batch: 1000 jobs per request on several connections, bodies prepared before the clock
+ *   starts; reports jobs/s (median of the runs).
+ * - memory: ingests M jobs due uniformly over the next year through the batch endpoint, then
+ *   reads Redis' used_memory delta and the hot queue's size: bytes per queued job, against
+ *   plain BullMQ delayed jobs carrying the same payload (its own fresh redis-server).
+ * Prints JSON, then a short table.
+ */
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { createDataSource, runMigrations } from '../libs/persistence/src';
+
+interface AutocannonRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  setupRequest?: (req: AutocannonRequest) => AutocannonRequest;
+}
+interface AutocannonResult {
+  requests: { total: number; average: number };
+  latency: { p50: number; p90: number; p99: number; max: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  '2xx': number;
+}
+// autocannon ships no types; this is the slice used here.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const autocannon = require('autocannon') as (opts: Record<string, unknown> & { requests: AutocannonRequest[] }) => Promise<AutocannonResult>;
+
+const ROOT = join(__dirname, '..');
+const PG = (process.env.ALMANAC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
+const ADMIN = 'bench-admin-token-0123456789';
+const DAY = 86_400_000;
+const PAYLOAD = { url: 'https://hooks.example.com/invoice', body: { customer: 42, amount: 1999, currency: 'EUR' } };
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+}
+const num = (name: string, fallback: number) => Number(arg(name, String(fallback)));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface Redis {
+  url: string;
+  conn: IORedis;
+  stop(): Promise<void>;
+}
+
+async function startRedis(): Promise<Redis> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  const url = `redis://127.0.0.1:${port}`;
+  const conn = new IORedis(url, { maxRetriesPerRequest: null, retryStrategy: (n) => (n > 50 ? null : 100) });
+  await conn.ping();
+  return {
+    url,
+    conn,
+    async stop() {
+      conn.disconnect();
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+async function admin(sql: string): Promise<void> {
+  const c = new Client({ connectionString: `${PG}/postgres` });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/** utime + stime of a process, in ms (clock ticks of 10 ms), from /proc. */
+function cpuMs(pid: number | undefined): number {
+  if (!pid) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+interface Api {
+  pid: number | undefined;
+  url: string;
+  apiKey: string;
+  redis: Redis;
+  stop(): Promise<void>;
+}
+
+/** A fresh database + private Redis + the api role in its own process, and one tenant. */
+async function startApi(): Promise<Api> {
+  const name = `almanac_bench_ingest_${randomBytes(4).toString('hex')}`;
+  await admin(`CREATE DATABASE ${name}`);
+  const dbUrl = `${PG}/${name}`;
+  const ds = createDataSource({ url: dbUrl, poolSize: 1 });
+  await ds.initialize();
+  await runMigrations(ds);
+  await ds.destroy();
+  const redis = await startRedis();
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, ['-r', './bench/lib/register.cjs', 'apps/api/src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      PORT: String(port),
+      DATABASE_URL: dbUrl,
+      REDIS_URL: redis.url,
+      ALMANAC_ADMIN_TOKEN: ADMIN,
+      ALMANAC_LOG_LEVEL: 'warn',
+      ALMANAC_RATE_LIMIT_PER_SECOND: '0',
+      ALMANAC_DB_POOL_SIZE: process.env.ALMANAC_DB_POOL_SIZE ?? '10',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`api exited: ${stderr}`);
+    try {
+      if ((await fetch(`${url}/health/ready`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`api not ready after 60 s: ${stderr}`);
+    await sleep(200);
+  }
+  const res = await fetch(`${url}/v1/admin/tenants`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const { apiKey } = (await res.json()) as { apiKey: string };
+  return {
+    pid: child.pid,
+    url,
+    apiKey,
+    redis,
+    async stop() {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(t);
+      await redis.stop();
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
+}
+
+function job(key: string, runAtMs: number) {
+  return { kind: 'noop', key, runAt: new Date(runAtMs).toISOString(), payload: PAYLOAD };
+}
+
+interface SingleRun {
+  requests: number;
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  errors: number;
+  /** CPU of the api process per request: independent of what else loads the machine. */
+  apiCpuUsPerRequest: number;
+  load1: number;
+}
+
+async function singleRun(api: Api, rate: number, seconds: number, tag: string): Promise<SingleRun> {
+  let n = 0;
+  const now = Date.now();
+  const cpu0 = cpuMs(api.pid);
+  const result = await autocannon({
+    url: api.url,
+    connections: 32,
+    overallRate: rate,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/jobs',
+        headers: { Authorization: `Bearer ${api.apiKey}`, 'Content-Type': 'application/json' },
+        setupRequest: (req) => {
+          const i = n++;
+          // Half due within a day (row + hot queue), half within a year (row only).
+          const runAt = now + (i % 2 ? Math.random() * DAY : DAY + Math.random() * 364 * DAY);
+          return { ...req, body: JSON.stringify(job(`${tag}-${i}`, runAt)) };
+        },
+      },
+    ],
+  });
+  return {
+    requests: result.requests.total,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p90: result.latency.p90,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    errors: result.errors + result.non2xx + result.timeouts,
+    apiCpuUsPerRequest: ((cpuMs(api.pid) - cpu0) * 1000) / result.requests.total,
+    load1: loadavg()[0],
+  };
+}
+
+interface BatchRun {
+  jobs: number;
+  seconds: number;
+  jobsPerSecond: number;
+  errors: number;
+  apiCpuUsPerJob: number;
+  load1: number;
+}
+
+async function batchRun(api: Api, requests: number, connections: number, tag: string, spreadMs: number): Promise<BatchRun> {
+  const now = Date.now();
+  const bodies = Array.from({ length: requests }, (_, r) =>
+    JSON.stringify({ jobs: Array.from({ length: 1000 }, (_, i) => job(`${tag}-${r}-${i}`, now + Math.random() * spreadMs)) }),
+  );
+  let next = 0;
+  const cpu0 = cpuMs(api.pid);
+  const t0 = process.hrtime.bigint();
+  const result = await autocannon({
+    url: api.url,
+    connections,
+    amount: requests,
+    timeout: 60,
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/jobs/batch',
+        headers: { Authorization: `Bearer ${api.apiKey}`, 'Content-Type': 'application/json' },
+        setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }),
+      },
+    ],
+  });
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const ok = result['2xx'];
+  return {
+    jobs: ok * 1000,
+    seconds,
+    jobsPerSecond: (ok * 1000) / seconds,
+    errors: result.errors + result.non2xx + result.timeouts,
+    apiCpuUsPerJob: ((cpuMs(api.pid) - cpu0) * 1000) / (ok * 1000),
+    load1: loadavg()[0],
+  };
+}
+
+async function queueSize(conn: IORedis, prefix: string): Promise<number> {
+  const [delayed, wait] = await Promise.all([conn.zcard(`${prefix}:hot:delayed`), conn.llen(`${prefix}:hot:wait`)]);
+  return delayed + wait;
+}
+
+async function usedMemory(conn: IORedis): Promise<number> {
+  const info = await conn.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? NaN);
+}
+
+async function memoryRun(jobs: number, connections: number) {
+  const api = await startApi();
+  try {
+    const before = await usedMemory(api.redis.conn);
+    const t0 = Date.now();
+    const batch = await batchRun(api, Math.ceil(jobs / 1000), connections, 'mem', 365 * DAY);
+    const queued = await queueSize(api.redis.conn, 'almanac');
+    const after = await usedMemory(api.redis.conn);
+    const almanac = { ingested: batch.jobs, seconds: (Date.now() - t0) / 1000, queued, bytes: after - before, bytesPerQueuedJob: (after - before) / queued };
+    // Plain BullMQ: the same number of delayed jobs, with the payload in Redis as BullMQ does.
+    const plainRedis = await startRedis();
+    try {
+      const q = new Queue('plain', { connection: plainRedis.conn });
+      const b0 = await usedMemory(plainRedis.conn);
+      const n = Math.max(queued, 10_000);
+      for (let off = 0; off < n; off += 1000) {
+        await q.addBulk(
+          Array.from({ length: Math.min(1000, n - off) }, () => ({
+            name: 'noop',
+            data: PAYLOAD,
+            opts: { delay: 3_600_000 + Math.random() * DAY, removeOnComplete: true, removeOnFail: true },
+          })),
+        );
+      }
+      const b1 = await usedMemory(plainRedis.conn);
+      await q.close();
+      return { almanac, bullmq: { jobs: n, bytes: b1 - b0, bytesPerJob: (b1 - b0) / n }, redisShareOfJobs: queued / batch.jobs };
+    } finally {
+      await plainRedis.stop();
+    }
+  } finally {
+    await api.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const runs = num('runs', 3);
+  const seconds = num('seconds', 30);
+  const rate = num('rate', 1000);
+  const batchRequests = num('batch-requests', 300);
+  const connections = num('connections', 4);
+  const memoryJobs = num('memory-jobs', 1_000_000);
+  const only = new Set(arg('only', 'single,batch,memory').split(','));
+  const out: Record<string, unknown> = { cpus: (await import('node:os')).cpus().length, runs };
+
+  if (only.has('single') || only.has('batch')) {
+    const api = await startApi();
+    try {
+      // Warm-up: JIT, connection pools, prepared statements.
+      await singleRun(api, Math.min(rate, 500), 3, 'warm');
+      if (only.has('single')) {
+        const r: SingleRun[] = [];
+        for (let i = 0; i < runs; i++) r.push(await singleRun(api, rate, seconds, `single${i}`));
+        out.single = { rate, seconds, p50: median(r.map((x) => x.p50)), p99: median(r.map((x) => x.p99)), errors: r.reduce((a, x) => a + x.errors, 0), runs: r };
+      }
+      if (only.has('batch')) {
+        const r: BatchRun[] = [];
+        for (let i = 0; i < runs; i++) r.push(await batchRun(api, batchRequests, connections, `batch${i}`, 365 * DAY));
+        out.batch = { connections, jobsPerRequest: 1000, jobsPerSecond: median(r.map((x) => x.jobsPerSecond)), errors: r.reduce((a, x) => a + x.errors, 0), runs: r };
+      }
+    } finally {
+      await api.stop();
+    }
+  }
+  if (only.has('memory')) out.memory = await memoryRun(memoryJobs, connections);
+
+  console.log(JSON.stringify(out, null, 2));
+  const single = out.single as { p50: number; p99: number; errors: number } | undefined;
+  const batch = out.batch as { jobsPerSecond: number; errors: number } | undefined;
+  const memory = out.memory as Awaited<ReturnType<typeof memoryRun>> | undefined;
+  const rows: [string, string, string][] = [];
+  if (single) rows.push([`single POST @ ${rate}/s, ${seconds}s (median of ${runs})`, `p50 ${single.p50} ms, p99 ${single.p99} ms, errors ${single.errors}`, 'p99 <= 10 ms, 0 errors']);
+  if (batch) rows.push([`batch 1000/request, ${connections} conns (median of ${runs})`, `${Math.round(batch.jobsPerSecond)} jobs/s, errors ${batch.errors}`, '>= 50,000 jobs/s']);
+  if (memory) {
+    rows.push([`Redis after ${memory.almanac.ingested} jobs over a year`, `${memory.almanac.queued} queued (${(memory.redisShareOfJobs * 100).toFixed(2)}%), ${Math.round(memory.almanac.bytesPerQueuedJob)} B/queued job`, '~1/365 in Redis']);
+    rows.push(['plain BullMQ delayed job, same payload', `${Math.round(memory.bullmq.bytesPerJob)} B/job`, 'Almanac < BullMQ']);
+  }
+  for (const [a, b, c] of rows) console.log(`${a.padEnd(52)} ${b.padEnd(52)} target: ${c}`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
