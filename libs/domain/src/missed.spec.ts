@@ -165,6 +165,16 @@ describe('planMaterialisation', () => {
     });
   });
 
+  it('a long outage keeps only the most recent `cap` of an every-minute schedule, counting the rest', () => {
+    const everyMinute = parseSchedule('* * * * *', 'UTC');
+    const plan = planMaterialisation(everyMinute, d('2026-11-25T09:30:00Z'), now, 0, 'all', 1000);
+    expect(plan.missed).toBe(5 * 24 * 60 - 1);
+    expect(plan.skipped).toBe(5 * 24 * 60 - 1 - 1000);
+    expect(plan.toMaterialise).toHaveLength(1001); // 1000 missed + the one due exactly at now
+    expect(iso(plan.toMaterialise.slice(-2))).toEqual(['2026-11-30T09:29:00Z', '2026-11-30T09:30:00Z']);
+    expect(iso(plan.toMaterialise)[0]).toBe('2026-11-29T16:50:00Z'); // 09:29 minus 999 minutes
+  });
+
   it('a cursor already beyond the window does nothing and never moves back', () => {
     const cursor = d('2026-12-05T00:00:00Z');
     const plan = planMaterialisation(hourly, cursor, now, HOUR, 'all');

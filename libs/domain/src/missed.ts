@@ -105,8 +105,9 @@ export function planMaterialisation(
     if (ms < nowMs) {
       missed++;
       if (keep > 0) {
-        if (kept.length === keep) kept.shift();
         kept.push(t);
+        // Trim in halves, not one shift per occurrence: O(1) amortised even with a 1000 cap.
+        if (kept.length >= 2 * keep) kept.splice(0, kept.length - keep);
       }
       return true;
     }
@@ -119,6 +120,7 @@ export function planMaterialisation(
     return true;
   });
 
+  if (kept.length > keep) kept.splice(0, kept.length - keep);
   const nextCursor = truncated ? upcoming[upcoming.length - 1] : new Date(Math.max(startMs, windowEnd));
   // With a cursor already past the window the loop stopped at once: overshoot is still the first
   // occurrence after it, which is what nextRunAt means.
