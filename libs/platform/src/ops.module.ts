@@ -3,6 +3,7 @@ import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown, OnMod
 import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type IORedis from 'ioredis';
+import { DataSource } from 'typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import { Clock, SystemClock } from './clock/clock';
 import { ALMANAC_CONFIG, AlmanacConfig, loadConfig } from './config/almanac-config';
@@ -16,12 +17,29 @@ import { RedisMetrics } from './metrics/redis-metrics';
 import { HotQueue } from './queues/hot-queue';
 import { closeRedis, createRedis, REDIS } from './redis/redis';
 
+/**
+ * What OpsModule opened, reachable from outside Nest: if app creation fails half-way Nest runs
+ * no shutdown hooks, so the creator closes these itself (bootstrap in tests must not leak).
+ */
+export class OpsResources {
+  redis?: IORedis;
+  hotQueue?: HotQueue;
+  dataSource?: DataSource;
+
+  async close(): Promise<void> {
+    await this.hotQueue?.close().catch(() => undefined);
+    if (this.redis) await closeRedis(this.redis);
+    if (this.dataSource?.isInitialized) await this.dataSource.destroy().catch(() => undefined);
+  }
+}
+
 export interface OpsModuleOptions {
   /** Already validated config; otherwise `loadConfig(env ?? process.env)` runs here. */
   config?: AlmanacConfig;
   env?: Env;
   /** Appears as `role` on every log line. */
   role?: string;
+  resources?: OpsResources;
 }
 
 /**
@@ -60,6 +78,7 @@ export class OpsModule {
   static forRoot(options: OpsModuleOptions = {}): DynamicModule {
     const config = options.config ?? loadConfig(options.env ?? process.env);
     const role = options.role ?? 'almanac';
+    const resources = options.resources ?? new OpsResources();
     return {
       module: OpsModule,
       global: true,
@@ -72,14 +91,23 @@ export class OpsModule {
             retryDelay: DB_RETRY_DELAY_MS,
             toRetry: (err: unknown) => isConnectionRefused(err),
           }),
+          dataSourceFactory: async (dsOptions) => {
+            if (!dsOptions) throw new Error('TypeORM gave no DataSource options');
+            resources.dataSource = new DataSource(dsOptions);
+            return resources.dataSource.initialize();
+          },
         }),
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
       ],
       controllers: [HealthController, MetricsController],
       providers: [
         { provide: ALMANAC_CONFIG, useValue: config },
-        { provide: REDIS, useFactory: () => createRedis(config.redisUrl) },
-        { provide: HotQueue, inject: [REDIS], useFactory: (redis: IORedis) => new HotQueue(redis, config.queuePrefix) },
+        { provide: REDIS, useFactory: () => (resources.redis = createRedis(config.redisUrl)) },
+        {
+          provide: HotQueue,
+          inject: [REDIS],
+          useFactory: (redis: IORedis) => (resources.hotQueue = new HotQueue(redis, config.queuePrefix)),
+        },
         { provide: Clock, useClass: SystemClock },
         MetricsService,
         RedisMetrics,

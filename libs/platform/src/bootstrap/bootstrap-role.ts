@@ -6,7 +6,7 @@ import { Logger } from 'nestjs-pino';
 import pino from 'pino';
 import { AlmanacConfig, configWarnings, describeConfig, loadConfig } from '../config/almanac-config';
 import type { Env } from '../config/env';
-import { OpsModule } from '../ops.module';
+import { OpsModule, OpsResources } from '../ops.module';
 import { describePgError, MigrationError, runMigrationsFromEnv } from './migrate';
 
 export interface BootstrapOptions {
@@ -62,13 +62,23 @@ export async function createRoleApp(
   roleModules: Type[],
   { config, role }: { config: AlmanacConfig; role: string },
 ): Promise<NestExpressApplication> {
+  const resources = new OpsResources();
   class AlmanacRootModule {}
-  Module({ imports: [OpsModule.forRoot({ config, role }), ...roleModules] })(AlmanacRootModule);
-  const app = await NestFactory.create<NestExpressApplication>(AlmanacRootModule, {
-    bufferLogs: true,
-    abortOnError: false,
-    bodyParser: false,
-  });
+  Module({ imports: [OpsModule.forRoot({ config, role, resources }), ...roleModules] })(AlmanacRootModule);
+  let app: NestExpressApplication;
+  try {
+    app = await NestFactory.create<NestExpressApplication>(AlmanacRootModule, {
+      // Buffer Nest's own boot logs until pino takes over; if boot fails they are dropped and
+      // bootstrapRole prints the one line that matters instead of a page of retries and stacks.
+      bufferLogs: true,
+      autoFlushLogs: false,
+      abortOnError: false,
+      bodyParser: false,
+    });
+  } catch (err) {
+    await resources.close();
+    throw err;
+  }
   configureApp(app, config);
   return app;
 }
@@ -79,6 +89,7 @@ export async function createRoleApp(
  */
 export function configureApp(app: NestExpressApplication, config: AlmanacConfig): void {
   app.useLogger(app.get(Logger));
+  app.flushLogs();
   // Batches of 1000 jobs outgrow express' 100 kB default; oversize bodies get 413.
   app.useBodyParser('json', { limit: config.maxBodyBytes });
 }

@@ -11,7 +11,8 @@ const QUEUE_COUNTS_TTL_MS = 5000;
 const QUEUE_STATES = ['waiting', 'delayed', 'active', 'prioritized', 'waiting-children', 'failed'] as const;
 
 /**
- * Redis-backed gauges read on scrape: `almanac_redis_memory_bytes` (INFO memory) and
+ * Redis-backed gauges read on scrape: `almanac_redis_memory_bytes` (INFO memory; 0 while
+ * `almanac_redis_up` is 0) and
  * `almanac_queue_jobs{queue,state}` for every queue registered with `trackQueue`.
  */
 @Injectable()
@@ -25,14 +26,16 @@ export class RedisMetrics implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
+    const up = this.metrics.gauge({ name: 'almanac_redis_up', help: '1 when INFO answered during this scrape, else 0' });
     this.metrics.gauge({
       name: 'almanac_redis_memory_bytes',
       help: 'Redis used_memory as reported by INFO memory',
       collect: async (gauge) => {
         const info = await this.withTimeout(() => this.redis.info('memory'));
         const used = info && /^used_memory:(\d+)/m.exec(info);
-        if (used) gauge.set(Number(used[1]));
-        else gauge.reset();
+        up.set(used ? 1 : 0);
+        // prom-client cannot omit an unlabelled sample; 0 with almanac_redis_up 0 means unknown.
+        gauge.set(used ? Number(used[1]) : 0);
       },
     });
     this.metrics.gauge({

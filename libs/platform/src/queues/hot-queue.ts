@@ -34,6 +34,9 @@ export class HotQueue {
   /** The connection is shared and stays open on `close()`; its owner closes it. */
   constructor(connection: IORedis, prefix: string) {
     this.queue = new Queue<HotJobData, unknown, string>(HOT_QUEUE_NAME, { connection, prefix });
+    // Connection errors are the connection owner's to report (once per outage); without a
+    // listener BullMQ prints every reconnect failure to stderr.
+    this.queue.on('error', () => undefined);
   }
 
   get prefix(): string {
@@ -62,8 +65,9 @@ export class HotQueue {
   }
 
   /**
-   * Takes a job out of the queue (cancel, reschedule). Returns false when it is not there or is
-   * locked by a consumer right now; the row's guarded state change is what makes cancel safe.
+   * Takes a job out of the queue (cancel, reschedule). True when it is gone (removed, or was
+   * never there); false when a consumer holds it right now and it stays. Either way the row's
+   * guarded state change is what makes cancel safe: the dispatcher re-checks the row.
    */
   async remove(id: string): Promise<boolean> {
     return (await this.queue.remove(queueJobId(id))) === 1;

@@ -24,16 +24,25 @@ export function createRedis(url: string, logger = new Logger('Redis')): IORedis 
   return redis;
 }
 
-/** Quits cleanly when connected; drops the socket when not (QUIT would wait for a reconnect). */
+/**
+ * Quits cleanly when connected. Otherwise drops the socket and cancels the pending reconnect:
+ * QUIT would wait for a reconnect that may never come. (ioredis then stays in "reconnecting"
+ * without a timer or socket; nothing keeps the process alive.)
+ */
 export async function closeRedis(redis: IORedis): Promise<void> {
   if (redis.status === 'end') return;
-  if (redis.status !== 'ready') {
-    redis.disconnect();
-    return;
-  }
-  try {
-    await redis.quit();
-  } catch {
+  if (redis.status === 'ready') {
+    // QUIT resolves on the reply; the socket closes a moment later ('end').
+    const ended = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 1000);
+      redis.once('end', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    await redis.quit().catch(() => redis.disconnect());
+    await ended;
+  } else {
     redis.disconnect();
   }
 }

@@ -1,0 +1,97 @@
+import { Controller, Get, INestApplication, Inject, Module } from '@nestjs/common';
+import { createServer } from 'node:net';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
+import { createTestRedis, TestRedis } from '../../../../test/support/test-redis';
+import { ALMANAC_CONFIG, AlmanacConfig } from '../config/almanac-config';
+import { ConfigError } from '../config/env';
+import { describeBootError, startRole } from './bootstrap-role';
+import { MigrationError } from './migrate';
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A stand-in role feature: injects what OpsModule provides without importing it. */
+@Controller('probe')
+class ProbeController {
+  constructor(
+    private readonly ds: DataSource,
+    @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
+  ) {}
+
+  @Get()
+  async probe() {
+    const [{ n }] = await this.ds.query<{ n: number }[]>('SELECT 1 AS n');
+    return { n, prefix: this.config.queuePrefix };
+  }
+}
+
+@Module({ controllers: [ProbeController] })
+class ProbeModule {}
+
+describe('startRole', () => {
+  let db: TestDatabase;
+  let redis: TestRedis;
+  let app: INestApplication | undefined;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(2);
+    redis = await createTestRedis();
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+  afterAll(async () => {
+    await redis.cleanup();
+    await db.drop();
+  });
+
+  it('listens on PORT with OpsModule plus the role modules, after migrating', async () => {
+    const port = await freePort();
+    const env = {
+      PORT: String(port),
+      DATABASE_URL: db.url,
+      REDIS_URL: redis.url,
+      ALMANAC_QUEUE_PREFIX: redis.prefix,
+      ALMANAC_LOG_LEVEL: 'silent',
+    };
+    app = await startRole([ProbeModule], { role: 'probe', migrate: true, env });
+    const base = `http://127.0.0.1:${port}`;
+    await request(base).get('/health/ready').expect(200);
+    expect((await request(base).get('/probe').expect(200)).body).toEqual({ n: 1, prefix: redis.prefix });
+  });
+
+  it('refuses bad config before touching anything', async () => {
+    await expect(startRole([], { role: 'probe', env: { PORT: 'abc' } })).rejects.toThrow(ConfigError);
+  });
+
+  it('fails when Postgres is unreachable instead of serving without it', async () => {
+    const env = { PORT: String(await freePort()), DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/x`, ALMANAC_LOG_LEVEL: 'silent' };
+    await expect(startRole([], { role: 'probe', env })).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+});
+
+describe('describeBootError', () => {
+  it('gives one line per kind of boot failure, without secrets', () => {
+    expect(describeBootError(new ConfigError('PORT must be an integer from 1 to 65535 (got "abc")'))).toBe(
+      'configuration error: PORT must be an integer from 1 to 65535 (got "abc")',
+    );
+    expect(describeBootError(new MigrationError('a migration failed on postgres://db/x: boom'))).toBe(
+      'migration failed, not starting: a migration failed on postgres://db/x: boom',
+    );
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    expect(describeBootError(refused, { DATABASE_URL: 'postgres://u:pw@127.0.0.1:5432/a' })).toBe(
+      'cannot use Postgres at postgres://u:***@127.0.0.1:5432/a: connect ECONNREFUSED 127.0.0.1:5432 (is Postgres running?)',
+    );
+    const inUse = Object.assign(new Error('listen EADDRINUSE'), { code: 'EADDRINUSE', port: 3000 });
+    expect(describeBootError(inUse)).toBe('port 3000 is already in use (set PORT)');
+    expect(describeBootError(new Error('odd'))).toBe('boot failed: odd');
+  });
+});

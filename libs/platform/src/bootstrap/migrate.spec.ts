@@ -1,0 +1,60 @@
+import { MIGRATIONS } from '@almanac/persistence';
+import { randomBytes } from 'node:crypto';
+import { templateDb, urlFor, withAdmin } from '../../../../test/support/pg-admin';
+import { ConfigError } from '../config/env';
+import { MigrationError, runMigrationsFromEnv } from './migrate';
+
+/** An empty database (not cloned from the migrated template); named so global teardown drops it if we do not. */
+async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${templateDb()}_m${randomBytes(4).toString('hex')}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name}`));
+  return {
+    url: urlFor(name),
+    drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+  };
+}
+
+describe('runMigrationsFromEnv', () => {
+  it('applies pending migrations once, then finds the schema current', async () => {
+    const db = await emptyDatabase();
+    try {
+      const applied = await runMigrationsFromEnv({ DATABASE_URL: db.url });
+      expect(applied[0]).toBe('CoreSchema1764400000000');
+      expect(applied).toEqual(MIGRATIONS.map((m) => m.name));
+      expect(await runMigrationsFromEnv({ DATABASE_URL: db.url })).toEqual([]);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('stops with MigrationError when a migration fails, and leaves that migration unrecorded', async () => {
+    const db = await emptyDatabase();
+    try {
+      // A table the core migration wants to create already exists: CREATE TABLE fails.
+      const { Client } = await import('pg');
+      const c = new Client({ connectionString: db.url });
+      await c.connect();
+      await c.query('CREATE TABLE tenants (id int)');
+      await expect(runMigrationsFromEnv({ DATABASE_URL: db.url })).rejects.toThrow(MigrationError);
+      await expect(runMigrationsFromEnv({ DATABASE_URL: db.url })).rejects.toThrow(/a migration failed on postgres:\/\/.*tenants/);
+      const { rows } = await c.query(`SELECT to_regclass('jobs') AS jobs`);
+      expect(rows[0].jobs).toBeNull();
+      await c.end();
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('names an unreachable server or a missing database, never a password', async () => {
+    await expect(runMigrationsFromEnv({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x' })).rejects.toThrow(
+      /^cannot connect to postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x: .*ECONNREFUSED.*\(is Postgres running\?\)$/,
+    );
+    await expect(runMigrationsFromEnv({ DATABASE_URL: urlFor(`${templateDb()}_absent`) })).rejects.toThrow(
+      /does not exist \(create it/,
+    );
+  });
+
+  it('rejects a bad DATABASE_URL as a config error', async () => {
+    await expect(runMigrationsFromEnv({ DATABASE_URL: 'mysql://x/y' })).rejects.toThrow(ConfigError);
+  });
+});

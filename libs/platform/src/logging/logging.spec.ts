@@ -1,0 +1,53 @@
+import { createServer } from 'node:http';
+import { Writable } from 'node:stream';
+import pinoHttp, { Options } from 'pino-http';
+import request from 'supertest';
+import { loadConfig } from '../config/almanac-config';
+import { loggerParams } from './logging';
+
+function capture(): { stream: Writable; lines: () => Record<string, unknown>[] } {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      chunks.push(chunk.toString());
+      done();
+    },
+  });
+  return { stream, lines: () => chunks.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+}
+
+describe('loggerParams', () => {
+  const params = loggerParams(loadConfig({ ALMANAC_LOG_LEVEL: 'info' }), 'api');
+  const options = params.pinoHttp as Options;
+
+  async function logRequest(path: string, headers: Record<string, string>) {
+    const out = capture();
+    const log = pinoHttp(options, out.stream);
+    const server = createServer((req, res) => {
+      log(req, res);
+      res.end('ok');
+    });
+    let r = request(server).post(path).send({ payload: 'the-payload-body' });
+    for (const [k, v] of Object.entries(headers)) r = r.set(k, v);
+    await r;
+    return out.lines();
+  }
+
+  it('writes JSON with the role and redacts credentials, never the body', async () => {
+    const lines = await logRequest('/v1/jobs', { Authorization: 'Bearer tenant-secret-key', Cookie: 's=1' });
+    expect(lines).toHaveLength(1);
+    const text = JSON.stringify(lines);
+    expect(lines[0]).toMatchObject({ role: 'api', req: { headers: { authorization: '[redacted]', cookie: '[redacted]' } } });
+    expect(text).not.toContain('tenant-secret-key');
+    expect(text).not.toContain('the-payload-body');
+  });
+
+  it('does not log probe and scrape requests', async () => {
+    expect(await logRequest('/health/ready', {})).toEqual([]);
+    expect(await logRequest('/metrics', {})).toEqual([]);
+  });
+
+  it('takes its level from ALMANAC_LOG_LEVEL', () => {
+    expect((loggerParams(loadConfig({ ALMANAC_LOG_LEVEL: 'warn' }), 'x').pinoHttp as Options).level).toBe('warn');
+  });
+});

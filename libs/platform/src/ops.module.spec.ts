@@ -1,0 +1,131 @@
+import { INestApplication } from '@nestjs/common';
+import { createServer } from 'node:net';
+import type IORedis from 'ioredis';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import { createTestDatabase, TestDatabase } from '../../../test/support/test-db';
+import { createTestRedis, TestRedis } from '../../../test/support/test-redis';
+import { Clock } from './clock/clock';
+import { ALMANAC_CONFIG, AlmanacConfig } from './config/almanac-config';
+import { MetricsService } from './metrics/metrics.service';
+import { HotQueue } from './queues/hot-queue';
+import { REDIS } from './redis/redis';
+import { createOpsTestApp } from './testing/ops-test-app';
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('OpsModule', () => {
+  let db: TestDatabase;
+  let redis: TestRedis;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(2);
+    redis = await createTestRedis();
+  });
+  afterAll(async () => {
+    await redis.cleanup();
+    await db.drop();
+  });
+
+  describe('with Postgres and Redis up', () => {
+    let app: INestApplication;
+
+    beforeAll(async () => {
+      ({ app } = await createOpsTestApp({
+        env: { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: redis.prefix },
+      }));
+    });
+    let closed = false;
+    afterAll(async () => {
+      if (!closed) await app.close();
+    });
+
+    it('answers liveness', async () => {
+      const res = await request(app.getHttpServer()).get('/health/live').expect(200);
+      expect(res.body).toMatchObject({ status: 'ok' });
+    });
+
+    it('is ready when Postgres and Redis answer', async () => {
+      const res = await request(app.getHttpServer()).get('/health/ready').expect(200);
+      expect(res.body).toMatchObject({ status: 'ok', details: { postgres: { status: 'up' }, redis: { status: 'up' } } });
+    });
+
+    it('serves Prometheus text with default and almanac_ metrics', async () => {
+      app.get(MetricsService).counter({ name: 'almanac_spec_total', help: 'from the spec' }).inc();
+      await app.get(HotQueue).enqueue([{ id: '5', runAt: new Date(Date.now() + 3600_000), tenantId: 1, kind: 'noop' }], new Date());
+      const res = await request(app.getHttpServer()).get('/metrics').expect(200);
+      expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(res.text).toContain('process_cpu_user_seconds_total');
+      expect(res.text).toContain('almanac_spec_total 1');
+      expect(res.text).toMatch(/^almanac_redis_memory_bytes [1-9]\d*$/m);
+      expect(res.text).toContain('almanac_redis_up 1');
+      expect(res.text).toContain('almanac_queue_jobs{queue="hot",state="delayed"} 1');
+    });
+
+    it('provides the config, DataSource, Redis, hot queue and clock to feature code', async () => {
+      const config = app.get<AlmanacConfig>(ALMANAC_CONFIG);
+      expect(config.queuePrefix).toBe(redis.prefix);
+      expect(app.get(DataSource).isInitialized).toBe(true);
+      expect(await app.get(DataSource).query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+      expect(await app.get<IORedis>(REDIS).ping()).toBe('PONG');
+      expect(app.get(HotQueue).prefix).toBe(redis.prefix);
+      expect(app.get(Clock).now()).toBeInstanceOf(Date);
+    });
+
+    it('accepts JSON bodies larger than express default 100 kB, up to the configured limit', async () => {
+      // No route takes a body here; a 404 (not 413) shows the parser accepted 500 kB.
+      const body = { blob: 'x'.repeat(500_000) };
+      await request(app.getHttpServer()).post('/nowhere').send(body).expect(404);
+    });
+
+    it('closes the shared Redis connection on shutdown', async () => {
+      const connection = app.get<IORedis>(REDIS);
+      closed = true;
+      await app.close();
+      expect(connection.status).toBe('end');
+    });
+  });
+
+  describe('with Redis unreachable', () => {
+    let app: INestApplication;
+
+    beforeAll(async () => {
+      ({ app } = await createOpsTestApp({
+        env: { DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${await closedPort()}`, ALMANAC_QUEUE_PREFIX: redis.prefix },
+      }));
+    });
+
+    it('still boots and is live', async () => {
+      await request(app.getHttpServer()).get('/health/live').expect(200);
+    });
+
+    it('is not ready, naming Redis', async () => {
+      const res = await request(app.getHttpServer()).get('/health/ready').expect(503);
+      expect(res.body).toMatchObject({
+        status: 'error',
+        details: { postgres: { status: 'up' }, redis: { status: 'down' } },
+      });
+    });
+
+    it('still serves /metrics promptly, without the Redis-backed values', async () => {
+      const started = Date.now();
+      const res = await request(app.getHttpServer()).get('/metrics').expect(200);
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(res.text).toContain('process_cpu_user_seconds_total');
+      expect(res.text).toContain('almanac_redis_up 0');
+      expect(res.text).toContain('almanac_redis_memory_bytes 0');
+    });
+
+    it('shuts down without waiting for Redis to come back', async () => {
+      const started = Date.now();
+      await app.close();
+      expect(Date.now() - started).toBeLessThan(1000);
+    });
+  });
+});
