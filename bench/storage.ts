@@ -25,6 +25,8 @@ const { values: args } = parseArgs({
     tenants: { type: 'string', default: '10' },
     'payload-bytes': { type: 'string', default: '100' },
     skip: { type: 'string', default: '' },
+    // Measure a candidate column type for jobs.payload (e.g. json) without a migration.
+    'payload-type': { type: 'string', default: '' },
   },
 });
 const opt = {
@@ -36,6 +38,7 @@ const opt = {
   tenants: Number(args.tenants),
   payloadBytes: Number(args['payload-bytes']),
   skip: new Set(args.skip.split(',').filter(Boolean)),
+  payloadType: args['payload-type'],
 };
 
 const START = new Date('2027-01-01T00:00:00Z');
@@ -151,10 +154,18 @@ async function main(): Promise<void> {
   const db = await createBenchDatabase('almanac_bench_storage', Math.max(...opt.concurrency) + 1);
   try {
     const [{ version }] = await db.dataSource.query('SELECT version()');
+    if (opt.payloadType) {
+      if (!/^[a-z]+$/.test(opt.payloadType)) throw new Error('--payload-type must be a plain type name');
+      await db.dataSource.query(`ALTER TABLE jobs ALTER COLUMN payload TYPE ${opt.payloadType} USING payload::text::${opt.payloadType}`);
+    }
+    const [{ payloadType }] = await db.dataSource.query(
+      `SELECT format_type(atttypid, atttypmod) AS "payloadType" FROM pg_attribute WHERE attrelid = 'jobs'::regclass AND attname = 'payload'`,
+    );
     const result: Record<string, unknown> = {
       bench: 'storage',
       at: new Date().toISOString(),
       postgres: String(version).split(' ').slice(0, 2).join(' '),
+      payloadColumnType: payloadType,
       options: { ...opt, skip: [...opt.skip] },
       targets: { bytesPerJob: 300, insertBatchJobsPerSecond: 100000 },
     };

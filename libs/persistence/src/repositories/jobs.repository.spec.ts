@@ -120,6 +120,14 @@ describe('JobsRepository (Postgres)', () => {
       expect((await jobs.findManyByKeys(T1, keys)).map((j) => j.key)).toEqual(keys);
     });
 
+    it('fails a batch with an out-of-range value without echoing its payloads in the error', async () => {
+      const err: unknown = await jobs.insertBatch(T1, [job('bad-1', { maxAttempts: 100000, payload: { secret: 's3cr3t' } })]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(JSON.stringify(err)).not.toContain('s3cr3t');
+      expect(String((err as { parameters?: unknown }).parameters)).toMatch(/redacted/);
+      expect(await jobs.findByKey(T1, 'bad-1')).toBeNull();
+    });
+
     it('keeps unicode and quote-heavy keys and payloads intact', async () => {
       const key = `inv:"ü"\\'${'x'.repeat(5)}`;
       const [o] = await jobs.insertBatch(T1, [job(key, { payload: { s: 'a"b\\c\u2028', n: [1, null, true] } })]);

@@ -69,8 +69,8 @@ interface InsertRow extends Partial<JobRow> {
  * the batch is retried with ON CONFLICT.
  */
 const INPUT = `ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json), json_array_elements_text($4::json),
-                 jsonb_array_elements($5::jsonb), json_array_elements_text($6::json), json_array_elements_text($7::json)) AS i(k, n, r, p, m, s)`;
-const COLUMNS = `$1, k, n, r::timestamptz, NULLIF(p, 'null'::jsonb), m::smallint, s::"char"`;
+                 json_array_elements($5::json), json_array_elements_text($6::json), json_array_elements_text($7::json)) AS i(k, n, r, p, m, s)`;
+const COLUMNS = `$1, k, n, r::timestamptz, CASE WHEN json_typeof(p) = 'null' THEN NULL ELSE p END, m::smallint, s::"char"`;
 const INSERTED_AND_EXISTING = `
 SELECT true AS created, id, key, NULL::int AS tenant_id, NULL::text AS kind, NULL::timestamptz AS run_at,
        NULL::"char" AS state, NULL::smallint AS attempts, NULL::smallint AS max_attempts, NULL::jsonb AS payload,
