@@ -10,7 +10,8 @@ import {
   checkWorkerPools,
   checkWritableTmp,
 } from './test/project-checks';
-import { promqlRefs } from './test/promql';
+import { literalValues, promqlRefs } from './test/promql';
+import { DASHBOARD_FILE, dashboardQueries, Query, RULES_FILE, RULES_TEST_FILE, ruleQueries, scaledObjectQueries } from './test/queries';
 import { kubectlAvailable, kustomize } from './test/render';
 import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './test/validate';
 
@@ -22,9 +23,6 @@ import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './tes
  * k8s/metrics.spec.ts checks against the apps' real /metrics).
  */
 
-const RULES_FILE = 'monitoring/rules/almanac.rules.yml';
-const RULES_TEST_FILE = 'monitoring/rules/almanac.rules.test.yml';
-const DASHBOARD_FILE = 'monitoring/almanac.dashboard.json';
 const OVERLAYS = ['overlays/example'];
 /** Every kustomization that must render on its own (overlays render them all together too). */
 const KUSTOMIZATIONS = ['base', 'worker', 'monitoring', ...OVERLAYS];
@@ -55,26 +53,6 @@ function configFromEnvFile(text: string): Record<string, string> {
     if (m) out[m[1]] = m[2].trim();
   }
   return out;
-}
-
-interface Query { where: string; expr: string }
-
-function dashboardQueries(): Query[] {
-  const dash = JSON.parse(readText(DASHBOARD_FILE)) as { panels: { id: number; title: string; targets?: { expr?: string }[] }[] };
-  return dash.panels.flatMap((p) => (p.targets ?? []).map((t, i) => ({ where: `dashboard panel "${p.title}" target ${i}`, expr: t.expr ?? '' })));
-}
-
-function ruleQueries(): Query[] {
-  const rules = readYaml(RULES_FILE)[0].value as { groups: { rules: { alert?: string; record?: string; expr: string }[] }[] };
-  return rules.groups.flatMap((g) => g.rules.map((r) => ({ where: `rule ${r.alert ?? r.record}`, expr: r.expr })));
-}
-
-function scaledObjectQueries(objects: KubeObject[]): Query[] {
-  return objects
-    .filter((o) => o.kind === 'ScaledObject')
-    .flatMap((o) => ((o.spec as { triggers?: { metadata?: { query?: string } }[] }).triggers ?? [])
-      .filter((t) => t.metadata?.query)
-      .map((t) => ({ where: `ScaledObject ${o.metadata.name}`, expr: t.metadata!.query! })));
 }
 
 /** Problems with one query: unknown series, or labels that none of its series carry. */
@@ -275,8 +253,17 @@ describe('PromQL in dashboards, alerts and KEDA triggers', () => {
       series: ['almanac_dispatch_lag_seconds_bucket'], matchers: [], grouping: ['pool', 'le'],
     });
     expect(promqlRefs('max by (queue) (x{queue=~"pool-.+",state="a,b"}) > 0 and on (queue) y offset 5m == 0 or vector(0)')).toEqual({
-      series: ['x', 'y'], matchers: [{ series: 'x', label: 'queue' }, { series: 'x', label: 'state' }], grouping: ['queue'],
+      series: ['x', 'y'],
+      matchers: [{ series: 'x', label: 'queue', op: '=~', value: 'pool-.+' }, { series: 'x', label: 'state', op: '=', value: 'a,b' }],
+      grouping: ['queue'],
     });
+  });
+
+  it('reads the literal values a matcher selects', () => {
+    expect(literalValues({ op: '=', value: 'ok' })).toEqual(['ok']);
+    expect(literalValues({ op: '=~', value: 'waiting|active' })).toEqual(['waiting', 'active']);
+    expect(literalValues({ op: '=~', value: 'pool-.+' })).toEqual([]);
+    expect(literalValues({ op: '!=', value: 'ok' })).toEqual([]);
   });
 
   it('names only catalogued metrics and their labels', () => {

@@ -7,8 +7,10 @@ import { WorkerModule } from '../apps/worker/src/worker.module';
 import { createRoleApp, loadConfig, MetricsService } from '@almanac/platform';
 import { createTestDatabase, TestDatabase } from '../test/support/test-db';
 import { createTestRedis, TestRedis } from '../test/support/test-redis';
-import { ExportedMetric, parseExposition, scanSourceForMetricNames } from './test/app-metrics';
-import { ALMANAC_METRICS } from './test/metric-catalog';
+import { ExportedMetric, parseExposition, scanSourceForLiterals, scanSourceForMetricNames, seriesLabelValues } from './test/app-metrics';
+import { ALMANAC_METRICS, seriesIndex } from './test/metric-catalog';
+import { literalValues, promqlRefs } from './test/promql';
+import { allQueries } from './test/queries';
 
 /**
  * The metric catalog that dashboards, alerts and KEDA triggers are checked against
@@ -91,6 +93,26 @@ describe('metric catalog vs the apps', () => {
         : 'missing';
     }
     expect(exported).toEqual(expected);
+  });
+
+  it('exports (or at least names in the source) every label value a query selects on', async () => {
+    // A renamed outcome ("completed" → "succeeded") silently empties a panel or an alert. Values
+    // with samples at boot are read from /metrics; the rest must appear as a quoted literal in
+    // apps/ or libs/ (a heuristic: it proves the word is there, not that it is that label's).
+    const index = seriesIndex();
+    const exported = app ? seriesLabelValues((await request(app.getHttpServer()).get('/metrics')).text) : new Map<string, Set<string>>();
+    const literals = scanSourceForLiterals();
+    const missing: string[] = [];
+    for (const q of allQueries()) {
+      for (const m of promqlRefs(q.expr).matchers) {
+        const metric = index.get(m.series)?.metric;
+        if (!metric || m.label === 'le') continue;
+        for (const v of literalValues(m)) {
+          if (!exported.get(`${metric}/${m.label}`)?.has(v) && !literals.has(v)) missing.push(`${q.where}: ${metric}{${m.label}="${v}"}`);
+        }
+      }
+    }
+    expect([...new Set(missing)]).toEqual([]);
   });
 
   it('lists any exported almanac_ metric the dashboards do not know (informational)', async () => {

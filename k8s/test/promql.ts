@@ -8,8 +8,8 @@ const GROUPING = /\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\
 export interface PromqlRefs {
   /** Series names (metric names as written, histogram suffixes included). */
   series: string[];
-  /** Label names in `{…}` matchers, per series. */
-  matchers: { series: string; label: string }[];
+  /** Label matchers in `{…}`, per series, with their operator and (unquoted) value. */
+  matchers: { series: string; label: string; op: string; value: string }[];
   /** Label names in by/without/on/ignoring/group_* clauses. */
   grouping: string[];
 }
@@ -21,12 +21,11 @@ export function withoutGrafanaVariables(expr: string): string {
 
 export function promqlRefs(rawExpr: string): PromqlRefs {
   let expr = withoutGrafanaVariables(rawExpr).replace(/#[^\n]*/g, '');
-  const matchers: { series: string; label: string }[] = [];
+  const matchers: PromqlRefs['matchers'] = [];
   // Selector with matchers: name{a="x", b=~"y"}; a bare {…} (no name) is read too.
   expr = expr.replace(/([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*\{([^}]*)\}/g, (_m, name: string | undefined, body: string) => {
-    const inner = body.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""');
-    for (const lm of inner.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)/g)) {
-      matchers.push({ series: name ?? '', label: lm[1] });
+    for (const lm of body.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')/g)) {
+      matchers.push({ series: name ?? '', label: lm[1], op: lm[2], value: lm[3].slice(1, -1) });
     }
     return ` ${name ?? ''} `;
   });
@@ -47,4 +46,14 @@ export function promqlRefs(rawExpr: string): PromqlRefs {
     series.push(word);
   }
   return { series: [...new Set(series)], matchers, grouping: [...new Set(grouping)] };
+}
+
+/**
+ * The exact label values a matcher asks for: `="x"` gives x, `=~"a|b"` gives a and b when the
+ * regex is a plain alternation of words; anything else (patterns, negations) gives none.
+ */
+export function literalValues(m: { op: string; value: string }): string[] {
+  if (m.op === '=') return [m.value];
+  if (m.op === '=~' && /^[A-Za-z0-9_-]+(\|[A-Za-z0-9_-]+)*$/.test(m.value)) return m.value.split('|');
+  return [];
 }
