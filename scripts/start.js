@@ -81,17 +81,19 @@ async function main() {
     })();
     return stopping;
   };
-  let signals = 0;
+  let firstSignalAt = 0;
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(sig, () => {
-      signals += 1;
-      if (signals > 1) {
+      // A repeat within a second is the same Ctrl-C relayed (e.g. by npm); a later one means "now".
+      if (firstSignalAt && Date.now() - firstSignalAt < 1000) return;
+      if (firstSignalAt) {
         warn('second signal: killing the app without waiting');
         if (app) app.child.kill('SIGKILL');
         services.stopSync();
         process.exit(1);
       }
-      void shutdown(`${sig} received`, sig === 'SIGINT' ? 130 : 143);
+      firstSignalAt = Date.now();
+      void shutdown(`${sig} received (send it again to force)`, sig === 'SIGINT' ? 130 : 143);
     });
   }
   process.on('exit', () => {

@@ -84,9 +84,16 @@ async function startPrivatePostgres({ dataRoot, pickPort, bins }) {
     stop() {
       if (stopped) return;
       stopped = true;
-      const r = run(prefix, [bins.pgCtl, 'stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '30']);
-      if (r.status === 0) info('private Postgres stopped');
-      else process.stderr.write(`[almanac] pg_ctl stop failed: ${r.stderr}\n`);
+      // A second Ctrl-C reaches pg_ctl too and interrupts its wait, not the shutdown it asked
+      // for: ask again until `pg_ctl status` says the server is gone.
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        const r = run(prefix, [bins.pgCtl, 'stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '30']);
+        if (r.status === 0 || run(prefix, [bins.pgCtl, 'status', '-D', dataDir]).status === 3) {
+          info('private Postgres stopped');
+          return;
+        }
+        if (attempt === 3) process.stderr.write(`[almanac] pg_ctl stop failed: ${r.stderr || r.error}\n`);
+      }
     },
   };
 }
