@@ -1,7 +1,7 @@
 import { tierFor, type Tier } from '@almanac/domain';
 import { type JobRecord, JobsRepository, type NewJob, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService } from '@almanac/platform';
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Counter, Histogram } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, type ErrorBody, invalid } from '../http/api-error';
@@ -33,7 +33,7 @@ export type BatchItem =
  * then route immediate/hot rows to the hot queue. Every answer comes after the commit.
  */
 @Injectable()
-export class IngestService implements OnApplicationShutdown {
+export class IngestService implements BeforeApplicationShutdown {
   private readonly batcher: GroupCommit<CommitEntry, CommitResult>;
   private readonly ingested: Counter<'tier'>;
   private readonly groupSize: Histogram;
@@ -63,7 +63,8 @@ export class IngestService implements OnApplicationShutdown {
     });
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Commits what is waiting for company while the database and Redis are still up. */
+  async beforeApplicationShutdown(): Promise<void> {
     await this.batcher.drain();
   }
 
