@@ -8,13 +8,19 @@ export function kubectlAvailable(): boolean {
   return res.status === 0;
 }
 
-/** `kubectl kustomize <dir>` (offline), parsed; throws with kubectl's message when it fails. */
+const rendered = new Map<string, YamlDoc[]>();
+
+/** `kubectl kustomize <dir>` (offline), parsed and cached; throws with kubectl's message when it fails. */
 export function kustomize(relDir: string): YamlDoc[] {
+  const cached = rendered.get(relDir);
+  if (cached) return cached;
   const res = spawnSync('kubectl', ['kustomize', join(K8S_DIR, relDir)], {
     encoding: 'utf8',
     timeout: 60_000,
     maxBuffer: 32 * 1024 * 1024,
   });
   if (res.status !== 0) throw new Error(`kubectl kustomize ${relDir} failed: ${res.stderr || res.error?.message}`);
-  return parseYaml(res.stdout, `kustomize(${relDir})`);
+  const docs = parseYaml(res.stdout, `kustomize(${relDir})`);
+  rendered.set(relDir, docs);
+  return docs;
 }
