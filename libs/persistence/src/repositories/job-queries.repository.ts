@@ -107,6 +107,8 @@ export function comparePositions(a: ListPosition, b: ListPosition): number {
 }
 
 const HOUR_MS = 3600_000;
+/** Index rows a filtered non-scheduled list examines per call before answering a short page. */
+const SCAN_CAP = 10_000;
 /** Hour buckets probed per scheduled-list call before answering with a partial page. */
 const MAX_BUCKET_PROBES = 24;
 const MAX_SPAN_HOURS = 24 * 7;
@@ -185,6 +187,13 @@ export class JobQueriesRepository {
     return plans;
   }
 
+  /**
+   * Non-scheduled rows through jobs_tenant_list (tenant_id, run_at, id). Without a state/kind
+   * filter the index order is the page order. With one, the filter is not in the index, so a
+   * rare state (dead, cancelled) could walk a tenant's whole history: the scan is capped at
+   * SCAN_CAP index rows per call, and a short page then carries a cursor at the last row
+   * examined, so the client pages on with bounded work per request.
+   */
   private async listNonScheduled(
     db: Runner,
     tenantId: number,
@@ -195,16 +204,40 @@ export class JobQueriesRepository {
     const params: unknown[] = [tenantId];
     // `state <> 's'` repeats the partial index predicate so the planner can use jobs_tenant_list.
     const where = [`tenant_id = $1`, `state <> 's'`];
-    if (f.state) where.push(`state = $${params.push(STATE_CODE[f.state])}`);
-    if (f.kind) where.push(`kind = $${params.push(f.kind)}`);
     if (f.from) where.push(`run_at >= $${params.push(f.from)}`);
     if (f.to) where.push(`run_at < $${params.push(f.to)}`);
     if (after) where.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
-    const sql = `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)}`;
-    const rows: RawJob[] = await db.query(sql, params);
+    const whereParams = params.slice();
+    const filters: string[] = [];
+    if (f.state) filters.push(`state = $${params.push(STATE_CODE[f.state])}`);
+    if (f.kind) filters.push(`kind = $${params.push(f.kind)}`);
+    // Qualified: a bare `id` in ORDER BY would sort by the output column `id::text`.
+    const order = 'ORDER BY jobs.run_at, jobs.id';
+    if (filters.length === 0) {
+      const rows: RawJob[] = await db.query(
+        `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ${order} LIMIT $${params.push(limit)}`,
+        params,
+      );
+      return pageOf(rows.map(toView), limit);
+    }
+    const rows: RawJob[] = await db.query(
+      `WITH scan AS MATERIALIZED (
+         SELECT jobs.id, jobs.run_at, jobs.state, jobs.kind FROM jobs WHERE ${where.join(' AND ')} ${order}
+          LIMIT $${params.push(SCAN_CAP)})
+       SELECT ${COLUMNS} FROM jobs
+        WHERE jobs.id IN (SELECT id FROM scan WHERE ${filters.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)})
+        ${order}`,
+      params,
+    );
     const items = rows.map(toView);
-    const last = items[items.length - 1];
-    return { items, next: items.length === limit && last ? { runAt: last.position, id: last.id } : null };
+    if (items.length === limit) return pageOf(items, limit);
+    // Short page: either the tenant's rows ran out or the scan hit its cap. The cap-th row says which.
+    const edge: { id: string; position: string }[] = await db.query(
+      `SELECT jobs.id::text AS id, to_char(jobs.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position
+         FROM jobs WHERE ${where.join(' AND ')} ${order} OFFSET ${SCAN_CAP - 1} LIMIT 1`,
+      whereParams,
+    );
+    return { items, next: edge[0] ? { runAt: edge[0].position, id: edge[0].id } : null };
   }
 
   /**
@@ -276,7 +309,7 @@ export class JobQueriesRepository {
     if (f.from) where.push(`run_at >= $${params.push(f.from)}`);
     if (f.to) where.push(`run_at < $${params.push(f.to)}`);
     if (after) where.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
-    const sql = `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)}`;
+    const sql = `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ORDER BY jobs.run_at, jobs.id LIMIT $${params.push(limit)}`;
     const rows: RawJob[] = await db.query(sql, params);
     return rows.map(toView);
   }
@@ -358,6 +391,11 @@ export class JobQueriesRepository {
     const job = await this.findForTenant(tenantId, id);
     return job ? { outcome: 'conflict', state: job.state } : { outcome: 'not_found' };
   }
+}
+
+function pageOf(items: JobView[], limit: number): JobListPage {
+  const last = items[items.length - 1];
+  return { items, next: items.length === limit && last ? { runAt: last.position, id: last.id } : null };
 }
 
 function mergePages(a: JobListPage, b: JobListPage, limit: number): JobListPage {
