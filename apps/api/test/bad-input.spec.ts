@@ -36,6 +36,8 @@ describe('bad input', () => {
     ['maxAttempts "3"', () => ({ ...good(), maxAttempts: '3' }), 400, { field: 'maxAttempts', rule: 'integer' }],
     ['payload over 64 KiB', () => ({ ...good(), payload: { blob: 'x'.repeat(65_536) } }), 413, { field: 'payload', rule: 'too_large' }],
     ['payload with NUL', () => ({ ...good(), payload: { s: 'a\u0000' } }), 400, { field: 'payload', rule: 'nul_character' }],
+    ['payload with an unpaired surrogate', () => ({ ...good(), payload: { s: 'a\ud800b' } }), 400, { field: 'payload', rule: 'unpaired_surrogate' }],
+    ['payload nested 1000 deep', () => ({ ...good(), payload: JSON.parse('['.repeat(1000) + ']'.repeat(1000)) }), 400, { field: 'payload', rule: 'too_deep' }],
     ['unknown field', () => ({ ...good(), max_attempts: 3 }), 400, { field: 'max_attempts', rule: 'unknown_field' }],
     ['array body', () => [good()], 400, { field: 'job', rule: 'type' }],
   ];

@@ -96,22 +96,40 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return ak.length === bk.length && ak.every((k) => Object.prototype.hasOwnProperty.call(bo, k) && jsonEqual(ao[k], bo[k]));
 }
 
-// jsonb refuses U+0000 anywhere in text; JSON.stringify writes it as \u0000 (an escaped
-// backslash before it does not count).
+// jsonb refuses U+0000 and unpaired surrogates anywhere in text. JSON.stringify writes both as
+// \u escapes (a pair is written as the character itself); an escaped backslash before one
+// does not count.
 const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+const LONE_SURROGATE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i;
+/** Deeper JSON is refused: recursive parsers and comparisons (ours, Postgres') must not overflow. */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+function tooDeep(value: unknown, depth: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (depth >= MAX_PAYLOAD_DEPTH) return true;
+  for (const v of Array.isArray(value) ? value : Object.values(value)) if (tooDeep(v, depth + 1)) return true;
+  return false;
+}
 
 /**
- * Checks a JSON payload: size of its serialisation against `maxBytes` (rule `too_large`, which
- * the API answers with 413) and the one thing jsonb cannot store. Returns the byte size.
+ * Checks a JSON payload: nesting depth, size of its serialisation against `maxBytes` (rule
+ * `too_large`, which the API answers with 413) and the text jsonb cannot store. Returns the
+ * byte size.
  */
 export function checkPayload(payload: unknown, field: string, maxBytes: number, issues: Issues): number {
   if (payload === undefined || payload === null) return 0;
+  if (tooDeep(payload, 0)) {
+    issues.add(field, 'too_deep', `${field} nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+    return 0;
+  }
   const text = JSON.stringify(payload);
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
     issues.add(field, 'too_large', `${field} is ${bytes} bytes; the limit is ${maxBytes}`);
   } else if (NUL_ESCAPE.test(text)) {
     issues.add(field, 'nul_character', `${field} must not contain the character U+0000`);
+  } else if (LONE_SURROGATE.test(text)) {
+    issues.add(field, 'unpaired_surrogate', `${field} must be valid Unicode (it has an unpaired surrogate)`);
   }
   return bytes;
 }
