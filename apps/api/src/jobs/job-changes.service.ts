@@ -1,11 +1,11 @@
-import { parseRunAt, tierFor } from '@almanac/domain';
+import { tierFor } from '@almanac/domain';
 import { isJobIdString, JobQueriesRepository, type RescheduleOutcome, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { intInRange, isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { HotRoutingService } from './hot-routing.service';
-import { MAX_ATTEMPTS_LIMIT } from './job-input';
+import { MAX_ATTEMPTS_LIMIT, runAtIn } from './job-input';
 import { jobSummary, type JobSummary } from './job-view';
 
 /**
@@ -48,7 +48,7 @@ export class JobChangesService {
     else {
       rejectUnknown(body, ['runAt'], issues);
       if (body.runAt === undefined) issues.add('runAt', 'required', 'runAt is required');
-      else runAt = issues.run(() => parseRunAt(body.runAt));
+      else runAt = runAtIn(body.runAt, 'runAt', issues);
     }
     if (!issues.ok || !runAt) throw invalid(issues.list);
     if (!isJobIdString(id)) throw notFound(`job ${id}`);
@@ -65,7 +65,7 @@ export class JobChangesService {
       if (!isPlainObject(body)) issues.add('body', 'type', 'body must be a JSON object');
       else {
         rejectUnknown(body, ['runAt', 'extraAttempts'], issues);
-        if (body.runAt !== undefined) runAt = issues.run(() => parseRunAt(body.runAt));
+        if (body.runAt !== undefined) runAt = runAtIn(body.runAt, 'runAt', issues);
         if (body.extraAttempts !== undefined) extra = intInRange(body.extraAttempts, 'extraAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
       }
     }

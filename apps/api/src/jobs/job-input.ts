@@ -17,8 +17,19 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; issues: FieldIssue
 
 const JOB_FIELDS = ['kind', 'key', 'runAt', 'payload', 'maxAttempts'] as const;
 export const MAX_ATTEMPTS_LIMIT = 100;
-/** Run times past this are typos, not plans (and keep every date inside Postgres' and JS' range). */
+/** Run times outside 1970..9999 are typos, not plans (and stay inside Postgres' and JS' range). */
+const EARLIEST_RUN_AT = 0;
 const LATEST_RUN_AT = Date.UTC(9999, 11, 31, 23, 59, 59);
+
+/** parseRunAt plus the range check; `undefined` (and an issue) when it fails. */
+export function runAtIn(raw: unknown, field: string, issues: Issues): Date | undefined {
+  const runAt = issues.run(() => parseRunAt(raw, field));
+  if (runAt && (runAt.getTime() < EARLIEST_RUN_AT || runAt.getTime() > LATEST_RUN_AT)) {
+    issues.add(field, 'out_of_range', `${field} must be between 1970-01-01 and 9999-12-31`);
+    return undefined;
+  }
+  return runAt;
+}
 
 /**
  * Validates one job request body, reporting every bad field at once. Hand-written rather than
@@ -37,10 +48,7 @@ export function parseJobInput(raw: unknown, settings: ApiSettings, prefix = ''):
     issues.add('kind', 'unknown_kind', `kind "${kind}" has no handler (known: ${[...settings.kinds].join(', ')})`);
   }
   const key = raw.key === undefined ? missing(issues, 'key') : issues.run(() => validateKey(raw.key));
-  const runAt = raw.runAt === undefined ? missing(issues, 'runAt') : issues.run(() => parseRunAt(raw.runAt));
-  if (runAt && runAt.getTime() > LATEST_RUN_AT) {
-    issues.add('runAt', 'out_of_range', 'runAt must be before the year 10000');
-  }
+  const runAt = raw.runAt === undefined ? missing(issues, 'runAt') : runAtIn(raw.runAt, 'runAt', issues);
   const maxAttempts =
     raw.maxAttempts === undefined
       ? settings.defaultMaxAttempts

@@ -1,10 +1,11 @@
-import { isJobState, parseRunAt, validateKey, validateKind } from '@almanac/domain';
+import { isJobState, validateKey, validateKind } from '@almanac/domain';
 import { AttemptsRepository, isJobIdString, JobQueriesRepository, type JobListFilter, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { decodeCursor, encodeCursor } from './cursor';
+import { runAtIn } from './job-input';
 import { jobDetail, jobSummary, type JobSummary } from './job-view';
 
 export const DEFAULT_PAGE = 100;
@@ -60,9 +61,9 @@ export class JobQueriesService {
     const kind = queryString(query.kind, 'kind', issues);
     if (kind !== undefined) filter.kind = issues.run(() => validateKind(kind));
     const from = queryString(query.from, 'from', issues);
-    if (from !== undefined) filter.from = issues.run(() => parseRunAt(from, 'from'));
+    if (from !== undefined) filter.from = runAtIn(from, 'from', issues);
     const to = queryString(query.to, 'to', issues);
-    if (to !== undefined) filter.to = issues.run(() => parseRunAt(to, 'to'));
+    if (to !== undefined) filter.to = runAtIn(to, 'to', issues);
     if (filter.from && filter.to && filter.from >= filter.to) issues.add('to', 'after_from', 'to must be later than from');
     const limit = queryInt(query.limit, 'limit', DEFAULT_PAGE, 1, MAX_PAGE, issues);
     const cursorText = queryString(query.cursor, 'cursor', issues);
