@@ -11,9 +11,11 @@
 // Redis is a private redis-server on a free port (FLUSHALL between runs is safe there).
 import { createDataSource, runMigrations, SweepsRepository } from '@almanac/persistence';
 import { HotQueue } from '@almanac/platform';
+import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import type { DataSource } from 'typeorm';
+import { DataSource as DataSourceClass, type DataSource } from 'typeorm';
 import { OverdueSweep } from '../apps/promoter/src/overdue/overdue.sweep';
 import { RedisEpoch } from '../apps/promoter/src/overdue/redis-epoch';
 import { RecurringSweep } from '../apps/promoter/src/recurring/recurring.sweep';
@@ -73,6 +75,47 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   return [out, Number(process.hrtime.bigint() - t0) / 1e6];
 }
 
+/**
+ * CPU seconds used by a process (utime + stime from /proc/<pid>/stat, 100 ticks/s). The machine
+ * these figures come from is shared (load average in the JSON): wall time then measures the
+ * neighbours as much as the sweep, CPU time per row does not.
+ */
+function procCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+interface CpuSplit {
+  node: number;
+  redis: number;
+  postgres: number;
+}
+
+/** Runs `fn`, returning its wall time and the CPU ms of this process, Redis and this database's backends. */
+async function measured<T>(ds: DataSource, redisPid: number, fn: () => Promise<T>): Promise<[T, number, CpuSplit]> {
+  // Warm the pool so every backend that will work exists before the first reading.
+  await Promise.all(Array.from({ length: 4 }, () => ds.query('SELECT 1')));
+  const pids = (await ds.query<{ pid: number }[]>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)).map((r) => r.pid);
+  const pg0 = pids.reduce((a, p) => a + procCpuMs(p), 0);
+  const r0 = procCpuMs(redisPid);
+  const n0 = process.cpuUsage();
+  const [out, wall] = await timed(fn);
+  const n1 = process.cpuUsage(n0);
+  const cpu = {
+    node: (n1.user + n1.system) / 1000,
+    redis: procCpuMs(redisPid) - r0,
+    postgres: pids.reduce((a, p) => a + procCpuMs(p), 0) - pg0,
+  };
+  return [out, wall, cpu];
+}
+
+const cpuTotal = (c: CpuSplit) => c.node + c.redis + c.postgres;
+
 async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
   const c = new Client({ connectionString: `${PG_BASE}/postgres` });
   await c.connect();
@@ -88,7 +131,9 @@ async function openDatabase(name: string, reuse: boolean, marker: string): Promi
   const exists = await admin(async (c) => (await c.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [name])).rowCount === 1);
   if (exists && !reuse) await admin((c) => c.query(`DROP DATABASE ${name} WITH (FORCE)`));
   if (!exists || !reuse) await admin((c) => c.query(`CREATE DATABASE ${name}`));
-  const ds = createDataSource({ url: `${PG_BASE}/${name}`, poolSize: 4 });
+  // Pool connections never idle out, so the backends whose CPU time is read stay the same ones.
+  const base = createDataSource({ url: `${PG_BASE}/${name}`, poolSize: 4 });
+  const ds = new DataSourceClass({ ...base.options, extra: { max: 4, idleTimeoutMillis: 0 } });
   await ds.initialize();
   await runMigrations(ds);
   await ds.query(`CREATE TABLE IF NOT EXISTS bench_marker (what text PRIMARY KEY)`);
@@ -139,6 +184,10 @@ interface PromotionFigures {
   runsMs: number[];
   medianMs: number;
   usPerRow: number;
+  /** CPU per promoted row (node + redis + postgres), median of runs: the load-independent figure. */
+  cpuUsPerRow: number;
+  cpuRuns: CpuSplit[];
+  claimOnlyCpuUsPerRow: number;
   claimOnlyRunsMs: number[];
   claimOnlyUsPerRow: number;
   overdueNothingRunsMs: number[];
@@ -171,17 +220,21 @@ async function benchTableSize(args: Args, size: number, redis: PrivateRedis): Pr
 
     const runsMs: number[] = [];
     const claimOnlyRunsMs: number[] = [];
+    const cpuRuns: CpuSplit[] = [];
+    const claimOnlyCpu: number[] = [];
     let promoted = 0;
     for (let r = 0; r < args.runs; r++) {
       await resetPromotion(ds, redis);
-      const [res, ms] = await timed(() => promotion.runOnce(NOW));
+      const [res, ms, cpu] = await measured(ds, redis.pid, () => promotion.runOnce(NOW));
       promoted = res.promoted;
       runsMs.push(ms);
-      log(`${name}: promotion run ${r + 1}: ${res.promoted} rows in ${ms.toFixed(0)} ms`);
+      cpuRuns.push(cpu);
+      log(`${name}: promotion run ${r + 1}: ${res.promoted} rows in ${ms.toFixed(0)} ms, cpu ms ${JSON.stringify(cpu)}`);
       await resetPromotion(ds, redis);
-      const [res2, ms2] = await timed(() => claimOnly.runOnce(NOW));
+      const [res2, ms2, cpu2] = await measured(ds, redis.pid, () => claimOnly.runOnce(NOW));
       claimOnlyRunsMs.push(ms2);
-      log(`${name}: claim+mark only (no Redis) run ${r + 1}: ${res2.promoted} rows in ${ms2.toFixed(0)} ms`);
+      claimOnlyCpu.push(cpuTotal(cpu2));
+      log(`${name}: claim+mark only (no Redis) run ${r + 1}: ${res2.promoted} rows in ${ms2.toFixed(0)} ms, cpu ms ${JSON.stringify(cpu2)}`);
     }
 
     // Overdue sweep with nothing to do: the promoted rows are queued 23 h ahead (not overdue), no
@@ -213,6 +266,9 @@ async function benchTableSize(args: Args, size: number, redis: PrivateRedis): Pr
       runsMs,
       medianMs,
       usPerRow: (medianMs * 1000) / promoted,
+      cpuUsPerRow: (median(cpuRuns.map(cpuTotal)) * 1000) / promoted,
+      cpuRuns,
+      claimOnlyCpuUsPerRow: (median(claimOnlyCpu) * 1000) / promoted,
       claimOnlyRunsMs,
       claimOnlyUsPerRow: (median(claimOnlyRunsMs) * 1000) / promoted,
       overdueNothingRunsMs,
@@ -229,6 +285,9 @@ interface RecurringFigures {
   runsMs: number[];
   occurrences: number;
   occurrencesPerSecond: number;
+  cpuRuns: CpuSplit[];
+  /** Occurrences per CPU second (node + postgres): what one idle core pair would sustain, roughly. */
+  occurrencesPerCpuSecond: number;
 }
 
 async function benchRecurring(args: Args): Promise<RecurringFigures> {
@@ -258,17 +317,26 @@ async function benchRecurring(args: Args): Promise<RecurringFigures> {
       concurrency: args.concurrency,
     });
     const runsMs: number[] = [];
+    const cpuRuns: CpuSplit[] = [];
     let occurrences = 0;
     for (let r = 0; r < args.runs; r++) {
       await ds.query(`TRUNCATE jobs`);
       await ds.query(`UPDATE schedules SET next_run_at = $1`, [due]);
       await ds.query(`VACUUM ANALYZE schedules`);
-      const [res, ms] = await timed(() => sweep.runOnce(NOW));
+      const [res, ms, cpu] = await measured(ds, 0, () => sweep.runOnce(NOW));
       occurrences = res.inserted;
       runsMs.push(ms);
+      cpuRuns.push(cpu);
       log(`${name}: run ${r + 1}: ${res.schedules} schedules, ${res.inserted} rows in ${ms.toFixed(0)} ms (${((res.inserted / ms) * 1000).toFixed(0)}/s)`);
     }
-    return { schedules: args.schedules, runsMs, occurrences, occurrencesPerSecond: (occurrences / median(runsMs)) * 1000 };
+    return {
+      schedules: args.schedules,
+      runsMs,
+      occurrences,
+      occurrencesPerSecond: (occurrences / median(runsMs)) * 1000,
+      cpuRuns,
+      occurrencesPerCpuSecond: (occurrences / median(cpuRuns.map(cpuTotal))) * 1000,
+    };
   } finally {
     await ds.destroy();
     if (!args.reuse) await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
@@ -277,8 +345,10 @@ async function benchRecurring(args: Args): Promise<RecurringFigures> {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  Logger.overrideLogger(false); // the sweeps' Nest logs would land in the JSON on stdout
   quiet = args.jsonOnly;
   const redis = await startPrivateRedis();
+  stopRedis = () => redis.stop();
   try {
     const promotion: PromotionFigures[] = [];
     for (const size of args.sizes) promotion.push(await benchTableSize(args, size, redis));
@@ -297,13 +367,14 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     if (!args.jsonOnly) {
       const rows = [
-        ['table rows', 'promoted', 'median s', 'µs/row', 'claim-only µs/row', 'overdue idle ms'],
+        ['table rows', 'promoted', 'median s', 'µs/row (wall)', 'cpu µs/row', 'claim-only cpu µs/row', 'overdue idle ms'],
         ...promotion.map((p) => [
           p.tableRows.toLocaleString('en'),
           p.promoted.toLocaleString('en'),
           (p.medianMs / 1000).toFixed(2),
           p.usPerRow.toFixed(1),
-          p.claimOnlyUsPerRow.toFixed(1),
+          p.cpuUsPerRow.toFixed(1),
+          p.claimOnlyCpuUsPerRow.toFixed(1),
           p.overdueNothingMedianMs.toFixed(1),
         ]),
       ];
@@ -311,13 +382,21 @@ async function main(): Promise<void> {
       for (const r of rows) process.stderr.write(`${r.map((c, i) => c.padStart(w[i])).join('  ')}\n`);
       if (recurring) {
         process.stderr.write(
-          `recurring: ${recurring.schedules.toLocaleString('en')} hourly schedules → ${recurring.occurrences.toLocaleString('en')} rows, median ${(median(recurring.runsMs) / 1000).toFixed(2)} s = ${recurring.occurrencesPerSecond.toFixed(0)} occurrences/s\n`,
+          `recurring: ${recurring.schedules.toLocaleString('en')} hourly schedules → ${recurring.occurrences.toLocaleString('en')} rows, median ${(median(recurring.runsMs) / 1000).toFixed(2)} s = ${recurring.occurrencesPerSecond.toFixed(0)} occurrences/s wall, ${recurring.occurrencesPerCpuSecond.toFixed(0)} per CPU second\n`,
         );
       }
     }
   } finally {
     await redis.stop();
   }
+}
+
+// Ctrl-C: stop the private redis-server too (it is a child, but would outlive a killed parent).
+let stopRedis: (() => Promise<void>) | null = null;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    void (stopRedis?.() ?? Promise.resolve()).finally(() => process.exit(130));
+  });
 }
 
 main().catch((err) => {

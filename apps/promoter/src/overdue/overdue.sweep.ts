@@ -1,4 +1,5 @@
 import type { SweepJobRef, SweepsRepository } from '@almanac/persistence';
+import { Logger } from '@nestjs/common';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
 import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
@@ -38,6 +39,7 @@ export const LEASE_EXPIRED_ERROR = 'no outcome recorded: the worker stopped or l
  */
 export class OverdueSweep implements Sweep<OverdueResult> {
   readonly name = 'overdue' as const;
+  private readonly log = new Logger('OverdueSweep');
 
   constructor(
     private readonly repo: SweepsRepository,
@@ -63,10 +65,12 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       requeued.overdue = await this.requeueQueued(now, dueBefore, this.opts.maxPerRun, 'overdue');
       more ||= requeued.overdue >= this.opts.maxPerRun;
     } else {
+      this.log.warn({ redis }, `Redis ${redis === 'lost' ? 'lost its data' : 'was restarted or replaced'}: re-enqueueing every queued job`);
       const epoch = await this.epoch.begin();
       requeued.redis_lost = await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost');
       // A second loss during the scan leaves the marker missing: the next run starts over.
       more ||= !(await this.epoch.finish(epoch));
+      this.log.warn({ redis, requeued: requeued.redis_lost }, `re-enqueued ${requeued.redis_lost} queued jobs after Redis ${redis}`);
     }
 
     let dead = 0;
@@ -79,11 +83,14 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     }
 
     const dueBy = new Date(now.getTime() + this.opts.lookaheadMs);
-    const late = await this.promotion.promote(now, dueBy, dueBy);
+    const late = await this.promotion.promote(now, dueBy, dueBy, 1);
     requeued.scheduled_due = late.promoted;
     this.metrics?.requeued.inc({ reason: 'scheduled_due' }, late.promoted);
     more ||= late.more === true;
 
+    if (requeued.overdue + requeued.lease_expired + dead > 0) {
+      this.log.warn({ requeued, dead }, 'overdue sweep found jobs the queue or a worker had lost');
+    }
     return { redis, requeued, dead, more };
   }
 

@@ -57,10 +57,11 @@ export class PromotionSweep implements Sweep<PromotionResult> {
 
   /**
    * Promotes rows in hour buckets ≤ hour(horizon), only those due by `dueBy` when given (the
-   * overdue sweep's "due before my next run" pass). Batches until one comes back short.
+   * overdue sweep's "due before my next run" pass, on one lane: it usually finds nothing).
+   * Batches until one comes back short.
    */
-  async promote(now: Date, horizon: Date, dueBy: Date | null): Promise<PromotionResult> {
-    const run = await runBatches(this.opts, async (limit) => {
+  async promote(now: Date, horizon: Date, dueBy: Date | null, lanes = this.opts.concurrency): Promise<PromotionResult> {
+    const run = await runBatches({ ...this.opts, concurrency: lanes }, async (limit) => {
       const n = await this.repo.promoteColdBatch(horizon, limit, dueBy, async (rows) => {
         await this.queue.enqueue(rows, now);
         await this.faults.afterEnqueue?.(rows);

@@ -8,6 +8,8 @@ import IORedis from 'ioredis';
  */
 export interface PrivateRedis {
   port: number;
+  /** The server's process id (benchmarks read its CPU time from /proc). */
+  pid: number;
   url: string;
   connection: IORedis;
   stop(): Promise<void>;
@@ -46,6 +48,7 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   }
   return {
     port,
+    pid: child.pid ?? 0,
     url,
     connection,
     async stop() {

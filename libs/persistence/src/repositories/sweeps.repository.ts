@@ -129,6 +129,19 @@ export class SweepsRepository {
     max: number,
     each: (rows: SweepJobRef[]) => Promise<void>,
   ): Promise<number> {
+    // Fast path, the usual case (nothing or little overdue): one plain statement, no cursor.
+    const first = Math.min(batch, max);
+    const { rows: head } = await sql<JobRefRow>(
+      this.db,
+      `SELECT id::text AS id, run_at, tenant_id, kind FROM jobs
+        WHERE state = 'q' AND ($1::timestamptz IS NULL OR run_at < $1)
+        ORDER BY run_at LIMIT $2`,
+      [dueBefore, first],
+    );
+    if (head.length < first || first === max) {
+      if (head.length > 0) await each(head.map(toRef));
+      return head.length;
+    }
     const qr = this.db.createQueryRunner();
     let seen = 0;
     try {
@@ -166,35 +179,34 @@ export class SweepsRepository {
    * so this statement writes that `lost` row itself. One transaction, SKIP LOCKED across replicas.
    */
   async rescueExpiredLeases(now: Date, limit: number, lostError: string): Promise<LeaseRescue> {
-    return this.db.transaction(async (m) => {
-      const { rows } = await sql<JobRefRow & { state: string }>(
-        m,
-        `WITH expired AS (
-           SELECT id FROM jobs
-            WHERE state = 'r' AND lease_until < $1
-            ORDER BY lease_until
-            LIMIT $2
-            FOR UPDATE SKIP LOCKED
-         ), moved AS (
-           UPDATE jobs j
-              SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'x' ELSE 'q' END::"char",
-                  lease_until = NULL,
-                  finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
-                  last_error = $3
-             FROM expired e
-            WHERE j.id = e.id AND j.state = 'r'
-            RETURNING j.id, j.run_at, j.tenant_id, j.kind, j.state, j.attempts
-         ), lost AS (
-           INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
-           SELECT id, attempts, tenant_id, $1, $1, 'lost', $3 FROM moved WHERE state = 'x'
-           ON CONFLICT (job_id, attempt) DO NOTHING
-         )
-         SELECT id::text AS id, run_at, tenant_id, kind, state FROM moved`,
-        [now, limit, lostError],
-      );
-      const requeued = rows.filter((r) => r.state === 'q').map(toRef);
-      return { requeued, dead: rows.length - requeued.length };
-    });
+    // One statement is its own transaction: no BEGIN/COMMIT round trips on the idle path.
+    const { rows } = await sql<JobRefRow & { state: string }>(
+      this.db,
+      `WITH expired AS (
+         SELECT id FROM jobs
+          WHERE state = 'r' AND lease_until < $1
+          ORDER BY lease_until
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED
+       ), moved AS (
+         UPDATE jobs j
+            SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'x' ELSE 'q' END::"char",
+                lease_until = NULL,
+                finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
+                last_error = $3
+           FROM expired e
+          WHERE j.id = e.id AND j.state = 'r'
+          RETURNING j.id, j.run_at, j.tenant_id, j.kind, j.state, j.attempts
+       ), lost AS (
+         INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
+         SELECT id, attempts, tenant_id, $1, $1, 'lost', $3 FROM moved WHERE state = 'x'
+         ON CONFLICT (job_id, attempt) DO NOTHING
+       )
+       SELECT id::text AS id, run_at, tenant_id, kind, state FROM moved`,
+      [now, limit, lostError],
+    );
+    const requeued = rows.filter((r) => r.state === 'q').map(toRef);
+    return { requeued, dead: rows.length - requeued.length };
   }
 
   /**
