@@ -118,6 +118,8 @@ describe('JobQueriesRepository', () => {
         {},
         { state: 'scheduled' as const },
         { state: 'succeeded' as const, kind: 'noop' },
+        { state: 'queued' as const },
+        { state: 'running' as const, kind: 'noop' },
         { from: new Date(T0), to: new Date(T0 + 48 * H) },
       ];
       for (const f of shapes) {
@@ -127,7 +129,7 @@ describe('JobQueriesRepository', () => {
           for (const plan of plans) {
             expect(plan).not.toMatch(/Seq Scan/);
             expect(plan).not.toMatch(/Sort Key:.*::text/); // ordered by the bigint id, not its text
-            expect(plan).toMatch(/jobs_tenant_list|jobs_cold_due/);
+            expect(plan).toMatch(/jobs_tenant_list|jobs_cold_due|jobs_queued_due|jobs_running_lease/);
           }
         }
       }
