@@ -12,7 +12,7 @@ export interface JobRecord {
   state: JobState;
   attempts: number;
   maxAttempts: number;
-  /** As stored (jsonb): object key order and whitespace are normalised, so compare deeply. */
+  /** Parsed from the stored `json` text, which is the JSON.stringify of what was inserted (key order kept). */
   payload: unknown;
   result: unknown;
   lastError: string | null;

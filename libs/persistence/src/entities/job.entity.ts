@@ -38,7 +38,8 @@ export class JobEntity {
   @Column({ type: 'text', collation: 'C' })
   key!: string;
 
-  @Column({ type: 'jsonb', nullable: true })
+  /** `json` (text kept as sent), not jsonb: see the core migration. */
+  @Column({ type: 'json', nullable: true })
   payload!: unknown;
 
   @Column({ type: 'jsonb', nullable: true })

@@ -73,8 +73,8 @@ const INPUT = `ROWS FROM (json_array_elements_text($2::json), json_array_element
 const COLUMNS = `$1, k, n, r::timestamptz, CASE WHEN json_typeof(p) = 'null' THEN NULL ELSE p END, m::smallint, s::"char"`;
 const INSERTED_AND_EXISTING = `
 SELECT true AS created, id, key, NULL::int AS tenant_id, NULL::text AS kind, NULL::timestamptz AS run_at,
-       NULL::"char" AS state, NULL::smallint AS attempts, NULL::smallint AS max_attempts, NULL::jsonb AS payload,
-       NULL::jsonb AS result, NULL::text AS last_error, NULL::timestamptz AS lease_until, NULL::timestamptz AS finished_at
+       NULL::"char" AS state, NULL::smallint AS attempts, NULL::smallint AS max_attempts, NULL AS payload,
+       NULL AS result, NULL::text AS last_error, NULL::timestamptz AS lease_until, NULL::timestamptz AS finished_at
   FROM ins
 UNION ALL
 SELECT false, j.id, j.key, j.tenant_id, j.kind, j.run_at, j.state, j.attempts, j.max_attempts, j.payload,
@@ -128,6 +128,9 @@ export class JobsRepository {
         unique.push(item);
       }
     }
+    // Insert in key order: two batches sharing new keys then wait on each other in the same
+    // order and cannot deadlock, and the unique index is walked left to right.
+    unique.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const byKey = await this.insertUnique(tenantId, unique, db);
     return items.map((item) => {
       const first = items[firstIndex.get(item.key)!];
