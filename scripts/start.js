@@ -35,7 +35,10 @@ function appPort(env) {
   return port;
 }
 
-/** Posts a noop job with the demo key and reads it back by key: the smoke test behind --check. */
+/**
+ * The smoke test behind --check: a noop job due now, posted with the demo key, must come back
+ * `succeeded`, which takes every role (api, dispatcher, worker) in the one process.
+ */
 async function roundTrip(baseUrl, apiKey) {
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
   const key = `start-check:${Date.now()}`;
@@ -43,9 +46,19 @@ async function roundTrip(baseUrl, apiKey) {
     method: 'POST', headers, body: JSON.stringify({ kind: 'noop', key, runAt: new Date().toISOString() }),
   });
   if (post.status !== 201) throw new Error(`POST /v1/jobs answered ${post.status}: ${await post.text()}`);
-  const get = await fetch(`${baseUrl}/v1/jobs?key=${encodeURIComponent(key)}`, { headers });
-  if (get.status !== 200) throw new Error(`GET /v1/jobs?key= answered ${get.status}: ${await get.text()}`);
-  info(`check: posted and read back job ${key}`);
+  const deadline = Date.now() + 30_000;
+  let state = 'unknown';
+  while (Date.now() < deadline) {
+    const get = await fetch(`${baseUrl}/v1/jobs?key=${encodeURIComponent(key)}`, { headers });
+    if (get.status !== 200) throw new Error(`GET /v1/jobs?key= answered ${get.status}: ${await get.text()}`);
+    ({ state } = await get.json());
+    if (state === 'succeeded') {
+      info(`check: job ${key} was ingested, dispatched and run (succeeded)`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`job ${key} was still "${state}" after 30 s`);
 }
 
 async function main() {
