@@ -1,11 +1,12 @@
 import { ExecutionRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, MetricsService, poolQueueName, REDIS, RedisMetrics } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, HotQueue, MetricsService, poolQueueName, REDIS, RedisMetrics } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
 import { DeliveryMetrics } from './delivery/delivery-metrics';
+import { createDeliveryRedis } from './delivery/delivery-redis';
 import { Executor } from './delivery/executor';
 import { PoolConsumer } from './delivery/pool-consumer';
 import { allHandlers, HandlerRegistry } from './handlers';
@@ -20,6 +21,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
   readonly executor: Executor;
   readonly consumer: PoolConsumer;
   private readonly depthQueues: Queue[];
+  private readonly redis: IORedis;
 
   constructor(
     @Inject(WORKER_SETTINGS) private readonly settings: WorkerSettings,
@@ -34,6 +36,8 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     pino: PinoLogger,
   ) {
     const logger = pino.logger.child({ component: 'worker', workerId: settings.workerId });
+    this.redis = createDeliveryRedis(config.redisUrl);
+    this.redis.on('error', () => undefined); // the shared connection's owner logs Redis outages
     const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv(process.env)));
     this.executor = new Executor({
       repo, dataSource, registry, hotQueue, clock, logger,
@@ -43,7 +47,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
       retryPolicy: settings.retryPolicy,
     });
     this.consumer = new PoolConsumer({
-      connection: redis, prefix: config.queuePrefix, pools: settings.pools,
+      connection: this.redis, prefix: config.queuePrefix, pools: settings.pools,
       concurrency: settings.concurrency, executor: this.executor, logger,
     });
     // Queue depth per pool on /metrics (almanac_queue_jobs): what worker autoscaling reads.
@@ -58,5 +62,6 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
   async beforeApplicationShutdown(): Promise<void> {
     await this.consumer.close(this.settings.shutdownMs);
     await Promise.all(this.depthQueues.map((q) => q.close().catch(() => undefined)));
+    await closeRedis(this.redis);
   }
 }

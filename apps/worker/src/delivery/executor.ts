@@ -71,6 +71,7 @@ interface Running {
   startedAt: Date;
   released: boolean;
   onReleased: () => void;
+  abort?: (reason: Error) => void;
 }
 
 /**
@@ -81,7 +82,8 @@ interface Running {
 export class Executor {
   private readonly loader: MicroBatcher<DeliveryRef, RunnableJob | undefined>;
   private readonly completer: MicroBatcher<{ record: CompletionRecord; kind: string }, boolean>;
-  private readonly shutdown = new AbortController();
+  /** Set once unfinished work was released: later deliveries are given straight back. */
+  private stopping = false;
   private readonly running = new Map<string, Running>();
 
   constructor(private readonly o: ExecutorOptions) {
@@ -95,7 +97,7 @@ export class Executor {
   }
 
   async execute(d: Delivery): Promise<ExecutionResult> {
-    if (this.shutdown.signal.aborted) {
+    if (this.stopping) {
       // Fetched after the shutdown deadline: give it straight back rather than start it.
       await this.releaseRefs([{ ref: { id: d.id, attempt: d.attempt }, startedAt: this.o.clock.now() }]);
       return 'released';
@@ -125,6 +127,7 @@ export class Executor {
    * completions find the row moved and change nothing.
    */
   async releaseUnfinished(): Promise<number> {
+    this.stopping = true;
     const entries = [...this.running.values()];
     let count = 0;
     if (entries.length > 0) {
@@ -134,12 +137,12 @@ export class Executor {
         if (!ids.has(e.ref.id)) continue;
         e.released = true;
         e.onReleased();
+        e.abort?.(new WorkerShutdownError());
         this.o.metrics.executions.inc({ kind: e.kind, outcome: 'released' });
       }
       count = done.length;
       this.o.logger.warn({ released: count, unfinished: entries.length }, 'released unfinished jobs at shutdown');
     }
-    this.shutdown.abort(new WorkerShutdownError());
     return count;
   }
 
@@ -162,7 +165,11 @@ export class Executor {
     const startedAt = clock.now();
     entry.startedAt = startedAt;
     metrics.lag.observe({ pool: d.pool }, Math.max(0, startedAt.getTime() - d.dueMs) / 1000);
-    const logger = this.o.logger.child({ tenantId: row.tenantId, jobId: row.id, kind: row.kind, attempt: row.attempt });
+    // Built only when used: a pino child per job is measurable at thousands of jobs a second.
+    let childLogger: Logger | undefined;
+    const parentLogger = this.o.logger;
+    const logger = (): Logger =>
+      (childLogger ??= parentLogger.child({ tenantId: row.tenantId, jobId: row.id, kind: row.kind, attempt: row.attempt }));
     const tx = new LazyTx(this.o.dataSource);
     let outcome: HandlerOutcome | undefined;
     let error: unknown;
@@ -170,17 +177,25 @@ export class Executor {
       error = new UnknownKindError(row.kind);
     } else {
       const endTimer = metrics.handlerDuration.startTimer({ kind: row.kind });
-      const signal = AbortSignal.any([AbortSignal.timeout(handler.timeoutMs), this.shutdown.signal]);
+      // One controller per job (not AbortSignal.any over a long-lived shutdown signal, which
+      // keeps every job's signal reachable): the timeout and releaseUnfinished() abort it.
+      const ac = new AbortController();
+      entry.abort = (reason) => ac.abort(reason);
+      const timer = setTimeout(() => ac.abort(new HandlerTimeoutError(handler.timeoutMs)), handler.timeoutMs);
       const ctx: HandlerContext = {
         tenantId: row.tenantId, jobId: row.id, key: row.key, kind: row.kind, attempt: row.attempt,
-        maxAttempts: row.maxAttempts, signal, logger, tx: () => tx.open(),
+        maxAttempts: row.maxAttempts, signal: ac.signal, tx: () => tx.open(),
+        get logger() {
+          return logger();
+        },
       };
       try {
         const payload = handler.parse ? handler.parse(row.payload) : row.payload;
-        outcome = await untilAborted(handler.handle(ctx, payload), signal, handler.timeoutMs);
+        outcome = await untilAborted(handler.handle(ctx, payload), ac.signal);
       } catch (err) {
         error = err;
       } finally {
+        clearTimeout(timer);
         endTimer();
       }
     }
@@ -200,17 +215,17 @@ export class Executor {
         error = err;
       }
     } else {
-      await tx.rollback().catch((err: unknown) => logger.warn({ err }, 'rollback failed'));
+      await tx.rollback().catch((err: unknown) => logger().warn({ err }, 'rollback failed'));
       applied = await this.completer.submit({ record, kind: row.kind });
     }
     if (!applied) {
       metrics.dropped.inc({ reason: 'stale_completion' });
-      logger.info('completion not recorded: the job moved on (rescued, released or done by another delivery)');
+      logger().info('completion not recorded: the job moved on (rescued, released or done by another delivery)');
       return 'stale';
     }
     metrics.executions.inc({ kind: row.kind, outcome: record.outcome });
     if (record.outcome !== 'succeeded') {
-      logger.warn({ outcome: record.outcome, next: record.next, err: error instanceof Error ? error.message : record.error }, 'attempt did not complete');
+      logger().warn({ outcome: record.outcome, next: record.next, err: error instanceof Error ? error.message : record.error }, 'attempt did not complete');
     }
     return 'applied';
   }
@@ -270,10 +285,10 @@ function hotItem(r: CompletionRecord, kind: string): HotItem {
 }
 
 /** The handler's promise, or a rejection as soon as its signal aborts (a handler may ignore it). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal, timeoutMs: number): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortError(signal, timeoutMs));
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortError(signal));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal, timeoutMs));
+    const onAbort = () => reject(abortError(signal));
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(
       (v) => {
@@ -288,8 +303,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal, timeoutMs: numbe
   });
 }
 
-function abortError(signal: AbortSignal, timeoutMs: number): Error {
+function abortError(signal: AbortSignal): Error {
   const reason: unknown = signal.reason;
-  if (reason instanceof WorkerShutdownError) return reason;
-  return new HandlerTimeoutError(timeoutMs);
+  return reason instanceof Error ? reason : new Error(String(reason));
 }

@@ -1,0 +1,315 @@
+/**
+ * End-to-end execution throughput with full durability, against plain BullMQ in the same run.
+ *
+ *   npm run build
+ *   node -r ./bench/lib/register.cjs bench/throughput.ts [--jobs 50000] [--runs 3] [--workers 1,2,4] [--dispatchers 1]
+ *
+ * Each run: a fresh database and a private redis-server (never the shared one), N `noop` rows
+ * inserted as queued and put on the hot queue while it is paused, then the real processes
+ * (`node dist/apps/dispatcher/src/main.js` and K `node dist/apps/worker/src/main.js`) drain it:
+ * claim (queued → running), pool queue, handler, completion (row → succeeded + one job_attempts
+ * row). Timed from resume until every row is succeeded; then checked: exactly N attempt rows,
+ * nothing left running. The plain BullMQ figure is one process with a no-op processor
+ * (concurrency 50, removeOnComplete) draining N jobs from the same redis-server.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { createDataSource, runMigrations } from '../libs/persistence/src';
+import { HotQueue } from '../libs/platform/src/queues/hot-queue';
+
+export const ROOT = join(__dirname, '..');
+const PG_SERVER = (process.env.ALMANAC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
+
+export function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface PrivateRedis {
+  url: string;
+  connection: IORedis;
+  stop(): Promise<void>;
+}
+
+/** A redis-server of our own (no persistence), so CONFIG SET and load never touch the shared one. */
+export async function startRedis(hz: number): Promise<PrivateRedis> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--hz', String(hz)], {
+    stdio: 'ignore',
+  });
+  const url = `redis://127.0.0.1:${port}`;
+  const connection = new IORedis(url, { maxRetriesPerRequest: null, retryStrategy: (n) => (n > 50 ? null : 100) });
+  await connection.ping();
+  return {
+    url,
+    connection,
+    async stop() {
+      connection.disconnect();
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+export interface BenchDb {
+  url: string;
+  ds: DataSource;
+  drop(): Promise<void>;
+}
+
+async function admin(sql: string): Promise<void> {
+  const c = new Client({ connectionString: `${PG_SERVER}/postgres` });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+export async function createDb(prefix: string): Promise<BenchDb> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  await admin(`CREATE DATABASE ${name}`);
+  const url = `${PG_SERVER}/${name}`;
+  const ds = createDataSource({ url, poolSize: 4 });
+  await ds.initialize();
+  await runMigrations(ds);
+  return {
+    url,
+    ds,
+    async drop() {
+      await ds.destroy();
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
+}
+
+export interface Role {
+  name: string;
+  child: ChildProcess;
+  port: number;
+}
+
+/** Starts `node dist/apps/<role>/src/main.js` and waits for /health/ready. */
+export async function spawnRole(role: string, env: Record<string, string>, label = role): Promise<Role> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(ROOT, `dist/apps/${role}/src/main.js`)], {
+    cwd: ROOT,
+    env: { ...process.env, ALMANAC_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${label} exited: ${stderr}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${label} not ready after 30 s: ${stderr}`);
+    await sleep(100);
+  }
+  return { name: label, child, port };
+}
+
+/** CPU seconds a local process has used (utime + stime from /proc; Linux only). */
+export function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+export async function stopRoles(roles: Role[]): Promise<void> {
+  await Promise.all(
+    roles.map(async (r) => {
+      if (r.child.exitCode !== null) return;
+      const exited = new Promise((res) => r.child.once('exit', res));
+      r.child.kill('SIGTERM');
+      const timer = setTimeout(() => r.child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
+}
+
+/** Queued `noop` rows due now, on the hot queue: what the API does for immediate jobs. */
+export async function loadJobs(ds: DataSource, hot: HotQueue, n: number, runAt: (i: number) => Date, tag: string): Promise<void> {
+  const BATCH = 5000;
+  const now = new Date();
+  for (let off = 0; off < n; off += BATCH) {
+    const size = Math.min(BATCH, n - off);
+    const idx = Array.from({ length: size }, (_, i) => off + i);
+    const rows: { id: string; run_at: Date }[] = await ds.query(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state)
+       SELECT 1, k, 'noop', r, 'q' FROM unnest($1::text[], $2::timestamptz[]) AS t(k, r)
+       RETURNING id::text AS id, run_at`,
+      [idx.map((i) => `${tag}-${i}`), idx.map((i) => runAt(i))],
+    );
+    await hot.enqueue(rows.map((r) => ({ id: r.id, runAt: r.run_at, tenantId: 1, kind: 'noop' })), now);
+  }
+}
+
+async function count(ds: DataSource, where: string): Promise<number> {
+  const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM jobs WHERE ${where}`);
+  return n as number;
+}
+
+interface AlmanacRun {
+  workers: number;
+  seconds: number;
+  perSecond: number;
+  /** CPU microseconds per job in the dispatcher(s) and the workers (all processes summed). */
+  dispatcherCpuUs: number;
+  workerCpuUs: number;
+}
+
+async function almanacRun(db: BenchDb, redis: PrivateRedis, n: number, workers: number, dispatchers: number): Promise<AlmanacRun> {
+  await db.ds.query('TRUNCATE jobs, job_attempts');
+  const prefix = `bench-${randomBytes(3).toString('hex')}`;
+  const hot = new HotQueue(redis.connection, prefix);
+  await hot.queue.pause();
+  await loadJobs(db.ds, hot, n, () => new Date(), prefix);
+  const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix };
+  const roles: Role[] = [];
+  try {
+    for (let i = 0; i < dispatchers; i++) roles.push(await spawnRole('dispatcher', env, `dispatcher-${i + 1}`));
+    for (let i = 0; i < workers; i++) roles.push(await spawnRole('worker', env, `worker-${i + 1}`));
+    const cpu0 = roles.map((r) => cpuSeconds(r.child.pid));
+    const t0 = process.hrtime.bigint();
+    await hot.queue.resume();
+    for (;;) {
+      await sleep(100);
+      if ((await count(db.ds, `state = 'd'`)) >= n) break;
+      for (const r of roles) if (r.child.exitCode !== null) throw new Error(`${r.name} died`);
+    }
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    const cpu = roles.map((r, i) => cpuSeconds(r.child.pid) - cpu0[i]);
+    const perJobUs = (pick: (r: Role) => boolean) => (cpu.filter((_, i) => pick(roles[i])).reduce((a, b) => a + b, 0) / n) * 1e6;
+    const [{ attempts, jobs }] = await db.ds.query(
+      `SELECT (SELECT count(*)::int FROM job_attempts WHERE outcome = 'succeeded') AS attempts,
+              (SELECT count(*)::int FROM jobs WHERE state <> 'd' OR attempts <> 1) AS jobs`,
+    );
+    if (attempts !== n || jobs !== 0) throw new Error(`durability check failed: ${attempts} attempt rows, ${jobs} rows not done once`);
+    return {
+      workers, seconds, perSecond: n / seconds,
+      dispatcherCpuUs: perJobUs((r) => r.name.startsWith('dispatcher')),
+      workerCpuUs: perJobUs((r) => r.name.startsWith('worker')),
+    };
+  } finally {
+    await stopRoles(roles);
+    await hot.queue.obliterate({ force: true }).catch(() => undefined);
+    await hot.close();
+  }
+}
+
+const PLAIN_WORKER = `
+const { Worker } = require('bullmq');
+const IORedis = require('ioredis');
+const connection = new IORedis(process.env.REDIS_URL, { maxRetriesPerRequest: null });
+const w = new Worker('plain', async () => undefined, { connection, prefix: process.env.PREFIX, concurrency: 50 });
+process.on('SIGTERM', () => w.close().then(() => process.exit(0)));
+`;
+
+async function plainBullmqRun(redis: PrivateRedis, n: number): Promise<{ perSecond: number; cpuUs: number }> {
+  const prefix = `plain-${randomBytes(3).toString('hex')}`;
+  const q = new Queue('plain', { connection: redis.connection, prefix });
+  await q.pause();
+  for (let off = 0; off < n; off += 5000) {
+    const size = Math.min(5000, n - off);
+    await q.addBulk(Array.from({ length: size }, (_, i) => ({ name: 'noop', data: { t: 1, d: Date.now(), i: off + i }, opts: { removeOnComplete: true, removeOnFail: true } })));
+  }
+  const child = spawn(process.execPath, ['-e', PLAIN_WORKER], { cwd: ROOT, env: { ...process.env, REDIS_URL: redis.url, PREFIX: prefix }, stdio: 'ignore' });
+  await sleep(1000); // connect
+  const cpu0 = cpuSeconds(child.pid);
+  const t0 = process.hrtime.bigint();
+  await q.resume();
+  for (;;) {
+    await sleep(50);
+    const c = await q.getJobCounts('waiting', 'active', 'wait');
+    if (c.waiting + c.active + c.wait === 0) break;
+  }
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpuUs = ((cpuSeconds(child.pid) - cpu0) / n) * 1e6;
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  await q.obliterate({ force: true }).catch(() => undefined);
+  await q.close();
+  return { perSecond: n / seconds, cpuUs };
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+async function main(): Promise<void> {
+  const n = Number(arg('jobs', '50000'));
+  const runs = Number(arg('runs', '3'));
+  const workerCounts = arg('workers', '1,2,4').split(',').map(Number);
+  const dispatchers = Number(arg('dispatchers', '1'));
+  const db = await createDb('almanac_bench_tp');
+  const redis = await startRedis(Number(arg('hz', '10')));
+  try {
+    const plain: number[] = [];
+    const almanac = new Map<number, number[]>();
+    for (let r = 0; r < runs; r++) {
+      const p = await plainBullmqRun(redis, n);
+      plain.push(p.perSecond);
+      console.log(`run ${r + 1}: plain BullMQ ${p.perSecond.toFixed(0)}/s (${p.cpuUs.toFixed(0)} µs CPU/job)`);
+      for (const k of workerCounts) {
+        const res = await almanacRun(db, redis, n, k, dispatchers);
+        almanac.set(k, [...(almanac.get(k) ?? []), res.perSecond]);
+        console.log(
+          `run ${r + 1}: almanac ${k} worker(s), ${dispatchers} dispatcher(s): ${res.perSecond.toFixed(0)}/s (${res.seconds.toFixed(1)} s for ${n}; ` +
+            `CPU/job: dispatcher ${res.dispatcherCpuUs.toFixed(0)} µs, workers ${res.workerCpuUs.toFixed(0)} µs)`,
+        );
+      }
+    }
+    const p = median(plain);
+    console.log(`\nmedians over ${runs} runs, ${n} noop jobs each:`);
+    console.log(`  plain BullMQ (1 process, concurrency 50, no durable record): ${p.toFixed(0)}/s`);
+    for (const [k, xs] of almanac) {
+      const m = median(xs);
+      console.log(`  almanac, ${k} worker process(es): ${m.toFixed(0)}/s  (${((m / p) * 100).toFixed(0)}% of plain BullMQ; runs ${xs.map((x) => x.toFixed(0)).join(', ')})`);
+    }
+  } finally {
+    await redis.stop();
+    await db.drop();
+  }
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
