@@ -64,11 +64,12 @@ interface InsertRow extends Omit<Partial<JobRow>, 'id'> {
  * are invisible to it), and only when something was skipped. The created rows come back as
  * one aggregated row (ids and keys in the same order) instead of a thousand protocol rows.
  *
- * Two ways to skip existing keys. ON CONFLICT DO NOTHING is race-proof but its speculative
- * insertion costs ~15% more Postgres CPU per row than an anti-join (measured, bench/storage.ts),
- * so outside a caller's transaction the anti-join runs first; if a concurrent batch commits one
- * of the same new keys in between, the statement fails as a whole with a unique violation and
- * the batch is retried with ON CONFLICT.
+ * Skipping existing keys costs a unique-index probe per row before the insert, whether by
+ * ON CONFLICT DO NOTHING (speculative insertion) or by an anti-join: 20-30% more Postgres CPU
+ * per row (bench/storage.ts). Most batches hold only new keys, so outside a caller's
+ * transaction a plain INSERT goes first; if any key exists (a replay, or a concurrent batch
+ * committed it) the statement fails as a whole with a unique violation and the batch is
+ * retried with ON CONFLICT. Keys are sorted, so a replayed batch fails on its first row.
  */
 const INPUT = `ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json), json_array_elements_text($4::json),
                  json_array_elements($5::json), json_array_elements_text($6::json), json_array_elements_text($7::json)) AS i(k, n, r, p, m, s)`;
@@ -84,13 +85,13 @@ SELECT false, j.id::text, j.key, j.tenant_id, j.kind, j.run_at, j.state, j.attem
   FROM json_array_elements_text($2::json) AS e(key) JOIN jobs j ON j.tenant_id = $1 AND j.key = (e.key COLLATE "C")
  WHERE (SELECT count(*) FROM ins) < json_array_length($2::json)`;
 
-const INSERT_BATCH_ANTI_JOIN_SQL = `
+const INSERT_BATCH_OPTIMISTIC_SQL = `
 WITH ins AS (
   INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
   SELECT ${COLUMNS} FROM ${INPUT}
-   WHERE NOT EXISTS (SELECT 1 FROM jobs x WHERE x.tenant_id = $1 AND x.key = (i.k COLLATE "C"))
   RETURNING id, key
-)${INSERTED_AND_EXISTING}`;
+)
+SELECT true AS created, string_agg(id::text, ',') AS id, json_agg(key)::text AS key FROM ins`;
 
 const INSERT_BATCH_ON_CONFLICT_SQL = `
 WITH ins AS (
@@ -195,7 +196,7 @@ export class JobsRepository {
     const fast = round === 0 && !(db instanceof EntityManager && db.queryRunner?.isTransactionActive);
     if (!fast) return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
     try {
-      return (await sql<InsertRow>(db, INSERT_BATCH_ANTI_JOIN_SQL, params)).rows;
+      return (await sql<InsertRow>(db, INSERT_BATCH_OPTIMISTIC_SQL, params)).rows;
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
