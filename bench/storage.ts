@@ -8,11 +8,11 @@
  */
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
-import { JobsRepository } from '../libs/persistence/src';
+import { JobsRepository, PROMOTION_CLAIM_SQL } from '../libs/persistence/src';
 import { createBenchDatabase, type BenchDatabase } from './lib/bench-db';
 import { copyJobs } from './lib/copy';
 import { processCpuSeconds, selfCpuSeconds } from './lib/cpu';
-import { batches, dataset, type BenchRow, type DatasetOptions, type KeyMode } from './lib/dataset';
+import { batches, dataset, DAY_MS, type BenchRow, type DatasetOptions, type KeyMode } from './lib/dataset';
 import { round, spread } from './lib/stats';
 
 const { values: args } = parseArgs({
@@ -84,8 +84,11 @@ async function storage(db: BenchDatabase, keys: KeyMode) {
   await db.dataSource.query('VACUUM (ANALYZE) jobs'); // sets the visibility map as a live table would have
   const s = await sizes(db);
   const perJob = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, round(v / opt.rows, 1)]));
+  // The promoter's claim must stay a range scan of jobs_cold_due at this size, unforced.
+  const plan: { 'QUERY PLAN': string }[] = await db.dataSource.query(`EXPLAIN ${PROMOTION_CLAIM_SQL}`, [new Date(START.getTime() + DAY_MS), 1000]);
+  const promotionPlan = plan.map((r) => r['QUERY PLAN'].trim());
   log(`storage ${keys}: ${perJob.total} B/job (${opt.rows} rows loaded through insertBatch in ${round(seconds, 1)} s)`);
-  return { keys, rows: opt.rows, bytesPerJob: perJob.total, breakdownBytesPerJob: perJob, totalBytes: s.total, loadSeconds: round(seconds, 2) };
+  return { keys, rows: opt.rows, bytesPerJob: perJob.total, breakdownBytesPerJob: perJob, totalBytes: s.total, loadSeconds: round(seconds, 2), promotionPlan };
 }
 
 /** CPU seconds used so far by every backend connected to the bench database, and by this process. */
@@ -197,6 +200,7 @@ function printTable(r: Record<string, unknown>): void {
     lines.push(`| 1-min load average at the end (2 cores) | ${t.loadAverage1m} | | | |`);
   }
   for (const x of s ?? []) lines.push(`| bytes/job, ${x.keys} keys, ${x.rows} rows | ${x.bytesPerJob} | | | ≤ 300 |`);
+  for (const x of s ?? []) lines.push(`| promotion claim plan, ${x.keys} keys | ${x.promotionPlan.filter((l) => /Scan/.test(l)).join('; ')} | | | jobs_cold_due |`);
   log(lines.join('\n'));
 }
 

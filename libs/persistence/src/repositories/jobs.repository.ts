@@ -101,6 +101,14 @@ WITH ins AS (
   RETURNING id, key
 )${INSERTED_AND_EXISTING}`;
 
+/** Whole due hour buckets, in the shape jobs_cold_due serves as a range scan ($1 horizon, $2 limit). */
+export const PROMOTION_CLAIM_SQL = `
+SELECT id, run_at, tenant_id, kind FROM jobs
+ WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
+ ORDER BY almanac_hour(run_at)
+ LIMIT $2
+   FOR UPDATE SKIP LOCKED`;
+
 const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'incrementAttempts'>, [column: string, cast: string]> = {
   runAt: ['run_at', 'timestamptz'],
   leaseUntil: ['lease_until', 'timestamptz'],
@@ -251,11 +259,7 @@ export class JobsRepository {
     if (!tx.queryRunner?.isTransactionActive) throw new Error('claimDueForPromotion must run inside a transaction');
     const { rows } = await sql<{ id: string; run_at: Date; tenant_id: number; kind: string }>(
       tx,
-      `SELECT id, run_at, tenant_id, kind FROM jobs
-        WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
-        ORDER BY almanac_hour(run_at)
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED`,
+      PROMOTION_CLAIM_SQL,
       [horizon, limit],
     );
     return rows.map((r) => ({ id: String(r.id), runAt: r.run_at, tenantId: r.tenant_id, kind: r.kind }));
