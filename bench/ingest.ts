@@ -89,6 +89,7 @@ async function startRedis(): Promise<Redis> {
   });
   const url = `redis://127.0.0.1:${port}`;
   const conn = new IORedis(url, { maxRetriesPerRequest: null, retryStrategy: (n) => (n > 50 ? null : 100) });
+  conn.on('error', () => undefined); // the server is ours and stops before the client notices
   await conn.ping();
   return {
     url,
@@ -300,33 +301,64 @@ async function usedMemory(conn: IORedis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? NaN);
 }
 
+/** Average MEMORY USAGE of up to 500 job hashes matching `pattern`, plus the delayed zset per job. */
+async function keyBytesPerJob(conn: IORedis, pattern: string, delayedKey: string, jobs: number): Promise<{ hash: number; zsetShare: number; encoding: string }> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await conn.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== '0' && keys.length < 500);
+  const sample = keys.slice(0, 500);
+  const sizes = await Promise.all(sample.map((k) => conn.memory('USAGE', k)));
+  const encoding = sample[0] ? String(await conn.object('ENCODING', sample[0])) : 'none';
+  const zset = Number(await conn.memory('USAGE', delayedKey)) || 0;
+  return { hash: sizes.reduce((a: number, b) => a + Number(b ?? 0), 0) / Math.max(1, sample.length), zsetShare: zset / Math.max(1, jobs), encoding };
+}
+
 async function memoryRun(jobs: number, connections: number) {
   const api = await startApi();
   try {
+    // Warm-up: one queued job loads BullMQ's scripts and creates the queue's fixed keys, which
+    // are not per-job costs.
+    await fetch(`${api.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${api.apiKey}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(job('warm', Date.now() + 3_600_000)),
+    });
     const before = await usedMemory(api.redis.conn);
     const t0 = Date.now();
     const batch = await batchRun(api, Math.ceil(jobs / 1000), connections, 'mem', 365 * DAY);
-    const queued = await queueSize(api.redis.conn, 'almanac');
+    const queued = (await queueSize(api.redis.conn, 'almanac')) - 1;
     const after = await usedMemory(api.redis.conn);
-    const almanac = { ingested: batch.jobs, seconds: (Date.now() - t0) / 1000, queued, bytes: after - before, bytesPerQueuedJob: (after - before) / queued };
-    // Plain BullMQ: the same number of delayed jobs, with the payload in Redis as BullMQ does.
+    const almanac = {
+      ingested: batch.jobs,
+      seconds: (Date.now() - t0) / 1000,
+      queued,
+      bytes: after - before,
+      bytesPerQueuedJob: (after - before) / queued,
+      keys: await keyBytesPerJob(api.redis.conn, 'almanac:hot:j-*', 'almanac:hot:delayed', queued + 1),
+    };
+    // Plain BullMQ: as many delayed jobs as Almanac queued, the payload in Redis as BullMQ does it.
     const plainRedis = await startRedis();
     try {
       const q = new Queue('plain', { connection: plainRedis.conn });
+      const opts = () => ({ delay: 3_600_000 + Math.random() * DAY, removeOnComplete: true, removeOnFail: true });
+      await q.add('noop', PAYLOAD, opts());
       const b0 = await usedMemory(plainRedis.conn);
-      const n = Math.max(queued, 10_000);
+      const n = queued;
       for (let off = 0; off < n; off += 1000) {
-        await q.addBulk(
-          Array.from({ length: Math.min(1000, n - off) }, () => ({
-            name: 'noop',
-            data: PAYLOAD,
-            opts: { delay: 3_600_000 + Math.random() * DAY, removeOnComplete: true, removeOnFail: true },
-          })),
-        );
+        await q.addBulk(Array.from({ length: Math.min(1000, n - off) }, () => ({ name: 'noop', data: PAYLOAD, opts: opts() })));
       }
       const b1 = await usedMemory(plainRedis.conn);
+      const keys = await keyBytesPerJob(plainRedis.conn, 'bull:plain:[0-9]*', 'bull:plain:delayed', n + 1);
       await q.close();
-      return { almanac, bullmq: { jobs: n, bytes: b1 - b0, bytesPerJob: (b1 - b0) / n }, redisShareOfJobs: queued / batch.jobs };
+      return {
+        almanac,
+        bullmq: { jobs: n, bytes: b1 - b0, bytesPerJob: (b1 - b0) / n, keys },
+        redisShareOfJobs: queued / batch.jobs,
+      };
     } finally {
       await plainRedis.stop();
     }
@@ -376,6 +408,8 @@ async function main(): Promise<void> {
   if (memory) {
     rows.push([`Redis after ${memory.almanac.ingested} jobs over a year`, `${memory.almanac.queued} queued (${(memory.redisShareOfJobs * 100).toFixed(2)}%), ${Math.round(memory.almanac.bytesPerQueuedJob)} B/queued job`, '~1/365 in Redis']);
     rows.push(['plain BullMQ delayed job, same payload', `${Math.round(memory.bullmq.bytesPerJob)} B/job`, 'Almanac < BullMQ']);
+    const k = (x: { hash: number; zsetShare: number; encoding: string }) => `${Math.round(x.hash + x.zsetShare)} B (hash ${Math.round(x.hash)} ${x.encoding} + zset ${Math.round(x.zsetShare)})`;
+    rows.push(['per-job keys (MEMORY USAGE): Almanac | BullMQ', `${k(memory.almanac.keys)} | ${k(memory.bullmq.keys)}`, '']);
   }
   for (const [a, b, c] of rows) console.log(`${a.padEnd(52)} ${b.padEnd(52)} target: ${c}`);
 }
