@@ -248,6 +248,19 @@ async function singleRun(api: Api, rate: number, seconds: number, tag: string): 
   };
 }
 
+/** GET /health/live at the same rate: the framework's own floor of latency and CPU per request. */
+async function baselineRun(api: Api, rate: number, seconds: number): Promise<Omit<SingleRun, 'requests' | 'rps' | 'p90' | 'max'>> {
+  const cpu0 = cpuMs(api.pid);
+  const result = await autocannon({ url: api.url, connections: 32, overallRate: rate, duration: seconds, requests: [{ method: 'GET', path: '/health/live' }] });
+  return {
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx + result.timeouts,
+    apiCpuUsPerRequest: ((cpuMs(api.pid) - cpu0) * 1000) / result.requests.total,
+    load1: loadavg()[0],
+  };
+}
+
 interface BatchRun {
   jobs: number;
   seconds: number;
@@ -385,7 +398,16 @@ async function main(): Promise<void> {
       if (only.has('single')) {
         const r: SingleRun[] = [];
         for (let i = 0; i < runs; i++) r.push(await singleRun(api, rate, seconds, `single${i}`));
-        out.single = { rate, seconds, p50: median(r.map((x) => x.p50)), p99: median(r.map((x) => x.p99)), errors: r.reduce((a, x) => a + x.errors, 0), runs: r };
+        out.single = {
+          rate,
+          seconds,
+          p50: median(r.map((x) => x.p50)),
+          p99: median(r.map((x) => x.p99)),
+          errors: r.reduce((a, x) => a + x.errors, 0),
+          apiCpuUsPerRequest: median(r.map((x) => x.apiCpuUsPerRequest)),
+          runs: r,
+          baselineHealthLive: await baselineRun(api, rate, Math.min(seconds, 10)),
+        };
       }
       if (only.has('batch')) {
         const r: BatchRun[] = [];
@@ -399,12 +421,18 @@ async function main(): Promise<void> {
   if (only.has('memory')) out.memory = await memoryRun(memoryJobs, connections);
 
   console.log(JSON.stringify(out, null, 2));
-  const single = out.single as { p50: number; p99: number; errors: number } | undefined;
+  const single = out.single as
+    | { p50: number; p99: number; errors: number; apiCpuUsPerRequest: number; baselineHealthLive: { p99: number; apiCpuUsPerRequest: number } }
+    | undefined;
   const batch = out.batch as { jobsPerSecond: number; errors: number } | undefined;
   const memory = out.memory as Awaited<ReturnType<typeof memoryRun>> | undefined;
   const rows: [string, string, string][] = [];
-  if (single) rows.push([`single POST @ ${rate}/s, ${seconds}s (median of ${runs})`, `p50 ${single.p50} ms, p99 ${single.p99} ms, errors ${single.errors}`, 'p99 <= 10 ms, 0 errors']);
+  if (single) {
+    rows.push([`single POST @ ${rate}/s, ${seconds}s (median of ${runs})`, `p50 ${single.p50} ms, p99 ${single.p99} ms, errors ${single.errors}`, 'p99 <= 10 ms, 0 errors']);
+    rows.push(['  api CPU per request: POST /v1/jobs | GET /health/live', `${Math.round(single.apiCpuUsPerRequest)} us | ${Math.round(single.baselineHealthLive.apiCpuUsPerRequest)} us (p99 ${single.baselineHealthLive.p99} ms)`, '']);
+  }
   if (batch) rows.push([`batch 1000/request, ${connections} conns (median of ${runs})`, `${Math.round(batch.jobsPerSecond)} jobs/s, errors ${batch.errors}`, '>= 50,000 jobs/s']);
+  rows.push(['load average (1 min) at the end', loadavg()[0].toFixed(1), `${out.cpus as number} CPUs`]);
   if (memory) {
     rows.push([`Redis after ${memory.almanac.ingested} jobs over a year`, `${memory.almanac.queued} queued (${(memory.redisShareOfJobs * 100).toFixed(2)}%), ${Math.round(memory.almanac.bytesPerQueuedJob)} B/queued job`, '~1/365 in Redis']);
     rows.push(['plain BullMQ delayed job, same payload', `${Math.round(memory.bullmq.bytesPerJob)} B/job`, 'Almanac < BullMQ']);
