@@ -97,6 +97,12 @@ export class ExecutionRepository {
    * Rows in any other state (or not yet due within `earlyMs`) are left alone: with several
    * dispatchers the update itself decides who owns a job. A re-claim (attempt > 1) whose
    * previous attempt left no history row (its worker died) gets a `lost` row for that attempt.
+   *
+   * The claim commits without waiting for the WAL flush (synchronous_commit off for this one
+   * transaction; measured ~10 ms → ~1 ms per commit here). Safe: if a crash loses the claim,
+   * the row is still queued, the worker finds no running row for that attempt and drops the
+   * delivery, and the overdue sweep re-enqueues the row. A completion is always flushed, and
+   * flushing it flushes every earlier claim with it, so no completion can outlive its claim.
    */
   async claimForDispatch(items: readonly ClaimRequest[], now: Date, earlyMs: number): Promise<ClaimedJob[]> {
     if (items.length === 0) return [];
@@ -106,7 +112,8 @@ export class ExecutionRepository {
          UPDATE jobs j
             SET state = 'r', attempts = j.attempts + 1,
                 lease_until = $2::timestamptz + t.lease_ms * interval '1 millisecond'
-           FROM unnest($1::bigint[], $4::int[]) AS t(id, lease_ms)
+           FROM unnest($1::bigint[], $4::int[]) AS t(id, lease_ms),
+                (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
           WHERE j.id = t.id AND j.state = 'q' AND j.run_at <= $3::timestamptz
          RETURNING j.id, j.tenant_id, j.kind, j.attempts, j.run_at
        ), lost AS (
