@@ -106,10 +106,10 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(await inQueue(queue, [id])).toBe(0);
     });
 
-    it('promotes scheduled rows already due or due before the next run; later ones wait for promotion', async () => {
+    it('promotes scheduled rows already due or due within the current hour; later hours wait for promotion', async () => {
       const overdue = await insertJobs(db.dataSource, { count: 4, start: new Date(NOW.getTime() - 5 * 60e3) });
-      const soon = await insertJobs(db.dataSource, { count: 4, start: new Date(NOW.getTime() + 30_000) });
-      const later = await insertJobs(db.dataSource, { count: 4, start: new Date(NOW.getTime() + 30_001) });
+      const soon = await insertJobs(db.dataSource, { count: 4, start: new Date('2026-11-29T10:59:59.999Z') });
+      const later = await insertJobs(db.dataSource, { count: 4, start: new Date('2026-11-29T11:00:00.000Z') });
       const res = await sweep.runOnce(NOW);
       expect(res.requeued.scheduled_due).toBe(8);
       expect(await statesOf(db.dataSource, [...overdue, ...soon])).toEqual({ q: 8 });

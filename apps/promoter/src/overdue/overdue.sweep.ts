@@ -15,7 +15,7 @@ export interface OverdueResult extends SweepResult {
 export interface OverdueOptions {
   /** Queued rows this late are re-enqueued (the queue should have delivered them). */
   graceMs: number;
-  /** Scheduled rows due within this much of now are promoted at once (the sweep's interval). */
+  /** Scheduled rows in hour buckets up to hour(now + this) are promoted at once (the sweep's interval). */
   lookaheadMs: number;
   batchSize: number;
   maxPerRun: number;
@@ -34,8 +34,10 @@ export const LEASE_EXPIRED_ERROR = 'no outcome recorded: the worker stopped or l
  *    more than `graceMs` past due are re-enqueued (jobs_queued_due).
  * 2. Running rows with an expired lease (jobs_running_lease) → queued and re-enqueued, or dead
  *    when that was the last attempt. The attempt was counted by the dispatcher's claim.
- * 3. Scheduled rows due within `lookaheadMs` or already due (left cold when Redis was down at
- *    ingest, or crashed promotions) → promoted now rather than at the next hourly promotion.
+ * 3. Scheduled rows in the hour buckets up to hour(now + `lookaheadMs`), i.e. due within the
+ *    current hour or already due (left cold when Redis was down at ingest, or by a crashed
+ *    promotion) → promoted now rather than at the next hourly promotion. Whole buckets, like
+ *    promotion, so the claim stays an index range scan on jobs_cold_due.
  */
 export class OverdueSweep implements Sweep<OverdueResult> {
   readonly name = 'overdue' as const;
@@ -82,8 +84,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       if (rescue.requeued.length + rescue.dead < this.opts.batchSize) break;
     }
 
-    const dueBy = new Date(now.getTime() + this.opts.lookaheadMs);
-    const late = await this.promotion.promote(now, dueBy, dueBy, 1);
+    const late = await this.promotion.promote(now, new Date(now.getTime() + this.opts.lookaheadMs), 1);
     requeued.scheduled_due = late.promoted;
     this.metrics?.requeued.inc({ reason: 'scheduled_due' }, late.promoted);
     more ||= late.more === true;

@@ -52,17 +52,17 @@ export class PromotionSweep implements Sweep<PromotionResult> {
   ) {}
 
   runOnce(now: Date): Promise<PromotionResult> {
-    return this.promote(now, new Date(now.getTime() + this.opts.hotHorizonMs), null);
+    return this.promote(now, new Date(now.getTime() + this.opts.hotHorizonMs));
   }
 
   /**
-   * Promotes rows in hour buckets ≤ hour(horizon), only those due by `dueBy` when given (the
-   * overdue sweep's "due before my next run" pass, on one lane: it usually finds nothing).
-   * Batches until one comes back short.
+   * Promotes rows in hour buckets ≤ hour(horizon), batching until one comes back short. The
+   * overdue sweep calls it with horizon = now + its interval on one lane: the current hour's
+   * bucket, which promotion has normally emptied already.
    */
-  async promote(now: Date, horizon: Date, dueBy: Date | null, lanes = this.opts.concurrency): Promise<PromotionResult> {
+  async promote(now: Date, horizon: Date, lanes = this.opts.concurrency): Promise<PromotionResult> {
     const run = await runBatches({ ...this.opts, concurrency: lanes }, async (limit) => {
-      const n = await this.repo.promoteColdBatch(horizon, limit, dueBy, async (rows) => {
+      const n = await this.repo.promoteColdBatch(horizon, limit, async (rows) => {
         await this.queue.enqueue(rows, now);
         await this.faults.afterEnqueue?.(rows);
       });
