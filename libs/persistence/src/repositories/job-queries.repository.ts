@@ -111,7 +111,8 @@ const HOUR_MS = 3600_000;
 const SCAN_CAP = 10_000;
 /** Hour buckets probed per scheduled-list call before answering with a partial page. */
 const MAX_BUCKET_PROBES = 24;
-const MAX_SPAN_HOURS = 24 * 7;
+/** Hour buckets read per call in total (a bucket holds an hour of every tenant's cold rows). */
+const MAX_HOURS_READ = 24 * 7;
 
 function hourStart(d: Date): Date {
   return new Date(Math.floor(d.getTime() / HOUR_MS) * HOUR_MS);
@@ -270,7 +271,8 @@ export class JobQueriesRepository {
   /**
    * Scheduled rows by hour bucket: jump to the next non-empty bucket through jobs_cold_due,
    * read a span of buckets (tenant filtered, sorted), widen the span while pages come back
-   * short. Bounded work per call: after MAX_BUCKET_PROBES it answers with what it has and a
+   * short. Bounded work per call: after MAX_BUCKET_PROBES jumps or MAX_HOURS_READ buckets read
+   * (whichever comes first) it answers with what it has and a
    * cursor at the first unread hour, so a sparse tenant pages forward instead of timing out.
    */
   private async listScheduled(
@@ -286,16 +288,19 @@ export class JobQueriesRepository {
     let hour: Date | null = start;
     let span = 1;
     const items: JobView[] = [];
-    for (let probe = 0; probe < MAX_BUCKET_PROBES; probe++) {
+    let budget = MAX_HOURS_READ;
+    for (let probe = 0; probe < MAX_BUCKET_PROBES && budget > 0; probe++) {
       const nextHour = await this.nextColdHour(db, hour);
       if (!nextHour || (f.to && nextHour >= f.to)) return { items, next: null };
+      span = Math.min(span, budget);
+      budget -= span;
       const spanEnd = new Date(nextHour.getTime() + span * HOUR_MS);
       const rows = await this.readColdBuckets(db, tenantId, f, after, nextHour, spanEnd, limit - items.length);
       items.push(...rows);
       const last = items[items.length - 1];
       if (items.length >= limit && last) return { items, next: { runAt: last.position, id: last.id } };
       hour = spanEnd;
-      span = Math.min(span * 2, MAX_SPAN_HOURS);
+      span *= 2;
     }
     // Everything before `hour` has been read; resume there.
     return { items, next: hour ? { runAt: isoMicros(hour), id: '-1' } : null };
