@@ -243,7 +243,7 @@ export class Executor {
     }
     switch (outcome.type) {
       case 'completed':
-        return { ...base, next: 'succeeded', outcome: 'succeeded', result: outcome.result ?? null, error: null };
+        return { ...base, next: 'succeeded', outcome: 'succeeded', result: outcome.result, error: null };
       case 'retry':
         return { ...base, ...fail(outcome.delayMs), outcome: 'failed', result: outcome.result, error: truncateError(outcome.reason ?? 'retry requested') };
       case 'discard':

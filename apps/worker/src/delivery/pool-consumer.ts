@@ -33,6 +33,9 @@ export class PoolConsumer {
         { connection: o.connection, prefix: o.prefix, concurrency: o.concurrency, autorun: false },
       );
       worker.on('error', (err) => o.logger.error({ err, pool }, 'pool worker error'));
+      // Only infrastructure failures land here (handler failures are outcomes): the row stays
+      // running until its lease expires and the overdue sweep puts it back.
+      worker.on('failed', (job, err) => o.logger.error({ err, pool, jobId: job?.data.id, attempt: job?.data.a }, 'delivery failed; the lease rescue will retry it'));
       this.poolOf.set(worker, pool);
       return worker;
     });
