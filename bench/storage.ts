@@ -91,12 +91,17 @@ async function storage(db: BenchDatabase, keys: KeyMode) {
   return { keys, rows: opt.rows, bytesPerJob: perJob.total, breakdownBytesPerJob: perJob, totalBytes: s.total, loadSeconds: round(seconds, 2), promotionPlan };
 }
 
-/** CPU seconds used so far by every backend connected to the bench database, and by this process. */
-async function cpuNow(db: BenchDatabase): Promise<{ backends: number; client: number }> {
+/** CPU seconds used so far by each backend connected to the bench database, and by this process. */
+async function cpuNow(db: BenchDatabase): Promise<{ backends: Map<number, number>; client: number }> {
   const rows: { pid: number }[] = await db.dataSource.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`);
-  let backends = 0;
-  for (const { pid } of rows) backends += processCpuSeconds(pid) ?? NaN;
-  return { backends, client: selfCpuSeconds() };
+  return { backends: new Map(rows.map(({ pid }) => [pid, processCpuSeconds(pid) ?? Number.NaN])), client: selfCpuSeconds() };
+}
+
+/** Backend CPU between two snapshots; a backend that left in between (pool idle timeout) is not counted negative. */
+function backendDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, cpu] of after) sum += cpu - (before.get(pid) ?? 0);
+  return sum;
 }
 
 async function throughput(db: BenchDatabase, concurrency: number) {
@@ -126,7 +131,7 @@ async function throughput(db: BenchDatabase, concurrency: number) {
       }
       rates[side] = rows.length / ((performance.now() - t0) / 1000);
       const c1 = await cpuNow(db);
-      cpu[side].backend.push(round(((c1.backends - c0.backends) / rows.length) * 1e6, 1));
+      cpu[side].backend.push(round((backendDelta(c0.backends, c1.backends) / rows.length) * 1e6, 1));
       cpu[side].client.push(round(((c1.client - c0.client) / rows.length) * 1e6, 1));
     }
     repoRates.push(round(rates.repo));
