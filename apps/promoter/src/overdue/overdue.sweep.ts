@@ -1,4 +1,4 @@
-import type { SweepJobRef, SweepsRepository } from '@almanac/persistence';
+import { LOST_ATTEMPT_ERROR, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
 import { Logger } from '@nestjs/common';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
@@ -21,8 +21,8 @@ export interface OverdueOptions {
   maxPerRun: number;
 }
 
-/** Error text stored on rows whose lease ran out (ExecutionRepository's wording, for the UI). */
-export const LEASE_EXPIRED_ERROR = 'no outcome recorded: the worker stopped or lost its lease';
+/** Error text stored on rows whose lease ran out: the delivery side's wording for a lost attempt. */
+export const LEASE_EXPIRED_ERROR = LOST_ATTEMPT_ERROR;
 
 /**
  * The net under the queue, every 30 s by default. One replica at a time (session advisory lock):

@@ -83,6 +83,9 @@ export class SweepsRepository {
    */
   async promoteColdBatch(horizon: Date, limit: number, publish: (rows: SweepJobRef[]) => Promise<void>): Promise<number> {
     return this.db.transaction(async (m) => {
+      // A commit lost in a Postgres crash leaves the rows scheduled while Redis has them: the
+      // same state as a promoter crash before COMMIT, which is safe. So no WAL flush wait.
+      await m.query(`SET LOCAL synchronous_commit = off`);
       const { rows } = await sql<JobRefRow>(
         m,
         `UPDATE jobs j SET state = 'q'
@@ -215,6 +218,9 @@ export class SweepsRepository {
     plan: (schedules: DueSchedule[]) => { rows: OccurrenceRow[]; advances: ScheduleAdvance[] },
   ): Promise<{ schedules: number; inserted: number; duplicates: number }> {
     return this.db.transaction(async (m) => {
+      // A lost commit un-advances the schedules and un-inserts their rows; the next run
+      // materialises the same keys again. No WAL flush wait per batch.
+      await m.query(`SET LOCAL synchronous_commit = off`);
       const claimed = await this.claimDueSchedules(m, until, limit);
       if (claimed.length === 0) return { schedules: 0, inserted: 0, duplicates: 0 };
       const { rows, advances } = plan(claimed);
