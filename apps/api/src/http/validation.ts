@@ -96,7 +96,8 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return ak.length === bk.length && ak.every((k) => Object.prototype.hasOwnProperty.call(bo, k) && jsonEqual(ao[k], bo[k]));
 }
 
-// jsonb refuses U+0000 and unpaired surrogates anywhere in text. JSON.stringify writes both as
+// Postgres cannot keep U+0000 or unpaired surrogates in text (jsonb refuses them, json only
+// defers the failure to whoever reads the value as text). JSON.stringify writes both as
 // \u escapes (a pair is written as the character itself); an escaped backslash before one
 // does not count.
 const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
