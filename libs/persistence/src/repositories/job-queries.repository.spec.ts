@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
 import { JobQueriesRepository, ListPosition } from './job-queries.repository';
 
@@ -91,6 +92,27 @@ describe('JobQueriesRepository', () => {
     expect(await repo.cancel(1, q)).toMatchObject({ outcome: 'already_cancelled' });
     expect(await repo.cancel(1, r)).toEqual({ outcome: 'conflict', state: 'running' });
     expect(await repo.cancel(2, r)).toEqual({ outcome: 'not_found' });
+  });
+
+  it('races the dispatcher safely: whoever updates the row first wins, the other sees the new state', async () => {
+    const id = await insert(1, 'race', T0, 'q');
+    const dispatcher = new Client({ connectionString: db.url });
+    await dispatcher.connect();
+    try {
+      await dispatcher.query('BEGIN');
+      expect((await dispatcher.query(`UPDATE jobs SET state = 'r' WHERE id = $1 AND state = 'q'`, [id])).rowCount).toBe(1);
+      const cancel = repo.cancel(1, id); // waits on the row lock
+      const reschedule = repo.reschedule(1, id, new Date(T0 + H), 'queued');
+      await dispatcher.query('COMMIT');
+      expect(await cancel).toEqual({ outcome: 'conflict', state: 'running' });
+      expect(await reschedule).toEqual({ outcome: 'conflict', state: 'running' });
+      // The other way round: the API's cancel commits first, the dispatcher's guarded claim finds nothing.
+      const id2 = await insert(1, 'race-2', T0, 'q');
+      expect(await repo.cancel(1, id2)).toMatchObject({ outcome: 'cancelled' });
+      expect((await dispatcher.query(`UPDATE jobs SET state = 'r' WHERE id = $1 AND state = 'q'`, [id2])).rowCount).toBe(0);
+    } finally {
+      await dispatcher.end();
+    }
   });
 
   it('reschedules, retries dead jobs by raising max_attempts, demotes queued rows', async () => {
