@@ -19,8 +19,14 @@ export interface Delivery {
   pool: string;
 }
 
-/** applied: the outcome was recorded; stale: another delivery owns the job; released: given back at shutdown. */
-export type ExecutionResult = 'applied' | 'stale' | 'released';
+/**
+ * applied: the outcome was recorded; stale: another delivery owns the job; released: given back
+ * at shutdown; submitted: the handler is done and its outcome waits in a group commit.
+ */
+export type ExecutionResult = 'applied' | 'stale' | 'released' | 'submitted';
+
+/** Group commits waiting beyond this make new deliveries wait (backpressure on a slow database). */
+const MAX_PENDING_COMMITS = 5000;
 
 export interface ExecutorOptions {
   repo: ExecutionRepository;
@@ -85,6 +91,7 @@ export class Executor {
   /** Set once unfinished work was released: later deliveries are given straight back. */
   private stopping = false;
   private readonly running = new Map<string, Running>();
+  private readonly settling = new Set<Promise<void>>();
 
   constructor(private readonly o: ExecutorOptions) {
     const maxBatch = o.maxBatch ?? 500;
@@ -157,6 +164,7 @@ export class Executor {
   async drain(): Promise<void> {
     await this.loader.drain();
     await this.completer.drain();
+    await Promise.all([...this.settling]);
   }
 
   private async run(row: RunnableJob, d: Delivery, entry: Running): Promise<ExecutionResult> {
@@ -204,20 +212,37 @@ export class Executor {
       return 'released';
     }
     const record = this.toRecord(row, outcome, error, startedAt);
-    let applied: boolean;
     if (tx.opened && error === undefined) {
+      let applied: boolean;
       try {
         applied = await tx.finish(async (em) => (await this.o.repo.complete([record], clock.now(), em)).has(row.id));
         if (applied && record.next === 'queued') await this.requeue([hotItem(record, row.kind)], clock.now());
       } catch (err) {
         // The commit itself failed: nothing of the handler's survived, so this is a failed attempt.
-        applied = await this.completer.submit({ record: this.toRecord(row, undefined, err, startedAt), kind: row.kind });
-        error = err;
+        const failed = this.toRecord(row, undefined, err, startedAt);
+        return this.afterCommit(await this.completer.submit({ record: failed, kind: row.kind }), row, failed, err, logger);
       }
-    } else {
-      await tx.rollback().catch((err: unknown) => logger().warn({ err }, 'rollback failed'));
-      applied = await this.completer.submit({ record, kind: row.kind });
+      return this.afterCommit(applied, row, record, error, logger);
     }
+    await tx.rollback().catch((err: unknown) => logger().warn({ err }, 'rollback failed'));
+    // Group commit in the background: the delivery's slot is free as soon as the handler is
+    // done, so a slow WAL flush does not hold back the next handler starts (dispatch lag).
+    // If the process dies before the commit, the row is still running: the lease rescue
+    // runs the job again, which is the same guarantee as a worker dying mid-handler.
+    const settle = this.completer.submit({ record, kind: row.kind }).then(
+      (applied) => {
+        this.afterCommit(applied, row, record, error, logger);
+      },
+      (err: unknown) => logger().error({ err }, 'could not record the outcome; the lease rescue will run the job again'),
+    );
+    this.settling.add(settle);
+    void settle.finally(() => this.settling.delete(settle));
+    while (this.settling.size > MAX_PENDING_COMMITS) await Promise.race(this.settling);
+    return 'submitted';
+  }
+
+  private afterCommit(applied: boolean, row: RunnableJob, record: CompletionRecord, error: unknown, logger: () => Logger): ExecutionResult {
+    const { metrics } = this.o;
     if (!applied) {
       metrics.dropped.inc({ reason: 'stale_completion' });
       logger().info('completion not recorded: the job moved on (rescued, released or done by another delivery)');

@@ -69,6 +69,7 @@ export class PoolConsumer {
         await job.moveToCompleted(result, token, false);
       }),
     );
+    await this.o.executor.drain(); // outcomes recorded before the caller looks
     return jobs.length;
   }
 
