@@ -11,6 +11,12 @@
  * row). Timed from resume until every row is succeeded; then checked: exactly N attempt rows,
  * nothing left running. The plain BullMQ figure is one process with a no-op processor
  * (concurrency 50, removeOnComplete) draining N jobs from the same redis-server.
+ *
+ *   node -r ./bench/lib/register.cjs bench/throughput.ts --chaos [--rate 200] [--seconds 60] [--kill-every 10000]
+ *
+ * Chaos mode: `charge` jobs (one invoice each) due at a steady rate, a promoter (overdue sweep
+ * every second), a dispatcher (lease margin 2 s) and two workers, one of which is SIGKILLed and
+ * restarted every 10 s. Afterwards: every job succeeded exactly once, one charge per invoice.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -271,7 +277,85 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
+/** Worker processes under SIGKILL: no job lost, no invoice charged twice. */
+async function chaos(): Promise<void> {
+  const rate = Number(arg('rate', '200'));
+  const seconds = Number(arg('seconds', '60'));
+  const killEvery = Number(arg('kill-every', '10000'));
+  const db = await createDb('almanac_bench_chaos');
+  const redis = await startRedis(100);
+  const prefix = `chaos-${randomBytes(3).toString('hex')}`;
+  const hot = new HotQueue(redis.connection, prefix);
+  const env = {
+    DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix,
+    ALMANAC_OVERDUE_INTERVAL_MS: '1000', ALMANAC_OVERDUE_GRACE_MS: '2000', ALMANAC_LEASE_MARGIN_MS: '2000',
+  };
+  const roles: Role[] = [];
+  let kills = 0;
+  try {
+    roles.push(await spawnRole('promoter', env), await spawnRole('dispatcher', env));
+    const workers = [await spawnRole('worker', env, 'worker-a'), await spawnRole('worker', env, 'worker-b')];
+    const total = rate * seconds;
+    const start = Date.now() + 2000;
+    let produced = 0;
+    let nextKill = Date.now() + killEvery;
+    for (let tick = 0; produced < total || Date.now() < start + seconds * 1000; tick++) {
+      const wait = start - 2000 + tick * 100 - Date.now();
+      if (wait > 0) await sleep(wait);
+      if (Date.now() >= nextKill) {
+        nextKill += killEvery;
+        const idx = kills % 2;
+        const victim = workers[idx];
+        victim.child.kill('SIGKILL');
+        await new Promise((r) => victim.child.once('exit', r));
+        kills++;
+        workers[idx] = await spawnRole('worker', env, `worker-${kills}`);
+      }
+      if (produced >= total) continue;
+      const size = Math.min(rate / 10, total - produced);
+      const base = produced;
+      const rows: { id: string; run_at: Date }[] = await db.ds.query(
+        `INSERT INTO jobs (tenant_id, key, kind, run_at, state, payload)
+         SELECT 1, 'inv-' || i, 'charge', $2::timestamptz + (i - $1) * ($3::float8 * interval '1 millisecond'), 'q',
+                jsonb_build_object('invoiceId', 'inv-' || i, 'amountCents', 100)
+           FROM generate_series($1::int, $1::int + $4 - 1) AS i
+         RETURNING id::text AS id, run_at`,
+        [base, new Date(start + (base * 1000) / rate), 1000 / rate, size],
+      );
+      await hot.enqueue(rows.map((r) => ({ id: r.id, runAt: r.run_at, tenantId: 1, kind: 'charge' })), new Date());
+      produced += size;
+    }
+    roles.push(...workers);
+    const deadline = Date.now() + 120_000;
+    let done = 0;
+    while (Date.now() < deadline) {
+      done = await count(db.ds, `state = 'd'`);
+      if (done >= total) break;
+      await sleep(500);
+    }
+    const [check] = await db.ds.query(
+      `SELECT (SELECT count(*)::int FROM charges) AS charges,
+              (SELECT count(DISTINCT invoice_id)::int FROM charges) AS invoices,
+              (SELECT count(*)::int FROM jobs WHERE state <> 'd') AS not_done,
+              (SELECT count(*)::int FROM job_attempts WHERE outcome = 'succeeded') AS succeeded_attempts,
+              (SELECT count(*)::int FROM job_attempts WHERE outcome = 'lost') AS lost_attempts,
+              (SELECT count(*)::int FROM jobs WHERE attempts > 1) AS rerun_jobs,
+              (SELECT count(*)::int FROM jobs j JOIN charges c ON c.invoice_id = j.payload->>'invoiceId' AND c.job_id <> j.id) AS foreign_charges`,
+    );
+    console.log(JSON.stringify({ jobs: total, kills, done, ...check }));
+    const ok = check.charges === total && check.invoices === total && check.not_done === 0 && check.succeeded_attempts === total && check.foreign_charges === 0;
+    console.log(ok ? `OK: ${total} jobs, ${kills} SIGKILLs, ${check.rerun_jobs} jobs re-run after a kill, 0 lost, 0 duplicate charges` : 'FAILED');
+    if (!ok) process.exitCode = 1;
+  } finally {
+    await stopRoles(roles);
+    await hot.close();
+    await redis.stop();
+    await db.drop();
+  }
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--chaos')) return chaos();
   const n = Number(arg('jobs', '50000'));
   const runs = Number(arg('runs', '3'));
   const workerCounts = arg('workers', '1,2,4').split(',').map(Number);
