@@ -1,5 +1,5 @@
 import { jobIdFromQueueJobId } from '@almanac/persistence';
-import { HOT_QUEUE_NAME, HotJobData } from '@almanac/platform';
+import { CONSUMER_REMOVAL, HOT_QUEUE_NAME, HotJobData } from '@almanac/platform';
 import { DelayedError, Job, Worker } from 'bullmq';
 import type IORedis from 'ioredis';
 import type { Logger } from 'pino';
@@ -35,6 +35,7 @@ export class HotConsumer {
       prefix: o.prefix,
       concurrency: o.concurrency,
       autorun: false,
+      ...CONSUMER_REMOVAL,
     });
     this.worker.on('error', (err) => o.logger.error({ err }, 'hot queue worker error'));
   }

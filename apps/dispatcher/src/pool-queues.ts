@@ -37,7 +37,7 @@ export class PoolQueues {
       items.map((i) => ({
         name: i.kind,
         data: { id: i.id, t: i.tenantId, a: i.attempt, d: i.dueMs },
-        opts: { jobId: poolJobId(i.id, i.attempt), removeOnComplete: true, removeOnFail: true },
+        opts: { jobId: poolJobId(i.id, i.attempt) }, // removal is the pool Worker's option (see HotQueue)
       })),
     );
   }

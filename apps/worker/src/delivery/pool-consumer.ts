@@ -1,4 +1,4 @@
-import { poolQueueName } from '@almanac/platform';
+import { CONSUMER_REMOVAL, poolQueueName } from '@almanac/platform';
 import { Job, Worker } from 'bullmq';
 import type IORedis from 'ioredis';
 import type { Logger } from 'pino';
@@ -30,7 +30,7 @@ export class PoolConsumer {
       const worker = new Worker<PoolJobData, ExecutionResult>(
         poolQueueName(pool),
         (job) => this.process(job, pool),
-        { connection: o.connection, prefix: o.prefix, concurrency: o.concurrency, autorun: false },
+        { connection: o.connection, prefix: o.prefix, concurrency: o.concurrency, autorun: false, ...CONSUMER_REMOVAL },
       );
       worker.on('error', (err) => o.logger.error({ err, pool }, 'pool worker error'));
       // Only infrastructure failures land here (handler failures are outcomes): the row stays

@@ -30,7 +30,10 @@ describe('HotQueue', () => {
     expect(hot.prefix).toBe(redis.prefix);
     const later = await hot.queue.getJob('j-101');
     expect(later).toMatchObject({ name: 'noop', data: { t: 7, d: now.getTime() + 60_000 } });
-    expect(later?.opts).toMatchObject({ delay: 60_000, removeOnComplete: true, removeOnFail: true });
+    expect(later?.opts).toMatchObject({ delay: 60_000 });
+    expect(later?.opts.removeOnComplete).toBeUndefined();
+    // Every field stays under hash-max-listpack-value, so Redis keeps the compact encoding.
+    expect(await redis.connection.object('ENCODING', `${redis.prefix}:hot:j-101`)).toBe('listpack');
     const overdue = await hot.queue.getJob('j-102');
     expect(overdue?.opts.delay).toBe(0);
     expect(await overdue?.getState()).toBe('waiting');

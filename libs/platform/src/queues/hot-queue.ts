@@ -53,12 +53,10 @@ export class HotQueue {
         return {
           name: item.kind,
           data: { t: item.tenantId, d: due },
-          opts: {
-            jobId: queueJobId(item.id),
-            delay: Math.max(0, due - nowMs),
-            removeOnComplete: true,
-            removeOnFail: true,
-          },
+          // No removeOn* here: the consumer's Worker options say it once. Every option byte is
+          // stored in each job's hash, and past 64 B (hash-max-listpack-value) Redis turns the
+          // compact hash into a real one: ~660 instead of ~280 B per queued job.
+          opts: { jobId: queueJobId(item.id), delay: Math.max(0, due - nowMs) },
         };
       }),
     );
@@ -77,3 +75,12 @@ export class HotQueue {
     await this.queue.close();
   }
 }
+
+/**
+ * What every Almanac consumer Worker removes once a queue job is finished: the row keeps the
+ * history, so Redis keeps nothing for completed jobs and a bounded tail of failed ones.
+ */
+export const CONSUMER_REMOVAL = {
+  removeOnComplete: { count: 0 },
+  removeOnFail: { age: 24 * 3600, count: 1000 },
+} as const;
