@@ -5,9 +5,10 @@ import { type Db, isJobIdString, sql } from '../sql';
 /**
  * How an attempt ended: `succeeded`; `failed` (the handler threw or asked for a retry; the
  * job may run again); `discarded` (the handler gave up; the job is dead); `lost` (the lease
- * expired and the overdue sweep took the job back).
+ * expired and the overdue sweep took the job back); `released` (a worker shutting down handed
+ * it back unfinished; it runs again at once).
  */
-export type AttemptOutcome = 'succeeded' | 'failed' | 'discarded' | 'lost';
+export type AttemptOutcome = 'succeeded' | 'failed' | 'discarded' | 'lost' | 'released';
 
 export interface AttemptStart {
   jobId: string;
