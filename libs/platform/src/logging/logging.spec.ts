@@ -42,6 +42,16 @@ describe('loggerParams', () => {
     expect(text).not.toContain('the-payload-body');
   });
 
+  it('redacts the parameters TypeORM attaches to a failed query (they carry payloads)', () => {
+    const out = capture();
+    const log = pinoHttp(options, out.stream);
+    const err = Object.assign(new Error('connection terminated'), { query: 'INSERT INTO schedules …', parameters: ['{"card":"4111-secret"}'] });
+    log.logger.error({ err }, 'unhandled error');
+    const text = JSON.stringify(out.lines());
+    expect(text).toContain('connection terminated');
+    expect(text).not.toContain('4111-secret');
+  });
+
   it('does not log probe and scrape requests', async () => {
     expect(await logRequest('/health/ready', {})).toEqual([]);
     expect(await logRequest('/metrics', {})).toEqual([]);

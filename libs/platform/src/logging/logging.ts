@@ -7,7 +7,9 @@ const QUIET_PATHS = ['/health/live', '/health/ready', '/metrics'];
 
 /**
  * JSON logs (pino) with the role on every line. Credentials in headers are redacted; request
- * bodies are never logged (pino-http does not serialize them), so payloads stay out.
+ * bodies are never logged (pino-http does not serialize them), so payloads stay out. TypeORM
+ * attaches every bound parameter (job and schedule payloads) to a failed query's error; queries
+ * that bypass the persistence `sql()` helper keep them, so `err.parameters` is redacted here too.
  */
 export function loggerParams(config: AlmanacConfig, role: string): Params {
   return {
@@ -15,7 +17,7 @@ export function loggerParams(config: AlmanacConfig, role: string): Params {
       level: config.logLevel,
       base: { role },
       redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]'],
+        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]', 'err.parameters'],
         censor: '[redacted]',
       },
       autoLogging: {
