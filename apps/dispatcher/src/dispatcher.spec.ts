@@ -69,4 +69,18 @@ describe('dispatcher', () => {
     expect(Number(rows[0].n)).toBe(50);
     expect(await h.poolCounts('default')).toMatchObject({ waiting: 50 });
   });
+
+  it('a delivery whose dispatch failed leaves no hot job behind, so the sweeps can enqueue the row again', async () => {
+    const [id] = await h.enqueue([{ kind: 'noop' }]);
+    jest.spyOn(h.dispatcher, 'dispatch').mockRejectedValueOnce(new Error('database is down'));
+    const failed = new Promise<void>((resolve) => h.hot.worker.once('failed', () => resolve()));
+    h.hot.start();
+    await failed;
+    await h.hot.close();
+    // A failed job kept under j-<id> would turn every re-enqueue of the row into a no-op.
+    expect(await h.hotJobState(id)).toBe('absent');
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+    await h.hotQueue.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'noop' }], new Date());
+    expect(await h.hotJobState(id)).toBe('waiting');
+  });
 });
