@@ -63,4 +63,14 @@ describe('no 500 for client input', () => {
     }
     expect([...statuses].filter((s) => s >= 500)).toEqual([]);
   });
+
+  it('forged cursors with dates Postgres refuses are a 400', async () => {
+    for (const runAt of ['2026-02-30T00:00:00.000000Z', '0000-01-01T00:00:00.000000Z']) {
+      const cursor = Buffer.from(JSON.stringify([runAt, '1'])).toString('base64url');
+      for (const state of [undefined, 'scheduled', 'succeeded']) {
+        const res = await h.http().get('/v1/jobs').query({ cursor, ...(state ? { state } : {}) }).set(auth);
+        expect({ runAt, state, status: res.status }).toEqual({ runAt, state, status: 400 });
+      }
+    }
+  });
 });

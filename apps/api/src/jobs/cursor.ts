@@ -14,7 +14,10 @@ export function decodeCursor(text: string): ListPosition | null {
     const v: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
     if (!Array.isArray(v) || v.length !== 2) return null;
     const [runAt, id] = v as unknown[];
-    if (typeof runAt !== 'string' || !POSITION_TIME.test(runAt) || Number.isNaN(Date.parse(runAt))) return null;
+    if (typeof runAt !== 'string' || !POSITION_TIME.test(runAt)) return null;
+    // Date.parse rolls 2026-02-30 over to March and accepts year 0; Postgres refuses both (a 500).
+    const ms = Date.parse(runAt);
+    if (Number.isNaN(ms) || runAt < '0001' || new Date(ms).toISOString().slice(0, 19) !== runAt.slice(0, 19)) return null;
     if (typeof id !== 'string' || !/^-?\d{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) return null;
     return { runAt, id };
   } catch {
