@@ -105,6 +105,18 @@ describe('http handler', () => {
     expect(seen.map((s) => s.url)).toEqual(['/redirect-out']);
   });
 
+  it('does not carry the payload\'s credentials across a redirect to another allowed host', async () => {
+    await destroyHarness(h);
+    h = await createHarness({ handlers: [httpHandler({ allowHosts: ['127.0.0.1', 'localhost'], timeoutMs: 2000 })] });
+    const { row } = await run('/redirect-out', { headers: { Authorization: 'Bearer hook-secret', Cookie: 's=1', 'X-Trace': 'abc' } });
+    expect(row).toMatchObject({ state: 'd', result: { status: 201 } });
+    expect(seen.map((s) => s.url)).toEqual(['/redirect-out', '/ok']);
+    expect(seen[0].headers).toMatchObject({ authorization: 'Bearer hook-secret', cookie: 's=1' });
+    expect(seen[1].headers.authorization).toBeUndefined();
+    expect(seen[1].headers.cookie).toBeUndefined();
+    expect(seen[1].headers).toMatchObject({ 'x-trace': 'abc', 'idempotency-key': '7:hook-/redirect-out' });
+  });
+
   it('an empty allowlist allows nothing', () => {
     expect(isHostAllowed(new URL('http://127.0.0.1/'), [])).toBe(false);
     expect(isHostAllowed(new URL('https://api.example.com/x'), ['api.example.com:443'])).toBe(true);

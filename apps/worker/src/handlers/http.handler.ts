@@ -6,7 +6,8 @@ import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, Inva
  * Payload: `{ "url": "https://hooks.example.com/x", "body"?: any JSON, "headers"?: {name: value} }`.
  * - Only hosts on ALMANAC_HTTP_ALLOW_HOSTS are contacted (empty list: none), so a tenant cannot
  *   make the worker call internal addresses. Entries are `host` (any port) or `host:port`.
- * - Redirects are followed by hand (at most 5), and only to allowed hosts.
+ * - Redirects are followed by hand (at most 5), and only to allowed hosts; a redirect to another
+ *   origin does not carry the payload's Authorization, Cookie or Proxy-Authorization header.
  * - `Idempotency-Key: <tenantId>:<key>` lets the receiver drop a second delivery of the job.
  * - 2xx → completed with `{status}`; 5xx, 408, 429 and network errors → retry (429/503 honour
  *   a numeric Retry-After); any other status → discard (dead), status recorded.
@@ -24,6 +25,8 @@ export interface HttpHandlerOptions {
 
 const MAX_REDIRECTS = 5;
 const RESERVED_HEADERS = new Set(['idempotency-key', 'host', 'content-length', 'transfer-encoding', 'connection']);
+/** Dropped when a redirect leaves the payload URL's origin, as fetch itself does for Authorization. */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
 
 export function parseHttpPayload(raw: unknown): HttpPayload {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidPayloadError('http payload must be an object with a url');
@@ -70,6 +73,8 @@ async function post(ctx: HandlerContext, payload: HttpPayload, allowHosts: reado
   let url = new URL(payload.url);
   let method = 'POST';
   let body: string | undefined = payload.body === undefined ? undefined : JSON.stringify(payload.body);
+  const origin = url.origin;
+  const crossOrigin = Object.fromEntries(Object.entries(payload.headers ?? {}).filter(([name]) => !CREDENTIAL_HEADERS.has(name.toLowerCase())));
   for (let hop = 0; ; hop++) {
     if (!isHostAllowed(url, allowHosts)) {
       return discard(hop === 0 ? `host ${url.host} is not on ALMANAC_HTTP_ALLOW_HOSTS` : `redirect to ${url.host} is not on ALMANAC_HTTP_ALLOW_HOSTS`);
@@ -81,7 +86,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, allowHosts: reado
       signal: ctx.signal,
       headers: {
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...payload.headers,
+        ...(url.origin === origin ? payload.headers : crossOrigin),
         'idempotency-key': `${ctx.tenantId}:${ctx.key}`,
         'user-agent': 'almanac-worker',
       },
