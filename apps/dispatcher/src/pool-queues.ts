@@ -25,6 +25,9 @@ export class PoolQueues {
     let q = this.queues.get(pool);
     if (!q) {
       q = new Queue<PoolJobData, unknown, string>(poolQueueName(pool), { connection: this.connection, prefix: this.prefix });
+      // As HotQueue: connection errors are the connection owner's to report; without a listener
+      // BullMQ prints every reconnect failure to stderr, per queue.
+      q.on('error', () => undefined);
       this.queues.set(pool, q);
       this.onCreate(q as Queue);
     }
