@@ -52,7 +52,11 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     });
     // Queue depth per pool on /metrics (almanac_queue_jobs): what worker autoscaling reads.
     this.depthQueues = settings.pools.map((p) => new Queue(poolQueueName(p), { connection: redis, prefix: config.queuePrefix }));
-    for (const q of this.depthQueues) redisMetrics.trackQueue(q);
+    for (const q of this.depthQueues) {
+      // As HotQueue and PoolQueues: connection errors are the connection owner's to report.
+      q.on('error', () => undefined);
+      redisMetrics.trackQueue(q);
+    }
   }
 
   onApplicationBootstrap(): void {

@@ -53,10 +53,7 @@ export interface RunnableJob {
 /** The job's next state after an attempt (state codes of job-state.codec). */
 export type CompletionState = 'succeeded' | 'dead' | 'scheduled' | 'queued';
 
-/**
- * How one attempt ended (`job_attempts.outcome`), in AttemptsRepository's vocabulary plus
- * `released`: the worker shut down and gave the job back unfinished.
- */
+/** How one attempt ended (`job_attempts.outcome`); the subset of AttemptOutcome a worker writes. */
 export type ExecutionOutcome = 'succeeded' | 'failed' | 'discarded' | 'released';
 
 export interface CompletionRecord {
