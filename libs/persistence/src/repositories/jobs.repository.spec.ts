@@ -141,7 +141,7 @@ describe('JobsRepository (Postgres)', () => {
       expect(await jobs.findById(T2, o.job.id)).toBeNull();
       expect(await jobs.findByKey(T2, 'mine')).toBeNull();
       expect(await jobs.findManyByIds(T2, [o.job.id])).toEqual([]);
-      expect(await jobs.findByIdAnyTenant(o.job.id)).toMatchObject({ tenantId: T1 });
+      expect(await jobs.findById(T1, o.job.id)).toMatchObject({ tenantId: T1 });
     });
 
     it('returns null for malformed or unknown ids instead of failing', async () => {

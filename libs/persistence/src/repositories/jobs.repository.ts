@@ -217,13 +217,6 @@ export class JobsRepository {
     return rows.length ? rowToJob(rows[0]) : null;
   }
 
-  /** For internal roles (dispatcher, worker, sweeps) that hold an id from the queue. */
-  async findByIdAnyTenant(id: string, db: Db = this.dataSource): Promise<JobRecord | null> {
-    if (!isJobIdString(id)) return null;
-    const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.id = $1`, [id]);
-    return rows.length ? rowToJob(rows[0]) : null;
-  }
-
   async findByKey(tenantId: number, key: string, db: Db = this.dataSource): Promise<JobRecord | null> {
     const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.tenant_id = $1 AND j.key = $2`, [tenantId, key]);
     return rows.length ? rowToJob(rows[0]) : null;
