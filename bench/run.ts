@@ -5,7 +5,8 @@
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
  *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
- *   npm run bench -- hold --n 1000000 # hold with another N
+ *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
+ *   npm run bench -- recovery --runs 1 --jobs 10000
  *   npm run bench -- --report         # only regenerate REPORT.md from the results on disk
  *
  * Each part is a script of its own, spawned as `node -r ./bench/lib/register.cjs bench/<script>.ts`
@@ -113,7 +114,10 @@ const PARTS: Record<string, Part> = {
         ],
         charts: [{ file: 'hold-redis-memory.svg', chart: { title: `Redis memory holding ${n.toLocaleString('en')} jobs over a year`, unit: 'bytes', bars, log: true } }],
         notes: [
-          `The baseline is plain BullMQ delayed jobs with the same 100-byte payload, measured at ${r.inputs.baselineJobs.toLocaleString('en')} jobs in a private redis-server and extrapolated linearly to ${n.toLocaleString('en')}.`,
+          r.inputs.baselineJobs === n
+            ? `The baseline is plain BullMQ delayed jobs with the same 100-byte payload, measured at the same ${n.toLocaleString('en')} jobs in a private redis-server.`
+            : `The baseline is plain BullMQ delayed jobs with the same 100-byte payload, measured at ${r.inputs.baselineJobs.toLocaleString('en')} jobs in a private redis-server and extrapolated linearly to ${n.toLocaleString('en')}.`,
+          'Almanac\'s Redis figure is used_memory after ingest and promotion minus used_memory after one warm-up job: it includes the hot queue\'s fixed costs (BullMQ event stream, meta keys, the promoter\'s epoch marker), which dominate bytes per queued job when few jobs are hot (small N).',
           'One run: the load itself is the measurement (10 M jobs take minutes); min/max are not meaningful here.',
         ],
         raw: r,
@@ -258,7 +262,7 @@ const PARTS: Record<string, Part> = {
   },
   recovery: {
     script: 'recovery.ts',
-    invocations: (q) => [q ? ['--jobs', '2000', '--runs', '1'] : ['--jobs', '10000', '--runs', '3']],
+    invocations: (q) => [q ? ['--jobs', flag('jobs') ?? '2000', '--runs', flag('runs') ?? '1'] : ['--jobs', flag('jobs') ?? '10000', '--runs', flag('runs') ?? '3']],
     parse([out]) {
       const r = lastJson(out) as { runs: { allRunSecondsAfterFlush: number | null; lost: number; duplicateCharges: number; jobsSucceededTwice: number; maxLatenessMs: number; p99LatenessMs: number }[]; inputs: { jobs: number } };
       const runs = r.runs;
@@ -277,7 +281,7 @@ const PARTS: Record<string, Part> = {
         charts: [{ file: 'recovery.svg', chart: { title: 'Seconds from Redis FLUSHALL until every job has run', unit: 's', bars, target: { value: 60, label: 'target 60 s' } } }],
         notes: [
           'Jobs were all due 15-30 s after ingest and queued in Redis when it was flushed; the promoter\'s overdue/reconcile sweep (default interval 30 s) notices the lost Redis epoch and re-enqueues them, so lateness is bounded by that interval.',
-          'Duplicate effects are counted in the charges table (one row per invoice is the effect); it also has a unique key, so a duplicate would show as a failed attempt, counted in the raw JSON (`rerunAttempts`).',
+          'Duplicate effects are counted in the charges table (one row per invoice is the effect). Its primary key (tenant, invoice) already rules out a second row, so the table also shows jobs whose handler succeeded more than once; re-run attempts of any outcome are in the raw JSON (`rerunAttempts`).',
         ],
         raw: r,
       };
@@ -363,7 +367,7 @@ async function main(): Promise<void> {
     log(`wrote ${writeReport()}`);
     return;
   }
-  const valued = new Set(['--n', '--baseline']);
+  const valued = new Set(['--n', '--baseline', '--jobs', '--runs']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   for (const n of named) if (!PARTS[n]) throw new Error(`unknown part "${n}": one of ${PART_ORDER.join(', ')}`);
   const parts = named.length ? named : PART_ORDER;

@@ -100,7 +100,7 @@ export function writeResult(r: PartResult): string {
   return path;
 }
 
-/** The newest bench/run.ts result of each part (files written by the single scripts are skipped). */
+/** The newest bench/run.ts result of each part, full size before quick (files written by the single scripts are skipped). */
 export function latestResults(): Map<string, PartResult> {
   const latest = new Map<string, PartResult>();
   if (!existsSync(RESULTS_DIR)) return latest;
@@ -112,8 +112,10 @@ export function latestResults(): Map<string, PartResult> {
       continue;
     }
     if (r.runner !== 'bench/run.ts') continue;
+    // A full-size result beats any quick one; among equals, the newest wins.
+    const rank = (x: PartResult) => `${x.quick ? 0 : 1}${x.at}`;
     const prev = latest.get(r.part);
-    if (!prev || prev.at < r.at) latest.set(r.part, r);
+    if (!prev || rank(prev) < rank(r)) latest.set(r.part, r);
   }
   return latest;
 }
