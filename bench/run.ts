@@ -369,7 +369,12 @@ async function main(): Promise<void> {
   }
   const valued = new Set(['--n', '--baseline', '--jobs', '--runs']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
-  for (const n of named) if (!PARTS[n]) throw new Error(`unknown part "${n}": one of ${PART_ORDER.join(', ')}`);
+  const unknown = named.filter((n) => !PARTS[n]);
+  if (unknown.length) {
+    log(`unknown part ${unknown.join(', ')}: choose from ${PART_ORDER.join(', ')} (or --quick, --report)`);
+    process.exitCode = 2;
+    return;
+  }
   const parts = named.length ? named : PART_ORDER;
   const vers = await versions();
   const t0 = Date.now();
