@@ -1,20 +1,5 @@
 import { tierFor, type JobState, type TierHorizons } from '@almanac/domain';
-import type { AttemptRecord } from '@almanac/persistence';
-
-interface JobLike {
-  id: string;
-  kind: string;
-  key: string;
-  runAt: Date;
-  state: JobState;
-  attempts: number;
-  maxAttempts: number;
-  createdAt: Date;
-  payload?: unknown;
-  result?: unknown;
-  lastError?: string | null;
-  finishedAt?: Date | null;
-}
+import type { AttemptRecord, JobRecord } from '@almanac/persistence';
 
 export interface JobSummary {
   id: string;
@@ -29,7 +14,7 @@ export interface JobSummary {
 }
 
 /** The job as ingest and lists answer it (no payload: lists stay small, the client sent it). */
-export function jobSummary(j: JobLike, now: Date, horizons: TierHorizons): JobSummary {
+export function jobSummary(j: JobRecord, now: Date, horizons: TierHorizons): JobSummary {
   return {
     id: j.id,
     kind: j.kind,
@@ -43,7 +28,7 @@ export function jobSummary(j: JobLike, now: Date, horizons: TierHorizons): JobSu
   };
 }
 
-export function jobDetail(j: JobLike, attempts: AttemptRecord[], now: Date, horizons: TierHorizons) {
+export function jobDetail(j: JobRecord, attempts: AttemptRecord[], now: Date, horizons: TierHorizons) {
   return {
     ...jobSummary(j, now, horizons),
     payload: j.payload ?? null,

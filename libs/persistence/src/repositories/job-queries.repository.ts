@@ -1,24 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { JobState } from '@almanac/domain';
 import { DataSource } from 'typeorm';
-import { createdAtFromJobId } from '../job-id';
 import { STATE_CODE, decodeState } from '../job-state.codec';
+import { JobRecord, JobRow, rowToJob } from '../job-record';
 
-/** A job row as the API shows it (tenant-scoped reads). */
-export interface JobView {
-  id: string;
-  tenantId: number;
-  kind: string;
-  key: string;
-  runAt: Date;
-  state: JobState;
-  attempts: number;
-  maxAttempts: number;
-  payload: unknown;
-  result: unknown;
-  lastError: string | null;
-  finishedAt: Date | null;
-  createdAt: Date;
+/** A job row as the API reads it, with its keyset position. */
+export interface JobView extends JobRecord {
   /** run_at at microsecond precision, UTC, sortable as text: the keyset cursor's first half. */
   position: string;
 }
@@ -58,44 +45,15 @@ function columns(alias = ''): string {
   const p = alias ? `${alias}.` : '';
   return `${p}id::text AS id, ${p}tenant_id AS tenant_id, ${p}kind AS kind, ${p}key AS key, ${p}run_at AS run_at,
     ${p}state AS state, ${p}attempts AS attempts, ${p}max_attempts AS max_attempts, ${p}payload AS payload,
-    ${p}result AS result, ${p}last_error AS last_error, ${p}finished_at AS finished_at,
+    ${p}result AS result, ${p}last_error AS last_error, ${p}lease_until AS lease_until, ${p}finished_at AS finished_at,
     to_char(${p}run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`;
 }
 const COLUMNS = columns();
 
-interface RawJob {
-  id: string;
-  tenant_id: number;
-  kind: string;
-  key: string;
-  run_at: Date;
-  state: string;
-  attempts: number;
-  max_attempts: number;
-  payload: unknown;
-  result: unknown;
-  last_error: string | null;
-  finished_at: Date | null;
-  position: string;
-}
+type RawJob = JobRow & { position: string };
 
 function toView(r: RawJob): JobView {
-  return {
-    id: r.id,
-    tenantId: r.tenant_id,
-    kind: r.kind,
-    key: r.key,
-    runAt: r.run_at,
-    state: decodeState(r.state),
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    payload: r.payload,
-    result: r.result,
-    lastError: r.last_error,
-    finishedAt: r.finished_at,
-    createdAt: createdAtFromJobId(r.id),
-    position: r.position,
-  };
+  return { ...rowToJob(r), position: r.position };
 }
 
 /** Orders two keyset positions the way `ORDER BY run_at, id` does. */
