@@ -21,7 +21,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { createBenchDatabase } from './lib/bench-db';
 import { payloadOf } from './lib/dataset';
-import { cpuSeconds, freePort, ROOT, sleep, startRedis } from './throughput';
+import { cpuSeconds, freePort, ROOT, sleep, startRedis } from './lib/local';
 
 const ADMIN = 'bench-admin-token-0123456789';
 const DAY = 86_400_000;

@@ -19,13 +19,9 @@
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
-import { Client } from 'pg';
-import { createDataSource, runMigrations } from '../libs/persistence/src';
+import { createBenchDatabase } from './lib/bench-db';
+import { arg, cpuSeconds, freePort, median, PrivateRedis, ROOT, sleep, startRedis } from './lib/local';
 
 interface AutocannonRequest {
   method?: string;
@@ -46,101 +42,25 @@ interface AutocannonResult {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const autocannon = require('autocannon') as (opts: Record<string, unknown> & { requests: AutocannonRequest[] }) => Promise<AutocannonResult>;
 
-const ROOT = join(__dirname, '..');
-const PG = (process.env.ALMANAC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
 const ADMIN = 'bench-admin-token-0123456789';
 const DAY = 86_400_000;
 const PAYLOAD = { url: 'https://hooks.example.com/invoice', body: { customer: 42, amount: 1999, currency: 'EUR' } };
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-}
 const num = (name: string, fallback: number) => Number(arg(name, String(fallback)));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-interface Redis {
-  url: string;
-  conn: IORedis;
-  stop(): Promise<void>;
-}
-
-async function startRedis(): Promise<Redis> {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  const url = `redis://127.0.0.1:${port}`;
-  const conn = new IORedis(url, { maxRetriesPerRequest: null, retryStrategy: (n) => (n > 50 ? null : 100) });
-  conn.on('error', () => undefined); // the server is ours and stops before the client notices
-  await conn.ping();
-  return {
-    url,
-    conn,
-    async stop() {
-      conn.disconnect();
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    },
-  };
-}
-
-async function admin(sql: string): Promise<void> {
-  const c = new Client({ connectionString: `${PG}/postgres` });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
-/** utime + stime of a process, in ms (clock ticks of 10 ms), from /proc. */
-function cpuMs(pid: number | undefined): number {
-  if (!pid) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return NaN;
-  }
-}
 
 interface Api {
   pid: number | undefined;
   url: string;
   apiKey: string;
-  redis: Redis;
+  redis: PrivateRedis;
   stop(): Promise<void>;
 }
 
 /** A fresh database + private Redis + the api role in its own process, and one tenant. */
 async function startApi(): Promise<Api> {
-  const name = `almanac_bench_ingest_${randomBytes(4).toString('hex')}`;
-  await admin(`CREATE DATABASE ${name}`);
-  const dbUrl = `${PG}/${name}`;
-  const ds = createDataSource({ url: dbUrl, poolSize: 1 });
-  await ds.initialize();
-  await runMigrations(ds);
-  await ds.destroy();
+  const db = await createBenchDatabase('almanac_bench_ingest', 1);
+  await db.dataSource.destroy(); // the api process has its own pool
+  const dbUrl = db.url;
   const redis = await startRedis();
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['-r', './bench/lib/register.cjs', 'apps/api/src/main.ts'], {
@@ -190,7 +110,7 @@ async function startApi(): Promise<Api> {
       await exited;
       clearTimeout(t);
       await redis.stop();
-      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await db.drop();
     },
   };
 }
@@ -215,7 +135,7 @@ interface SingleRun {
 async function singleRun(api: Api, rate: number, seconds: number, tag: string): Promise<SingleRun> {
   let n = 0;
   const now = Date.now();
-  const cpu0 = cpuMs(api.pid);
+  const cpu0 = cpuSeconds(api.pid) * 1000;
   const result = await autocannon({
     url: api.url,
     connections: 32,
@@ -243,20 +163,20 @@ async function singleRun(api: Api, rate: number, seconds: number, tag: string): 
     p99: result.latency.p99,
     max: result.latency.max,
     errors: result.errors + result.non2xx + result.timeouts,
-    apiCpuUsPerRequest: ((cpuMs(api.pid) - cpu0) * 1000) / result.requests.total,
+    apiCpuUsPerRequest: ((cpuSeconds(api.pid) * 1000 - cpu0) * 1000) / result.requests.total,
     load1: loadavg()[0],
   };
 }
 
 /** GET /health/live at the same rate: the framework's own floor of latency and CPU per request. */
 async function baselineRun(api: Api, rate: number, seconds: number): Promise<Omit<SingleRun, 'requests' | 'rps' | 'p90' | 'max'>> {
-  const cpu0 = cpuMs(api.pid);
+  const cpu0 = cpuSeconds(api.pid) * 1000;
   const result = await autocannon({ url: api.url, connections: 32, overallRate: rate, duration: seconds, requests: [{ method: 'GET', path: '/health/live' }] });
   return {
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.non2xx + result.timeouts,
-    apiCpuUsPerRequest: ((cpuMs(api.pid) - cpu0) * 1000) / result.requests.total,
+    apiCpuUsPerRequest: ((cpuSeconds(api.pid) * 1000 - cpu0) * 1000) / result.requests.total,
     load1: loadavg()[0],
   };
 }
@@ -276,7 +196,7 @@ async function batchRun(api: Api, requests: number, connections: number, tag: st
     JSON.stringify({ jobs: Array.from({ length: 1000 }, (_, i) => job(`${tag}-${r}-${i}`, now + Math.random() * spreadMs)) }),
   );
   let next = 0;
-  const cpu0 = cpuMs(api.pid);
+  const cpu0 = cpuSeconds(api.pid) * 1000;
   const t0 = process.hrtime.bigint();
   const result = await autocannon({
     url: api.url,
@@ -299,7 +219,7 @@ async function batchRun(api: Api, requests: number, connections: number, tag: st
     seconds,
     jobsPerSecond: (ok * 1000) / seconds,
     errors: result.errors + result.non2xx + result.timeouts,
-    apiCpuUsPerJob: ((cpuMs(api.pid) - cpu0) * 1000) / (ok * 1000),
+    apiCpuUsPerJob: ((cpuSeconds(api.pid) * 1000 - cpu0) * 1000) / (ok * 1000),
     load1: loadavg()[0],
   };
 }
@@ -340,32 +260,32 @@ async function memoryRun(jobs: number, connections: number) {
       headers: { Authorization: `Bearer ${api.apiKey}`, 'Content-Type': 'application/json' },
       body: JSON.stringify(job('warm', Date.now() + 3_600_000)),
     });
-    const before = await usedMemory(api.redis.conn);
+    const before = await usedMemory(api.redis.connection);
     const t0 = Date.now();
     const batch = await batchRun(api, Math.ceil(jobs / 1000), connections, 'mem', 365 * DAY);
-    const queued = (await queueSize(api.redis.conn, 'almanac')) - 1;
-    const after = await usedMemory(api.redis.conn);
+    const queued = (await queueSize(api.redis.connection, 'almanac')) - 1;
+    const after = await usedMemory(api.redis.connection);
     const almanac = {
       ingested: batch.jobs,
       seconds: (Date.now() - t0) / 1000,
       queued,
       bytes: after - before,
       bytesPerQueuedJob: (after - before) / queued,
-      keys: await keyBytesPerJob(api.redis.conn, 'almanac:hot:j-*', 'almanac:hot:delayed', queued + 1),
+      keys: await keyBytesPerJob(api.redis.connection, 'almanac:hot:j-*', 'almanac:hot:delayed', queued + 1),
     };
     // Plain BullMQ: as many delayed jobs as Almanac queued, the payload in Redis as BullMQ does it.
     const plainRedis = await startRedis();
     try {
-      const q = new Queue('plain', { connection: plainRedis.conn });
+      const q = new Queue('plain', { connection: plainRedis.connection });
       const opts = () => ({ delay: 3_600_000 + Math.random() * DAY, removeOnComplete: true, removeOnFail: true });
       await q.add('noop', PAYLOAD, opts());
-      const b0 = await usedMemory(plainRedis.conn);
+      const b0 = await usedMemory(plainRedis.connection);
       const n = queued;
       for (let off = 0; off < n; off += 1000) {
         await q.addBulk(Array.from({ length: Math.min(1000, n - off) }, () => ({ name: 'noop', data: PAYLOAD, opts: opts() })));
       }
-      const b1 = await usedMemory(plainRedis.conn);
-      const keys = await keyBytesPerJob(plainRedis.conn, 'bull:plain:[0-9]*', 'bull:plain:delayed', n + 1);
+      const b1 = await usedMemory(plainRedis.connection);
+      const keys = await keyBytesPerJob(plainRedis.connection, 'bull:plain:[0-9]*', 'bull:plain:delayed', n + 1);
       await q.close();
       return {
         almanac,

@@ -14,7 +14,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { HotQueue } from '../libs/platform/src/queues/hot-queue';
-import { arg, BenchDb, createDb, loadJobs, PrivateRedis, Role, sleep, spawnRole, startRedis, stopRoles } from './throughput';
+import { BenchDatabase, createBenchDatabase } from './lib/bench-db';
+import { arg, PrivateRedis, sleep, startRedis } from './lib/local';
+import { loadJobs, Role, spawnRole, stopRoles } from './throughput';
 
 interface LagResult {
   hz: number;
@@ -25,8 +27,8 @@ interface LagResult {
   max: number;
 }
 
-async function lagRun(db: BenchDb, redis: PrivateRedis, hz: number, rate: number, seconds: number, leadMs: number): Promise<LagResult> {
-  await db.ds.query('TRUNCATE jobs, job_attempts');
+async function lagRun(db: BenchDatabase, redis: PrivateRedis, hz: number, rate: number, seconds: number, leadMs: number): Promise<LagResult> {
+  await db.dataSource.query('TRUNCATE jobs, job_attempts');
   const prefix = `lag-${randomBytes(3).toString('hex')}`;
   const hot = new HotQueue(redis.connection, prefix);
   const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix };
@@ -46,17 +48,17 @@ async function lagRun(db: BenchDb, redis: PrivateRedis, hz: number, rate: number
       const size = Math.min(perTick, total - produced);
       const base = produced;
       // due times spaced evenly: job i is due at start + i / rate seconds
-      await loadJobs(db.ds, hot, size, (i) => new Date(start + ((base + i) * 1000) / rate), `${prefix}-${tick}`);
+      await loadJobs(db.dataSource, hot, size, (i) => new Date(start + ((base + i) * 1000) / rate), `${prefix}-${tick}`);
       produced += size;
     }
     const deadline = Date.now() + 60_000;
     for (;;) {
       await sleep(250);
-      const [{ n }] = await db.ds.query(`SELECT count(*)::int AS n FROM jobs WHERE state = 'd'`);
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE state = 'd'`);
       if (n >= total) break;
       if (Date.now() > deadline) throw new Error(`only ${n} of ${total} jobs ran`);
     }
-    const [r] = await db.ds.query(
+    const [r] = await db.dataSource.query(
       `SELECT count(*)::int AS jobs,
               percentile_cont(0.5) WITHIN GROUP (ORDER BY lag) AS p50,
               percentile_cont(0.9) WITHIN GROUP (ORDER BY lag) AS p90,
@@ -78,7 +80,7 @@ async function main(): Promise<void> {
   const seconds = Number(arg('seconds', '60'));
   const leadMs = Number(arg('lead', '2000'));
   const hzs = arg('hz', '10,100').split(',').map(Number);
-  const db = await createDb('almanac_bench_lag');
+  const db = await createBenchDatabase('almanac_bench_lag');
   const results: LagResult[] = [];
   try {
     for (const hz of hzs) {

@@ -17,7 +17,7 @@
 import { loadavg } from 'node:os';
 import { createBenchDatabase } from './lib/bench-db';
 import { createTenant, BENCH_ADMIN_TOKEN, spawnSourceRole, stopSourceRole, type SourceRole } from './hold';
-import { sleep, startRedis } from './throughput';
+import { sleep, startRedis } from './lib/local';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);

@@ -19,96 +19,13 @@
  * restarted every 10 s. Afterwards: every job succeeded exactly once, one charge per invoice.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import IORedis from 'ioredis';
-import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { createDataSource, runMigrations } from '../libs/persistence/src';
 import { HotQueue } from '../libs/platform/src/queues/hot-queue';
-
-export const ROOT = join(__dirname, '..');
-const PG_SERVER = (process.env.ALMANAC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
-
-export function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
-}
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-export interface PrivateRedis {
-  url: string;
-  connection: IORedis;
-  stop(): Promise<void>;
-}
-
-/** A redis-server of our own (no persistence), so CONFIG SET and load never touch the shared one. */
-export async function startRedis(hz: number): Promise<PrivateRedis> {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--hz', String(hz)], {
-    stdio: 'ignore',
-  });
-  const url = `redis://127.0.0.1:${port}`;
-  const connection = new IORedis(url, { maxRetriesPerRequest: null, retryStrategy: (n) => (n > 50 ? null : 100) });
-  await connection.ping();
-  return {
-    url,
-    connection,
-    async stop() {
-      connection.disconnect();
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    },
-  };
-}
-
-export interface BenchDb {
-  url: string;
-  ds: DataSource;
-  drop(): Promise<void>;
-}
-
-async function admin(sql: string): Promise<void> {
-  const c = new Client({ connectionString: `${PG_SERVER}/postgres` });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
-export async function createDb(prefix: string): Promise<BenchDb> {
-  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
-  await admin(`CREATE DATABASE ${name}`);
-  const url = `${PG_SERVER}/${name}`;
-  const ds = createDataSource({ url, poolSize: 4 });
-  await ds.initialize();
-  await runMigrations(ds);
-  return {
-    url,
-    ds,
-    async drop() {
-      await ds.destroy();
-      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    },
-  };
-}
+import { BenchDatabase, createBenchDatabase } from './lib/bench-db';
+import { arg, cpuSeconds, freePort, median, PrivateRedis, ROOT, sleep, startRedis } from './lib/local';
 
 export interface Role {
   name: string;
@@ -139,18 +56,6 @@ export async function spawnRole(role: string, env: Record<string, string>, label
     await sleep(100);
   }
   return { name: label, child, port };
-}
-
-/** CPU seconds a local process has used (utime + stime from /proc; Linux only). */
-export function cpuSeconds(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return NaN;
-  }
 }
 
 export async function stopRoles(roles: Role[]): Promise<void> {
@@ -197,12 +102,12 @@ interface AlmanacRun {
   workerCpuUs: number;
 }
 
-async function almanacRun(db: BenchDb, redis: PrivateRedis, n: number, workers: number, dispatchers: number): Promise<AlmanacRun> {
-  await db.ds.query('TRUNCATE jobs, job_attempts');
+async function almanacRun(db: BenchDatabase, redis: PrivateRedis, n: number, workers: number, dispatchers: number): Promise<AlmanacRun> {
+  await db.dataSource.query('TRUNCATE jobs, job_attempts');
   const prefix = `bench-${randomBytes(3).toString('hex')}`;
   const hot = new HotQueue(redis.connection, prefix);
   await hot.queue.pause();
-  await loadJobs(db.ds, hot, n, () => new Date(), prefix);
+  await loadJobs(db.dataSource, hot, n, () => new Date(), prefix);
   const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix };
   const roles: Role[] = [];
   try {
@@ -213,13 +118,13 @@ async function almanacRun(db: BenchDb, redis: PrivateRedis, n: number, workers: 
     await hot.queue.resume();
     for (;;) {
       await sleep(100);
-      if ((await count(db.ds, `state = 'd'`)) >= n) break;
+      if ((await count(db.dataSource, `state = 'd'`)) >= n) break;
       for (const r of roles) if (r.child.exitCode !== null) throw new Error(`${r.name} died`);
     }
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     const cpu = roles.map((r, i) => cpuSeconds(r.child.pid) - cpu0[i]);
     const perJobUs = (pick: (r: Role) => boolean) => (cpu.filter((_, i) => pick(roles[i])).reduce((a, b) => a + b, 0) / n) * 1e6;
-    const [{ attempts, jobs }] = await db.ds.query(
+    const [{ attempts, jobs }] = await db.dataSource.query(
       `SELECT (SELECT count(*)::int FROM job_attempts WHERE outcome = 'succeeded') AS attempts,
               (SELECT count(*)::int FROM jobs WHERE state <> 'd' OR attempts <> 1) AS jobs`,
     );
@@ -271,18 +176,12 @@ async function plainBullmqRun(redis: PrivateRedis, n: number): Promise<{ perSeco
   return { perSecond: n / seconds, cpuUs };
 }
 
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
 /** Worker processes under SIGKILL: no job lost, no invoice charged twice. */
 async function chaos(): Promise<void> {
   const rate = Number(arg('rate', '200'));
   const seconds = Number(arg('seconds', '60'));
   const killEvery = Number(arg('kill-every', '10000'));
-  const db = await createDb('almanac_bench_chaos');
+  const db = await createBenchDatabase('almanac_bench_chaos');
   const redis = await startRedis(100);
   const prefix = `chaos-${randomBytes(3).toString('hex')}`;
   const hot = new HotQueue(redis.connection, prefix);
@@ -314,7 +213,7 @@ async function chaos(): Promise<void> {
       if (produced >= total) continue;
       const size = Math.min(rate / 10, total - produced);
       const base = produced;
-      const rows: { id: string; run_at: Date }[] = await db.ds.query(
+      const rows: { id: string; run_at: Date }[] = await db.dataSource.query(
         `INSERT INTO jobs (tenant_id, key, kind, run_at, state, payload)
          SELECT 1, 'inv-' || i, 'charge', $2::timestamptz + (i - $1) * ($3::float8 * interval '1 millisecond'), 'q',
                 jsonb_build_object('invoiceId', 'inv-' || i, 'amountCents', 100)
@@ -329,11 +228,11 @@ async function chaos(): Promise<void> {
     const deadline = Date.now() + 120_000;
     let done = 0;
     while (Date.now() < deadline) {
-      done = await count(db.ds, `state = 'd'`);
+      done = await count(db.dataSource, `state = 'd'`);
       if (done >= total) break;
       await sleep(500);
     }
-    const [check] = await db.ds.query(
+    const [check] = await db.dataSource.query(
       `SELECT (SELECT count(*)::int FROM charges) AS charges,
               (SELECT count(DISTINCT invoice_id)::int FROM charges) AS invoices,
               (SELECT count(*)::int FROM jobs WHERE state <> 'd') AS not_done,
@@ -360,7 +259,7 @@ async function main(): Promise<void> {
   const runs = Number(arg('runs', '3'));
   const workerCounts = arg('workers', '1,2,4').split(',').map(Number);
   const dispatchers = Number(arg('dispatchers', '1'));
-  const db = await createDb('almanac_bench_tp');
+  const db = await createBenchDatabase('almanac_bench_tp');
   const redis = await startRedis(Number(arg('hz', '10')));
   try {
     const plain: number[] = [];
