@@ -36,9 +36,6 @@ export class HotConsumer {
       concurrency: o.concurrency,
       autorun: false,
       ...CONSUMER_REMOVAL,
-      // A hot job is keyed by its row (j-<id>): a failed one kept in Redis would make every
-      // re-enqueue by the overdue sweep or the lease rescue a no-op, stranding the row.
-      removeOnFail: { count: 0 },
     });
     this.worker.on('error', (err) => o.logger.error({ err }, 'hot queue worker error'));
   }

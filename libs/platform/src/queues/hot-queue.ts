@@ -77,10 +77,13 @@ export class HotQueue {
 }
 
 /**
- * What every Almanac consumer Worker removes once a queue job is finished: the row keeps the
- * history, so Redis keeps nothing for completed jobs and a bounded tail of failed ones.
+ * What every Almanac consumer Worker removes once a queue job is finished: everything. The row
+ * and its attempts keep the history; and queue job ids are row ids (`j-<id>`), so a finished
+ * or failed job left in Redis would turn the next re-enqueue of that row (overdue sweep, lease
+ * rescue, retry) into a silent no-op and strand it. (`true` is not accepted by BullMQ 6.7's
+ * Worker here; `{count: 0}` is.)
  */
 export const CONSUMER_REMOVAL = {
   removeOnComplete: { count: 0 },
-  removeOnFail: { age: 24 * 3600, count: 1000 },
+  removeOnFail: { count: 0 },
 } as const;
