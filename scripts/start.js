@@ -157,8 +157,8 @@ async function main() {
 
   if (check) {
     try {
-      if (demo) await roundTrip(baseUrl, demo.apiKey);
-      else warn('check: the tenant API is not there yet; checked health only');
+      if (!demo) throw new Error('no demo tenant to post the check job with');
+      await roundTrip(baseUrl, demo.apiKey);
       await shutdown('check passed', 0);
     } catch (err) {
       warn(`check failed: ${err.message}`);

@@ -27,10 +27,7 @@ async function createTenant(baseUrl, adminToken, name) {
   return { status: res.status, body };
 }
 
-/**
- * Resolves to {apiKey, tenantId, reused} or, when the API has no tenant endpoint yet (404),
- * to null so the start script carries on quietly.
- */
+/** Resolves to {apiKey, tenantId, name, reused}; an unexpected answer from the API throws. */
 async function demoTenant({ baseUrl, adminToken, dataRoot }) {
   const file = path.join(dataRoot, 'demo-tenant.json');
   try {
@@ -45,7 +42,6 @@ async function demoTenant({ baseUrl, adminToken, dataRoot }) {
     name = `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}`;
     res = await createTenant(baseUrl, adminToken, name);
   }
-  if (res.status === 404) return null;
   if (res.status !== 201 || !res.body || typeof res.body.apiKey !== 'string') {
     throw new Error(`POST /v1/admin/tenants answered ${res.status}: ${JSON.stringify(res.body)}`);
   }
