@@ -15,6 +15,7 @@ describe('job queries and changes', () => {
 
   const create = async (key: string, runAt: string, kind = 'noop') =>
     (await h.http().post('/v1/jobs').set(auth).send({ kind, key, runAt, payload: { k: key } }).expect(201)).body as { id: string };
+  const hotState = async (id: string) => (await h.hot.getJob(`j-${id}`))?.getState();
   const setState = (id: string, state: string) => h.db.dataSource.query(`UPDATE jobs SET state = $2 WHERE id = $1`, [id, state]);
 
   it('GET /v1/jobs/:id returns the job with payload and attempts; ?key= finds it; unknown ids are 404', async () => {
@@ -53,7 +54,7 @@ describe('job queries and changes', () => {
 
   it('cancels a queued job (and removes it from the hot queue); 409 once running; idempotent when cancelled', async () => {
     const { id } = await create('c-1', inMs(HOUR));
-    expect(await h.hot.getJob(`j-${id}`)).toBeDefined();
+    expect(await hotState(id)).toBe('delayed');
     const res = await h.http().delete(`/v1/jobs/${id}`).set(auth).expect(200);
     expect(res.body.state).toBe('cancelled');
     expect(await h.hot.getJob(`j-${id}`)).toBeUndefined();
@@ -67,7 +68,7 @@ describe('job queries and changes', () => {
 
   it('reschedules with re-tiering: hot → cold leaves Redis, cold → hot enters it', async () => {
     const { id } = await create('r-1', inMs(2 * HOUR));
-    expect(await h.hot.getJob(`j-${id}`)).toBeDefined();
+    expect(await hotState(id)).toBe('delayed');
     const cold = await h.http().patch(`/v1/jobs/${id}`).set(auth).send({ runAt: inMs(30 * DAY) }).expect(200);
     expect(cold.body).toMatchObject({ tier: 'cold', state: 'scheduled' });
     expect(await h.hot.getJob(`j-${id}`)).toBeUndefined();
@@ -87,7 +88,7 @@ describe('job queries and changes', () => {
     await h.db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = 3, max_attempts = 3, finished_at = now() WHERE id = $1`, [id]);
     const res = await h.http().post(`/v1/jobs/${id}/retry`).set(auth).send({ extraAttempts: 2 }).expect(200);
     expect(res.body).toMatchObject({ state: 'queued', attempts: 3, maxAttempts: 5, tier: 'immediate' });
-    expect(await h.hot.getJob(`j-${id}`)).toBeDefined();
+    expect(await hotState(id)).toBe('waiting');
     const again = await h.http().post(`/v1/jobs/${id}/retry`).set(auth).expect(409);
     expect(again.body.details[0]).toMatchObject({ rule: 'not_dead' });
   });
