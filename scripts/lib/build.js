@@ -47,10 +47,10 @@ function buildReason(root) {
   return null;
 }
 
+const { ensureDeps } = require('../ensure-deps');
+
 function ensureBuilt(root) {
-  if (!fs.existsSync(path.join(root, 'node_modules'))) {
-    throw new StartError('dependencies are not installed: run `npm ci` first (Node 20.19+).');
-  }
+  ensureDeps(root);
   const reason = buildReason(root);
   if (!reason) return;
   info(`building (${reason}): npm run build`);
