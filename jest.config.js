@@ -19,8 +19,8 @@ module.exports = {
   roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test', '<rootDir>/k8s', '<rootDir>/bench'],
   testMatch: ['**/*.spec.ts'],
   transform: { '^.+\\.(t|j|mj)s$': swc },
-  // Nest 12 ships ESM only; let swc compile it to CommonJS for Jest.
-  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|croner)/)'],
+  // Nest 12 (and @fastify/static's content-disposition) ship ESM only; swc compiles them for Jest.
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@fastify/static|croner|content-disposition)/)'],
   moduleNameMapper: {
     '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',
     '^@almanac/persistence$': '<rootDir>/libs/persistence/src/index.ts',

@@ -6,7 +6,8 @@
  *
  * Each part runs the real api role (`apps/api/src/main.ts`, one process, rate limit off) on a
  * fresh database and a private redis-server (never the shared one):
- * - single: autocannon POSTs one job per request at a fixed rate (`overallRate`) for N seconds;
+ * - single: one job per request at a steady open-loop rate for N seconds (`lib/paced-load.ts`:
+ *   latency counted from each request's due time; autocannon's `overallRate` sends in bursts);
  *   half the jobs are due within a day (row + hot queue), half spread over a year (row only).
  *   Reports p50/p99 latency and errors (non-2xx + socket errors); median of the runs.
  * - batch: 1000 jobs per request on several connections, bodies prepared before the clock
@@ -22,6 +23,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { createBenchDatabase } from './lib/bench-db';
 import { arg, cpuSeconds, freePort, median, PrivateRedis, ROOT, sleep, startRedis } from './lib/local';
+import { pacedLoad, PacedResult } from './lib/paced-load';
 
 interface AutocannonRequest {
   method?: string;
@@ -63,7 +65,7 @@ async function startApi(): Promise<Api> {
   const dbUrl = db.url;
   const redis = await startRedis();
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ['-r', './bench/lib/register.cjs', 'apps/api/src/main.ts'], {
+  const child: ChildProcess = spawn(process.execPath, [...(process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean), '-r', './bench/lib/register.cjs', 'apps/api/src/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -79,7 +81,7 @@ async function startApi(): Promise<Api> {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  child.stderr?.on('data', (c: Buffer) => { if (process.env.BENCH_API_STDERR) process.stderr.write(c); stderr = (stderr + c.toString()).slice(-4000); });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -119,64 +121,42 @@ function job(key: string, runAtMs: number) {
   return { kind: 'noop', key, runAt: new Date(runAtMs).toISOString(), payload: PAYLOAD };
 }
 
-interface SingleRun {
-  requests: number;
-  rps: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-  errors: number;
+interface SingleRun extends PacedResult {
   /** CPU of the api process per request: independent of what else loads the machine. */
   apiCpuUsPerRequest: number;
   load1: number;
 }
 
 async function singleRun(api: Api, rate: number, seconds: number, tag: string): Promise<SingleRun> {
-  let n = 0;
   const now = Date.now();
   const cpu0 = cpuSeconds(api.pid) * 1000;
-  const result = await autocannon({
+  const headers = { Authorization: `Bearer ${api.apiKey}`, 'Content-Type': 'application/json' };
+  const result = await pacedLoad({
     url: api.url,
-    connections: 32,
-    overallRate: rate,
-    duration: seconds,
-    requests: [
-      {
-        method: 'POST',
-        path: '/v1/jobs',
-        headers: { Authorization: `Bearer ${api.apiKey}`, 'Content-Type': 'application/json' },
-        setupRequest: (req) => {
-          const i = n++;
-          // Half due within a day (row + hot queue), half within a year (row only).
-          const runAt = now + (i % 2 ? Math.random() * DAY : DAY + Math.random() * 364 * DAY);
-          return { ...req, body: JSON.stringify(job(`${tag}-${i}`, runAt)) };
-        },
-      },
-    ],
+    rate,
+    seconds,
+    next: (i) => {
+      // Half due within a day (row + hot queue), half within a year (row only).
+      const runAt = now + (i % 2 ? Math.random() * DAY : DAY + Math.random() * 364 * DAY);
+      return { method: 'POST', path: '/v1/jobs', headers, body: JSON.stringify(job(`${tag}-${i}`, runAt)) };
+    },
   });
   return {
-    requests: result.requests.total,
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p90: result.latency.p90,
-    p99: result.latency.p99,
-    max: result.latency.max,
-    errors: result.errors + result.non2xx + result.timeouts,
-    apiCpuUsPerRequest: ((cpuSeconds(api.pid) * 1000 - cpu0) * 1000) / result.requests.total,
+    ...result,
+    apiCpuUsPerRequest: ((cpuSeconds(api.pid) * 1000 - cpu0) * 1000) / result.requests,
     load1: loadavg()[0],
   };
 }
 
 /** GET /health/live at the same rate: the framework's own floor of latency and CPU per request. */
-async function baselineRun(api: Api, rate: number, seconds: number): Promise<Omit<SingleRun, 'requests' | 'rps' | 'p90' | 'max'>> {
+async function baselineRun(api: Api, rate: number, seconds: number): Promise<Omit<SingleRun, 'requests' | 'rps' | 'p90' | 'max' | 'seconds' | 'lateSends'>> {
   const cpu0 = cpuSeconds(api.pid) * 1000;
-  const result = await autocannon({ url: api.url, connections: 32, overallRate: rate, duration: seconds, requests: [{ method: 'GET', path: '/health/live' }] });
+  const result = await pacedLoad({ url: api.url, rate, seconds, next: () => ({ method: 'GET', path: '/health/live' }) });
   return {
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.non2xx + result.timeouts,
-    apiCpuUsPerRequest: ((cpuSeconds(api.pid) * 1000 - cpu0) * 1000) / result.requests.total,
+    p50: result.p50,
+    p99: result.p99,
+    errors: result.errors,
+    apiCpuUsPerRequest: ((cpuSeconds(api.pid) * 1000 - cpu0) * 1000) / result.requests,
     load1: loadavg()[0],
   };
 }

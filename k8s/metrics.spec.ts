@@ -28,6 +28,7 @@ async function bootAllRoles(env: Record<string, string>): Promise<INestApplicati
   const modules: Type[] = [ApiModule, PromoterModule, DispatcherModule, WorkerModule];
   const app = await createRoleApp(modules, { config: loadConfig(env), role: 'all-in-one' });
   await app.init();
+  await app.getHttpAdapter().getInstance().ready(); // Fastify answers supertest once ready
   return app;
 }
 

@@ -11,6 +11,7 @@ import { API_SETTINGS, loadApiSettings } from './api-settings';
 import { AdminAuthGuard, TenantAuthGuard } from './auth/guards';
 import { TenantAuthService } from './auth/tenant-auth.service';
 import { ApiExceptionFilter } from './http/api-exception.filter';
+import { HttpMetricsHook } from './http/http-metrics';
 import { HotRoutingService } from './jobs/hot-routing.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
 
@@ -28,6 +29,7 @@ const REPOSITORIES = [JobsRepository, JobQueriesRepository, TenantsRepository, A
     AdminAuthGuard,
     IngestRateLimiter,
     HotRoutingService,
+    HttpMetricsHook,
   ],
   exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService],
 })

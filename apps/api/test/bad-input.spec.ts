@@ -56,6 +56,21 @@ describe('bad input', () => {
     expect(res.body.details[0]).toMatchObject({ field: 'body', rule: 'json' });
   });
 
+  it('a body that is not JSON → 415 naming the content type; an empty JSON body → 400', async () => {
+    const before = await jobCount();
+    const res = await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'text/plain').send('kind=noop').expect(415);
+    expect(res.body).toMatchObject({ statusCode: 415, details: [{ field: 'content-type', rule: 'media_type' }] });
+    const empty = await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send('').expect(400);
+    expect(empty.body.details[0]).toMatchObject({ field: 'body', rule: 'json' });
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('a __proto__ key in the body → 400, never a polluted object', async () => {
+    const body = `{"kind":"noop","key":"proto-1","runAt":"${new Date().toISOString()}","__proto__":{"admin":true}}`;
+    const res = await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send(body).expect(400);
+    expect(res.body.details[0]).toMatchObject({ field: 'body', rule: 'json' });
+  });
+
   it('a JSON string or number body → 400', async () => {
     await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send('"hello"').expect(400);
     await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send('42').expect(400);

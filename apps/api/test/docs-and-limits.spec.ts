@@ -34,8 +34,14 @@ describe('OpenAPI docs, rate limit, metrics', () => {
     await h.http().get('/v1/jobs').set(auth).expect(200);
   });
 
-  it('records request durations by route pattern', async () => {
+  it('records request durations by route pattern, also for answers given before a controller runs', async () => {
+    await h.http().get('/v1/jobs/1234567890123').expect(401);
+    await h.http().get('/v1/no-such-route/42').expect(404);
     const metrics = await h.http().get('/metrics').expect(200);
     expect(metrics.text).toMatch(/almanac_http_request_duration_seconds_count\{method="POST",route="\/v1\/jobs\/batch",status="200"\}/);
+    expect(metrics.text).toMatch(/almanac_http_request_duration_seconds_count\{method="GET",route="\/v1\/jobs\/:id",status="401"\} 1/);
+    expect(metrics.text).toMatch(/almanac_http_request_duration_seconds_count\{method="GET",route="unmatched",status="404"\} 1/);
+    // The raw id never becomes a label.
+    expect(metrics.text).not.toContain('1234567890123');
   });
 });

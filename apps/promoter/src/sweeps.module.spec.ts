@@ -18,6 +18,7 @@ describe('PromoterModule wiring', () => {
     const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: redis.prefix, ALMANAC_LOG_LEVEL: 'silent' };
     app = await createRoleApp([PromoterModule], { config: loadConfig(env), role: 'promoter' });
     await app.init();
+    await app.getHttpAdapter().getInstance().ready(); // Fastify answers supertest once ready
   }, 60_000);
   afterAll(async () => {
     await app.close();

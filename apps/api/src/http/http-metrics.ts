@@ -1,14 +1,23 @@
 import { MetricsService } from '@almanac/platform';
-import { Injectable, NestMiddleware } from '@nestjs/common';
-import type { HttpRequest as Request, HttpResponse as Response, NextFunction } from './http-types';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
 import type { Histogram } from 'prom-client';
+import { isApiPath } from './api-exception.filter';
 
-/** Request duration by method, route pattern and status for the /v1 routes. */
+/**
+ * Request duration by method, route pattern and status for the /v1 routes, from a Fastify
+ * `onResponse` hook: it sees every answer, also those given before a controller runs (auth,
+ * unreadable bodies, unknown routes), which a Nest middleware or interceptor would miss.
+ */
 @Injectable()
-export class HttpMetricsMiddleware implements NestMiddleware {
+export class HttpMetricsHook implements OnModuleInit {
   private readonly duration: Histogram<'method' | 'route' | 'status'>;
 
-  constructor(metrics: MetricsService) {
+  constructor(
+    metrics: MetricsService,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {
     this.duration = metrics.histogram({
       name: 'almanac_http_request_duration_seconds',
       help: 'API request duration',
@@ -17,14 +26,17 @@ export class HttpMetricsMiddleware implements NestMiddleware {
     });
   }
 
-  use(req: Request, res: Response, next: NextFunction): void {
-    const start = process.hrtime.bigint();
-    res.once('finish', () => {
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
+    if (!fastify) return;
+    fastify.addHook('onResponse', (req, reply, done) => {
       // The route pattern (`/v1/jobs/:id`), never the raw path: ids would explode the label set.
-      const route = req.route?.path ?? 'unmatched';
-      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      this.duration.observe({ method: req.method, route: `${req.baseUrl}${route}`, status: String(res.statusCode) }, seconds);
+      const pattern = req.routeOptions.url;
+      if (isApiPath(req.url.split('?', 1)[0])) {
+        const route = pattern && isApiPath(pattern) ? pattern : 'unmatched';
+        this.duration.observe({ method: req.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+      }
+      done();
     });
-    next();
   }
 }

@@ -1,15 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
-// The few Express request/response members the API uses (@types/express is not a dependency).
-export interface HttpRequest extends IncomingMessage {
-  path: string;
-  baseUrl: string;
-  route?: { path?: string };
-}
-
-export interface HttpResponse extends ServerResponse {
-  status(code: number): this;
-  json(body: unknown): this;
-}
-
-export type NextFunction = (err?: unknown) => void;
+// The API's routes run on Nest's Fastify adapter (see `httpAdapter` in @almanac/platform).
+export type HttpRequest = FastifyRequest;
+export type HttpResponse = FastifyReply;

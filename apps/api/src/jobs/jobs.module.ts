@@ -1,6 +1,5 @@
-import { MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { ApiCommonModule } from '../api-common.module';
-import { HttpMetricsMiddleware } from '../http/http-metrics';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
 import { JobQueriesService } from './job-queries.service';
@@ -9,10 +8,6 @@ import { JobsController } from './jobs.controller';
 @Module({
   imports: [ApiCommonModule],
   controllers: [JobsController],
-  providers: [IngestService, JobQueriesService, JobChangesService, HttpMetricsMiddleware],
+  providers: [IngestService, JobQueriesService, JobChangesService],
 })
-export class JobsModule implements NestModule {
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(HttpMetricsMiddleware).forRoutes(JobsController);
-  }
-}
+export class JobsModule {}

@@ -1,7 +1,7 @@
 import type { DynamicModule, Provider, Type } from '@nestjs/common';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test, TestingModuleBuilder } from '@nestjs/testing';
-import { configureApp } from '../bootstrap/bootstrap-role';
+import { configureApp, httpAdapter, NEST_HTTP_OPTIONS } from '../bootstrap/bootstrap-role';
 import { AlmanacConfig, loadConfig } from '../config/almanac-config';
 import type { Env } from '../config/env';
 import { OpsModule } from '../ops.module';
@@ -23,7 +23,7 @@ export interface OpsTestAppOptions {
  */
 export async function createOpsTestApp(
   opts: OpsTestAppOptions = {},
-): Promise<{ app: NestExpressApplication; config: AlmanacConfig }> {
+): Promise<{ app: NestFastifyApplication; config: AlmanacConfig }> {
   const config = loadConfig({ ALMANAC_LOG_LEVEL: 'silent', ...opts.env });
   let builder = Test.createTestingModule({
     imports: [OpsModule.forRoot({ config, role: 'test' }), ...(opts.imports ?? [])],
@@ -31,8 +31,10 @@ export async function createOpsTestApp(
   });
   if (opts.override) builder = opts.override(builder);
   const moduleRef = await builder.compile();
-  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false });
-  configureApp(app, config);
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(httpAdapter(config), NEST_HTTP_OPTIONS);
+  configureApp(app);
   await app.init();
+  // Fastify answers (and supertest may use the server) only once its plugins are ready.
+  await app.getHttpAdapter().getInstance().ready();
   return { app, config };
 }
