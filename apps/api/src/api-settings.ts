@@ -10,7 +10,8 @@ export interface ApiSettings {
   rateLimitPerSecond: number;
   authCacheTtlMs: number;
   /** Group commit: how long a single-job POST may wait for company, and the most rows per flush. */
-  batchWindowMs: number;
+  /** Group commit: most single-job commits running at once; others wait and go together. */
+  commitsInFlight: number;
   batchMaxItems: number;
   /** Past this an enqueue counts as failed and the rows are left to the promoter. */
   enqueueTimeoutMs: number;
@@ -32,7 +33,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     defaultMaxAttempts: envInt(env, 'ALMANAC_DEFAULT_MAX_ATTEMPTS', 3, { min: 1, max: 100 }),
     rateLimitPerSecond: envInt(env, 'ALMANAC_RATE_LIMIT_PER_SECOND', 2000, { min: 0, max: 10_000_000 }),
     authCacheTtlMs: envInt(env, 'ALMANAC_AUTH_CACHE_TTL_MS', 10_000, { min: 0, max: 3_600_000 }),
-    batchWindowMs: envInt(env, 'ALMANAC_INGEST_BATCH_WINDOW_MS', 2, { min: 0, max: 1000 }),
+    commitsInFlight: envInt(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT', 2, { min: 1, max: 64 }),
     batchMaxItems: envInt(env, 'ALMANAC_INGEST_BATCH_MAX', 500, { min: 1, max: 1000 }),
     enqueueTimeoutMs: envInt(env, 'ALMANAC_ENQUEUE_TIMEOUT_MS', 1000, { min: 10, max: 60_000 }),
   };

@@ -13,6 +13,8 @@ export interface ApiHarness {
   db: TestDatabase;
   redis: TestRedis;
   hot: Queue;
+  /** Base URL of the listening API, for clients other than supertest. */
+  url: string;
   http: () => ReturnType<typeof request>;
   createTenant(name?: string, rateLimitPerSecond?: number): Promise<{ id: number; apiKey: string }>;
   close(): Promise<void>;
@@ -47,6 +49,7 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
     db,
     redis,
     hot,
+    url: server,
     http,
     async createTenant(name = 'acme', rateLimitPerSecond?: number) {
       const res = await http()

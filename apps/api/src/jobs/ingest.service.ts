@@ -48,7 +48,7 @@ export class IngestService implements BeforeApplicationShutdown {
     metrics: MetricsService,
   ) {
     this.batcher = new GroupCommit((entries) => this.commit(entries), {
-      windowMs: settings.batchWindowMs,
+      maxInFlight: settings.commitsInFlight,
       maxItems: settings.batchMaxItems,
     });
     this.ingested = metrics.counter({
