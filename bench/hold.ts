@@ -108,6 +108,9 @@ async function ingest(apiUrl: string, keys: string[], n: number, connections: nu
   let ok = 0;
   let errors = 0;
   let lastLog = Date.now();
+  // Rate per tenth of the load: a spread (median, min, max) from one long run.
+  const sliceJobs = Math.max(1000, Math.floor(n / 10));
+  const sliceEnds: bigint[] = [];
   async function lane(): Promise<void> {
     for (;;) {
       const r = next++;
@@ -125,6 +128,7 @@ async function ingest(apiUrl: string, keys: string[], n: number, connections: nu
       await res.arrayBuffer();
       if (res.ok) ok += size;
       else errors++;
+      while (ok >= (sliceEnds.length + 1) * sliceJobs) sliceEnds.push(process.hrtime.bigint());
       if (Date.now() - lastLog > 10_000) {
         lastLog = Date.now();
         log(`${ok.toLocaleString('en')} of ${n.toLocaleString('en')} ingested (${Math.round(ok / ((Date.now() - now) / 1000))}/s)`);
@@ -134,7 +138,8 @@ async function ingest(apiUrl: string, keys: string[], n: number, connections: nu
   const t0 = process.hrtime.bigint();
   await Promise.all(Array.from({ length: connections }, lane));
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  return { jobs: ok, errors, seconds, jobsPerSecond: ok / seconds };
+  const sliceJobsPerSecond = sliceEnds.map((end, i) => sliceJobs / (Number(end - (i ? sliceEnds[i - 1] : t0)) / 1e9));
+  return { jobs: ok, errors, seconds, jobsPerSecond: ok / seconds, sliceJobs, sliceJobsPerSecond };
 }
 
 async function baseline(jobs: number, payloadBytes: number) {

@@ -80,7 +80,7 @@ const PARTS: Record<string, Part> = {
     parse([out]) {
       const r = lastJson(out) as {
         inputs: { n: number; baselineJobs: number };
-        ingest: { jobs: number; jobsPerSecond: number; seconds: number; errors: number };
+        ingest: { jobs: number; jobsPerSecond: number; seconds: number; errors: number; sliceJobs?: number; sliceJobsPerSecond?: number[] };
         postgres: { bytesPerJob: number };
         redis: { almanacBytes: number; bytesPerQueuedJob: number; hotShareOfJobs: number };
         baseline: { bytesPerJob: number; extrapolatedBytes: number };
@@ -102,7 +102,10 @@ const PARTS: Record<string, Part> = {
           fig('plain BullMQ bytes per delayed job', one(r.baseline.bytesPerJob), 'B'),
           fig('share of jobs in the hot tier', one(r.redis.hotShareOfJobs * 100), '%', '~1/365 (0.27 %) + horizon rounding'),
           fig('Postgres bytes per job (table + indexes + TOAST)', one(r.postgres.bytesPerJob), 'B', '≤ 300 B', (v) => v <= 300),
-          fig('ingest through HTTP batch API', one(r.ingest.jobsPerSecond), 'jobs/s', '≥ 50,000 jobs/s', (v) => v >= 50_000),
+          fig('ingest through HTTP batch API, whole load', one(r.ingest.jobsPerSecond), 'jobs/s', '≥ 50,000 jobs/s', (v) => v >= 50_000),
+          ...(r.ingest.sliceJobsPerSecond?.length
+            ? [fig(`ingest per tenth of the load (${(r.ingest.sliceJobs ?? 0).toLocaleString('en')} jobs each)`, spread(r.ingest.sliceJobsPerSecond), 'jobs/s', '≥ 50,000 jobs/s', (v) => v >= 50_000)]
+            : []),
           fig(
             n >= 10_000_000 ? 'time to load 10,000,000 jobs' : `time to load 10,000,000 jobs (extrapolated from ${n.toLocaleString('en')})`,
             one(n >= 10_000_000 ? r.ingest.seconds : at10m),
@@ -118,7 +121,7 @@ const PARTS: Record<string, Part> = {
             ? `The baseline is plain BullMQ delayed jobs with the same 100-byte payload, measured at the same ${n.toLocaleString('en')} jobs in a private redis-server.`
             : `The baseline is plain BullMQ delayed jobs with the same 100-byte payload, measured at ${r.inputs.baselineJobs.toLocaleString('en')} jobs in a private redis-server and extrapolated linearly to ${n.toLocaleString('en')}.`,
           'Almanac\'s Redis figure is used_memory after ingest and promotion minus used_memory after one warm-up job: it includes the hot queue\'s fixed costs (BullMQ event stream, meta keys, the promoter\'s epoch marker), which dominate bytes per queued job when few jobs are hot (small N).',
-          'One run: the load itself is the measurement (10 M jobs take minutes); min/max are not meaningful here.',
+          'One run: the load itself is the measurement (10 M jobs take minutes). The ingest rate is also given per tenth of the load (median, min, max of the ten slices); the memory and storage figures are sizes, not timings, and vary little between runs.',
         ],
         raw: r,
       };
