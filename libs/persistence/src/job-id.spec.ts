@@ -18,4 +18,10 @@ describe('job ids', () => {
     expect(jobIdFromQueueJobId('j-42')).toBe('42');
     expect(() => jobIdFromQueueJobId('42')).toThrow();
   });
+
+  it('gives a worker\'s re-enqueue after attempt N its own queue id, parsed back to the row id', () => {
+    expect(queueJobId('42', 3)).toBe('j-42-r3');
+    expect(jobIdFromQueueJobId('j-42-r3')).toBe('42');
+    for (const bad of ['j-42-r', 'j-42-a1', 'j-x', 'j-42-r3-r4']) expect(() => jobIdFromQueueJobId(bad)).toThrow();
+  });
 });

@@ -1,3 +1,4 @@
+import { queueJobId } from '@almanac/persistence';
 import { completed, defineHandler, discard, noopHandler, retry } from '../handlers';
 import { chargeHandler } from '../handlers/charge.handler';
 import { createHarness, DeliveryHarness, destroyHarness } from '../testing/delivery-harness';
@@ -163,10 +164,10 @@ describe('worker executor', () => {
     expect(row.run_at.getTime()).toBeGreaterThanOrEqual(before + 5000 - 50);
     expect(row.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 10_000);
     expect(row.last_error!.length).toBeLessThanOrEqual(2000);
-    expect(await h.hotJobState(id)).toBe('delayed');
+    expect(await h.hotJobState(id, 1)).toBe('delayed');
     // Skip the wait: make it due now.
     await h.ds.query(`UPDATE jobs SET run_at = now() WHERE id = $1`, [id]);
-    await (await h.hotQueue.queue.getJob(`j-${id}`))!.promote();
+    await (await h.hotQueue.queue.getJob(queueJobId(id, 1)))!.promote();
     await h.hot.runOnce();
     await w.consumer.runOnce();
     const dead = await h.job(id);
@@ -189,7 +190,24 @@ describe('worker executor', () => {
     const cold = rows.find((r) => r.state === 's')!;
     expect(cold.run_at.getTime()).toBeGreaterThan(Date.now() + 2 * 24 * 3600_000);
     expect(await h.hotJobState(cold.id)).toBe('absent');
+    expect(await h.hotJobState(cold.id, 1)).toBe('absent');
     expect(rows.find((r) => r.state === 'x')).toMatchObject({ last_error: 'bad input', attempts: 1 });
+  });
+
+  it('a retry is not swallowed by the copy of the job the dispatcher has not removed yet', async () => {
+    flaky.mode = 'retry';
+    const [id] = await h.enqueue([{ kind: 'flaky', maxAttempts: 5 }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    // The race: the dispatcher handed the job to its pool but its own j-<id> is still in Redis
+    // when the worker re-enqueues (stand-in: a copy put back for tomorrow).
+    await h.hotQueue.enqueue([{ id, runAt: new Date(Date.now() + 86_400_000), tenantId: 1, kind: 'flaky' }], new Date());
+    await w.consumer.runOnce();
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
+    expect(await h.hotJobState(id, 1)).toBe('waiting'); // the retry, under its own id
+    expect(await h.hot.runOnce()).toBe(1);
+    await w.consumer.runOnce();
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 2 });
   });
 
   it('retry({delayMs: 0}) goes straight back on the hot queue and runs again', async () => {
@@ -241,7 +259,7 @@ describe('worker executor', () => {
     expect(released).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, lease_until: null });
     expect(await h.attempts(id)).toEqual([expect.objectContaining({ attempt: 1, outcome: 'released', worker_id: 'leaving' })]);
-    expect(await h.hotJobState(id)).toBe('waiting');
+    expect(await h.hotJobState(id, 1)).toBe('waiting');
     slowGate.release(); // the abandoned handler finishing late changes nothing
     await new Promise((r) => setImmediate(r));
     const w2 = h.worker();

@@ -156,7 +156,8 @@ export class Executor {
   private async releaseRefs(entries: { ref: DeliveryRef; startedAt: Date }[]): Promise<{ id: string }[]> {
     const now = this.o.clock.now();
     const done = await this.o.repo.release(entries.map((e) => e.ref), now, this.o.workerId, entries.map((e) => e.startedAt));
-    await this.requeue(done.map((r) => ({ id: r.id, runAt: now, tenantId: r.tenantId, kind: r.kind })), now);
+    const attemptOf = new Map(entries.map((e) => [e.ref.id, e.ref.attempt]));
+    await this.requeue(done.map((r) => ({ id: r.id, runAt: now, tenantId: r.tenantId, kind: r.kind, afterAttempt: attemptOf.get(r.id) })), now);
     return done;
   }
 
@@ -306,7 +307,7 @@ export class Executor {
 }
 
 function hotItem(r: CompletionRecord, kind: string): HotItem {
-  return { id: r.id, runAt: r.runAt ?? new Date(), tenantId: r.tenantId, kind };
+  return { id: r.id, runAt: r.runAt ?? new Date(), tenantId: r.tenantId, kind, afterAttempt: r.attempt };
 }
 
 /** The handler's promise, or a rejection as soon as its signal aborts (a handler may ignore it). */

@@ -151,8 +151,9 @@ export class DeliveryHarness {
     return this.poolQueues.queue(pool) as Queue;
   }
 
-  async hotJobState(id: string): Promise<string> {
-    const job = await this.hotQueue.queue.getJob(queueJobId(id));
+  /** State of the row's hot-queue copy: `j-<id>`, or the worker's re-enqueue after `afterAttempt`. */
+  async hotJobState(id: string, afterAttempt?: number): Promise<string> {
+    const job = await this.hotQueue.queue.getJob(queueJobId(id, afterAttempt));
     return job ? await job.getState() : 'absent';
   }
 

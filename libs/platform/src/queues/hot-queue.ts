@@ -22,6 +22,8 @@ export interface HotItem {
   runAt: Date;
   tenantId: number;
   kind: string;
+  /** Set when a worker re-enqueues the row after this attempt: queue id `j-<id>-r<n>` (see queueJobId). */
+  afterAttempt?: number;
 }
 
 /**
@@ -56,7 +58,7 @@ export class HotQueue {
           // No removeOn* here: the consumer's Worker options say it once. Every option byte is
           // stored in each job's hash, and past 64 B (hash-max-listpack-value) Redis turns the
           // compact hash into a real one: ~660 instead of ~280 B per queued job.
-          opts: { jobId: queueJobId(item.id), delay: Math.max(0, due - nowMs) },
+          opts: { jobId: queueJobId(item.id, item.afterAttempt), delay: Math.max(0, due - nowMs) },
         };
       }),
     );
