@@ -1,4 +1,5 @@
 import { Agent, request as httpRequest } from 'node:http';
+import { IngestService } from '../src/jobs/ingest.service';
 import { ADMIN_TOKEN, type ApiHarness, DAY, HOUR, inMs, MINUTE, startApi } from './api-harness';
 
 describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
@@ -72,6 +73,28 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     expect(after.count - before.count).toBe(1000);
     // Two commits run at once; everything that arrives meanwhile shares the next one.
     expect(after.commits - before.commits).toBeLessThan(200); // ~75 here
+  });
+
+  it('a tenant whose insert fails does not fail the other tenants sharing its group commit', async () => {
+    const ok = await h.createTenant('steady');
+    const doomed = await h.createTenant('doomed');
+    const ds = h.db.dataSource;
+    await ds.query(`CREATE FUNCTION fail_doomed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'doomed tenant'; END $$`);
+    await ds.query(`CREATE TRIGGER fail_doomed BEFORE INSERT ON jobs FOR EACH ROW WHEN (NEW.tenant_id = ${doomed.id}) EXECUTE FUNCTION fail_doomed()`);
+    try {
+      const ingest = h.app.get(IngestService);
+      const tenant = (id: number) => ({ id, name: 't', createdAt: new Date(), rateLimitPerSecond: null });
+      const body = (key: string) => ({ kind: 'noop', key, runAt: inMs(MINUTE) });
+      // Submitted in one turn: one group, two tenants.
+      const [a, b] = await Promise.allSettled([ingest.createOne(tenant(ok.id), body('steady-1')), ingest.createOne(tenant(doomed.id), body('doomed-1'))]);
+      expect(a).toMatchObject({ status: 'fulfilled', value: { created: true } });
+      expect(b).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: expect.stringContaining('doomed tenant') }) });
+      const job = (a as PromiseFulfilledResult<{ job: { id: string } }>).value.job;
+      expect(await row(job.id)).toMatchObject({ state: 'q' });
+      expect(await h.hot.getJob(`j-${job.id}`)).toBeDefined();
+    } finally {
+      await ds.query(`DROP TRIGGER fail_doomed ON jobs; DROP FUNCTION fail_doomed()`);
+    }
   });
 
   async function commits(): Promise<{ count: number; commits: number }> {

@@ -22,7 +22,9 @@ interface CommitEntry {
 
 type CommitResult =
   | { status: 'created' | 'existing'; job: JobRecord }
-  | { status: 'conflict'; job: JobRecord; fields: string[] };
+  | { status: 'conflict'; job: JobRecord; fields: string[] }
+  /** This tenant's insert failed; other tenants sharing the group commit are not affected. */
+  | { status: 'failed'; error: unknown };
 
 export type BatchItem =
   | { index: number; status: 'created' | 'existing'; job: JobSummary }
@@ -79,6 +81,7 @@ export class IngestService implements BeforeApplicationShutdown {
       input: parsed.value,
       tier: tierFor(parsed.value.runAt, now, this.config.horizons),
     });
+    if (result.status === 'failed') throw result.error;
     if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
     return { created: result.status === 'created', job: jobSummary(result.job, now, this.config.horizons) };
   }
@@ -100,8 +103,11 @@ export class IngestService implements BeforeApplicationShutdown {
     });
     this.limiter.consume(tenant, valid.length);
     const committed = await this.commit(valid.map((v) => v.entry));
+    const failed = committed.find((r) => r.status === 'failed');
+    if (failed) throw failed.error;
     committed.forEach((r, i) => {
       const index = valid[i].index;
+      if (r.status === 'failed') return; // thrown above
       if (r.status === 'conflict') {
         const e = this.conflictError(valid[i].entry.input.key, r.fields);
         results[index] = { index, status: 'error', error: { statusCode: 409, message: e.message, details: e.details } };
@@ -143,7 +149,8 @@ export class IngestService implements BeforeApplicationShutdown {
 
   /**
    * One insertBatch per tenant in the group (concurrently), then one addBulk for every
-   * immediate/hot row created. Results in input order.
+   * immediate/hot row created. Results in input order. A tenant whose insert fails gets
+   * `failed` for its items; the others' committed rows still go to the queue and answer.
    */
   private async commit(entries: CommitEntry[]): Promise<CommitResult[]> {
     if (entries.length === 0) return [];
@@ -157,27 +164,11 @@ export class IngestService implements BeforeApplicationShutdown {
     const results = new Array<CommitResult>(entries.length);
     await Promise.all(
       [...byTenant].map(async ([tenantId, indices]) => {
-        const rows: NewJob[] = indices.map((i) => {
-          const { input, tier } = entries[i];
-          return {
-            kind: input.kind,
-            key: input.key,
-            runAt: input.runAt,
-            payload: input.payload,
-            maxAttempts: input.maxAttempts,
-            state: tier === 'cold' ? 'scheduled' : 'queued',
-          };
-        });
-        const outcomes = await this.jobs.insertBatch(tenantId, rows);
-        outcomes.forEach((o, k) => {
-          const i = indices[k];
-          if (o.status === 'created') {
-            results[i] = o;
-            return;
-          }
-          const fields = differingFields(o.job, entries[i].input);
-          results[i] = fields.length ? { status: 'conflict', job: o.job, fields } : o;
-        });
+        try {
+          await this.insertTenant(tenantId, indices, entries, results);
+        } catch (error) {
+          for (const i of indices) results[i] = { status: 'failed', error };
+        }
       }),
     );
     const hot = results.flatMap((r) =>
@@ -194,5 +185,30 @@ export class IngestService implements BeforeApplicationShutdown {
     });
     for (const tier of ['immediate', 'hot', 'cold'] as const) if (perTier[tier]) this.ingested.inc({ tier }, perTier[tier]);
     return results;
+  }
+
+  /** One tenant's share of a commit: one insertBatch, results written at the entries' indices. */
+  private async insertTenant(tenantId: number, indices: number[], entries: CommitEntry[], results: CommitResult[]): Promise<void> {
+    const rows: NewJob[] = indices.map((i) => {
+      const { input, tier } = entries[i];
+      return {
+        kind: input.kind,
+        key: input.key,
+        runAt: input.runAt,
+        payload: input.payload,
+        maxAttempts: input.maxAttempts,
+        state: tier === 'cold' ? 'scheduled' : 'queued',
+      };
+    });
+    const outcomes = await this.jobs.insertBatch(tenantId, rows);
+    outcomes.forEach((o, k) => {
+      const i = indices[k];
+      if (o.status === 'created') {
+        results[i] = o;
+        return;
+      }
+      const fields = differingFields(o.job, entries[i].input);
+      results[i] = fields.length ? { status: 'conflict', job: o.job, fields } : o;
+    });
   }
 }
