@@ -78,6 +78,20 @@ describe('schedules (/v1/schedules)', () => {
     await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ timezone: 'Nowhere/Land' }).expect(400);
   });
 
+  it('concurrent PATCHes of cron and of timezone both land (no lost update)', async () => {
+    const created = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'race', cron: '0 9 * * *', timezone: 'UTC' }).expect(201);
+    const id = created.body.id as string;
+    for (const [hour, zone] of [[10, 'Europe/Berlin'], [11, 'America/New_York'], [12, 'Asia/Tokyo']] as const) {
+      const [a, b] = await Promise.all([
+        h.http().patch(`/v1/schedules/${id}`).set(auth).send({ cron: `0 ${hour} * * *` }),
+        h.http().patch(`/v1/schedules/${id}`).set(auth).send({ timezone: zone }),
+      ]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      const now = await h.http().get(`/v1/schedules/${id}`).set(auth).expect(200);
+      expect(now.body).toMatchObject({ cron: `0 ${hour} * * *`, timezone: zone });
+    }
+  });
+
   it('pause keeps next_run_at, resume clears paused; delete removes it; other tenants get 404', async () => {
     const s = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'pausable' }).expect(201);
     const paused = await h.http().post(`/v1/schedules/${s.body.id}/pause`).set(auth).expect(200);

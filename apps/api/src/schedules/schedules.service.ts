@@ -81,28 +81,40 @@ export class SchedulesService {
     const parsed = parseSchedulePatch(body, this.settings);
     if (!parsed.ok) throw invalid(parsed.issues);
     const patch = parsed.value;
-    const current = await this.find(tenant, id);
-    let timing: { schedule: Schedule } | undefined;
-    if (patch.cron !== undefined || patch.timezone !== undefined) {
-      const t = parseTiming(patch.cron ?? current.cron, patch.timezone ?? current.timezone);
-      if (!t.ok) throw invalid(t.issues);
-      if (t.value.cron !== current.cron || t.value.timezone !== current.timezone) timing = { schedule: t.value };
+    // A timing change is computed from the cron and timezone read here and applies only if they
+    // are still current; a concurrent PATCH in between makes us read and compute again.
+    for (let tries = 1; ; tries++) {
+      const current = await this.find(tenant, id);
+      let timing: { schedule: Schedule } | undefined;
+      if (patch.cron !== undefined || patch.timezone !== undefined) {
+        const t = parseTiming(patch.cron ?? current.cron, patch.timezone ?? current.timezone);
+        if (!t.ok) throw invalid(t.issues);
+        if (t.value.cron !== current.cron || t.value.timezone !== current.timezone) timing = { schedule: t.value };
+      }
+      const res = await this.schedules.update(tenant.id, id, {
+        kind: patch.kind,
+        payload: patch.payload,
+        maxAttempts: patch.maxAttempts,
+        missed: patch.missed,
+        ...(timing
+          ? {
+              cron: timing.schedule.cron,
+              timezone: timing.schedule.timezone,
+              timing: { nextRunAt: this.firstAfterNow(timing.schedule), from: { cron: current.cron, timezone: current.timezone } },
+            }
+          : {}),
+      });
+      if (res === 'changed') {
+        if (tries < 5) continue;
+        throw conflict(`schedule ${id} is being changed concurrently; try again`, 'schedule', 'concurrent_update');
+      }
+      if (!res) throw notFound(`schedule ${id}`);
+      await this.dropFromQueue(res.removed.queuedIds);
+      if (timing) {
+        this.log.log({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count, version: res.schedule.version }, 'schedule timing changed');
+      }
+      return { ...view(res.schedule), removedOccurrences: res.removed.count };
     }
-    const res = await this.schedules.update(tenant.id, id, {
-      kind: patch.kind,
-      payload: patch.payload,
-      maxAttempts: patch.maxAttempts,
-      missed: patch.missed,
-      ...(timing
-        ? { cron: timing.schedule.cron, timezone: timing.schedule.timezone, timing: { nextRunAt: this.firstAfterNow(timing.schedule) } }
-        : {}),
-    });
-    if (!res) throw notFound(`schedule ${id}`);
-    await this.dropFromQueue(res.removed.queuedIds);
-    if (timing) {
-      this.log.log({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count, version: res.schedule.version }, 'schedule timing changed');
-    }
-    return { ...view(res.schedule), removedOccurrences: res.removed.count };
   }
 
   async remove(tenant: TenantRecord, id: string) {

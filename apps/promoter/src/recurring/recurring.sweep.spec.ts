@@ -197,7 +197,12 @@ describe('RecurringSweep (Postgres)', () => {
     const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z') });
     await sweep().runOnce(NOW);
     const schedules = new SchedulesRepository(db.dataSource);
-    await schedules.update(1, id, { cron: '30 9 * * *', timing: { nextRunAt: new Date('2026-11-30T09:30:00Z') } });
+    // Computed from a stale read (someone else changed the cron meanwhile): refused, nothing removed.
+    const stale = { cron: '15 * * * *', timezone: 'UTC' };
+    expect(await schedules.update(1, id, { cron: '30 9 * * *', timing: { nextRunAt: new Date('2026-11-30T09:30:00Z'), from: stale } })).toBe('changed');
+    expect(await occurrences(id)).toHaveLength(24);
+    const from = { cron: '0 * * * *', timezone: 'UTC' };
+    await schedules.update(1, id, { cron: '30 9 * * *', timing: { nextRunAt: new Date('2026-11-30T09:30:00Z'), from } });
     expect(await occurrences(id)).toHaveLength(0);
     await sweep().runOnce(NOW);
     expect(iso(await occurrences(id))).toEqual(['2026-11-30T09:30:00.000Z']);

@@ -40,7 +40,12 @@ export interface ScheduleChange {
   payload?: unknown;
   maxAttempts?: number;
   missed?: MissedPolicy;
-  timing?: { nextRunAt: Date | null };
+  /**
+   * Set when cron or timezone changed: the new next run time, and the cron and timezone the
+   * change was computed from. The update applies only if those are still current, so two
+   * concurrent PATCHes (one of cron, one of timezone) cannot silently undo each other.
+   */
+  timing?: { nextRunAt: Date | null; from: { cron: string; timezone: string } };
 }
 
 /** Job rows of a schedule that had not run yet, removed when its timing changed or it was deleted. */
@@ -141,7 +146,8 @@ export class SchedulesRepository {
   }
 
   /**
-   * Applies a change in one transaction. A timing change bumps `version`, sets the new
+   * Applies a change in one transaction; `'changed'` when a timing change lost a race (see
+   * ScheduleChange.timing). A timing change bumps `version`, sets the new
    * `next_run_at` and removes occurrences that have not run, so the promoter re-materialises
    * them from the new timing.
    */
@@ -149,9 +155,10 @@ export class SchedulesRepository {
     tenantId: number,
     id: string,
     change: ScheduleChange,
-  ): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
+  ): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | 'changed' | null> {
     return this.db.transaction(async (tx) => {
       const sets: string[] = ['updated_at = now()'];
+      let guard = '';
       const params: unknown[] = [id, tenantId];
       const set = (column: string, value: unknown, cast = '') => sets.push(`${column} = $${params.push(value)}${cast}`);
       if (change.kind !== undefined) set('kind', change.kind);
@@ -163,13 +170,18 @@ export class SchedulesRepository {
       if (change.timing) {
         set('next_run_at', change.timing.nextRunAt);
         sets.push('version = version + 1');
+        guard = ` AND cron = $${params.push(change.timing.from.cron)} AND timezone = $${params.push(change.timing.from.timezone)}`;
       }
       const rows: [RawSchedule[], number] = await tx.query(
-        `UPDATE schedules SET ${sets.join(', ')} WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
+        `UPDATE schedules SET ${sets.join(', ')} WHERE id = $1 AND tenant_id = $2${guard} RETURNING ${COLUMNS}`,
         params,
       );
       const row = rows[0][0];
-      if (!row) return null;
+      if (!row) {
+        if (!guard) return null;
+        const exists: unknown[] = await tx.query(`SELECT 1 FROM schedules WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+        return exists.length ? 'changed' : null;
+      }
       const removed = change.timing
         ? await removeUnrunOccurrences(tx, tenantId, row.id)
         : { queuedIds: [], count: 0 };
