@@ -59,7 +59,7 @@ describe('bad input', () => {
   it('a body that is not JSON → 415 naming the content type; an empty JSON body → 400', async () => {
     const before = await jobCount();
     const res = await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'text/plain').send('kind=noop').expect(415);
-    expect(res.body).toMatchObject({ statusCode: 415, details: [{ field: 'content-type', rule: 'media_type' }] });
+    expect(res.body).toMatchObject({ statusCode: 415, error: 'Unsupported Media Type', details: [{ field: 'content-type', rule: 'media_type' }] });
     const empty = await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send('').expect(400);
     expect(empty.body.details[0]).toMatchObject({ field: 'body', rule: 'json' });
     expect(await jobCount()).toBe(before);

@@ -1,8 +1,12 @@
+import { Controller, Get, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { LoggerModule } from 'nestjs-pino';
 import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import pinoHttp, { Options } from 'pino-http';
 import request from 'supertest';
 import { loadConfig } from '../config/almanac-config';
+import { httpAdapter, NEST_HTTP_OPTIONS } from '../bootstrap/bootstrap-role';
 import { loggerParams } from './logging';
 
 function capture(): { stream: Writable; lines: () => Record<string, unknown>[] } {
@@ -50,6 +54,35 @@ describe('loggerParams', () => {
     const text = JSON.stringify(out.lines());
     expect(text).toContain('connection terminated');
     expect(text).not.toContain('4111-secret');
+  });
+
+  it('logs every request of a Nest app on the platform\'s HTTP adapter (the middleware is really applied)', async () => {
+    const out = capture();
+    const config = loadConfig({ ALMANAC_LOG_LEVEL: 'info' });
+    @Controller('v1/probe')
+    class ProbeController {
+      @Get(':id')
+      get() {
+        return { ok: true };
+      }
+    }
+    @Module({ imports: [LoggerModule.forRoot({ ...loggerParams(config, 'api'), pinoHttp: [options, out.stream] })], controllers: [ProbeController] })
+    class ProbeModule {}
+    const app = await NestFactory.create(ProbeModule, httpAdapter(config), { ...NEST_HTTP_OPTIONS, logger: false });
+    try {
+      await app.init();
+      await app.getHttpAdapter().getInstance().ready();
+      await request(app.getHttpServer()).get('/v1/probe/42').set('Authorization', 'Bearer tenant-secret-key').expect(200);
+      await request(app.getHttpServer()).get('/v1/nowhere').expect(404);
+    } finally {
+      await app.close();
+    }
+    const lines = out.lines();
+    expect(lines.map((l) => [(l.req as { url: string }).url, (l.res as { statusCode: number }).statusCode])).toEqual([
+      ['/v1/probe/42', 200],
+      ['/v1/nowhere', 404],
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('tenant-secret-key');
   });
 
   it('does not log probe and scrape requests', async () => {

@@ -1,3 +1,4 @@
+import { RequestMethod } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import type { Params } from 'nestjs-pino';
 import type { AlmanacConfig } from '../config/almanac-config';
@@ -13,6 +14,9 @@ const QUIET_PATHS = ['/health/live', '/health/ready', '/metrics'];
  */
 export function loggerParams(config: AlmanacConfig, role: string): Params {
   return {
+    // nestjs-pino's default route, `{/*splat}`, matches nothing on the Fastify adapter, which
+    // silently dropped every request log; `{*splat}` matches every path there.
+    forRoutes: [{ path: '{*splat}', method: RequestMethod.ALL }],
     pinoHttp: {
       level: config.logLevel,
       base: { role },
