@@ -86,8 +86,8 @@ export async function createRoleApp(
 
 /**
  * Every role serves HTTP with Fastify: Nest on Express spent about twice the CPU per request
- * (229 vs ~100 us for a bare GET here), and on two shared cores that CPU is the API's tail
- * latency (single-POST p99 12 ms on Express, 7 ms on Fastify; bench/ingest.ts).
+ * (~230 vs ~120 us for a bare GET here, request logging included), and on two shared cores
+ * that CPU is the API's tail latency (bench/ingest.ts).
  */
 export function httpAdapter(config: AlmanacConfig): FastifyAdapter {
   const adapter = new FastifyAdapter({
