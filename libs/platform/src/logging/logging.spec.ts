@@ -66,7 +66,14 @@ describe('loggerParams', () => {
         return { ok: true };
       }
     }
-    @Module({ imports: [LoggerModule.forRoot({ ...loggerParams(config, 'api'), pinoHttp: [options, out.stream] })], controllers: [ProbeController] })
+    @Controller('health')
+    class HealthProbeController {
+      @Get('ready')
+      get() {
+        return { ok: true };
+      }
+    }
+    @Module({ imports: [LoggerModule.forRoot({ ...loggerParams(config, 'api'), pinoHttp: [options, out.stream] })], controllers: [ProbeController, HealthProbeController] })
     class ProbeModule {}
     const app = await NestFactory.create(ProbeModule, httpAdapter(config), { ...NEST_HTTP_OPTIONS, logger: false });
     try {
@@ -74,6 +81,7 @@ describe('loggerParams', () => {
       await app.getHttpAdapter().getInstance().ready();
       await request(app.getHttpServer()).get('/v1/probe/42').set('Authorization', 'Bearer tenant-secret-key').expect(200);
       await request(app.getHttpServer()).get('/v1/nowhere').expect(404);
+      await request(app.getHttpServer()).get('/health/ready').expect(200); // a probe: not logged
     } finally {
       await app.close();
     }

@@ -25,7 +25,12 @@ export function loggerParams(config: AlmanacConfig, role: string): Params {
         censor: '[redacted]',
       },
       autoLogging: {
-        ignore: (req: IncomingMessage) => QUIET_PATHS.some((p) => req.url === p || req.url?.startsWith(`${p}?`)),
+        ignore: (req: IncomingMessage) => {
+          // Nest's Fastify middleware sees req.url with the matched route stripped; the full
+          // path is in originalUrl there.
+          const url = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url;
+          return QUIET_PATHS.some((p) => url === p || url?.startsWith(`${p}?`));
+        },
       },
     },
   };
