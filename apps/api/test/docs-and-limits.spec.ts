@@ -16,6 +16,10 @@ describe('OpenAPI docs, rate limit, metrics', () => {
     }
     expect(doc.body.components.schemas.CreateJobDto.properties.runAt.example).toBe('2026-11-30T09:00:00+01:00');
     expect(doc.body.components.securitySchemes).toHaveProperty('tenant');
+    // Bodies are JSON only: the contract says so where a body is taken.
+    expect(Object.keys(doc.body.paths['/v1/jobs'].post.responses)).toContain('415');
+    expect(Object.keys(doc.body.paths['/v1/schedules/{id}'].patch.responses)).toContain('415');
+    expect(Object.keys(doc.body.paths['/v1/jobs'].get.responses)).not.toContain('415');
     const ui = await h.http().get('/docs').expect(200);
     expect(ui.text).toContain('swagger-ui');
   });

@@ -1,4 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { applyDecorators } from '@nestjs/common';
+import { ApiProperty, ApiResponse } from '@nestjs/swagger';
 
 export class FieldIssueDto {
   @ApiProperty({ example: 'runAt' })
@@ -24,4 +25,11 @@ export class ErrorDto {
 
   @ApiProperty({ type: [FieldIssueDto] })
   details!: FieldIssueDto[];
+}
+
+/** Routes that take a JSON body: what Fastify refuses before the controller runs. */
+export function ApiJsonBodyErrors(): MethodDecorator {
+  return applyDecorators(
+    ApiResponse({ status: 415, type: ErrorDto, description: 'Content-Type is not application/json (details[0].field = "content-type")' }),
+  );
 }

@@ -3,7 +3,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { HttpResponse as Response } from '../http/http-types';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
-import { ErrorDto } from '../http/error.dto';
+import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
 import { JobQueriesService } from './job-queries.service';
@@ -33,6 +33,7 @@ export class JobsController {
   ) {}
 
   @Post()
+  @ApiJsonBodyErrors()
   @ApiOperation({ summary: 'Create a job (idempotent by key)', description: 'The row is committed before the answer.' })
   @ApiBody({ type: CreateJobDto })
   @ApiResponse({ status: 201, type: JobDto, description: 'Created' })
@@ -52,6 +53,7 @@ export class JobsController {
   }
 
   @Post('batch')
+  @ApiJsonBodyErrors()
   @HttpCode(200)
   @ApiOperation({ summary: 'Create up to 1000 jobs; one result per item, in order' })
   @ApiBody({ type: CreateJobBatchDto })
@@ -101,6 +103,7 @@ export class JobsController {
   }
 
   @Patch(':id')
+  @ApiJsonBodyErrors()
   @ApiOperation({ summary: 'Reschedule a job (re-tiered: it enters or leaves the hot queue)' })
   @ApiParam(ID)
   @ApiBody({ type: RescheduleJobDto })
@@ -112,6 +115,7 @@ export class JobsController {
   }
 
   @Post(':id/retry')
+  @ApiJsonBodyErrors()
   @HttpCode(200)
   @ApiOperation({
     summary: 'Run a dead job again',

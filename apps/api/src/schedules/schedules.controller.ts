@@ -2,7 +2,7 @@ import type { TenantRecord } from '@almanac/persistence';
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
-import { ErrorDto } from '../http/error.dto';
+import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import type { HttpResponse } from '../http/http-types';
 import { CreateScheduleDto, OccurrencePreviewDto, ScheduleDto, SchedulePageDto, UpdateScheduleDto } from './schedule.dto';
 import { SchedulesService } from './schedules.service';
@@ -18,6 +18,7 @@ export class SchedulesController {
   constructor(private readonly schedules: SchedulesService) {}
 
   @Post()
+  @ApiJsonBodyErrors()
   @ApiOperation({ summary: 'Create a recurring schedule (idempotent by key)' })
   @ApiBody({ type: CreateScheduleDto })
   @ApiResponse({ status: 201, type: ScheduleDto })
@@ -57,6 +58,7 @@ export class SchedulesController {
   }
 
   @Patch(':id')
+  @ApiJsonBodyErrors()
   @ApiOperation({ summary: 'Change a schedule; a cron/zone change bumps version and replaces not-yet-run occurrences' })
   @ApiParam(ID)
   @ApiBody({ type: UpdateScheduleDto })

@@ -2,7 +2,7 @@ import { TenantsRepository } from '@almanac/persistence';
 import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AdminAuthGuard } from '../auth/guards';
-import { ErrorDto } from '../http/error.dto';
+import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { invalid } from '../http/api-error';
 import { intInRange, isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { CreatedTenantDto, CreateTenantDto } from './tenant.dto';
@@ -15,6 +15,7 @@ export class TenantsController {
   constructor(private readonly tenants: TenantsRepository) {}
 
   @Post()
+  @ApiJsonBodyErrors()
   @HttpCode(201)
   @ApiOperation({ summary: 'Create a tenant and its API key (admin token required)' })
   @ApiBody({ type: CreateTenantDto })
