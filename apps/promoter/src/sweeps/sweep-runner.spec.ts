@@ -127,4 +127,25 @@ describe('SweepRunner', () => {
     await jest.advanceTimersByTimeAsync(60_000);
     expect(a.calls.length).toBe(1);
   });
+
+  it('start() after stop() with a run still in flight runs one loop, not two, and never overlaps', async () => {
+    const a = new FakeSweep('overdue');
+    let release!: () => void;
+    a.gate = new Promise((r) => (release = r));
+    const runner = new SweepRunner([{ sweep: a, intervalMs: 1000 }], clock, metrics);
+    runner.start();
+    await jest.advanceTimersByTimeAsync(0);
+    void runner.stop();
+    runner.start();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(a.calls.length).toBe(1); // the restarted loop waits for the run in flight
+    a.gate = null;
+    release();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(a.calls.length).toBe(2); // the new loop's first run
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(a.calls.length).toBe(12); // one per second: a second loop would double it
+    expect(a.maxRunning).toBe(1);
+    await runner.stop();
+  });
 });

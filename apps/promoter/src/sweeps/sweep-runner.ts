@@ -24,6 +24,8 @@ export class SweepRunner {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly inFlight = new Set<Promise<void>>();
   private stopped = true;
+  /** Bumped by start(): a run that ends after a stop() and a new start() does not reschedule. */
+  private generation = 0;
 
   constructor(
     private readonly sweeps: readonly ScheduledSweep[],
@@ -34,7 +36,12 @@ export class SweepRunner {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
-    for (const entry of this.sweeps) this.schedule(entry, 0);
+    const gen = ++this.generation;
+    // Restarted while a run of the previous start is still going: begin after it, so a sweep
+    // never overlaps itself.
+    const previous = [...this.inFlight];
+    if (previous.length === 0) for (const entry of this.sweeps) this.schedule(entry, 0, gen);
+    else void Promise.allSettled(previous).then(() => this.sweeps.forEach((entry) => this.schedule(entry, 0, gen)));
   }
 
   async stop(): Promise<void> {
@@ -63,11 +70,11 @@ export class SweepRunner {
     }
   }
 
-  private schedule(entry: ScheduledSweep, delayMs: number): void {
-    if (this.stopped) return;
+  private schedule(entry: ScheduledSweep, delayMs: number, gen: number): void {
+    if (this.stopped || gen !== this.generation) return;
     const timer = setTimeout(() => {
       this.timers.delete(entry.sweep.name);
-      const run = this.runEntry(entry).then((next) => this.schedule(entry, next));
+      const run = this.runEntry(entry).then((next) => this.schedule(entry, next, gen));
       this.inFlight.add(run);
       void run.finally(() => this.inFlight.delete(run));
     }, delayMs);

@@ -83,8 +83,12 @@ export class PoolConsumer {
     const deadline = new Promise<'deadline'>((resolve) => {
       timer = setTimeout(() => resolve('deadline'), deadlineMs);
     });
-    const first = await Promise.race([closing.then(() => 'closed' as const), deadline]);
-    clearTimeout(timer);
+    let first: 'closed' | 'deadline';
+    try {
+      first = await Promise.race([closing.then(() => 'closed' as const), deadline]);
+    } finally {
+      clearTimeout(timer); // also when a worker's close rejects: the timer must not hold the process
+    }
     let released = 0;
     if (first === 'deadline') {
       released = await this.o.executor.releaseUnfinished();
