@@ -76,6 +76,15 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(await queuedCount(queue)).toBe(5);
     });
 
+    it('an overdue row whose queue copy waits delayed for a later time (rescheduled earlier while Redis was down) runs now', async () => {
+      const [id] = await insertJobs(db.dataSource, { count: 1, state: 'q', start: new Date(NOW.getTime() - GRACE - 1) });
+      // The copy from before the reschedule: due tomorrow. Re-adding j-<id> is a no-op while it exists.
+      await queue.enqueue([{ id, runAt: new Date(NOW.getTime() + 24 * HOUR), tenantId: 1, kind: 'noop' }], NOW);
+      const res = await sweep.runOnce(NOW);
+      expect(res).toMatchObject({ requeued: { overdue: 1 } });
+      expect(await (await queue.queue.getJob(queueJobId(id)))!.getState()).toBe('waiting');
+    });
+
     it('moves running rows with an expired lease back to queued and re-enqueues them', async () => {
       const expired = await insertJobs(db.dataSource, {
         count: 3, state: 'r', start: new Date(NOW.getTime() - HOUR), leaseUntil: new Date(NOW.getTime() - 1), attempts: 1,

@@ -2,7 +2,7 @@ import { LOST_ATTEMPT_ERROR, type SweepJobRef, type SweepsRepository } from '@al
 import { Logger } from '@nestjs/common';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
-import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+import type { OverdueEnqueuer, Sweep, SweepResult } from '../sweeps/sweep';
 import type { RedisEpoch, RedisEpochStatus } from './redis-epoch';
 
 export interface OverdueResult extends SweepResult {
@@ -45,7 +45,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
 
   constructor(
     private readonly repo: SweepsRepository,
-    private readonly queue: Enqueuer,
+    private readonly queue: OverdueEnqueuer,
     private readonly epoch: RedisEpoch,
     private readonly promotion: PromotionSweep,
     private readonly opts: OverdueOptions,
@@ -106,6 +106,9 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   private async enqueue(rows: SweepJobRef[], now: Date, reason: RequeueReason, counts: Record<RequeueReason, number>) {
     if (rows.length === 0) return;
     await this.queue.enqueue(rows, now);
+    // Overdue rows whose queue copy sits delayed for a later time (moved earlier while Redis
+    // was unreachable): the add above was a no-op for them, so make that copy run now.
+    if (reason === 'overdue') await this.queue.expedite(rows.map((r) => r.id));
     counts[reason] += rows.length;
     this.metrics?.requeued.inc({ reason }, rows.length);
   }

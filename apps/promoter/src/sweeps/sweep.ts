@@ -20,3 +20,8 @@ export type SweepName = (typeof SWEEP_NAMES)[number];
 export interface Enqueuer {
   enqueue(items: readonly { id: string; runAt: Date; tenantId: number; kind: string }[], now: Date): Promise<void>;
 }
+
+/** What the overdue sweep also needs: run now a copy that waits delayed past its row's time. */
+export interface OverdueEnqueuer extends Enqueuer {
+  expedite(ids: readonly string[]): Promise<number>;
+}

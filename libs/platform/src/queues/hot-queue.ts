@@ -65,6 +65,27 @@ export class HotQueue {
   }
 
   /**
+   * For rows that are already due: a copy of `j-<id>` still delayed for a later time (left by a
+   * reschedule while Redis was unreachable; an add of the same id is ignored while it exists)
+   * is made waiting now. One lookup per id: for the overdue sweep's few rows, not for bulk.
+   * Returns how many were delayed and got promoted.
+   */
+  async expedite(ids: readonly string[]): Promise<number> {
+    let promoted = 0;
+    for (const id of ids) {
+      const job = await this.queue.getJob(queueJobId(id));
+      if (!job || !(await job.isDelayed())) continue;
+      try {
+        await job.promote();
+        promoted++;
+      } catch {
+        // It left the delayed set in between (it came due, or was removed): nothing to do.
+      }
+    }
+    return promoted;
+  }
+
+  /**
    * Takes a job out of the queue (cancel, reschedule). True when it is gone (removed, or was
    * never there); false when a consumer holds it right now and it stays. Either way the row's
    * guarded state change is what makes cancel safe: the dispatcher re-checks the row.
