@@ -4,7 +4,6 @@ export * from './job-id';
 export * from './job-state.codec';
 export * from './migrations';
 export * from './repositories/sweeps.repository';
-export * from './errors';
 export * from './job-record';
 export * from './sql';
 export * from './repositories/jobs.repository';

@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** One execution attempt of a job; written by AttemptsRepository. */
+/** One execution attempt of a job; written by the execution and sweeps repositories (batched SQL), read by AttemptsRepository. */
 @Entity({ name: 'job_attempts' })
 export class JobAttemptEntity {
   @PrimaryColumn({ name: 'job_id', type: 'bigint' })

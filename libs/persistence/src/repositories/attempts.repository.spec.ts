@@ -19,36 +19,24 @@ describe('AttemptsRepository (Postgres)', () => {
   });
   afterAll(async () => db.drop());
 
-  it('starts, finishes once and lists attempts oldest first', async () => {
-    await attempts.start({ jobId, tenantId: 1, attempt: 1, startedAt: at(0), workerId: 'w1' });
-    await attempts.start({ jobId, tenantId: 1, attempt: 1, startedAt: at(5), workerId: 'w2' }); // redelivery: no-op
-    expect(await attempts.finish({ jobId, attempt: 1, finishedAt: at(1), outcome: 'failed', error: 'boom' })).toBe(true);
-    expect(await attempts.finish({ jobId, attempt: 1, finishedAt: at(2), outcome: 'succeeded' })).toBe(false);
-    await attempts.start({ jobId, tenantId: 1, attempt: 2, startedAt: at(10), workerId: 'w1' });
-    expect(await attempts.finish({ jobId, attempt: 2, finishedAt: at(11), outcome: 'succeeded', result: { sent: 3 } })).toBe(true);
+  it('lists attempts oldest first', async () => {
+    // Inserted newest first, so the order has to come from the query.
+    await db.dataSource.query(
+      `INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome, worker_id, error, result)
+       VALUES ($1, 1, 2, $4, $5, 'succeeded', 'w1', NULL, '{"sent":3}'),
+              ($1, 1, 1, $2, $3, 'failed', 'w1', 'boom', NULL)`,
+      [jobId, at(0), at(1), at(10), at(11)],
+    );
     expect(await attempts.listForJob(1, jobId)).toEqual([
       { jobId, tenantId: 1, attempt: 1, startedAt: at(0), finishedAt: at(1), outcome: 'failed', workerId: 'w1', error: 'boom', result: null },
       { jobId, tenantId: 1, attempt: 2, startedAt: at(10), finishedAt: at(11), outcome: 'succeeded', workerId: 'w1', error: null, result: { sent: 3 } },
     ]);
+    const typed = await db.dataSource.getRepository(JobAttemptEntity).findBy({ jobId });
+    expect(typed).toHaveLength(2);
   });
 
   it('hides attempts from another tenant and tolerates bad ids', async () => {
     expect(await attempts.listForJob(2, jobId)).toEqual([]);
     expect(await attempts.listForJob(1, 'x')).toEqual([]);
-    expect(await attempts.finish({ jobId: 'x', attempt: 1, finishedAt: T, outcome: 'lost' })).toBe(false);
-  });
-
-  it('records many starts and finishes in one call, never overwriting a finished attempt', async () => {
-    await attempts.recordMany([
-      { jobId: '100', tenantId: 1, attempt: 1, startedAt: at(0) },
-      { jobId: '101', tenantId: 1, attempt: 1, startedAt: at(0), finishedAt: at(3), outcome: 'succeeded' },
-      { jobId: '100', tenantId: 1, attempt: 1, startedAt: at(0), finishedAt: at(2), outcome: 'discarded', error: 'bad input' },
-    ]);
-    await attempts.recordMany([{ jobId: '100', tenantId: 1, attempt: 1, startedAt: at(0), finishedAt: at(9), outcome: 'lost' }]);
-    const [a100] = await attempts.listForJob(1, '100');
-    expect(a100).toMatchObject({ outcome: 'discarded', error: 'bad input', finishedAt: at(2) });
-    expect((await attempts.listForJob(1, '101'))[0]).toMatchObject({ outcome: 'succeeded' });
-    const typed = await db.dataSource.getRepository(JobAttemptEntity).findBy({ jobId: '101' });
-    expect(typed).toHaveLength(1);
   });
 });

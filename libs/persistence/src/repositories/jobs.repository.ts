@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { assertTransition, type JobState } from '@almanac/domain';
 import { DataSource, EntityManager } from 'typeorm';
-import { StaleStateError } from '../errors';
 import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
 import { createdAtFromJobId } from '../job-id';
 import { STATE_CODE } from '../job-state.codec';
@@ -38,14 +37,6 @@ export interface JobPatch {
   incrementAttempts?: boolean;
   lastError?: string | null;
   result?: unknown;
-}
-
-/** What the promoter needs to enqueue a cold row (never the payload). */
-export interface PromotionCandidate {
-  id: string;
-  runAt: Date;
-  tenantId: number;
-  kind: string;
 }
 
 /** Either the one aggregated row of created jobs (comma-joined ids, JSON array of keys) or an existing row. */
@@ -244,47 +235,10 @@ export class JobsRepository {
   }
 
   /**
-   * Locks due cold rows for promotion: whole UTC-hour buckets up to the horizon's hour (the
-   * shape jobs_cold_due serves as an index range scan), oldest first, skipping rows another
-   * promoter holds. Must run inside a transaction (`tx`); prefer `withPromotionBatch`.
-   */
-  async claimDueForPromotion(tx: EntityManager, horizon: Date, limit: number): Promise<PromotionCandidate[]> {
-    if (!tx.queryRunner?.isTransactionActive) throw new Error('claimDueForPromotion must run inside a transaction');
-    const { rows } = await sql<{ id: string; run_at: Date; tenant_id: number; kind: string }>(
-      tx,
-      PROMOTION_CLAIM_SQL,
-      [horizon, limit],
-    );
-    return rows.map((r) => ({ id: String(r.id), runAt: r.run_at, tenantId: r.tenant_id, kind: r.kind }));
-  }
-
-  /**
-   * Claims up to `limit` due cold rows, hands them to `enqueue`, then marks them queued, all
-   * in one transaction: if `enqueue` throws, nothing is marked and the rows stay scheduled
-   * (an enqueue that half-succeeded is harmless: queue job ids are the row ids). Returns the
-   * promoted ids; fewer than `limit` means the due backlog is drained.
-   */
-  async withPromotionBatch(horizon: Date, limit: number, enqueue: (rows: PromotionCandidate[]) => Promise<void>): Promise<string[]> {
-    return this.dataSource.transaction(async (tx) => {
-      const rows = await this.claimDueForPromotion(tx, horizon, limit);
-      if (rows.length === 0) return [];
-      await enqueue(rows);
-      return this.transitionMany(rows.map((r) => r.id), 'scheduled', 'queued', {}, tx);
-    });
-  }
-
-  /**
    * Guarded state change: applies only while the row is still in `from`. Throws
-   * IllegalTransitionError for a move the domain forbids, StaleStateError when the row is
-   * gone or no longer in `from` (someone else won the race). Returns the updated row.
+   * IllegalTransitionError for a move the domain forbids; returns `null` when the row is gone
+   * or no longer in `from` (someone else won the race), else the updated row.
    */
-  async transition(id: string, from: JobState, to: JobState, patch: JobPatch = {}, db: Db = this.dataSource): Promise<JobRecord> {
-    const job = await this.tryTransition(id, from, to, patch, db);
-    if (!job) throw new StaleStateError(id, from);
-    return job;
-  }
-
-  /** As `transition`, but a lost race is `null` instead of an error. */
   async tryTransition(id: string, from: JobState, to: JobState, patch: JobPatch = {}, db: Db = this.dataSource): Promise<JobRecord | null> {
     assertTransition(from, to);
     if (!isJobIdString(id)) return null;
@@ -309,11 +263,6 @@ export class JobsRepository {
       [valid, STATE_CODE[from], ...params],
     );
     return rows.map((r) => String(r.id));
-  }
-
-  /** Promoter/overdue shorthand: scheduled → queued for rows just handed to the queue. */
-  async markQueued(ids: readonly string[], db: Db = this.dataSource): Promise<string[]> {
-    return this.transitionMany(ids, 'scheduled', 'queued', {}, db);
   }
 }
 
