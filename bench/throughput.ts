@@ -36,7 +36,7 @@ export interface Role {
 /** Starts `node dist/apps/<role>/src/main.js` and waits for /health/ready. */
 export async function spawnRole(role: string, env: Record<string, string>, label = role): Promise<Role> {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, `dist/apps/${role}/src/main.js`)], {
+  const child = spawn(process.execPath, [...(process.env.BENCH_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean), join(ROOT, `dist/apps/${role}/src/main.js`)], {
     cwd: ROOT,
     env: { ...process.env, ALMANAC_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
