@@ -109,21 +109,27 @@ export class SchedulesRepository {
   constructor(private readonly db: DataSource) {}
 
   /** Inserts, or returns the existing schedule for (tenant, key) with `created: false`. */
+  /**
+   * Insert, or return the schedule that already has this key. A delete can land between a
+   * conflicting insert and the read of the existing row; the insert is then simply tried again.
+   */
   async create(s: NewSchedule): Promise<{ created: boolean; schedule: ScheduleView }> {
-    const inserted: RawSchedule[] = await this.db.query(
-      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, next_run_at)
-       VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9)
-       ON CONFLICT (tenant_id, key) DO NOTHING
-       RETURNING ${COLUMNS}`,
-      [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, s.nextRunAt],
-    );
-    if (inserted[0]) return { created: true, schedule: toView(inserted[0]) };
-    const existing: RawSchedule[] = await this.db.query(
-      `SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND key = $2`,
-      [s.tenantId, s.key],
-    );
-    if (!existing[0]) throw new Error('schedule vanished between insert conflict and read');
-    return { created: false, schedule: toView(existing[0]) };
+    for (let attempt = 1; ; attempt++) {
+      const inserted: RawSchedule[] = await this.db.query(
+        `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, next_run_at)
+         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9)
+         ON CONFLICT (tenant_id, key) DO NOTHING
+         RETURNING ${COLUMNS}`,
+        [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, s.nextRunAt],
+      );
+      if (inserted[0]) return { created: true, schedule: toView(inserted[0]) };
+      const existing: RawSchedule[] = await this.db.query(
+        `SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND key = $2`,
+        [s.tenantId, s.key],
+      );
+      if (existing[0]) return { created: false, schedule: toView(existing[0]) };
+      if (attempt >= 5) throw new Error(`schedule key ${s.key} keeps being created and deleted concurrently`);
+    }
   }
 
   async findForTenant(tenantId: number, id: string): Promise<ScheduleView | null> {
