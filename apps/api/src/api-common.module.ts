@@ -1,5 +1,6 @@
 import {
   AttemptsRepository,
+  JobChangesRepository,
   JobQueriesRepository,
   JobsRepository,
   SchedulesRepository,
@@ -15,7 +16,14 @@ import { HttpMetricsHook } from './http/http-metrics';
 import { HotRoutingService } from './jobs/hot-routing.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
 
-const REPOSITORIES = [JobsRepository, JobQueriesRepository, TenantsRepository, AttemptsRepository, SchedulesRepository];
+const REPOSITORIES = [
+  JobsRepository,
+  JobQueriesRepository,
+  JobChangesRepository,
+  TenantsRepository,
+  AttemptsRepository,
+  SchedulesRepository,
+];
 
 /** What every API feature module shares: settings, auth, error shape, repositories, routing. */
 @Module({

@@ -8,6 +8,7 @@ export * from './job-record';
 export * from './sql';
 export * from './repositories/jobs.repository';
 export * from './repositories/job-queries.repository';
+export * from './repositories/job-changes.repository';
 export * from './repositories/schedules.repository';
 export * from './entities';
 export * from './repositories/tenants.repository';

@@ -1,4 +1,4 @@
-import { JobQueriesRepository } from '@almanac/persistence';
+import { JobChangesRepository } from '@almanac/persistence';
 import { Clock, HotItem, HotQueue, MetricsService, REDIS } from '@almanac/platform';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type IORedis from 'ioredis';
@@ -20,7 +20,7 @@ export class HotRoutingService {
 
   constructor(
     private readonly hotQueue: HotQueue,
-    private readonly jobs: JobQueriesRepository,
+    private readonly jobs: JobChangesRepository,
     private readonly clock: Clock,
     @Inject(REDIS) private readonly redis: IORedis,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,

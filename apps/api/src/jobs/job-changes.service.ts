@@ -1,5 +1,5 @@
 import { tierFor } from '@almanac/domain';
-import { isJobIdString, JobQueriesRepository, type RescheduleOutcome, type TenantRecord } from '@almanac/persistence';
+import { isJobIdString, JobChangesRepository, type RescheduleOutcome, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
@@ -18,7 +18,7 @@ export class JobChangesService {
   private readonly log = new Logger('JobChanges');
 
   constructor(
-    private readonly queries: JobQueriesRepository,
+    private readonly changes: JobChangesRepository,
     private readonly routing: HotRoutingService,
     private readonly clock: Clock,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
@@ -26,7 +26,7 @@ export class JobChangesService {
 
   async cancel(tenant: TenantRecord, id: string): Promise<JobSummary> {
     if (!isJobIdString(id)) throw notFound(`job ${id}`);
-    const res = await this.queries.cancel(tenant.id, id);
+    const res = await this.changes.cancel(tenant.id, id);
     switch (res.outcome) {
       case 'not_found':
         throw notFound(`job ${id}`);
@@ -53,7 +53,7 @@ export class JobChangesService {
     if (!issues.ok || !runAt) throw invalid(issues.list);
     if (!isJobIdString(id)) throw notFound(`job ${id}`);
     const state = this.stateFor(runAt);
-    const res = await this.queries.reschedule(tenant.id, id, runAt, state);
+    const res = await this.changes.reschedule(tenant.id, id, runAt, state);
     return this.afterMove(id, res, 'rescheduled');
   }
 
@@ -71,7 +71,7 @@ export class JobChangesService {
     }
     if (!issues.ok || !runAt || !extra) throw invalid(issues.list);
     if (!isJobIdString(id)) throw notFound(`job ${id}`);
-    const res = await this.queries.retryDead(tenant.id, id, runAt, this.stateFor(runAt), extra);
+    const res = await this.changes.retryDead(tenant.id, id, runAt, this.stateFor(runAt), extra);
     return this.afterMove(id, res, 'retried');
   }
 

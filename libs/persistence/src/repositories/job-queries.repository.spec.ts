@@ -1,4 +1,3 @@
-import { Client } from 'pg';
 import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
 import { JobQueriesRepository, ListPosition } from './job-queries.repository';
 
@@ -83,51 +82,6 @@ describe('JobQueriesRepository', () => {
     await insert(1, 'in-a-year', T0 + 365 * 24 * H, 's');
     await insert(2, 'noise', T0 + 30 * 24 * H, 's');
     expect(await pageAll(1, { state: 'scheduled' }, 10)).toEqual(['now', 'in-a-year']);
-  });
-
-  it('cancels scheduled/queued rows with a guarded update, and refuses running ones', async () => {
-    const q = await insert(1, 'q', T0, 'q');
-    const r = await insert(1, 'r', T0, 'r');
-    expect(await repo.cancel(1, q)).toMatchObject({ outcome: 'cancelled', previous: 'queued', job: { state: 'cancelled' } });
-    expect(await repo.cancel(1, q)).toMatchObject({ outcome: 'already_cancelled' });
-    expect(await repo.cancel(1, r)).toEqual({ outcome: 'conflict', state: 'running' });
-    expect(await repo.cancel(2, r)).toEqual({ outcome: 'not_found' });
-  });
-
-  it('races the dispatcher safely: whoever updates the row first wins, the other sees the new state', async () => {
-    const id = await insert(1, 'race', T0, 'q');
-    const dispatcher = new Client({ connectionString: db.url });
-    await dispatcher.connect();
-    try {
-      await dispatcher.query('BEGIN');
-      expect((await dispatcher.query(`UPDATE jobs SET state = 'r' WHERE id = $1 AND state = 'q'`, [id])).rowCount).toBe(1);
-      const cancel = repo.cancel(1, id); // waits on the row lock
-      const reschedule = repo.reschedule(1, id, new Date(T0 + H), 'queued');
-      await dispatcher.query('COMMIT');
-      expect(await cancel).toEqual({ outcome: 'conflict', state: 'running' });
-      expect(await reschedule).toEqual({ outcome: 'conflict', state: 'running' });
-      // The other way round: the API's cancel commits first, the dispatcher's guarded claim finds nothing.
-      const id2 = await insert(1, 'race-2', T0, 'q');
-      expect(await repo.cancel(1, id2)).toMatchObject({ outcome: 'cancelled' });
-      expect((await dispatcher.query(`UPDATE jobs SET state = 'r' WHERE id = $1 AND state = 'q'`, [id2])).rowCount).toBe(0);
-    } finally {
-      await dispatcher.end();
-    }
-  });
-
-  it('reschedules, retries dead jobs by raising max_attempts, demotes queued rows', async () => {
-    const s = await insert(1, 's', T0, 's');
-    const res = await repo.reschedule(1, s, new Date(T0 + 5 * H), 'queued');
-    expect(res).toMatchObject({ outcome: 'rescheduled', previous: 'scheduled', job: { state: 'queued' } });
-    expect(await repo.demoteToScheduled([{ id: s, runAt: new Date(T0) }])).toBe(0); // run time moved: guard holds
-    expect(await repo.demoteToScheduled([{ id: s, runAt: new Date(T0 + 5 * H) }])).toBe(1);
-    const x = await insert(1, 'x', T0, 'x');
-    await db.dataSource.query(`UPDATE jobs SET attempts = 3, max_attempts = 3 WHERE id = $1`, [x]);
-    expect(await repo.retryDead(1, x, new Date(T0), 'scheduled', 2)).toMatchObject({
-      outcome: 'rescheduled',
-      job: { state: 'scheduled', attempts: 3, maxAttempts: 5 },
-    });
-    expect(await repo.retryDead(1, x, new Date(T0), 'scheduled', 2)).toEqual({ outcome: 'conflict', state: 'scheduled' });
   });
 
   it('lists through indexes only (no Seq Scan on jobs) for every filter shape', async () => {

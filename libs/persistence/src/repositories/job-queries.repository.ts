@@ -1,14 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { JobState } from '@almanac/domain';
 import { DataSource } from 'typeorm';
-import { STATE_CODE, decodeState } from '../job-state.codec';
-import { JobRecord, JobRow, rowToJob } from '../job-record';
+import { STATE_CODE } from '../job-state.codec';
+import { COLUMNS, findViewForTenant, JobView, RawJob, Runner, toView } from './job-view.sql';
 
-/** A job row as the API reads it, with its keyset position. */
-export interface JobView extends JobRecord {
-  /** run_at at microsecond precision, UTC, sortable as text: the keyset cursor's first half. */
-  position: string;
-}
+export type { JobView } from './job-view.sql';
 
 /** A keyset position: `(run_at, id)`; the next page holds rows strictly after it. */
 export interface ListPosition {
@@ -28,32 +24,6 @@ export interface JobListFilter {
 export interface JobListPage {
   items: JobView[];
   next: ListPosition | null;
-}
-
-export type CancelOutcome =
-  | { outcome: 'cancelled'; previous: JobState; job: JobView }
-  | { outcome: 'already_cancelled'; job: JobView }
-  | { outcome: 'conflict'; state: JobState }
-  | { outcome: 'not_found' };
-
-export type RescheduleOutcome =
-  | { outcome: 'rescheduled'; previous: JobState; job: JobView }
-  | { outcome: 'conflict'; state: JobState }
-  | { outcome: 'not_found' };
-
-function columns(alias = ''): string {
-  const p = alias ? `${alias}.` : '';
-  return `${p}id::text AS id, ${p}tenant_id AS tenant_id, ${p}kind AS kind, ${p}key AS key, ${p}run_at AS run_at,
-    ${p}state AS state, ${p}attempts AS attempts, ${p}max_attempts AS max_attempts, ${p}payload AS payload,
-    ${p}result AS result, ${p}last_error AS last_error, ${p}lease_until AS lease_until, ${p}finished_at AS finished_at,
-    to_char(${p}run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`;
-}
-const COLUMNS = columns();
-
-type RawJob = JobRow & { position: string };
-
-function toView(r: RawJob): JobView {
-  return { ...rowToJob(r), position: r.position };
 }
 
 /** Orders two keyset positions the way `ORDER BY run_at, id` does. */
@@ -85,32 +55,19 @@ function isoMicros(d: Date): string {
   return d.toISOString().replace('Z', '000Z');
 }
 
-type Runner = Pick<DataSource, 'query'>;
-
-/** TypeORM answers UPDATE/DELETE with `[rows, rowCount]` and everything else with `rows`. */
-async function mutate<T = unknown>(db: Runner, sql: string, params: unknown[]): Promise<T[]> {
-  const raw: unknown = await db.query(sql, params);
-  if (Array.isArray(raw) && raw.length === 2 && Array.isArray(raw[0]) && typeof raw[1] === 'number') return raw[0] as T[];
-  return raw as T[];
-}
-
 /**
- * Tenant-scoped reads and API-driven state changes on jobs. Listing is keyset-paginated by
- * `(run_at, id)` and always rides an index: non-scheduled rows through `jobs_tenant_list`
- * (tenant_id, run_at, id) WHERE state <> 's'; scheduled (cold) rows, which deliberately have no
- * tenant index, through `jobs_cold_due` one run of hour buckets at a time, filtered by tenant.
- * An unfiltered list merges the two sources.
+ * Tenant-scoped reads on jobs (API-driven state changes live in JobChangesRepository). Listing is
+ * keyset-paginated by `(run_at, id)` and always rides an index: non-scheduled rows through
+ * `jobs_tenant_list` (tenant_id, run_at, id) WHERE state <> 's'; scheduled (cold) rows, which
+ * deliberately have no tenant index, through `jobs_cold_due` one run of hour buckets at a time,
+ * filtered by tenant. An unfiltered list merges the two sources.
  */
 @Injectable()
 export class JobQueriesRepository {
   constructor(private readonly db: DataSource) {}
 
   async findForTenant(tenantId: number, id: string): Promise<JobView | null> {
-    const rows: RawJob[] = await this.db.query(`SELECT ${COLUMNS} FROM jobs WHERE id = $1 AND tenant_id = $2`, [
-      id,
-      tenantId,
-    ]);
-    return rows[0] ? toView(rows[0]) : null;
+    return findViewForTenant(this.db, tenantId, id);
   }
 
   async findByKeyForTenant(tenantId: number, key: string): Promise<JobView | null> {
@@ -304,84 +261,6 @@ export class JobQueriesRepository {
     const sql = `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ORDER BY jobs.run_at, jobs.id LIMIT $${params.push(limit)}`;
     const rows: RawJob[] = await db.query(sql, params);
     return rows.map(toView);
-  }
-
-  /** Cancels a job that has not started. Guarded: the dispatcher's q→r and this race on the row. */
-  async cancel(tenantId: number, id: string): Promise<CancelOutcome> {
-    const rows = await mutate<RawJob & { previous: string }>(this.db,
-      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
-       UPDATE jobs j SET state = 'c', finished_at = now() FROM old
-        WHERE j.id = old.id AND j.state IN ('s', 'q')
-       RETURNING old.state AS previous, ${columns('j')}`,
-      [id, tenantId],
-    );
-    if (rows[0]) return { outcome: 'cancelled', previous: decodeState(rows[0].previous), job: toView(rows[0]) };
-    const job = await this.findForTenant(tenantId, id);
-    if (!job) return { outcome: 'not_found' };
-    if (job.state === 'cancelled') return { outcome: 'already_cancelled', job };
-    return { outcome: 'conflict', state: job.state };
-  }
-
-  /** Moves a not-yet-running job to a new run time and tier state (`scheduled` or `queued`). */
-  async reschedule(tenantId: number, id: string, runAt: Date, state: 'scheduled' | 'queued'): Promise<RescheduleOutcome> {
-    const rows = await mutate<RawJob & { previous: string }>(this.db,
-      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
-       UPDATE jobs j SET run_at = $3, state = $4 FROM old
-        WHERE j.id = old.id AND j.state IN ('s', 'q')
-       RETURNING old.state AS previous, ${columns('j')}`,
-      [id, tenantId, runAt, STATE_CODE[state]],
-    );
-    return this.changeOutcome(tenantId, id, rows);
-  }
-
-  /**
-   * Gives a dead job `extraAttempts` more attempts from `runAt`. Attempt numbers keep counting
-   * (job_attempts is keyed by attempt number, so history is never overwritten): max_attempts is
-   * raised instead of attempts reset.
-   */
-  async retryDead(
-    tenantId: number,
-    id: string,
-    runAt: Date,
-    state: 'scheduled' | 'queued',
-    extraAttempts: number,
-  ): Promise<RescheduleOutcome> {
-    const rows = await mutate<RawJob & { previous: string }>(this.db,
-      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
-       UPDATE jobs j SET run_at = $3, state = $4, finished_at = NULL,
-              max_attempts = LEAST(j.attempts + $5, 32767)
-         FROM old
-        WHERE j.id = old.id AND j.state = 'x'
-       RETURNING old.state AS previous, ${columns('j')}`,
-      [id, tenantId, runAt, STATE_CODE[state], extraAttempts],
-    );
-    return this.changeOutcome(tenantId, id, rows);
-  }
-
-  /**
-   * Rows inserted as `queued` whose enqueue failed (Redis down) go back to `scheduled`, so the
-   * promoter's sweeps deliver them. Guarded on `queued` and the run time we enqueued for.
-   */
-  async demoteToScheduled(items: { id: string; runAt: Date }[]): Promise<number> {
-    if (items.length === 0) return 0;
-    const rows = await mutate(this.db,
-      `UPDATE jobs j SET state = 's'
-         FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, run_at)
-        WHERE j.id = u.id AND j.state = 'q' AND j.run_at = u.run_at
-       RETURNING j.id`,
-      [items.map((i) => i.id), items.map((i) => i.runAt)],
-    );
-    return rows.length;
-  }
-
-  private async changeOutcome(
-    tenantId: number,
-    id: string,
-    rows: (RawJob & { previous: string })[],
-  ): Promise<RescheduleOutcome> {
-    if (rows[0]) return { outcome: 'rescheduled', previous: decodeState(rows[0].previous), job: toView(rows[0]) };
-    const job = await this.findForTenant(tenantId, id);
-    return job ? { outcome: 'conflict', state: job.state } : { outcome: 'not_found' };
   }
 }
 

@@ -1,0 +1,107 @@
+import { Injectable } from '@nestjs/common';
+import type { JobState } from '@almanac/domain';
+import { DataSource } from 'typeorm';
+import { STATE_CODE, decodeState } from '../job-state.codec';
+import { columns, findViewForTenant, JobView, RawJob, Runner, toView } from './job-view.sql';
+
+export type CancelOutcome =
+  | { outcome: 'cancelled'; previous: JobState; job: JobView }
+  | { outcome: 'already_cancelled'; job: JobView }
+  | { outcome: 'conflict'; state: JobState }
+  | { outcome: 'not_found' };
+
+export type RescheduleOutcome =
+  | { outcome: 'rescheduled'; previous: JobState; job: JobView }
+  | { outcome: 'conflict'; state: JobState }
+  | { outcome: 'not_found' };
+
+/** TypeORM answers UPDATE/DELETE with `[rows, rowCount]` and everything else with `rows`. */
+async function mutate<T = unknown>(db: Runner, sql: string, params: unknown[]): Promise<T[]> {
+  const raw: unknown = await db.query(sql, params);
+  if (Array.isArray(raw) && raw.length === 2 && Array.isArray(raw[0]) && typeof raw[1] === 'number') return raw[0] as T[];
+  return raw as T[];
+}
+
+/** API-driven state changes on jobs, each one guarded UPDATE that checks the state it expects. */
+@Injectable()
+export class JobChangesRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /** Cancels a job that has not started. Guarded: the dispatcher's q→r and this race on the row. */
+  async cancel(tenantId: number, id: string): Promise<CancelOutcome> {
+    const rows = await mutate<RawJob & { previous: string }>(this.db,
+      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
+       UPDATE jobs j SET state = 'c', finished_at = now() FROM old
+        WHERE j.id = old.id AND j.state IN ('s', 'q')
+       RETURNING old.state AS previous, ${columns('j')}`,
+      [id, tenantId],
+    );
+    if (rows[0]) return { outcome: 'cancelled', previous: decodeState(rows[0].previous), job: toView(rows[0]) };
+    const job = await findViewForTenant(this.db, tenantId, id);
+    if (!job) return { outcome: 'not_found' };
+    if (job.state === 'cancelled') return { outcome: 'already_cancelled', job };
+    return { outcome: 'conflict', state: job.state };
+  }
+
+  /** Moves a not-yet-running job to a new run time and tier state (`scheduled` or `queued`). */
+  async reschedule(tenantId: number, id: string, runAt: Date, state: 'scheduled' | 'queued'): Promise<RescheduleOutcome> {
+    const rows = await mutate<RawJob & { previous: string }>(this.db,
+      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
+       UPDATE jobs j SET run_at = $3, state = $4 FROM old
+        WHERE j.id = old.id AND j.state IN ('s', 'q')
+       RETURNING old.state AS previous, ${columns('j')}`,
+      [id, tenantId, runAt, STATE_CODE[state]],
+    );
+    return this.changeOutcome(tenantId, id, rows);
+  }
+
+  /**
+   * Gives a dead job `extraAttempts` more attempts from `runAt`. Attempt numbers keep counting
+   * (job_attempts is keyed by attempt number, so history is never overwritten): max_attempts is
+   * raised instead of attempts reset.
+   */
+  async retryDead(
+    tenantId: number,
+    id: string,
+    runAt: Date,
+    state: 'scheduled' | 'queued',
+    extraAttempts: number,
+  ): Promise<RescheduleOutcome> {
+    const rows = await mutate<RawJob & { previous: string }>(this.db,
+      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
+       UPDATE jobs j SET run_at = $3, state = $4, finished_at = NULL,
+              max_attempts = LEAST(j.attempts + $5, 32767)
+         FROM old
+        WHERE j.id = old.id AND j.state = 'x'
+       RETURNING old.state AS previous, ${columns('j')}`,
+      [id, tenantId, runAt, STATE_CODE[state], extraAttempts],
+    );
+    return this.changeOutcome(tenantId, id, rows);
+  }
+
+  /**
+   * Rows inserted as `queued` whose enqueue failed (Redis down) go back to `scheduled`, so the
+   * promoter's sweeps deliver them. Guarded on `queued` and the run time we enqueued for.
+   */
+  async demoteToScheduled(items: { id: string; runAt: Date }[]): Promise<number> {
+    if (items.length === 0) return 0;
+    const rows = await mutate(this.db,
+      `UPDATE jobs j SET state = 's'
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, run_at)
+        WHERE j.id = u.id AND j.state = 'q' AND j.run_at = u.run_at
+       RETURNING j.id`,
+      [items.map((i) => i.id), items.map((i) => i.runAt)],
+    );
+    return rows.length;
+  }
+
+  private async changeOutcome(
+    tenantId: number,
+    id: string,
+    rows: (RawJob & { previous: string })[],
+  ): Promise<RescheduleOutcome> {
+    if (rows[0]) return { outcome: 'rescheduled', previous: decodeState(rows[0].previous), job: toView(rows[0]) };
+    const job = await findViewForTenant(this.db, tenantId, id);
+    return job ? { outcome: 'conflict', state: job.state } : { outcome: 'not_found' };
+  }
+}
