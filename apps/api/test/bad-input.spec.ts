@@ -56,13 +56,27 @@ describe('bad input', () => {
     expect(res.body.details[0]).toMatchObject({ field: 'body', rule: 'json' });
   });
 
-  it('a body that is not JSON → 415 naming the content type; an empty JSON body → 400', async () => {
+  it('a body that is not JSON → 415 naming the content type; POST /v1/jobs without a body → 400', async () => {
     const before = await jobCount();
     const res = await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'text/plain').send('kind=noop').expect(415);
     expect(res.body).toMatchObject({ statusCode: 415, error: 'Unsupported Media Type', details: [{ field: 'content-type', rule: 'media_type' }] });
     const empty = await h.http().post('/v1/jobs').set(auth).set('Content-Type', 'application/json').send('').expect(400);
-    expect(empty.body.details[0]).toMatchObject({ field: 'body', rule: 'json' });
+    expect(empty.body.details[0]).toMatchObject({ field: 'job' }); // no body: "job must be a JSON object"
     expect(await jobCount()).toBe(before);
+  });
+
+  it('an empty body with Content-Type: application/json is no body: DELETE and retry still work', async () => {
+    const created = await h.http().post('/v1/jobs').set(auth).send({ ...good(), key: 'empty-json-body' }).expect(201);
+    const id = created.body.id as string;
+    const del = await h.http().delete(`/v1/jobs/${id}`).set(auth).set('Content-Type', 'application/json').send('');
+    expect(del.status).toBe(200);
+    expect(del.body).toMatchObject({ id, state: 'cancelled' });
+  });
+
+  it('a URL Fastify cannot route gets the API error shape, not a 500', async () => {
+    const res = await h.http().get('/v1/jobs/%E0%A4%A').set(auth);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ statusCode: 400, details: [{ field: 'url', rule: 'fst_err_bad_url' }] });
   });
 
   it('a __proto__ key in the body → 400, never a polluted object', async () => {

@@ -65,4 +65,18 @@ describe('GroupCommit', () => {
     release[2]();
     expect(await Promise.all([second, ...waiting])).toEqual([2, 3, 4, 5]);
   });
+
+  it('answers every caller with the error when flush throws synchronously', async () => {
+    const gc = new GroupCommit<number, number>(
+      (): Promise<number[]> => {
+        throw new Error('sync boom');
+      },
+      { maxInFlight: 2, maxItems: 2 },
+    );
+    // maxItems reached: flushed at once, in this turn.
+    const full = await Promise.allSettled([gc.submit(1), gc.submit(2)]);
+    // A lone item: flushed at the end of the turn.
+    const lone = await Promise.allSettled([gc.submit(3)]);
+    expect([...full, ...lone].map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+  });
 });

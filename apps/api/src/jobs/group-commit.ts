@@ -45,7 +45,8 @@ export class GroupCommit<I, O> {
     const group = this.pending;
     this.pending = [];
     if (group.length === 0) return;
-    const run = this.flush(group.map((g) => g.item)).then(
+    // Through a promise so that a flush throwing synchronously still answers its callers.
+    const run = Promise.resolve(group.map((g) => g.item)).then((items) => this.flush(items)).then(
       (outs) => group.forEach((g, i) => g.resolve(outs[i])),
       (err: unknown) => group.forEach((g) => g.reject(err)),
     );

@@ -2,6 +2,7 @@ import { ConfigError, DEFAULT_DATABASE_URL, redactUrl } from '@almanac/persisten
 import { INestApplication, Logger as NestLogger, Module, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyError, FastifyReply } from 'fastify';
 import { Logger } from 'nestjs-pino';
 import pino from 'pino';
 import { AlmanacConfig, configWarnings, describeConfig, loadConfig } from '../config/almanac-config';
@@ -48,14 +49,27 @@ export async function startRole(roleModules: Type[], opts: BootstrapOptions): Pr
   try {
     await opts.configure?.(app);
     app.enableShutdownHooks();
-    // Fastify listens on localhost unless told: a pod must accept its Service's traffic.
-    await app.listen(config.port, '0.0.0.0');
+    await listenEverywhere(app, config.port);
   } catch (err) {
     await app.close().catch(() => undefined);
     throw err;
   }
   new NestLogger('Bootstrap').log(`${opts.role} listening on http://127.0.0.1:${config.port}`);
   return app;
+}
+
+/**
+ * Fastify listens on localhost unless told: a pod must accept its Service's traffic. `::` is
+ * every IPv6 and (dual-stack) IPv4 address, as Node's own default; where IPv6 is switched off,
+ * every IPv4 address.
+ */
+async function listenEverywhere(app: INestApplication, port: number): Promise<void> {
+  try {
+    await app.listen(port, '::');
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'EAFNOSUPPORT' && (err as { code?: string }).code !== 'EADDRNOTAVAIL') throw err;
+    await app.listen(port, '0.0.0.0');
+  }
 }
 
 /** The Nest app for these role modules, configured but not listening (tests call `init()`). */
@@ -93,11 +107,28 @@ export function httpAdapter(config: AlmanacConfig): FastifyAdapter {
   const adapter = new FastifyAdapter({
     // Batches of 1000 jobs outgrow Fastify's 1 MiB default; oversize bodies get 413.
     bodyLimit: config.maxBodyBytes,
+    // As Express matched: `/v1/jobs/` is `/v1/jobs`.
     routerOptions: { ignoreTrailingSlash: true },
+    // A URL Fastify cannot route (bad percent-encoding, over-long parameter) still gets the
+    // API's error shape; it never reaches Nest's exception filters.
+    frameworkErrors: (err: FastifyError, _req: unknown, reply: FastifyReply) => {
+      const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+      const message = `unreadable request URL (${err.code})`;
+      void reply.code(status).send({ statusCode: status, error: 'Bad Request', message, details: [{ field: 'url', rule: err.code.toLowerCase(), message }] });
+    },
   });
-  // JSON only (Fastify's own parser: `__proto__` keys are a 400): with NEST_HTTP_OPTIONS.bodyParser
-  // off, removing text/plain makes every other content type a 415 instead of a string body.
-  adapter.getInstance().removeContentTypeParser('text/plain');
+  const fastify = adapter.getInstance();
+  // JSON only, with NEST_HTTP_OPTIONS.bodyParser off: without text/plain every other content
+  // type is a 415. Fastify's own JSON parser (a `__proto__` key is a 400), except that an empty
+  // body is no body: clients that send `Content-Type: application/json` on every request may
+  // DELETE or POST .../retry without one (Express' body-parser made it `{}`).
+  fastify.removeContentTypeParser(['text/plain', 'application/json']);
+  const json = fastify.getDefaultJsonParser('error', 'error');
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.length === 0) done(null, undefined);
+    else void json(req, text, done);
+  });
   return adapter;
 }
 

@@ -34,8 +34,11 @@ export class HotQueue {
   readonly queue: Queue<HotJobData, unknown, string>;
 
   /** The connection is shared and stays open on `close()`; its owner closes it. */
-  constructor(connection: IORedis, prefix: string) {
-    this.queue = new Queue<HotJobData, unknown, string>(HOT_QUEUE_NAME, { connection, prefix });
+  constructor(
+    private readonly redis: IORedis,
+    prefix: string,
+  ) {
+    this.queue = new Queue<HotJobData, unknown, string>(HOT_QUEUE_NAME, { connection: redis, prefix });
     // Connection errors are the connection owner's to report (once per outage); without a
     // listener BullMQ prints every reconnect failure to stderr.
     this.queue.on('error', () => undefined);
@@ -67,16 +70,19 @@ export class HotQueue {
   /**
    * For rows that are already due: a copy of `j-<id>` still delayed for a later time (left by a
    * reschedule while Redis was unreachable; an add of the same id is ignored while it exists)
-   * is made waiting now. One lookup per id: for the overdue sweep's few rows, not for bulk.
-   * Returns how many were delayed and got promoted.
+   * is made waiting now. One pipelined lookup in the delayed set for the whole batch; only the
+   * copies found there (rare) are promoted one by one. Returns how many were promoted.
    */
   async expedite(ids: readonly string[]): Promise<number> {
+    if (ids.length === 0) return 0;
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.zscore(this.queue.keys.delayed, queueJobId(id));
+    const scores = (await pipeline.exec()) ?? [];
     let promoted = 0;
-    for (const id of ids) {
-      const job = await this.queue.getJob(queueJobId(id));
-      if (!job || !(await job.isDelayed())) continue;
+    for (const [i, id] of ids.entries()) {
+      if (scores[i]?.[1] === null || scores[i]?.[1] === undefined) continue;
       try {
-        await job.promote();
+        await (await this.queue.getJob(queueJobId(id)))?.promote();
         promoted++;
       } catch {
         // It left the delayed set in between (it came due, or was removed): nothing to do.
