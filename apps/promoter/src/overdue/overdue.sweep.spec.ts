@@ -1,5 +1,5 @@
 import { queueJobId, SweepsRepository } from '@almanac/persistence';
-import { HotQueue, MetricsService, type HotItem } from '@almanac/platform';
+import { DELIVERY_LEAD_MS, type HotItem, HotQueue, MetricsService } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
 import { createTestRedis, type TestRedis } from '../../../../test/support/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
@@ -166,7 +166,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(await queuedCount(queue)).toBe(10_000);
       expect(await inQueue(queue, [...soon.slice(0, 50), ...past.slice(-50)])).toBe(100);
       const first = await queue.queue.getJob(queueJobId(soon[0]));
-      expect(first?.opts.delay).toBe(1000);
+      expect(first?.opts.delay).toBe(1000 - DELIVERY_LEAD_MS);
       expect((await sweep.runOnce(NOW)).redis).toBe('ok');
       await queue.close();
     });

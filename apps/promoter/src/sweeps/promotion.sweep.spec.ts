@@ -1,5 +1,5 @@
 import { queueJobId, SweepsRepository } from '@almanac/persistence';
-import { HotQueue, MetricsService } from '@almanac/platform';
+import { DELIVERY_LEAD_MS, HotQueue, MetricsService } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
 import { createTestRedis, type TestRedis } from '../../../../test/support/test-redis';
 import { insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
@@ -49,7 +49,7 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     expect(await inQueue(queue, inside)).toBe(10);
     expect(await inQueue(queue, beyond)).toBe(0);
     const job = await queue.queue.getJob(queueJobId(inside[0]));
-    expect(job?.opts.delay).toBe(new Date('2026-11-30T10:59:59.000Z').getTime() - NOW.getTime());
+    expect(job?.opts.delay).toBe(new Date('2026-11-30T10:59:59.000Z').getTime() - NOW.getTime() - DELIVERY_LEAD_MS);
     expect(job?.data).toEqual({ t: 1, d: new Date('2026-11-30T10:59:59.000Z').getTime() });
   });
 

@@ -82,6 +82,18 @@ describe('worker executor', () => {
     expect(lag.values.find((v) => v.metricName === 'almanac_dispatch_lag_seconds_count')).toMatchObject({ labels: { pool: 'default' }, value: 3 });
   });
 
+  it('a delivery that arrives before its run time waits for it: no handler starts early', async () => {
+    const runAt = new Date(Date.now() + 400);
+    const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
+    // Out of the delayed set now, as a Redis timer tick (or clock skew) may deliver it early.
+    await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
+    expect(await h.hot.runOnce()).toBe(1); // within the dispatcher's early window: claimed
+    await h.worker().consumer.runOnce();
+    const [attempt] = await h.attempts(id);
+    expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
+    expect(await h.job(id)).toMatchObject({ state: 'd' });
+  });
+
   it('stores a charge exactly once when the same delivery arrives twice at the same time', async () => {
     const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-1', amountCents: 500 } }]);
     await h.hot.runOnce();

@@ -64,6 +64,9 @@ export class WorkerShutdownError extends Error {
   }
 }
 
+/** The longest a delivery that came early waits for its run time (see DELIVERY_LEAD_MS). */
+export const MAX_EARLY_WAIT_MS = 2000;
+
 /** Stored error text is bounded: a handler's exception may carry a whole response body. */
 export const MAX_ERROR_LENGTH = 2000;
 
@@ -113,6 +116,14 @@ export class Executor {
     if (!row) {
       this.o.metrics.dropped.inc({ reason: 'stale_delivery' });
       return 'stale';
+    }
+    // Deliveries arrive up to DELIVERY_LEAD_MS (plus clock skew) early: no handler starts before
+    // its run time. Capped, so a far-off clock cannot park a delivery.
+    const early = row.runAt.getTime() - this.o.clock.now().getTime();
+    if (early > 0) await new Promise((r) => setTimeout(r, Math.min(early, MAX_EARLY_WAIT_MS)));
+    if (this.stopping) {
+      await this.releaseRefs([{ ref: { id: d.id, attempt: d.attempt }, startedAt: this.o.clock.now() }]);
+      return 'released';
     }
     const key = `${d.id}:${d.attempt}`;
     let onReleased!: () => void;

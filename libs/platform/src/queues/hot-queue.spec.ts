@@ -1,5 +1,5 @@
 import { createTestRedis, TestRedis } from '../../../../test/support/test-redis';
-import { HotQueue, poolQueueName } from './hot-queue';
+import { DELIVERY_LEAD_MS, HotQueue, poolQueueName } from './hot-queue';
 
 describe('HotQueue', () => {
   let redis: TestRedis;
@@ -19,7 +19,7 @@ describe('HotQueue', () => {
     expect(poolQueueName('http')).toBe('pool-http');
   });
 
-  it('enqueues a batch under the given prefix with routing data only and the delay to run time', async () => {
+  it('enqueues a batch under the given prefix with routing data only and the delay to run time, less the delivery lead', async () => {
     await hot.enqueue(
       [
         { id: '101', runAt: new Date(now.getTime() + 60_000), tenantId: 7, kind: 'noop' },
@@ -30,7 +30,7 @@ describe('HotQueue', () => {
     expect(hot.prefix).toBe(redis.prefix);
     const later = await hot.queue.getJob('j-101');
     expect(later).toMatchObject({ name: 'noop', data: { t: 7, d: now.getTime() + 60_000 } });
-    expect(later?.opts).toMatchObject({ delay: 60_000 });
+    expect(later?.opts).toMatchObject({ delay: 60_000 - DELIVERY_LEAD_MS }); // out of the delayed set a little early
     expect(later?.opts.removeOnComplete).toBeUndefined();
     // Every field stays under hash-max-listpack-value, so Redis keeps the compact encoding.
     expect(await redis.connection.object('ENCODING', `${redis.prefix}:hot:j-101`)).toBe('listpack');
@@ -44,7 +44,7 @@ describe('HotQueue', () => {
   it('is a no-op for a job id already in the queue, and for an empty batch', async () => {
     await hot.enqueue([{ id: '101', runAt: new Date(now.getTime() + 999_000), tenantId: 7, kind: 'noop' }], now);
     await hot.enqueue([], now);
-    expect((await hot.queue.getJob('j-101'))?.opts.delay).toBe(60_000);
+    expect((await hot.queue.getJob('j-101'))?.opts.delay).toBe(60_000 - DELIVERY_LEAD_MS);
   });
 
   it('removes a job; removing one that is not there also leaves it gone', async () => {

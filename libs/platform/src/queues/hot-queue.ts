@@ -4,6 +4,14 @@ import type IORedis from 'ioredis';
 
 export const HOT_QUEUE_NAME = 'hot';
 
+/**
+ * Jobs come out of the delayed set this much before their run time. Redis moves delayed jobs
+ * on its timer tick (every 100 ms at its default `hz 10`), which alone put ~100 ms into p99
+ * dispatch lag. Arriving early absorbs the tick; the dispatcher holds each job until its run
+ * time before claiming it, and the worker checks again, so no handler starts early.
+ */
+export const DELIVERY_LEAD_MS = 150;
+
 /** Per-kind worker pools get their own queue so each pool scales on its own depth. */
 export function poolQueueName(pool: string): string {
   return `pool-${pool}`;
@@ -61,7 +69,7 @@ export class HotQueue {
           // No removeOn* here: the consumer's Worker options say it once. Every option byte is
           // stored in each job's hash, and past 64 B (hash-max-listpack-value) Redis turns the
           // compact hash into a real one: ~660 instead of ~280 B per queued job.
-          opts: { jobId: queueJobId(item.id, item.afterAttempt), delay: Math.max(0, due - nowMs) },
+          opts: { jobId: queueJobId(item.id, item.afterAttempt), delay: Math.max(0, due - nowMs - DELIVERY_LEAD_MS) },
         };
       }),
     );
