@@ -76,7 +76,7 @@ describe('bad input', () => {
   it('a URL Fastify cannot route gets the API error shape, not a 500', async () => {
     const res = await h.http().get('/v1/jobs/%E0%A4%A').set(auth);
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ statusCode: 400, details: [{ field: 'url', rule: 'fst_err_bad_url' }] });
+    expect(res.body).toMatchObject({ statusCode: 400, error: 'Bad Request', details: [{ field: 'url', rule: 'fst_err_bad_url' }] });
   });
 
   it('a __proto__ key in the body → 400, never a polluted object', async () => {

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+
 /** One reason a request was refused: which field, which rule, in words. */
 export interface FieldIssue {
   field: string;
@@ -13,18 +15,6 @@ export interface ErrorBody {
   details: FieldIssue[];
 }
 
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  404: 'Not Found',
-  409: 'Conflict',
-  413: 'Payload Too Large',
-  415: 'Unsupported Media Type',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
-
 /** An expected refusal; the exception filter turns it into an ErrorBody. */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
@@ -38,12 +28,13 @@ export class ApiError extends Error {
   }
 
   get body(): ErrorBody {
-    return { statusCode: this.status, error: REASONS[this.status] ?? 'Error', message: this.message, details: this.details };
+    return { statusCode: this.status, error: reasonPhrase(this.status), message: this.message, details: this.details };
   }
 }
 
+/** Node's own table of reason phrases (`Payload Too Large`, `Unsupported Media Type`, …). */
 export function reasonPhrase(status: number): string {
-  return REASONS[status] ?? 'Error';
+  return STATUS_CODES[status] ?? 'Error';
 }
 
 /** 400 for validation issues, 413 when the only problem is size (issues with rule `too_large`). */

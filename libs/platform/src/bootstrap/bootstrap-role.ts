@@ -3,6 +3,7 @@ import { INestApplication, Logger as NestLogger, Module, Type } from '@nestjs/co
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply } from 'fastify';
+import { STATUS_CODES } from 'node:http';
 import { Logger } from 'nestjs-pino';
 import pino from 'pino';
 import { AlmanacConfig, configWarnings, describeConfig, loadConfig } from '../config/almanac-config';
@@ -67,7 +68,8 @@ async function listenEverywhere(app: INestApplication, port: number): Promise<vo
   try {
     await app.listen(port, '::');
   } catch (err) {
-    if ((err as { code?: string }).code !== 'EAFNOSUPPORT' && (err as { code?: string }).code !== 'EADDRNOTAVAIL') throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL') throw err;
     await app.listen(port, '0.0.0.0');
   }
 }
@@ -114,7 +116,7 @@ export function httpAdapter(config: AlmanacConfig): FastifyAdapter {
     frameworkErrors: (err: FastifyError, _req: unknown, reply: FastifyReply) => {
       const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
       const message = `unreadable request URL (${err.code})`;
-      void reply.code(status).send({ statusCode: status, error: 'Bad Request', message, details: [{ field: 'url', rule: err.code.toLowerCase(), message }] });
+      void reply.code(status).send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, details: [{ field: 'url', rule: err.code.toLowerCase(), message }] });
     },
   });
   const fastify = adapter.getInstance();
