@@ -1,14 +1,14 @@
 import type { TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
 import { CanActivate, createParamDecorator, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import type { HttpRequest as Request } from '../http/http-types';
+import type { FastifyRequest } from 'fastify';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../http/api-error';
 import { TenantAuthService } from './tenant-auth.service';
 
-type AuthedRequest = Request & { tenant?: TenantRecord };
+type AuthedRequest = FastifyRequest & { tenant?: TenantRecord };
 
-function bearer(req: Request): string | null {
+function bearer(req: FastifyRequest): string | null {
   const header = req.headers.authorization;
   if (typeof header !== 'string') return null;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -47,7 +47,7 @@ export class AdminAuthGuard implements CanActivate {
   }
 
   canActivate(ctx: ExecutionContext): boolean {
-    const token = bearer(ctx.switchToHttp().getRequest<Request>());
+    const token = bearer(ctx.switchToHttp().getRequest<FastifyRequest>());
     // Hashing both sides gives equal lengths, so timingSafeEqual leaks nothing about the token.
     if (!token || !timingSafeEqual(digest(token), this.expected)) throw unauthorized('admin token required');
     return true;

@@ -2,7 +2,7 @@ import { DomainValidationError } from '@almanac/domain';
 import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
 import { ArgumentsHost, Catch, HttpException, Inject, Logger } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import type { HttpRequest as Request, HttpResponse as Response } from './http-types';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorBody, invalid, reasonPhrase } from './api-error';
 
 /**
@@ -17,8 +17,8 @@ export class ApiExceptionFilter extends BaseExceptionFilter {
 
   override catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
-    const req = ctx.getRequest<Request>();
-    const res = ctx.getResponse<Response>();
+    const req = ctx.getRequest<FastifyRequest>();
+    const res = ctx.getResponse<FastifyReply>();
     const path = req.url.split('?', 1)[0];
     if (!isApiPath(path)) return super.catch(exception, host);
     const { body, headers } = this.toBody(exception, req.method, path);
@@ -72,8 +72,6 @@ function bodyError(e: unknown, limit: number): ErrorBody | null {
       return bodyIssue(413, 'body', 'too_large', `request body exceeds ${limit} bytes`);
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return bodyIssue(400, 'body', 'json', 'request body is not valid JSON');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return bodyIssue(400, 'body', 'json', 'request body is empty; send a JSON object');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return bodyIssue(415, 'content-type', 'media_type', 'Content-Type must be application/json');
     default: {

@@ -1,7 +1,7 @@
 import type { TenantRecord } from '@almanac/persistence';
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { HttpResponse as Response } from '../http/http-types';
+import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { IngestService } from './ingest.service';
@@ -45,7 +45,7 @@ export class JobsController {
   async create(
     @CurrentTenant() tenant: TenantRecord,
     @Body() body: unknown,
-    @Res({ passthrough: true }) res: Response,
+    @Res({ passthrough: true }) res: FastifyReply,
   ): Promise<JobDto> {
     const { created, job } = await this.ingest.createOne(tenant, body);
     res.status(created ? 201 : 200);

@@ -3,7 +3,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
-import type { HttpResponse } from '../http/http-types';
+import type { FastifyReply } from 'fastify';
 import { CreateScheduleDto, OccurrencePreviewDto, ScheduleDto, SchedulePageDto, UpdateScheduleDto } from './schedule.dto';
 import { SchedulesService } from './schedules.service';
 
@@ -25,7 +25,7 @@ export class SchedulesController {
   @ApiResponse({ status: 200, type: ScheduleDto, description: 'Same request again: the existing schedule' })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'e.g. invalid cron or time zone (details name the field and rule)' })
   @ApiResponse({ status: 409, type: ErrorDto })
-  async create(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Res({ passthrough: true }) res: HttpResponse) {
+  async create(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Res({ passthrough: true }) res: FastifyReply) {
     const { created, schedule } = await this.schedules.create(tenant, body);
     res.status(created ? 201 : 200);
     return schedule;
