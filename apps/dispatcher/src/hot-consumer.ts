@@ -1,5 +1,5 @@
 import { jobIdFromQueueJobId } from '@almanac/persistence';
-import { CONSUMER_REMOVAL, DELIVERY_LEAD_MS, HOT_QUEUE_NAME, HotJobData } from '@almanac/platform';
+import { CONSUMER_REMOVAL, DELIVERY_LEAD_MS, deliveryTime, HOT_QUEUE_NAME, HotJobData } from '@almanac/platform';
 import { DelayedError, Job, Worker } from 'bullmq';
 import type IORedis from 'ioredis';
 import type { Logger } from 'pino';
@@ -67,7 +67,7 @@ export class HotConsumer {
     await Promise.all(
       jobs.map(async (job, i) => {
         const r = results[i];
-        if (r.status === 'not_due') await job.moveToDelayed(r.runAt.getTime() - DELIVERY_LEAD_MS, token);
+        if (r.status === 'not_due') await job.moveToDelayed(deliveryTime(r.runAt.getTime()), token);
         else await job.moveToCompleted(r.status, token, false);
       }),
     );
@@ -89,7 +89,7 @@ export class HotConsumer {
     const r = await this.batcher.submit(toDelivery(job));
     if (r.status === 'not_due') {
       // Rescheduled to later but still in the hot horizon: wait in the queue until then.
-      await job.moveToDelayed(r.runAt.getTime() - DELIVERY_LEAD_MS, token);
+      await job.moveToDelayed(deliveryTime(r.runAt.getTime()), token);
       throw new DelayedError();
     }
     return r.status;

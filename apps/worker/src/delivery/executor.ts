@@ -107,11 +107,8 @@ export class Executor {
   }
 
   async execute(d: Delivery): Promise<ExecutionResult> {
-    if (this.stopping) {
-      // Fetched after the shutdown deadline: give it straight back rather than start it.
-      await this.releaseRefs([{ ref: { id: d.id, attempt: d.attempt }, startedAt: this.o.clock.now() }]);
-      return 'released';
-    }
+    // Fetched after the shutdown deadline: give it straight back rather than start it.
+    if (this.stopping) return this.giveBack(d);
     const row = await this.loader.submit({ id: d.id, attempt: d.attempt });
     if (!row) {
       this.o.metrics.dropped.inc({ reason: 'stale_delivery' });
@@ -121,10 +118,7 @@ export class Executor {
     // its run time. Capped, so a far-off clock cannot park a delivery.
     const early = row.runAt.getTime() - this.o.clock.now().getTime();
     if (early > 0) await new Promise((r) => setTimeout(r, Math.min(early, MAX_EARLY_WAIT_MS)));
-    if (this.stopping) {
-      await this.releaseRefs([{ ref: { id: d.id, attempt: d.attempt }, startedAt: this.o.clock.now() }]);
-      return 'released';
-    }
+    if (this.stopping) return this.giveBack(d);
     const key = `${d.id}:${d.attempt}`;
     let onReleased!: () => void;
     const released = new Promise<ExecutionResult>((resolve) => {
@@ -162,6 +156,12 @@ export class Executor {
       this.o.logger.warn({ released: count, unfinished: entries.length }, 'released unfinished jobs at shutdown');
     }
     return count;
+  }
+
+  /** A delivery not started because the worker is stopping: back to queued, re-enqueued. */
+  private async giveBack(d: Delivery): Promise<ExecutionResult> {
+    await this.releaseRefs([{ ref: { id: d.id, attempt: d.attempt }, startedAt: this.o.clock.now() }]);
+    return 'released';
   }
 
   private async releaseRefs(entries: { ref: DeliveryRef; startedAt: Date }[]): Promise<{ id: string }[]> {

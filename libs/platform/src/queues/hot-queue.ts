@@ -12,6 +12,11 @@ export const HOT_QUEUE_NAME = 'hot';
  */
 export const DELIVERY_LEAD_MS = 150;
 
+/** When a job due at `runAtMs` leaves the delayed set (every path that delays a hot job). */
+export function deliveryTime(runAtMs: number): number {
+  return runAtMs - DELIVERY_LEAD_MS;
+}
+
 /** Per-kind worker pools get their own queue so each pool scales on its own depth. */
 export function poolQueueName(pool: string): string {
   return `pool-${pool}`;
@@ -69,7 +74,7 @@ export class HotQueue {
           // No removeOn* here: the consumer's Worker options say it once. Every option byte is
           // stored in each job's hash, and past 64 B (hash-max-listpack-value) Redis turns the
           // compact hash into a real one: ~660 instead of ~280 B per queued job.
-          opts: { jobId: queueJobId(item.id, item.afterAttempt), delay: Math.max(0, due - nowMs - DELIVERY_LEAD_MS) },
+          opts: { jobId: queueJobId(item.id, item.afterAttempt), delay: Math.max(0, deliveryTime(due) - nowMs) },
         };
       }),
     );
