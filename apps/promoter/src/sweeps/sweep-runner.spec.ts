@@ -14,6 +14,16 @@ class FakeSweep implements Sweep {
 
   constructor(readonly name: 'promotion' | 'overdue') {}
 
+  /** Holds every run in flight until the returned function is called (which also clears the hold). */
+  hold(): () => void {
+    let release!: () => void;
+    this.gate = new Promise((r) => (release = r));
+    return () => {
+      this.gate = null;
+      release();
+    };
+  }
+
   async runOnce(now: Date): Promise<SweepResult> {
     this.calls.push(now);
     this.running += 1;
@@ -69,13 +79,11 @@ describe('SweepRunner', () => {
 
   it('never overlaps a sweep with itself: the interval starts when the previous run ends', async () => {
     const a = new FakeSweep('overdue');
-    let release!: () => void;
-    a.gate = new Promise((r) => (release = r));
+    const release = a.hold();
     const runner = new SweepRunner([{ sweep: a, intervalMs: 1000 }], clock, metrics);
     runner.start();
     await jest.advanceTimersByTimeAsync(10_000);
     expect(a.calls.length).toBe(1);
-    a.gate = null;
     release();
     await jest.advanceTimersByTimeAsync(999);
     expect(a.calls.length).toBe(1);
@@ -113,8 +121,7 @@ describe('SweepRunner', () => {
 
   it('stop() cancels the timers and waits for the run in flight', async () => {
     const a = new FakeSweep('overdue');
-    let release!: () => void;
-    a.gate = new Promise((r) => (release = r));
+    const release = a.hold();
     const runner = new SweepRunner([{ sweep: a, intervalMs: 1000 }], clock, metrics);
     runner.start();
     await jest.advanceTimersByTimeAsync(0);
@@ -130,8 +137,7 @@ describe('SweepRunner', () => {
 
   it('start() after stop() with a run still in flight runs one loop, not two, and never overlaps', async () => {
     const a = new FakeSweep('overdue');
-    let release!: () => void;
-    a.gate = new Promise((r) => (release = r));
+    const release = a.hold();
     const runner = new SweepRunner([{ sweep: a, intervalMs: 1000 }], clock, metrics);
     runner.start();
     await jest.advanceTimersByTimeAsync(0);
@@ -139,7 +145,6 @@ describe('SweepRunner', () => {
     runner.start();
     await jest.advanceTimersByTimeAsync(0);
     expect(a.calls.length).toBe(1); // the restarted loop waits for the run in flight
-    a.gate = null;
     release();
     await jest.advanceTimersByTimeAsync(0);
     expect(a.calls.length).toBe(2); // the new loop's first run

@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { insertJob } from '../../../../test/support/job-rows';
 import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
 import { JobChangesRepository } from './job-changes.repository';
 
@@ -17,13 +18,8 @@ describe('JobChangesRepository', () => {
 
   beforeEach(() => db.dataSource.query('TRUNCATE jobs'));
 
-  async function insert(tenant: number, key: string, runAtMs: number, state: string, kind = 'noop'): Promise<string> {
-    const rows: { id: string }[] = await db.dataSource.query(
-      `INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES ($1, $2, $3, $4, $5) RETURNING id::text AS id`,
-      [tenant, key, kind, new Date(runAtMs), state],
-    );
-    return rows[0].id;
-  }
+  const insert = (tenant: number, key: string, runAtMs: number, state: string, kind?: string) =>
+    insertJob(db.dataSource, tenant, key, runAtMs, state, kind);
 
   it('cancels scheduled/queued rows with a guarded update, and refuses running ones', async () => {
     const q = await insert(1, 'q', T0, 'q');

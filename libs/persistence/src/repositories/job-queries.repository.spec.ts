@@ -1,3 +1,4 @@
+import { insertJob } from '../../../../test/support/job-rows';
 import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
 import { JobQueriesRepository, ListPosition } from './job-queries.repository';
 
@@ -16,13 +17,8 @@ describe('JobQueriesRepository', () => {
 
   beforeEach(() => db.dataSource.query('TRUNCATE jobs'));
 
-  async function insert(tenant: number, key: string, runAtMs: number, state: string, kind = 'noop'): Promise<string> {
-    const rows: { id: string }[] = await db.dataSource.query(
-      `INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES ($1, $2, $3, $4, $5) RETURNING id::text AS id`,
-      [tenant, key, kind, new Date(runAtMs), state],
-    );
-    return rows[0].id;
-  }
+  const insert = (tenant: number, key: string, runAtMs: number, state: string, kind?: string) =>
+    insertJob(db.dataSource, tenant, key, runAtMs, state, kind);
 
   async function pageAll(tenant: number, filter: Parameters<JobQueriesRepository['list']>[1], limit: number) {
     const keys: string[] = [];
