@@ -121,9 +121,7 @@ export class JobQueriesRepository {
     const params: unknown[] = [tenantId];
     // `state <> 's'` repeats the partial index predicate so the planner can use jobs_tenant_list.
     const where = [`tenant_id = $1`, `state <> 's'`];
-    if (f.from) where.push(`run_at >= $${params.push(f.from)}`);
-    if (f.to) where.push(`run_at < $${params.push(f.to)}`);
-    if (after) where.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
+    where.push(...rangeAfter(f, after, params));
     const whereParams = params.slice();
     const filters: string[] = [];
     if (f.state) filters.push(`state = $${params.push(STATE_CODE[f.state])}`);
@@ -173,9 +171,7 @@ export class JobQueriesRepository {
     const params: unknown[] = [tenantId];
     const where = [`state = '${f.state === 'queued' ? STATE_CODE.queued : STATE_CODE.running}'`, `(tenant_id + 0) = $1`];
     if (f.kind) where.push(`kind = $${params.push(f.kind)}`);
-    if (f.from) where.push(`run_at >= $${params.push(f.from)}`);
-    if (f.to) where.push(`run_at < $${params.push(f.to)}`);
-    if (after) where.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
+    where.push(...rangeAfter(f, after, params));
     const rows: RawJob[] = await db.query(
       `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ORDER BY jobs.run_at, jobs.id LIMIT $${params.push(limit)}`,
       params,
@@ -255,13 +251,20 @@ export class JobQueriesRepository {
       `(tenant_id + 0) = $3`,
     ];
     if (f.kind) where.push(`kind = $${params.push(f.kind)}`);
-    if (f.from) where.push(`run_at >= $${params.push(f.from)}`);
-    if (f.to) where.push(`run_at < $${params.push(f.to)}`);
-    if (after) where.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
+    where.push(...rangeAfter(f, after, params));
     const sql = `SELECT ${COLUMNS} FROM jobs WHERE ${where.join(' AND ')} ORDER BY jobs.run_at, jobs.id LIMIT $${params.push(limit)}`;
     const rows: RawJob[] = await db.query(sql, params);
     return rows.map(toView);
   }
+}
+
+/** The run-time range of the filter and the keyset position, as predicates binding into `params`. */
+function rangeAfter(f: JobListFilter, after: ListPosition | null, params: unknown[]): string[] {
+  const where: string[] = [];
+  if (f.from) where.push(`run_at >= $${params.push(f.from)}`);
+  if (f.to) where.push(`run_at < $${params.push(f.to)}`);
+  if (after) where.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
+  return where;
 }
 
 function pageOf(items: JobView[], limit: number): JobListPage {
