@@ -45,6 +45,20 @@ export default tseslint.config(
       'no-restricted-globals': ['error', { name: 'process', message: 'libs/domain never touches the process.' }],
     },
   },
+  // Apps share code through libs/, never by importing another app's source; only the
+  // all-in-one entry point composes them. (test/ and bench/ may drive several apps at once.)
+  ...['api', 'promoter', 'dispatcher', 'worker'].map((app) => ({
+    files: [`apps/${app}/**/*.ts`],
+    ignores: ['apps/api/src/all-in-one.main.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          regex: `^(\\.\\./)+(apps/)?(?!${app}/)(api|promoter|dispatcher|worker)/`,
+          message: `apps/${app} may not import another app's source: move what they share into libs/.`,
+        }],
+      }],
+    },
+  })),
   {
     files: ['libs/persistence/src/migrations/*.ts'],
     rules: { 'no-restricted-syntax': 'off' },

@@ -22,6 +22,7 @@ module.exports = {
   // Nest 12 (and @fastify/static's content-disposition) ship ESM only; swc compiles them for Jest.
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@fastify/static|croner|content-disposition)/)'],
   moduleNameMapper: {
+    '^@almanac/delivery$': '<rootDir>/libs/delivery/src/index.ts',
     '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',
     '^@almanac/persistence$': '<rootDir>/libs/persistence/src/index.ts',
     '^@almanac/platform$': '<rootDir>/libs/platform/src/index.ts',

@@ -1,17 +1,14 @@
-import { ExecutionRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, MetricsService, RedisMetrics } from '@almanac/platform';
+import { createDeliveryRedis, DeliveryMetrics, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { BacklogRepository } from '@almanac/persistence';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, MetricsService } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
-import { DeliveryMetrics } from '../../worker/src/delivery/delivery-metrics';
-import { createDeliveryRedis } from '../../worker/src/delivery/delivery-redis';
-import { allHandlers, HandlerRegistry } from '../../worker/src/handlers';
-import { handlerSettingsFromEnv } from '../../worker/src/handlers/handler-settings';
 import { Dispatcher } from './dispatcher';
+import { DispatcherLoop } from './dispatcher-loop';
 import { DispatcherSettings } from './dispatcher-settings';
 import { HotConsumer } from './hot-consumer';
-import { KindRoutes } from './kind-routes';
-import { PoolQueues } from './pool-queues';
+import { PoolRoom } from './pool-room';
 
 export const DISPATCHER_SETTINGS = Symbol('DISPATCHER_SETTINGS');
 
@@ -20,39 +17,42 @@ export const DISPATCHER_SETTINGS = Symbol('DISPATCHER_SETTINGS');
 export class DispatchService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly dispatcher: Dispatcher;
   readonly consumer: HotConsumer;
-  readonly pools: PoolQueues;
+  readonly loop: DispatcherLoop;
   private readonly redis: IORedis;
 
   constructor(
     @Inject(DISPATCHER_SETTINGS) settings: DispatcherSettings,
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
-    repo: ExecutionRepository,
+    backlog: BacklogRepository,
     clock: Clock,
     metrics: MetricsService,
-    redisMetrics: RedisMetrics,
     pino: PinoLogger,
   ) {
     const logger = pino.logger.child({ component: 'dispatcher' });
     this.redis = createDeliveryRedis(config.redisUrl);
     this.redis.on('error', () => undefined); // the shared connection's owner logs Redis outages
-    const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv(process.env)));
-    this.pools = new PoolQueues(this.redis, config.queuePrefix, (q) => redisMetrics.trackQueue(q));
+    const ready = new ReadyLists(this.redis, config.queuePrefix);
+    const roster = new WorkerRoster(this.redis, config.queuePrefix);
     this.dispatcher = new Dispatcher({
-      repo, clock, logger, pools: this.pools,
-      routes: new KindRoutes(registry, settings.poolMap, settings.leaseMarginMs),
+      routes: new KindRoutes(settings.poolMap),
+      ready, roster, backlog, clock, logger,
+      room: new PoolRoom(roster, ready, settings.prefetch),
       metrics: new DeliveryMetrics(metrics),
-      earlyMs: settings.earlyMs,
+      maxRefill: settings.concurrency,
+      maxWaiting: Math.floor(settings.concurrency / 2),
     });
     this.consumer = new HotConsumer({ connection: this.redis, prefix: config.queuePrefix, concurrency: settings.concurrency, dispatcher: this.dispatcher, logger });
+    this.loop = new DispatcherLoop(this.dispatcher, logger);
   }
 
   onApplicationBootstrap(): void {
     this.consumer.start();
+    this.loop.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     await this.consumer.close();
-    await this.pools.close();
+    await this.loop.stop();
     await closeRedis(this.redis);
   }
 }

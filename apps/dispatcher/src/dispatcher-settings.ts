@@ -1,11 +1,11 @@
+import { parsePoolMap } from '@almanac/delivery';
 import { Env, envInt } from '@almanac/platform';
-import { parsePoolMap } from './kind-routes';
 
 export interface DispatcherSettings {
   poolMap: Map<string, string>;
   concurrency: number;
-  earlyMs: number;
-  leaseMarginMs: number;
+  /** In flight per pool = live capacity × this (ready-list items plus running handlers). */
+  prefetch: number;
 }
 
 /** Dispatcher role settings; a bad value stops the process at boot with the variable's name. */
@@ -13,7 +13,6 @@ export function dispatcherSettingsFromEnv(env: Env): DispatcherSettings {
   return {
     poolMap: parsePoolMap(env),
     concurrency: envInt(env, 'ALMANAC_DISPATCH_CONCURRENCY', 500, { min: 1, max: 10_000 }),
-    earlyMs: envInt(env, 'ALMANAC_DISPATCH_EARLY_MS', 1000, { min: 0, max: 60_000 }),
-    leaseMarginMs: envInt(env, 'ALMANAC_LEASE_MARGIN_MS', 60_000, { min: 1000, max: 24 * 3600_000 }),
+    prefetch: envInt(env, 'ALMANAC_DISPATCH_PREFETCH', 2, { min: 1, max: 100 }),
   };
 }

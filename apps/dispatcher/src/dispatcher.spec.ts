@@ -1,73 +1,116 @@
-import { queueJobId } from '@almanac/persistence';
-import { chargeHandler, noopHandler } from '../../worker/src/handlers';
-import { createHarness, DeliveryHarness, destroyHarness } from '../../worker/src/testing/delivery-harness';
+import { completed, defineHandler } from '@almanac/delivery';
+import { ManualClock } from '@almanac/platform';
+import { createHarness, DeliveryHarness, destroyHarness } from '../../../test/support/delivery-harness';
 
-async function dropped(h: DeliveryHarness): Promise<Record<string, number>> {
-  const m = await h.metrics.dropped.get();
-  return Object.fromEntries(m.values.map((v) => [String(v.labels.reason), v.value]));
+// The dispatcher never runs handlers: stand-ins for the worker's kinds are enough here.
+const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
+const charge = defineHandler({ kind: 'charge', timeoutMs: 1000, handle: async () => completed() });
+
+async function gauge(h: DeliveryHarness, name: 'poolWorkers' | 'poolCapacity' | 'poolInFlight' | 'poolBacklog', pool = 'default'): Promise<number> {
+  const m = await h.metrics[name].get();
+  return m.values.find((v) => v.labels.pool === pool)?.value ?? 0;
 }
 
 describe('dispatcher', () => {
   let h: DeliveryHarness;
 
   beforeEach(async () => {
-    h = await createHarness({ handlers: [noopHandler, chargeHandler], poolMap: new Map([['charge', 'billing']]) });
+    h = await createHarness({ handlers: [noop, charge], poolMap: new Map([['charge', 'billing']]) });
   });
   afterEach(() => destroyHarness(h));
 
-  it('claims due jobs in one batch: queued → running, attempt 1, lease, routed to the pool queue', async () => {
+  it('hands due jobs to their pools without touching the rows: no attempt, no lease until a handler starts', async () => {
+    await h.liveWorker({ pools: ['default', 'billing'] });
     const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }, { kind: 'charge', payload: { invoiceId: 'i', amountCents: 1 } }]);
-    const before = Date.now();
     expect(await h.hot.runOnce()).toBe(3);
     for (const id of ids) {
-      const row = await h.job(id);
-      expect(row).toMatchObject({ state: 'r', attempts: 1 });
-      // lease = kind timeout + 60 s margin
-      expect(row.lease_until!.getTime()).toBeGreaterThanOrEqual(before + 60_000);
+      expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0, lease_until: null });
       expect(await h.hotJobState(id)).toBe('absent'); // removeOnComplete
     }
-    expect(await h.poolCounts('default')).toMatchObject({ waiting: 2 });
-    expect(await h.poolCounts('billing')).toMatchObject({ waiting: 1 });
-    const poolJob = await h.poolQueue('billing').getJob(`j-${ids[2]}-a1`);
-    expect(poolJob?.data).toEqual({ id: ids[2], t: 1, a: 1, d: expect.any(Number) });
-    expect(poolJob?.name).toBe('charge');
+    expect(await h.readyIds('default')).toEqual(ids.slice(0, 2));
+    expect(await h.readyIds('billing')).toEqual([ids[2]]);
   });
 
-  it('drops deliveries the row no longer wants, with a reason', async () => {
-    const [cancelled, finished, cold, missing, dup] = await h.enqueue([
-      { kind: 'noop' }, { kind: 'noop' }, { kind: 'noop' }, { kind: 'noop' }, { kind: 'noop' },
-    ]);
-    await h.ds.query(`UPDATE jobs SET state = 'c' WHERE id = $1`, [cancelled]);
-    await h.ds.query(`UPDATE jobs SET state = 'd' WHERE id = $1`, [finished]);
-    await h.ds.query(`UPDATE jobs SET state = 's', run_at = now() + interval '3 days' WHERE id = $1`, [cold]);
-    await h.ds.query(`DELETE FROM jobs WHERE id = $1`, [missing]);
-    await h.ds.query(`UPDATE jobs SET state = 'r', attempts = 1 WHERE id = $1`, [dup]);
-    expect(await h.hot.runOnce()).toBe(5);
-    expect(await dropped(h)).toEqual({ cancelled: 1, finished: 1, rescheduled: 1, missing: 1, running: 1 });
-    expect(await h.poolCounts('default')).toMatchObject({ waiting: 0 });
-    expect(await h.job(dup)).toMatchObject({ state: 'r', attempts: 1 });
+  it('with no live worker, due jobs wait as queued rows in the backlog, in due order, costing no attempt', async () => {
+    const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }]);
+    expect(await h.hot.runOnce()).toBe(2);
+    expect(await h.readyIds()).toEqual([]);
+    expect(await h.parkedIds()).toEqual(ids);
+    await h.dispatcher.observe();
+    expect(await gauge(h, 'poolWorkers')).toBe(0);
+    expect(await gauge(h, 'poolBacklog')).toBe(2);
+    for (const id of ids) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
   });
 
-  it('puts an early delivery back until the row is due (rescheduled later within the hot horizon)', async () => {
-    const [id] = await h.enqueue([{ kind: 'noop' }]);
-    const later = new Date(Date.now() + 3600_000);
-    await h.ds.query(`UPDATE jobs SET run_at = $2 WHERE id = $1`, [id, later]);
-    expect(await h.hot.runOnce()).toBe(1);
-    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
-    const job = await h.hotQueue.queue.getJob(queueJobId(id));
-    expect(await job?.getState()).toBe('delayed');
-    expect((await dropped(h)).not_due).toBe(1);
+  it('follows capacity: a pool is handed at most its live capacity × prefetch, the rest is refilled as room frees', async () => {
+    const w = await h.liveWorker({ concurrency: 2 }); // room = 2 × 2 = 4
+    const ids = await h.enqueue(Array.from({ length: 10 }, () => ({ kind: 'noop' })));
+    await h.hot.runOnce();
+    expect(await h.readyIds()).toHaveLength(4);
+    expect(await h.parkedIds()).toHaveLength(6);
+    await h.dispatcher.observe();
+    expect(await gauge(h, 'poolCapacity')).toBe(2);
+    expect(await gauge(h, 'poolInFlight')).toBe(4);
+    expect(await gauge(h, 'poolBacklog')).toBe(6);
+    expect(await w.taker.runOnce()).toBe(4);
+    expect(await h.dispatcher.refillOnce()).toBe(4);
+    expect(await h.parkedIds()).toHaveLength(2);
+    let runs = 0;
+    while ((await h.runWorker(w)) > 0) runs++;
+    expect(runs).toBe(2);
+    for (const id of ids) expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect(await h.parkedIds()).toEqual([]);
   });
 
-  it('two dispatchers racing over the same deliveries route each job once', async () => {
-    const ids = await h.enqueue(Array.from({ length: 50 }, () => ({ kind: 'noop' })));
-    const deliveries = ids.map((id) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() }));
-    const [a, b] = await Promise.all([h.dispatcher.dispatch(deliveries), h.dispatcher.dispatch(deliveries)]);
-    const routed = [...a, ...b].filter((r) => r.status === 'dispatched').length;
-    expect(routed).toBe(50);
-    const rows: { n: string }[] = await h.ds.query(`SELECT count(*) AS n FROM jobs WHERE state = 'r' AND attempts = 1`);
-    expect(Number(rows[0].n)).toBe(50);
-    expect(await h.poolCounts('default')).toMatchObject({ waiting: 50 });
+  it('a pool with a backlog gets new jobs parked behind it, so it drains in due order', async () => {
+    const early = await h.enqueue([{ kind: 'noop', runAt: new Date(Date.now() - 5000) }]);
+    await h.hot.runOnce(); // no worker yet: parked
+    await h.liveWorker();
+    const late = await h.enqueue([{ kind: 'noop' }]);
+    await h.hot.runOnce();
+    expect(await h.readyIds()).toEqual([]);
+    expect(await h.parkedIds()).toEqual([...early, ...late]);
+    await h.dispatcher.refillOnce();
+    expect(await h.readyIds()).toEqual([...early, ...late]);
+  });
+
+  it('a worker that stops beating is no capacity: its pool parks again once the heartbeat expires', async () => {
+    const clock = new ManualClock(Date.now());
+    await destroyHarness(h);
+    h = await createHarness({ handlers: [noop], clock });
+    await h.liveWorker();
+    await h.enqueue([{ kind: 'noop' }]);
+    clock.advance(6000); // five missed beats: the entry has expired
+    await h.dispatcher.observe();
+    expect(await gauge(h, 'poolWorkers')).toBe(0);
+    await h.hot.runOnce();
+    expect(await h.readyIds()).toEqual([]);
+    expect(await h.parkedIds()).toHaveLength(1);
+  });
+
+  it('a worker shutting down leaves its pools at once', async () => {
+    const w = await h.liveWorker();
+    await w.heartbeat.stop();
+    await h.dispatcher.observe();
+    expect(await gauge(h, 'poolCapacity')).toBe(0);
+  });
+
+  it('routes a kind to the pool its worker registered, without the dispatcher knowing the handler', async () => {
+    const report = defineHandler({ kind: 'report', timeoutMs: 1000, pool: 'reports', handle: async () => completed() });
+    (h.registry as unknown as { byKind: Map<string, unknown> }).byKind.set('report', report);
+    await h.liveWorker({ pools: ['reports'] });
+    const [id] = await h.enqueue([{ kind: 'report' }]);
+    await h.hot.runOnce();
+    expect(await h.readyIds('reports')).toEqual([id]);
+  });
+
+  it('two dispatchers refilling one backlog hand each job over once', async () => {
+    await h.enqueue(Array.from({ length: 50 }, () => ({ kind: 'noop' })));
+    await h.hot.runOnce();
+    await h.liveWorker({ concurrency: 100 });
+    const [a, b] = await Promise.all([h.backlog.take('default', 50), h.backlog.take('default', 50)]);
+    expect(a.length + b.length).toBe(50);
+    expect(new Set([...a, ...b].map((i) => i.id)).size).toBe(50);
   });
 
   it('a delivery whose dispatch failed leaves no hot job behind, so the sweeps can enqueue the row again', async () => {

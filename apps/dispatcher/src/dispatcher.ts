@@ -1,9 +1,8 @@
-import type { ExecutionRepository, UnclaimedReason } from '@almanac/persistence';
+import type { DeliveryMetrics, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import type { BacklogItem, BacklogRepository } from '@almanac/persistence';
 import type { Clock } from '@almanac/platform';
 import type { Logger } from 'pino';
-import type { DeliveryMetrics } from '../../worker/src/delivery/delivery-metrics';
-import type { KindRoutes } from './kind-routes';
-import type { PoolDelivery, PoolQueues } from './pool-queues';
+import type { PoolRoom } from './pool-room';
 
 /** A hot-queue job as the dispatcher reads it (name = kind, data {t, d}, id j-<row id>). */
 export interface HotDelivery {
@@ -11,78 +10,167 @@ export interface HotDelivery {
   kind: string;
   tenantId: number;
   dueMs: number;
-}
-
-export type DispatchResult =
-  | { status: 'dispatched'; pool: string; attempt: number }
-  | { status: 'dropped'; reason: Exclude<UnclaimedReason, 'not_due'> }
-  /** Queued for a later time (rescheduled within the hot horizon): put the delivery back until then. */
-  | { status: 'not_due'; runAt: Date };
-
-export interface DispatcherOptions {
-  repo: ExecutionRepository;
-  routes: KindRoutes;
-  pools: PoolQueues;
-  clock: Clock;
-  metrics: DeliveryMetrics;
-  logger: Logger;
-  /** A delivery may claim a row due up to this much later (clock skew between Redis and us). */
-  earlyMs: number;
+  /** May answer `full` (wait for room) instead of parking: see HotConsumer. */
+  mayWait?: boolean;
 }
 
 /**
- * Turns due hot-queue deliveries into pool-queue deliveries. Per batch: one guarded claim
- * (queued → running, attempts + 1, lease) for all of them, one addBulk per pool, and — only
- * when something was not claimed — one read to say why. With several dispatchers the claim's
- * `WHERE state = 'q'` decides which one routes a job; the loser drops its copy.
+ * handed_off: in the pool's ready list; parked: in the backlog until the pool has room; full:
+ * the pool is alive but has no room this instant, and the caller may wait for it (roomIn).
+ */
+export type DispatchResult = { status: 'handed_off' | 'parked' | 'full'; pool: string };
+
+export interface DispatcherOptions {
+  routes: KindRoutes;
+  ready: ReadyLists;
+  room: PoolRoom;
+  roster: WorkerRoster;
+  backlog: BacklogRepository;
+  clock: Clock;
+  metrics: DeliveryMetrics;
+  logger: Logger;
+  /** Largest refill taken from the backlog for one pool at once. */
+  maxRefill: number;
+  /**
+   * Deliveries of one pool that may wait for room at once (the rest park). Bounded so that a
+   * busy pool never holds all of the hot consumer's slots: other pools' jobs always get through.
+   */
+  maxWaiting: number;
+}
+
+/** How often a pool's room is re-read while deliveries wait for it. */
+const ROOM_POLL_MS = 2;
+
+/**
+ * Routes due jobs to their pools as far as the pools have room, and parks the rest. Touches no
+ * job row: the worker claims a row (queued → running, attempt + 1, lease) as its handler starts,
+ * so a job waiting for a worker, however long, costs no attempt. Per batch: one read of the
+ * pools' room (Redis), one RPUSH per pool, and one INSERT into the backlog only when a pool is
+ * full. A pool with a backlog gets new jobs parked behind it, so a pool drains in due order.
  */
 export class Dispatcher {
+  /** Pools with parked jobs (this replica's parking, plus what observe() finds in the table). */
+  private readonly backlogged = new Set<string>();
+  /** Deliveries per pool answered `full` and not yet back (see roomIn). */
+  private readonly waiting = new Map<string, number>();
+  private readonly roomPolls = new Map<string, Promise<void>>();
+
   constructor(private readonly o: DispatcherOptions) {}
 
   async dispatch(batch: readonly HotDelivery[]): Promise<DispatchResult[]> {
-    const { repo, routes, pools, clock, metrics } = this.o;
-    const now = clock.now();
-    const byId = new Map<string, HotDelivery>();
-    for (const d of batch) if (!byId.has(d.id)) byId.set(d.id, d);
-    const unique = [...byId.values()];
-    const claimed = await repo.claimForDispatch(
-      unique.map((d) => ({ id: d.id, leaseMs: routes.leaseMs(d.kind) })),
-      now,
-      this.o.earlyMs,
-    );
-
-    const byPool = new Map<string, PoolDelivery[]>();
+    const { routes, ready, metrics } = this.o;
+    const byPool = new Map<string, Map<string, HotDelivery>>();
+    for (const d of batch) {
+      const pool = routes.pool(d.kind);
+      let items = byPool.get(pool);
+      if (!items) byPool.set(pool, (items = new Map<string, HotDelivery>()));
+      if (!items.has(d.id)) items.set(d.id, d);
+    }
+    const rooms = await this.o.room.rooms([...byPool.keys()], this.o.clock.now().getTime());
     const results = new Map<string, DispatchResult>();
-    for (const c of claimed) {
-      const pool = routes.pool(c.kind);
-      let list = byPool.get(pool);
-      if (!list) byPool.set(pool, (list = []));
-      list.push({ id: c.id, tenantId: c.tenantId, kind: c.kind, attempt: c.attempt, dueMs: c.runAt.getTime() });
-      results.set(c.id, { status: 'dispatched', pool, attempt: c.attempt });
-    }
-    try {
-      await Promise.all([...byPool].map(([pool, items]) => pools.add(pool, items)));
-    } catch (err) {
-      // Claimed but not routed: the rows stay running until their lease expires and the
-      // overdue sweep puts them back. Nothing is lost; it is late.
-      this.o.logger.error({ err, jobs: claimed.length }, 'could not route claimed jobs to pool queues');
-      throw err;
-    }
-    for (const [pool, items] of byPool) metrics.dispatched.inc({ pool }, items.length);
-
-    if (claimed.length < unique.length) {
-      const missing = unique.filter((d) => !results.has(d.id)).map((d) => d.id);
-      for (const u of await repo.explainUnclaimed(missing, now, this.o.earlyMs)) {
-        if (u.reason === 'not_due' && u.runAt) {
-          results.set(u.id, { status: 'not_due', runAt: u.runAt });
-          metrics.dropped.inc({ reason: 'not_due' });
-        } else {
-          const reason = u.reason === 'not_due' ? 'raced' : u.reason;
-          results.set(u.id, { status: 'dropped', reason });
-          metrics.dropped.inc({ reason });
+    const park: BacklogItem[] = [];
+    await Promise.all(
+      [...byPool].map(async ([pool, items]) => {
+        const sorted = [...items.values()].sort((a, b) => a.dueMs - b.dueMs);
+        const view = rooms.get(pool);
+        const room = this.backlogged.has(pool) ? 0 : (view?.room ?? 0);
+        const direct = sorted.slice(0, room);
+        await ready.push(pool, direct.map((d) => ({ id: d.id, dueMs: d.dueMs })));
+        if (direct.length > 0) metrics.dispatched.inc({ pool, via: 'direct' }, direct.length);
+        for (const d of direct) results.set(d.id, { status: 'handed_off', pool });
+        // A live pool that is merely busy: a short wait for room is cheaper than a round trip
+        // through the backlog (measured ~40 µs of Postgres and dispatcher CPU per job in a burst).
+        const alive = (view?.status.capacity ?? 0) > 0 && !this.backlogged.has(pool);
+        for (const d of sorted.slice(room)) {
+          const waiting = this.waiting.get(pool) ?? 0;
+          if (alive && d.mayWait && waiting < this.o.maxWaiting) {
+            this.waiting.set(pool, waiting + 1);
+            results.set(d.id, { status: 'full', pool });
+          } else {
+            park.push({ id: d.id, pool, runAt: new Date(d.dueMs) });
+            results.set(d.id, { status: 'parked', pool });
+          }
         }
-      }
+      }),
+    );
+    if (park.length > 0) {
+      for (const p of park) this.backlogged.add(p.pool);
+      await this.o.backlog.park(park);
     }
-    return batch.map((d) => results.get(d.id) ?? { status: 'dropped', reason: 'raced' });
+    return batch.map((d) => results.get(d.id) as DispatchResult);
+  }
+
+  /**
+   * For a delivery answered `full`: resolves once the pool has room again, or at `deadlineMs`,
+   * whichever is first; then the caller dispatches it again. One poll per pool, shared.
+   */
+  async roomIn(pool: string, deadlineMs: number): Promise<void> {
+    try {
+      let poll = this.roomPolls.get(pool);
+      if (!poll) {
+        poll = this.pollRoom(pool, deadlineMs).finally(() => this.roomPolls.delete(pool));
+        this.roomPolls.set(pool, poll);
+      }
+      await poll;
+    } finally {
+      this.waiting.set(pool, (this.waiting.get(pool) ?? 1) - 1);
+    }
+  }
+
+  private async pollRoom(pool: string, deadlineMs: number): Promise<void> {
+    while (Date.now() < deadlineMs) {
+      await new Promise((r) => setTimeout(r, ROOM_POLL_MS));
+      const view = (await this.o.room.rooms([pool], this.o.clock.now().getTime())).get(pool);
+      if (!view || view.room > 0 || view.status.capacity === 0) return;
+    }
+  }
+
+  /** Moves parked jobs into the ready lists of pools that have room; returns how many. */
+  async refillOnce(): Promise<number> {
+    if (this.backlogged.size === 0) return 0;
+    const pools = [...this.backlogged];
+    const rooms = await this.o.room.rooms(pools, this.o.clock.now().getTime());
+    let moved = 0;
+    for (const pool of pools) {
+      const want = Math.min(rooms.get(pool)?.room ?? 0, this.o.maxRefill);
+      if (want <= 0) continue;
+      const items = await this.o.backlog.take(pool, want);
+      if (items.length < want) this.backlogged.delete(pool); // drained (observe() re-checks)
+      try {
+        await this.o.ready.push(pool, items.map((i) => ({ id: i.id, dueMs: i.runAt.getTime() })));
+      } catch (err) {
+        await this.o.backlog.park(items); // taken but not handed: back where they were
+        throw err;
+      }
+      if (items.length > 0) this.o.metrics.dispatched.inc({ pool, via: 'backlog' }, items.length);
+      moved += items.length;
+    }
+    return moved;
+  }
+
+  /**
+   * Refreshes what the dispatcher knows beyond its own batches: kind → pool as the workers
+   * registered it, which pools have a backlog (parked by any replica), and the per-pool gauges.
+   */
+  async observe(): Promise<void> {
+    const { roster, routes, metrics } = this.o;
+    routes.setDeclared(await roster.kinds());
+    const counts = await this.o.backlog.counts();
+    const pools = [...new Set([...routes.configuredPools(), ...(await roster.pools()), ...counts.keys()])].sort();
+    const rooms = await this.o.room.rooms(pools, this.o.clock.now().getTime(), true);
+    for (const pool of pools) {
+      const r = rooms.get(pool);
+      const backlog = counts.get(pool) ?? 0;
+      if (backlog > 0) this.backlogged.add(pool);
+      metrics.poolWorkers.set({ pool }, r?.status.workers ?? 0);
+      metrics.poolCapacity.set({ pool }, r?.status.capacity ?? 0);
+      metrics.poolInFlight.set({ pool }, (r?.ready ?? 0) + (r?.status.running ?? 0));
+      metrics.poolBacklog.set({ pool }, backlog);
+    }
+  }
+
+  /** Pools known to have parked jobs (tests, tools). */
+  get backloggedPools(): string[] {
+    return [...this.backlogged].sort();
   }
 }

@@ -1,26 +1,29 @@
+import { MicroBatcher } from '@almanac/delivery';
 import { jobIdFromQueueJobId } from '@almanac/persistence';
-import { CONSUMER_REMOVAL, DELIVERY_LEAD_MS, deliveryTime, HOT_QUEUE_NAME, HotJobData } from '@almanac/platform';
-import { DelayedError, Job, Worker } from 'bullmq';
+import { CONSUMER_REMOVAL, DELIVERY_LEAD_MS, HOT_QUEUE_NAME, HotJobData } from '@almanac/platform';
+import { Job, Worker } from 'bullmq';
 import type IORedis from 'ioredis';
 import type { Logger } from 'pino';
-import { MicroBatcher } from '../../worker/src/delivery/micro-batcher';
 import type { Dispatcher, DispatchResult, HotDelivery } from './dispatcher';
 
 export interface HotConsumerOptions {
   connection: IORedis;
   prefix: string;
-  /** Hot jobs taken at once; also the largest claim batch. */
+  /** Hot jobs taken at once; also the largest dispatch batch. */
   concurrency: number;
   dispatcher: Dispatcher;
   logger: Logger;
 }
 
 /**
- * The claim and the hop to the worker pool take a few ms (tens at p99 on a busy machine): a job
- * is claimed this long before its run time and the worker waits out the rest, so the handler
- * starts on time while a worker slot is held only briefly.
+ * The hop to the worker pool and the worker's claim take a few ms (tens at p99 on a busy
+ * machine): a job is handed off this long before its run time and the worker waits out the
+ * rest, so the handler starts on time while a worker slot is held only briefly.
  */
 export const HANDOFF_AHEAD_MS = 25;
+
+/** The longest a delivery waits for its busy pool to have room before it is parked. */
+export const MAX_ROOM_WAIT_MS = 500;
 
 function toDelivery(job: Job<HotJobData, unknown, string>): HotDelivery {
   return { id: jobIdFromQueueJobId(job.id as string), kind: job.name, tenantId: job.data.t, dueMs: job.data.d };
@@ -37,7 +40,7 @@ export class HotConsumer {
 
   constructor(private readonly o: HotConsumerOptions) {
     this.batcher = new MicroBatcher((items) => o.dispatcher.dispatch(items), { maxBatch: o.concurrency, maxInFlight: 2 });
-    this.worker = new Worker<HotJobData, unknown, string>(HOT_QUEUE_NAME, (job, token) => this.process(job, token), {
+    this.worker = new Worker<HotJobData, unknown, string>(HOT_QUEUE_NAME, (job) => this.process(job), {
       connection: o.connection,
       prefix: o.prefix,
       concurrency: o.concurrency,
@@ -64,13 +67,7 @@ export class HotConsumer {
     }
     if (jobs.length === 0) return 0;
     const results = await this.o.dispatcher.dispatch(jobs.map(toDelivery));
-    await Promise.all(
-      jobs.map(async (job, i) => {
-        const r = results[i];
-        if (r.status === 'not_due') await job.moveToDelayed(deliveryTime(r.runAt.getTime()), token);
-        else await job.moveToCompleted(r.status, token, false);
-      }),
-    );
+    await Promise.all(jobs.map((job, i) => job.moveToCompleted(results[i].status, token, false)));
     return jobs.length;
   }
 
@@ -79,19 +76,18 @@ export class HotConsumer {
     await this.batcher.drain();
   }
 
-  private async process(job: Job<HotJobData, unknown, string>, token?: string): Promise<string> {
+  private async process(job: Job<HotJobData, unknown, string>): Promise<string> {
     // Jobs leave the delayed set DELIVERY_LEAD_MS early (Redis' timer tick): hold this one until
-    // just before its run time (HANDOFF_AHEAD_MS) so the row stays cancellable and the worker's
-    // slots are not spent waiting. Further off than that (clock skew), the claim's early window
-    // and the worker's own wait decide.
+    // just before its run time (HANDOFF_AHEAD_MS) so the worker's slots are not spent waiting.
+    // Further off than that (clock skew), the worker's claim and its own wait decide.
     const early = job.data.d - Date.now() - HANDOFF_AHEAD_MS;
     if (early > 0 && early <= 2 * DELIVERY_LEAD_MS) await new Promise((r) => setTimeout(r, early));
-    const r = await this.batcher.submit(toDelivery(job));
-    if (r.status === 'not_due') {
-      // Rescheduled to later but still in the hot horizon: wait in the queue until then.
-      await job.moveToDelayed(deliveryTime(r.runAt.getTime()), token);
-      throw new DelayedError();
+    // A busy pool: wait for room a little (bounded per pool by the dispatcher), then park.
+    const deadline = Date.now() + MAX_ROOM_WAIT_MS;
+    for (;;) {
+      const r = await this.batcher.submit({ ...toDelivery(job), mayWait: Date.now() < deadline });
+      if (r.status !== 'full') return r.status;
+      await this.o.dispatcher.roomIn(r.pool, deadline);
     }
-    return r.status;
   }
 }

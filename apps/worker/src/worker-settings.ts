@@ -1,7 +1,7 @@
 import { Env, envInt, envList, envString } from '@almanac/platform';
 import { hostname } from 'node:os';
 import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
-import { POOL_NAME_PATTERN } from './handlers/handler';
+import { POOL_NAME_PATTERN } from '@almanac/delivery';
 
 export interface WorkerSettings {
   pools: string[];
@@ -9,6 +9,8 @@ export interface WorkerSettings {
   shutdownMs: number;
   workerId: string;
   retryPolicy: RetryPolicy;
+  /** Lease a claim starts with; the heartbeat renews it while the handler runs. */
+  leaseMs: number;
 }
 
 /** Worker role settings; a bad value stops the process at boot with the variable's name. */
@@ -21,6 +23,9 @@ export function workerSettingsFromEnv(env: Env): WorkerSettings {
     shutdownMs: envInt(env, 'ALMANAC_WORKER_SHUTDOWN_MS', 25_000, { min: 0, max: 3600_000 }),
     workerId: envString(env, 'ALMANAC_WORKER_ID', `${hostname()}-${process.pid}`, { pattern: /^[\w.:-]{1,100}$/ }),
     retryPolicy: retryPolicyFromEnv(env),
+    // A worker that dies mid-handler is rescued within one lease (plus the overdue sweep's
+    // interval), whatever the kind's timeout: long handlers keep their lease by heartbeat.
+    leaseMs: envInt(env, 'ALMANAC_LEASE_MS', 30_000, { min: 1000, max: 3600_000 }),
   };
 }
 

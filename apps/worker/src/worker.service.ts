@@ -1,71 +1,81 @@
+import { createDeliveryRedis, DeliveryMetrics, HandlerRegistry, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { ExecutionRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, HotQueue, MetricsService, poolQueueName, REDIS, RedisMetrics } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, HotQueue, MetricsService } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
 import { DataSource } from 'typeorm';
-import { DeliveryMetrics } from './delivery/delivery-metrics';
-import { createDeliveryRedis } from './delivery/delivery-redis';
 import { Executor } from './delivery/executor';
-import { PoolConsumer } from './delivery/pool-consumer';
-import { allHandlers, HandlerRegistry } from './handlers';
+import { Heartbeat } from './delivery/heartbeat';
+import { PoolTaker } from './delivery/pool-taker';
+import { allHandlers } from './handlers';
 import { handlerSettingsFromEnv } from './handlers/handler-settings';
 import type { WorkerSettings } from './worker-settings';
 
 export const WORKER_SETTINGS = Symbol('WORKER_SETTINGS');
 
-/** Wires the executor and the pool consumers into the Nest lifecycle (start at boot, drain on SIGTERM). */
+/** kind → pool for the handlers this worker runs in its pools: what it registers for the dispatcher. */
+export function servedKinds(registry: HandlerRegistry, routes: KindRoutes, pools: readonly string[]): Map<string, string> {
+  const served = new Map<string, string>();
+  for (const kind of registry.kinds()) {
+    const pool = routes.pool(kind);
+    if (pools.includes(pool)) served.set(kind, pool);
+  }
+  return served;
+}
+
+/** Wires the executor, the pool taker and the heartbeat into the Nest lifecycle (start at boot, drain on SIGTERM). */
 @Injectable()
 export class WorkerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly executor: Executor;
-  readonly consumer: PoolConsumer;
-  private readonly depthQueues: Queue[];
+  readonly taker: PoolTaker;
+  readonly heartbeat: Heartbeat;
   private readonly redis: IORedis;
 
   constructor(
     @Inject(WORKER_SETTINGS) private readonly settings: WorkerSettings,
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
-    @Inject(REDIS) redis: IORedis,
     dataSource: DataSource,
     repo: ExecutionRepository,
     hotQueue: HotQueue,
     clock: Clock,
     metrics: MetricsService,
-    redisMetrics: RedisMetrics,
     pino: PinoLogger,
   ) {
     const logger = pino.logger.child({ component: 'worker', workerId: settings.workerId });
     this.redis = createDeliveryRedis(config.redisUrl);
     this.redis.on('error', () => undefined); // the shared connection's owner logs Redis outages
-    const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv(process.env)));
+    const handlers = allHandlers(handlerSettingsFromEnv(process.env));
+    const registry = new HandlerRegistry(handlers);
+    const ready = new ReadyLists(this.redis, config.queuePrefix);
     this.executor = new Executor({
-      repo, dataSource, registry, hotQueue, clock, logger,
+      repo, dataSource, registry, hotQueue, ready, clock, logger,
       metrics: new DeliveryMetrics(metrics),
       workerId: settings.workerId,
       horizons: config.horizons,
       retryPolicy: settings.retryPolicy,
+      leaseMs: settings.leaseMs,
     });
-    this.consumer = new PoolConsumer({
-      connection: this.redis, prefix: config.queuePrefix, pools: settings.pools,
+    this.taker = new PoolTaker({
+      connection: this.redis, ready, pools: settings.pools,
       concurrency: settings.concurrency, executor: this.executor, logger,
     });
-    // Queue depth per pool on /metrics (almanac_queue_jobs): what worker autoscaling reads.
-    this.depthQueues = settings.pools.map((p) => new Queue(poolQueueName(p), { connection: redis, prefix: config.queuePrefix }));
-    for (const q of this.depthQueues) {
-      // As HotQueue and PoolQueues: connection errors are the connection owner's to report.
-      q.on('error', () => undefined);
-      redisMetrics.trackQueue(q);
-    }
+    const routes = new KindRoutes(parsePoolMap(process.env), new Map(handlers.map((h) => [h.kind, h.pool])));
+    this.heartbeat = new Heartbeat({
+      roster: new WorkerRoster(this.redis, config.queuePrefix), taker: this.taker, executor: this.executor, clock, logger,
+      workerId: settings.workerId, pools: settings.pools, concurrency: settings.concurrency,
+      kinds: servedKinds(registry, routes, settings.pools),
+    });
   }
 
   onApplicationBootstrap(): void {
-    this.consumer.start();
+    this.heartbeat.start();
+    this.taker.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.consumer.close(this.settings.shutdownMs);
-    await Promise.all(this.depthQueues.map((q) => q.close().catch(() => undefined)));
+    await this.heartbeat.stop();
+    await this.taker.close(this.settings.shutdownMs);
     await closeRedis(this.redis);
   }
 }

@@ -14,3 +14,4 @@ export * from './entities';
 export * from './repositories/tenants.repository';
 export * from './repositories/attempts.repository';
 export * from './repositories/execution.repository';
+export * from './repositories/backlog.repository';

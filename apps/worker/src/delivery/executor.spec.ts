@@ -1,7 +1,7 @@
 import { queueJobId } from '@almanac/persistence';
-import { completed, defineHandler, discard, noopHandler, retry } from '../handlers';
-import { chargeHandler } from '../handlers/charge.handler';
-import { createHarness, DeliveryHarness, destroyHarness } from '../testing/delivery-harness';
+import { completed, defineHandler, discard, retry } from '@almanac/delivery';
+import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
+import { chargeHandler, noopHandler } from '../handlers';
 
 /** A handler the test controls: it reports when it started and finishes when told. */
 function gate() {
@@ -67,7 +67,7 @@ describe('worker executor', () => {
     const w = h.worker({ workerId: 'w-1' });
     const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }, { kind: 'noop' }]);
     await h.hot.runOnce();
-    expect(await w.consumer.runOnce()).toBe(3);
+    expect(await h.runWorker(w)).toBe(3);
     for (const id of ids) {
       const row = await h.job(id);
       expect(row).toMatchObject({ state: 'd', attempts: 1, lease_until: null, last_error: null });
@@ -87,8 +87,8 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
     // Out of the delayed set now, as a Redis timer tick (or clock skew) may deliver it early.
     await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
-    expect(await h.hot.runOnce()).toBe(1); // within the dispatcher's early window: claimed
-    await h.worker().consumer.runOnce();
+    expect(await h.hot.runOnce()).toBe(1); // handed off (or parked) early; the worker waits
+    await h.runWorker(h.worker());
     const [attempt] = await h.attempts(id);
     expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
     expect(await h.job(id)).toMatchObject({ state: 'd' });
@@ -96,33 +96,32 @@ describe('worker executor', () => {
 
   it('stores a charge exactly once when the same delivery arrives twice at the same time', async () => {
     const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-1', amountCents: 500 } }]);
+    const a = await h.liveWorker({ workerId: 'a' });
+    const b = await h.liveWorker({ workerId: 'b' });
     await h.hot.runOnce();
-    // A second copy of the same pool delivery (a stalled BullMQ job handed out again).
-    const original = await h.poolQueue('default').getJob(`j-${id}-a1`);
-    await h.poolQueue('default').add('charge', original!.data, { jobId: `dup-${id}` });
-    const a = h.worker({ workerId: 'a' });
-    const b = h.worker({ workerId: 'b' });
-    const [na, nb] = await Promise.all([a.consumer.runOnce(1), b.consumer.runOnce(1)]);
+    // A second copy of the same delivery (the overdue sweep re-enqueued a row still waiting in a ready list).
+    await h.ready.push('default', [{ id, dueMs: Date.now() }]);
+    expect(await h.readyIds()).toEqual([id, id]);
+    const [na, nb] = await Promise.all([a.taker.runOnce(1), b.taker.runOnce(1)]);
     expect(na + nb).toBe(2);
     expect(await chargeCount(h)).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1, result: { charged: true } });
     expect(await h.attempts(id)).toHaveLength(1);
   });
 
-  it('a delivery after completion changes nothing (sequential duplicate), and the dispatcher drops a late hot copy', async () => {
+  it('a delivery after completion changes nothing (sequential duplicates: a ready copy and a late hot copy)', async () => {
     const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-2', amountCents: 700 } }]);
+    const w = await h.liveWorker();
     await h.hot.runOnce();
-    const data = (await h.poolQueue('default').getJob(`j-${id}-a1`))!.data;
-    const w = h.worker();
-    await w.consumer.runOnce();
-    await h.poolQueue('default').add('charge', data, { jobId: `again-${id}` });
+    await h.runWorker(w);
+    await h.ready.push('default', [{ id, dueMs: Date.now() }]);
     await h.hotQueue.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'charge' }], new Date());
     await h.hot.runOnce();
-    await w.consumer.runOnce();
+    expect(await h.runWorker(w)).toBe(2);
     expect(await chargeCount(h)).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     const drops = Object.fromEntries((await w.metrics.dropped.get()).values.map((v) => [v.labels.reason, v.value]));
-    expect(drops).toEqual({ stale_delivery: 1 });
+    expect(drops).toEqual({ finished: 2 });
   });
 
   it('a stale worker (attempt rescued and re-run meanwhile) completes nothing and its writes roll back', async () => {
@@ -142,7 +141,7 @@ describe('worker executor', () => {
         return out;
       },
     });
-    const running = stale.consumer.runOnce();
+    const running = h.runWorker(stale);
     await blocking.started;
     // Its lease "expires": the overdue rule moves it back to queued, and it is dispatched again.
     await h.ds.query(`UPDATE jobs SET state = 'q', lease_until = NULL WHERE id = $1`, [id]);
@@ -153,7 +152,7 @@ describe('worker executor', () => {
     // The fresh attempt's insert waits on the stale transaction's uncommitted row: let the stale one finish first.
     blocking.release();
     await running;
-    await fresh.consumer.runOnce();
+    await h.runWorker(fresh);
     expect(await chargeCount(h)).toBe(1);
     const [charge] = await h.ds.query(`SELECT job_id::text AS job_id FROM charges`);
     expect(charge.job_id).toBe(id);
@@ -169,7 +168,7 @@ describe('worker executor', () => {
     const w = h.worker({ retryPolicy: { baseMs: 10_000, factor: 2, maxMs: 60_000 } });
     await h.hot.runOnce();
     const before = Date.now();
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     const row = await h.job(id);
     expect(row).toMatchObject({ state: 'q', attempts: 1 });
     // equal jitter: between half and all of base
@@ -181,7 +180,7 @@ describe('worker executor', () => {
     await h.ds.query(`UPDATE jobs SET run_at = now() WHERE id = $1`, [id]);
     await (await h.hotQueue.queue.getJob(queueJobId(id, 1)))!.promote();
     await h.hot.runOnce();
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     const dead = await h.job(id);
     expect(dead).toMatchObject({ state: 'x', attempts: 2 });
     expect(dead.finished_at).toBeInstanceOf(Date);
@@ -195,9 +194,9 @@ describe('worker executor', () => {
     const [later, gone] = await h.enqueue([{ kind: 'flaky' }, { kind: 'flaky' }]);
     const w = h.worker();
     await h.hot.runOnce();
-    await w.consumer.runOnce(1);
+    await h.runWorker(w, 1);
     flaky.mode = 'discard';
-    await w.consumer.runOnce(1);
+    await h.runWorker(w, 1);
     const rows = [await h.job(later), await h.job(gone)];
     const cold = rows.find((r) => r.state === 's')!;
     expect(cold.run_at.getTime()).toBeGreaterThan(Date.now() + 2 * 24 * 3600_000);
@@ -214,11 +213,11 @@ describe('worker executor', () => {
     // The race: the dispatcher handed the job to its pool but its own j-<id> is still in Redis
     // when the worker re-enqueues (stand-in: a copy put back for tomorrow).
     await h.hotQueue.enqueue([{ id, runAt: new Date(Date.now() + 86_400_000), tenantId: 1, kind: 'flaky' }], new Date());
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
     expect(await h.hotJobState(id, 1)).toBe('waiting'); // the retry, under its own id
     expect(await h.hot.runOnce()).toBe(1);
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 2 });
   });
 
@@ -227,10 +226,10 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'flaky', maxAttempts: 5 }]);
     const w = h.worker();
     await h.hot.runOnce();
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: 'not yet' });
     expect(await h.hot.runOnce()).toBe(1);
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 2 });
   });
 
@@ -238,7 +237,7 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'stuck' }]);
     const w = h.worker();
     await h.hot.runOnce();
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     const row = await h.job(id);
     expect(row).toMatchObject({ state: 'q', attempts: 1 });
     expect(row.last_error).toMatch(/HandlerTimeoutError: handler timed out after 50 ms/);
@@ -248,7 +247,7 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'mystery', maxAttempts: 1 }]);
     const w = h.worker();
     await h.hot.runOnce();
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'x', last_error: 'UnknownKindError: no handler registered for kind mystery' });
   });
 
@@ -256,7 +255,7 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: '', amountCents: -1 } }]);
     const w = h.worker();
     await h.hot.runOnce();
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 1 });
     expect((await h.attempts(id))[0].outcome).toBe('discarded');
   });
@@ -265,9 +264,9 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'slow' }]);
     const w = h.worker({ workerId: 'leaving' });
     await h.hot.runOnce();
-    w.consumer.start();
+    await h.startWorker(w);
     await slowGate.started;
-    const { released } = await w.consumer.close(100);
+    const { released } = await w.taker.close(100);
     expect(released).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, lease_until: null });
     expect(await h.attempts(id)).toEqual([expect.objectContaining({ attempt: 1, outcome: 'released', worker_id: 'leaving' })]);
@@ -278,7 +277,7 @@ describe('worker executor', () => {
     await h.hot.runOnce();
     slowGate = gate();
     slowGate.release();
-    await w2.consumer.runOnce();
+    await h.runWorker(w2);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
   });
 
@@ -286,9 +285,9 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'slow' }]);
     const w = h.worker();
     await h.hot.runOnce();
-    w.consumer.start();
+    await h.startWorker(w);
     await slowGate.started;
-    const closing = w.consumer.close(10_000);
+    const closing = w.taker.close(10_000);
     slowGate.release();
     expect(await closing).toEqual({ released: 0 });
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });

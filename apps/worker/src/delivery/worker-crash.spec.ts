@@ -2,7 +2,7 @@ import { LOST_ATTEMPT_ERROR, SweepsRepository } from '@almanac/persistence';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { chargeHandler } from '../handlers';
-import { createHarness, DeliveryHarness, destroyHarness } from '../testing/delivery-harness';
+import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
 
 const ROOT = join(__dirname, '../../../..');
 
@@ -16,7 +16,9 @@ describe('a worker killed mid-handler', () => {
 
   it('leaves no effect; after the lease rescue the job runs again and charges exactly once', async () => {
     const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-kill', amountCents: 4200 } }]);
+    await h.liveWorker({ workerId: 'doomed' }); // its heartbeat, so the dispatcher hands the job over
     await h.hot.runOnce();
+    expect(await h.readyIds()).toEqual([id]);
 
     const child = spawn(process.execPath, ['-r', './bench/lib/register.cjs', 'apps/worker/src/testing/kill-fixture.ts'], {
       cwd: ROOT,
@@ -44,7 +46,7 @@ describe('a worker killed mid-handler', () => {
     await h.hotQueue.enqueue(rescue.requeued, new Date());
 
     await h.hot.runOnce();
-    await h.worker({ workerId: 'survivor' }).consumer.runOnce();
+    await h.runWorker(h.worker({ workerId: 'survivor' }));
     const charges = await h.ds.query(`SELECT job_id::text AS job_id, amount_cents::int AS amount FROM charges`);
     expect(charges).toEqual([{ job_id: id, amount: 4200 }]);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });

@@ -1,4 +1,4 @@
-import { completed, defineHandler, InvalidPayloadError } from './handler';
+import { completed, defineHandler, InvalidPayloadError } from '@almanac/delivery';
 
 /**
  * The template for business handlers: an effect that must happen once per thing, recorded in

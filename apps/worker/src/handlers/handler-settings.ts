@@ -4,7 +4,7 @@ import type { HandlerSettings } from './index';
 /**
  * ALMANAC_HTTP_ALLOW_HOSTS: hosts the `http` kind may call, comma-separated, `host` or
  * `host:port` (default empty: the http kind calls nothing). ALMANAC_HTTP_TIMEOUT_MS: per
- * attempt (default 30000). Read by the worker and the dispatcher (which leases by timeout).
+ * attempt (default 30000). Read by the worker.
  */
 export function handlerSettingsFromEnv(env: Env): HandlerSettings {
   return {

@@ -1,6 +1,6 @@
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHarness, DeliveryHarness, destroyHarness } from '../testing/delivery-harness';
+import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
 import { httpHandler, isHostAllowed, parseHttpPayload } from './http.handler';
 
 interface Seen {
@@ -48,7 +48,7 @@ describe('http handler', () => {
     const [id] = await h.enqueue([{ kind: 'http', key: `hook-${path}`, tenantId: 7, payload: { url: `http://${host}:${port}${path}`, body: { hello: 'world' }, ...extra } }]);
     const w = h.worker();
     await h.hot.runOnce();
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     return { id, row: await h.job(id), attempts: await h.attempts(id) };
   }
 
@@ -85,7 +85,7 @@ describe('http handler', () => {
     const [id] = await h.enqueue([{ kind: 'http', payload: { url: `http://127.0.0.1:${deadPort}/x` } }]);
     const w = h.worker();
     await h.hot.runOnce();
-    await w.consumer.runOnce();
+    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/fetch failed/) });
   });
 

@@ -1,4 +1,4 @@
-import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, InvalidPayloadError, JsonValue, retry } from './handler';
+import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, InvalidPayloadError, JsonValue, retry } from '@almanac/delivery';
 
 /**
  * `http`: POSTs the payload's `body` as JSON to `url`, for people who write no TypeScript.

@@ -1,4 +1,4 @@
-import { completed, defineHandler } from './handler';
+import { completed, defineHandler } from '@almanac/delivery';
 
 /** Succeeds at once: tests, benchmarks, and checking that a deployment delivers end to end. */
 export const noopHandler = defineHandler<unknown>({

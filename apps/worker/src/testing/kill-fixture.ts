@@ -1,18 +1,18 @@
 /**
- * A worker process for the SIGKILL test (delivery-crash.spec.ts): runs the waiting deliveries
+ * A worker process for the SIGKILL test (worker-crash.spec.ts): runs the ready deliveries
  * of pool `default` with a charge handler that writes its row in the job transaction, prints
  * READY, and then hangs, so the test can kill the process mid-handler with the write
  * uncommitted. Run with `node -r ./bench/lib/register.cjs`.
  */
+import { DeliveryMetrics, defineHandler, HandlerRegistry, ReadyLists } from '@almanac/delivery';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY } from '@almanac/domain';
 import { createDataSource, ExecutionRepository } from '@almanac/persistence';
 import { HotQueue, MetricsService, SystemClock } from '@almanac/platform';
 import IORedis from 'ioredis';
 import pino from 'pino';
-import { DeliveryMetrics } from '../delivery/delivery-metrics';
 import { Executor } from '../delivery/executor';
-import { PoolConsumer } from '../delivery/pool-consumer';
-import { chargeHandler, defineHandler, HandlerRegistry } from '../handlers';
+import { PoolTaker } from '../delivery/pool-taker';
+import { chargeHandler } from '../handlers';
 
 async function main(): Promise<void> {
   const dataSource = createDataSource({ url: process.env.DATABASE_URL as string, poolSize: 4 });
@@ -29,14 +29,15 @@ async function main(): Promise<void> {
     },
   });
   const logger = pino({ level: 'silent' });
+  const ready = new ReadyLists(redis, prefix);
   const executor = new Executor({
     repo: new ExecutionRepository(dataSource), dataSource, registry: new HandlerRegistry([hanging]),
-    hotQueue: new HotQueue(redis, prefix), clock: new SystemClock(), logger,
-    metrics: new DeliveryMetrics(new MetricsService()), workerId: 'doomed',
+    hotQueue: new HotQueue(redis, prefix), ready, clock: new SystemClock(), logger,
+    metrics: new DeliveryMetrics(new MetricsService()), workerId: 'doomed', leaseMs: 30_000,
     horizons: DEFAULT_HORIZONS, retryPolicy: DEFAULT_RETRY_POLICY,
   });
-  const consumer = new PoolConsumer({ connection: redis, prefix, pools: ['default'], concurrency: 1, executor, logger });
-  await consumer.runOnce();
+  const taker = new PoolTaker({ connection: redis, ready, pools: ['default'], concurrency: 1, executor, logger });
+  await taker.runOnce();
 }
 
 main().catch((err: unknown) => {

@@ -3,28 +3,14 @@ import { DataSource } from 'typeorm';
 import { Db, sql } from '../sql';
 
 /**
- * The delivery hot path: the dispatcher claims due rows, workers load what they run and record
- * how it ended. Every method is one statement for a whole batch (arrays through `unnest`), so
+ * The delivery hot path: a worker claims the rows it is about to run and records how each
+ * attempt ended. Every method is one statement for a whole batch (arrays through `unnest`), so
  * the cost per job is a share of a round trip, not a round trip. Every state change is guarded
- * by the state *and* the attempt number it expects: a stale or duplicate delivery changes nothing.
+ * by the state (and, after the claim, the attempt number) it expects: a stale or duplicate
+ * delivery changes nothing.
  */
 
-export interface ClaimRequest {
-  id: string;
-  /** The kind's handler timeout plus a margin for the wait in the pool queue. */
-  leaseMs: number;
-}
-
-export interface ClaimedJob {
-  id: string;
-  tenantId: number;
-  kind: string;
-  /** The attempt this claim starts (attempts after the increment). */
-  attempt: number;
-  runAt: Date;
-}
-
-/** Why a hot-queue delivery was not claimed; `missing` = no such row. */
+/** Why a delivery was not claimed; `missing` = no such row. */
 export type UnclaimedReason = 'cancelled' | 'finished' | 'running' | 'rescheduled' | 'not_due' | 'raced' | 'missing';
 
 export interface UnclaimedJob {
@@ -32,6 +18,8 @@ export interface UnclaimedJob {
   reason: UnclaimedReason;
   /** Present when the row is queued with a later run time (the delivery came early). */
   runAt?: Date;
+  tenantId?: number;
+  kind?: string;
 }
 
 export interface DeliveryRef {
@@ -90,52 +78,69 @@ export class ExecutionRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * queued → running for every due row among `items`, attempts + 1, lease = now + leaseMs.
-   * Rows in any other state (or not yet due within `earlyMs`) are left alone: with several
-   * dispatchers the update itself decides who owns a job. A re-claim (attempt > 1) whose
-   * previous attempt left no history row (its worker died) gets a `lost` row for that attempt.
+   * queued → running for every due row among `ids`, attempts + 1, lease = now + leaseMs, and the
+   * rows to run: the claim a worker makes as its handlers start, so an attempt is counted only
+   * for a real run. Rows in any other state (or not due within `earlyMs`) are left alone: with
+   * several deliveries of one row, the update decides which one runs it. A re-claim (attempt > 1)
+   * whose previous attempt left no history row (its worker died) gets a `lost` row for it.
    *
    * The claim commits without waiting for the WAL flush (synchronous_commit off for this one
-   * transaction; measured ~10 ms → ~1 ms per commit here). Safe: if a crash loses the claim,
-   * the row is still queued, the worker finds no running row for that attempt and drops the
-   * delivery, and the overdue sweep re-enqueues the row. A completion is always flushed, and
-   * flushing it flushes every earlier claim with it, so no completion can outlive its claim.
+   * transaction; measured ~10 ms → ~1 ms per commit here). Safe: if a crash loses the claim, the
+   * row is still queued and is delivered again, as after a worker crash mid-handler. A completion
+   * is always flushed, and flushing it flushes every earlier claim, so no completion outlives
+   * its claim.
    */
-  async claimForDispatch(items: readonly ClaimRequest[], now: Date, earlyMs: number): Promise<ClaimedJob[]> {
-    if (items.length === 0) return [];
-    const { rows } = await sql<{ id: string; tenant_id: number; kind: string; attempts: number; run_at: Date }>(
+  async claimForRun(ids: readonly string[], now: Date, earlyMs: number, leaseMs: number): Promise<RunnableJob[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await sql<{
+      id: string; tenant_id: number; kind: string; key: string; payload: unknown;
+      attempts: number; max_attempts: number; run_at: Date;
+    }>(
       this.dataSource,
       `WITH claimed AS (
          UPDATE jobs j
-            SET state = 'r', attempts = j.attempts + 1,
-                lease_until = $2::timestamptz + t.lease_ms * interval '1 millisecond'
-           FROM unnest($1::bigint[], $4::int[]) AS t(id, lease_ms),
+            SET state = 'r', attempts = j.attempts + 1, lease_until = $2::timestamptz + $4 * interval '1 millisecond'
+           FROM unnest($1::bigint[]) AS t(id),
                 (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
           WHERE j.id = t.id AND j.state = 'q' AND j.run_at <= $3::timestamptz
-         RETURNING j.id, j.tenant_id, j.kind, j.attempts, j.run_at
+         RETURNING j.id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts, j.run_at
        ), lost AS (
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
          SELECT id, attempts - 1, tenant_id, $2, $2, 'lost', $5 FROM claimed WHERE attempts > 1
          ON CONFLICT (job_id, attempt) DO NOTHING
        )
-       SELECT id::text AS id, tenant_id, kind, attempts, run_at FROM claimed`,
-      [
-        items.map((i) => i.id),
-        now,
-        new Date(now.getTime() + earlyMs),
-        items.map((i) => Math.max(0, Math.round(i.leaseMs))),
-        LOST_ATTEMPT_ERROR,
-      ],
+       SELECT id::text AS id, tenant_id, kind, key, payload, attempts, max_attempts, run_at FROM claimed`,
+      [ids, now, new Date(now.getTime() + earlyMs), Math.max(0, Math.round(leaseMs)), LOST_ATTEMPT_ERROR],
     );
-    return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, kind: r.kind, attempt: r.attempts, runAt: r.run_at }));
+    return rows.map((r) => ({
+      id: r.id, tenantId: r.tenant_id, kind: r.kind, key: r.key, payload: r.payload ?? null,
+      attempt: r.attempts, maxAttempts: r.max_attempts, runAt: r.run_at,
+    }));
+  }
+
+  /**
+   * Pushes the lease of running attempts out to `until` (the worker's heartbeat while their
+   * handlers run). Guarded by state and attempt; returns the ids still held.
+   */
+  async extendLeases(refs: readonly DeliveryRef[], until: Date): Promise<Set<string>> {
+    if (refs.length === 0) return new Set();
+    const { rows } = await sql<{ id: string }>(
+      this.dataSource,
+      `UPDATE jobs j SET lease_until = $3
+         FROM unnest($1::bigint[], $2::int2[]) AS t(id, attempt)
+        WHERE j.id = t.id AND j.state = 'r' AND j.attempts = t.attempt
+       RETURNING j.id::text AS id`,
+      [refs.map((r) => r.id), refs.map((r) => r.attempt), until],
+    );
+    return new Set(rows.map((r) => r.id));
   }
 
   /** Why these ids were not claimed (read after a claim that returned fewer rows). */
   async explainUnclaimed(ids: readonly string[], now: Date, earlyMs: number): Promise<UnclaimedJob[]> {
     if (ids.length === 0) return [];
-    const { rows } = await sql<{ id: string; state: string | null; run_at: Date | null }>(
+    const { rows } = await sql<{ id: string; state: string | null; run_at: Date | null; tenant_id: number | null; kind: string | null }>(
       this.dataSource,
-      `SELECT t.id::text AS id, j.state, j.run_at
+      `SELECT t.id::text AS id, j.state, j.run_at, j.tenant_id, j.kind
          FROM unnest($1::bigint[]) AS t(id) LEFT JOIN jobs j ON j.id = t.id`,
       [ids],
     );
@@ -154,35 +159,12 @@ export class ExecutionRepository {
         case 'q':
           // Queued with a later run time: rescheduled within the hot horizon, delivered early.
           return r.run_at && r.run_at.getTime() > due
-            ? { id: r.id, reason: 'not_due', runAt: r.run_at }
+            ? { id: r.id, reason: 'not_due', runAt: r.run_at, tenantId: r.tenant_id ?? 0, kind: r.kind ?? '' }
             : { id: r.id, reason: 'raced' }; // changed between the claim and this read
         default:
           return { id: r.id, reason: 'rescheduled' }; // 's': moved back to the cold tier
       }
     });
-  }
-
-  /**
-   * The rows a worker is about to run, only where the delivery is still current: state running
-   * and attempts equal to the delivered attempt. Anything missing from the answer is stale.
-   */
-  async loadForExecution(refs: readonly DeliveryRef[]): Promise<RunnableJob[]> {
-    if (refs.length === 0) return [];
-    const { rows } = await sql<{
-      id: string; tenant_id: number; kind: string; key: string; payload: unknown;
-      attempts: number; max_attempts: number; run_at: Date;
-    }>(
-      this.dataSource,
-      `SELECT j.id::text AS id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts, j.run_at
-         FROM unnest($1::bigint[], $2::int2[]) AS t(id, attempt)
-         JOIN jobs j ON j.id = t.id AND j.attempts = t.attempt
-        WHERE j.state = 'r'`,
-      [refs.map((r) => r.id), refs.map((r) => r.attempt)],
-    );
-    return rows.map((r) => ({
-      id: r.id, tenantId: r.tenant_id, kind: r.kind, key: r.key, payload: r.payload ?? null,
-      attempt: r.attempts, maxAttempts: r.max_attempts, runAt: r.run_at,
-    }));
   }
 
   /**

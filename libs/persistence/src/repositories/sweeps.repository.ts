@@ -117,7 +117,7 @@ export class SweepsRepository {
   }
 
   /**
-   * Streams queued rows (all of them, or those due before `dueBefore`) in run-time order through
+   * Streams queued rows (all of them, or those due before `dueBefore` and not parked) in run-time order through
    * one read-only snapshot with a server-side cursor, `batch` rows at a time, at most `max`.
    * No locks: re-enqueueing is idempotent per jobId, so a row that moves on meanwhile is harmless.
    */
@@ -129,7 +129,11 @@ export class SweepsRepository {
   ): Promise<number> {
     // Fast path, the usual case (nothing or little overdue): one plain statement, no cursor.
     // Two query texts rather than `$1 IS NULL OR …`, so the planner sees a plain range on jobs_queued_due.
-    const where = dueBefore ? `state = 'q' AND run_at < $1` : `state = 'q' AND $1::timestamptz IS NULL`;
+    // Overdue, not parked: a parked row waits in dispatch_backlog for its pool to have room, and
+    // re-enqueueing it would only park it again. After a Redis loss every queued row goes out.
+    const where = dueBefore
+      ? `state = 'q' AND run_at < $1 AND NOT EXISTS (SELECT 1 FROM dispatch_backlog b WHERE b.job_id = jobs.id)`
+      : `state = 'q' AND $1::timestamptz IS NULL`;
     const first = Math.min(batch, max);
     const { rows: head } = await sql<JobRefRow>(
       this.db,
@@ -169,9 +173,9 @@ export class SweepsRepository {
 
   /**
    * Running rows whose lease ran out before `now` (the worker died): back to queued, or dead
-   * when the attempt that expired was the last. The dispatcher counted that attempt when it moved
-   * the row to running, and writes the `lost` history row for it on the next claim
-   * (ExecutionRepository.claimForDispatch); for a row that goes dead here nobody claims it again,
+   * when the attempt that expired was the last. The worker counted that attempt when its handler
+   * started, and the next claim writes the `lost` history row for it
+   * (ExecutionRepository.claimForRun); for a row that goes dead here nobody claims it again,
    * so this statement writes that `lost` row itself. One transaction, SKIP LOCKED across replicas.
    */
   async rescueExpiredLeases(now: Date, limit: number, lostError: string): Promise<LeaseRescue> {

@@ -1,5 +1,5 @@
 import { createTestRedis, TestRedis } from '../../../../test/support/test-redis';
-import { DELIVERY_LEAD_MS, HotQueue, poolQueueName } from './hot-queue';
+import { DELIVERY_LEAD_MS, HotQueue } from './hot-queue';
 
 describe('HotQueue', () => {
   let redis: TestRedis;
@@ -13,10 +13,6 @@ describe('HotQueue', () => {
   afterAll(async () => {
     await hot.close();
     await redis.cleanup();
-  });
-
-  it('names pool queues', () => {
-    expect(poolQueueName('http')).toBe('pool-http');
   });
 
   it('enqueues a batch under the given prefix with routing data only and the delay to run time, less the delivery lead', async () => {

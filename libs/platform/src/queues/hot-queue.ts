@@ -17,11 +17,6 @@ export function deliveryTime(runAtMs: number): number {
   return runAtMs - DELIVERY_LEAD_MS;
 }
 
-/** Per-kind worker pools get their own queue so each pool scales on its own depth. */
-export function poolQueueName(pool: string): string {
-  return `pool-${pool}`;
-}
-
 /** What the hot queue carries: never the payload (the row has it), only what routing needs. */
 export interface HotJobData {
   /** tenant id */

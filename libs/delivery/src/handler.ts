@@ -34,7 +34,7 @@ export interface HandlerDefinition<P = unknown> {
   kind: string;
   /** Per-attempt deadline: `ctx.signal` aborts then, and the attempt counts as failed. */
   timeoutMs: number;
-  /** Worker pool (queue `pool-<pool>`); ALMANAC_POOLS overrides it; default `default`. */
+  /** Worker pool (its ready list and its workers); ALMANAC_POOLS overrides it; default `default`. */
   pool?: string;
   /**
    * Checks and types the stored payload. Throw `InvalidPayloadError` for a payload that can

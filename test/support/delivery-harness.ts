@@ -1,24 +1,24 @@
+import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
-import { ExecutionRepository, queueJobId } from '@almanac/persistence';
+import { BacklogRepository, ExecutionRepository, queueJobId } from '@almanac/persistence';
 import { Clock, HotQueue, MetricsService, SystemClock } from '@almanac/platform';
-import { Queue } from 'bullmq';
 import pino from 'pino';
 import type { DataSource } from 'typeorm';
-import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
-import { createTestRedis, TestRedis } from '../../../../test/support/test-redis';
-import { Dispatcher } from '../../../dispatcher/src/dispatcher';
-import { HotConsumer } from '../../../dispatcher/src/hot-consumer';
-import { KindRoutes } from '../../../dispatcher/src/kind-routes';
-import { PoolQueues } from '../../../dispatcher/src/pool-queues';
-import { DeliveryMetrics } from '../delivery/delivery-metrics';
-import { Executor } from '../delivery/executor';
-import { PoolConsumer } from '../delivery/pool-consumer';
-import type { HandlerDefinition } from '../handlers/handler';
-import { HandlerRegistry } from '../handlers/registry';
+import { Dispatcher } from '../../apps/dispatcher/src/dispatcher';
+import { DispatcherLoop } from '../../apps/dispatcher/src/dispatcher-loop';
+import { HotConsumer } from '../../apps/dispatcher/src/hot-consumer';
+import { PoolRoom } from '../../apps/dispatcher/src/pool-room';
+import { Executor } from '../../apps/worker/src/delivery/executor';
+import { Heartbeat } from '../../apps/worker/src/delivery/heartbeat';
+import { PoolTaker } from '../../apps/worker/src/delivery/pool-taker';
+import { servedKinds } from '../../apps/worker/src/worker.service';
+import { createTestDatabase, TestDatabase } from './test-db';
+import { createTestRedis, TestRedis } from './test-redis';
 
 /**
  * Real Postgres (a database per test file) and real Redis (a prefix per test file) with the
- * dispatcher and a worker wired as in production, driven one tick at a time with runOnce().
+ * dispatcher and workers wired as in production, driven one tick at a time with runOnce().
+ * It lives under test/ because it composes two apps, which no app may do.
  */
 export interface JobSeed {
   kind: string;
@@ -52,16 +52,21 @@ export interface AttemptRowView {
 
 export interface WorkerRig {
   executor: Executor;
-  consumer: PoolConsumer;
+  taker: PoolTaker;
+  heartbeat: Heartbeat;
   metrics: DeliveryMetrics;
   metricsService: MetricsService;
 }
 
 export class DeliveryHarness {
   readonly repo: ExecutionRepository;
+  readonly backlog: BacklogRepository;
   readonly hotQueue: HotQueue;
-  readonly poolQueues: PoolQueues;
+  readonly ready: ReadyLists;
+  readonly roster: WorkerRoster;
   readonly dispatcher: Dispatcher;
+  /** The dispatcher's refill-and-observe turn. */
+  readonly loop: DispatcherLoop;
   readonly hot: HotConsumer;
   readonly metricsService = new MetricsService();
   readonly metrics = new DeliveryMetrics(this.metricsService);
@@ -74,15 +79,19 @@ export class DeliveryHarness {
     readonly redis: TestRedis,
     readonly registry: HandlerRegistry,
     readonly clock: Clock,
-    poolMap: ReadonlyMap<string, string>,
+    readonly poolMap: ReadonlyMap<string, string>,
+    readonly leaseMs: number,
   ) {
     this.repo = new ExecutionRepository(db.dataSource);
+    this.backlog = new BacklogRepository(db.dataSource);
     this.hotQueue = new HotQueue(redis.connection, redis.prefix);
-    this.poolQueues = new PoolQueues(redis.connection, redis.prefix);
+    this.ready = new ReadyLists(redis.connection, redis.prefix);
+    this.roster = new WorkerRoster(redis.connection, redis.prefix);
     this.dispatcher = new Dispatcher({
-      repo: this.repo, routes: new KindRoutes(registry, poolMap, 60_000), pools: this.poolQueues,
-      clock, metrics: this.metrics, logger: this.logger, earlyMs: 1000,
+      routes: new KindRoutes(poolMap), ready: this.ready, roster: this.roster, backlog: this.backlog,
+      room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50,
     });
+    this.loop = new DispatcherLoop(this.dispatcher, this.logger);
     this.hot = new HotConsumer({ connection: redis.connection, prefix: redis.prefix, concurrency: 100, dispatcher: this.dispatcher, logger: this.logger });
   }
 
@@ -90,22 +99,57 @@ export class DeliveryHarness {
     return this.db.dataSource;
   }
 
-  /** A worker serving `pools`, as one worker process would. */
+  /**
+   * A worker serving `pools`, as one worker process would. It is not alive for the dispatcher
+   * until its heartbeat has run once (`rig.heartbeat.runOnce()`, or `liveWorker`).
+   */
   worker(opts: { pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number } = {}): WorkerRig {
     const metricsService = new MetricsService();
     const metrics = new DeliveryMetrics(metricsService);
+    const workerId = opts.workerId ?? `test-worker-${this.rigs.length + 1}`;
+    const pools = opts.pools ?? ['default'];
+    const concurrency = opts.concurrency ?? 10;
     const executor = new Executor({
-      repo: this.repo, dataSource: this.ds, registry: this.registry, hotQueue: this.hotQueue, clock: this.clock,
-      logger: this.logger, metrics, workerId: opts.workerId ?? `test-worker-${this.rigs.length + 1}`,
+      repo: this.repo, dataSource: this.ds, registry: this.registry, hotQueue: this.hotQueue, ready: this.ready,
+      clock: this.clock, logger: this.logger, metrics, workerId, leaseMs: this.leaseMs,
       horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY,
     });
-    const consumer = new PoolConsumer({
-      connection: this.redis.connection, prefix: this.redis.prefix, pools: opts.pools ?? ['default'],
-      concurrency: opts.concurrency ?? 10, executor, logger: this.logger,
+    const taker = new PoolTaker({ connection: this.redis.connection, ready: this.ready, pools, concurrency, executor, logger: this.logger });
+    const routes = new KindRoutes(this.poolMap, new Map(this.registry.all().map((h) => [h.kind, h.pool])));
+    const heartbeat = new Heartbeat({
+      roster: this.roster, taker, executor, clock: this.clock, logger: this.logger, workerId, pools, concurrency,
+      kinds: servedKinds(this.registry, routes, pools),
     });
-    const rig = { executor, consumer, metrics, metricsService };
+    const rig = { executor, taker, heartbeat, metrics, metricsService };
     this.rigs.push(rig);
     return rig;
+  }
+
+  /** A worker that has announced itself (one heartbeat), and a dispatcher that has seen it. */
+  async liveWorker(opts: Parameters<DeliveryHarness['worker']>[0] = {}): Promise<WorkerRig> {
+    const rig = this.worker(opts);
+    await rig.heartbeat.runOnce();
+    await this.dispatcher.observe();
+    return rig;
+  }
+
+  /**
+   * One turn of a worker as its process would run it: heartbeat (so the dispatcher sees it),
+   * a dispatcher refill from the backlog, then everything in the ready lists, run to completion.
+   */
+  async runWorker(rig: WorkerRig, max?: number): Promise<number> {
+    await rig.heartbeat.runOnce();
+    await this.dispatcher.observe();
+    await this.dispatcher.refillOnce();
+    return rig.taker.runOnce(max);
+  }
+
+  /** As runWorker, but starts the worker's own take loop instead of one pass. */
+  async startWorker(rig: WorkerRig): Promise<void> {
+    await rig.heartbeat.runOnce();
+    await this.dispatcher.observe();
+    await this.dispatcher.refillOnce();
+    rig.taker.start();
   }
 
   /** Inserts queued rows due now (or at runAt) and puts them on the hot queue, as the API does. */
@@ -147,24 +191,30 @@ export class DeliveryHarness {
     );
   }
 
-  poolQueue(pool: string): Queue {
-    return this.poolQueues.queue(pool) as Queue;
-  }
-
   /** State of the row's hot-queue copy: `j-<id>`, or the worker's re-enqueue after `afterAttempt`. */
   async hotJobState(id: string, afterAttempt?: number): Promise<string> {
     const job = await this.hotQueue.queue.getJob(queueJobId(id, afterAttempt));
     return job ? await job.getState() : 'absent';
   }
 
-  async poolCounts(pool: string): Promise<Record<string, number>> {
-    return this.poolQueue(pool).getJobCounts('waiting', 'active', 'delayed');
+  /** Ids waiting in a pool's ready list, in order. */
+  async readyIds(pool = 'default'): Promise<string[]> {
+    const items: string[] = await this.redis.connection.lrange(this.ready.key(pool), 0, -1);
+    return items.map((i) => i.split(':')[0]);
+  }
+
+  async parkedIds(pool = 'default'): Promise<string[]> {
+    const rows: { id: string }[] = await this.ds.query(`SELECT job_id::text AS id FROM dispatch_backlog WHERE pool = $1 ORDER BY run_at, job_id`, [pool]);
+    return rows.map((r) => r.id);
   }
 
   async close(): Promise<void> {
-    for (const r of this.rigs) await r.consumer.close(0).catch(() => undefined);
+    for (const r of this.rigs) {
+      await r.heartbeat.stop();
+      await r.taker.close(0).catch(() => undefined);
+    }
+    await this.loop.stop();
     await this.hot.close().catch(() => undefined);
-    await this.poolQueues.close();
     await this.hotQueue.close();
   }
 }
@@ -173,10 +223,11 @@ export async function createHarness(opts: {
   handlers: HandlerDefinition[];
   clock?: Clock;
   poolMap?: ReadonlyMap<string, string>;
+  leaseMs?: number;
 }): Promise<DeliveryHarness> {
   const db = await createTestDatabase(12);
   const redis: TestRedis = await createTestRedis();
-  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map());
+  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000);
 }
 
 export async function destroyHarness(h: DeliveryHarness | undefined): Promise<void> {

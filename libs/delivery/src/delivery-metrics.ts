@@ -1,5 +1,5 @@
 import type { MetricsService } from '@almanac/platform';
-import type { Counter, Histogram } from 'prom-client';
+import type { Counter, Gauge, Histogram } from 'prom-client';
 
 /** Lag is the number people alert on; buckets start at 1 ms so a healthy p99 is resolvable. */
 const LAG_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -11,7 +11,11 @@ export class DeliveryMetrics {
   readonly executions: Counter<'kind' | 'outcome'>;
   readonly handlerDuration: Histogram<'kind'>;
   readonly dropped: Counter<'reason'>;
-  readonly dispatched: Counter<'pool'>;
+  readonly dispatched: Counter<'pool' | 'via'>;
+  readonly poolWorkers: Gauge<'pool'>;
+  readonly poolCapacity: Gauge<'pool'>;
+  readonly poolInFlight: Gauge<'pool'>;
+  readonly poolBacklog: Gauge<'pool'>;
 
   constructor(metrics: MetricsService) {
     this.lag = metrics.histogram({
@@ -33,12 +37,33 @@ export class DeliveryMetrics {
     });
     this.dropped = metrics.counter({
       name: 'almanac_dispatch_dropped_total',
-      help: 'Deliveries dropped because the row no longer wanted them (cancelled, finished, rescheduled, stale attempt…)',
+      help: 'Deliveries not run because the row no longer wanted them (cancelled, finished, rescheduled, already running…)',
       labelNames: ['reason'] as const,
     });
     this.dispatched = metrics.counter({
       name: 'almanac_dispatched_total',
-      help: 'Jobs claimed by the dispatcher and routed to a pool queue',
+      help: 'Jobs handed to a pool (via = direct from the hot queue, or backlog after waiting for room)',
+      labelNames: ['pool', 'via'] as const,
+    });
+    // Per pool, as the dispatcher sees it: what autoscaling and the "pool has no worker" alert read.
+    this.poolWorkers = metrics.gauge({
+      name: 'almanac_pool_workers',
+      help: 'Live worker processes serving the pool (unexpired heartbeats)',
+      labelNames: ['pool'] as const,
+    });
+    this.poolCapacity = metrics.gauge({
+      name: 'almanac_pool_capacity',
+      help: 'Handlers the pool can run at once: the sum of its live workers\' concurrency',
+      labelNames: ['pool'] as const,
+    });
+    this.poolInFlight = metrics.gauge({
+      name: 'almanac_pool_in_flight',
+      help: 'Jobs handed to the pool and not finished: waiting in its ready list or running',
+      labelNames: ['pool'] as const,
+    });
+    this.poolBacklog = metrics.gauge({
+      name: 'almanac_pool_backlog',
+      help: 'Due jobs waiting for the pool to have room (dispatch_backlog rows)',
       labelNames: ['pool'] as const,
     });
   }

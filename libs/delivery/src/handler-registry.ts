@@ -1,6 +1,6 @@
 import { HandlerDefinition, HandlerDefinitionError } from './handler';
 
-/** Handlers by kind. Built once at boot from the list in handlers/index.ts; immutable after. */
+/** Handlers by kind. Built once at boot by the worker from its handler list; immutable after. */
 export class HandlerRegistry {
   private readonly byKind = new Map<string, HandlerDefinition>();
 

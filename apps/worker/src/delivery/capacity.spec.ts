@@ -1,0 +1,105 @@
+import { completed, defineHandler } from '@almanac/delivery';
+import { LOST_ATTEMPT_ERROR, SweepsRepository } from '@almanac/persistence';
+import { ManualClock } from '@almanac/platform';
+import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
+import { noopHandler } from '../handlers';
+
+/**
+ * Issue 11: an attempt is a run. Jobs waiting for a worker (none alive, or the pool behind) cost
+ * no attempt however long they wait, and a long handler keeps its lease by heartbeat.
+ */
+describe('delivery follows worker capacity', () => {
+  let h: DeliveryHarness;
+  afterEach(() => destroyHarness(h));
+
+  async function lostAttempts(): Promise<number> {
+    const [{ n }] = await h.ds.query(`SELECT count(*)::int AS n FROM job_attempts WHERE outcome = 'lost'`);
+    return n as number;
+  }
+
+  it('no worker for longer than a lease: attempts stay 0, the sweeps leave the rows alone, and they run once when a worker starts', async () => {
+    h = await createHarness({ handlers: [noopHandler], leaseMs: 1000 });
+    const ids = await h.enqueue([{ kind: 'noop', maxAttempts: 1 }, { kind: 'noop', maxAttempts: 1 }]);
+    await h.hot.runOnce();
+    const sweeps = new SweepsRepository(h.ds);
+    const hourLater = new Date(Date.now() + 3600_000);
+    // An hour without a worker: no lease to expire, and the overdue scan skips parked rows.
+    expect(await sweeps.rescueExpiredLeases(hourLater, 100, LOST_ATTEMPT_ERROR)).toMatchObject({ requeued: [], dead: 0 });
+    const overdue: string[] = [];
+    await sweeps.scanQueued(hourLater, 100, 100, async (rows) => void overdue.push(...rows.map((r) => r.id)));
+    expect(overdue).toEqual([]);
+    for (const id of ids) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+
+    await h.runWorker(h.worker());
+    for (const id of ids) {
+      expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+      expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
+    }
+  });
+
+  it('a backlog far beyond a tiny concurrency ends with every job run once and no lost attempt', async () => {
+    h = await createHarness({ handlers: [noopHandler], leaseMs: 1000 });
+    const n = 300;
+    await h.enqueue(Array.from({ length: n }, () => ({ kind: 'noop', maxAttempts: 1 })));
+    const w = await h.liveWorker({ concurrency: 3 });
+    await h.hot.runOnce();
+    const sweeps = new SweepsRepository(h.ds);
+    for (let turn = 0; turn < 200; turn++) {
+      if ((await h.runWorker(w)) === 0 && (await h.parkedIds()).length === 0) break;
+      // Between turns the lease rescue runs as if time had passed: nothing waiting is running.
+      expect((await sweeps.rescueExpiredLeases(new Date(Date.now() + 60_000), 100, LOST_ATTEMPT_ERROR)).requeued).toEqual([]);
+    }
+    const [{ done, once }] = await h.ds.query(
+      `SELECT count(*) FILTER (WHERE state = 'd')::int AS done, count(*) FILTER (WHERE attempts = 1)::int AS once FROM jobs`,
+    );
+    expect({ done, once, lost: await lostAttempts() }).toEqual({ done: n, once: n, lost: 0 });
+  });
+
+  it('the heartbeat extends the lease of a handler that runs long, so the rescue leaves it alone', async () => {
+    let release!: () => void;
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const long = defineHandler({
+      kind: 'long',
+      timeoutMs: 3600_000,
+      handle: async () => {
+        started();
+        await new Promise<void>((r) => (release = r));
+        return completed();
+      },
+    });
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [long], clock, leaseMs: 10_000 });
+    const [id] = await h.enqueue([{ kind: 'long' }]);
+    const w = await h.liveWorker();
+    await h.hot.runOnce();
+    const run = h.runWorker(w);
+    await running;
+    const first = (await h.job(id)).lease_until!.getTime();
+    expect(first).toBe(clock.now().getTime() + 10_000);
+
+    clock.advance(2000); // two thirds of the lease left: not renewed yet (no write per beat)
+    await w.heartbeat.runOnce();
+    expect((await h.job(id)).lease_until!.getTime()).toBe(first);
+    clock.advance(2000); // less than two thirds left: renewed
+    await w.heartbeat.runOnce();
+    const renewed = (await h.job(id)).lease_until!.getTime();
+    expect(renewed).toBe(clock.now().getTime() + 10_000);
+    const rescue = await new SweepsRepository(h.ds).rescueExpiredLeases(new Date(first + 1), 100, LOST_ATTEMPT_ERROR);
+    expect(rescue.requeued).toEqual([]);
+
+    release();
+    await run;
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
+  it('an attempt starts when the handler starts: the history holds only real runs, started at the handler start', async () => {
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [noopHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'noop' }]);
+    await h.hot.runOnce(); // parked: no worker yet
+    const workerBack = clock.advance(10 * 60_000); // ten minutes without a worker
+    await h.runWorker(h.worker());
+    expect((await h.attempts(id)).map((a) => [a.attempt, a.outcome, a.started_at.getTime()])).toEqual([[1, 'succeeded', workerBack.getTime()]]);
+  });
+});

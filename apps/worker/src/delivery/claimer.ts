@@ -1,0 +1,71 @@
+import { DeliveryMetrics, MicroBatcher } from '@almanac/delivery';
+import type { ExecutionRepository, RunnableJob } from '@almanac/persistence';
+import type { Clock, HotQueue } from '@almanac/platform';
+import type { Logger } from 'pino';
+
+/** A row due up to this much later still counts as due (clock skew between hosts). */
+export const CLAIM_EARLY_MS = 1000;
+
+export interface ClaimerOptions {
+  repo: ExecutionRepository;
+  hotQueue: HotQueue;
+  clock: Clock;
+  metrics: DeliveryMetrics;
+  logger: Logger;
+  /** Lease a claim starts with; the worker's heartbeat extends it while the handler runs. */
+  leaseMs: number;
+  maxBatch: number;
+}
+
+/**
+ * The claim a handler start makes (queued → running, attempt + 1, lease), batched: the starts
+ * of one tick share one UPDATE, which also returns the rows to run. A delivery whose row moved
+ * on is answered `undefined`; a row rescheduled to later goes back on the hot queue for its new
+ * time (the dispatcher already removed the copy that delivered it early).
+ */
+export class Claimer {
+  private readonly batcher: MicroBatcher<string, RunnableJob | undefined>;
+
+  constructor(private readonly o: ClaimerOptions) {
+    this.batcher = new MicroBatcher((ids) => this.claim(ids), { maxBatch: o.maxBatch, maxInFlight: 2 });
+  }
+
+  submit(id: string): Promise<RunnableJob | undefined> {
+    return this.batcher.submit(id);
+  }
+
+  drain(): Promise<void> {
+    return this.batcher.drain();
+  }
+
+  private async claim(ids: string[]): Promise<(RunnableJob | undefined)[]> {
+    const { repo, clock, metrics } = this.o;
+    const now = clock.now();
+    const unique = [...new Set(ids)];
+    const rows = await repo.claimForRun(unique, now, CLAIM_EARLY_MS, this.o.leaseMs);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const reasons = rows.length < unique.length ? await this.explain(unique.filter((id) => !byId.has(id)), now) : new Map<string, string>();
+    // Two deliveries of one row in one batch: the first runs it, the other is a duplicate.
+    return ids.map((id) => {
+      const row = byId.get(id);
+      byId.delete(id);
+      if (!row) metrics.dropped.inc({ reason: reasons.get(id) ?? 'duplicate' });
+      return row;
+    });
+  }
+
+  /** Why each id was not claimed; rows moved to later go back on the hot queue. */
+  private async explain(ids: string[], now: Date): Promise<Map<string, string>> {
+    const reasons = new Map<string, string>();
+    for (const u of await this.o.repo.explainUnclaimed(ids, now, CLAIM_EARLY_MS)) {
+      reasons.set(u.id, u.reason);
+      if (u.reason !== 'not_due' || !u.runAt) continue;
+      try {
+        await this.o.hotQueue.enqueue([{ id: u.id, runAt: u.runAt, tenantId: u.tenantId ?? 0, kind: u.kind ?? '' }], now);
+      } catch (err) {
+        this.o.logger.error({ err, jobId: u.id }, 'could not put an early delivery back; the overdue sweep will');
+      }
+    }
+    return reasons;
+  }
+}
