@@ -27,10 +27,15 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_lease_expired_dead_total: { type: 'counter', labels: [] },
   // dispatcher and workers
   almanac_dispatch_lag_seconds: { type: 'histogram', labels: ['pool'] },
-  almanac_dispatched_total: { type: 'counter', labels: ['pool'] },
+  almanac_dispatched_total: { type: 'counter', labels: ['pool', 'via'] },
   almanac_dispatch_dropped_total: { type: 'counter', labels: ['reason'] },
   almanac_executions_total: { type: 'counter', labels: ['kind', 'outcome'] },
   almanac_handler_duration_seconds: { type: 'histogram', labels: ['kind'] },
+  // per pool, as the dispatcher reads the shared state (several replicas: use max, not sum)
+  almanac_pool_workers: { type: 'gauge', labels: ['pool'] },
+  almanac_pool_capacity: { type: 'gauge', labels: ['pool'] },
+  almanac_pool_in_flight: { type: 'gauge', labels: ['pool'] },
+  almanac_pool_backlog: { type: 'gauge', labels: ['pool'] },
   // platform (every role)
   almanac_redis_memory_bytes: { type: 'gauge', labels: [] },
   almanac_redis_up: { type: 'gauge', labels: [] },

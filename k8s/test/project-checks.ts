@@ -175,7 +175,7 @@ export function checkWorkerPools(objects: KubeObject[]): string[] {
 /**
  * Services and PDBs select exactly the pods they mean; every app is scraped through a Service
  * port named "metrics" that reaches its http port; autoscalers point at a Deployment that exists
- * and a KEDA query watches that Deployment's own pool queue.
+ * and a KEDA query watches that Deployment's own pool.
  */
 export function checkWiring(objects: KubeObject[]): string[] {
   const errors: string[] = [];
@@ -219,8 +219,10 @@ export function checkWiring(objects: KubeObject[]): string[] {
       const pool = podLabels(dep)?.['almanac.io/pool'];
       const triggers = (a.spec as { triggers?: { metadata?: { query?: string } }[] }).triggers ?? [];
       for (const t of triggers) {
-        if (t.metadata?.query && !t.metadata.query.includes(`queue="pool-${pool}"`)) {
-          errors.push(`ScaledObject ${a.metadata.name}: query must watch queue="pool-${pool}" (got ${t.metadata.query})`);
+        // Every pool matcher names this pool (a half-edited copy of another pool's query fails).
+        const watched = [...(t.metadata?.query ?? '').matchAll(/(?<![\w])pool\s*=\s*"([^"]*)"/g)].map((m) => m[1]);
+        if (t.metadata?.query && (watched.length === 0 || watched.some((w) => w !== pool))) {
+          errors.push(`ScaledObject ${a.metadata.name}: query must watch pool="${pool}" (got ${t.metadata.query})`);
         }
       }
     }
