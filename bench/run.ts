@@ -3,7 +3,7 @@
  * regenerates bench/REPORT.md with its charts.
  *
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
- *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery
+ *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
  *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
  *   npm run bench -- recovery --runs 1 --jobs 10000
@@ -192,37 +192,49 @@ const PARTS: Record<string, Part> = {
     invocations: (q) => [q ? ['--jobs', '2000', '--runs', '1', '--workers', '1,2', '--hz', '100'] : ['--jobs', '20000', '--runs', '3', '--workers', '1,2,4', '--hz', '100']],
     parse([out]) {
       const plain: number[] = [];
+      const plainCpu: number[] = [];
       const almanac = new Map<number, number[]>();
-      const cpu = new Map<number, { d: number[]; w: number[] }>();
+      const cpu = new Map<number, { nodeRoles: number[]; total: number[] }>();
       for (const line of out.split('\n')) {
-        let m = /^run \d+: plain BullMQ (\d+)\/s/.exec(line);
-        if (m) plain.push(Number(m[1]));
-        m = /^run \d+: almanac (\d+) worker\(s\).*?: (\d+)\/s .*dispatcher (\d+) µs, workers (\d+) µs/.exec(line);
+        let m = /^run \d+: plain BullMQ (\d+)\/s .*total (\d+) µs/.exec(line);
+        if (m) {
+          plain.push(Number(m[1]));
+          plainCpu.push(Number(m[2]));
+        }
+        m = /^run \d+: almanac (\d+) worker\(s\).*?: (\d+)\/s .*dispatcher (\d+) µs, workers (\d+) µs, .*total (\d+) µs/.exec(line);
         if (m) {
           const k = Number(m[1]);
           almanac.set(k, [...(almanac.get(k) ?? []), Number(m[2])]);
-          const c = cpu.get(k) ?? { d: [], w: [] };
-          c.d.push(Number(m[3]));
-          c.w.push(Number(m[4]));
+          const c = cpu.get(k) ?? { nodeRoles: [], total: [] };
+          c.nodeRoles.push(Number(m[3]) + Number(m[4]));
+          c.total.push(Number(m[5]));
           cpu.set(k, c);
         }
       }
       if (!plain.length || !almanac.size) throw new Error(`could not parse throughput output:\n${out}`);
       const p = spread(plain);
-      const figures: Figure[] = [fig('plain BullMQ no-op, 1 process, same redis-server', p, 'jobs/s')];
+      const figures: Figure[] = [
+        fig('plain BullMQ no-op, 1 process, same redis-server', p, 'jobs/s'),
+        fig('  CPU per job, plain BullMQ: worker + redis-server', spread(plainCpu), 'µs'),
+      ];
       const bars: Bar[] = [{ label: 'plain BullMQ (no durable record)', value: p.median, min: p.min, max: p.max, color: '#e45756' }];
       for (const [k, xs] of almanac) {
         const s = spread(xs);
-        figures.push(fig(`Almanac, 1 dispatcher + ${k} worker process(es)`, s, 'jobs/s', '≥ 2,000/s (aim ≥ 10,000/s)', (v) => v >= 2000));
-        figures.push(fig(`  ratio to plain BullMQ, ${k} worker(s)`, one((s.median / p.median) * 100), '%'));
+        figures.push(fig(`Almanac, 1 dispatcher + ${k} worker process(es)`, s, 'jobs/s'));
+        // The ratio of medians measured in the same run: the machine is shared, absolute rates drift.
+        figures.push(fig(`  ratio to plain BullMQ, ${k} worker(s)`, one((s.median / p.median) * 100), '%', '≥ 50 % (aim ≥ 70 %)', (v) => v >= 50));
         const c = cpu.get(k)!;
-        figures.push(fig(`  CPU per job, dispatcher + workers, ${k} worker(s)`, one(spread(c.d).median + spread(c.w).median), 'µs'));
+        figures.push(fig(`  CPU per job, dispatcher + workers, ${k} worker(s)`, spread(c.nodeRoles), 'µs'));
+        figures.push(fig(`  CPU per job, every process (roles, redis-server, Postgres), ${k} worker(s)`, spread(c.total), 'µs'));
         bars.push({ label: `Almanac, ${k} worker process${k > 1 ? 'es' : ''}`, value: s.median, min: s.min, max: s.max });
       }
       return {
         figures,
-        charts: [{ file: 'throughput.svg', chart: { title: 'noop executions per second (median, min-max)', unit: 'jobs/s', bars, target: { value: 2000, label: 'target 2,000/s' } } }],
-        notes: ['Every Almanac job is claimed, delivered, run and recorded durably (row → succeeded + one job_attempts row); plain BullMQ keeps no record. Redis hz 100 (the setting Almanac asks for).'],
+        charts: [{ file: 'throughput.svg', chart: { title: 'noop executions per second (median, min-max)', unit: 'jobs/s', bars } }],
+        notes: [
+          'Every Almanac job is handed off, claimed as its handler starts, run and recorded durably (row → succeeded + one job_attempts row); plain BullMQ keeps no record. Redis hz 100 (the setting Almanac asks for). All 20,000 jobs are due at one instant, so most wait for room in their pool (briefly in the dispatcher, else in dispatch_backlog).',
+          'Postgres CPU is every process of the shared local server during the drain: keep the machine quiet while measuring.',
+        ],
         raw: out,
       };
     },
@@ -289,6 +301,46 @@ const PARTS: Record<string, Part> = {
           'Duplicate effects are counted in the charges table (one row per invoice is the effect). Its primary key (tenant, invoice) already rules out a second row, so the table also shows jobs whose handler succeeded more than once; re-run attempts of any outcome are in the raw JSON (`rerunAttempts`).',
         ],
         raw: r,
+      };
+    },
+  },
+  faults: {
+    script: 'delivery-faults.ts',
+    needsDist: true,
+    invocations: (q) =>
+      q
+        ? [['--mode', 'outage', '--jobs', '500', '--outage', '6000'], ['--mode', 'backlog', '--jobs', '5000'], ['--mode', 'sigkill', '--seconds', '20'], ['--mode', 'rolling', '--seconds', '20']]
+        : [['--mode', 'outage', '--jobs', '2000', '--outage', '20000'], ['--mode', 'backlog', '--jobs', '100000'], ['--mode', 'sigkill', '--seconds', '60'], ['--mode', 'rolling', '--seconds', '60']],
+    parse(outs) {
+      interface FaultRun {
+        mode: string; jobs: number; faults: number; seconds: number; attemptsDuringOutage?: number; not_done: number; dead: number;
+        lost_attempts: number; released_attempts: number; run_more_than_once: number; duplicate_charges: number; max_lateness_s: number;
+      }
+      const runs = outs.map((o) => lastJson(o) as unknown as FaultRun);
+      const zero: Check = (v) => v === 0;
+      const figures: Figure[] = [];
+      for (const r of runs) {
+        const what = {
+          outage: `${r.jobs.toLocaleString('en')} noop jobs due while no worker ran for 20 s (ten 2 s leases)`,
+          backlog: `${r.jobs.toLocaleString('en')} noop jobs due at once, 1 worker at concurrency 10`,
+          sigkill: `${r.jobs.toLocaleString('en')} charge jobs at 200/s, a worker SIGKILLed every 10 s (${r.faults} kills)`,
+          rolling: `${r.jobs.toLocaleString('en')} charge jobs at 200/s, a worker rolled (SIGTERM) every 10 s (${r.faults} restarts)`,
+        }[r.mode] ?? r.mode;
+        figures.push(fig(`${r.mode}: ${what}: jobs lost (not done) or dead`, one(r.not_done + r.dead), '', '0', zero));
+        if (r.attemptsDuringOutage !== undefined) figures.push(fig(`${r.mode}: attempts counted while no worker ran`, one(r.attemptsDuringOutage), '', '0', zero));
+        figures.push(
+          fig(`${r.mode}: lost attempts`, one(r.lost_attempts), '', r.mode === 'sigkill' ? 'only handlers running at a kill' : '0', r.mode === 'sigkill' ? undefined : zero),
+        );
+        figures.push(fig(`${r.mode}: duplicate charges`, one(r.duplicate_charges), '', '0', zero));
+        figures.push(fig(`${r.mode}: max lateness vs due time`, one(r.max_lateness_s), 's', '≤ 60 s', (v) => v <= 60));
+      }
+      return {
+        figures,
+        charts: [],
+        notes: [
+          'The real role processes (dist/) with a 2 s lease (ALMANAC_LEASE_MS) and the overdue sweep every second. An attempt is counted only when a handler starts, so a `lost` attempt is a handler that was running when its worker was SIGKILLed; the backlog and outage runs use maxAttempts 1, so any attempt spent on waiting would have left a dead job.',
+        ],
+        raw: runs,
       };
     },
   },

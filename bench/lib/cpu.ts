@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /**
  * CPU seconds used so far by a local process (utime + stime from /proc, Linux only). Used to
@@ -19,4 +19,23 @@ export function processCpuSeconds(pid: number): number | null {
 export function selfCpuSeconds(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1e6;
+}
+
+/**
+ * CPU seconds used so far by every process of the local Postgres server (postmaster, backends,
+ * WAL writer, checkpointer…). Backends that exit between two readings take their CPU with them,
+ * so measure across a span in which the clients keep their connections open.
+ */
+export function postgresCpuSeconds(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue;
+    }
+    total += processCpuSeconds(Number(entry)) ?? 0;
+  }
+  return total;
 }

@@ -38,6 +38,8 @@ export async function freePort(): Promise<number> {
 
 export interface PrivateRedis {
   url: string;
+  /** the redis-server process (its CPU is part of a system's cost per job) */
+  pid: number | undefined;
   connection: IORedis;
   stop(): Promise<void>;
 }
@@ -57,6 +59,7 @@ export async function startRedis(hz = 10): Promise<PrivateRedis> {
   await connection.ping();
   return {
     url,
+    pid: child.pid,
     connection,
     async stop() {
       connection.disconnect();

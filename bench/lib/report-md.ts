@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { BENCH_DIR, latestResults, type Figure, type PartResult } from './report-env';
 import { barChartSvg } from './svg-chart';
 
-export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery'];
+export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults'];
 
 const TITLES: Record<string, string> = {
   hold: 'Hold: N future jobs, Redis memory against plain BullMQ',
@@ -17,6 +17,7 @@ const TITLES: Record<string, string> = {
   throughput: 'End-to-end executions per second',
   lag: 'Dispatch lag at a steady rate',
   recovery: 'Recovery from a Redis FLUSHALL',
+  faults: 'Delivery under worker faults: outage, backlog, SIGKILL, rolling restart',
 };
 
 function num(n: number, unit: string): string {
