@@ -12,6 +12,9 @@ import { PoolRoom } from './pool-room';
 
 export const DISPATCHER_SETTINGS = Symbol('DISPATCHER_SETTINGS');
 
+/** Hot-consumer slots never spent waiting for a busy pool. */
+const HOT_SLOTS_RESERVED = 50;
+
 /** Wires the dispatcher into the Nest lifecycle: consume the hot queue from boot, stop on SIGTERM. */
 @Injectable()
 export class DispatchService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -39,7 +42,9 @@ export class DispatchService implements OnApplicationBootstrap, BeforeApplicatio
       room: new PoolRoom(roster, ready, settings.prefetch),
       metrics: new DeliveryMetrics(metrics),
       maxRefill: settings.concurrency,
-      maxWaiting: Math.floor(settings.concurrency / 2),
+      // All but a reserve of hot slots may wait on busy pools: the reserve keeps moving (parking
+      // what cannot wait), so other pools' jobs behind a burst still get through.
+      maxWaiting: Math.max(1, settings.concurrency - HOT_SLOTS_RESERVED),
     });
     this.consumer = new HotConsumer({ connection: this.redis, prefix: config.queuePrefix, concurrency: settings.concurrency, dispatcher: this.dispatcher, logger });
     this.loop = new DispatcherLoop(this.dispatcher, logger);
