@@ -3,6 +3,5 @@ export * from './delivery-redis';
 export * from './handler';
 export * from './handler-registry';
 export * from './kind-routes';
-export * from './micro-batcher';
 export * from './ready-lists';
 export * from './worker-roster';

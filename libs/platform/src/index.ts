@@ -9,3 +9,4 @@ export * from './metrics/redis-metrics';
 export * from './ops.module';
 export * from './queues/hot-queue';
 export * from './redis/redis';
+export * from './batching/micro-batcher';

@@ -1,6 +1,6 @@
-import { DeliveryMetrics, MicroBatcher } from '@almanac/delivery';
+import type { DeliveryMetrics } from '@almanac/delivery';
 import type { ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import type { Clock, HotQueue } from '@almanac/platform';
+import { Clock, HotQueue, MicroBatcher } from '@almanac/platform';
 import type { Logger } from 'pino';
 
 /** A row due up to this much later still counts as due (clock skew between hosts). */

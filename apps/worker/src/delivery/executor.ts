@@ -1,7 +1,7 @@
 import type { RetryPolicy, TierHorizons } from '@almanac/domain';
-import { DeliveryMetrics, HandlerRegistry, MicroBatcher, ReadyLists } from '@almanac/delivery';
+import type { DeliveryMetrics, HandlerRegistry, ReadyLists } from '@almanac/delivery';
 import type { CompletionRecord, DeliveryRef, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import type { Clock, HotItem, HotQueue } from '@almanac/platform';
+import { Clock, HotItem, HotQueue, MicroBatcher } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { attemptRecord } from './attempt-record';
@@ -86,11 +86,10 @@ export class Executor {
   }
 
   async execute(d: Delivery): Promise<ExecutionResult> {
-    // Handed off a little before the run time: no handler starts early. Capped, so a far-off
-    // clock cannot park a delivery.
-    const early = d.dueMs - this.o.clock.now().getTime();
-    if (early > 0) await new Promise((r) => setTimeout(r, Math.min(early, MAX_EARLY_WAIT_MS)));
     if (this.stopping) return this.giveBack(d);
+    // Claimed as it arrives (HANDOFF_AHEAD_MS before its run time), so the claim's round trip
+    // is not added to the lag: waiting for the run time first put p99 lag at 13-18 ms instead of
+    // under 10. The handler still starts at the run time, and `started_at` is that instant.
     const row = await this.claimer.submit(d.id);
     if (!row) return 'stale';
     const key = `${row.id}:${row.attempt}`;
@@ -105,6 +104,10 @@ export class Executor {
     };
     this.running.set(key, entry);
     try {
+      // No handler starts early. Capped, so a far-off clock cannot park a delivery.
+      const early = row.runAt.getTime() - this.o.clock.now().getTime();
+      if (early > 0) await Promise.race([new Promise((r) => setTimeout(r, Math.min(early, MAX_EARLY_WAIT_MS))), released]);
+      if (entry.released) return 'released';
       return await Promise.race([this.run(row, d, entry), released]);
     } finally {
       if (this.running.get(key) === entry) this.running.delete(key);

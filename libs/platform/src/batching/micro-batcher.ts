@@ -1,4 +1,5 @@
 /**
+ * The one batching primitive (ingest group commits, dispatch batches, claims, completions).
  * Coalesces single-item calls into batch calls: items submitted while a flush is running form
  * the next batch. Under light load a batch is one item and goes out on the next tick (no added
  * latency beyond setImmediate); under heavy load batches grow to `maxBatch` by themselves, so

@@ -1,0 +1,104 @@
+import { MicroBatcher } from './micro-batcher';
+
+describe('MicroBatcher', () => {
+  it('sends items submitted in the same tick as one batch, answers each in order', async () => {
+    const batches: number[][] = [];
+    const b = new MicroBatcher(async (xs: number[]) => {
+      batches.push(xs);
+      return xs.map((x) => x * 10);
+    }, { maxBatch: 100, maxInFlight: 1 });
+    const out = await Promise.all([1, 2, 3].map((x) => b.submit(x)));
+    expect(out).toEqual([10, 20, 30]);
+    expect(batches).toEqual([[1, 2, 3]]);
+  });
+
+  it('queues behind a flush in flight and splits at maxBatch', async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const b = new MicroBatcher(async (xs: number[]) => {
+      batches.push(xs);
+      if (batches.length === 1) await gate;
+      return xs;
+    }, { maxBatch: 2, maxInFlight: 1 });
+    const first = b.submit(0);
+    await new Promise((r) => setImmediate(r));
+    const rest = [1, 2, 3, 4, 5].map((x) => b.submit(x));
+    release();
+    await Promise.all([first, ...rest]);
+    expect(batches).toEqual([[0], [1, 2], [3, 4], [5]]);
+    await b.drain();
+    expect(b.pending).toBe(0);
+  });
+
+  it('rejects every item of a failed batch and keeps working', async () => {
+    let fail = true;
+    const b = new MicroBatcher(async (xs: number[]) => {
+      if (fail) throw new Error('db down');
+      return xs;
+    }, { maxBatch: 10, maxInFlight: 2 });
+    await expect(Promise.all([b.submit(1), b.submit(2)])).rejects.toThrow('db down');
+    fail = false;
+    await expect(b.submit(3)).resolves.toBe(3);
+  });
+
+  // Also the API's group commit of single-job POSTs (it replaced a GroupCommit class of its own).
+  it('hands 1000 concurrent submissions over in groups of at most maxBatch, answering each in order', async () => {
+    const groups: number[][] = [];
+    const b = new MicroBatcher(async (xs: number[]) => {
+      groups.push(xs);
+      return xs.map((x) => `r${x}`);
+    }, { maxBatch: 500, maxInFlight: 2 });
+    const answers = await Promise.all(Array.from({ length: 1000 }, (_, i) => b.submit(i)));
+    expect(answers).toEqual(Array.from({ length: 1000 }, (_, i) => `r${i}`));
+    expect(groups.map((g) => g.length)).toEqual([500, 500]);
+  });
+
+  it('sends a lone item at once, and makes items that arrive while every slot is busy wait and go together', async () => {
+    const groups: number[][] = [];
+    const release: (() => void)[] = [];
+    const b = new MicroBatcher(
+      (xs: number[]) => {
+        groups.push(xs);
+        return new Promise<number[]>((resolve) => release.push(() => resolve(xs)));
+      },
+      { maxBatch: 100, maxInFlight: 2 },
+    );
+    const turn = () => new Promise((r) => setImmediate(r));
+    const first = b.submit(1);
+    await turn();
+    expect(groups).toEqual([[1]]); // no window to wait out
+    const second = b.submit(2);
+    await turn();
+    expect(groups).toEqual([[1], [2]]); // second slot
+    const waiting = [3, 4, 5].map((i) => b.submit(i));
+    await turn();
+    expect(groups).toHaveLength(2); // both slots busy: 3, 4, 5 wait
+    release[0]();
+    expect(await first).toBe(1);
+    await turn();
+    expect(groups).toEqual([[1], [2], [3, 4, 5]]);
+    release[1]();
+    release[2]();
+    expect(await Promise.all([second, ...waiting])).toEqual([2, 3, 4, 5]);
+  });
+
+  it('answers every caller with the error when the batch function throws synchronously', async () => {
+    const b = new MicroBatcher(
+      (): Promise<number[]> => {
+        throw new Error('sync boom');
+      },
+      { maxBatch: 2, maxInFlight: 2 },
+    );
+    const settled = await Promise.allSettled([b.submit(1), b.submit(2), b.submit(3)]);
+    expect(settled.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+  });
+
+  it('drain() waits for what is queued and in flight', async () => {
+    const b = new MicroBatcher(async (xs: number[]) => xs, { maxBatch: 10, maxInFlight: 1 });
+    const p = b.submit(7);
+    await b.drain();
+    expect(b.pending).toBe(0);
+    expect(await p).toBe(7);
+  });
+});
