@@ -76,6 +76,24 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(await queuedCount(queue)).toBe(5);
     });
 
+    it('a backlog larger than one run is walked on across runs, not restarted from the oldest; parked rows are left alone', async () => {
+      const small = build(shared.connection, `${shared.prefix}-small-${Math.random().toString(36).slice(2, 8)}`, 4);
+      (small.sweep as unknown as { opts: { maxPerRun: number } }).opts.maxPerRun = 10;
+      await small.sweep.runOnce(NOW); // writes its epoch marker
+      const late = await insertJobs(db.dataSource, { count: 25, state: 'q', start: new Date(NOW.getTime() - HOUR), stepMs: 1000 });
+      const parked = await insertJobs(db.dataSource, { count: 3, state: 'q', start: new Date(NOW.getTime() - 2 * HOUR) });
+      await db.dataSource.query(`INSERT INTO dispatch_backlog (job_id, run_at, pool) SELECT unnest($1::bigint[]), now(), 'default'`, [parked]);
+      const runs = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await small.sweep.runOnce(NOW);
+        runs.push([r.requeued.overdue, r.more]);
+      }
+      expect(runs).toEqual([[10, true], [10, true], [5, false]]);
+      expect(await inQueue(small.queue, late)).toBe(25); // every one reached, the tail too
+      expect(await inQueue(small.queue, parked)).toBe(0);
+      await small.queue.close();
+    });
+
     it('an overdue row whose queue copy waits delayed for a later time (rescheduled earlier while Redis was down) runs now', async () => {
       const [id] = await insertJobs(db.dataSource, { count: 1, state: 'q', start: new Date(NOW.getTime() - GRACE - 1) });
       // The copy from before the reschedule: due tomorrow. Re-adding j-<id> is a no-op while it exists.

@@ -1,4 +1,4 @@
-import { LOST_ATTEMPT_ERROR, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
+import { LOST_ATTEMPT_ERROR, type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
 import { Logger } from '@nestjs/common';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
@@ -42,6 +42,12 @@ export const LEASE_EXPIRED_ERROR = LOST_ATTEMPT_ERROR;
 export class OverdueSweep implements Sweep<OverdueResult> {
   readonly name = 'overdue' as const;
   private readonly log = new Logger('OverdueSweep');
+  /**
+   * Where the last run's scan of overdue rows stopped when it hit maxPerRun: the next run goes
+   * on from there. (Starting from the oldest every time, a backlog larger than one run was
+   * re-enqueued from its head again and again and its tail never reached.)
+   */
+  private overdueCursor: QueuedCursor | null = null;
 
   constructor(
     private readonly repo: SweepsRepository,
@@ -64,12 +70,14 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     const redis = await this.epoch.check();
     if (redis === 'ok') {
       const dueBefore = new Date(now.getTime() - this.opts.graceMs);
-      requeued.overdue = await this.requeueQueued(now, dueBefore, this.opts.maxPerRun, 'overdue');
-      more ||= requeued.overdue >= this.opts.maxPerRun;
+      const scan = await this.requeueQueued(now, dueBefore, this.opts.maxPerRun, 'overdue', this.overdueCursor);
+      requeued.overdue = scan.seen;
+      this.overdueCursor = scan.next;
+      more ||= scan.next !== null;
     } else {
       this.log.warn({ redis }, `Redis ${redis === 'lost' ? 'lost its data' : 'was restarted or replaced'}: re-enqueueing every queued job`);
       const epoch = await this.epoch.begin();
-      requeued.redis_lost = await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost');
+      requeued.redis_lost = (await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost', null)).seen;
       // A second loss during the scan leaves the marker missing: the next run starts over.
       more ||= !(await this.epoch.finish(epoch));
       this.log.warn({ redis, requeued: requeued.redis_lost }, `re-enqueued ${requeued.redis_lost} queued jobs after Redis ${redis}`);
@@ -95,12 +103,10 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     return { redis, requeued, dead, more };
   }
 
-  private async requeueQueued(now: Date, dueBefore: Date | null, max: number, reason: RequeueReason): Promise<number> {
-    const counts = emptyCounts();
-    await this.repo.scanQueued(dueBefore, this.opts.batchSize, max, (rows) =>
-      this.enqueue(rows, now, reason, counts),
-    );
-    return counts[reason];
+  private async requeueQueued(
+    now: Date, dueBefore: Date | null, max: number, reason: RequeueReason, from: QueuedCursor | null,
+  ): Promise<{ seen: number; next: QueuedCursor | null }> {
+    return this.repo.scanQueued(dueBefore, this.opts.batchSize, max, (rows) => this.enqueue(rows, now, reason, emptyCounts()), from);
   }
 
   private async enqueue(rows: SweepJobRef[], now: Date, reason: RequeueReason, counts: Record<RequeueReason, number>) {

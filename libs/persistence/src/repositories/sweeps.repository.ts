@@ -54,6 +54,12 @@ const LOCK_CLASS = 0x414c4d4e;
 export const SWEEP_LOCKS = { overdue: 1, redisLoss: 2, stats: 3 } as const;
 export type SweepLockName = keyof typeof SWEEP_LOCKS;
 
+/** Where a scan of queued rows stopped: the last (run_at, id) it saw. */
+export interface QueuedCursor {
+  runAt: Date;
+  id: string;
+}
+
 interface JobRefRow {
   id: string;
   run_at: Date;
@@ -117,58 +123,56 @@ export class SweepsRepository {
   }
 
   /**
-   * Streams queued rows (all of them, or those due before `dueBefore` and not parked) in run-time order through
-   * one read-only snapshot with a server-side cursor, `batch` rows at a time, at most `max`.
-   * No locks: re-enqueueing is idempotent per jobId, so a row that moves on meanwhile is harmless.
+   * Walks queued rows (all of them, or those due before `dueBefore` and not parked) in
+   * (run_at, id) order, `batch` rows per statement, at most `max`, starting after `from`. Each
+   * page is its own short statement and `each` runs between them, so no snapshot or
+   * transaction is held while the caller waits on Redis, and vacuum is never held back for the
+   * whole scan. Returns where it stopped: `next` is the last row seen, or null once the end was
+   * reached, so a caller that keeps `next` across runs continues a large scan instead of
+   * starting over from the oldest row every time.
    */
   async scanQueued(
     dueBefore: Date | null,
     batch: number,
     max: number,
     each: (rows: SweepJobRef[]) => Promise<void>,
-  ): Promise<number> {
-    // Fast path, the usual case (nothing or little overdue): one plain statement, no cursor.
-    // Two query texts rather than `$1 IS NULL OR …`, so the planner sees a plain range on jobs_queued_due.
+    from: QueuedCursor | null = null,
+  ): Promise<{ seen: number; next: QueuedCursor | null }> {
+    let seen = 0;
+    let after = from;
+    while (seen < max) {
+      const n = Math.min(batch, max - seen);
+      const rows = await this.pageQueued(dueBefore, after, n);
+      if (rows.length > 0) await each(rows);
+      seen += rows.length;
+      if (rows.length < n) return { seen, next: null };
+      const last = rows[rows.length - 1];
+      after = { runAt: last.runAt, id: last.id };
+    }
+    return { seen, next: after };
+  }
+
+  private async pageQueued(dueBefore: Date | null, after: QueuedCursor | null, limit: number): Promise<SweepJobRef[]> {
     // Overdue, not parked: a parked row waits in dispatch_backlog for its pool to have room, and
     // re-enqueueing it would only park it again. After a Redis loss every queued row goes out.
-    const where = dueBefore
-      ? `state = 'q' AND run_at < $1 AND NOT EXISTS (SELECT 1 FROM dispatch_backlog b WHERE b.job_id = jobs.id)`
-      : `state = 'q' AND $1::timestamptz IS NULL`;
-    const first = Math.min(batch, max);
-    const { rows: head } = await sql<JobRefRow>(
+    // Separate query texts rather than `$1 IS NULL OR …`, so the planner sees a plain range on
+    // jobs_queued_due.
+    const conditions = [`state = 'q'`];
+    const params: unknown[] = [limit];
+    if (dueBefore) {
+      params.push(dueBefore);
+      conditions.push(`run_at < $${params.length}`, `NOT EXISTS (SELECT 1 FROM dispatch_backlog b WHERE b.job_id = jobs.id)`);
+    }
+    if (after) {
+      params.push(after.runAt, after.id);
+      conditions.push(`(run_at, id) > ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+    }
+    const { rows } = await sql<JobRefRow>(
       this.db,
-      `SELECT id::text AS id, run_at, tenant_id, kind FROM jobs WHERE ${where} ORDER BY run_at LIMIT $2`,
-      [dueBefore, first],
+      `SELECT id::text AS id, run_at, tenant_id, kind FROM jobs WHERE ${conditions.join(' AND ')} ORDER BY run_at, id LIMIT $1`,
+      params,
     );
-    if (head.length < first || first === max) {
-      if (head.length > 0) await each(head.map(toRef));
-      return head.length;
-    }
-    const qr = this.db.createQueryRunner();
-    let seen = 0;
-    try {
-      await qr.connect();
-      await qr.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      await qr.query(
-        `DECLARE almanac_queued NO SCROLL CURSOR FOR
-           SELECT id::text AS id, run_at, tenant_id, kind FROM jobs WHERE ${where} ORDER BY run_at`,
-        [dueBefore],
-      );
-      while (seen < max) {
-        const n = Math.min(batch, max - seen);
-        const rows = (await qr.query(`FETCH ${n} FROM almanac_queued`)) as JobRefRow[];
-        if (rows.length > 0) await each(rows.map(toRef));
-        seen += rows.length;
-        if (rows.length < n) break;
-      }
-      await qr.query('COMMIT');
-      return seen;
-    } catch (err) {
-      await qr.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      await qr.release();
-    }
+    return rows.map(toRef);
   }
 
   /**
