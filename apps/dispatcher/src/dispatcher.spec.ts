@@ -113,6 +113,21 @@ describe('dispatcher', () => {
     expect(new Set([...a, ...b].map((i) => i.id)).size).toBe(50);
   });
 
+  it('a busy live pool answers full for deliveries that may wait, and a failed batch leaves no wait counted', async () => {
+    await h.liveWorker({ concurrency: 1 }); // room 2
+    const ids = await h.enqueue(Array.from({ length: 6 }, () => ({ kind: 'noop' })));
+    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now(), mayWait: i < 4 }));
+    jest.spyOn(h.backlog, 'park').mockRejectedValueOnce(new Error('database is down'));
+    await expect(h.dispatcher.dispatch(deliveries)).rejects.toThrow('database is down');
+    expect(h.dispatcher.waitingCount).toBe(0); // counted only for answers actually given
+    await h.redis.connection.del(h.ready.key('default'));
+    const answers = await h.dispatcher.dispatch(deliveries);
+    expect(answers.map((a) => a.status)).toEqual(['handed_off', 'handed_off', 'full', 'full', 'parked', 'parked']);
+    expect(h.dispatcher.waitingCount).toBe(2);
+    await Promise.all(answers.filter((a) => a.status === 'full').map((a) => h.dispatcher.roomIn(a.pool, Date.now())));
+    expect(h.dispatcher.waitingCount).toBe(0);
+  });
+
   it('a delivery whose dispatch failed leaves no hot job behind, so the sweeps can enqueue the row again', async () => {
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     jest.spyOn(h.dispatcher, 'dispatch').mockRejectedValueOnce(new Error('database is down'));

@@ -32,8 +32,9 @@ export interface DispatcherOptions {
   /** Largest refill taken from the backlog for one pool at once. */
   maxRefill: number;
   /**
-   * Deliveries of one pool that may wait for room at once (the rest park). Bounded so that a
-   * busy pool never holds all of the hot consumer's slots: other pools' jobs always get through.
+   * Deliveries that may wait for room at once, over all pools (the rest park). Below the hot
+   * consumer's concurrency, so busy pools never hold all of its slots: other pools' jobs always
+   * get through.
    */
   maxWaiting: number;
 }
@@ -69,6 +70,7 @@ export class Dispatcher {
     const rooms = await this.o.room.rooms([...byPool.keys()], this.o.clock.now().getTime());
     const results = new Map<string, DispatchResult>();
     const park: BacklogItem[] = [];
+    let mayWait = this.o.maxWaiting - this.waitingTotal();
     await Promise.all(
       [...byPool].map(async ([pool, items]) => {
         const sorted = [...items.values()].sort((a, b) => a.dueMs - b.dueMs);
@@ -82,9 +84,8 @@ export class Dispatcher {
         // through the backlog (measured ~40 µs of Postgres and dispatcher CPU per job in a burst).
         const alive = (view?.status.capacity ?? 0) > 0 && !this.backlogged.has(pool);
         for (const d of sorted.slice(room)) {
-          const waiting = this.waiting.get(pool) ?? 0;
-          if (alive && d.mayWait && waiting < this.o.maxWaiting) {
-            this.waiting.set(pool, waiting + 1);
+          if (alive && d.mayWait && mayWait > 0) {
+            mayWait--;
             results.set(d.id, { status: 'full', pool });
           } else {
             park.push({ id: d.id, pool, runAt: new Date(d.dueMs) });
@@ -94,10 +95,20 @@ export class Dispatcher {
       }),
     );
     if (park.length > 0) {
-      for (const p of park) this.backlogged.add(p.pool);
       await this.o.backlog.park(park);
+      for (const p of park) this.backlogged.add(p.pool);
     }
-    return batch.map((d) => results.get(d.id) as DispatchResult);
+    // Counted only now that nothing can throw, once per `full` answer (a duplicate delivery in
+    // the batch gets its own), so each roomIn() call has exactly one increment to undo.
+    const answers = batch.map((d) => results.get(d.id) as DispatchResult);
+    for (const a of answers) if (a.status === 'full') this.waiting.set(a.pool, (this.waiting.get(a.pool) ?? 0) + 1);
+    return answers;
+  }
+
+  private waitingTotal(): number {
+    let n = 0;
+    for (const w of this.waiting.values()) n += w;
+    return n;
   }
 
   /**
@@ -117,11 +128,16 @@ export class Dispatcher {
     }
   }
 
+  /** Never rejects: on an error the waiters dispatch again (and park, or fail, there). */
   private async pollRoom(pool: string, deadlineMs: number): Promise<void> {
-    while (Date.now() < deadlineMs) {
-      await new Promise((r) => setTimeout(r, ROOM_POLL_MS));
-      const view = (await this.o.room.rooms([pool], this.o.clock.now().getTime())).get(pool);
-      if (!view || view.room > 0 || view.status.capacity === 0) return;
+    try {
+      while (Date.now() < deadlineMs) {
+        await new Promise((r) => setTimeout(r, ROOM_POLL_MS));
+        const view = (await this.o.room.rooms([pool], this.o.clock.now().getTime())).get(pool);
+        if (!view || view.room > 0 || view.status.capacity === 0) return;
+      }
+    } catch {
+      return;
     }
   }
 
@@ -167,6 +183,11 @@ export class Dispatcher {
       metrics.poolInFlight.set({ pool }, (r?.ready ?? 0) + (r?.status.running ?? 0));
       metrics.poolBacklog.set({ pool }, backlog);
     }
+  }
+
+  /** Deliveries answered `full` and not yet back, over all pools (tests, tools). */
+  get waitingCount(): number {
+    return this.waitingTotal();
   }
 
   /** Pools known to have parked jobs (tests, tools). */

@@ -31,7 +31,7 @@ function toDelivery(job: Job<HotJobData, unknown, string>): HotDelivery {
 
 /**
  * Consumes the hot queue as jobs come due. BullMQ hands over one job per processor call; the
- * batcher gathers the calls in flight into one claim, so the database sees batches.
+ * batcher gathers the calls in flight into one dispatch, so Redis and the backlog see batches.
  */
 export class HotConsumer {
   readonly worker: Worker<HotJobData, unknown, string>;

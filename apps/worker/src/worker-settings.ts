@@ -25,7 +25,7 @@ export function workerSettingsFromEnv(env: Env): WorkerSettings {
     retryPolicy: retryPolicyFromEnv(env),
     // A worker that dies mid-handler is rescued within one lease (plus the overdue sweep's
     // interval), whatever the kind's timeout: long handlers keep their lease by heartbeat.
-    leaseMs: envInt(env, 'ALMANAC_LEASE_MS', 30_000, { min: 1000, max: 3600_000 }),
+    leaseMs: envInt(env, 'ALMANAC_LEASE_MS', 30_000, { min: 2000, max: 3600_000 }), // > 1 heartbeat
   };
 }
 

@@ -74,8 +74,9 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.heartbeat.stop();
+    await this.heartbeat.leave(); // no new work; leases keep being renewed while handlers drain
     await this.taker.close(this.settings.shutdownMs);
+    await this.heartbeat.stop();
     await closeRedis(this.redis);
   }
 }

@@ -10,3 +10,4 @@ export * from './ops.module';
 export * from './queues/hot-queue';
 export * from './redis/redis';
 export * from './batching/micro-batcher';
+export * from './time/within';

@@ -33,7 +33,7 @@ export const LEASE_EXPIRED_ERROR = LOST_ATTEMPT_ERROR;
  *    in batches (`addBulk` per batch; ids still in Redis are no-ops). Otherwise queued rows
  *    more than `graceMs` past due are re-enqueued (jobs_queued_due).
  * 2. Running rows with an expired lease (jobs_running_lease) → queued and re-enqueued, or dead
- *    when that was the last attempt. The attempt was counted by the dispatcher's claim.
+ *    when that was the last attempt. The attempt was counted by the worker's claim.
  * 3. Scheduled rows in the hour buckets up to hour(now + `lookaheadMs`), i.e. due within the
  *    current hour or already due (left cold when Redis was down at ingest, or by a crashed
  *    promotion) → promoted now rather than at the next hourly promotion. Whole buckets, like

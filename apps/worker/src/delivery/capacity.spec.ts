@@ -93,6 +93,65 @@ describe('delivery follows worker capacity', () => {
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
   });
 
+  it('leases keep being renewed while a leaving worker drains, and when Redis refuses the heartbeat', async () => {
+    let release!: () => void;
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const long = defineHandler({
+      kind: 'long',
+      timeoutMs: 3600_000,
+      handle: async () => {
+        started();
+        await new Promise<void>((r) => (release = r));
+        return completed();
+      },
+    });
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [long], clock, leaseMs: 10_000 });
+    const [id] = await h.enqueue([{ kind: 'long' }]);
+    const w = await h.liveWorker();
+    await h.hot.runOnce();
+    const run = h.runWorker(w);
+    await running;
+
+    await w.heartbeat.leave(); // SIGTERM: out of the roster at once
+    await h.dispatcher.observe();
+    expect((await h.metrics.poolWorkers.get()).values.find((v) => v.labels.pool === 'default')?.value).toBe(0);
+    clock.advance(5000);
+    await w.heartbeat.runOnce();
+    expect((await h.job(id)).lease_until!.getTime()).toBe(clock.now().getTime() + 10_000);
+
+    jest.spyOn(h.roster, 'beat').mockRejectedValue(new Error('OOM command not allowed'));
+    clock.advance(5000);
+    await w.heartbeat.runOnce();
+    expect((await h.job(id)).lease_until!.getTime()).toBe(clock.now().getTime() + 10_000);
+
+    release();
+    await run;
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
+  it('a claimed row starts at once even while explaining an unclaimed one waits on Redis', async () => {
+    h = await createHarness({ handlers: [noopHandler] });
+    const [due, later] = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }]);
+    await h.ds.query(`UPDATE jobs SET run_at = now() + interval '1 hour' WHERE id = $1`, [later]); // rescheduled
+    const w = h.worker();
+    let redisBack!: () => void;
+    const redisGate = new Promise<void>((r) => (redisBack = r));
+    const add = jest.spyOn(h.hotQueue, 'enqueue').mockImplementation(() => redisGate);
+    const results = await Promise.all([
+      w.executor.execute({ id: due, dueMs: Date.now(), pool: 'default' }),
+      w.executor.execute({ id: later, dueMs: Date.now(), pool: 'default' }),
+    ]);
+    // Both answered while the hot-queue add for the rescheduled row has not returned.
+    expect(results).toEqual(['submitted', 'stale']);
+    redisBack();
+    await w.executor.drain();
+    expect(await h.job(due)).toMatchObject({ state: 'd', attempts: 1 });
+    expect(await h.job(later)).toMatchObject({ state: 'q', attempts: 0 });
+    expect(add).toHaveBeenCalledWith([expect.objectContaining({ id: later })], expect.any(Date)); // put back for its new time
+  });
+
   it('an attempt starts when the handler starts: the history holds only real runs, started at the handler start', async () => {
     const clock = new ManualClock(Date.now());
     h = await createHarness({ handlers: [noopHandler], clock });

@@ -21,7 +21,8 @@ export interface ClaimerOptions {
  * The claim a handler start makes (queued → running, attempt + 1, lease), batched: the starts
  * of one tick share one UPDATE, which also returns the rows to run. A delivery whose row moved
  * on is answered `undefined`; a row rescheduled to later goes back on the hot queue for its new
- * time (the dispatcher already removed the copy that delivered it early).
+ * time. (If the dispatcher has not yet removed the copy that delivered it early, that add is
+ * ignored and the overdue sweep delivers the row: late by up to its grace.)
  */
 export class Claimer {
   private readonly batcher: MicroBatcher<string, RunnableJob | undefined>;
@@ -34,8 +35,9 @@ export class Claimer {
     return this.batcher.submit(id);
   }
 
-  drain(): Promise<void> {
-    return this.batcher.drain();
+  async drain(): Promise<void> {
+    await this.batcher.drain();
+    await Promise.all([...this.explaining]);
   }
 
   private async claim(ids: string[]): Promise<(RunnableJob | undefined)[]> {
@@ -44,21 +46,32 @@ export class Claimer {
     const unique = [...new Set(ids)];
     const rows = await repo.claimForRun(unique, now, CLAIM_EARLY_MS, this.o.leaseMs);
     const byId = new Map(rows.map((r) => [r.id, r]));
-    const reasons = rows.length < unique.length ? await this.explain(unique.filter((id) => !byId.has(id)), now) : new Map<string, string>();
+    const unclaimed = unique.filter((id) => !byId.has(id));
+    // The claimed rows start now: explaining the others (a read, maybe a hot-queue add) must not
+    // hold back handlers whose leases are already running.
+    if (unclaimed.length > 0) this.track(this.explain(unclaimed, now));
+    const duplicates = ids.length - unique.length;
+    if (duplicates > 0) metrics.dropped.inc({ reason: 'duplicate' }, duplicates);
     // Two deliveries of one row in one batch: the first runs it, the other is a duplicate.
     return ids.map((id) => {
       const row = byId.get(id);
       byId.delete(id);
-      if (!row) metrics.dropped.inc({ reason: reasons.get(id) ?? 'duplicate' });
       return row;
     });
   }
 
-  /** Why each id was not claimed; rows moved to later go back on the hot queue. */
-  private async explain(ids: string[], now: Date): Promise<Map<string, string>> {
-    const reasons = new Map<string, string>();
+  private readonly explaining = new Set<Promise<void>>();
+
+  private track(work: Promise<void>): void {
+    const p = work.catch((err: unknown) => this.o.logger.warn({ err }, 'could not explain unclaimed deliveries'));
+    this.explaining.add(p);
+    void p.finally(() => this.explaining.delete(p));
+  }
+
+  /** Counts why each id was not claimed; rows moved to later go back on the hot queue. */
+  private async explain(ids: string[], now: Date): Promise<void> {
     for (const u of await this.o.repo.explainUnclaimed(ids, now, CLAIM_EARLY_MS)) {
-      reasons.set(u.id, u.reason);
+      this.o.metrics.dropped.inc({ reason: u.reason });
       if (u.reason !== 'not_due' || !u.runAt) continue;
       try {
         await this.o.hotQueue.enqueue([{ id: u.id, runAt: u.runAt, tenantId: u.tenantId ?? 0, kind: u.kind ?? '' }], now);
@@ -66,6 +79,5 @@ export class Claimer {
         this.o.logger.error({ err, jobId: u.id }, 'could not put an early delivery back; the overdue sweep will');
       }
     }
-    return reasons;
   }
 }

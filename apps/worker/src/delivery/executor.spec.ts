@@ -121,7 +121,7 @@ describe('worker executor', () => {
     expect(await chargeCount(h)).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     const drops = Object.fromEntries((await w.metrics.dropped.get()).values.map((v) => [v.labels.reason, v.value]));
-    expect(drops).toEqual({ finished: 2 });
+    expect(drops).toEqual({ finished: 1, duplicate: 1 }); // both copies came in one claim batch
   });
 
   it('a stale worker (attempt rescued and re-run meanwhile) completes nothing and its writes roll back', async () => {

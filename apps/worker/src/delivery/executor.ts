@@ -1,7 +1,7 @@
 import type { RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, HandlerRegistry, ReadyLists } from '@almanac/delivery';
 import type { CompletionRecord, DeliveryRef, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { Clock, HotItem, HotQueue, MicroBatcher } from '@almanac/platform';
+import { Clock, HotItem, HotQueue, MicroBatcher, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { attemptRecord } from './attempt-record';
@@ -92,6 +92,7 @@ export class Executor {
     // under 10. The handler still starts at the run time, and `started_at` is that instant.
     const row = await this.claimer.submit(d.id);
     if (!row) return 'stale';
+    if (this.stopping) return this.releaseClaimed(row); // claimed while the shutdown released the rest
     const key = `${row.id}:${row.attempt}`;
     let onReleased!: () => void;
     const released = new Promise<ExecutionResult>((resolve) => {
@@ -160,9 +161,21 @@ export class Executor {
     await Promise.all([...this.settling]);
   }
 
-  /** A delivery not started because the worker is stopping: its row is still queued, so it goes back to the head of the ready list. */
+  /**
+   * A delivery not started because the worker is stopping: its row is still queued, so it goes
+   * back to the head of the ready list (bounded: if Redis does not answer, the overdue sweep
+   * finds the row).
+   */
   private async giveBack(d: Delivery): Promise<ExecutionResult> {
-    await this.o.ready.giveBack(d.pool, [{ id: d.id, dueMs: d.dueMs }]);
+    await within(2000, this.o.ready.giveBack(d.pool, [{ id: d.id, dueMs: d.dueMs }]), 'give back').catch(() => undefined);
+    return 'released';
+  }
+
+  /** Claimed but not started (the shutdown came first): back to queued at once. */
+  private async releaseClaimed(row: RunnableJob): Promise<ExecutionResult> {
+    const now = this.o.clock.now();
+    const done = await this.o.repo.release([{ id: row.id, attempt: row.attempt }], now, this.o.workerId, [now]);
+    await this.requeue(done.map((r) => ({ id: r.id, runAt: now, tenantId: r.tenantId, kind: r.kind, afterAttempt: row.attempt })), now);
     return 'released';
   }
 

@@ -1,5 +1,5 @@
 import type { WorkerRoster } from '@almanac/delivery';
-import type { Clock } from '@almanac/platform';
+import { type Clock, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { Executor } from './executor';
 import type { PoolTaker } from './pool-taker';
@@ -29,36 +29,54 @@ export interface HeartbeatOptions {
  */
 export class Heartbeat {
   private timer: NodeJS.Timeout | undefined;
+  /** Out of the roster (shutting down): leases are still renewed until the drain is over. */
+  private left = false;
 
   constructor(private readonly o: HeartbeatOptions) {}
 
+  /**
+   * The roster entry and the lease renewal are independent: a Redis that hangs or refuses
+   * writes must not stop leases from being renewed in Postgres (every long handler would be
+   * rescued and run twice), and a slow Postgres must not make the worker look dead.
+   */
   async runOnce(): Promise<void> {
+    const [beat, leases] = await Promise.allSettled([this.beat(), this.o.executor.extendLeases()]);
+    if (beat.status === 'rejected') this.o.logger.warn({ err: beat.reason as unknown }, 'heartbeat not recorded in Redis');
+    if (leases.status === 'rejected') this.o.logger.error({ err: leases.reason as unknown }, 'could not renew leases');
+  }
+
+  private async beat(): Promise<void> {
+    if (this.left) return;
     const { roster, taker, clock } = this.o;
-    await roster.beat(
-      this.o.pools.map((pool) => ({ workerId: this.o.workerId, pool, concurrency: this.o.concurrency, running: taker.runningIn(pool) })),
-      this.o.kinds,
-      clock.now().getTime(),
-      HEARTBEAT_TTL_MS,
-    );
-    await this.o.executor.extendLeases();
+    const beats = this.o.pools.map((pool) => ({ workerId: this.o.workerId, pool, concurrency: this.o.concurrency, running: taker.runningIn(pool) }));
+    await within(HEARTBEAT_MS, roster.beat(beats, this.o.kinds, clock.now().getTime(), HEARTBEAT_TTL_MS), 'heartbeat');
   }
 
   start(): void {
     if (this.timer) return;
     const tick = () => {
-      this.runOnce()
-        .catch((err: unknown) => this.o.logger.error({ err }, 'heartbeat failed; retrying'))
-        .finally(() => {
-          if (this.timer) this.timer = setTimeout(tick, HEARTBEAT_MS);
-        });
+      void this.runOnce().finally(() => {
+        if (this.timer) this.timer = setTimeout(tick, HEARTBEAT_MS);
+      });
     };
     this.timer = setTimeout(tick, 0);
   }
 
-  /** Stops beating and takes the worker out of its pools, so nothing more is handed to it. */
+  /**
+   * Takes the worker out of its pools at once, so nothing more is handed to it, and keeps
+   * renewing the leases of handlers still running (SIGTERM: they drain for up to the
+   * shutdown time, which may be longer than a lease). Bounded: a Redis outage does not
+   * hold up the shutdown.
+   */
+  async leave(): Promise<void> {
+    this.left = true;
+    await within(2 * HEARTBEAT_MS, this.o.roster.leave(this.o.workerId, this.o.pools), 'roster leave').catch(() => undefined);
+  }
+
+  /** Stops beating altogether (after the drain), leaving the roster too if not done yet. */
   async stop(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
-    await this.o.roster.leave(this.o.workerId, this.o.pools).catch(() => undefined);
+    if (!this.left) await this.leave();
   }
 }

@@ -1,4 +1,5 @@
 import type { ReadyItem, ReadyLists } from '@almanac/delivery';
+import { within } from '@almanac/platform';
 import type IORedis from 'ioredis';
 import type { Logger } from 'pino';
 import type { Executor } from './executor';
@@ -72,8 +73,11 @@ export class PoolTaker {
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
     for (const wake of this.slotFreed.values()) wake();
-    for (const conn of this.blocking.values()) conn.disconnect(); // ends a blocked BLMPOP now
-    await Promise.allSettled(this.loops);
+    // Let a blocked BLMPOP end by itself (≤ BLOCK_SECONDS): disconnecting under it could drop a
+    // reply whose items Redis already popped. Items it returns now are handed back by the loop.
+    // Bounded, for a Redis that does not answer at all.
+    await within((BLOCK_SECONDS + 1) * 1000, Promise.allSettled(this.loops), 'ready-list take').catch(() => undefined);
+    for (const conn of this.blocking.values()) conn.disconnect();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'deadline'>((resolve) => {
       timer = setTimeout(() => resolve('deadline'), deadlineMs);
@@ -110,7 +114,7 @@ export class PoolTaker {
       }
       if (this.closing) {
         // Taken while closing (a reply raced the disconnect): not started, so handed back.
-        if (items.length > 0) await this.o.ready.giveBack(pool, items).catch(() => undefined);
+        if (items.length > 0) await within(2000, this.o.ready.giveBack(pool, items), 'give back').catch(() => undefined);
         break;
       }
       for (const item of items) void this.startOne(pool, item);

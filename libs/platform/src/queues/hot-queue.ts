@@ -8,7 +8,7 @@ export const HOT_QUEUE_NAME = 'hot';
  * Jobs come out of the delayed set this much before their run time. Redis moves delayed jobs
  * on its timer tick (every 100 ms at its default `hz 10`), which alone put ~100 ms into p99
  * dispatch lag. Arriving early absorbs the tick; the dispatcher holds each job until its run
- * time before claiming it, and the worker checks again, so no handler starts early.
+ * time before handing it to a worker, and the worker waits for it, so no handler starts early.
  */
 export const DELIVERY_LEAD_MS = 150;
 
