@@ -11,7 +11,15 @@ export function createDataSource(config: DatabaseConfig): DataSource {
     migrations: MIGRATIONS,
     synchronize: false,
     migrationsRun: false,
-    extra: { max: config.poolSize },
+    extra: {
+      max: config.poolSize,
+      // node-postgres sends these as session settings on every new connection.
+      ...(config.statementTimeoutMs ? { statement_timeout: config.statementTimeoutMs } : {}),
+      ...(config.lockTimeoutMs ? { lock_timeout: config.lockTimeoutMs } : {}),
+      ...(config.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: config.idleInTransactionTimeoutMs } : {}),
+      // pg-pool: the longest a query waits for a free pooled connection (or a new one).
+      ...(config.acquireTimeoutMs ? { connectionTimeoutMillis: config.acquireTimeoutMs } : {}),
+    },
   });
 }
 
