@@ -25,7 +25,8 @@ export interface HandlerContext {
    * and only if this delivery is still the current one (state running, same attempt) when the
    * handler returns; otherwise it rolls back, so a duplicate or stale delivery has no effect.
    * Opened on first call: handlers that never call it are completed in group commits.
-   * A thrown exception rolls it back too.
+   * A thrown exception rolls it back too. Postgres ends a transaction left idle longer than
+   * ALMANAC_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS (10 min): write late, after slow external calls.
    */
   tx(): Promise<EntityManager>;
 }

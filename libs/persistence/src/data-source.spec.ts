@@ -11,7 +11,7 @@ describe('Postgres waits are bounded (issue 12)', () => {
 
   it('the app roles bound statements, locks, idle transactions and pool waits by default; a bad value names its variable', () => {
     expect(databaseConfigFromEnv({})).toMatchObject({
-      statementTimeoutMs: 30_000, lockTimeoutMs: 5_000, idleInTransactionTimeoutMs: 60_000, acquireTimeoutMs: 5_000,
+      statementTimeoutMs: 30_000, lockTimeoutMs: 5_000, idleInTransactionTimeoutMs: 600_000, acquireTimeoutMs: 5_000,
     });
     expect(databaseConfigFromEnv({ ALMANAC_PG_STATEMENT_TIMEOUT_MS: '0' }).statementTimeoutMs).toBe(0);
     expect(() => databaseConfigFromEnv({ ALMANAC_PG_LOCK_TIMEOUT_MS: 'soon' })).toThrow(ConfigError);

@@ -41,7 +41,7 @@ export function databaseConfigFromEnv(env: NodeJS.ProcessEnv): DatabaseConfig {
     poolSize,
     statementTimeoutMs: msFromEnv(env, 'ALMANAC_PG_STATEMENT_TIMEOUT_MS', 30_000),
     lockTimeoutMs: msFromEnv(env, 'ALMANAC_PG_LOCK_TIMEOUT_MS', 5_000),
-    idleInTransactionTimeoutMs: msFromEnv(env, 'ALMANAC_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000),
+    idleInTransactionTimeoutMs: msFromEnv(env, 'ALMANAC_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS', 600_000),
     acquireTimeoutMs: msFromEnv(env, 'ALMANAC_PG_ACQUIRE_TIMEOUT_MS', 5_000),
   };
 }

@@ -9,7 +9,7 @@ describe('loadConfig', () => {
       port: 3000,
       database: {
         url: 'postgres://postgres@127.0.0.1:5432/almanac', poolSize: 10,
-        statementTimeoutMs: 30_000, lockTimeoutMs: 5_000, idleInTransactionTimeoutMs: 60_000, acquireTimeoutMs: 5_000,
+        statementTimeoutMs: 30_000, lockTimeoutMs: 5_000, idleInTransactionTimeoutMs: 600_000, acquireTimeoutMs: 5_000,
       },
       redisUrl: 'redis://127.0.0.1:6379',
       adminToken: DEV_ADMIN_TOKEN,
