@@ -9,7 +9,8 @@ export interface ApiSettings {
   /** Jobs per second per tenant; 0 turns the limiter off. tenants.rate_limit_per_second overrides. */
   rateLimitPerSecond: number;
   authCacheTtlMs: number;
-  /** Group commit: how long a single-job POST may wait for company, and the most rows per flush. */
+  /** Key lookups in the database per second for keys in neither cache (per API replica). */
+  authLookupsPerSecond: number;
   /** Group commit: most single-job commits running at once; others wait and go together. */
   commitsInFlight: number;
   batchMaxItems: number;
@@ -33,6 +34,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     defaultMaxAttempts: envInt(env, 'ALMANAC_DEFAULT_MAX_ATTEMPTS', 3, { min: 1, max: 100 }),
     rateLimitPerSecond: envInt(env, 'ALMANAC_RATE_LIMIT_PER_SECOND', 2000, { min: 0, max: 10_000_000 }),
     authCacheTtlMs: envInt(env, 'ALMANAC_AUTH_CACHE_TTL_MS', 10_000, { min: 0, max: 3_600_000 }),
+    authLookupsPerSecond: envInt(env, 'ALMANAC_AUTH_LOOKUPS_PER_SECOND', 200, { min: 1, max: 1_000_000 }),
     commitsInFlight: envInt(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT', 2, { min: 1, max: 64 }),
     batchMaxItems: envInt(env, 'ALMANAC_INGEST_BATCH_MAX', 500, { min: 1, max: 1000 }),
     enqueueTimeoutMs: envInt(env, 'ALMANAC_ENQUEUE_TIMEOUT_MS', 1000, { min: 10, max: 60_000 }),

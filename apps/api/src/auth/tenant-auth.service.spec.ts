@@ -25,4 +25,52 @@ describe('TenantAuthService', () => {
     await auth.authenticate('alm_good');
     expect(lookups).toEqual(['alm_good', 'alm_bad', 'alm_good']);
   });
+
+  it('a flood of random keys is refused past the lookup rate (503, Retry-After) and never evicts a known key', async () => {
+    const lookups: string[] = [];
+    const repo = {
+      findByApiKey: async (key: string) => {
+        lookups.push(key);
+        return key === 'alm_good' ? tenant : null;
+      },
+    } as unknown as TenantsRepository;
+    const clock = new ManualClock(0);
+    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '10' }), clock);
+    expect(await auth.authenticate('alm_good')).toBe(tenant);
+    const answers = await Promise.allSettled(Array.from({ length: 60_000 }, (_, i) => auth.authenticate(`alm_random_${i}`)));
+    expect(lookups).toHaveLength(10); // one bucket: the good key plus nine random ones
+    const refused = answers.filter((a) => a.status === 'rejected');
+    expect(refused).toHaveLength(60_000 - 9);
+    expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ status: 503, headers: { 'Retry-After': '1' } });
+    expect(await auth.authenticate('alm_good')).toBe(tenant); // still cached: no lookup
+    expect(lookups).toHaveLength(10);
+  });
+
+  it('unknown keys filling their own cache do not push a known key out', async () => {
+    const repo = { findByApiKey: async (key: string) => (key === 'alm_good' ? tenant : null) } as unknown as TenantsRepository;
+    const clock = new ManualClock(0);
+    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '1000000' }), clock);
+    await auth.authenticate('alm_good');
+    for (let i = 0; i < 60_000; i++) await auth.authenticate(`alm_random_${i}`);
+    const lookups: string[] = [];
+    (repo as unknown as { findByApiKey: (k: string) => Promise<unknown> }).findByApiKey = async (k) => {
+      lookups.push(k);
+      return null;
+    };
+    expect(await auth.authenticate('alm_good')).toBe(tenant);
+    expect(lookups).toEqual([]);
+  });
+
+  it('concurrent requests with one uncached key make one lookup', async () => {
+    let calls = 0;
+    const repo = {
+      findByApiKey: async () => {
+        calls++;
+        return tenant;
+      },
+    } as unknown as TenantsRepository;
+    const auth = new TenantAuthService(repo, loadApiSettings({}), new ManualClock(0));
+    await Promise.all(Array.from({ length: 20 }, () => auth.authenticate('alm_good')));
+    expect(calls).toBe(1);
+  });
 });

@@ -3,18 +3,33 @@ import { Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
+import { ApiError } from '../http/api-error';
+import { TokenBuckets } from '../rate-limit/token-bucket';
 
-/** Cached answers kept at most; past this the cache starts over (bad keys cannot grow it forever). */
-const MAX_CACHED = 50_000;
+/** Known keys cached at most (far more than tenants have keys); the oldest goes first. */
+const MAX_KNOWN = 100_000;
+/** Unknown keys remembered at most; the oldest goes first. Never displaces a known key. */
+const MAX_UNKNOWN = 50_000;
+
+interface Cached {
+  tenant: TenantRecord | null;
+  until: number;
+}
 
 /**
- * Resolves a bearer key to its tenant. Answers (including "no such key") are cached by the
- * key's sha256 for a short TTL, so authentication is not one database query per request;
- * a tenant's changed rate limit is seen within the TTL.
+ * Resolves a bearer key to its tenant. Answers are cached by the key's sha256 for a short TTL,
+ * so authentication is not one database query per request, and a tenant's changed rate limit is
+ * seen within the TTL. Unauthenticated traffic is bounded:
+ * - unknown keys have a cache of their own, so a flood of random keys never evicts a valid one;
+ * - lookups of keys in neither cache are rate-limited (ALMANAC_AUTH_LOOKUPS_PER_SECOND per API
+ *   replica, 503 with Retry-After beyond it), and concurrent lookups of one key share a query.
  */
 @Injectable()
 export class TenantAuthService {
-  private readonly cache = new Map<string, { tenant: TenantRecord | null; until: number }>();
+  private readonly known = new Map<string, Cached>();
+  private readonly unknown = new Map<string, Cached>();
+  private readonly pending = new Map<string, Promise<TenantRecord | null>>();
+  private readonly lookups = new TokenBuckets();
 
   constructor(
     private readonly tenants: TenantsRepository,
@@ -25,13 +40,35 @@ export class TenantAuthService {
   async authenticate(apiKey: string): Promise<TenantRecord | null> {
     const now = this.clock.now().getTime();
     const id = createHash('sha256').update(apiKey, 'utf8').digest('base64');
-    const hit = this.cache.get(id);
+    const hit = this.known.get(id) ?? this.unknown.get(id);
     if (hit && hit.until > now) return hit.tenant;
-    const tenant = await this.tenants.findByApiKey(apiKey);
-    if (this.settings.authCacheTtlMs > 0) {
-      if (this.cache.size >= MAX_CACHED) this.cache.clear();
-      this.cache.set(id, { tenant, until: now + this.settings.authCacheTtlMs });
+    const inFlight = this.pending.get(id);
+    if (inFlight) return inFlight;
+    const rate = this.settings.authLookupsPerSecond;
+    const allowed = this.lookups.take('lookups', 1, rate, rate, now);
+    if (!allowed.ok) {
+      const seconds = Math.max(1, Math.ceil(allowed.retryAfterMs / 1000));
+      const message = `too many key lookups; retry in ${seconds}s`;
+      throw new ApiError(503, message, [{ field: 'authorization', rule: 'lookup_rate', message }], { 'Retry-After': String(seconds) });
     }
-    return tenant;
+    const lookup = this.tenants.findByApiKey(apiKey).then((tenant) => {
+      this.remember(id, tenant, now);
+      return tenant;
+    });
+    this.pending.set(id, lookup);
+    try {
+      return await lookup;
+    } finally {
+      this.pending.delete(id);
+    }
+  }
+
+  private remember(id: string, tenant: TenantRecord | null, now: number): void {
+    if (this.settings.authCacheTtlMs <= 0) return;
+    const cache = tenant ? this.known : this.unknown;
+    const max = tenant ? MAX_KNOWN : MAX_UNKNOWN;
+    cache.delete(id); // re-inserted last: Map order is then oldest first
+    if (cache.size >= max) cache.delete(cache.keys().next().value as string);
+    cache.set(id, { tenant, until: now + this.settings.authCacheTtlMs });
   }
 }
