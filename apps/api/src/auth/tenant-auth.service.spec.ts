@@ -6,7 +6,8 @@ import { TenantAuthService } from './tenant-auth.service';
 describe('TenantAuthService', () => {
   const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null };
 
-  it('asks the database once per key per TTL, for known and unknown keys alike', async () => {
+  /** A repository that knows one key, alm_good, and records every lookup. */
+  function recordingRepo() {
     const lookups: string[] = [];
     const repo = {
       findByApiKey: async (key: string) => {
@@ -14,6 +15,11 @@ describe('TenantAuthService', () => {
         return key === 'alm_good' ? tenant : null;
       },
     } as unknown as TenantsRepository;
+    return { repo, lookups };
+  }
+
+  it('asks the database once per key per TTL, for known and unknown keys alike', async () => {
+    const { repo, lookups } = recordingRepo();
     const clock = new ManualClock(0);
     const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '10000' }), clock);
     for (let i = 0; i < 5; i++) {
@@ -27,13 +33,7 @@ describe('TenantAuthService', () => {
   });
 
   it('a flood of random keys is refused past the lookup rate (503, Retry-After) and never evicts a known key', async () => {
-    const lookups: string[] = [];
-    const repo = {
-      findByApiKey: async (key: string) => {
-        lookups.push(key);
-        return key === 'alm_good' ? tenant : null;
-      },
-    } as unknown as TenantsRepository;
+    const { repo, lookups } = recordingRepo();
     const clock = new ManualClock(0);
     const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '10' }), clock);
     expect(await auth.authenticate('alm_good')).toBe(tenant);
@@ -41,7 +41,7 @@ describe('TenantAuthService', () => {
     expect(lookups).toHaveLength(10); // one bucket: the good key plus nine random ones
     const refused = answers.filter((a) => a.status === 'rejected');
     expect(refused).toHaveLength(60_000 - 9);
-    expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ status: 503, headers: { 'Retry-After': '1' } });
+    expect(refused[0].reason).toMatchObject({ status: 503, headers: { 'Retry-After': '1' } });
     expect(await auth.authenticate('alm_good')).toBe(tenant); // still cached: no lookup
     expect(lookups).toHaveLength(10);
   });

@@ -55,7 +55,8 @@ describe('delivery follows worker capacity', () => {
     expect({ done, once, lost: await lostAttempts() }).toEqual({ done: n, once: n, lost: 0 });
   });
 
-  it('the heartbeat extends the lease of a handler that runs long, so the rescue leaves it alone', async () => {
+  /** One job of a handler that runs until released, started on a live worker; lease 10 s, manual clock. */
+  async function longRunning() {
     let release!: () => void;
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
@@ -75,6 +76,11 @@ describe('delivery follows worker capacity', () => {
     await h.hot.runOnce();
     const run = h.runWorker(w);
     await running;
+    return { id, w, clock, run, release };
+  }
+
+  it('the heartbeat extends the lease of a handler that runs long, so the rescue leaves it alone', async () => {
+    const { id, w, clock, run, release } = await longRunning();
     const first = (await h.job(id)).lease_until!.getTime();
     expect(first).toBe(clock.now().getTime() + 10_000);
 
@@ -94,25 +100,7 @@ describe('delivery follows worker capacity', () => {
   });
 
   it('leases keep being renewed while a leaving worker drains, and when Redis refuses the heartbeat', async () => {
-    let release!: () => void;
-    let started!: () => void;
-    const running = new Promise<void>((r) => (started = r));
-    const long = defineHandler({
-      kind: 'long',
-      timeoutMs: 3600_000,
-      handle: async () => {
-        started();
-        await new Promise<void>((r) => (release = r));
-        return completed();
-      },
-    });
-    const clock = new ManualClock(Date.now());
-    h = await createHarness({ handlers: [long], clock, leaseMs: 10_000 });
-    const [id] = await h.enqueue([{ kind: 'long' }]);
-    const w = await h.liveWorker();
-    await h.hot.runOnce();
-    const run = h.runWorker(w);
-    await running;
+    const { id, w, clock, run, release } = await longRunning();
 
     await w.heartbeat.leave(); // SIGTERM: out of the roster at once
     await h.dispatcher.observe();
