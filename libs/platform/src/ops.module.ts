@@ -102,7 +102,7 @@ export class OpsModule {
       controllers: [HealthController, MetricsController],
       providers: [
         { provide: ALMANAC_CONFIG, useValue: config },
-        { provide: REDIS, useFactory: () => (resources.redis = createRedis(config.redisUrl)) },
+        { provide: REDIS, useFactory: () => (resources.redis = createRedis(config.redisUrl, { commandTimeoutMs: config.redisCommandTimeoutMs })) },
         {
           provide: HotQueue,
           inject: [REDIS],

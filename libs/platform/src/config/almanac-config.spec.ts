@@ -12,6 +12,7 @@ describe('loadConfig', () => {
         statementTimeoutMs: 30_000, lockTimeoutMs: 5_000, idleInTransactionTimeoutMs: 600_000, acquireTimeoutMs: 5_000,
       },
       redisUrl: 'redis://127.0.0.1:6379',
+      redisCommandTimeoutMs: 5000,
       adminToken: DEV_ADMIN_TOKEN,
       adminTokenIsDefault: true,
       logLevel: 'info',

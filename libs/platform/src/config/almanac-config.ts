@@ -13,6 +13,8 @@ export interface AlmanacConfig {
   port: number;
   database: DatabaseConfig;
   redisUrl: string;
+  /** The process-wide Redis connection fails a command not answered within this (queues, health, sweeps). */
+  redisCommandTimeoutMs: number;
   /** Secret: never log it. `describeConfig` leaves it out. */
   adminToken: string;
   /** True when no ALMANAC_ADMIN_TOKEN was given and the development default is in use. */
@@ -49,6 +51,7 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
     port: envInt(env, 'PORT', DEFAULT_PORT, { min: 1, max: 65535 }),
     database: databaseConfigFromEnv(env),
     redisUrl: envUrl(env, 'REDIS_URL', DEFAULT_REDIS_URL, ['redis:', 'rediss:']),
+    redisCommandTimeoutMs: envInt(env, 'ALMANAC_REDIS_COMMAND_TIMEOUT_MS', 5000, { min: 100, max: 600_000 }),
     adminToken: token,
     adminTokenIsDefault: isDefault,
     logLevel: envString(env, 'ALMANAC_LOG_LEVEL', 'info', { oneOf: LOG_LEVELS }) as LogLevel,

@@ -5,12 +5,17 @@ import IORedis from 'ioredis';
 export const REDIS = Symbol('REDIS');
 
 /**
- * One connection per process, shared by queues and health. `maxRetriesPerRequest: null` is
- * what BullMQ requires (its blocking commands must wait out a reconnect, not fail). Errors are
- * logged at most once per outage so a Redis restart does not flood the log; readiness reports it.
+ * One connection per process, shared by queues (producers only), health, metrics and the
+ * sweeps. `maxRetriesPerRequest: null` keeps commands queued across a reconnect, as BullMQ
+ * expects; `commandTimeoutMs` bounds each of them anyway, so a stalled Redis fails a sweep or a
+ * probe instead of holding its lock or transaction forever. No BullMQ Worker may use this
+ * connection: its blocking reads would time out (the delivery roles have their own,
+ * createDeliveryRedis). Errors are logged at most once per outage so a Redis restart does not
+ * flood the log; readiness reports it.
  */
-export function createRedis(url: string, logger = new Logger('Redis')): IORedis {
-  const redis = new IORedis(url, { maxRetriesPerRequest: null, lazyConnect: false });
+export function createRedis(url: string, opts: { commandTimeoutMs?: number; logger?: Logger } = {}): IORedis {
+  const logger = opts.logger ?? new Logger('Redis');
+  const redis = new IORedis(url, { maxRetriesPerRequest: null, lazyConnect: false, commandTimeout: opts.commandTimeoutMs });
   let down = false;
   redis.on('error', (err: Error) => {
     if (down) return;

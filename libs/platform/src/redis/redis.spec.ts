@@ -1,0 +1,22 @@
+import IORedis from 'ioredis';
+import { TEST_REDIS_URL as URL } from '../../../../test/support/test-redis';
+import { closeRedis, createRedis } from './redis';
+
+describe('the process-wide Redis connection', () => {
+  it('fails a command Redis does not answer within the command timeout, instead of waiting forever', async () => {
+    const redis = createRedis(URL, { commandTimeoutMs: 200 });
+    const admin = new IORedis(URL);
+    try {
+      await redis.ping();
+      // Stall the server for this client's commands (the test runs alone: jest --runInBand).
+      await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+      const t0 = Date.now();
+      await expect(redis.ping()).rejects.toThrow(/timed out/i);
+      expect(Date.now() - t0).toBeLessThan(1200);
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+      admin.disconnect();
+      await closeRedis(redis);
+    }
+  });
+});
