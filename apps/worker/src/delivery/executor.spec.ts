@@ -1,4 +1,5 @@
 import { queueJobId } from '@almanac/persistence';
+import { Clock } from '@almanac/platform';
 import { completed, defineHandler, discard, retry } from '@almanac/delivery';
 import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
 import { chargeHandler, noopHandler } from '../handlers';
@@ -92,6 +93,27 @@ describe('worker executor', () => {
     const [attempt] = await h.attempts(id);
     expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
     expect(await h.job(id)).toMatchObject({ state: 'd' });
+  });
+
+  it('no handler starts early even when a timer fires before the clock reaches the run time', async () => {
+    // A clock running at half the timers' speed: a timer set for the remaining time fires
+    // before the clock gets there (in small, the millisecond a real timer may fire early).
+    class SlowClock extends Clock {
+      private readonly t0 = Date.now();
+      now(): Date {
+        return new Date(this.t0 + Math.floor((Date.now() - this.t0) / 2));
+      }
+    }
+    await destroyHarness(h);
+    const clock = new SlowClock();
+    h = await createHarness({ handlers: [noopHandler], clock });
+    const runAt = new Date(clock.now().getTime() + 200);
+    const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
+    await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
+    await h.hot.runOnce();
+    await h.runWorker(h.worker());
+    const [attempt] = await h.attempts(id);
+    expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
   });
 
   it('stores a charge exactly once when the same delivery arrives twice at the same time', async () => {

@@ -105,13 +105,28 @@ export class Executor {
     };
     this.running.set(key, entry);
     try {
-      // No handler starts early. Capped, so a far-off clock cannot park a delivery.
-      const early = row.runAt.getTime() - this.o.clock.now().getTime();
-      if (early > 0) await Promise.race([new Promise((r) => setTimeout(r, Math.min(early, MAX_EARLY_WAIT_MS))), released]);
+      await this.untilRunTime(row.runAt.getTime(), released, () => entry.released);
       if (entry.released) return 'released';
       return await Promise.race([this.run(row, d, entry), released]);
     } finally {
       if (this.running.get(key) === entry) this.running.delete(key);
+    }
+  }
+
+  /**
+   * No handler starts early. A timer may fire a millisecond before the clock reaches its
+   * deadline, so wait again until it has; capped (real time), so a far-off clock cannot park a
+   * delivery.
+   */
+  private async untilRunTime(runAtMs: number, released: Promise<unknown>, isReleased: () => boolean): Promise<void> {
+    const cap = Date.now() + MAX_EARLY_WAIT_MS;
+    while (!isReleased()) {
+      const early = Math.min(runAtMs - this.o.clock.now().getTime(), cap - Date.now());
+      if (early <= 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise((r) => (timer = setTimeout(r, early)));
+      await Promise.race([waited, released]).finally(() => clearTimeout(timer));
+      if (Date.now() >= cap) return;
     }
   }
 
