@@ -52,8 +52,8 @@ const ROOM_POLL_MS = 2;
 export class Dispatcher {
   /** Pools with parked jobs (this replica's parking, plus what observe() finds in the table). */
   private readonly backlogged = new Set<string>();
-  /** Deliveries per pool answered `full` and not yet back (see roomIn). */
-  private readonly waiting = new Map<string, number>();
+  /** Deliveries answered `full` and not yet back (see roomIn), over all pools. */
+  private waiting = 0;
   private readonly roomPolls = new Map<string, Promise<void>>();
 
   constructor(private readonly o: DispatcherOptions) {}
@@ -70,7 +70,7 @@ export class Dispatcher {
     const rooms = await this.o.room.rooms([...byPool.keys()], this.o.clock.now().getTime());
     const results = new Map<string, DispatchResult>();
     const park: BacklogItem[] = [];
-    let mayWait = this.o.maxWaiting - this.waitingTotal();
+    let mayWait = this.o.maxWaiting - this.waiting;
     await Promise.all(
       [...byPool].map(async ([pool, items]) => {
         const sorted = [...items.values()].sort((a, b) => a.dueMs - b.dueMs);
@@ -101,14 +101,8 @@ export class Dispatcher {
     // Counted only now that nothing can throw, once per `full` answer (a duplicate delivery in
     // the batch gets its own), so each roomIn() call has exactly one increment to undo.
     const answers = batch.map((d) => results.get(d.id) as DispatchResult);
-    for (const a of answers) if (a.status === 'full') this.waiting.set(a.pool, (this.waiting.get(a.pool) ?? 0) + 1);
+    this.waiting += answers.filter((a) => a.status === 'full').length;
     return answers;
-  }
-
-  private waitingTotal(): number {
-    let n = 0;
-    for (const w of this.waiting.values()) n += w;
-    return n;
   }
 
   /**
@@ -124,7 +118,7 @@ export class Dispatcher {
       }
       await poll;
     } finally {
-      this.waiting.set(pool, (this.waiting.get(pool) ?? 1) - 1);
+      this.waiting--;
     }
   }
 
@@ -187,7 +181,7 @@ export class Dispatcher {
 
   /** Deliveries answered `full` and not yet back, over all pools (tests, tools). */
   get waitingCount(): number {
-    return this.waitingTotal();
+    return this.waiting;
   }
 
   /** Pools known to have parked jobs (tests, tools). */

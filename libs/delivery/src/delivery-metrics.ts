@@ -46,25 +46,10 @@ export class DeliveryMetrics {
       labelNames: ['pool', 'via'] as const,
     });
     // Per pool, as the dispatcher sees it: what autoscaling and the "pool has no worker" alert read.
-    this.poolWorkers = metrics.gauge({
-      name: 'almanac_pool_workers',
-      help: 'Live worker processes serving the pool (unexpired heartbeats)',
-      labelNames: ['pool'] as const,
-    });
-    this.poolCapacity = metrics.gauge({
-      name: 'almanac_pool_capacity',
-      help: 'Handlers the pool can run at once: the sum of its live workers\' concurrency',
-      labelNames: ['pool'] as const,
-    });
-    this.poolInFlight = metrics.gauge({
-      name: 'almanac_pool_in_flight',
-      help: 'Jobs handed to the pool and not finished: waiting in its ready list or running',
-      labelNames: ['pool'] as const,
-    });
-    this.poolBacklog = metrics.gauge({
-      name: 'almanac_pool_backlog',
-      help: 'Due jobs waiting for the pool to have room (dispatch_backlog rows)',
-      labelNames: ['pool'] as const,
-    });
+    const poolGauge = (name: `almanac_${string}`, help: string) => metrics.gauge({ name, help, labelNames: ['pool'] as const });
+    this.poolWorkers = poolGauge('almanac_pool_workers', 'Live worker processes serving the pool (unexpired heartbeats)');
+    this.poolCapacity = poolGauge('almanac_pool_capacity', "Handlers the pool can run at once: the sum of its live workers' concurrency");
+    this.poolInFlight = poolGauge('almanac_pool_in_flight', 'Jobs handed to the pool and not finished: waiting in its ready list or running');
+    this.poolBacklog = poolGauge('almanac_pool_backlog', 'Due jobs waiting for the pool to have room (dispatch_backlog rows)');
   }
 }

@@ -9,8 +9,6 @@ import { Claimer } from './claimer';
 import { HandlerRun, runHandler, WorkerShutdownError } from './handler-run';
 import { LazyTx } from './lazy-tx';
 
-export { MAX_ERROR_LENGTH, truncateError } from './attempt-record';
-export { HandlerTimeoutError, UnknownKindError, WorkerShutdownError } from './handler-run';
 
 /** One ready-list item as the executor sees it. */
 export interface Delivery {
