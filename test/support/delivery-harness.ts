@@ -89,10 +89,10 @@ export class DeliveryHarness {
     this.roster = new WorkerRoster(redis.connection, redis.prefix);
     this.dispatcher = new Dispatcher({
       routes: new KindRoutes(poolMap), ready: this.ready, roster: this.roster, backlog: this.backlog,
-      room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50,
+      room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50, stallMs: 500,
     });
     this.loop = new DispatcherLoop(this.dispatcher, this.logger);
-    this.hot = new HotConsumer({ connection: redis.connection, prefix: redis.prefix, concurrency: 100, dispatcher: this.dispatcher, logger: this.logger });
+    this.hot = new HotConsumer({ connection: redis.connection, prefix: redis.prefix, concurrency: 100, maxWaitingSlots: 50, dispatcher: this.dispatcher, logger: this.logger });
   }
 
   get ds(): DataSource {

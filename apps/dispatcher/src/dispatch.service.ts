@@ -7,13 +7,19 @@ import { PinoLogger } from 'nestjs-pino';
 import { Dispatcher } from './dispatcher';
 import { DispatcherLoop } from './dispatcher-loop';
 import { DispatcherSettings } from './dispatcher-settings';
-import { HotConsumer } from './hot-consumer';
+import { HotConsumer, MAX_ROOM_WAIT_MS } from './hot-consumer';
 import { PoolRoom } from './pool-room';
 
 export const DISPATCHER_SETTINGS = Symbol('DISPATCHER_SETTINGS');
 
 /** Hot-consumer slots never spent waiting for a busy pool. */
 const HOT_SLOTS_RESERVED = 50;
+
+/**
+ * Deliveries that may wait in this process for busy pools: a 100,000-job burst's first
+ * 50,000 wait in memory (a few hundred bytes each), the rest park in the backlog.
+ */
+const MAX_WAITING_DELIVERIES = 50_000;
 
 /** Wires the dispatcher into the Nest lifecycle: consume the hot queue from boot, stop on SIGTERM. */
 @Injectable()
@@ -42,11 +48,13 @@ export class DispatchService implements OnApplicationBootstrap, BeforeApplicatio
       room: new PoolRoom(roster, ready, settings.prefetch),
       metrics: new DeliveryMetrics(metrics),
       maxRefill: settings.concurrency,
-      // All but a reserve of hot slots may wait on busy pools: the reserve keeps moving (parking
-      // what cannot wait), so other pools' jobs behind a burst still get through.
-      maxWaiting: Math.max(1, settings.concurrency - HOT_SLOTS_RESERVED),
+      maxWaiting: MAX_WAITING_DELIVERIES,
+      stallMs: MAX_ROOM_WAIT_MS,
     });
-    this.consumer = new HotConsumer({ connection: this.redis, prefix: config.queuePrefix, concurrency: settings.concurrency, dispatcher: this.dispatcher, logger });
+    this.consumer = new HotConsumer({
+      connection: this.redis, prefix: config.queuePrefix, concurrency: settings.concurrency, dispatcher: this.dispatcher, logger,
+      maxWaitingSlots: Math.max(1, settings.concurrency - HOT_SLOTS_RESERVED),
+    });
     this.loop = new DispatcherLoop(this.dispatcher, logger);
   }
 

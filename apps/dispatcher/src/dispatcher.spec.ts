@@ -31,6 +31,16 @@ describe('dispatcher', () => {
     expect(await h.readyIds('billing')).toEqual([ids[2]]);
   });
 
+  it('a burst due at one instant arrives as one envelope and is handed off row by row as far as the pool has room', async () => {
+    await h.liveWorker({ concurrency: 2 }); // room 4
+    const ids = await h.enqueue(Array.from({ length: 20 }, () => ({ kind: 'noop' })));
+    expect(await h.hotQueue.queue.getJobCountByTypes('waiting')).toBe(1);
+    expect(await h.hot.runOnce()).toBe(20);
+    expect(await h.readyIds()).toEqual(ids.slice(0, 4));
+    expect(await h.parkedIds()).toEqual(ids.slice(4));
+    expect(await h.hotQueue.queue.getJobCountByTypes('waiting', 'active', 'completed')).toBe(0);
+  });
+
   it('with no live worker, due jobs wait as queued rows in the backlog, in due order, costing no attempt', async () => {
     const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }]);
     expect(await h.hot.runOnce()).toBe(2);
@@ -113,18 +123,41 @@ describe('dispatcher', () => {
     expect(new Set([...a, ...b].map((i) => i.id)).size).toBe(50);
   });
 
-  it('a busy live pool answers full for deliveries that may wait, and a failed batch leaves no wait counted', async () => {
+  it('a busy live pool answers full for deliveries that may wait; they wait in its line and are handed off in order as room frees', async () => {
     await h.liveWorker({ concurrency: 1 }); // room 2
     const ids = await h.enqueue(Array.from({ length: 6 }, () => ({ kind: 'noop' })));
-    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now(), mayWait: i < 4 }));
-    jest.spyOn(h.backlog, 'park').mockRejectedValueOnce(new Error('database is down'));
-    await expect(h.dispatcher.dispatch(deliveries)).rejects.toThrow('database is down');
-    expect(h.dispatcher.waitingCount).toBe(0); // counted only for answers actually given
-    await h.redis.connection.del(h.ready.key('default'));
+    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: i < 4 }));
     const answers = await h.dispatcher.dispatch(deliveries);
     expect(answers.map((a) => a.status)).toEqual(['handed_off', 'handed_off', 'full', 'full', 'parked', 'parked']);
+    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2, 4));
     expect(h.dispatcher.waitingCount).toBe(2);
-    await Promise.all(answers.filter((a) => a.status === 'full').map((a) => h.dispatcher.roomIn(a.pool, Date.now())));
+    await h.redis.connection.del(h.ready.key('default')); // the worker took the first two
+    expect(await waiting).toEqual(['handed_off', 'handed_off']);
+    expect(await h.readyIds()).toEqual(ids.slice(2, 4));
+    expect(h.dispatcher.waitingCount).toBe(0);
+  });
+
+  it('a waiting line whose pool loses its workers is parked, and new jobs park behind it', async () => {
+    const w = await h.liveWorker({ concurrency: 1 });
+    const ids = await h.enqueue(Array.from({ length: 4 }, () => ({ kind: 'noop' })));
+    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: true }));
+    await h.dispatcher.dispatch(deliveries);
+    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2));
+    await w.heartbeat.stop();
+    expect(await waiting).toEqual(['parked', 'parked']);
+    expect(await h.parkedIds()).toEqual(ids.slice(2));
+    expect(h.dispatcher.backloggedPools).toEqual(['default']);
+  });
+
+  it('a line that cannot hand off fails its waiters (their hot jobs fail, the sweeps re-deliver the rows) and leaves none counted', async () => {
+    await h.liveWorker({ concurrency: 1 });
+    const ids = await h.enqueue(Array.from({ length: 3 }, () => ({ kind: 'noop' })));
+    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: true }));
+    await h.dispatcher.dispatch(deliveries);
+    jest.spyOn(h.ready, 'push').mockRejectedValueOnce(new Error('redis is down'));
+    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2));
+    await h.redis.connection.del(h.ready.key('default'));
+    await expect(waiting).rejects.toThrow('redis is down');
     expect(h.dispatcher.waitingCount).toBe(0);
   });
 

@@ -3,6 +3,7 @@ import type { BacklogItem, BacklogRepository } from '@almanac/persistence';
 import type { Clock } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { PoolRoom } from './pool-room';
+import { LineOutcome, WaitingLines } from './waiting-lines';
 
 /** A hot-queue job as the dispatcher reads it (name = kind, data {t, d}, id j-<row id>). */
 export interface HotDelivery {
@@ -10,13 +11,13 @@ export interface HotDelivery {
   kind: string;
   tenantId: number;
   dueMs: number;
-  /** May answer `full` (wait for room) instead of parking: see HotConsumer. */
+  /** May answer `full` (wait in the pool's line, see waitForRoom) instead of parking. */
   mayWait?: boolean;
 }
 
 /**
  * handed_off: in the pool's ready list; parked: in the backlog until the pool has room; full:
- * the pool is alive but has no room this instant, and the caller may wait for it (roomIn).
+ * the pool is alive but has no room this instant, and the caller may wait for it (waitForRoom).
  */
 export type DispatchResult = { status: 'handed_off' | 'parked' | 'full'; pool: string };
 
@@ -31,16 +32,11 @@ export interface DispatcherOptions {
   logger: Logger;
   /** Largest refill taken from the backlog for one pool at once. */
   maxRefill: number;
-  /**
-   * Deliveries that may wait for room at once, over all pools (the rest park). Below the hot
-   * consumer's concurrency, so busy pools never hold all of its slots: other pools' jobs always
-   * get through.
-   */
+  /** Deliveries that may wait for room at once, over all pools (memory); the rest park. */
   maxWaiting: number;
+  /** A waiting line whose pool frees no room for this long is parked (see WaitingLines). */
+  stallMs: number;
 }
-
-/** How often a pool's room is re-read while deliveries wait for it. */
-const ROOM_POLL_MS = 2;
 
 /**
  * Routes due jobs to their pools as far as the pools have room, and parks the rest. Touches no
@@ -52,11 +48,11 @@ const ROOM_POLL_MS = 2;
 export class Dispatcher {
   /** Pools with parked jobs (this replica's parking, plus what observe() finds in the table). */
   private readonly backlogged = new Set<string>();
-  /** Deliveries answered `full` and not yet back (see roomIn), over all pools. */
-  private waiting = 0;
-  private readonly roomPolls = new Map<string, Promise<void>>();
+  private readonly lines: WaitingLines;
 
-  constructor(private readonly o: DispatcherOptions) {}
+  constructor(private readonly o: DispatcherOptions) {
+    this.lines = new WaitingLines({ ...o, onParked: (pool) => this.backlogged.add(pool) });
+  }
 
   async dispatch(batch: readonly HotDelivery[]): Promise<DispatchResult[]> {
     const { routes, ready, metrics } = this.o;
@@ -70,18 +66,19 @@ export class Dispatcher {
     const rooms = await this.o.room.rooms([...byPool.keys()], this.o.clock.now().getTime());
     const results = new Map<string, DispatchResult>();
     const park: BacklogItem[] = [];
-    let mayWait = this.o.maxWaiting - this.waiting;
+    let mayWait = this.lines.free;
     await Promise.all(
       [...byPool].map(async ([pool, items]) => {
         const sorted = [...items.values()].sort((a, b) => a.dueMs - b.dueMs);
         const view = rooms.get(pool);
-        const room = this.backlogged.has(pool) ? 0 : (view?.room ?? 0);
+        // Behind parked jobs or a waiting line, new jobs queue up too: a pool drains in due order.
+        const room = this.backlogged.has(pool) || this.lines.has(pool) ? 0 : (view?.room ?? 0);
         const direct = sorted.slice(0, room);
         await ready.push(pool, direct.map((d) => ({ id: d.id, dueMs: d.dueMs })));
         if (direct.length > 0) metrics.dispatched.inc({ pool, via: 'direct' }, direct.length);
         for (const d of direct) results.set(d.id, { status: 'handed_off', pool });
-        // A live pool that is merely busy: a short wait for room is cheaper than a round trip
-        // through the backlog (measured ~40 µs of Postgres and dispatcher CPU per job in a burst).
+        // A live pool that is merely busy: waiting for room is cheaper than a round trip through
+        // the backlog (measured ~40 µs of Postgres and dispatcher CPU per job in a burst).
         const alive = (view?.status.capacity ?? 0) > 0 && !this.backlogged.has(pool);
         for (const d of sorted.slice(room)) {
           if (alive && d.mayWait && mayWait > 0) {
@@ -98,41 +95,12 @@ export class Dispatcher {
       await this.o.backlog.park(park);
       for (const p of park) this.backlogged.add(p.pool);
     }
-    // Counted only now that nothing can throw, once per `full` answer (a duplicate delivery in
-    // the batch gets its own), so each roomIn() call has exactly one increment to undo.
-    const answers = batch.map((d) => results.get(d.id) as DispatchResult);
-    this.waiting += answers.filter((a) => a.status === 'full').length;
-    return answers;
+    return batch.map((d) => results.get(d.id) as DispatchResult);
   }
 
-  /**
-   * For a delivery answered `full`: resolves once the pool has room again, or at `deadlineMs`,
-   * whichever is first; then the caller dispatches it again. One poll per pool, shared.
-   */
-  async roomIn(pool: string, deadlineMs: number): Promise<void> {
-    try {
-      let poll = this.roomPolls.get(pool);
-      if (!poll) {
-        poll = this.pollRoom(pool, deadlineMs).finally(() => this.roomPolls.delete(pool));
-        this.roomPolls.set(pool, poll);
-      }
-      await poll;
-    } finally {
-      this.waiting--;
-    }
-  }
-
-  /** Never rejects: on an error the waiters dispatch again (and park, or fail, there). */
-  private async pollRoom(pool: string, deadlineMs: number): Promise<void> {
-    try {
-      while (Date.now() < deadlineMs) {
-        await new Promise((r) => setTimeout(r, ROOM_POLL_MS));
-        const view = (await this.o.room.rooms([pool], this.o.clock.now().getTime())).get(pool);
-        if (!view || view.room > 0 || view.status.capacity === 0) return;
-      }
-    } catch {
-      return;
-    }
+  /** For deliveries answered `full`: each waits in its pool's line until handed off or parked. */
+  waitForRoom(pool: string, deliveries: readonly HotDelivery[]): Promise<LineOutcome[]> {
+    return this.lines.wait(pool, deliveries);
   }
 
   /** Moves parked jobs into the ready lists of pools that have room; returns how many. */
@@ -179,9 +147,9 @@ export class Dispatcher {
     }
   }
 
-  /** Deliveries answered `full` and not yet back, over all pools (tests, tools). */
+  /** Deliveries waiting for room, over all pools (tests, tools). */
   get waitingCount(): number {
-    return this.waiting;
+    return this.lines.size;
   }
 
   /** Pools known to have parked jobs (tests, tools). */

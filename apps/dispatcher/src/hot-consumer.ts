@@ -1,5 +1,4 @@
-import { jobIdFromQueueJobId } from '@almanac/persistence';
-import { CONSUMER_REMOVAL, DELIVERY_LEAD_MS, HOT_QUEUE_NAME, HotJobData, MicroBatcher } from '@almanac/platform';
+import { CONSUMER_REMOVAL, DELIVERY_LEAD_MS, HOT_QUEUE_NAME, HotJobData, hotJobRowIds, MicroBatcher } from '@almanac/platform';
 import { Job, Worker } from 'bullmq';
 import type IORedis from 'ioredis';
 import type { Logger } from 'pino';
@@ -10,6 +9,12 @@ export interface HotConsumerOptions {
   prefix: string;
   /** Hot jobs taken at once; also the largest dispatch batch. */
   concurrency: number;
+  /**
+   * Hot jobs that may wait for a busy pool at once. Below `concurrency`, so busy pools never
+   * hold all of its slots: the rest keep moving (parking what cannot wait), and other pools'
+   * jobs behind a burst still get through.
+   */
+  maxWaitingSlots: number;
   dispatcher: Dispatcher;
   logger: Logger;
 }
@@ -22,11 +27,12 @@ export interface HotConsumerOptions {
  */
 export const HANDOFF_AHEAD_MS = 50;
 
-/** The longest a delivery waits for its busy pool to have room before it is parked. */
+/** A busy pool's waiting line is parked once no room has freed in it for this long. */
 export const MAX_ROOM_WAIT_MS = 500;
 
-function toDelivery(job: Job<HotJobData, unknown, string>): HotDelivery {
-  return { id: jobIdFromQueueJobId(job.id as string), kind: job.name, tenantId: job.data.t, dueMs: job.data.d };
+/** The deliveries one hot-queue job carries: one row, or an envelope's rows (a burst). */
+function deliveriesOf(job: Job<HotJobData, unknown, string>): HotDelivery[] {
+  return hotJobRowIds(job.id as string, job.data).map((id) => ({ id, kind: job.name, tenantId: job.data.t, dueMs: job.data.d }));
 }
 
 /**
@@ -37,6 +43,7 @@ export class HotConsumer {
   readonly worker: Worker<HotJobData, unknown, string>;
   private readonly batcher: MicroBatcher<HotDelivery, DispatchResult>;
   private started = false;
+  private waitingSlots = 0;
 
   constructor(private readonly o: HotConsumerOptions) {
     this.batcher = new MicroBatcher((items) => o.dispatcher.dispatch(items), { maxBatch: o.concurrency, maxInFlight: 2 });
@@ -66,9 +73,10 @@ export class HotConsumer {
       jobs.push(job);
     }
     if (jobs.length === 0) return 0;
-    const results = await this.o.dispatcher.dispatch(jobs.map(toDelivery));
-    await Promise.all(jobs.map((job, i) => job.moveToCompleted(results[i].status, token, false)));
-    return jobs.length;
+    const deliveries = jobs.map(deliveriesOf);
+    const results = await this.o.dispatcher.dispatch(deliveries.flat());
+    await Promise.all(jobs.map((job) => job.moveToCompleted('dispatched', token, false)));
+    return results.length;
   }
 
   async close(): Promise<void> {
@@ -82,12 +90,19 @@ export class HotConsumer {
     // Further off than that (clock skew), the worker's claim and its own wait decide.
     const early = job.data.d - Date.now() - HANDOFF_AHEAD_MS;
     if (early > 0 && early <= 2 * DELIVERY_LEAD_MS) await new Promise((r) => setTimeout(r, early));
-    // A busy pool: wait for room a little (bounded per pool by the dispatcher), then park.
-    const deadline = Date.now() + MAX_ROOM_WAIT_MS;
-    for (;;) {
-      const r = await this.batcher.submit({ ...toDelivery(job), mayWait: Date.now() < deadline });
-      if (r.status !== 'full') return r.status;
-      await this.o.dispatcher.roomIn(r.pool, deadline);
+    const deliveries = deliveriesOf(job);
+    const mayWait = this.waitingSlots < this.o.maxWaitingSlots;
+    const answers = await Promise.all(deliveries.map((d) => this.batcher.submit({ ...d, mayWait })));
+    const full = deliveries.filter((_, i) => answers[i].status === 'full');
+    if (full.length === 0) return answers.length === 1 ? answers[0].status : 'dispatched';
+    // A busy live pool: wait in its line (which parks the line if the pool stops freeing room).
+    this.waitingSlots++;
+    try {
+      const pool = answers.find((a) => a.status === 'full')?.pool as string; // one kind per hot job
+      await this.o.dispatcher.waitForRoom(pool, full);
+    } finally {
+      this.waitingSlots--;
     }
+    return 'dispatched';
   }
 }

@@ -1,5 +1,4 @@
-import { queueJobId } from '@almanac/persistence';
-import type { HotQueue } from '@almanac/platform';
+import { hotJobRowIds, type HotQueue } from '@almanac/platform';
 import type { DataSource } from 'typeorm';
 
 /** Inserts `count` jobs in one statement: run_at = start + i * stepMs (i = 0..count-1). */
@@ -35,13 +34,19 @@ export async function statesOf(db: DataSource, ids: string[]): Promise<Record<st
   return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
 
-/** Jobs waiting or delayed in the hot queue (what a dispatcher would still receive). */
-export async function queuedCount(queue: HotQueue): Promise<number> {
-  const c = await queue.queue.getJobCounts('waiting', 'delayed', 'prioritized');
-  return (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0);
+/** Row ids waiting or delayed in the hot queue, envelopes opened (what a dispatcher would still receive). */
+export async function queuedRowIds(queue: HotQueue): Promise<string[]> {
+  const jobs = await queue.queue.getJobs(['waiting', 'delayed', 'prioritized']);
+  return jobs.filter((j) => j?.id).flatMap((j) => hotJobRowIds(j.id as string, j.data));
 }
 
+/** Rows waiting or delayed in the hot queue (an envelope counts its rows). */
+export async function queuedCount(queue: HotQueue): Promise<number> {
+  return (await queuedRowIds(queue)).length;
+}
+
+/** How many of `ids` the hot queue holds (as `j-<id>` or inside an envelope). */
 export async function inQueue(queue: HotQueue, ids: string[]): Promise<number> {
-  const jobs = await Promise.all(ids.map((id) => queue.queue.getJob(queueJobId(id))));
-  return jobs.filter((j) => j !== undefined && j !== null).length;
+  const held = new Set(await queuedRowIds(queue));
+  return ids.filter((id) => held.has(id)).length;
 }

@@ -1,5 +1,5 @@
 import { createTestRedis, TestRedis } from '../../../../test/support/test-redis';
-import { DELIVERY_LEAD_MS, HotQueue } from './hot-queue';
+import { DELIVERY_LEAD_MS, ENVELOPE_MAX, ENVELOPE_MIN, hotJobRowIds, HotQueue } from './hot-queue';
 
 describe('HotQueue', () => {
   let redis: TestRedis;
@@ -35,6 +35,24 @@ describe('HotQueue', () => {
     expect(await overdue?.getState()).toBe('waiting');
     expect(await later?.getState()).toBe('delayed');
     expect(await redis.connection.exists(`${redis.prefix}:hot:j-101`)).toBe(1);
+  });
+
+  it('sends a burst (one tenant, kind and instant) as envelopes of at most ENVELOPE_MAX rows, idempotently; smaller groups one job per row', async () => {
+    const at = new Date(now.getTime() + 30_000);
+    const burst = Array.from({ length: ENVELOPE_MAX + 3 }, (_, i) => ({ id: String(5000 + i), runAt: at, tenantId: 3, kind: 'charge' }));
+    const few = Array.from({ length: ENVELOPE_MIN - 1 }, (_, i) => ({ id: String(9000 + i), runAt: at, tenantId: 4, kind: 'charge' }));
+    const before = await hot.queue.getJobCountByTypes('delayed');
+    await hot.enqueue([...burst, ...few], now);
+    await hot.enqueue(burst, now); // a promoter retry of the same rows adds nothing
+    expect((await hot.queue.getJobCountByTypes('delayed')) - before).toBe(2 + few.length);
+    const envelopes = (await hot.queue.getDelayed()).filter((j) => j.id?.startsWith('e-'));
+    const ids = envelopes.flatMap((j) => hotJobRowIds(j.id as string, j.data));
+    expect(ids.sort()).toEqual(burst.map((b) => b.id).sort());
+    expect(envelopes.map((j) => j.data.ids?.length).sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual([3, ENVELOPE_MAX]);
+    expect(envelopes[0]).toMatchObject({ name: 'charge', data: { t: 3, d: at.getTime() } });
+    expect(envelopes[0].opts.delay).toBe(30_000 - DELIVERY_LEAD_MS);
+    expect(await hot.queue.getJob('j-9000')).toMatchObject({ name: 'charge', data: { t: 4, d: at.getTime() } });
+    expect(hotJobRowIds('j-9000', { t: 4, d: at.getTime() })).toEqual(['9000']);
   });
 
   it('is a no-op for a job id already in the queue, and for an empty batch', async () => {
