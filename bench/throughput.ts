@@ -2,7 +2,7 @@
  * End-to-end execution throughput with full durability, against plain BullMQ in the same run.
  *
  *   npm run build
- *   node -r ./bench/lib/register.cjs bench/throughput.ts [--jobs 50000] [--runs 3] [--workers 1,2,4] [--dispatchers 1]
+ *   node -r ./bench/lib/register.cjs bench/throughput.ts [--jobs 50000] [--runs 3] [--workers 1,2,4] [--dispatchers 1] [--distinct]
  *
  * Each run: a fresh database and a private redis-server (never the shared one), N `noop` rows
  * inserted as queued and put on the hot queue while it is paused, then the real processes
@@ -104,6 +104,8 @@ async function unfinished(ds: DataSource): Promise<boolean> {
 }
 
 
+const DISTINCT = process.argv.includes('--distinct');
+
 interface AlmanacRun {
   workers: number;
   seconds: number;
@@ -122,7 +124,10 @@ async function almanacRun(db: BenchDatabase, redis: PrivateRedis, n: number, wor
   const prefix = `bench-${randomBytes(3).toString('hex')}`;
   const hot = new HotQueue(redis.connection, prefix);
   await hot.queue.pause();
-  await loadJobs(db.dataSource, hot, n, () => new Date(), prefix);
+  // --distinct: each job due at its own millisecond (all already due), so none shares an
+  // envelope: the per-job path, as for work spread over time rather than a burst.
+  const t0ms = Date.now();
+  await loadJobs(db.dataSource, hot, n, DISTINCT ? (i) => new Date(t0ms - n + i) : () => new Date(t0ms), prefix);
   const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix };
   const roles: Role[] = [];
   try {
