@@ -1,6 +1,6 @@
 import { createDeliveryRedis, DeliveryMetrics, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { BacklogRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, MetricsService } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, Liveness, MetricsService } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
@@ -36,6 +36,7 @@ export class DispatchService implements OnApplicationBootstrap, BeforeApplicatio
     clock: Clock,
     metrics: MetricsService,
     pino: PinoLogger,
+    liveness: Liveness,
   ) {
     const logger = pino.logger.child({ component: 'dispatcher' });
     this.redis = createDeliveryRedis(config.redisUrl);
@@ -55,7 +56,7 @@ export class DispatchService implements OnApplicationBootstrap, BeforeApplicatio
       connection: this.redis, prefix: config.queuePrefix, concurrency: settings.concurrency, dispatcher: this.dispatcher, logger,
       maxWaitingSlots: Math.max(1, settings.concurrency - HOT_SLOTS_RESERVED),
     });
-    this.loop = new DispatcherLoop(this.dispatcher, logger);
+    this.loop = new DispatcherLoop(this.dispatcher, logger, liveness);
   }
 
   onApplicationBootstrap(): void {

@@ -1,3 +1,4 @@
+import { type Liveness, LIVENESS_FLOOR_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { Dispatcher } from './dispatcher';
 
@@ -6,6 +7,7 @@ const BUSY_MS = 5;
 /** Nothing parked: only observe() runs, to learn of other replicas' parking and update gauges. */
 const IDLE_MS = 100;
 const OBSERVE_MS = 1000;
+const LIVENESS_NAME = 'dispatcher-loop';
 
 /**
  * The dispatcher's own timer: refills pools from the backlog as they get room, and observes the
@@ -20,6 +22,8 @@ export class DispatcherLoop {
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly logger: Logger,
+    /** Told after every turn: a loop that stops turning fails /health/live. */
+    private readonly liveness?: Liveness,
   ) {}
 
   /** One turn: observe if due, then refill. Returns how many jobs it moved. */
@@ -34,11 +38,13 @@ export class DispatcherLoop {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
     this.schedule(0);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.liveness?.forget(LIVENESS_NAME);
     clearTimeout(this.timer);
     await this.running;
   }
@@ -59,6 +65,7 @@ export class DispatcherLoop {
       this.logger.error({ err }, 'dispatcher refill failed; retrying');
       next = OBSERVE_MS;
     }
+    if (!this.stopped) this.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
     this.schedule(next);
   }
 }

@@ -149,6 +149,19 @@ describe('dispatcher', () => {
     expect(h.dispatcher.backloggedPools).toEqual(['default']);
   });
 
+  it('on shutdown the waiting lines park what they hold at once, not when the pool drains or stalls', async () => {
+    await h.liveWorker({ concurrency: 1 }); // room 2; the pool stays alive throughout
+    const ids = await h.enqueue(Array.from({ length: 4 }, () => ({ kind: 'noop' })));
+    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: true }));
+    await h.dispatcher.dispatch(deliveries);
+    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2));
+    const t0 = Date.now();
+    h.dispatcher.stopWaiting();
+    expect(await waiting).toEqual(['parked', 'parked']);
+    expect(Date.now() - t0).toBeLessThan(250); // the stall rule alone would take 500 ms
+    expect(await h.parkedIds()).toEqual(ids.slice(2));
+  });
+
   it('a line that cannot hand off fails its waiters (their hot jobs fail, the sweeps re-deliver the rows) and leaves none counted', async () => {
     await h.liveWorker({ concurrency: 1 });
     const ids = await h.enqueue(Array.from({ length: 3 }, () => ({ kind: 'noop' })));

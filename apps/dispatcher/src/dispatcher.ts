@@ -98,6 +98,11 @@ export class Dispatcher {
     return batch.map((d) => results.get(d.id) as DispatchResult);
   }
 
+  /** Shutdown: rows waiting for room are parked now rather than when their pools drain. */
+  stopWaiting(): void {
+    this.lines.close();
+  }
+
   /** For deliveries answered `full`: each waits in its pool's line until handed off or parked. */
   waitForRoom(pool: string, deliveries: readonly HotDelivery[]): Promise<LineOutcome[]> {
     return this.lines.wait(pool, deliveries);

@@ -80,7 +80,9 @@ export class HotConsumer {
   }
 
   async close(): Promise<void> {
-    await this.worker.close();
+    const closing = this.worker.close(); // takes nothing new; waits for the active jobs
+    this.o.dispatcher.stopWaiting();
+    await closing;
     await this.batcher.drain();
   }
 

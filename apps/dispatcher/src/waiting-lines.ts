@@ -46,6 +46,7 @@ const ROOM_POLL_MS = 2;
 export class WaitingLines {
   private readonly lines = new Map<string, Waiter[]>();
   private waiting = 0;
+  private closing = false;
 
   constructor(private readonly o: WaitingLinesOptions) {}
 
@@ -64,6 +65,14 @@ export class WaitingLines {
     return Math.max(0, this.o.maxWaiting - this.waiting);
   }
 
+  /**
+   * Shutdown: every line parks what it holds at its next turn (and new waiters park at once), so
+   * the hot consumer's active jobs finish within milliseconds instead of when their pools drain.
+   */
+  close(): void {
+    this.closing = true;
+  }
+
   /** Resolves, per item, once it is handed off or parked; rejects if Redis or Postgres failed it. */
   wait(pool: string, items: readonly LineItem[]): Promise<LineOutcome[]> {
     let line = this.lines.get(pool);
@@ -80,7 +89,7 @@ export class WaitingLines {
     let progressAt = Date.now();
     try {
       while (line.length > 0) {
-        const view = (await this.o.room.rooms([pool], this.o.clock.now().getTime())).get(pool);
+        const view = this.closing ? undefined : (await this.o.room.rooms([pool], this.o.clock.now().getTime())).get(pool);
         if (!view || view.status.capacity === 0 || Date.now() - progressAt > this.o.stallMs) {
           await this.settle(line.splice(0), 'parked', (items) => this.park(pool, items));
         } else if (view.room > 0) {
