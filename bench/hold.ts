@@ -21,7 +21,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { createBenchDatabase } from './lib/bench-db';
 import { payloadOf } from './lib/dataset';
-import { cpuSeconds, freePort, ROOT, sleep, startRedis } from './lib/local';
+import { cpuSeconds, freePort, median, ROOT, sleep, startRedis } from './lib/local';
 
 const ADMIN = 'bench-admin-token-0123456789';
 const DAY = 86_400_000;
@@ -160,6 +160,44 @@ async function baseline(jobs: number, payloadBytes: number) {
   }
 }
 
+interface ListingTiming {
+  /** median of single sequential calls, ms */
+  medianMs: number;
+  /** median over rounds of the wall time of 50 concurrent calls, ms */
+  concurrent50Ms: number;
+}
+
+/** `GET /v1/jobs?limit=1` timed for one tenant: 5 rounds of 20 sequential calls, then of 50 at once. */
+async function timeListing(apiUrl: string, key: string): Promise<ListingTiming> {
+  const call = async () => {
+    const t = process.hrtime.bigint();
+    const res = await fetch(`${apiUrl}/v1/jobs?limit=1`, { headers: { Authorization: `Bearer ${key}` } });
+    if (!res.ok) throw new Error(`list: ${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+    return Number(process.hrtime.bigint() - t) / 1e6;
+  };
+  const single: number[] = [];
+  const concurrent: number[] = [];
+  for (let round = 0; round < 5; round++) {
+    for (let i = 0; i < 20; i++) single.push(await call());
+    const t = process.hrtime.bigint();
+    await Promise.all(Array.from({ length: 50 }, call));
+    concurrent.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  return { medianMs: median(single), concurrent50Ms: median(concurrent) };
+}
+
+/**
+ * Issue 12: a tenant's listing costs the same whatever other tenants store. `own` lists a tenant
+ * holding 1/tenants of the rows; `empty` a tenant with none, among every other tenant's rows.
+ */
+async function measureListing(apiUrl: string, ownKey: string, emptyKey: string) {
+  await timeListing(apiUrl, ownKey); // warm-up: plans, connections, caches
+  const own = await timeListing(apiUrl, ownKey);
+  const empty = await timeListing(apiUrl, emptyKey);
+  return { own, empty, ratio: empty.medianMs / own.medianMs, concurrentRatio: empty.concurrent50Ms / own.concurrent50Ms };
+}
+
 async function main(): Promise<void> {
   const n = num('n', 10_000_000);
   const baselineJobs = num('baseline', Math.min(n, 1_000_000));
@@ -223,6 +261,8 @@ async function main(): Promise<void> {
               current_setting('server_version') AS version`,
     );
     const rows = Number(pg.rows);
+    const listing = await measureListing(api.url, keys[0], await createTenant(api.url, 'hold-empty'));
+    log(`listing limit=1: own rows ${listing.own.medianMs.toFixed(2)} ms, empty tenant ${listing.empty.medianMs.toFixed(2)} ms (${listing.ratio.toFixed(2)} ×)`);
     await stopSourceRole(api);
 
     log(`baseline: ${baselineJobs.toLocaleString('en')} plain BullMQ delayed jobs`);
@@ -259,6 +299,7 @@ async function main(): Promise<void> {
             note: `plain BullMQ measured at ${baselineJobs.toLocaleString('en')} delayed jobs, bytes per job extrapolated linearly to ${ing.jobs.toLocaleString('en')}`,
           },
           almanacShareOfBaseline: almanacBytes / baselineAtN,
+          listing,
           load1: loadavg()[0],
         },
         null,

@@ -80,6 +80,21 @@ describe('JobQueriesRepository', () => {
     expect(await pageAll(1, { state: 'scheduled' }, 10)).toEqual(['now', 'in-a-year']);
   });
 
+  it("reads only the tenant's own scheduled rows: another tenant's cold hours are not scanned", async () => {
+    for (let i = 0; i < 30; i++) await insert(1, `cold-${i}`, T0 + i * 60_000, 's');
+    for (const f of [{}, { state: 'scheduled' as const }]) {
+      const plans = await repo.explainList(2, f, null, 1);
+      const cold = plans.filter((p) => /date_trunc/.test(p)); // almanac_hour(), inlined by the planner
+      expect(cold.length).toBeGreaterThan(0);
+      for (const plan of cold) {
+        expect(plan).toMatch(/jobs_cold_tenant/);
+        expect(plan).not.toMatch(/jobs_cold_due/); // every tenant's hour buckets, filtered afterwards
+      }
+    }
+    expect((await repo.list(2, {}, null, 1)).items).toEqual([]);
+    expect((await repo.list(1, { state: 'scheduled' }, null, 1)).items).toHaveLength(1);
+  });
+
   it('lists through indexes only (no Seq Scan on jobs) for every filter shape', async () => {
     await insert(1, 'a', T0, 's');
     await insert(1, 'b', T0 + H, 'q');
@@ -101,7 +116,7 @@ describe('JobQueriesRepository', () => {
           for (const plan of plans) {
             expect(plan).not.toMatch(/Seq Scan/);
             expect(plan).not.toMatch(/Sort Key:.*::text/); // ordered by the bigint id, not its text
-            expect(plan).toMatch(/jobs_tenant_list|jobs_cold_due|jobs_queued_due|jobs_running_lease/);
+            expect(plan).toMatch(/jobs_tenant_list|jobs_cold_tenant|jobs_queued_due|jobs_running_lease/);
           }
         }
       }

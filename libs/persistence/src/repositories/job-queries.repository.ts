@@ -57,10 +57,12 @@ function isoMicros(d: Date): string {
 
 /**
  * Tenant-scoped reads on jobs (API-driven state changes live in JobChangesRepository). Listing is
- * keyset-paginated by `(run_at, id)` and always rides an index: non-scheduled rows through
- * `jobs_tenant_list` (tenant_id, run_at, id) WHERE state <> 's'; scheduled (cold) rows, which
- * deliberately have no tenant index, through `jobs_cold_due` one run of hour buckets at a time,
- * filtered by tenant. An unfiltered list merges the two sources.
+ * keyset-paginated by `(run_at, id)` and always rides an index that starts with the tenant, so
+ * a tenant's listing costs the same whatever other tenants store: non-scheduled rows through
+ * `jobs_tenant_list` (tenant_id, run_at, id) WHERE state <> 's'; scheduled (cold) rows through
+ * `jobs_cold_tenant` (tenant_id, almanac_hour(run_at)), one run of hour buckets at a time (the
+ * bucket, not the run time, is in that index: deduplicated, it costs a few bytes per job). An
+ * unfiltered list merges the two sources.
  */
 @Injectable()
 export class JobQueriesRepository {
@@ -201,7 +203,7 @@ export class JobQueriesRepository {
     const items: JobView[] = [];
     let budget = MAX_HOURS_READ;
     for (let probe = 0; probe < MAX_BUCKET_PROBES && budget > 0; probe++) {
-      const nextHour = await this.nextColdHour(db, hour);
+      const nextHour = await this.nextColdHour(db, tenantId, hour);
       if (!nextHour || (f.to && nextHour >= f.to)) return { items, next: null };
       span = Math.min(span, budget);
       budget -= span;
@@ -217,18 +219,14 @@ export class JobQueriesRepository {
     return { items, next: hour ? { runAt: isoMicros(hour), id: '-1' } : null };
   }
 
-  private async nextColdHour(db: Runner, from: Date | null): Promise<Date | null> {
-    const rows: { h: string }[] = from
-      ? await db.query(
-          `SELECT to_char(almanac_hour(run_at), 'YYYY-MM-DD"T"HH24:00:00"Z"') AS h FROM jobs
-            WHERE state = 's' AND almanac_hour(run_at) >= almanac_hour($1::timestamptz)
-            ORDER BY almanac_hour(run_at) LIMIT 1`,
-          [from],
-        )
-      : await db.query(
-          `SELECT to_char(almanac_hour(run_at), 'YYYY-MM-DD"T"HH24:00:00"Z"') AS h FROM jobs
-            WHERE state = 's' ORDER BY almanac_hour(run_at) LIMIT 1`,
-        );
+  /** The tenant's first hour bucket holding a scheduled row, at or after `from`. */
+  private async nextColdHour(db: Runner, tenantId: number, from: Date | null): Promise<Date | null> {
+    const rows: { h: string }[] = await db.query(
+      `SELECT to_char(almanac_hour(run_at), 'YYYY-MM-DD"T"HH24:00:00"Z"') AS h FROM jobs
+        WHERE state = 's' AND tenant_id = $1 AND almanac_hour(run_at) >= almanac_hour(coalesce($2::timestamptz, '-infinity'))
+        ORDER BY tenant_id, almanac_hour(run_at) LIMIT 1`,
+      [tenantId, from],
+    );
     return rows[0] ? new Date(rows[0].h) : null;
   }
 
@@ -244,11 +242,9 @@ export class JobQueriesRepository {
     const params: unknown[] = [from, to, tenantId];
     const where = [
       `state = 's'`,
+      `tenant_id = $3`,
       `almanac_hour(run_at) >= almanac_hour($1::timestamptz)`,
       `almanac_hour(run_at) < almanac_hour($2::timestamptz)`,
-      // A bucket holds an hour of every tenant's rows: filtering it beats intersecting it with
-      // the tenant's whole (tenant_id, key) index, which the planner would otherwise try.
-      `(tenant_id + 0) = $3`,
     ];
     if (f.kind) where.push(`kind = $${params.push(f.kind)}`);
     where.push(...rangeAfter(f, after, params));
