@@ -1,6 +1,6 @@
 import { createDeliveryRedis, DeliveryMetrics, HandlerRegistry, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { ExecutionRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, HotQueue, MetricsService } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, HotQueue, Liveness, MetricsService } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
@@ -41,6 +41,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     clock: Clock,
     metrics: MetricsService,
     pino: PinoLogger,
+    liveness: Liveness,
   ) {
     const logger = pino.logger.child({ component: 'worker', workerId: settings.workerId });
     this.redis = createDeliveryRedis(config.redisUrl);
@@ -64,7 +65,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     this.heartbeat = new Heartbeat({
       roster: new WorkerRoster(this.redis, config.queuePrefix), taker: this.taker, executor: this.executor, clock, logger,
       workerId: settings.workerId, pools: settings.pools, concurrency: settings.concurrency,
-      kinds: servedKinds(registry, routes, settings.pools),
+      kinds: servedKinds(registry, routes, settings.pools), liveness,
     });
   }
 

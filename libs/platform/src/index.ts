@@ -11,3 +11,4 @@ export * from './queues/hot-queue';
 export * from './redis/redis';
 export * from './batching/micro-batcher';
 export * from './time/within';
+export * from './health/liveness';

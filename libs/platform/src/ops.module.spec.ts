@@ -10,6 +10,7 @@ import { ALMANAC_CONFIG, AlmanacConfig } from './config/almanac-config';
 import { MetricsService } from './metrics/metrics.service';
 import { HotQueue } from './queues/hot-queue';
 import { REDIS } from './redis/redis';
+import { Liveness, LIVENESS_FLOOR_MS } from './health/liveness';
 import { createOpsTestApp } from './testing/ops-test-app';
 
 async function closedPort(): Promise<number> {
@@ -49,6 +50,17 @@ describe('OpsModule', () => {
     it('answers liveness', async () => {
       const res = await request(app.getHttpServer()).get('/health/live').expect(200);
       expect(res.body).toMatchObject({ status: 'ok' });
+    });
+
+    it('fails liveness, naming the loop, when a loop stops turning; passes again once it beats', async () => {
+      const liveness = app.get(Liveness);
+      liveness.beat('spec-loop', LIVENESS_FLOOR_MS, Date.now() - LIVENESS_FLOOR_MS - 1000); // its last turn ended 61 s ago
+      const res = await request(app.getHttpServer()).get('/health/live').expect(503);
+      expect(res.body).toMatchObject({ status: 'error', details: { loops: { status: 'down' } } });
+      expect(JSON.stringify(res.body)).toMatch(/spec-loop \(no turn for 61 s\)/);
+      liveness.beat('spec-loop', LIVENESS_FLOOR_MS);
+      await request(app.getHttpServer()).get('/health/live').expect(200);
+      liveness.forget('spec-loop');
     });
 
     it('is ready when Postgres and Redis answer', async () => {

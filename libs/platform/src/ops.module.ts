@@ -9,6 +9,7 @@ import { Clock, SystemClock } from './clock/clock';
 import { ALMANAC_CONFIG, AlmanacConfig, loadConfig } from './config/almanac-config';
 import { Env } from './config/env';
 import { HealthController } from './health/health.controller';
+import { Liveness } from './health/liveness';
 import { RedisHealthIndicator } from './health/redis.health';
 import { loggerParams } from './logging/logging';
 import { MetricsController } from './metrics/metrics.controller';
@@ -112,9 +113,10 @@ export class OpsModule {
         MetricsService,
         RedisMetrics,
         RedisHealthIndicator,
+        Liveness,
         OpsLifecycle,
       ],
-      exports: [ALMANAC_CONFIG, REDIS, HotQueue, Clock, MetricsService, RedisMetrics],
+      exports: [ALMANAC_CONFIG, REDIS, HotQueue, Clock, MetricsService, RedisMetrics, Liveness],
     };
   }
 }

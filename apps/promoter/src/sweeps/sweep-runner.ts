@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Clock } from '@almanac/platform';
+import type { Clock, Liveness } from '@almanac/platform';
 import type { SweepMetrics } from './sweep-metrics';
 import type { Sweep, SweepResult } from './sweep';
 
@@ -12,6 +12,11 @@ export interface ScheduledSweep {
 const MORE_DELAY_MS = 10;
 /** After a failed run, retry sooner than a long interval (an hourly promotion must not wait an hour). */
 const MAX_ERROR_DELAY_MS = 30_000;
+/**
+ * Liveness: a run not finished this long after it was due is wedged. Runs are capped in rows
+ * and every statement in 30 s (ALMANAC_PG_STATEMENT_TIMEOUT_MS), so a healthy run takes seconds.
+ */
+const WEDGED_RUN_MS = 10 * 60_000;
 
 /**
  * Calls each sweep on its own interval: once at start (catch-up after downtime), then
@@ -31,12 +36,14 @@ export class SweepRunner {
     private readonly sweeps: readonly ScheduledSweep[],
     private readonly clock: Clock,
     private readonly metrics?: SweepMetrics,
+    private readonly liveness?: Liveness,
   ) {}
 
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
     const gen = ++this.generation;
+    for (const entry of this.sweeps) this.liveness?.beat(livenessName(entry), WEDGED_RUN_MS);
     // Restarted while a run of the previous start is still going: begin after it, so a sweep
     // never overlaps itself.
     const previous = [...this.inFlight];
@@ -46,6 +53,7 @@ export class SweepRunner {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const entry of this.sweeps) this.liveness?.forget(livenessName(entry));
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     await Promise.allSettled([...this.inFlight]);
@@ -74,10 +82,17 @@ export class SweepRunner {
     if (this.stopped || gen !== this.generation) return;
     const timer = setTimeout(() => {
       this.timers.delete(entry.sweep.name);
-      const run = this.runEntry(entry).then((next) => this.schedule(entry, next, gen));
+      const run = this.runEntry(entry).then((next) => {
+        if (!this.stopped) this.liveness?.beat(livenessName(entry), next + WEDGED_RUN_MS);
+        this.schedule(entry, next, gen);
+      });
       this.inFlight.add(run);
       void run.finally(() => this.inFlight.delete(run));
     }, delayMs);
     this.timers.set(entry.sweep.name, timer);
   }
+}
+
+function livenessName(entry: ScheduledSweep): string {
+  return `sweep:${entry.sweep.name}`;
 }

@@ -1,5 +1,5 @@
 import type { WorkerRoster } from '@almanac/delivery';
-import { type Clock, within } from '@almanac/platform';
+import { type Clock, type Liveness, LIVENESS_FLOOR_MS, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { Executor } from './executor';
 import type { PoolTaker } from './pool-taker';
@@ -19,7 +19,11 @@ export interface HeartbeatOptions {
   concurrency: number;
   /** kind → pool for the kinds this worker serves */
   kinds: ReadonlyMap<string, string>;
+  /** Told after every beat: a heartbeat that stops ticking fails /health/live. */
+  liveness?: Liveness;
 }
+
+const LIVENESS_NAME = 'worker-heartbeat';
 
 /**
  * The worker's pulse, once a second: tells the dispatcher it is alive and how much it can take
@@ -54,8 +58,10 @@ export class Heartbeat {
 
   start(): void {
     if (this.timer) return;
+    this.o.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
     const tick = () => {
       void this.runOnce().finally(() => {
+        if (this.timer) this.o.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
         if (this.timer) this.timer = setTimeout(tick, HEARTBEAT_MS);
       });
     };
@@ -77,6 +83,7 @@ export class Heartbeat {
   async stop(): Promise<void> {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.o.liveness?.forget(LIVENESS_NAME);
     if (!this.left) await this.leave();
   }
 }
