@@ -21,6 +21,9 @@ export interface PromoterConfig {
   recurringBatchSize: number;
   recurringConcurrency: number;
   recurringMaxPerRun: number;
+  recurringBatchRows: number;
+  recurringBatchBytes: number;
+  recurringTenantOccurrencesPerRun: number;
   /** `missed: all` materialises at most this many missed occurrences per schedule per catch-up. */
   missedCap: number;
   /** An occurrence materialised less than this after its nominal time still counts as on time. */
@@ -47,6 +50,10 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
     recurringBatchSize: envInt(env, 'ALMANAC_RECURRING_BATCH_SIZE', 1000, { min: 1, max: 50_000 }),
     recurringConcurrency: envInt(env, 'ALMANAC_RECURRING_CONCURRENCY', 2, { min: 1, max: 16 }),
     recurringMaxPerRun: envInt(env, 'ALMANAC_RECURRING_MAX_PER_RUN', 2_000_000, { min: 1 }),
+    // Memory per batch (two lanes in flight): 20,000 rows or 16 MiB of payload, whichever first.
+    recurringBatchRows: envInt(env, 'ALMANAC_RECURRING_BATCH_ROWS', 20_000, { min: 1, max: 1_000_000 }),
+    recurringBatchBytes: envInt(env, 'ALMANAC_RECURRING_BATCH_BYTES', 16 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
+    recurringTenantOccurrencesPerRun: envInt(env, 'ALMANAC_RECURRING_TENANT_OCCURRENCES_PER_RUN', 200_000, { min: 1 }),
     missedCap: envInt(env, 'ALMANAC_SCHEDULE_MISSED_CAP', MAX_MISSED_ALL, { min: 1, max: 100_000 }),
     lateToleranceMs: envInt(env, 'ALMANAC_SCHEDULE_LATE_TOLERANCE_MS', Math.max(5 * MIN, 2 * recurringIntervalMs), {
       min: 0,

@@ -60,6 +60,9 @@ describe('promoterConfigFromEnv', () => {
       recurringBatchSize: 1000,
       recurringConcurrency: 2,
       recurringMaxPerRun: 2_000_000,
+      recurringBatchRows: 20_000,
+      recurringBatchBytes: 16 * 1024 * 1024,
+      recurringTenantOccurrencesPerRun: 200_000,
       missedCap: 1000,
       lateToleranceMs: 300_000,
     });

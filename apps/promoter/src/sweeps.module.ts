@@ -1,5 +1,5 @@
 import { SweepsRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, MetricsService, REDIS } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS } from '@almanac/platform';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { DataSource } from 'typeorm';
@@ -45,6 +45,9 @@ export function buildSweeps(deps: {
       batchSize: config.recurringBatchSize,
       maxPerRun: config.recurringMaxPerRun,
       concurrency: config.recurringConcurrency,
+      maxBatchRows: config.recurringBatchRows,
+      maxBatchBytes: config.recurringBatchBytes,
+      maxPerTenantPerRun: config.recurringTenantOccurrencesPerRun,
     },
     metrics,
     (now) => promotion.runOnce(now),
@@ -89,7 +92,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
     },
     {
       provide: SweepRunner,
-      inject: [PROMOTER_CONFIG, ALMANAC_CONFIG, DataSource, HotQueue, REDIS, MetricsService, Clock],
+      inject: [PROMOTER_CONFIG, ALMANAC_CONFIG, DataSource, HotQueue, REDIS, MetricsService, Clock, Liveness],
       useFactory: (
         config: PromoterConfig,
         core: AlmanacConfig,
@@ -98,6 +101,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
         redis: IORedis,
         metricsService: MetricsService,
         clock: Clock,
+        liveness: Liveness,
       ) => {
         const metrics = new SweepMetrics(metricsService);
         const s = buildSweeps({ config, dataSource, queue, redis, prefix: core.queuePrefix, metrics });
@@ -110,6 +114,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
           ],
           clock,
           metrics,
+          liveness,
         );
       },
     },

@@ -27,12 +27,18 @@ describe('RecurringSweep (Postgres)', () => {
   let metrics: SweepMetrics;
 
   const sweep = (
-    over: { batchSize?: number; maxPerRun?: number; concurrency?: number; missedCap?: number; onMaterialised?: (now: Date) => Promise<unknown> } = {},
+    over: {
+      batchSize?: number; maxPerRun?: number; concurrency?: number; missedCap?: number; onMaterialised?: (now: Date) => Promise<unknown>;
+      maxBatchRows?: number; maxBatchBytes?: number; maxPerTenantPerRun?: number;
+    } = {},
   ) =>
     new RecurringSweep(
       repo,
       new SchedulePlanner({ missedCap: over.missedCap ?? 100, lateToleranceMs: TOLERANCE }),
-      { hotHorizonMs: DAY, batchSize: over.batchSize ?? 1000, maxPerRun: over.maxPerRun ?? 1e6, concurrency: over.concurrency ?? 1 },
+      {
+        hotHorizonMs: DAY, batchSize: over.batchSize ?? 1000, maxPerRun: over.maxPerRun ?? 1e6, concurrency: over.concurrency ?? 1,
+        maxBatchRows: over.maxBatchRows ?? 20_000, maxBatchBytes: over.maxBatchBytes ?? 16 * 1024 * 1024, maxPerTenantPerRun: over.maxPerTenantPerRun ?? 1e6,
+      },
       metrics,
       over.onMaterialised,
     );
@@ -243,5 +249,50 @@ describe('RecurringSweep (Postgres)', () => {
     expect(await sweep({ batchSize: 10, maxPerRun: 20, onMaterialised: hook }).runOnce(NOW)).toMatchObject({ schedules: 10 });
     expect(await sweep({ batchSize: 10, maxPerRun: 20, onMaterialised: hook }).runOnce(NOW)).toMatchObject({ schedules: 0 });
     expect(calls).toEqual([NOW, NOW]);
+  });
+
+  describe('bounded by rows and bytes, and fair between tenants', () => {
+    /** Rows and payload bytes each transaction inserted (observed around the real repository). */
+    function recordBatches(): { rows: number; bytes: number }[] {
+      const seen: { rows: number; bytes: number }[] = [];
+      const original = repo.materialiseDueSchedules.bind(repo);
+      jest.spyOn(repo, 'materialiseDueSchedules').mockImplementation((until, limit, plan, exclude) =>
+        original(until, limit, (schedules) => {
+          const planned = plan(schedules);
+          seen.push({ rows: planned.rows.length, bytes: planned.rows.reduce((n, r) => n + (r.payloadJson?.length ?? 0), 0) });
+          return planned;
+        }, exclude),
+      );
+      return seen;
+    }
+    afterEach(() => jest.restoreAllMocks());
+
+    it('splits per-minute schedules with 2 KB payloads into transactions of bounded rows and bytes, and still materialises the whole horizon in one run', async () => {
+      const payload = { blob: 'x'.repeat(2048) };
+      const ids = await Promise.all(Array.from({ length: 5 }, () => schedule({ cron: '* * * * *', nextRunAt: NOW, payload })));
+      const batches = recordBatches();
+      const res = await sweep({ maxBatchRows: 1000, maxBatchBytes: 256 * 1024 }).runOnce(NOW);
+      const perSchedule = await Promise.all(ids.map(async (id) => (await occurrences(id)).length));
+      expect(perSchedule.every((n) => n === perSchedule[0] && n >= 1440)).toBe(true); // every minute of the 24 h horizon
+      expect(res.inserted).toBe(5 * perSchedule[0]); // in this one run
+      expect(batches.length).toBeGreaterThan(1);
+      for (const b of batches) {
+        expect(b.rows).toBeLessThanOrEqual(1000);
+        expect(b.bytes).toBeLessThanOrEqual(256 * 1024);
+      }
+      for (const id of ids) expect((await nextRunAt(id))!.getTime()).toBeGreaterThan(NOW.getTime() + DAY - 60_000);
+    });
+
+    it("one tenant at its occurrences-per-run quota waits for the next run; another tenant's schedules materialise meanwhile", async () => {
+      const noisy = await Promise.all(Array.from({ length: 4 }, () => schedule({ tenantId: 1, cron: '* * * * *', nextRunAt: NOW })));
+      const quiet = await schedule({ tenantId: 2, cron: '0 * * * *', nextRunAt: new Date(NOW.getTime() + HOUR) });
+      const first = await sweep({ batchSize: 2, maxPerTenantPerRun: 100 }).runOnce(NOW);
+      expect(first.tenantsAtQuota).toBe(1);
+      expect(await occurrences(quiet)).toHaveLength(23); // 12:00 today … 10:00 tomorrow
+      const noisyRows = async () => (await Promise.all(noisy.map(occurrences))).reduce((n, o) => n + o.length, 0);
+      expect(await noisyRows()).toBe(100);
+      await sweep({ batchSize: 2, maxPerTenantPerRun: 100 }).runOnce(NOW);
+      expect(await noisyRows()).toBe(200); // the next run goes on where the quota stopped it
+    });
   });
 });

@@ -14,6 +14,8 @@ export interface RecurringResult extends SweepResult {
   occurrences: OccurrenceCounts;
   /** Schedules whose cron or time zone no longer parses: left alone, logged by the caller. */
   invalid: number;
+  /** Tenants that reached their occurrences-per-run quota: their other schedules wait a run. */
+  tenantsAtQuota: number;
 }
 
 /** materialised = on time; missed = late but run by policy; skipped = late and dropped by policy or cap. */
@@ -31,6 +33,28 @@ export interface RecurringOptions {
   maxPerRun: number;
   /** Parallel batch lanes (see runBatches). */
   concurrency: number;
+  /** Occurrences inserted per transaction at most, however many schedules produce them. */
+  maxBatchRows: number;
+  /** Payload bytes inserted per transaction at most (occurrences copy their schedule's payload). */
+  maxBatchBytes: number;
+  /** Occurrences one tenant may materialise per run; its other schedules wait for the next run. */
+  maxPerTenantPerRun: number;
+}
+
+/** What an occurrence row costs beyond its payload (key, columns, tuple header), for the byte budget. */
+const ROW_OVERHEAD_BYTES = 120;
+
+interface BatchBudget {
+  rows: number;
+  bytes: number;
+  /** The budget cut the batch short: schedules left due, or one truncated. */
+  cut: boolean;
+}
+
+/** Per-run state shared by the batches of one runOnce (its lanes run in one event loop). */
+interface RunQuota {
+  perTenant: Map<number, number>;
+  atQuota: Set<number>;
 }
 
 /**
@@ -48,6 +72,13 @@ export interface RecurringOptions {
  *
  * Only occurrences not yet materialised follow pause / resume / cron changes: rows that exist are
  * ordinary jobs (the API cancels stale ones when the cron changes).
+ *
+ * Bounded by rows and bytes, not by schedules: a batch stops planning once it holds
+ * `maxBatchRows` occurrences or `maxBatchBytes` of payload, truncating the schedule it is on (its
+ * next_run_at becomes the first occurrence left) and leaving the rest of the batch due, so the
+ * next batch goes on. A tenant that reaches `maxPerTenantPerRun` is left out of the rest of the
+ * run's claims, so its schedules never hold back another tenant's. (1,500 per-minute schedules
+ * with 2 KB payloads once made one batch of 2 million rows: 1.37 GB and `Invalid string length`.)
  */
 export class RecurringSweep implements Sweep<RecurringResult> {
   readonly name = 'recurring' as const;
@@ -69,11 +100,17 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       duplicates: 0,
       occurrences: { materialised: 0, missed: 0, skipped: 0 },
       invalid: 0,
+      tenantsAtQuota: 0,
     };
+    const quota: RunQuota = { perTenant: new Map(), atQuota: new Set() };
     const run = await runBatches(this.opts, async (limit) => {
       const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
-      const batch = await this.repo.materialiseDueSchedules(until, limit, (schedules) =>
-        this.plan(schedules, now, until, counts),
+      const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, cut: false };
+      const batch = await this.repo.materialiseDueSchedules(
+        until,
+        limit,
+        (schedules) => this.plan(schedules, now, until, counts, quota, budget),
+        [...quota.atQuota],
       );
       total.inserted += batch.inserted;
       total.duplicates += batch.duplicates;
@@ -81,9 +118,12 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       total.occurrences.missed += counts.missed;
       total.occurrences.skipped += counts.skipped;
       total.invalid += counts.invalid;
-      return batch.schedules;
+      // A batch the budget cut short left due work behind however few schedules it claimed:
+      // report it full, so the run goes on with the next batch (maxPerRun still bounds the run).
+      return budget.cut ? Math.max(limit, batch.schedules) : batch.schedules;
     });
     total.schedules = run.total;
+    total.tenantsAtQuota = quota.atQuota.size;
     if (run.more) total.more = true;
     const { materialised, missed, skipped } = total.occurrences;
     this.metrics?.occurrences.inc({ outcome: 'materialised' }, materialised);
@@ -98,11 +138,23 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     now: Date,
     until: Date,
     counts: OccurrenceCounts & { invalid: number },
+    quota: RunQuota,
+    budget: BatchBudget,
   ): { rows: OccurrenceRow[]; advances: ScheduleAdvance[] } {
     const rows: OccurrenceRow[] = [];
     const advances: ScheduleAdvance[] = [];
     for (const s of schedules) {
-      const plan = this.planner.plan(s, now, until);
+      // Its tenant out of quota, or the batch out of budget: not advanced, so it stays due.
+      if (quota.atQuota.has(s.tenantId)) continue;
+      if (budget.rows <= 0 || budget.bytes <= 0) {
+        budget.cut = true;
+        continue;
+      }
+      const rowBytes = (s.payloadJson?.length ?? 0) + ROW_OVERHEAD_BYTES;
+      const tenantLeft = this.opts.maxPerTenantPerRun - (quota.perTenant.get(s.tenantId) ?? 0);
+      // At least one, so every batch makes progress whatever one schedule's payload weighs.
+      const cap = Math.max(1, Math.min(budget.rows, tenantLeft, Math.floor(budget.bytes / rowBytes)));
+      const plan = this.planner.plan(s, now, until, cap);
       if (plan === null) {
         // Unparsable (written before validation tightened?): park it rather than fail the batch.
         counts.invalid += 1;
@@ -124,6 +176,13 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       counts.missed += plan.missed;
       counts.skipped += plan.skipped;
       advances.push({ id: s.id, nextRunAt: plan.next });
+      const n = plan.occurrences.length;
+      if (n >= cap && cap < tenantLeft) budget.cut = true; // possibly truncated by the budget
+      budget.rows -= n;
+      budget.bytes -= n * rowBytes;
+      const used = (quota.perTenant.get(s.tenantId) ?? 0) + n;
+      quota.perTenant.set(s.tenantId, used);
+      if (used >= this.opts.maxPerTenantPerRun) quota.atQuota.add(s.tenantId);
     }
     return { rows, advances };
   }

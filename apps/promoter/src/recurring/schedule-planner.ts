@@ -54,8 +54,12 @@ export class SchedulePlanner {
     this.cacheSize = opts.cacheSize ?? 10_000;
   }
 
-  /** Null when the stored cron or time zone does not parse (the caller parks the schedule). */
-  plan(s: DueSchedule, now: Date, until: Date): SchedulePlan | null {
+  /**
+   * Null when the stored cron or time zone does not parse (the caller parks the schedule).
+   * `maxUpcoming` caps the upcoming occurrences of this pass; `next` is then the first one left,
+   * so the schedule stays due and the next batch goes on from there.
+   */
+  plan(s: DueSchedule, now: Date, until: Date, maxUpcoming?: number): SchedulePlan | null {
     const schedule = this.parse(s.cron, s.timezone);
     if (schedule === null) return null;
     const policy = (MISSED_POLICIES as readonly string[]).includes(s.missed) ? (s.missed as MissedPolicy) : 'skip';
@@ -68,6 +72,7 @@ export class SchedulePlanner {
       Math.max(0, until.getTime() - lateEdge.getTime()),
       policy,
       this.opts.missedCap,
+      maxUpcoming === undefined ? {} : { maxUpcoming },
     );
     const runMissed = plan.missed - plan.skipped;
     return {

@@ -224,12 +224,14 @@ export class SweepsRepository {
     until: Date,
     limit: number,
     plan: (schedules: DueSchedule[]) => { rows: OccurrenceRow[]; advances: ScheduleAdvance[] },
+    /** Tenants whose schedules this claim skips (at their quota for the run). */
+    excludeTenants: readonly number[] = [],
   ): Promise<{ schedules: number; inserted: number; duplicates: number }> {
     return this.db.transaction(async (m) => {
       // A lost commit un-advances the schedules and un-inserts their rows; the next run
       // materialises the same keys again. No WAL flush wait per batch.
       await m.query(`SET LOCAL synchronous_commit = off`);
-      const claimed = await this.claimDueSchedules(m, until, limit);
+      const claimed = await this.claimDueSchedules(m, until, limit, excludeTenants);
       if (claimed.length === 0) return { schedules: 0, inserted: 0, duplicates: 0 };
       const { rows, advances } = plan(claimed);
       const inserted = await this.insertOccurrences(m, rows);
@@ -238,7 +240,7 @@ export class SweepsRepository {
     });
   }
 
-  private async claimDueSchedules(m: EntityManager, until: Date, limit: number): Promise<DueSchedule[]> {
+  private async claimDueSchedules(m: EntityManager, until: Date, limit: number, excludeTenants: readonly number[]): Promise<DueSchedule[]> {
     const { rows } = await sql<{
       id: string;
       tenant_id: number;
@@ -253,11 +255,11 @@ export class SweepsRepository {
       m,
       `SELECT id::text AS id, tenant_id, next_run_at, cron, timezone, missed, kind, payload::text AS payload, max_attempts
          FROM schedules
-        WHERE NOT paused AND next_run_at <= $1
+        WHERE NOT paused AND next_run_at <= $1 AND NOT (tenant_id = ANY($3::int[]))
         ORDER BY next_run_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED`,
-      [until, limit],
+      [until, limit, excludeTenants],
     );
     return rows.map((r) => ({
       id: r.id,
