@@ -7,12 +7,14 @@ import {
   TenantsRepository,
 } from '@almanac/persistence';
 import { Module } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { API_SETTINGS, loadApiSettings } from './api-settings';
+import { EarlyAuthHook } from './auth/early-auth.hook';
 import { AdminAuthGuard, TenantAuthGuard } from './auth/guards';
 import { TenantAuthService } from './auth/tenant-auth.service';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { HttpMetricsHook } from './http/http-metrics';
+import { RequestDeadlineInterceptor } from './http/request-deadline.interceptor';
 import { HotRoutingService } from './jobs/hot-routing.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
 
@@ -31,6 +33,7 @@ const REPOSITORIES = [
     // Read (and validated) when the module is built: a bad ALMANAC_* value stops boot.
     { provide: API_SETTINGS, useFactory: () => loadApiSettings(process.env) },
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
+    { provide: APP_INTERCEPTOR, useClass: RequestDeadlineInterceptor },
     ...REPOSITORIES,
     TenantAuthService,
     TenantAuthGuard,
@@ -38,6 +41,7 @@ const REPOSITORIES = [
     IngestRateLimiter,
     HotRoutingService,
     HttpMetricsHook,
+    EarlyAuthHook,
   ],
   exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService],
 })

@@ -16,6 +16,10 @@ export interface ApiSettings {
   batchMaxItems: number;
   /** Past this an enqueue counts as failed and the rows are left to the promoter. */
   enqueueTimeoutMs: number;
+  /** Single-job POSTs waiting for a group commit beyond which new ones get 503 (load shedding). */
+  maxPendingCommits: number;
+  /** A /v1 request not answered within this gets 503 with Retry-After (its work may still finish). */
+  requestTimeoutMs: number;
 }
 
 export const API_SETTINGS = Symbol('API_SETTINGS');
@@ -38,5 +42,10 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     commitsInFlight: envInt(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT', 2, { min: 1, max: 64 }),
     batchMaxItems: envInt(env, 'ALMANAC_INGEST_BATCH_MAX', 500, { min: 1, max: 1000 }),
     enqueueTimeoutMs: envInt(env, 'ALMANAC_ENQUEUE_TIMEOUT_MS', 1000, { min: 10, max: 60_000 }),
+    // A group commit of 500 rows takes ~5-15 ms: 5,000 waiting is a few hundred ms of work, the
+    // most a healthy database would queue; beyond it the database is stalled or saturated.
+    maxPendingCommits: envInt(env, 'ALMANAC_INGEST_MAX_PENDING', 5000, { min: 1, max: 1_000_000 }),
+    // Issue 12: every request is answered within 3 s, stalled dependencies included.
+    requestTimeoutMs: envInt(env, 'ALMANAC_REQUEST_TIMEOUT_MS', 2500, { min: 100, max: 600_000 }),
   };
 }

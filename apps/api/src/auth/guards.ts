@@ -6,16 +6,16 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../http/api-error';
 import { TenantAuthService } from './tenant-auth.service';
 
-type AuthedRequest = FastifyRequest & { tenant?: TenantRecord };
+export type AuthedRequest = FastifyRequest & { tenant?: TenantRecord };
 
-function bearer(req: FastifyRequest): string | null {
+export function bearerToken(req: FastifyRequest): string | null {
   const header = req.headers.authorization;
   if (typeof header !== 'string') return null;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return m ? m[1] : null;
 }
 
-function unauthorized(message: string): ApiError {
+export function unauthorized(message: string): ApiError {
   return new ApiError(401, message, [{ field: 'authorization', rule: 'bearer', message }], {
     'WWW-Authenticate': 'Bearer',
   });
@@ -28,12 +28,17 @@ export class TenantAuthGuard implements CanActivate {
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
     const req = ctx.switchToHttp().getRequest<AuthedRequest>();
-    const key = bearer(req);
+    if (!req.tenant) await this.authenticate(req); // EarlyAuthHook may have done it already
+    return true;
+  }
+
+  /** Sets `req.tenant`, or throws 401 (503 when key lookups are over their rate). */
+  async authenticate(req: AuthedRequest): Promise<void> {
+    const key = bearerToken(req);
     if (!key) throw unauthorized('missing bearer token (Authorization: Bearer <api key>)');
     const tenant = await this.auth.authenticate(key);
     if (!tenant) throw unauthorized('unknown api key');
     req.tenant = tenant;
-    return true;
   }
 }
 
@@ -47,10 +52,14 @@ export class AdminAuthGuard implements CanActivate {
   }
 
   canActivate(ctx: ExecutionContext): boolean {
-    const token = bearer(ctx.switchToHttp().getRequest<FastifyRequest>());
+    this.check(ctx.switchToHttp().getRequest<FastifyRequest>());
+    return true;
+  }
+
+  check(req: FastifyRequest): void {
+    const token = bearerToken(req);
     // Hashing both sides gives equal lengths, so timingSafeEqual leaks nothing about the token.
     if (!token || !timingSafeEqual(digest(token), this.expected)) throw unauthorized('admin token required');
-    return true;
   }
 }
 

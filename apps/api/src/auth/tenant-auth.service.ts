@@ -1,5 +1,5 @@
 import { TenantRecord, TenantsRepository } from '@almanac/persistence';
-import { Clock } from '@almanac/platform';
+import { Clock, within } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
@@ -57,7 +57,12 @@ export class TenantAuthService {
     });
     this.pending.set(id, lookup);
     try {
-      return await lookup;
+      // Bounded: a stalled database makes this a 503 within the request deadline, not a hang.
+      return await within(this.settings.requestTimeoutMs, lookup, 'key lookup');
+    } catch (err) {
+      // A tenant known a moment ago stays known while the database cannot say otherwise.
+      if (hit?.tenant) return hit.tenant;
+      throw err;
     } finally {
       this.pending.delete(id);
     }

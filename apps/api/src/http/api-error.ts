@@ -51,3 +51,12 @@ export function notFound(what: string): ApiError {
 export function conflict(message: string, field: string, rule: string): ApiError {
   return new ApiError(409, message, [{ field, rule, message }]);
 }
+
+/**
+ * 503 with Retry-After: the API cannot do this now (its commit queue is full, the database or
+ * Redis does not answer in time) but nothing is wrong with the request. Sent again with the same
+ * job key, it is answered 201 or, if the first attempt committed after all, 200.
+ */
+export function unavailable(message: string, retryAfterSeconds = 1): ApiError {
+  return new ApiError(503, message, [], { 'Retry-After': String(retryAfterSeconds) });
+}

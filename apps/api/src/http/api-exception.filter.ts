@@ -3,7 +3,8 @@ import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
 import { ArgumentsHost, Catch, HttpException, Inject, Logger } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, ErrorBody, invalid, reasonPhrase } from './api-error';
+import { ApiError, ErrorBody, invalid, reasonPhrase, unavailable } from './api-error';
+import { isTransientDependencyError } from './dependency-errors';
 
 /**
  * Shapes every error on the API's routes as `{statusCode, error, message, details}`; other
@@ -40,6 +41,12 @@ export class ApiExceptionFilter extends BaseExceptionFilter {
       const inner = typeof response === 'string' ? response : (response as { message?: unknown }).message;
       const message = typeof inner === 'string' ? inner : Array.isArray(inner) ? inner.join('; ') : exception.message;
       return { body: { statusCode: status, error: reasonPhrase(status), message, details: [] }, headers: {} };
+    }
+    if (isTransientDependencyError(exception)) {
+      // Logged without the error object: a driver error may carry connection details.
+      this.log.warn({ method, path, reason: (exception as Error).message?.slice(0, 200) }, 'dependency unavailable: answered 503');
+      const e = unavailable('the database or the queue is not answering in time; retry shortly (the same job key is safe to resend)');
+      return { body: e.body, headers: e.headers };
     }
     this.log.error({ err: exception, method, path }, 'unhandled error');
     return {

@@ -4,7 +4,7 @@ import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService, MicroBatcher
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Counter, Histogram } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
-import { ApiError, conflict, type ErrorBody, invalid } from '../http/api-error';
+import { ApiError, conflict, type ErrorBody, invalid, unavailable } from '../http/api-error';
 import { isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
 import { HotRoutingService } from './hot-routing.service';
@@ -76,6 +76,8 @@ export class IngestService implements BeforeApplicationShutdown {
     const parsed = parseJobInput(body, this.settings);
     if (!parsed.ok) throw invalid(parsed.issues);
     this.limiter.consume(tenant, 1);
+    // Shed load rather than queue without bound behind a stalled or saturated database.
+    if (this.batcher.pending >= this.settings.maxPendingCommits) throw unavailable('too many jobs are waiting to be committed; retry shortly');
     const now = this.clock.now();
     const result = await this.batcher.submit({
       tenantId: tenant.id,

@@ -1,0 +1,48 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, unavailable } from '../http/api-error';
+import { isTransientDependencyError } from '../http/dependency-errors';
+import { isApiPath } from '../http/api-exception.filter';
+import { AdminAuthGuard, TenantAuthGuard, unauthorized } from './guards';
+
+/**
+ * Authenticates /v1 requests that carry a body before Fastify reads it (an `onRequest` hook):
+ * otherwise a stranger could make the API buffer and parse 4 MiB per request. The guards still
+ * run on every route; for a request this hook let through they reuse its answer.
+ */
+@Injectable()
+export class EarlyAuthHook implements OnModuleInit {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly tenantGuard: TenantAuthGuard,
+    private readonly adminGuard: AdminAuthGuard,
+  ) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
+    if (!fastify) return;
+    fastify.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+      const path = req.url.split('?', 1)[0];
+      if (!isApiPath(path) || !hasBody(req)) return undefined;
+      try {
+        if (path.startsWith('/v1/admin/')) this.adminGuard.check(req);
+        else await this.tenantGuard.authenticate(req);
+        return undefined;
+      } catch (err) {
+        const e =
+          err instanceof ApiError ? err
+          : isTransientDependencyError(err) ? unavailable('the database is not answering in time; retry shortly')
+          : unauthorized('could not authenticate');
+        // The unread body would be taken for the connection's next request: close it instead.
+        return reply.code(e.status).headers({ ...e.headers, Connection: 'close' }).send(e.body);
+      }
+    });
+  }
+}
+
+function hasBody(req: FastifyRequest): boolean {
+  const length = req.headers['content-length'];
+  return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+}
+

@@ -1,0 +1,96 @@
+import { Client } from 'pg';
+import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
+
+/**
+ * A stalled database, made real: another session holds an ACCESS EXCLUSIVE lock on `jobs`, so
+ * every insert waits. The API must answer within its deadline (503 with Retry-After), shed new
+ * single-job POSTs once its commit queue is full, and lose nothing it answered 201 for.
+ */
+describe('load shedding with a stalled database', () => {
+  let h: ApiHarness;
+  let auth: { Authorization: string };
+  let locker: Client;
+
+  beforeAll(async () => {
+    h = await startApi({
+      ALMANAC_REQUEST_TIMEOUT_MS: '400',
+      ALMANAC_INGEST_MAX_PENDING: '3',
+      ALMANAC_INGEST_COMMITS_IN_FLIGHT: '1',
+      ALMANAC_PG_LOCK_TIMEOUT_MS: '3000',
+    });
+    auth = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
+    locker = new Client({ connectionString: h.db.url });
+    await locker.connect();
+  });
+  afterAll(async () => {
+    await locker.end();
+    await h.close();
+  });
+
+  const count = async (key: string): Promise<number> => {
+    const rows: { n: number }[] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key = $1`, [key]);
+    return rows[0].n;
+  };
+
+  it('answers 503 with Retry-After within the deadline, sheds past the commit queue, and a resend with the same key makes one job', async () => {
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
+    let released = false;
+    try {
+      const bodies = Array.from({ length: 8 }, (_, i) => ({ kind: 'noop', key: `stall-${i}`, runAt: inMs(DAY) }));
+      const started = Date.now();
+      const answers = await Promise.all(bodies.map((b) => h.http().post('/v1/jobs').set(auth).send(b)));
+      const elapsed = Date.now() - started;
+      expect(answers.map((a) => a.status)).toEqual(Array(8).fill(503));
+      expect(elapsed).toBeLessThan(2000); // the deadline (400 ms), not the lock timeout (3 s)
+      for (const a of answers) {
+        expect(a.headers['retry-after']).toBe('1');
+        expect(a.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
+      }
+      // Past the commit queue's bound the API sheds at once instead of queueing.
+      expect(answers.filter((a) => /too many jobs are waiting/.test(a.body.message)).length).toBeGreaterThan(0);
+      await locker.query('COMMIT');
+      released = true;
+      // The ones that were queued commit once the lock goes. A client that resends after
+      // Retry-After (here at once, a few times) gets 201 or 200, never a second job.
+      for (let i = 0; i < 8; i++) {
+        let again = await h.http().post('/v1/jobs').set(auth).send(bodies[i]);
+        for (let tries = 0; again.status === 503 && tries < 20; tries++) again = await h.http().post('/v1/jobs').set(auth).send(bodies[i]);
+        expect([200, 201]).toContain(again.status);
+        expect(await count(`stall-${i}`)).toBe(1);
+      }
+    } finally {
+      if (!released) await locker.query('ROLLBACK');
+    }
+  });
+});
+
+describe('a database timeout inside the deadline', () => {
+  let h: ApiHarness;
+  let auth: { Authorization: string };
+  let locker: Client;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_REQUEST_TIMEOUT_MS: '5000', ALMANAC_PG_LOCK_TIMEOUT_MS: '200' });
+    auth = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
+    locker = new Client({ connectionString: h.db.url });
+    await locker.connect();
+  });
+  afterAll(async () => {
+    await locker.end();
+    await h.close();
+  });
+
+  it('is a 503 with Retry-After, not a 500', async () => {
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
+    try {
+      const res = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'locked', runAt: inMs(DAY) });
+      expect(res.status).toBe(503); // lock_timeout (55P03) after 200 ms
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body.message).toMatch(/not answering in time/);
+    } finally {
+      await locker.query('ROLLBACK');
+    }
+  });
+});
