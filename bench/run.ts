@@ -88,8 +88,18 @@ const PARTS: Record<string, Part> = {
         redis: { almanacBytes: number; bytesPerQueuedJob: number; hotShareOfJobs: number };
         baseline: { bytesPerJob: number; extrapolatedBytes: number };
         almanacShareOfBaseline: number;
+        listing?: { own: { medianMs: number; concurrent50Ms: number }; empty: { medianMs: number; concurrent50Ms: number }; ratio: number; concurrentRatio: number };
       };
       const n = r.ingest.jobs;
+      const others = n.toLocaleString('en');
+      const listing = r.listing
+        ? [
+            fig('`GET /v1/jobs?limit=1`, a tenant listing its own rows (median call)', one(r.listing.own.medianMs), 'ms'),
+            fig(`  the same from a tenant with no jobs, among ${others} other tenants' rows`, one(r.listing.empty.medianMs), 'ms'),
+            fig('  empty tenant / own rows', one(r.listing.ratio), '×', '≤ 2 ×', (v) => v <= 2),
+            fig('  50 concurrent calls, empty tenant / own rows (wall time)', one(r.listing.concurrentRatio), '×', '≤ 2 ×', (v) => v <= 2),
+          ]
+        : [];
       const at10m = 10_000_000 / r.ingest.jobsPerSecond;
       const mb = (b: number) => `${(b / 1e6).toFixed(b < 1e7 ? 2 : 0)} MB`;
       const bars: Bar[] = [
@@ -117,6 +127,7 @@ const PARTS: Record<string, Part> = {
             (v) => v < 240,
           ),
           fig('failed batch requests', one(r.ingest.errors), '', '0', (v) => v === 0),
+          ...listing,
         ],
         charts: [{ file: 'hold-redis-memory.svg', chart: { title: `Redis memory holding ${n.toLocaleString('en')} jobs over a year`, unit: 'bytes', bars, log: true } }],
         notes: [
