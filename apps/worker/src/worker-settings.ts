@@ -2,6 +2,7 @@ import { Env, envInt, envList, envString } from '@almanac/platform';
 import { hostname } from 'node:os';
 import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
 import { POOL_NAME_PATTERN } from '@almanac/delivery';
+import { CLAIM_LEAD_MS } from './delivery/executor';
 
 export interface WorkerSettings {
   pools: string[];
@@ -11,6 +12,8 @@ export interface WorkerSettings {
   retryPolicy: RetryPolicy;
   /** Lease a claim starts with; the heartbeat renews it while the handler runs. */
   leaseMs: number;
+  /** How long before its run time a delivery is claimed (see CLAIM_LEAD_MS). */
+  claimLeadMs: number;
 }
 
 /** Worker role settings; a bad value stops the process at boot with the variable's name. */
@@ -28,6 +31,7 @@ export function workerSettingsFromEnv(env: Env): WorkerSettings {
     // A worker that dies mid-handler is rescued within one lease (plus the overdue sweep's
     // interval), whatever the kind's timeout: long handlers keep their lease by heartbeat.
     leaseMs: envInt(env, 'ALMANAC_LEASE_MS', 30_000, { min: 2000, max: 3600_000 }), // > 1 heartbeat
+    claimLeadMs: envInt(env, 'ALMANAC_CLAIM_LEAD_MS', CLAIM_LEAD_MS, { min: 0, max: 1000 }),
   };
 }
 

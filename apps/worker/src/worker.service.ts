@@ -56,6 +56,7 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
       horizons: config.horizons,
       retryPolicy: settings.retryPolicy,
       leaseMs: settings.leaseMs,
+      claimLeadMs: settings.claimLeadMs,
     });
     this.taker = new PoolTaker({
       connection: this.redis, ready, pools: settings.pools,

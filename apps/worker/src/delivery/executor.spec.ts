@@ -95,6 +95,19 @@ describe('worker executor', () => {
     expect(await h.job(id)).toMatchObject({ state: 'd' });
   });
 
+  it('claims a delivery only claimLeadMs before its run time, so a worker gone before then has spent no attempt', async () => {
+    const runAt = new Date(Date.now() + 600);
+    const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
+    await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
+    await h.hot.runOnce(); // handed off ~600 ms early
+    const running = h.runWorker(h.worker({ claimLeadMs: 50 }));
+    // A claim on arrival lands within milliseconds; this one waits until 50 ms before the run time.
+    for (const until = Date.now() + 300; Date.now() < until; ) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+    await running;
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect((await h.attempts(id))[0].started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
+  });
+
   it('no handler starts early even when a timer fires before the clock reaches the run time', async () => {
     // A clock running at half the timers' speed: a timer set for the remaining time fires
     // before the clock gets there (in small, the millisecond a real timer may fire early).

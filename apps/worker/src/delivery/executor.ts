@@ -47,7 +47,16 @@ export interface ExecutorOptions {
   leaseMs: number;
   /** Largest claim / group commit (default 500). */
   maxBatch?: number;
+  /** How long before its run time a delivery is claimed (default CLAIM_LEAD_MS). */
+  claimLeadMs?: number;
 }
+
+/**
+ * A delivery is claimed this long before its run time (it arrives HANDOFF_AHEAD_MS, 50 ms,
+ * ahead). The claim's round trip then stays out of the lag, but a worker killed between claim
+ * and start leaves an attempt whose handler never started.
+ */
+export const CLAIM_LEAD_MS = 50;
 
 interface Running {
   ref: DeliveryRef;
@@ -85,9 +94,11 @@ export class Executor {
 
   async execute(d: Delivery): Promise<ExecutionResult> {
     if (this.stopping) return this.giveBack(d);
-    // Claimed as it arrives (HANDOFF_AHEAD_MS before its run time), so the claim's round trip
-    // is not added to the lag: waiting for the run time first put p99 lag at 13-18 ms instead of
-    // under 10. The handler still starts at the run time, and `started_at` is that instant.
+    // Claimed claimLeadMs before its run time, so the claim's round trip is not added to the
+    // lag (claiming at the run time put p99 lag at 13-18 ms instead of under 10, at 500 jobs/s).
+    // The handler still starts at the run time, and `started_at` is that instant.
+    await this.untilClaimTime(d.dueMs - (this.o.claimLeadMs ?? CLAIM_LEAD_MS));
+    if (this.stopping) return this.giveBack(d);
     const row = await this.claimer.submit(d.id);
     if (!row) return 'stale';
     if (this.stopping) return this.releaseClaimed(row); // claimed while the shutdown released the rest
@@ -109,6 +120,12 @@ export class Executor {
     } finally {
       if (this.running.get(key) === entry) this.running.delete(key);
     }
+  }
+
+  /** Waits (capped, real time) until the claim time; a shutdown meanwhile is seen by the caller. */
+  private async untilClaimTime(claimAtMs: number): Promise<void> {
+    const wait = Math.min(claimAtMs - this.o.clock.now().getTime(), MAX_EARLY_WAIT_MS);
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
 
   /**
