@@ -17,6 +17,7 @@ import { HttpMetricsHook } from './http/http-metrics';
 import { RequestDeadlineInterceptor } from './http/request-deadline.interceptor';
 import { HotRoutingService } from './jobs/hot-routing.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
+import { ReadRateLimiter } from './rate-limit/read-rate-limiter';
 
 const REPOSITORIES = [
   JobsRepository,
@@ -34,6 +35,7 @@ const REPOSITORIES = [
     { provide: API_SETTINGS, useFactory: () => loadApiSettings(process.env) },
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
     { provide: APP_INTERCEPTOR, useClass: RequestDeadlineInterceptor },
+    { provide: APP_INTERCEPTOR, useClass: ReadRateLimiter },
     ...REPOSITORIES,
     TenantAuthService,
     TenantAuthGuard,

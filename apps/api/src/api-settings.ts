@@ -20,6 +20,10 @@ export interface ApiSettings {
   maxPendingCommits: number;
   /** A /v1 request not answered within this gets 503 with Retry-After (its work may still finish). */
   requestTimeoutMs: number;
+  /** Schedules a tenant may hold; tenants.max_schedules overrides. */
+  maxSchedulesPerTenant: number;
+  /** Read requests per second per tenant per replica; 0 turns the limit off. */
+  readRateLimitPerSecond: number;
 }
 
 export const API_SETTINGS = Symbol('API_SETTINGS');
@@ -47,5 +51,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     maxPendingCommits: envInt(env, 'ALMANAC_INGEST_MAX_PENDING', 5000, { min: 1, max: 1_000_000 }),
     // Issue 12: every request is answered within 3 s, stalled dependencies included.
     requestTimeoutMs: envInt(env, 'ALMANAC_REQUEST_TIMEOUT_MS', 2500, { min: 100, max: 600_000 }),
+    maxSchedulesPerTenant: envInt(env, 'ALMANAC_MAX_SCHEDULES_PER_TENANT', 10_000, { min: 1, max: 100_000_000 }),
+    readRateLimitPerSecond: envInt(env, 'ALMANAC_READ_RATE_LIMIT_PER_SECOND', 200, { min: 0, max: 1_000_000 }),
   };
 }

@@ -94,3 +94,28 @@ describe('a database timeout inside the deadline', () => {
     }
   });
 });
+
+describe('read rate limit per tenant', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_READ_RATE_LIMIT_PER_SECOND: '5' });
+  });
+  afterAll(() => h.close());
+
+  it('answers 429 with Retry-After naming the limit past the burst, for that tenant only', async () => {
+    const busy = { Authorization: `Bearer ${(await h.createTenant('busy')).apiKey}` };
+    const calm = { Authorization: `Bearer ${(await h.createTenant('calm')).apiKey}` };
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await h.http().get('/v1/jobs?limit=1').set(busy)).status);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(5);
+    expect(statuses).toContain(429);
+    const refused = await h.http().get('/v1/jobs?limit=1').set(busy).expect(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.body.details[0]).toMatchObject({ field: 'tenant', rule: 'read_rate_limit' });
+    expect(refused.body.message).toMatch(/5 requests\/s/);
+    await h.http().get('/v1/jobs?limit=1').set(calm).expect(200);
+    // Writes are not reads: ingest has its own limit.
+    await h.http().post('/v1/jobs').set(busy).send({ kind: 'noop', key: 'w-1', runAt: inMs(DAY) }).expect(201);
+  });
+});

@@ -1,4 +1,4 @@
-import { type ApiHarness, startApi } from './api-harness';
+import { ADMIN_TOKEN, type ApiHarness, startApi } from './api-harness';
 
 describe('schedules (/v1/schedules)', () => {
   let h: ApiHarness;
@@ -24,6 +24,20 @@ describe('schedules (/v1/schedules)', () => {
     const diff = await h.http().post('/v1/schedules').set(auth).send({ ...body, cron: '0 10 * * *' }).expect(409);
     expect(diff.body.details[0]).toMatchObject({ field: 'key', rule: 'conflict' });
     expect(diff.body.message).toContain('cron');
+  });
+
+  it("refuses a tenant's schedule past its own maxSchedules with 403 naming the limit; a replay of an existing key still answers", async () => {
+    const res = await h.http().post('/v1/admin/tenants').set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ name: 'small', maxSchedules: 2 }).expect(201);
+    expect(res.body.maxSchedules).toBe(2);
+    const small = { Authorization: `Bearer ${res.body.apiKey}` };
+    await h.http().post('/v1/schedules').set(small).send({ ...body, key: 'q-1' }).expect(201);
+    await h.http().post('/v1/schedules').set(small).send({ ...body, key: 'q-2' }).expect(201);
+    const refused = await h.http().post('/v1/schedules').set(small).send({ ...body, key: 'q-3' }).expect(403);
+    expect(refused.body.details[0]).toMatchObject({ field: 'schedules', rule: 'quota' });
+    expect(refused.body.message).toMatch(/limit is 2/);
+    await h.http().post('/v1/schedules').set(small).send({ ...body, key: 'q-1' }).expect(200);
+    // Other tenants are not counted against it.
+    await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'q-3' }).expect(201);
   });
 
   it('validates cron and time zone, naming the field and rule (both at once)', async () => {

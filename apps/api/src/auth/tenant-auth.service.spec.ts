@@ -4,7 +4,7 @@ import { loadApiSettings } from '../api-settings';
 import { TenantAuthService } from './tenant-auth.service';
 
 describe('TenantAuthService', () => {
-  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null };
+  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null };
 
   /** A repository that knows one key, alm_good, and records every lookup. */
   function recordingRepo() {

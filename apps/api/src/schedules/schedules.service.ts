@@ -3,7 +3,7 @@ import { isJobIdString, SchedulesRepository, type ScheduleView, type TenantRecor
 import { Clock } from '@almanac/platform';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
-import { conflict, invalid, notFound } from '../http/api-error';
+import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { HotRoutingService } from '../jobs/hot-routing.service';
 import { formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
@@ -30,7 +30,8 @@ export class SchedulesService {
     const parsed = parseScheduleCreate(body, this.settings);
     if (!parsed.ok) throw invalid(parsed.issues);
     const input = parsed.value;
-    const { created, schedule } = await this.schedules.create({
+    const limit = tenant.maxSchedules ?? this.settings.maxSchedulesPerTenant;
+    const result = await this.schedules.create({
       tenantId: tenant.id,
       key: input.key,
       kind: input.kind,
@@ -40,7 +41,12 @@ export class SchedulesService {
       maxAttempts: input.maxAttempts,
       missed: input.missed,
       nextRunAt: this.firstAfterNow(input.schedule),
-    });
+    }, limit);
+    if ('quota' in result) {
+      const message = `this tenant has ${result.quota} schedules, its limit is ${limit}: delete some, or ask the operator to raise maxSchedules`;
+      throw new ApiError(403, message, [{ field: 'schedules', rule: 'quota', message }]);
+    }
+    const { created, schedule } = result;
     if (!created) {
       const fields = scheduleDiffers(schedule, input);
       if (fields.length) {

@@ -10,6 +10,13 @@ export class CreateTenantDto {
     description: 'Jobs per second this tenant may ingest; omit for the configured default (ALMANAC_RATE_LIMIT_PER_SECOND).',
   })
   rateLimitPerSecond?: number;
+
+  @ApiPropertyOptional({
+    example: 50000,
+    minimum: 1,
+    description: 'Schedules this tenant may hold; omit for the configured default (ALMANAC_MAX_SCHEDULES_PER_TENANT, 10,000).',
+  })
+  maxSchedules?: number;
 }
 
 export class CreatedTenantDto {
@@ -27,4 +34,7 @@ export class CreatedTenantDto {
 
   @ApiProperty({ example: null, nullable: true, type: Number })
   rateLimitPerSecond!: number | null;
+
+  @ApiProperty({ example: null, nullable: true, type: Number })
+  maxSchedules!: number | null;
 }

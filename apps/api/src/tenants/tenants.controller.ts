@@ -26,10 +26,11 @@ export class TenantsController {
     const issues = new Issues();
     let name: string | undefined;
     let rate: number | undefined;
+    let maxSchedules: number | undefined;
     if (!isPlainObject(body)) {
       issues.add('body', 'type', 'body must be a JSON object');
     } else {
-      rejectUnknown(body, ['name', 'rateLimitPerSecond'], issues);
+      rejectUnknown(body, ['name', 'rateLimitPerSecond', 'maxSchedules'], issues);
       if (typeof body.name !== 'string' || body.name.trim() === '' || body.name.length > 200) {
         issues.add('name', body.name === undefined ? 'required' : 'string', 'name must be a non-empty string of at most 200 characters');
       } else if (body.name.includes('\u0000')) {
@@ -40,9 +41,12 @@ export class TenantsController {
       if (body.rateLimitPerSecond !== undefined && body.rateLimitPerSecond !== null) {
         rate = intInRange(body.rateLimitPerSecond, 'rateLimitPerSecond', 1, 10_000_000, issues);
       }
+      if (body.maxSchedules !== undefined && body.maxSchedules !== null) {
+        maxSchedules = intInRange(body.maxSchedules, 'maxSchedules', 1, 100_000_000, issues);
+      }
     }
     if (!issues.ok || name === undefined) throw invalid(issues.list);
-    const { tenant, apiKey } = await this.tenants.create(name, { rateLimitPerSecond: rate ?? null });
-    return { id: tenant.id, name: tenant.name, apiKey, rateLimitPerSecond: tenant.rateLimitPerSecond };
+    const { tenant, apiKey } = await this.tenants.create(name, { rateLimitPerSecond: rate ?? null, maxSchedules: maxSchedules ?? null });
+    return { id: tenant.id, name: tenant.name, apiKey, rateLimitPerSecond: tenant.rateLimitPerSecond, maxSchedules: tenant.maxSchedules };
   }
 }

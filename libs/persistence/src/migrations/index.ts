@@ -2,6 +2,7 @@ import { CoreSchema1764400000000 } from './1764400000000-core-schema';
 import { Charges1764400005000 } from './1764400005000-charges';
 import { DispatchBacklog1764400010000 } from './1764400010000-dispatch-backlog';
 import { ColdTenantIndex1764400015000 } from './1764400015000-cold-tenant-index';
+import { TenantScheduleQuota1764400020000 } from './1764400020000-tenant-schedule-quota';
 
 /** Every migration, in order. Listed explicitly (no globs) so any builder and Jest find them. */
-export const MIGRATIONS = [CoreSchema1764400000000, Charges1764400005000, DispatchBacklog1764400010000, ColdTenantIndex1764400015000];
+export const MIGRATIONS = [CoreSchema1764400000000, Charges1764400005000, DispatchBacklog1764400010000, ColdTenantIndex1764400015000, TenantScheduleQuota1764400020000];

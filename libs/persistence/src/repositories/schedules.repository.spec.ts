@@ -26,8 +26,17 @@ describe('SchedulesRepository (Postgres)', () => {
   it('creates once by key; the same key again returns the existing schedule', async () => {
     const a = await schedules.create(seed('daily'));
     const b = await schedules.create(seed('daily'));
-    expect(a.created).toBe(true);
-    expect(b).toEqual({ created: false, schedule: a.schedule });
+    expect(a).toMatchObject({ created: true });
+    expect(b).toEqual({ created: false, schedule: 'schedule' in a ? a.schedule : undefined });
+  });
+
+  it("refuses a new key at the tenant's quota, still answers a replay of an existing key, and counts per tenant", async () => {
+    await db.dataSource.query(`DELETE FROM schedules`);
+    expect(await schedules.create(seed('q-1'), 2)).toMatchObject({ created: true });
+    expect(await schedules.create(seed('q-2'), 2)).toMatchObject({ created: true });
+    expect(await schedules.create(seed('q-3'), 2)).toEqual({ quota: 2 });
+    expect(await schedules.create(seed('q-1'), 2)).toMatchObject({ created: false });
+    expect(await schedules.create({ ...seed('q-3'), tenantId: 2 }, 2)).toMatchObject({ created: true });
   });
 
   it('a create racing deletes of the same key never fails: it creates or finds the schedule', async () => {

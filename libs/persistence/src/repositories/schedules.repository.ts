@@ -108,19 +108,25 @@ export function occurrenceKeyRange(scheduleId: string): [string, string] {
 export class SchedulesRepository {
   constructor(private readonly db: DataSource) {}
 
-  /** Inserts, or returns the existing schedule for (tenant, key) with `created: false`. */
   /**
-   * Insert, or return the schedule that already has this key. A delete can land between a
+   * Insert, or return the schedule that already has this key (`created: false`, also at the
+   * quota, so a replay stays idempotent). A new key is refused (`quota` = the tenant's count)
+   * once the tenant holds `maxForTenant` schedules; the count is read in the INSERT itself, so
+   * concurrent creates overshoot by at most the number in flight. A delete can land between a
    * conflicting insert and the read of the existing row; the insert is then simply tried again.
    */
-  async create(s: NewSchedule): Promise<{ created: boolean; schedule: ScheduleView }> {
+  async create(
+    s: NewSchedule,
+    maxForTenant = Number.MAX_SAFE_INTEGER,
+  ): Promise<{ created: boolean; schedule: ScheduleView } | { quota: number }> {
     for (let attempt = 1; ; attempt++) {
       const inserted: RawSchedule[] = await this.db.query(
         `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, next_run_at)
-         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9)
+         SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9
+          WHERE (SELECT count(*) FROM schedules WHERE tenant_id = $1) < $10
          ON CONFLICT (tenant_id, key) DO NOTHING
          RETURNING ${COLUMNS}`,
-        [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, s.nextRunAt],
+        [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, s.nextRunAt, maxForTenant],
       );
       if (inserted[0]) return { created: true, schedule: toView(inserted[0]) };
       const existing: RawSchedule[] = await this.db.query(
@@ -128,6 +134,8 @@ export class SchedulesRepository {
         [s.tenantId, s.key],
       );
       if (existing[0]) return { created: false, schedule: toView(existing[0]) };
+      const [{ n }] = await this.db.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM schedules WHERE tenant_id = $1`, [s.tenantId]);
+      if (n >= maxForTenant) return { quota: n };
       if (attempt >= 5) throw new Error(`schedule key ${s.key} keeps being created and deleted concurrently`);
     }
   }

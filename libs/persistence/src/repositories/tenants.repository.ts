@@ -9,6 +9,8 @@ export interface TenantRecord {
   createdAt: Date;
   /** Per-tenant ingest rate override; null means the configured default. */
   rateLimitPerSecond: number | null;
+  /** This tenant's ceiling on schedules; null: the installation's default. */
+  maxSchedules: number | null;
 }
 
 export const API_KEY_PREFIX = 'alm_';
@@ -20,9 +22,10 @@ interface TenantRow {
   name: string;
   created_at: Date;
   rate_limit_per_second: number | null;
+  max_schedules: number | null;
 }
 
-const COLUMNS = 'id, name, created_at, rate_limit_per_second';
+const COLUMNS = 'id, name, created_at, rate_limit_per_second, max_schedules';
 
 export function hashApiKey(apiKey: string): Buffer {
   return createHash('sha256').update(apiKey, 'utf8').digest();
@@ -33,12 +36,16 @@ export class TenantsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /** Creates a tenant and its API key. The key is returned once and only its sha256 is kept. */
-  async create(name: string, opts: { rateLimitPerSecond?: number | null } = {}, db: Db = this.dataSource): Promise<{ tenant: TenantRecord; apiKey: string }> {
+  async create(
+    name: string,
+    opts: { rateLimitPerSecond?: number | null; maxSchedules?: number | null } = {},
+    db: Db = this.dataSource,
+  ): Promise<{ tenant: TenantRecord; apiKey: string }> {
     const apiKey = API_KEY_PREFIX + randomBytes(32).toString('base64url');
     const { rows } = await sql<TenantRow>(
       db,
-      `INSERT INTO tenants (name, api_key_hash, rate_limit_per_second) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
-      [name, hashApiKey(apiKey), opts.rateLimitPerSecond ?? null],
+      `INSERT INTO tenants (name, api_key_hash, rate_limit_per_second, max_schedules) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+      [name, hashApiKey(apiKey), opts.rateLimitPerSecond ?? null, opts.maxSchedules ?? null],
     );
     return { tenant: toTenant(rows[0]), apiKey };
   }
@@ -58,5 +65,5 @@ export class TenantsRepository {
 }
 
 function toTenant(r: TenantRow): TenantRecord {
-  return { id: r.id, name: r.name, createdAt: r.created_at, rateLimitPerSecond: r.rate_limit_per_second };
+  return { id: r.id, name: r.name, createdAt: r.created_at, rateLimitPerSecond: r.rate_limit_per_second, maxSchedules: r.max_schedules };
 }

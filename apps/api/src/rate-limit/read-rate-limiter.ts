@@ -1,0 +1,37 @@
+import type { TenantRecord } from '@almanac/persistence';
+import { Clock } from '@almanac/platform';
+import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import type { Observable } from 'rxjs';
+import { API_SETTINGS, ApiSettings } from '../api-settings';
+import { ApiError } from '../http/api-error';
+import { TokenBuckets } from './token-bucket';
+
+/**
+ * Per-tenant limit on read requests (GET on tenant routes) per second, per API replica: a tenant
+ * polling its jobs in a tight loop cannot take the database from the others. 429 with
+ * Retry-After, naming the limit; a burst of one second's worth is allowed.
+ */
+@Injectable()
+export class ReadRateLimiter implements NestInterceptor {
+  private readonly buckets = new TokenBuckets();
+
+  constructor(
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
+    private readonly clock: Clock,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const req = context.switchToHttp().getRequest<FastifyRequest & { tenant?: TenantRecord }>();
+    const rate = this.settings.readRateLimitPerSecond;
+    if (rate > 0 && req.method === 'GET' && req.tenant) {
+      const res = this.buckets.take(req.tenant.id, 1, rate, rate, this.clock.now().getTime());
+      if (!res.ok) {
+        const seconds = Math.max(1, Math.ceil(res.retryAfterMs / 1000));
+        const message = `read rate limit of ${rate} requests/s exceeded; retry in ${seconds}s`;
+        throw new ApiError(429, message, [{ field: 'tenant', rule: 'read_rate_limit', message }], { 'Retry-After': String(seconds) });
+      }
+    }
+    return next.handle();
+  }
+}
