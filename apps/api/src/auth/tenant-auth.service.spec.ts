@@ -73,4 +73,21 @@ describe('TenantAuthService', () => {
     await Promise.all(Array.from({ length: 20 }, () => auth.authenticate('alm_good')));
     expect(calls).toBe(1);
   });
+
+  it('every caller sharing a hung lookup is answered within the deadline: the tenant it knew, else a timeout', async () => {
+    let hang = false;
+    const repo = {
+      findByApiKey: async (key: string) => (hang ? new Promise<never>(() => undefined) : key === 'alm_good' ? tenant : null),
+    } as unknown as TenantsRepository;
+    const clock = new ManualClock(0);
+    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_REQUEST_TIMEOUT_MS: '100' }), clock);
+    expect(await auth.authenticate('alm_good')).toBe(tenant);
+    hang = true; // the database stops answering (SIGSTOP): statement_timeout cannot fire either
+    clock.advance(1001);
+    const t0 = Date.now();
+    // The first caller starts the lookup; the others share it, and each is bounded on its own.
+    expect(await Promise.all(Array.from({ length: 5 }, () => auth.authenticate('alm_good')))).toEqual(Array(5).fill(tenant));
+    expect(Date.now() - t0).toBeLessThan(1000);
+    await expect(Promise.all([auth.authenticate('alm_new'), auth.authenticate('alm_new')])).rejects.toThrow(/within 100 ms/);
+  });
 });

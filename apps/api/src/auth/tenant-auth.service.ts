@@ -42,8 +42,20 @@ export class TenantAuthService {
     const id = createHash('sha256').update(apiKey, 'utf8').digest('base64');
     const hit = this.known.get(id) ?? this.unknown.get(id);
     if (hit && hit.until > now) return hit.tenant;
-    const inFlight = this.pending.get(id);
-    if (inFlight) return inFlight;
+    const lookup = this.pending.get(id) ?? this.lookUp(id, apiKey, now);
+    try {
+      // Bounded for every caller, also those sharing a lookup already in flight: a stalled
+      // database makes this a 503 within the request deadline, never a hang.
+      return await within(this.settings.requestTimeoutMs, lookup, 'key lookup');
+    } catch (err) {
+      // A tenant known a moment ago stays known while the database cannot say otherwise.
+      if (hit?.tenant) return hit.tenant;
+      throw err;
+    }
+  }
+
+  /** One database lookup per key at a time (rate-limited); shared until it settles. */
+  private lookUp(id: string, apiKey: string, now: number): Promise<TenantRecord | null> {
     const rate = this.settings.authLookupsPerSecond;
     const allowed = this.lookups.take('lookups', 1, rate, rate, now);
     if (!allowed.ok) {
@@ -56,16 +68,11 @@ export class TenantAuthService {
       return tenant;
     });
     this.pending.set(id, lookup);
-    try {
-      // Bounded: a stalled database makes this a 503 within the request deadline, not a hang.
-      return await within(this.settings.requestTimeoutMs, lookup, 'key lookup');
-    } catch (err) {
-      // A tenant known a moment ago stays known while the database cannot say otherwise.
-      if (hit?.tenant) return hit.tenant;
-      throw err;
-    } finally {
-      this.pending.delete(id);
-    }
+    void lookup.then(
+      () => this.pending.delete(id),
+      () => this.pending.delete(id),
+    );
+    return lookup;
   }
 
   private remember(id: string, tenant: TenantRecord | null, now: number): void {
