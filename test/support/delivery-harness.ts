@@ -103,7 +103,7 @@ export class DeliveryHarness {
    * A worker serving `pools`, as one worker process would. It is not alive for the dispatcher
    * until its heartbeat has run once (`rig.heartbeat.runOnce()`, or `liveWorker`).
    */
-  worker(opts: { pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimLeadMs?: number } = {}): WorkerRig {
+  worker(opts: { pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimLeadMs?: number; claimRetryPauseMs?: number } = {}): WorkerRig {
     const metricsService = new MetricsService();
     const metrics = new DeliveryMetrics(metricsService);
     const workerId = opts.workerId ?? `test-worker-${this.rigs.length + 1}`;
@@ -113,6 +113,7 @@ export class DeliveryHarness {
       repo: this.repo, dataSource: this.ds, registry: this.registry, hotQueue: this.hotQueue, ready: this.ready,
       clock: this.clock, logger: this.logger, metrics, workerId, leaseMs: this.leaseMs,
       horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimLeadMs: opts.claimLeadMs,
+      claimRetryPauseMs: opts.claimRetryPauseMs,
     });
     const taker = new PoolTaker({ connection: this.redis.connection, ready: this.ready, pools, concurrency, executor, logger: this.logger });
     const routes = new KindRoutes(this.poolMap, new Map(this.registry.all().map((h) => [h.kind, h.pool])));

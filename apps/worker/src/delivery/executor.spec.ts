@@ -108,6 +108,19 @@ describe('worker executor', () => {
     expect((await h.attempts(id))[0].started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
   });
 
+  it('a claim that fails (Postgres restarting) gives the delivery back to its ready list, and it runs once the database answers', async () => {
+    const w = await h.liveWorker({ claimRetryPauseMs: 10 });
+    const [id] = await h.enqueue([{ kind: 'noop' }]);
+    await h.hot.runOnce();
+    expect(await h.readyIds()).toEqual([id]);
+    jest.spyOn(h.repo, 'claimForRun').mockRejectedValueOnce(Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }));
+    await w.taker.runOnce();
+    expect(await h.readyIds()).toEqual([id]); // back at the head, not left to the overdue sweep
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+    await h.runWorker(w);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
   it('no handler starts early even when a timer fires before the clock reaches the run time', async () => {
     // A clock running at half the timers' speed: a timer set for the remaining time fires
     // before the clock gets there (in small, the millisecond a real timer may fire early).
