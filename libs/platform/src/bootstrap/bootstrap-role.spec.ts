@@ -61,10 +61,13 @@ describe('startRole', () => {
       REDIS_URL: redis.url,
       ALMANAC_QUEUE_PREFIX: redis.prefix,
       ALMANAC_LOG_LEVEL: 'silent',
+      ALMANAC_HTTP_REQUEST_TIMEOUT_MS: '7000',
     };
     app = await startRole([ProbeModule], { role: 'probe', migrate: true, env });
     const base = `http://127.0.0.1:${port}`;
     await request(base).get('/health/ready').expect(200);
+    // The body timeout reaches Node's server: a slow sender is answered 408 and cut off.
+    expect((app.getHttpServer() as { requestTimeout: number }).requestTimeout).toBe(7000);
     expect((await request(base).get('/probe').expect(200)).body).toEqual({ n: 1, prefix: redis.prefix });
   });
 

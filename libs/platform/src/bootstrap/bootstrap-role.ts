@@ -109,6 +109,9 @@ export function httpAdapter(config: AlmanacConfig): FastifyAdapter {
   const adapter = new FastifyAdapter({
     // Batches of 1000 jobs outgrow Fastify's 1 MiB default; oversize bodies get 413.
     bodyLimit: config.maxBodyBytes,
+    // Body timeout: a request whose headers and body are not in within this gets 408 and its
+    // connection closed, so slow senders cannot hold connections and buffers for ever.
+    requestTimeout: config.httpRequestTimeoutMs,
     // As Express matched: `/v1/jobs/` is `/v1/jobs`.
     routerOptions: { ignoreTrailingSlash: true },
     // A URL Fastify cannot route (bad percent-encoding, over-long parameter) still gets the

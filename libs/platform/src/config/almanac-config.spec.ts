@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       queuePrefix: 'almanac',
       horizons: { immediateMs: 15 * 60_000, hotMs: 24 * 3600_000 },
       maxBodyBytes: 4 * 1024 * 1024,
+      httpRequestTimeoutMs: 30_000,
     });
     expect(configWarnings(c)).toEqual([expect.stringContaining('ALMANAC_ADMIN_TOKEN is unset')]);
   });
@@ -36,6 +37,7 @@ describe('loadConfig', () => {
       ALMANAC_IMMEDIATE_HORIZON_MS: '60000',
       ALMANAC_HOT_HORIZON_MS: '3600000',
       ALMANAC_MAX_BODY_BYTES: '2048',
+      ALMANAC_HTTP_REQUEST_TIMEOUT_MS: '5000',
     });
     expect(c).toMatchObject({
       production: true,
@@ -48,6 +50,7 @@ describe('loadConfig', () => {
       queuePrefix: 'almanac-prod',
       horizons: { immediateMs: 60000, hotMs: 3600000 },
       maxBodyBytes: 2048,
+      httpRequestTimeoutMs: 5000,
     });
     expect(configWarnings(c)).toEqual([]);
   });

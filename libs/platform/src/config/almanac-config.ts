@@ -23,6 +23,8 @@ export interface AlmanacConfig {
   queuePrefix: string;
   horizons: { immediateMs: number; hotMs: number };
   maxBodyBytes: number;
+  /** A request not fully received (headers and body) within this is answered 408: slow senders. */
+  httpRequestTimeoutMs: number;
 }
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -62,6 +64,8 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
     }),
     horizons: { immediateMs, hotMs },
     maxBodyBytes: envInt(env, 'ALMANAC_MAX_BODY_BYTES', 4 * 1024 * 1024, { min: 1024, max: 256 * 1024 * 1024 }),
+    // 4 MiB at 1 Mbit/s is ~34 s: slower than that is a client holding a connection open.
+    httpRequestTimeoutMs: envInt(env, 'ALMANAC_HTTP_REQUEST_TIMEOUT_MS', 30_000, { min: 1000, max: 600_000 }),
   };
 }
 
