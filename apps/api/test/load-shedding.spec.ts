@@ -119,3 +119,35 @@ describe('read rate limit per tenant', () => {
     await h.http().post('/v1/jobs').set(busy).send({ kind: 'noop', key: 'w-1', runAt: inMs(DAY) }).expect(201);
   });
 });
+
+describe('the request deadline counts from arrival', () => {
+  let h: ApiHarness;
+  let locker: Client;
+
+  beforeAll(async () => {
+    // Keys are looked up again on every request (TTL 1 ms): the lookup itself meets the stall.
+    h = await startApi({ ALMANAC_REQUEST_TIMEOUT_MS: '1000', ALMANAC_AUTH_CACHE_TTL_MS: '1', ALMANAC_PG_LOCK_TIMEOUT_MS: '10000' });
+    locker = new Client({ connectionString: h.db.url });
+    await locker.connect();
+  });
+  afterAll(async () => {
+    await locker.end();
+    await h.close();
+  });
+
+  it('a stalled key lookup and a stalled insert together still answer 503 within the deadline, for a tenant known before the stall', async () => {
+    const auth = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
+    await h.http().get('/v1/jobs?limit=1').set(auth).expect(200); // known
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE tenants, jobs IN ACCESS EXCLUSIVE MODE');
+    try {
+      const t0 = Date.now();
+      const res = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'stalled-both', runAt: inMs(DAY) });
+      expect(res.status).toBe(503);
+      // Half the deadline waiting for the lookup, the rest for the insert: not the two in a row.
+      expect(Date.now() - t0).toBeLessThan(1400);
+    } finally {
+      await locker.query('ROLLBACK');
+    }
+  });
+});

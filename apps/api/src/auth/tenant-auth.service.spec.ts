@@ -88,6 +88,6 @@ describe('TenantAuthService', () => {
     // The first caller starts the lookup; the others share it, and each is bounded on its own.
     expect(await Promise.all(Array.from({ length: 5 }, () => auth.authenticate('alm_good')))).toEqual(Array(5).fill(tenant));
     expect(Date.now() - t0).toBeLessThan(1000);
-    await expect(Promise.all([auth.authenticate('alm_new'), auth.authenticate('alm_new')])).rejects.toThrow(/within 100 ms/);
+    await expect(Promise.all([auth.authenticate('alm_new'), auth.authenticate('alm_new')])).rejects.toThrow(/within 50 ms/) // half the request deadline;
   });
 });

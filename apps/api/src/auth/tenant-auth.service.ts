@@ -44,13 +44,15 @@ export class TenantAuthService {
     if (hit && hit.until > now) return hit.tenant;
     const lookup = this.pending.get(id) ?? this.lookUp(id, apiKey, now);
     try {
-      // Bounded for every caller, also those sharing a lookup already in flight: a stalled
-      // database makes this a 503 within the request deadline, never a hang.
-      return await within(this.settings.requestTimeoutMs, lookup, 'key lookup');
+      // Bounded for every caller, also those sharing a lookup already in flight, to half the
+      // request deadline: a stalled database leaves the handler time to answer 503, not a hang.
+      return await within(Math.ceil(this.settings.requestTimeoutMs / 2), lookup, 'key lookup');
     } catch (err) {
-      // A tenant known a moment ago stays known while the database cannot say otherwise.
-      if (hit?.tenant) return hit.tenant;
-      throw err;
+      // A tenant known a moment ago stays known while the database cannot say otherwise, for
+      // another TTL: the requests behind this one do not each wait for the stalled lookup.
+      if (!hit?.tenant) throw err;
+      this.remember(id, hit.tenant, now);
+      return hit.tenant;
     }
   }
 
