@@ -121,6 +121,16 @@ describe('worker executor', () => {
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
   });
 
+  it('an outcome whose write fails (Postgres restarting) is written again, not left for the lease rescue', async () => {
+    const w = await h.liveWorker();
+    const [id] = await h.enqueue([{ kind: 'noop' }]);
+    await h.hot.runOnce();
+    jest.spyOn(h.repo, 'complete').mockRejectedValueOnce(Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }));
+    await w.taker.runOnce(); // drains the executor, retry included
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
+  });
+
   it('no handler starts early even when a timer fires before the clock reaches the run time', async () => {
     // A clock running at half the timers' speed: a timer set for the remaining time fires
     // before the clock gets there (in small, the millisecond a real timer may fire early).
