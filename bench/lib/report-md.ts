@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { BENCH_DIR, latestResults, type Figure, type PartResult } from './report-env';
 import { barChartSvg } from './svg-chart';
 
-export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults'];
+export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults', 'chaos'];
 
 const TITLES: Record<string, string> = {
   hold: 'Hold: N future jobs, Redis memory against plain BullMQ',
@@ -18,6 +18,7 @@ const TITLES: Record<string, string> = {
   lag: 'Dispatch lag at a steady rate',
   recovery: 'Recovery from a Redis FLUSHALL',
   faults: 'Delivery under worker faults: outage, backlog, SIGKILL, rolling restart',
+  chaos: 'Every role, Postgres and Redis killed, restarted or stalled under steady load',
 };
 
 function num(n: number, unit: string): string {
