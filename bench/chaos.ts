@@ -10,20 +10,23 @@
  * generator POSTs `charge` jobs (one invoice each, due 2 s ahead) at --rate per second for the
  * whole run, recording every answer. Scenarios run in turn, each for --scenario-seconds, its
  * fault 3 s in: SIGKILL of each role (restarted after 1 s), a rolling restart of every role
- * (the new process up, then SIGTERM to the old one), a Postgres restart, a Postgres stall (SIGSTOP of every server process
+ * (the new process up, then SIGTERM to the old one), worker-b cut off from Redis and from
+ * Postgres (half-open connections), a Postgres restart, a Postgres stall (SIGSTOP of every server process
  * for --stall-seconds), a Redis restart without persistence and a Redis stall. Then the load
  * stops and the bench waits for every accepted job. Per scenario (jobs attributed by the moment
  * they were posted): requests, accepted, API errors (no answer or 5xx), answers slower than
  * 3 s, jobs lost (accepted, not succeeded), duplicate charges, attempts beyond the first, and
  * the worst lateness (first handler start − run time). JSON on stdout, progress on stderr.
  *
- * Not covered yet (bench/README.md): a worker cut off from Redis or Postgres through a fault
- * proxy, and clock skew on one role.
+ * worker-b reaches Redis and Postgres through fault proxies (bench/lib/fault-proxy.ts), which
+ * the two cut-off scenarios blackhole for --cut-seconds: connections stay open, bytes vanish.
+ * Not covered yet: clock skew on one role.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createBenchDatabase } from './lib/bench-db';
 import { arg, freePort, ROOT, sleep } from './lib/local';
+import { FaultProxy } from './lib/fault-proxy';
 import { startPostgres } from './lib/private-postgres';
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} chaos: ${msg}\n`);
@@ -37,7 +40,11 @@ class Cluster {
   readonly children = new Map<RoleName, ChildProcess>();
   readonly ports = new Map<RoleName, number>();
 
-  constructor(private readonly env: Record<string, string>) {}
+  constructor(
+    private readonly env: Record<string, string>,
+    /** Settings of one role only (worker-b reaches Redis and Postgres through fault proxies). */
+    private readonly roleEnv: Partial<Record<RoleName, Record<string, string>>> = {},
+  ) {}
 
   async start(role: RoleName): Promise<void> {
     const port = this.ports.get(role) ?? (await freePort());
@@ -45,7 +52,7 @@ class Cluster {
     const app = role.startsWith('worker') ? 'worker' : role;
     const child = spawn(process.execPath, [join(ROOT, `dist/apps/${app}/src/main.js`)], {
       cwd: ROOT,
-      env: { ...process.env, ALMANAC_LOG_LEVEL: 'error', ...this.env, PORT: String(port), ALMANAC_WORKER_ID: `chaos-${role}-${Date.now()}` },
+      env: { ...process.env, ALMANAC_LOG_LEVEL: 'error', ...this.env, ...this.roleEnv[role], PORT: String(port), ALMANAC_WORKER_ID: `chaos-${role}-${Date.now()}` },
       stdio: 'ignore',
     });
     this.children.set(role, child);
@@ -120,7 +127,14 @@ async function main(): Promise<void> {
     NODE_ENV: 'production', DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${redis.port}`, ALMANAC_ADMIN_TOKEN: ADMIN,
     ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0',
   };
-  const cluster = new Cluster(env);
+  const cutMs = Number(arg('cut-seconds', '20')) * 1000;
+  const pgProxy = new FaultProxy(pg.port);
+  const redisProxy = new FaultProxy(redis.port);
+  await pgProxy.start();
+  await redisProxy.start();
+  const cluster = new Cluster(env, {
+    'worker-b': { DATABASE_URL: db.url.replace(`:${pg.port}/`, `:${pgProxy.port}/`), REDIS_URL: `redis://127.0.0.1:${redisProxy.port}` },
+  });
   const scenarios: [string, () => Promise<void>][] = [
     ...ROLES.map((role): [string, () => Promise<void>] => [`sigkill-${role}`, async () => {
       await cluster.stop(role, 'SIGKILL');
@@ -141,6 +155,16 @@ async function main(): Promise<void> {
     ['redis-restart', async () => {
       await redis.kill();
       redis.start(); // empty: no persistence
+    }],
+    ['worker-cut-off-redis', async () => {
+      redisProxy.blackhole();
+      await sleep(cutMs);
+      redisProxy.heal();
+    }],
+    ['worker-cut-off-postgres', async () => {
+      pgProxy.blackhole();
+      await sleep(cutMs);
+      pgProxy.heal();
     }],
     ['redis-stall', async () => {
       signalAll([redis.child.pid as number], 'SIGSTOP');
@@ -233,6 +257,8 @@ async function main(): Promise<void> {
   } finally {
     for (const role of [...ROLES].reverse()) await cluster.stop(role, 'SIGTERM').catch(() => undefined);
     await redis.kill().catch(() => undefined);
+    await pgProxy.stop().catch(() => undefined);
+    await redisProxy.stop().catch(() => undefined);
     await db.drop().catch(() => undefined);
     pg.stop();
   }

@@ -398,7 +398,7 @@ const PARTS: Record<string, Part> = {
         }],
         notes: [
           `A private PostgreSQL cluster and redis-server, the real roles from dist/ (api, promoter, dispatcher, two workers) with default settings; charge jobs POSTed one by one at ${r.inputs.rate}/s, each due 2 s later, attributed to the scenario running when posted. Stalls are SIGSTOP of every server process for ${r.inputs.stallMs / 1000} s. A killed api role has no replica here, so its requests fail until it is back (Kubernetes runs two behind a Service).`,
-          'Not covered yet: a worker cut off from Redis or Postgres through a fault-injecting proxy, and clock skew on one role.',
+          'worker-b reaches Redis and Postgres through fault proxies (bench/lib/fault-proxy.ts); the cut-off scenarios blackhole them for 20 s (connections stay open, bytes vanish). Not covered yet: clock skew on one role.',
         ],
         raw: r,
       };
