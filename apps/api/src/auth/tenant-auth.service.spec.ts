@@ -90,4 +90,24 @@ describe('TenantAuthService', () => {
     expect(Date.now() - t0).toBeLessThan(1000);
     await expect(Promise.all([auth.authenticate('alm_new'), auth.authenticate('alm_new')])).rejects.toThrow(/within 50 ms/) // half the request deadline;
   });
+
+  it('past the lookup rate, a tenant known a moment ago still gets in; a key found gone is never honoured again', async () => {
+    const keys = new Map<string, TenantRecord | null>([['alm_good', tenant], ['alm_revoked', { ...tenant, id: 8 }]]);
+    const repo = { findByApiKey: async (key: string) => keys.get(key) ?? null } as unknown as TenantsRepository;
+    const clock = new ManualClock(0);
+    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_AUTH_LOOKUPS_PER_SECOND: '3' }), clock);
+    expect(await auth.authenticate('alm_good')).toBe(tenant);
+    expect((await auth.authenticate('alm_revoked'))?.id).toBe(8);
+    clock.advance(1001);
+    keys.set('alm_revoked', null); // deleted meanwhile
+    expect(await auth.authenticate('alm_revoked')).toBeNull();
+    clock.advance(1001); // both entries expired
+    // A flood of random keys empties the lookup budget...
+    for (let i = 0; i < 3; i++) await auth.authenticate(`alm_random_${i}`);
+    await expect(auth.authenticate('alm_random_x')).rejects.toMatchObject({ status: 503 });
+    // ...yet the known tenant is still served from its expired entry,
+    expect(await auth.authenticate('alm_good')).toBe(tenant);
+    // and the revoked key is not served from the entry it had before it was found gone.
+    await expect(auth.authenticate('alm_revoked')).rejects.toMatchObject({ status: 503 });
+  });
 });

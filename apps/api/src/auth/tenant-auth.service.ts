@@ -10,6 +10,8 @@ import { TokenBuckets } from '../rate-limit/token-bucket';
 const MAX_KNOWN = 100_000;
 /** Unknown keys remembered at most; the oldest goes first. Never displaces a known key. */
 const MAX_UNKNOWN = 50_000;
+/** How long past its TTL a known key may still be honoured while lookups fail (a database stall). */
+const STALE_GRACE_MS = 5 * 60_000;
 
 interface Cached {
   tenant: TenantRecord | null;
@@ -42,15 +44,18 @@ export class TenantAuthService {
     const id = createHash('sha256').update(apiKey, 'utf8').digest('base64');
     const hit = this.known.get(id) ?? this.unknown.get(id);
     if (hit && hit.until > now) return hit.tenant;
-    const lookup = this.pending.get(id) ?? this.lookUp(id, apiKey, now);
     try {
+      // Inside the try: past the lookup rate (a flood of random keys) a tenant known a moment
+      // ago still gets in, instead of every tenant getting 503 once its cache entry expires.
+      const lookup = this.pending.get(id) ?? this.lookUp(id, apiKey, now);
       // Bounded for every caller, also those sharing a lookup already in flight, to half the
       // request deadline: a stalled database leaves the handler time to answer 503, not a hang.
       return await within(Math.ceil(this.settings.requestTimeoutMs / 2), lookup, 'key lookup');
     } catch (err) {
-      // A tenant known a moment ago stays known while the database cannot say otherwise, for
-      // another TTL: the requests behind this one do not each wait for the stalled lookup.
-      if (!hit?.tenant) throw err;
+      // A tenant known a moment ago (at most STALE_GRACE_MS past its TTL) stays known while the
+      // database cannot say otherwise, for another TTL: the requests behind this one do not each
+      // wait for the stalled lookup.
+      if (!hit?.tenant || now - hit.until > STALE_GRACE_MS) throw err;
       this.remember(id, hit.tenant, now);
       return hit.tenant;
     }
@@ -80,6 +85,8 @@ export class TenantAuthService {
   private remember(id: string, tenant: TenantRecord | null, now: number): void {
     if (this.settings.authCacheTtlMs <= 0) return;
     const cache = tenant ? this.known : this.unknown;
+    // A key is in one cache only: a key found gone must not be honoured later from `known`.
+    (tenant ? this.unknown : this.known).delete(id);
     const max = tenant ? MAX_KNOWN : MAX_UNKNOWN;
     cache.delete(id); // re-inserted last: Map order is then oldest first
     if (cache.size >= max) cache.delete(cache.keys().next().value as string);
