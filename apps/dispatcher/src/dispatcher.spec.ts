@@ -174,6 +174,25 @@ describe('dispatcher', () => {
     expect(h.dispatcher.waitingCount).toBe(0);
   });
 
+  it('at most maxWaitingSlots hot jobs wait for a busy pool at once; the rest park, so other pools keep moving', async () => {
+    await h.liveWorker({ concurrency: 1 }); // room 2, and nothing takes from the ready list
+    // 60 single rows, each due at its own millisecond (no envelope); the consumer takes up to 100 at once.
+    const t0 = Date.now();
+    await h.enqueue(Array.from({ length: 60 }, (_, i) => ({ kind: 'noop', runAt: new Date(t0 - 60 + i) })));
+    let most = 0;
+    h.hot.start();
+    for (const until = Date.now() + 5000; Date.now() < until; ) {
+      most = Math.max(most, h.hot.slotsWaiting);
+      const parked = (await h.parkedIds()).length;
+      if (parked + h.dispatcher.waitingCount + 2 >= 60 && parked > 0) break;
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(most).toBeLessThanOrEqual(50); // the harness's maxWaitingSlots
+    expect(h.dispatcher.waitingCount).toBeLessThanOrEqual(50);
+    expect((await h.parkedIds()).length).toBeGreaterThanOrEqual(8);
+    await h.hot.close();
+  });
+
   it('a delivery whose dispatch failed leaves no hot job behind, so the sweeps can enqueue the row again', async () => {
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     jest.spyOn(h.dispatcher, 'dispatch').mockRejectedValueOnce(new Error('database is down'));

@@ -43,7 +43,13 @@ export class HotConsumer {
   readonly worker: Worker<HotJobData, unknown, string>;
   private readonly batcher: MicroBatcher<HotDelivery, DispatchResult>;
   private started = false;
+  /** Hot jobs that may wait for a busy pool, reserved or waiting (see maxWaitingSlots). */
   private waitingSlots = 0;
+
+  /** Hot-consumer slots reserved for waiting now (tests, tools). */
+  get slotsWaiting(): number {
+    return this.waitingSlots;
+  }
 
   constructor(private readonly o: HotConsumerOptions) {
     this.batcher = new MicroBatcher((items) => o.dispatcher.dispatch(items), { maxBatch: o.concurrency, maxInFlight: 2 });
@@ -98,18 +104,20 @@ export class HotConsumer {
     const early = job.data.d - Date.now() - HANDOFF_AHEAD_MS;
     if (early > 0 && early <= 2 * DELIVERY_LEAD_MS) await new Promise((r) => setTimeout(r, early));
     const deliveries = deliveriesOf(job);
+    // The slot is reserved before the batch answers: hot jobs processed at once all read this
+    // counter before any answer comes back, so counting only `full` answers let every slot wait.
     const mayWait = this.waitingSlots < this.o.maxWaitingSlots;
-    const answers = await Promise.all(deliveries.map((d) => this.batcher.submit({ ...d, mayWait })));
-    const full = deliveries.filter((_, i) => answers[i].status === 'full');
-    if (full.length === 0) return answers.length === 1 ? answers[0].status : 'dispatched';
-    // A busy live pool: wait in its line (which parks the line if the pool stops freeing room).
-    this.waitingSlots++;
+    if (mayWait) this.waitingSlots++;
     try {
+      const answers = await Promise.all(deliveries.map((d) => this.batcher.submit({ ...d, mayWait })));
+      const full = deliveries.filter((_, i) => answers[i].status === 'full');
+      if (full.length === 0) return answers.length === 1 ? answers[0].status : 'dispatched';
+      // A busy live pool: wait in its line (which parks the line if the pool stops freeing room).
       const pool = answers.find((a) => a.status === 'full')?.pool as string; // one kind per hot job
       await this.o.dispatcher.waitForRoom(pool, full);
+      return 'dispatched';
     } finally {
-      this.waitingSlots--;
+      if (mayWait) this.waitingSlots--;
     }
-    return 'dispatched';
   }
 }
