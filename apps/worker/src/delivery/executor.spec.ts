@@ -131,6 +131,16 @@ describe('worker executor', () => {
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
   });
 
+  it('during a shutdown a failed outcome write is not retried: the pod must stop within its grace; the lease rescue takes over', async () => {
+    const w = await h.liveWorker();
+    const [id] = await h.enqueue([{ kind: 'noop' }]);
+    await h.hot.runOnce();
+    w.executor.beginClose();
+    jest.spyOn(h.repo, 'complete').mockRejectedValueOnce(Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }));
+    await w.taker.runOnce();
+    expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 }); // left running for the rescue
+  });
+
   it('no handler starts early even when a timer fires before the clock reaches the run time', async () => {
     // A clock running at half the timers' speed: a timer set for the remaining time fires
     // before the clock gets there (in small, the millisecond a real timer may fire early).

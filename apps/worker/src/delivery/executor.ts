@@ -81,6 +81,8 @@ export class Executor {
   private readonly completer: MicroBatcher<{ record: CompletionRecord; kind: string }, boolean>;
   /** Set once unfinished work was released: later deliveries are given straight back. */
   private stopping = false;
+  /** Set when the worker starts shutting down: failed outcome writes are no longer retried. */
+  private closing = false;
   private readonly running = new Map<string, Running>();
   private readonly settling = new Set<Promise<void>>();
 
@@ -197,6 +199,11 @@ export class Executor {
     return done.length;
   }
 
+  /** The worker is shutting down: outcome writes that fail are left to the lease rescue. */
+  beginClose(): void {
+    this.closing = true;
+  }
+
   /** Waits for queued claims and group commits (shutdown, tests). */
   async drain(): Promise<void> {
     await this.claimer.drain();
@@ -284,7 +291,9 @@ export class Executor {
       try {
         return await this.completer.submit(item);
       } catch (err) {
-        if (this.stopping || Date.now() + pause >= leaseUntil) throw err;
+        // Not during a shutdown: retries could outlast the pod's grace period (the lease rescue
+        // then runs the job again, as after a crash).
+        if (this.stopping || this.closing || Date.now() + pause >= leaseUntil) throw err;
         this.o.logger.warn({ err, jobId: item.record.id }, `could not record the outcome; trying again in ${pause} ms`);
         await new Promise((r) => setTimeout(r, pause));
       }

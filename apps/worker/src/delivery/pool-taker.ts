@@ -72,6 +72,7 @@ export class PoolTaker {
    */
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
+    this.o.executor.beginClose();
     for (const wake of this.slotFreed.values()) wake();
     // Let a blocked BLMPOP end by itself (≤ BLOCK_SECONDS): disconnecting under it could drop a
     // reply whose items Redis already popped. Items it returns now are handed back by the loop.
