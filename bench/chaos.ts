@@ -23,6 +23,7 @@
  * Not covered yet: clock skew on one role.
  */
 import { ChildProcess, spawn } from 'node:child_process';
+import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBenchDatabase } from './lib/bench-db';
 import { arg, freePort, ROOT, sleep } from './lib/local';
@@ -31,6 +32,7 @@ import { startPostgres } from './lib/private-postgres';
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} chaos: ${msg}\n`);
 const ADMIN = 'chaos-admin-token-0123456789';
+const LOG_DIR = process.env.CHAOS_LOG_DIR;
 const ROLES = ['api', 'promoter', 'dispatcher', 'worker-a', 'worker-b'] as const;
 type RoleName = (typeof ROLES)[number];
 
@@ -52,8 +54,12 @@ class Cluster {
     const app = role.startsWith('worker') ? 'worker' : role;
     const child = spawn(process.execPath, [join(ROOT, `dist/apps/${app}/src/main.js`)], {
       cwd: ROOT,
-      env: { ...process.env, ALMANAC_LOG_LEVEL: 'error', ...this.env, ...this.roleEnv[role], PORT: String(port), ALMANAC_WORKER_ID: `chaos-${role}-${Date.now()}` },
-      stdio: 'ignore',
+      env: {
+        ...process.env, ALMANAC_LOG_LEVEL: LOG_DIR ? 'warn' : 'error', ...this.env, ...this.roleEnv[role],
+        PORT: String(port), ALMANAC_WORKER_ID: `chaos-${role}-${Date.now()}`,
+      },
+      // CHAOS_LOG_DIR=<dir>: each role's log lines go to <dir>/<role>.log (appended across restarts).
+      stdio: LOG_DIR ? ['ignore', openSync(join(LOG_DIR, `${role}.log`), 'a'), openSync(join(LOG_DIR, `${role}.log`), 'a')] : 'ignore',
     });
     this.children.set(role, child);
     for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(200)) {
