@@ -14,6 +14,7 @@ import { AdminAuthGuard, TenantAuthGuard } from './auth/guards';
 import { TenantAuthService } from './auth/tenant-auth.service';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { HttpMetricsHook } from './http/http-metrics';
+import { RequestClockHook } from './http/request-clock';
 import { RequestDeadlineInterceptor } from './http/request-deadline.interceptor';
 import { HotRoutingService } from './jobs/hot-routing.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
@@ -44,6 +45,7 @@ const REPOSITORIES = [
     HotRoutingService,
     HttpMetricsHook,
     EarlyAuthHook,
+    RequestClockHook,
   ],
   exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService],
 })

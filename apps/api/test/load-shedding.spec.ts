@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { Client } from 'pg';
 import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
 
@@ -149,5 +150,37 @@ describe('the request deadline counts from arrival', () => {
     } finally {
       await locker.query('ROLLBACK');
     }
+  });
+});
+
+describe('a slow upload', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_REQUEST_TIMEOUT_MS: '500' });
+  });
+  afterAll(() => h.close());
+
+  it('is not answered 503 for the time its body took to arrive: the deadline starts once the body is in', async () => {
+    const key = (await h.createTenant()).apiKey;
+    const body = JSON.stringify({ jobs: [{ kind: 'noop', key: 'slow-upload', runAt: inMs(DAY) }] });
+    const { hostname, port } = new URL(h.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest({
+        hostname, port, path: '/v1/jobs/batch', method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) },
+      });
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.write(body.slice(0, 10));
+      // A client on a slow link: the rest of the body arrives after twice the deadline.
+      setTimeout(() => req.end(body.slice(10)), 1000);
+    });
+    expect(status).toBe(200);
+    const [{ n }] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key = 'slow-upload'`);
+    expect(n).toBe(1);
   });
 });

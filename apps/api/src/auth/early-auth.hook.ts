@@ -3,6 +3,8 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, unavailable } from '../http/api-error';
 import { isTransientDependencyError } from '../http/dependency-errors';
+import type { TimedRequest } from '../http/request-clock';
+import { performance } from 'node:perf_hooks';
 import { isApiPath } from '../http/api-exception.filter';
 import { AdminAuthGuard, TenantAuthGuard, unauthorized } from './guards';
 
@@ -25,9 +27,11 @@ export class EarlyAuthHook implements OnModuleInit {
     fastify.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
       const path = req.url.split('?', 1)[0];
       if (!isApiPath(path) || !hasBody(req)) return undefined;
+      const started = performance.now();
       try {
         if (path.startsWith('/v1/admin/')) this.adminGuard.check(req);
         else await this.tenantGuard.authenticate(req);
+        (req as TimedRequest).authMs = performance.now() - started; // counts against the deadline
         return undefined;
       } catch (err) {
         const e =

@@ -3,12 +3,13 @@ import type { FastifyReply } from 'fastify';
 import { catchError, Observable, throwError, timeout, TimeoutError } from 'rxjs';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { unavailable } from './api-error';
+import { deadlineElapsedMs, type TimedRequest } from './request-clock';
 
 /**
- * Every /v1 request is answered within ALMANAC_REQUEST_TIMEOUT_MS of its arrival: past it, 503
- * with Retry-After. The clock starts when the request arrived, not when the handler starts, so
- * time spent authenticating counts (the chaos bench's Postgres stall measured 5 s answers when
- * the key lookup and the handler each had the whole deadline). The work is not cancelled (a job
+ * Every /v1 request is answered within ALMANAC_REQUEST_TIMEOUT_MS once its body is in (see
+ * RequestClockHook): past it, 503 with Retry-After. Time spent authenticating counts (the
+ * chaos bench's Postgres stall measured 5 s answers when the key lookup and the handler each
+ * had the whole deadline); the upload does not (it has the body timeout). The work is not cancelled (a job
  * may still commit), which is why the answer says to resend with the same key: a resend is then
  * 200 with the job, never a second job.
  */
@@ -18,7 +19,8 @@ export class RequestDeadlineInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const ms = this.settings.requestTimeoutMs;
-    const elapsed = context.switchToHttp().getResponse<FastifyReply>().elapsedTime ?? 0;
+    const http = context.switchToHttp();
+    const elapsed = deadlineElapsedMs(http.getRequest<TimedRequest>(), http.getResponse<FastifyReply>().elapsedTime ?? 0);
     return next.handle().pipe(
       timeout(Math.max(1, ms - elapsed)),
       catchError((err: unknown) =>
