@@ -48,6 +48,7 @@ export function buildSweeps(deps: {
       maxBatchRows: config.recurringBatchRows,
       maxBatchBytes: config.recurringBatchBytes,
       maxPerTenantPerRun: config.recurringTenantOccurrencesPerRun,
+      nearMs: config.lateToleranceMs + config.recurringIntervalMs,
     },
     metrics,
     (now) => promotion.runOnce(now),

@@ -39,6 +39,11 @@ export interface RecurringOptions {
   maxBatchBytes: number;
   /** Occurrences one tenant may materialise per run; its other schedules wait for the next run. */
   maxPerTenantPerRun: number;
+  /**
+   * The near part of the horizon every due schedule gets each run, quota or not; at least the
+   * late tolerance plus a run interval, so no occurrence turns late while its schedule waits.
+   */
+  nearMs: number;
 }
 
 /** What an occurrence row costs beyond its payload (key, columns, tuple header), for the byte budget. */
@@ -93,7 +98,6 @@ export class RecurringSweep implements Sweep<RecurringResult> {
   ) {}
 
   async runOnce(now: Date): Promise<RecurringResult> {
-    const until = new Date(now.getTime() + this.opts.hotHorizonMs);
     const total: RecurringResult = {
       schedules: 0,
       inserted: 0,
@@ -102,15 +106,34 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       invalid: 0,
       tenantsAtQuota: 0,
     };
+    // First every due schedule's next few minutes, whatever the quota: a schedule the quota
+    // held back whole would see its first occurrences turn late and, under `skip`, dropped.
+    // Then the rest of the horizon, within each tenant's quota.
+    const near = await this.pass(now, new Date(now.getTime() + this.opts.nearMs), null, total);
     const quota: RunQuota = { perTenant: new Map(), atQuota: new Set() };
-    const run = await runBatches(this.opts, async (limit) => {
+    const far = await this.pass(now, new Date(now.getTime() + this.opts.hotHorizonMs), quota, total);
+    total.schedules = near.total + far.total;
+    total.tenantsAtQuota = quota.atQuota.size;
+    if (near.more || far.more) total.more = true;
+    const { materialised, missed, skipped } = total.occurrences;
+    this.metrics?.occurrences.inc({ outcome: 'materialised' }, materialised);
+    this.metrics?.occurrences.inc({ outcome: 'missed' }, missed);
+    this.metrics?.occurrences.inc({ outcome: 'skipped' }, skipped);
+    if (total.inserted > 0) await this.onMaterialised?.(now);
+    return total;
+  }
+
+  /** Batches over schedules due by `until`; `quota` null: no per-tenant quota (the near pass). */
+  private pass(now: Date, until: Date, quota: RunQuota | null, total: RecurringResult) {
+    const unlimited: RunQuota = { perTenant: new Map(), atQuota: new Set() };
+    return runBatches(this.opts, async (limit) => {
       const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
       const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, cut: false };
       const batch = await this.repo.materialiseDueSchedules(
         until,
         limit,
-        (schedules) => this.plan(schedules, now, until, counts, quota, budget),
-        [...quota.atQuota],
+        (schedules) => this.plan(schedules, now, until, counts, quota ?? unlimited, budget, quota === null),
+        quota ? [...quota.atQuota] : [],
       );
       total.inserted += batch.inserted;
       total.duplicates += batch.duplicates;
@@ -122,15 +145,6 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       // report it full, so the run goes on with the next batch (maxPerRun still bounds the run).
       return budget.cut ? Math.max(limit, batch.schedules) : batch.schedules;
     });
-    total.schedules = run.total;
-    total.tenantsAtQuota = quota.atQuota.size;
-    if (run.more) total.more = true;
-    const { materialised, missed, skipped } = total.occurrences;
-    this.metrics?.occurrences.inc({ outcome: 'materialised' }, materialised);
-    this.metrics?.occurrences.inc({ outcome: 'missed' }, missed);
-    this.metrics?.occurrences.inc({ outcome: 'skipped' }, skipped);
-    if (total.inserted > 0) await this.onMaterialised?.(now);
-    return total;
   }
 
   private plan(
@@ -140,6 +154,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     counts: OccurrenceCounts & { invalid: number },
     quota: RunQuota,
     budget: BatchBudget,
+    ignoreQuota = false,
   ): { rows: OccurrenceRow[]; advances: ScheduleAdvance[] } {
     const rows: OccurrenceRow[] = [];
     const advances: ScheduleAdvance[] = [];
@@ -151,7 +166,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
         continue;
       }
       const rowBytes = (s.payloadJson?.length ?? 0) + ROW_OVERHEAD_BYTES;
-      const tenantLeft = this.opts.maxPerTenantPerRun - (quota.perTenant.get(s.tenantId) ?? 0);
+      const tenantLeft = ignoreQuota ? Number.MAX_SAFE_INTEGER : this.opts.maxPerTenantPerRun - (quota.perTenant.get(s.tenantId) ?? 0);
       // At least one, so every batch makes progress whatever one schedule's payload weighs.
       const cap = Math.max(1, Math.min(budget.rows, tenantLeft, Math.floor(budget.bytes / rowBytes)));
       const plan = this.planner.plan(s, now, until, cap);
@@ -182,7 +197,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       budget.bytes -= n * rowBytes;
       const used = (quota.perTenant.get(s.tenantId) ?? 0) + n;
       quota.perTenant.set(s.tenantId, used);
-      if (used >= this.opts.maxPerTenantPerRun) quota.atQuota.add(s.tenantId);
+      if (!ignoreQuota && used >= this.opts.maxPerTenantPerRun) quota.atQuota.add(s.tenantId);
     }
     return { rows, advances };
   }
