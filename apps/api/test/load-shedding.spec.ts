@@ -3,96 +3,81 @@ import { Client } from 'pg';
 import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
 
 /**
- * A stalled database, made real: another session holds an ACCESS EXCLUSIVE lock on `jobs`, so
- * every insert waits. The API must answer within its deadline (503 with Retry-After), shed new
- * single-job POSTs once its commit queue is full, and lose nothing it answered 201 for.
+ * The API with `env`, a tenant, and another session of its database that can stall it for real:
+ * `whileLocked` holds ACCESS EXCLUSIVE locks on tables, so every query on them waits.
  */
-describe('load shedding with a stalled database', () => {
-  let h: ApiHarness;
-  let auth: { Authorization: string };
-  let locker: Client;
-
+function stallableApi(env: Record<string, string>) {
+  const t = {} as { h: ApiHarness; auth: { Authorization: string }; locker: Client };
   beforeAll(async () => {
-    h = await startApi({
-      ALMANAC_REQUEST_TIMEOUT_MS: '400',
-      ALMANAC_INGEST_MAX_PENDING: '3',
-      ALMANAC_INGEST_COMMITS_IN_FLIGHT: '1',
-      ALMANAC_PG_LOCK_TIMEOUT_MS: '3000',
-    });
-    auth = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
-    locker = new Client({ connectionString: h.db.url });
-    await locker.connect();
+    t.h = await startApi(env);
+    t.auth = { Authorization: `Bearer ${(await t.h.createTenant()).apiKey}` };
+    t.locker = new Client({ connectionString: t.h.db.url });
+    await t.locker.connect();
   });
   afterAll(async () => {
-    await locker.end();
-    await h.close();
+    await t.locker.end();
+    await t.h.close();
+  });
+  return t;
+}
+
+/** Runs `work` while `tables` are locked by the other session; the locks go when it ends. */
+async function whileLocked<T>(locker: Client, tables: string, work: () => Promise<T>): Promise<T> {
+  await locker.query('BEGIN');
+  await locker.query(`LOCK TABLE ${tables} IN ACCESS EXCLUSIVE MODE`);
+  try {
+    return await work();
+  } finally {
+    await locker.query('ROLLBACK');
+  }
+}
+
+/**
+ * A stalled database: every insert waits. The API must answer within its deadline (503 with
+ * Retry-After), shed new single-job POSTs once its commit queue is full, and lose nothing it
+ * answered 201 for.
+ */
+describe('load shedding with a stalled database', () => {
+  const t = stallableApi({
+    ALMANAC_REQUEST_TIMEOUT_MS: '400',
+    ALMANAC_INGEST_MAX_PENDING: '3',
+    ALMANAC_INGEST_COMMITS_IN_FLIGHT: '1',
+    ALMANAC_PG_LOCK_TIMEOUT_MS: '3000',
   });
 
-  const count = async (key: string): Promise<number> => {
-    const rows: { n: number }[] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key = $1`, [key]);
-    return rows[0].n;
-  };
-
   it('answers 503 with Retry-After within the deadline, sheds past the commit queue, and a resend with the same key makes one job', async () => {
-    await locker.query('BEGIN');
-    await locker.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
-    let released = false;
-    try {
-      const bodies = Array.from({ length: 8 }, (_, i) => ({ kind: 'noop', key: `stall-${i}`, runAt: inMs(DAY) }));
-      const started = Date.now();
-      const answers = await Promise.all(bodies.map((b) => h.http().post('/v1/jobs').set(auth).send(b)));
-      const elapsed = Date.now() - started;
-      expect(answers.map((a) => a.status)).toEqual(Array(8).fill(503));
-      expect(elapsed).toBeLessThan(2000); // the deadline (400 ms), not the lock timeout (3 s)
-      for (const a of answers) {
-        expect(a.headers['retry-after']).toBe('1');
-        expect(a.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
-      }
-      // Past the commit queue's bound the API sheds at once instead of queueing.
-      expect(answers.filter((a) => /too many jobs are waiting/.test(a.body.message)).length).toBeGreaterThan(0);
-      await locker.query('COMMIT');
-      released = true;
-      // The ones that were queued commit once the lock goes. A client that resends after
-      // Retry-After (here at once, a few times) gets 201 or 200, never a second job.
-      for (let i = 0; i < 8; i++) {
-        let again = await h.http().post('/v1/jobs').set(auth).send(bodies[i]);
-        for (let tries = 0; again.status === 503 && tries < 20; tries++) again = await h.http().post('/v1/jobs').set(auth).send(bodies[i]);
-        expect([200, 201]).toContain(again.status);
-        expect(await count(`stall-${i}`)).toBe(1);
-      }
-    } finally {
-      if (!released) await locker.query('ROLLBACK');
+    const { h, auth, locker } = t;
+    const bodies = Array.from({ length: 8 }, (_, i) => ({ kind: 'noop', key: `stall-${i}`, runAt: inMs(DAY) }));
+    const started = Date.now();
+    const answers = await whileLocked(locker, 'jobs', () => Promise.all(bodies.map((b) => h.http().post('/v1/jobs').set(auth).send(b))));
+    expect(Date.now() - started).toBeLessThan(2000); // the deadline (400 ms), not the lock timeout (3 s)
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(503));
+    for (const a of answers) {
+      expect(a.headers['retry-after']).toBe('1');
+      expect(a.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
+    }
+    // Past the commit queue's bound the API sheds at once instead of queueing.
+    expect(answers.filter((a) => /too many jobs are waiting/.test(a.body.message)).length).toBeGreaterThan(0);
+    // The ones that were queued commit once the lock goes. A client that resends after
+    // Retry-After (here at once, a few times) gets 201 or 200, never a second job.
+    for (let i = 0; i < 8; i++) {
+      let again = await h.http().post('/v1/jobs').set(auth).send(bodies[i]);
+      for (let tries = 0; again.status === 503 && tries < 20; tries++) again = await h.http().post('/v1/jobs').set(auth).send(bodies[i]);
+      expect([200, 201]).toContain(again.status);
+      const [{ n }] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key = $1`, [bodies[i].key]);
+      expect(n).toBe(1);
     }
   });
 });
 
 describe('a database timeout inside the deadline', () => {
-  let h: ApiHarness;
-  let auth: { Authorization: string };
-  let locker: Client;
-
-  beforeAll(async () => {
-    h = await startApi({ ALMANAC_REQUEST_TIMEOUT_MS: '5000', ALMANAC_PG_LOCK_TIMEOUT_MS: '200' });
-    auth = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
-    locker = new Client({ connectionString: h.db.url });
-    await locker.connect();
-  });
-  afterAll(async () => {
-    await locker.end();
-    await h.close();
-  });
+  const t = stallableApi({ ALMANAC_REQUEST_TIMEOUT_MS: '5000', ALMANAC_PG_LOCK_TIMEOUT_MS: '200' });
 
   it('is a 503 with Retry-After, not a 500', async () => {
-    await locker.query('BEGIN');
-    await locker.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
-    try {
-      const res = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'locked', runAt: inMs(DAY) });
-      expect(res.status).toBe(503); // lock_timeout (55P03) after 200 ms
-      expect(res.headers['retry-after']).toBe('1');
-      expect(res.body.message).toMatch(/not answering in time/);
-    } finally {
-      await locker.query('ROLLBACK');
-    }
+    const res = await whileLocked(t.locker, 'jobs', () => t.h.http().post('/v1/jobs').set(t.auth).send({ kind: 'noop', key: 'locked', runAt: inMs(DAY) }));
+    expect(res.status).toBe(503); // lock_timeout (55P03) after 200 ms
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body.message).toMatch(/not answering in time/);
   });
 });
 
@@ -121,35 +106,19 @@ describe('read rate limit per tenant', () => {
   });
 });
 
-describe('the request deadline counts from arrival', () => {
-  let h: ApiHarness;
-  let locker: Client;
-
-  beforeAll(async () => {
-    // Keys are looked up again on every request (TTL 1 ms): the lookup itself meets the stall.
-    h = await startApi({ ALMANAC_REQUEST_TIMEOUT_MS: '1000', ALMANAC_AUTH_CACHE_TTL_MS: '1', ALMANAC_PG_LOCK_TIMEOUT_MS: '10000' });
-    locker = new Client({ connectionString: h.db.url });
-    await locker.connect();
-  });
-  afterAll(async () => {
-    await locker.end();
-    await h.close();
-  });
+describe('the request deadline counts the time spent authenticating', () => {
+  // Keys are looked up again on every request (TTL 1 ms): the lookup itself meets the stall.
+  const t = stallableApi({ ALMANAC_REQUEST_TIMEOUT_MS: '1000', ALMANAC_AUTH_CACHE_TTL_MS: '1', ALMANAC_PG_LOCK_TIMEOUT_MS: '10000' });
 
   it('a stalled key lookup and a stalled insert together still answer 503 within the deadline, for a tenant known before the stall', async () => {
-    const auth = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
-    await h.http().get('/v1/jobs?limit=1').set(auth).expect(200); // known
-    await locker.query('BEGIN');
-    await locker.query('LOCK TABLE tenants, jobs IN ACCESS EXCLUSIVE MODE');
-    try {
-      const t0 = Date.now();
-      const res = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'stalled-both', runAt: inMs(DAY) });
-      expect(res.status).toBe(503);
-      // Half the deadline waiting for the lookup, the rest for the insert: not the two in a row.
-      expect(Date.now() - t0).toBeLessThan(1400);
-    } finally {
-      await locker.query('ROLLBACK');
-    }
+    await t.h.http().get('/v1/jobs?limit=1').set(t.auth).expect(200); // known
+    const t0 = Date.now();
+    const res = await whileLocked(t.locker, 'tenants, jobs', () =>
+      t.h.http().post('/v1/jobs').set(t.auth).send({ kind: 'noop', key: 'stalled-both', runAt: inMs(DAY) }),
+    );
+    expect(res.status).toBe(503);
+    // Half the deadline waiting for the lookup, the rest for the insert: not the two in a row.
+    expect(Date.now() - t0).toBeLessThan(1400);
   });
 });
 
