@@ -3,7 +3,7 @@ import { Clock, within } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
-import { ApiError } from '../http/api-error';
+import { overLimit } from '../http/api-error';
 import { TokenBuckets } from '../rate-limit/token-bucket';
 
 /** Known keys cached at most (far more than tenants have keys); the oldest goes first. */
@@ -65,11 +65,7 @@ export class TenantAuthService {
   private lookUp(id: string, apiKey: string, now: number): Promise<TenantRecord | null> {
     const rate = this.settings.authLookupsPerSecond;
     const allowed = this.lookups.take('lookups', 1, rate, rate, now);
-    if (!allowed.ok) {
-      const seconds = Math.max(1, Math.ceil(allowed.retryAfterMs / 1000));
-      const message = `too many key lookups; retry in ${seconds}s`;
-      throw new ApiError(503, message, [{ field: 'authorization', rule: 'lookup_rate', message }], { 'Retry-After': String(seconds) });
-    }
+    if (!allowed.ok) throw overLimit(503, 'too many key lookups', 'authorization', 'lookup_rate', allowed.retryAfterMs);
     const lookup = this.tenants.findByApiKey(apiKey).then((tenant) => {
       this.remember(id, tenant, now);
       return tenant;

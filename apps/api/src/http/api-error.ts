@@ -60,3 +60,13 @@ export function conflict(message: string, field: string, rule: string): ApiError
 export function unavailable(message: string, retryAfterSeconds = 1): ApiError {
   return new ApiError(503, message, [], { 'Retry-After': String(retryAfterSeconds) });
 }
+
+/**
+ * A limit reached (429, or 503 for the server's own budget): Retry-After in whole seconds, at
+ * least 1, and the limit named in `details` and in the message, which ends "retry in Ns".
+ */
+export function overLimit(status: 429 | 503, what: string, field: string, rule: string, retryAfterMs: number): ApiError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const message = `${what}; retry in ${seconds}s`;
+  return new ApiError(status, message, [{ field, rule, message }], { 'Retry-After': String(seconds) });
+}

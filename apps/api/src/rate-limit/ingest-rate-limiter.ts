@@ -1,7 +1,7 @@
 import { Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
-import { ApiError } from '../http/api-error';
+import { overLimit } from '../http/api-error';
 import { TokenBuckets } from './token-bucket';
 
 /** The smallest burst a tenant gets, so one full batch always fits in an idle bucket. */
@@ -23,8 +23,6 @@ export class IngestRateLimiter {
     if (rate <= 0 || jobs <= 0) return;
     const res = this.buckets.take(tenant.id, jobs, rate, Math.max(rate, MIN_BURST), this.clock.now().getTime());
     if (res.ok) return;
-    const seconds = Math.max(1, Math.ceil(res.retryAfterMs / 1000));
-    const message = `rate limit of ${rate} jobs/s exceeded; retry in ${seconds}s`;
-    throw new ApiError(429, message, [{ field: 'tenant', rule: 'rate_limit', message }], { 'Retry-After': String(seconds) });
+    throw overLimit(429, `rate limit of ${rate} jobs/s exceeded`, 'tenant', 'rate_limit', res.retryAfterMs);
   }
 }

@@ -4,7 +4,7 @@ import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } fr
 import type { FastifyRequest } from 'fastify';
 import type { Observable } from 'rxjs';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
-import { ApiError } from '../http/api-error';
+import { overLimit } from '../http/api-error';
 import { TokenBuckets } from './token-bucket';
 
 /**
@@ -26,11 +26,7 @@ export class ReadRateLimiter implements NestInterceptor {
     const rate = this.settings.readRateLimitPerSecond;
     if (rate > 0 && req.method === 'GET' && req.tenant) {
       const res = this.buckets.take(req.tenant.id, 1, rate, rate, this.clock.now().getTime());
-      if (!res.ok) {
-        const seconds = Math.max(1, Math.ceil(res.retryAfterMs / 1000));
-        const message = `read rate limit of ${rate} requests/s exceeded; retry in ${seconds}s`;
-        throw new ApiError(429, message, [{ field: 'tenant', rule: 'read_rate_limit', message }], { 'Retry-After': String(seconds) });
-      }
+      if (!res.ok) throw overLimit(429, `read rate limit of ${rate} requests/s exceeded`, 'tenant', 'read_rate_limit', res.retryAfterMs);
     }
     return next.handle();
   }
