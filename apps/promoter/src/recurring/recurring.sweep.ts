@@ -125,14 +125,13 @@ export class RecurringSweep implements Sweep<RecurringResult> {
 
   /** Batches over schedules due by `until`; `quota` null: no per-tenant quota (the near pass). */
   private pass(now: Date, until: Date, quota: RunQuota | null, total: RecurringResult) {
-    const unlimited: RunQuota = { perTenant: new Map(), atQuota: new Set() };
     return runBatches(this.opts, async (limit) => {
       const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
       const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, cut: false };
       const batch = await this.repo.materialiseDueSchedules(
         until,
         limit,
-        (schedules) => this.plan(schedules, now, until, counts, quota ?? unlimited, budget, quota === null),
+        (schedules) => this.plan(schedules, now, until, counts, quota, budget),
         quota ? [...quota.atQuota] : [],
       );
       total.inserted += batch.inserted;
@@ -152,21 +151,20 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     now: Date,
     until: Date,
     counts: OccurrenceCounts & { invalid: number },
-    quota: RunQuota,
+    quota: RunQuota | null,
     budget: BatchBudget,
-    ignoreQuota = false,
   ): { rows: OccurrenceRow[]; advances: ScheduleAdvance[] } {
     const rows: OccurrenceRow[] = [];
     const advances: ScheduleAdvance[] = [];
     for (const s of schedules) {
       // Its tenant out of quota, or the batch out of budget: not advanced, so it stays due.
-      if (quota.atQuota.has(s.tenantId)) continue;
+      if (quota?.atQuota.has(s.tenantId)) continue;
       if (budget.rows <= 0 || budget.bytes <= 0) {
         budget.cut = true;
         continue;
       }
       const rowBytes = (s.payloadJson?.length ?? 0) + ROW_OVERHEAD_BYTES;
-      const tenantLeft = ignoreQuota ? Number.MAX_SAFE_INTEGER : this.opts.maxPerTenantPerRun - (quota.perTenant.get(s.tenantId) ?? 0);
+      const tenantLeft = quota ? this.opts.maxPerTenantPerRun - (quota.perTenant.get(s.tenantId) ?? 0) : Number.MAX_SAFE_INTEGER;
       // At least one, so every batch makes progress whatever one schedule's payload weighs.
       const cap = Math.max(1, Math.min(budget.rows, tenantLeft, Math.floor(budget.bytes / rowBytes)));
       const plan = this.planner.plan(s, now, until, cap);
@@ -195,9 +193,11 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       if (n >= cap && cap < tenantLeft) budget.cut = true; // possibly truncated by the budget
       budget.rows -= n;
       budget.bytes -= n * rowBytes;
-      const used = (quota.perTenant.get(s.tenantId) ?? 0) + n;
-      quota.perTenant.set(s.tenantId, used);
-      if (!ignoreQuota && used >= this.opts.maxPerTenantPerRun) quota.atQuota.add(s.tenantId);
+      if (quota) {
+        const used = (quota.perTenant.get(s.tenantId) ?? 0) + n;
+        quota.perTenant.set(s.tenantId, used);
+        if (used >= this.opts.maxPerTenantPerRun) quota.atQuota.add(s.tenantId);
+      }
     }
     return { rows, advances };
   }
