@@ -23,12 +23,12 @@
  * Not covered yet: clock skew on one role.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBenchDatabase } from './lib/bench-db';
-import { arg, freePort, ROOT, sleep } from './lib/local';
+import { arg, freePort, sleep } from './lib/local';
 import { FaultProxy } from './lib/fault-proxy';
 import { startPostgres } from './lib/private-postgres';
+import { spawnRole } from './throughput';
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} chaos: ${msg}\n`);
 const ADMIN = 'chaos-admin-token-0123456789';
@@ -49,24 +49,16 @@ class Cluster {
   ) {}
 
   async start(role: RoleName): Promise<void> {
-    const port = this.ports.get(role) ?? (await freePort());
-    this.ports.set(role, port);
-    const app = role.startsWith('worker') ? 'worker' : role;
-    const child = spawn(process.execPath, [join(ROOT, `dist/apps/${app}/src/main.js`)], {
-      cwd: ROOT,
-      env: {
-        ...process.env, ALMANAC_LOG_LEVEL: LOG_DIR ? 'warn' : 'error', ...this.env, ...this.roleEnv[role],
-        PORT: String(port), ALMANAC_WORKER_ID: `chaos-${role}-${Date.now()}`,
-      },
-      // CHAOS_LOG_DIR=<dir>: each role's log lines go to <dir>/<role>.log (appended across restarts).
-      stdio: LOG_DIR ? ['ignore', openSync(join(LOG_DIR, `${role}.log`), 'a'), openSync(join(LOG_DIR, `${role}.log`), 'a')] : 'ignore',
+    const env = {
+      ALMANAC_LOG_LEVEL: LOG_DIR ? 'warn' : 'error', ...this.env, ...this.roleEnv[role], ALMANAC_WORKER_ID: `chaos-${role}-${Date.now()}`,
+    };
+    // CHAOS_LOG_DIR=<dir>: each role's log lines go to <dir>/<role>.log (appended across restarts).
+    const started = await spawnRole(role.startsWith('worker') ? 'worker' : role, env, role, {
+      port: this.ports.get(role),
+      logFile: LOG_DIR === undefined ? undefined : join(LOG_DIR, `${role}.log`),
     });
-    this.children.set(role, child);
-    for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(200)) {
-      if (child.exitCode !== null) throw new Error(`${role} exited at start`);
-      if (await fetch(`http://127.0.0.1:${port}/health/live`).then((r) => r.ok, () => false)) return;
-    }
-    throw new Error(`${role} not live after 60 s`);
+    this.ports.set(role, started.port);
+    this.children.set(role, started.child);
   }
 
   async stop(role: RoleName, signal: NodeJS.Signals): Promise<void> {

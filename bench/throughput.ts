@@ -19,6 +19,7 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
@@ -33,13 +34,19 @@ export interface Role {
   port: number;
 }
 
-/** Starts `node dist/apps/<role>/src/main.js` and waits for /health/ready. */
-export async function spawnRole(role: string, env: Record<string, string>, label = role): Promise<Role> {
-  const port = await freePort();
+/**
+ * Starts `node dist/apps/<role>/src/main.js` and waits for /health/ready. `port`: a fixed one (a
+ * restarted role keeps its address); `logFile`: its stdout and stderr appended there.
+ */
+export async function spawnRole(
+  role: string, env: Record<string, string>, label = role, opts: { port?: number; logFile?: string } = {},
+): Promise<Role> {
+  const port = opts.port ?? (await freePort());
+  const log = opts.logFile === undefined ? undefined : openSync(opts.logFile, 'a');
   const child = spawn(process.execPath, [...(process.env.BENCH_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean), join(ROOT, `dist/apps/${role}/src/main.js`)], {
     cwd: ROOT,
     env: { ...process.env, ALMANAC_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: log === undefined ? ['ignore', 'ignore', 'pipe'] : ['ignore', log, log],
   });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
