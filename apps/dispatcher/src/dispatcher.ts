@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { PoolRoom } from './pool-room';
 import { LineOutcome, WaitingLines } from './waiting-lines';
 
-/** A hot-queue job as the dispatcher reads it (name = kind, data {t, d}, id j-<row id>). */
+/** One row a hot-queue job delivers (a job carries one row, `j-<id>`, or an envelope of rows). */
 export interface HotDelivery {
   id: string;
   kind: string;
