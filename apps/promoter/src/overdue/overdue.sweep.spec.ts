@@ -143,8 +143,8 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(await statesOf(db.dataSource, later)).toEqual({ s: 4 });
     });
 
-    it('runs on one replica at a time (advisory lock): the other reports skipped', async () => {
-      const inner = await repo.withSweepLock('overdue', () => sweep.runOnce(NOW));
+    it('runs on one replica at a time (sweep lease): the other reports skipped', async () => {
+      const inner = await repo.withSweepLease('overdue', 'another replica', () => sweep.runOnce(NOW));
       expect(inner).toMatchObject({ skipped: true, redis: 'unchecked' });
     });
 

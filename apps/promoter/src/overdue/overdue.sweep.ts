@@ -1,5 +1,7 @@
 import { LOST_ATTEMPT_ERROR, type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
 import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
 import type { OverdueEnqueuer, Sweep, SweepResult } from '../sweeps/sweep';
@@ -25,9 +27,9 @@ export interface OverdueOptions {
 export const LEASE_EXPIRED_ERROR = LOST_ATTEMPT_ERROR;
 
 /**
- * The net under the queue, every 30 s by default. One replica at a time (session advisory lock):
- * its passes re-enqueue without claiming rows, so replicas running it together would only
- * repeat each other's `addBulk`s.
+ * The net under the queue, every 30 s by default. One replica at a time (a sweep lease, not a
+ * lock: nothing is held while it waits on Redis): its passes re-enqueue without claiming rows, so
+ * replicas running it together would only repeat each other's `addBulk`s.
  *
  * 1. Redis lost data (RedisEpoch) → every queued row is re-enqueued at once with its own delay,
  *    in batches (`addBulk` per batch; ids still in Redis are no-ops). Otherwise queued rows
@@ -48,6 +50,8 @@ export class OverdueSweep implements Sweep<OverdueResult> {
    * re-enqueued from its head again and again and its tail never reached.)
    */
   private overdueCursor: QueuedCursor | null = null;
+  /** This replica's name on the sweep lease. */
+  private readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
   constructor(
     private readonly repo: SweepsRepository,
@@ -59,7 +63,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   ) {}
 
   async runOnce(now: Date): Promise<OverdueResult> {
-    const result = await this.repo.withSweepLock('overdue', () => this.sweep(now));
+    const result = await this.repo.withSweepLease('overdue', this.holder, () => this.sweep(now));
     return result ?? { skipped: true, redis: 'unchecked', requeued: emptyCounts(), dead: 0 };
   }
 

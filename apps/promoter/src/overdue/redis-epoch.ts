@@ -16,7 +16,7 @@ export type RedisEpochStatus = 'ok' | 'lost' | 'restarted';
  * is written by the promoter. Recovery is two-phase so a crash or a second flush during the
  * re-enqueue is noticed again next time: `begin()` writes a fresh epoch with `recovering=1`,
  * the caller re-enqueues, `finish(epoch)` clears the flag only if the epoch is still ours.
- * Callers serialise through the overdue sweep's advisory lock, so one replica recovers at once.
+ * Callers serialise through the overdue sweep's lease, so one replica recovers at once.
  */
 export class RedisEpoch {
   readonly key: string;

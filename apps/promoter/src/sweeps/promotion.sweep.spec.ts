@@ -75,33 +75,55 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     expect(await sweep({}, 10, 20).runOnce(NOW)).toEqual({ promoted: 10, batches: 2 }); // a full last batch costs one empty claim
   });
 
-  it('crash after enqueue, before commit: rows stay scheduled; re-promotion re-adds the same jobIds (no duplicates)', async () => {
+  it('crash after the commit, before the publish: rows are queued without a copy, where the overdue scan finds them', async () => {
     const ids = await insertJobs(db.dataSource, { count: 300, start: new Date(NOW.getTime() + HOUR), stepMs: 10 });
     const crash = sweep({
-      afterEnqueue: () => {
-        throw new SimulatedCrash('killed between addBulk and COMMIT');
+      afterClaim: () => {
+        throw new SimulatedCrash('killed between COMMIT and addBulk');
       },
     });
     await expect(crash.runOnce(NOW)).rejects.toThrow(SimulatedCrash);
-    expect(await statesOf(db.dataSource, ids)).toEqual({ s: 300 });
-    expect(await queuedCount(queue)).toBe(300); // the addBulk did happen
-
-    expect(await sweep().runOnce(NOW)).toMatchObject({ promoted: 300 });
     expect(await statesOf(db.dataSource, ids)).toEqual({ q: 300 });
-    expect(await queuedCount(queue)).toBe(300); // same j-<id>: no second copy
+    expect(await queuedCount(queue)).toBe(0);
+    // The overdue sweep's scan (queued rows past due + grace) returns every one of them.
+    const seen: string[] = [];
+    await repo.scanQueued(new Date(NOW.getTime() + 2 * HOUR), 1000, 1e6, async (rows) => void seen.push(...rows.map((r) => r.id)));
+    expect(seen.sort()).toEqual([...ids].sort());
   });
 
-  it('crash after commit: nothing left to do, nothing doubled', async () => {
+  it('crash after the publish: nothing left to do, nothing doubled', async () => {
     const ids = await insertJobs(db.dataSource, { count: 50, start: new Date(NOW.getTime() + HOUR) });
     const crash = sweep({
-      afterCommit: () => {
-        throw new SimulatedCrash('killed after COMMIT');
+      afterEnqueue: () => {
+        throw new SimulatedCrash('killed after addBulk');
       },
     });
     await expect(crash.runOnce(NOW)).rejects.toThrow(SimulatedCrash);
     expect(await statesOf(db.dataSource, ids)).toEqual({ q: 50 });
     expect(await sweep().runOnce(NOW)).toMatchObject({ promoted: 0 });
     expect(await queuedCount(queue)).toBe(50);
+  });
+
+  it('holds no row lock or transaction while Redis answers: a cancel of a row being published does not wait', async () => {
+    const ids = await insertJobs(db.dataSource, { count: 20, start: NOW });
+    let entered!: () => void;
+    let release!: () => void;
+    const publishing = new Promise<void>((r) => (entered = r));
+    const slowRedis = new Promise<void>((r) => (release = r));
+    const slow = new PromotionSweep(
+      repo,
+      { enqueue: async () => { entered(); await slowRedis; } },
+      { hotHorizonMs: 24 * HOUR, batchSize: 1000, maxPerRun: 1000, concurrency: 1 },
+    );
+    const run = slow.runOnce(NOW);
+    await publishing;
+    const [, cancelled] = await db.dataSource.transaction(async (m) => {
+      await m.query(`SET LOCAL lock_timeout = '200ms'`);
+      return m.query<[unknown, number]>(`UPDATE jobs SET state = 'c' WHERE id = $1 AND state = 'q'`, [ids[0]]);
+    });
+    expect(cancelled).toBe(1);
+    release();
+    expect(await run).toMatchObject({ promoted: 20 });
   });
 
   it('a failing Redis leaves every row scheduled for the next run', async () => {

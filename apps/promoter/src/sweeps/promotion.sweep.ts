@@ -17,22 +17,27 @@ export interface PromotionOptions {
 }
 
 /**
- * Test seams for the crash points: a throw from `afterEnqueue` is a crash after the rows reached
- * Redis but before the commit; from `afterCommit`, a crash once both are done.
+ * Test seams for the crash points: a throw from `afterClaim` is a crash once the rows are
+ * committed as queued but before they reach Redis; from `afterEnqueue`, a crash once both are
+ * done.
  */
 export interface PromotionFaults {
+  afterClaim?: (rows: SweepJobRef[]) => void | Promise<void>;
   afterEnqueue?: (rows: SweepJobRef[]) => void | Promise<void>;
-  afterCommit?: (rows: number) => void | Promise<void>;
 }
 
 /**
- * Cold rows → hot queue. Each batch is one transaction: claim (FOR UPDATE SKIP LOCKED) and mark
- * queued, `addBulk` to the hot queue, commit. The order makes every crash point safe:
- * - before the commit (after or during enqueue): the rows stay scheduled. If the next claim
- *   comes first, it adds the same `j-<id>` again, a no-op while the job waits in Redis. If the
- *   queued copy comes due first, the dispatcher finds the row still scheduled, does not claim it
- *   (`rescheduled`) and drops the delivery; the next claim re-adds it. Never lost, never twice.
- * - after the commit: rows are queued and in Redis, done.
+ * Cold rows → hot queue. Each batch claims its rows (FOR UPDATE SKIP LOCKED) and marks them
+ * queued in one short transaction, then publishes them with `addBulk`. Nothing is held while
+ * Redis answers (it may take up to its command timeout), and every crash point is safe:
+ * - the publish fails (Redis down or slow): the rows go back to scheduled (guarded on queued and
+ *   run time, as ingest does), and the next run, 5 s later after a failure, publishes them again.
+ *   A copy that did reach Redis meanwhile is harmless: the dispatcher finds the row scheduled
+ *   and drops it, or the re-add of the same `j-<id>` is a no-op.
+ * - the process dies after the commit, before or during the publish: the rows are queued without
+ *   a queue copy, and the overdue sweep re-enqueues them once they are `overdueGraceMs` past due
+ *   (the same net as a queue that lost a job).
+ * - after the publish: done.
  * Rows already overdue (the promoter was down) go out with delay 0 (HotQueue clamps it).
  *
  * The claim walks jobs_cold_due by whole UTC hour buckets, ≤ hour(now + hot horizon): the
@@ -62,14 +67,24 @@ export class PromotionSweep implements Sweep<PromotionResult> {
    */
   async promote(now: Date, horizon: Date, lanes = this.opts.concurrency): Promise<PromotionResult> {
     const run = await runBatches({ ...this.opts, concurrency: lanes }, async (limit) => {
-      const n = await this.repo.promoteColdBatch(horizon, limit, async (rows) => {
-        await this.queue.enqueue(rows, now);
-        await this.faults.afterEnqueue?.(rows);
-      });
-      await this.faults.afterCommit?.(n);
-      this.metrics?.promoted.inc(n);
-      return n;
+      const rows = await this.repo.promoteColdBatch(horizon, limit);
+      if (rows.length === 0) return 0;
+      await this.faults.afterClaim?.(rows);
+      await this.publish(rows, now);
+      await this.faults.afterEnqueue?.(rows);
+      this.metrics?.promoted.inc(rows.length);
+      return rows.length;
     });
     return run.more ? { promoted: run.total, batches: run.batches, more: true } : { promoted: run.total, batches: run.batches };
+  }
+
+  private async publish(rows: SweepJobRef[], now: Date): Promise<void> {
+    try {
+      await this.queue.enqueue(rows, now);
+    } catch (err) {
+      // If this fails too (Postgres down as well), the rows stay queued for the overdue sweep.
+      await this.repo.demoteToScheduled(rows).catch(() => undefined);
+      throw err;
+    }
   }
 }

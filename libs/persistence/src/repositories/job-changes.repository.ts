@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { JobState } from '@almanac/domain';
 import { DataSource } from 'typeorm';
 import { STATE_CODE, decodeState } from '../job-state.codec';
+import { demoteToScheduled } from './demote.sql';
 import { columns, findViewForTenant, JobView, RawJob, Runner, toView } from './job-view.sql';
 
 export type CancelOutcome =
@@ -79,20 +80,9 @@ export class JobChangesRepository {
     return this.changeOutcome(tenantId, id, rows);
   }
 
-  /**
-   * Rows inserted as `queued` whose enqueue failed (Redis down) go back to `scheduled`, so the
-   * promoter's sweeps deliver them. Guarded on `queued` and the run time we enqueued for.
-   */
-  async demoteToScheduled(items: { id: string; runAt: Date }[]): Promise<number> {
-    if (items.length === 0) return 0;
-    const rows = await mutate(this.db,
-      `UPDATE jobs j SET state = 's'
-         FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, run_at)
-        WHERE j.id = u.id AND j.state = 'q' AND j.run_at = u.run_at
-       RETURNING j.id`,
-      [items.map((i) => i.id), items.map((i) => i.runAt)],
-    );
-    return rows.length;
+  /** Rows inserted as `queued` whose enqueue failed (Redis down): see demoteToScheduled. */
+  demoteToScheduled(items: { id: string; runAt: Date }[]): Promise<number> {
+    return demoteToScheduled(this.db, items);
   }
 
   private async changeOutcome(

@@ -42,13 +42,47 @@ describe('SweepsRepository (Postgres)', () => {
     });
   });
 
-  describe('withSweepLock', () => {
-    it('lets one holder in at a time and releases on error', async () => {
-      const inner = await repo.withSweepLock('overdue', () => repo.withSweepLock('overdue', async () => 'inner ran'));
+  describe('withSweepLease', () => {
+    it('lets one holder in at a time, re-enters for the same holder, and releases on error', async () => {
+      const inner = await repo.withSweepLease('overdue', 'a', () => repo.withSweepLease('overdue', 'b', async () => 'b ran'));
       expect(inner).toBeNull();
-      await expect(repo.withSweepLock('overdue', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-      expect(await repo.withSweepLock('overdue', async () => 'free again')).toBe('free again');
-      expect(await repo.withSweepLock('stats', async () => 'other sweeps are independent')).toBe('other sweeps are independent');
+      expect(await repo.withSweepLease('overdue', 'a', () => repo.withSweepLease('overdue', 'a', async () => 'same holder'))).toBe('same holder');
+      await expect(repo.withSweepLease('overdue', 'a', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+      expect(await repo.withSweepLease('overdue', 'b', async () => 'free again')).toBe('free again');
+    });
+
+    it('holds no lock or open transaction while its holder waits (on Redis, say)', async () => {
+      let entered!: () => void;
+      let release!: () => void;
+      const inside = new Promise<void>((r) => (entered = r));
+      const waiting = new Promise<void>((r) => (release = r));
+      const run = repo.withSweepLease('overdue', 'a', async () => {
+        entered();
+        await waiting;
+        return 'done';
+      });
+      await inside;
+      const [held] = await db.dataSource.query<{ holder: string }[]>(
+        `SELECT holder FROM sweep_leases WHERE name = 'overdue' AND expires_at > clock_timestamp()`,
+      );
+      expect(held?.holder).toBe('a');
+      const [busy] = await db.dataSource.query<{ advisory: number; open_tx: number }[]>(
+        `SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory')::int AS advisory,
+                (SELECT count(*) FROM pg_stat_activity
+                  WHERE datname = current_database() AND state LIKE 'idle in transaction%')::int AS open_tx`,
+      );
+      expect(busy).toEqual({ advisory: 0, open_tx: 0 });
+      release();
+      expect(await run).toBe('done');
+    });
+
+    it('an expired lease goes to the next holder (a stalled holder loses its turn)', async () => {
+      // ttl 0: the lease expires at its own clock_timestamp(), so the next statement finds it expired.
+      let second: string | null = 'not run';
+      await repo.withSweepLease('overdue', 'stalled', async () => {
+        second = await repo.withSweepLease('overdue', 'other', async () => 'took over');
+      }, 0);
+      expect(second).toBe('took over');
     });
   });
 });

@@ -1,7 +1,9 @@
 import type { JobState } from '@almanac/domain';
-import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { decodeState } from '../job-state.codec';
 import { sql } from '../sql';
+import { demoteToScheduled } from './demote.sql';
+import { acquireSweepLease, releaseSweepLease } from './sweep-lease.sql';
 
 /** What the hot queue needs to know about a row (never the payload). */
 export interface SweepJobRef {
@@ -49,10 +51,8 @@ export interface LeaseRescue {
 
 export type JobStateCounts = Record<JobState, number>;
 
-/** Keys for `pg_try_advisory_lock(classid, objid)`: 'ALMN' + one number per sweep. */
-const LOCK_CLASS = 0x414c4d4e;
-export const SWEEP_LOCKS = { overdue: 1, redisLoss: 2, stats: 3 } as const;
-export type SweepLockName = keyof typeof SWEEP_LOCKS;
+/** Sweeps that run on one replica at a time, each under its own lease row (sweep_leases). */
+export type SweepLeaseName = 'overdue';
 
 /** Where a scan of queued rows stopped: the last (run_at, id) it saw. */
 export interface QueuedCursor {
@@ -80,17 +80,17 @@ export class SweepsRepository {
   constructor(private readonly db: DataSource) {}
 
   /**
-   * Claims up to `limit` cold rows whose UTC hour bucket is ≤ hour(horizon), marks them queued
-   * and hands them to `publish` inside the same transaction; the commit happens only after
-   * `publish` resolves. A throw (or crash) before the commit leaves the rows scheduled, so a later
-   * claim re-publishes the same ids. Ordered by the index expression with a LIMIT, so the planner
-   * walks jobs_cold_due whatever its row estimates (an extra `run_at <= x` filter was tried: at
-   * 10 M rows it made the planner expect few matches and pick a 3 s sequential scan).
+   * Claims up to `limit` cold rows whose UTC hour bucket is ≤ hour(horizon) and marks them
+   * queued, in one short transaction that commits before the caller publishes them: no row lock
+   * is held while the caller waits on Redis. Ordered by the index expression with a LIMIT, so the
+   * planner walks jobs_cold_due whatever its row estimates (an extra `run_at <= x` filter was
+   * tried: at 10 M rows it made the planner expect few matches and pick a 3 s sequential scan).
    */
-  async promoteColdBatch(horizon: Date, limit: number, publish: (rows: SweepJobRef[]) => Promise<void>): Promise<number> {
+  async promoteColdBatch(horizon: Date, limit: number): Promise<SweepJobRef[]> {
     return this.db.transaction(async (m) => {
-      // A commit lost in a Postgres crash leaves the rows scheduled while Redis has them: the
-      // same state as a promoter crash before COMMIT, which is safe. So no WAL flush wait.
+      // A commit lost in a Postgres crash leaves the rows scheduled while Redis may have them:
+      // the dispatcher drops such deliveries and the next claim re-adds the same ids. So no WAL
+      // flush wait.
       await m.query(`SET LOCAL synchronous_commit = off`);
       const { rows } = await sql<JobRefRow>(
         m,
@@ -104,10 +104,13 @@ export class SweepsRepository {
           RETURNING j.id::text AS id, j.run_at, j.tenant_id, j.kind`,
         [horizon, limit],
       );
-      const refs = rows.map(toRef);
-      if (refs.length > 0) await publish(refs);
-      return refs.length;
+      return rows.map(toRef);
     });
+  }
+
+  /** Promoted rows whose publish failed go back to scheduled (see demoteToScheduled). */
+  demoteToScheduled(items: readonly { id: string; runAt: Date }[]): Promise<number> {
+    return demoteToScheduled(this.db, items);
   }
 
   /** The claim query's plan, for tests that pin the index choice. */
@@ -347,26 +350,23 @@ export class SweepsRepository {
   }
 
   /**
-   * Runs `fn` while holding a session advisory lock for this sweep, or returns `null` at once
-   * when another replica holds it. For sweeps whose batches are not row-claims (re-enqueue
-   * scans), so replicas do not all repeat the same work.
+   * Runs `fn` while `holder` holds the named sweep's lease, or returns `null` at once when another
+   * holder has it. For sweeps whose batches are not row-claims (re-enqueue scans), so replicas do
+   * not all repeat the same work. A lease is a row with an expiry, renewed every third of `ttlMs`
+   * while `fn` runs: no lock or connection is held while `fn` waits on Redis. A holder that
+   * stalls past the expiry loses its turn, and the next holder may repeat some of its
+   * re-enqueues, which are idempotent.
    */
-  async withSweepLock<T>(name: SweepLockName, fn: () => Promise<T>): Promise<T | null> {
-    const qr: QueryRunner = this.db.createQueryRunner();
+  async withSweepLease<T>(name: SweepLeaseName, holder: string, fn: () => Promise<T>, ttlMs = 60_000): Promise<T | null> {
+    if (!(await acquireSweepLease(this.db, name, holder, ttlMs))) return null;
+    const renew = setInterval(() => void acquireSweepLease(this.db, name, holder, ttlMs).catch(() => undefined), ttlMs / 3);
+    renew.unref();
     try {
-      await qr.connect();
-      const [row] = (await qr.query(`SELECT pg_try_advisory_lock($1::int, $2::int) AS ok`, [
-        LOCK_CLASS,
-        SWEEP_LOCKS[name],
-      ])) as { ok: boolean }[];
-      if (!row?.ok) return null;
-      try {
-        return await fn();
-      } finally {
-        await qr.query(`SELECT pg_advisory_unlock($1::int, $2::int)`, [LOCK_CLASS, SWEEP_LOCKS[name]]);
-      }
+      return await fn();
     } finally {
-      await qr.release();
+      clearInterval(renew);
+      // A failed release only means the lease runs out by itself.
+      await releaseSweepLease(this.db, name, holder).catch(() => undefined);
     }
   }
 }

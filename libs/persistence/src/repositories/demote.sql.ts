@@ -1,0 +1,21 @@
+import type { Db } from '../sql';
+import { sql } from '../sql';
+
+/**
+ * Rows committed as `queued` whose enqueue failed (Redis down or slow) go back to `scheduled`, so
+ * the promoter's sweeps publish them again. Guarded on `queued` and the run time that was
+ * enqueued: a row a worker already claimed, or one rescheduled meanwhile, is left alone. Used by
+ * ingest (the API) and by promotion alike.
+ */
+export async function demoteToScheduled(db: Db, items: readonly { id: string; runAt: Date }[]): Promise<number> {
+  if (items.length === 0) return 0;
+  const { rows } = await sql(
+    db,
+    `UPDATE jobs j SET state = 's'
+       FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, run_at)
+      WHERE j.id = u.id AND j.state = 'q' AND j.run_at = u.run_at
+     RETURNING j.id`,
+    [items.map((i) => i.id), items.map((i) => i.runAt)],
+  );
+  return rows.length;
+}
