@@ -16,13 +16,17 @@
  * stops and the bench waits for every accepted job. Per scenario (jobs attributed by the moment
  * they were posted): requests, accepted, API errors (no answer or 5xx), answers slower than
  * 3 s, jobs lost (accepted, not succeeded), duplicate charges, attempts beyond the first, and
- * the worst lateness (first handler start − run time). JSON on stdout, progress on stderr.
+ * the worst lateness (the charge's time by Postgres's clock − run time), also less the time the fault itself
+ * held a job back (a job due as a stall begins cannot run before it ends). JSON on stdout,
+ * progress on stderr.
  *
  * worker-b reaches Redis and Postgres through fault proxies (bench/lib/fault-proxy.ts), which
  * the two cut-off scenarios blackhole for --cut-seconds: connections stay open, bytes vanish.
- * Not covered yet: clock skew on one role.
+ * Clock skew: worker-a +5 s, the dispatcher −5 s and the promoter +5 s, one at a time for
+ * --cut-seconds, through libfaketime (`apt-get install faketime`; skipped without it).
  */
 import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBenchDatabase } from './lib/bench-db';
 import { arg, freePort, sleep } from './lib/local';
@@ -36,7 +40,7 @@ const LOG_DIR = process.env.CHAOS_LOG_DIR;
 const ROLES = ['api', 'promoter', 'dispatcher', 'worker-a', 'worker-b'] as const;
 type RoleName = (typeof ROLES)[number];
 
-interface Answer { scenario: string; key: string; ms: number; status: number }
+interface Answer { scenario: string; key: string; at: number; ms: number; status: number }
 
 class Cluster {
   readonly children = new Map<RoleName, ChildProcess>();
@@ -48,9 +52,9 @@ class Cluster {
     private readonly roleEnv: Partial<Record<RoleName, Record<string, string>>> = {},
   ) {}
 
-  async start(role: RoleName): Promise<void> {
+  async start(role: RoleName, extraEnv: Record<string, string> = {}): Promise<void> {
     const env = {
-      ALMANAC_LOG_LEVEL: LOG_DIR ? 'warn' : 'error', ...this.env, ...this.roleEnv[role], ALMANAC_WORKER_ID: `chaos-${role}-${Date.now()}`,
+      ALMANAC_LOG_LEVEL: LOG_DIR ? 'warn' : 'error', ...this.env, ...this.roleEnv[role], ...extraEnv, ALMANAC_WORKER_ID: `chaos-${role}-${Date.now()}`,
     };
     // CHAOS_LOG_DIR=<dir>: each role's log lines go to <dir>/<role>.log (appended across restarts).
     const started = await spawnRole(role.startsWith('worker') ? 'worker' : role, env, role, {
@@ -72,10 +76,10 @@ class Cluster {
   }
 
   /** Starts a second process of `role` (new port), then SIGTERMs the first and waits for it. */
-  async replace(role: RoleName): Promise<void> {
+  async replace(role: RoleName, extraEnv: Record<string, string> = {}): Promise<void> {
     const old = this.children.get(role);
     this.ports.delete(role);
-    await this.start(role);
+    await this.start(role, extraEnv);
     if (!old || old.exitCode !== null) return;
     const exited = new Promise((r) => old.once('exit', r));
     old.kill('SIGTERM');
@@ -99,6 +103,11 @@ class RedisServer {
     await exited;
   }
 }
+
+/** libfaketime, from Debian's faketime package (bench/chaos.ts skips the skew scenarios without it). */
+const FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+/** ±5 s on one role at a time (issue 12). */
+const SKEWS: [RoleName, string][] = existsSync(FAKETIME_LIB) ? [['worker-a', '+5s'], ['worker-a', '-5s'], ['dispatcher', '-5s'], ['dispatcher', '+5s'], ['promoter', '+5s']] : [];
 
 function signalAll(pids: number[], signal: NodeJS.Signals): void {
   for (const pid of pids) {
@@ -164,6 +173,14 @@ async function main(): Promise<void> {
       await sleep(cutMs);
       pgProxy.heal();
     }],
+    // Clock skew: the role is replaced by one whose wall clock runs `skew` off (libfaketime, the
+    // Debian faketime package; monotonic clocks stay real so timers behave), held for
+    // --cut-seconds, then replaced by one with the true time again.
+    ...SKEWS.map(([role, skew]): [string, () => Promise<void>] => [`clock-skew-${role}${skew}`, async () => {
+      await cluster.replace(role, { LD_PRELOAD: FAKETIME_LIB, FAKETIME: skew, FAKETIME_DONT_FAKE_MONOTONIC: '1', FAKETIME_NO_CACHE: '1' });
+      await sleep(cutMs);
+      await cluster.replace(role);
+    }]),
     ['redis-stall', async () => {
       signalAll([redis.child.pid as number], 'SIGSTOP');
       await sleep(stallMs);
@@ -180,6 +197,9 @@ async function main(): Promise<void> {
     });
     const key = ((await res.json()) as { apiKey: string }).apiKey;
     let scenario = 'warm-up';
+    const faultAt = new Map<string, number>();
+    /** When each fault's action returned (a stall resumed, a killed role is back). */
+    const faultEnd = new Map<string, number>();
     let stop = false;
     const inFlight = new Set<Promise<void>>();
     const load = (async () => {
@@ -193,7 +213,7 @@ async function main(): Promise<void> {
           method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify(job), signal: AbortSignal.timeout(10_000),
         })
           .then(async (r) => ({ status: r.status, body: await r.arrayBuffer() }), () => ({ status: 0, body: null }))
-          .then(({ status }) => void answers.push({ scenario: label, key: job.key, ms: Date.now() - t0, status }));
+          .then(({ status }) => void answers.push({ scenario: label, key: job.key, at: t0, ms: Date.now() - t0, status }));
         inFlight.add(p);
         void p.finally(() => inFlight.delete(p));
       }
@@ -204,7 +224,9 @@ async function main(): Promise<void> {
       const started = Date.now();
       await sleep(3000);
       log(`${name}: fault`);
+      faultAt.set(name, Date.now());
       await fault();
+      faultEnd.set(name, Date.now());
       const left = scenarioMs - (Date.now() - started);
       if (left > 0) await sleep(left);
       log(`${name}: done`);
@@ -218,9 +240,12 @@ async function main(): Promise<void> {
       const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key = ANY($1) AND state = 'd'`, [accepted]);
       if (n >= accepted.length) break;
     }
-    const rows: { key: string; state: string; attempts: number; lateness_ms: number | null; charges: number }[] = await db.dataSource.query(
-      `SELECT j.key, j.state, j.attempts,
-              (SELECT extract(epoch FROM min(a.started_at) - j.run_at) * 1000 FROM job_attempts a WHERE a.job_id = j.id AND a.outcome = 'succeeded')::float8 AS lateness_ms,
+    const rows: { key: string; state: string; attempts: number; run_at_ms: number; lateness_ms: number | null; charges: number }[] = await db.dataSource.query(
+      `SELECT j.key, j.state, j.attempts, (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms,
+              -- The effect's time by Postgres's clock (charges.created_at, the handler's transaction
+              -- start), not the attempt's started_at, which the worker stamps with its own clock.
+              (SELECT extract(epoch FROM min(c.created_at) - j.run_at) * 1000 FROM charges c
+                WHERE c.tenant_id = j.tenant_id AND c.invoice_id = j.key)::float8 AS lateness_ms,
               (SELECT count(*)::int FROM charges c WHERE c.tenant_id = j.tenant_id AND c.invoice_id = j.key) AS charges
          FROM jobs j WHERE j.key = ANY($1)`,
       [accepted],
@@ -245,11 +270,26 @@ async function main(): Promise<void> {
         duplicateCharges: jobs.filter((j) => j && j.charges > 1).length,
         extraAttempts: jobs.reduce((n, j) => n + Math.max(0, (j?.attempts ?? 1) - 1), 0),
         maxLatenessMs: Math.max(0, ...jobs.map((j) => j?.lateness_ms ?? 0)),
+        // A job due while the fault lasted cannot run before it ends (a 60 s stall makes a job
+        // due as it begins 60 s late whatever happens next): this is the time lost after that.
+        maxLatenessPastFaultMs: Math.max(0, ...jobs.map((j) => {
+          if (!j || j.lateness_ms === null) return 0;
+          const ranAt = j.run_at_ms + j.lateness_ms;
+          return ranAt - Math.max(j.run_at_ms, faultEnd.get(name) ?? 0);
+        })),
       };
     });
+    // The latest job of each scenario, to tell a fault's own length from time lost afterwards.
+    for (const name of ['warm-up', ...chosen.map(([n]) => n)]) {
+      const late = answers.filter((a) => a.scenario === name && (a.status === 200 || a.status === 201))
+        .map((a) => ({ a, j: byKey.get(a.key) }))
+        .sort((x, y) => (y.j?.lateness_ms ?? 0) - (x.j?.lateness_ms ?? 0))[0];
+      const since = faultAt.has(name) ? ` ${((late.a.at - (faultAt.get(name) ?? 0)) / 1000).toFixed(1)} s after the fault began` : '';
+      if (late?.j?.lateness_ms) log(`${name}: latest job ${late.a.key}, posted${since}, ran ${(late.j.lateness_ms / 1000).toFixed(1)} s after its due time`);
+    }
     for (const r of report) {
       log(`${r.scenario.padEnd(18)} ${r.accepted}/${r.requests} accepted, ${(r.apiErrorRate * 100).toFixed(1)} % errors, ${r.answeredOver3s} over 3 s, ` +
-        `lost ${r.lost}, duplicate charges ${r.duplicateCharges}, extra attempts ${r.extraAttempts}, max lateness ${(r.maxLatenessMs / 1000).toFixed(1)} s`);
+        `lost ${r.lost}, duplicate charges ${r.duplicateCharges}, extra attempts ${r.extraAttempts}, max lateness ${(r.maxLatenessMs / 1000).toFixed(1)} s (${(r.maxLatenessPastFaultMs / 1000).toFixed(1)} s past the fault)`);
     }
     process.stdout.write(`${JSON.stringify({ bench: 'chaos', at: new Date().toISOString(), inputs: { rate, scenarioMs, stallMs }, scenarios: report }, null, 2)}\n`);
   } finally {

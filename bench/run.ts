@@ -374,7 +374,7 @@ const PARTS: Record<string, Part> = {
     parse([out]) {
       interface Scenario {
         scenario: string; requests: number; accepted: number; apiErrors: number; apiErrorRate: number; answeredOver3s: number;
-        lost: number; duplicateCharges: number; extraAttempts: number; maxLatenessMs: number;
+        lost: number; duplicateCharges: number; extraAttempts: number; maxLatenessMs: number; maxLatenessPastFaultMs?: number;
       }
       const r = lastJson(out) as unknown as { inputs: { rate: number; stallMs: number }; scenarios: Scenario[] };
       const zero: Check = (v) => v === 0;
@@ -382,7 +382,15 @@ const PARTS: Record<string, Part> = {
       for (const s of r.scenarios) {
         figures.push(fig(`${s.scenario}: ${s.accepted.toLocaleString('en')} of ${s.requests.toLocaleString('en')} POSTs accepted; jobs lost`, one(s.lost), '', '0', zero));
         figures.push(fig(`${s.scenario}: duplicate charges`, one(s.duplicateCharges), '', '0', zero));
-        figures.push(fig(`${s.scenario}: max lateness vs due time`, one(s.maxLatenessMs / 1000), 's', '≤ 60 s', (v) => v <= 60));
+        // A job due as a 60 s stall begins is 60 s late when the stall ends, so for stalls the
+        // 60 s bound applies to the time lost after the fault; it is shown for every scenario.
+        const stall = s.scenario.endsWith('-stall');
+        figures.push(stall
+          ? fig(`${s.scenario}: max lateness vs due time (includes the ${r.inputs.stallMs / 1000} s stall)`, one(s.maxLatenessMs / 1000), 's')
+          : fig(`${s.scenario}: max lateness vs due time`, one(s.maxLatenessMs / 1000), 's', '≤ 60 s', (v) => v <= 60));
+        if (s.maxLatenessPastFaultMs !== undefined) {
+          figures.push(fig(`${s.scenario}: max lateness past the fault's end`, one(s.maxLatenessPastFaultMs / 1000), 's', '≤ 60 s', (v) => v <= 60));
+        }
         figures.push(fig(`${s.scenario}: attempts beyond the first`, one(s.extraAttempts), ''));
         figures.push(fig(`${s.scenario}: API errors (no answer or 5xx)`, one(s.apiErrorRate * 100), '%'));
         figures.push(fig(`${s.scenario}: answers slower than 3 s`, one(s.answeredOver3s), '', '0', zero));
@@ -398,7 +406,7 @@ const PARTS: Record<string, Part> = {
         }],
         notes: [
           `A private PostgreSQL cluster and redis-server, the real roles from dist/ (api, promoter, dispatcher, two workers) with default settings; charge jobs POSTed one by one at ${r.inputs.rate}/s, each due 2 s later, attributed to the scenario running when posted. Stalls are SIGSTOP of every server process for ${r.inputs.stallMs / 1000} s. A killed api role has no replica here, so its requests fail until it is back (Kubernetes runs two behind a Service).`,
-          'worker-b reaches Redis and Postgres through fault proxies (bench/lib/fault-proxy.ts); the cut-off scenarios blackhole them for 20 s (connections stay open, bytes vanish). Not covered yet: clock skew on one role.',
+          'worker-b reaches Redis and Postgres through fault proxies (bench/lib/fault-proxy.ts); the cut-off scenarios blackhole them for 20 s (connections stay open, bytes vanish). The clock-skew scenarios replace one role by one whose wall clock is 5 s off (libfaketime) for 20 s.',
         ],
         raw: r,
       };

@@ -23,20 +23,36 @@ export interface PoolStatus {
 interface StoredBeat {
   c: number;
   r: number;
-  /** expires at, epoch ms */
+  /** expires at, epoch ms by the worker's clock */
   e: number;
+  /** the TTL the worker gave its beat (absent in entries written before 2026-12-01) */
+  t?: number;
 }
 
 /** A dead worker's entry is dropped this long after it expired (it is ignored from expiry on). */
 const FORGET_AFTER_MS = 60_000;
 
+/** When this reader last saw an entry change, by its own clock. */
+interface Sighting {
+  e: number;
+  at: number;
+}
+
 /**
  * Which workers are alive in each pool, and what they can take: each worker writes its entry
- * (concurrency, running, expiry) into the pool's hash on every heartbeat, and registers the
+ * (concurrency, running, expiry, TTL) into the pool's hash on every heartbeat, and registers the
  * kinds it serves with their pool. The dispatcher sums the live entries into a pool's capacity.
  * A worker that dies simply stops renewing its entry; no lock or lease is involved.
+ *
+ * Liveness is judged without comparing two hosts' clocks: an entry whose expiry changed since
+ * this reader last looked is live for its TTL from when the change was seen, by this reader's
+ * clock. Only an entry seen for the first time is judged by its expiry against this reader's
+ * clock. (Comparing clocks, a dispatcher 5 s ahead of its workers found every heartbeat expired
+ * and parked every pool: bench/chaos.ts clock-skew-dispatcher+5s ran jobs 21.7 s late.)
  */
 export class WorkerRoster {
+  private readonly sightings = new Map<string, Sighting>();
+
   constructor(
     private readonly redis: IORedis,
     private readonly prefix: string,
@@ -58,7 +74,7 @@ export class WorkerRoster {
   async beat(beats: readonly WorkerBeat[], kinds: ReadonlyMap<string, string>, nowMs: number, ttlMs: number): Promise<void> {
     const pipeline = this.redis.pipeline();
     for (const b of beats) {
-      const entry: StoredBeat = { c: b.concurrency, r: b.running, e: nowMs + ttlMs };
+      const entry: StoredBeat = { c: b.concurrency, r: b.running, e: nowMs + ttlMs, t: ttlMs };
       pipeline.hset(this.poolKey(b.pool), b.workerId, JSON.stringify(entry));
       pipeline.sadd(this.poolsKey, b.pool);
     }
@@ -96,20 +112,44 @@ export class WorkerRoster {
       const entries = (replies[i]?.[1] ?? {}) as Record<string, string>;
       for (const [workerId, raw] of Object.entries(entries)) {
         const beat = parseBeat(raw);
-        if (beat && beat.e > nowMs) {
+        const state = beat ? this.judge(`${pool}\u0000${workerId}`, beat, nowMs) : 'forget';
+        if (state === 'live' && beat) {
           status.workers++;
           status.capacity += beat.c;
           status.running += beat.r;
-        } else if (!beat || beat.e < nowMs - FORGET_AFTER_MS) {
+        } else if (state === 'forget') {
           forget.hdel(this.poolKey(pool), workerId);
+          this.sightings.delete(`${pool}\u0000${workerId}`);
           forgetting++;
         }
+      }
+      // Entries gone from the hash (a worker that left) need no sighting either.
+      for (const key of this.sightings.keys()) {
+        if (key.startsWith(`${pool}\u0000`) && !(key.slice(pool.length + 1) in entries)) this.sightings.delete(key);
       }
       out.set(pool, status);
     });
     if (forgetting > 0) await forget.exec();
     return out;
   }
+
+  private judge(key: string, beat: StoredBeat, nowMs: number): 'live' | 'dead' | 'forget' {
+    const seen = this.sightings.get(key);
+    if (beat.t !== undefined && seen && seen.e !== beat.e) {
+      this.sightings.set(key, { e: beat.e, at: nowMs });
+      return 'live';
+    }
+    if (beat.t !== undefined && seen) return judgeAge(nowMs - seen.at, beat.t);
+    // First sight: only the worker's own expiry to go by.
+    if (beat.t !== undefined) this.sightings.set(key, { e: beat.e, at: Math.min(nowMs, beat.e - beat.t) });
+    return judgeAge(nowMs - (beat.e - (beat.t ?? 0)), beat.t ?? 0);
+  }
+}
+
+/** A dead entry is forgotten this long after it stopped changing (or, unseen before, expired). */
+function judgeAge(ageMs: number, ttlMs: number): 'live' | 'dead' | 'forget' {
+  if (ageMs < ttlMs) return 'live';
+  return ageMs > ttlMs + FORGET_AFTER_MS ? 'forget' : 'dead';
 }
 
 function parseBeat(raw: string): StoredBeat | undefined {
