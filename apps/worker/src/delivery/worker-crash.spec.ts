@@ -55,4 +55,42 @@ describe('a worker killed mid-handler', () => {
       [2, 'succeeded', 'survivor'],
     ]);
   });
+
+  it('killed after claiming ahead of the run time, before the handler started: no attempt is used, no `lost` row', async () => {
+    const now = new Date();
+    const [id] = await h.enqueue([{ kind: 'charge', maxAttempts: 1, runAt: new Date(now.getTime() + 40), payload: { invoiceId: 'inv-lead', amountCents: 100 } }]);
+    // The claim lead: claimed 40 ms before its run time, then the process dies before the start.
+    const [claimed] = await h.repo.claimForRun([id], now, 1000, 30_000);
+    expect(claimed).toMatchObject({ id, attempt: 1, counted: false });
+    expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 0 });
+
+    await h.ds.query(`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1`, [id]);
+    const rescue = await new SweepsRepository(h.ds).rescueExpiredLeases(new Date(), 100, LOST_ATTEMPT_ERROR);
+    expect(rescue).toMatchObject({ dead: 0, requeued: [expect.objectContaining({ id })] });
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+
+    // Its one attempt is still there for a real run.
+    const [again] = await h.repo.claimForRun([id], new Date(now.getTime() + 100), 1000, 30_000);
+    expect(again).toMatchObject({ attempt: 1, counted: true });
+    expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 });
+    expect(await h.attempts(id)).toEqual([]);
+  });
+
+  it('a claim ahead whose row was rescued and claimed again meanwhile does not count, and must not run', async () => {
+    const now = new Date();
+    const [id] = await h.enqueue([{ kind: 'charge', runAt: new Date(now.getTime() + 40), payload: { invoiceId: 'inv-race', amountCents: 100 } }]);
+    const [stale] = await h.repo.claimForRun([id], now, 1000, 30_000);
+    await h.ds.query(`UPDATE jobs SET state = 'q', lease_until = NULL WHERE id = $1`, [id]); // rescued
+    const [fresh] = await h.repo.claimForRun([id], new Date(now.getTime() + 100), 1000, 30_000);
+    expect(fresh.counted).toBe(true);
+    expect(await h.repo.startClaimed([{ id, attempt: stale.attempt, leaseUntil: stale.leaseUntil }], new Date())).toEqual(new Set());
+    expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 });
+    // The claim it belongs to counts it as its handler starts; a second count changes nothing.
+    const [{ id: other }] = await h.ds.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, 'lead-2', 'charge', now() + interval '1 minute', 'q') RETURNING id::text AS id`);
+    const [ahead] = await h.repo.claimForRun([other], new Date(), 120_000, 30_000);
+    const ref = { id: other, attempt: ahead.attempt, leaseUntil: ahead.leaseUntil };
+    expect(await h.repo.startClaimed([ref], new Date())).toEqual(new Set([other]));
+    expect(await h.repo.startClaimed([ref], new Date())).toEqual(new Set());
+    expect(await h.job(other)).toMatchObject({ state: 'r', attempts: 1 });
+  });
 });

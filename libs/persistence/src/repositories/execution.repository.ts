@@ -33,9 +33,24 @@ export interface RunnableJob {
   kind: string;
   key: string;
   payload: unknown;
+  /** The attempt this run is (attempts once it is counted). */
   attempt: number;
   maxAttempts: number;
   runAt: Date;
+  /**
+   * False for a row claimed ahead of its run time: the attempt is counted only by startClaimed,
+   * as its handler starts, so a worker that dies in between uses up no attempt.
+   */
+  counted: boolean;
+  /** The lease the claim set: startClaimed's proof that the row is still this claim's. */
+  leaseUntil: Date;
+}
+
+/** A row claimed ahead of its run time, about to start (see RunnableJob.counted). */
+export interface ClaimedAhead {
+  id: string;
+  attempt: number;
+  leaseUntil: Date;
 }
 
 /** The job's next state after an attempt (state codes of job-state.codec). */
@@ -78,11 +93,13 @@ export class ExecutionRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * queued → running for every due row among `ids`, attempts + 1, lease = now + leaseMs, and the
-   * rows to run: the claim a worker makes as its handlers start, so an attempt is counted only
-   * for a real run. Rows in any other state (or not due within `earlyMs`) are left alone: with
-   * several deliveries of one row, the update decides which one runs it. A re-claim (attempt > 1)
-   * whose previous attempt left no history row (its worker died) gets a `lost` row for it.
+   * queued → running for every due row among `ids`, lease = now + leaseMs, and the rows to run:
+   * the claim a worker makes as its handlers start. Rows in any other state (or not due within
+   * `earlyMs`) are left alone: with several deliveries of one row, the update decides which one
+   * runs it. A row already due has its attempt counted here (attempts + 1); a row claimed
+   * ahead of its run time (the claim lead) is counted by startClaimed as its handler starts, so
+   * an attempt is only ever used by a real run. A counted re-claim (attempt > 1) whose previous
+   * attempt left no history row (its worker died) gets a `lost` row for it.
    *
    * The claim commits without waiting for the WAL flush (synchronous_commit off for this one
    * transaction; measured ~10 ms → ~1 ms per commit here). Safe: if a crash loses the claim, the
@@ -94,28 +111,59 @@ export class ExecutionRepository {
     if (ids.length === 0) return [];
     const { rows } = await sql<{
       id: string; tenant_id: number; kind: string; key: string; payload: unknown;
-      attempts: number; max_attempts: number; run_at: Date;
+      attempts: number; max_attempts: number; run_at: Date; counted: boolean; lease_until: Date;
     }>(
       this.dataSource,
       `WITH claimed AS (
          UPDATE jobs j
-            SET state = 'r', attempts = j.attempts + 1, lease_until = $2::timestamptz + $4 * interval '1 millisecond'
+            SET state = 'r', attempts = j.attempts + (j.run_at <= $2::timestamptz)::int,
+                lease_until = $2::timestamptz + $4 * interval '1 millisecond'
            FROM unnest($1::bigint[]) AS t(id),
                 (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
           WHERE j.id = t.id AND j.state = 'q' AND j.run_at <= $3::timestamptz
-         RETURNING j.id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts, j.run_at
+         RETURNING j.id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts, j.run_at, j.lease_until,
+                   j.run_at <= $2::timestamptz AS counted
        ), lost AS (
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
-         SELECT id, attempts - 1, tenant_id, $2, $2, 'lost', $5 FROM claimed WHERE attempts > 1
+         SELECT id, attempts - 1, tenant_id, $2, $2, 'lost', $5 FROM claimed WHERE counted AND attempts > 1
          ON CONFLICT (job_id, attempt) DO NOTHING
        )
-       SELECT id::text AS id, tenant_id, kind, key, payload, attempts, max_attempts, run_at FROM claimed`,
+       SELECT id::text AS id, tenant_id, kind, key, payload, attempts, max_attempts, run_at, counted, lease_until FROM claimed`,
       [ids, now, new Date(now.getTime() + earlyMs), Math.max(0, Math.round(leaseMs)), LOST_ATTEMPT_ERROR],
     );
     return rows.map((r) => ({
       id: r.id, tenantId: r.tenant_id, kind: r.kind, key: r.key, payload: r.payload ?? null,
-      attempt: r.attempts, maxAttempts: r.max_attempts, runAt: r.run_at,
+      attempt: r.counted ? r.attempts : r.attempts + 1, maxAttempts: r.max_attempts, runAt: r.run_at,
+      counted: r.counted, leaseUntil: r.lease_until,
     }));
+  }
+
+  /**
+   * Counts the attempt of rows claimed ahead of their run time, as their handlers start
+   * (attempts + 1, and a `lost` row for a previous attempt that left none). Guarded by state,
+   * attempt and the claim's own lease, so a row rescued and claimed again meanwhile is not
+   * touched. Returns the ids counted; the others are no longer this claim's and must not run.
+   * Commits without the WAL flush, like the claim: the completion's flush covers it.
+   */
+  async startClaimed(refs: readonly ClaimedAhead[], now: Date): Promise<Set<string>> {
+    if (refs.length === 0) return new Set();
+    const { rows } = await sql<{ id: string }>(
+      this.dataSource,
+      `WITH started AS (
+         UPDATE jobs j SET attempts = j.attempts + 1
+           FROM unnest($1::bigint[], $2::int2[], $3::timestamptz[]) AS t(id, attempt, lease_until),
+                (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
+          WHERE j.id = t.id AND j.state = 'r' AND j.attempts = t.attempt - 1 AND j.lease_until = t.lease_until
+         RETURNING j.id, j.attempts, j.tenant_id
+       ), lost AS (
+         INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
+         SELECT id, attempts - 1, tenant_id, $4, $4, 'lost', $5 FROM started WHERE attempts > 1
+         ON CONFLICT (job_id, attempt) DO NOTHING
+       )
+       SELECT id::text AS id FROM started`,
+      [refs.map((r) => r.id), refs.map((r) => r.attempt), refs.map((r) => r.leaseUntil), now, LOST_ATTEMPT_ERROR],
+    );
+    return new Set(rows.map((r) => r.id));
   }
 
   /**
@@ -224,26 +272,28 @@ export class ExecutionRepository {
    * `released` history row. The attempt still counts: the handler did start. Guarded like
    * `complete`; returns what was released so the caller re-enqueues it at once.
    */
-  async release(refs: readonly DeliveryRef[], now: Date, workerId: string, startedAt: Date[] = []): Promise<ReleasedJob[]> {
+  async release(refs: readonly DeliveryRef[], now: Date, workerId: string, startedAt: Date[] = [], counted: boolean[] = []): Promise<ReleasedJob[]> {
     if (refs.length === 0) return [];
+    // A row claimed ahead whose attempt was not counted yet goes back without a history row.
     const { rows } = await sql<{ id: string; tenant_id: number; kind: string; run_at: Date }>(
       this.dataSource,
       `WITH input AS (
-         SELECT * FROM unnest($1::bigint[], $2::int2[], $5::timestamptz[]) AS t(id, attempt, started_at)
+         SELECT * FROM unnest($1::bigint[], $2::int2[], $5::timestamptz[], $6::bool[]) AS t(id, attempt, started_at, counted)
        ), released AS (
          UPDATE jobs j SET state = 'q', lease_until = NULL
            FROM input i
-          WHERE j.id = i.id AND j.state = 'r' AND j.attempts = i.attempt
+          WHERE j.id = i.id AND j.state = 'r' AND j.attempts = i.attempt - (NOT i.counted)::int
          RETURNING j.id, j.tenant_id, j.kind, j.run_at, j.attempts
        ), history AS (
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, worker_id, error)
          SELECT r.id, r.attempts, r.tenant_id, COALESCE(i.started_at, $3), $3, 'released', $4,
                 'worker shut down before the handler finished'
            FROM released r JOIN input i ON i.id = r.id
+          WHERE i.counted
          ON CONFLICT (job_id, attempt) DO NOTHING
        )
        SELECT id::text AS id, tenant_id, kind, run_at FROM released`,
-      [refs.map((r) => r.id), refs.map((r) => r.attempt), now, workerId, refs.map((_, i) => startedAt[i] ?? null)],
+      [refs.map((r) => r.id), refs.map((r) => r.attempt), now, workerId, refs.map((_, i) => startedAt[i] ?? null), refs.map((_, i) => counted[i] ?? true)],
     );
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, kind: r.kind, runAt: r.run_at }));
   }
