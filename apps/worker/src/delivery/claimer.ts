@@ -15,6 +15,8 @@ export interface ClaimerOptions {
   /** Lease a claim starts with; the worker's heartbeat extends it while the handler runs. */
   leaseMs: number;
   maxBatch: number;
+  /** After a failed claim (Postgres down), the pause before it is undone and given back (default 1 s). */
+  claimRetryPauseMs?: number;
 }
 
 /**
@@ -44,7 +46,7 @@ export class Claimer {
     const { repo, clock, metrics } = this.o;
     const now = clock.now();
     const unique = [...new Set(ids)];
-    const rows = await repo.claimForRun(unique, now, CLAIM_EARLY_MS, this.o.leaseMs);
+    const rows = await this.claimOrUndo(unique, now);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const unclaimed = unique.filter((id) => !byId.has(id));
     // The claimed rows start now: explaining the others (a read, maybe a hot-queue add) must not
@@ -58,6 +60,25 @@ export class Claimer {
       byId.delete(id);
       return row;
     });
+  }
+
+  /**
+   * A claim that failed may still have committed (its reply was lost). After a pause (holding
+   * the slots, so a dead database is not spun on) the rows it may have taken are put back,
+   * recognised by the lease it set, before the caller gives the deliveries back: otherwise the
+   * next delivery found them running and was dropped, and they waited for the lease rescue (a
+   * `maxAttempts: 1` job died without running). If Postgres is still away, the lease rescue
+   * remains the net.
+   */
+  private async claimOrUndo(ids: string[], now: Date): Promise<RunnableJob[]> {
+    try {
+      return await this.o.repo.claimForRun(ids, now, CLAIM_EARLY_MS, this.o.leaseMs);
+    } catch (err) {
+      await new Promise((r) => setTimeout(r, this.o.claimRetryPauseMs ?? 1000));
+      await this.o.repo.unclaim(ids, now, this.o.leaseMs).catch((undoErr: unknown) =>
+        this.o.logger.warn({ err: undoErr, jobs: ids.length }, 'could not undo a failed claim; the lease rescue will'));
+      throw err;
+    }
   }
 
   private readonly explaining = new Set<Promise<void>>();

@@ -121,6 +121,23 @@ describe('worker executor', () => {
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
   });
 
+  it('a claim that committed but whose reply was lost is undone before the delivery goes back: a maxAttempts 1 job still runs', async () => {
+    const w = await h.liveWorker({ claimRetryPauseMs: 10 });
+    const [id] = await h.enqueue([{ kind: 'noop', maxAttempts: 1 }]);
+    await h.hot.runOnce();
+    const claim = h.repo.claimForRun.bind(h.repo);
+    jest.spyOn(h.repo, 'claimForRun').mockImplementationOnce(async (...args) => {
+      await claim(...args); // committed…
+      throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }); // …reply lost
+    });
+    await w.taker.runOnce();
+    expect(await h.readyIds()).toEqual([id]);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+    await h.runWorker(w);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
+  });
+
   it('an outcome whose write fails (Postgres restarting) is written again, not left for the lease rescue', async () => {
     const w = await h.liveWorker();
     const [id] = await h.enqueue([{ kind: 'noop' }]);

@@ -49,7 +49,7 @@ export interface ExecutorOptions {
   maxBatch?: number;
   /** How long before its run time a delivery is claimed (default CLAIM_LEAD_MS). */
   claimLeadMs?: number;
-  /** After a failed claim (Postgres down), the pause before the delivery is given back (default 1 s). */
+  /** After a failed claim (Postgres down), the pause before it is undone and given back (default 1 s). */
   claimRetryPauseMs?: number;
 }
 
@@ -115,12 +115,11 @@ export class Executor {
     try {
       row = await this.claimer.submit(d.id);
     } catch (err) {
-      // Postgres is restarting or stalled: nothing was claimed. Hand the delivery back to its
-      // ready list (after a pause, holding the slot, so a dead database is not spun on) rather
-      // than leave the row to the overdue sweep: the chaos bench measured jobs 80-110 s late
-      // after a Postgres restart or stall that way.
+      // Postgres is restarting or stalled; the claimer paused and undid whatever the claim may
+      // have taken. Hand the delivery back to its ready list rather than leave the row to the
+      // overdue sweep: the chaos bench measured jobs 80-110 s late after a Postgres restart or
+      // stall that way.
       this.o.logger.warn({ err, jobId: d.id }, 'claim failed; giving the delivery back');
-      await new Promise((r) => setTimeout(r, this.o.claimRetryPauseMs ?? 1000));
       return this.giveBack(d);
     }
     if (!row) return 'stale';

@@ -139,6 +139,25 @@ export class ExecutionRepository {
   }
 
   /**
+   * Undoes a claim whose outcome is unknown (its reply was lost: the connection broke, or the
+   * statement timed out after the commit): rows this claim took, recognised by the lease it set,
+   * go back to queued with the attempt it counted taken back. Nothing ran: the handler starts
+   * only after a claim's reply. Returns how many rows it gave back.
+   */
+  async unclaim(ids: readonly string[], claimedAt: Date, leaseMs: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const { rows } = await sql<{ id: string }>(
+      this.dataSource,
+      `UPDATE jobs j SET state = 'q', lease_until = NULL, attempts = j.attempts - (j.run_at <= $2::timestamptz)::int
+        WHERE j.id = ANY($1::bigint[]) AND j.state = 'r'
+          AND j.lease_until = $2::timestamptz + $3 * interval '1 millisecond'
+       RETURNING j.id::text AS id`,
+      [ids, claimedAt, Math.max(0, Math.round(leaseMs))],
+    );
+    return rows.length;
+  }
+
+  /**
    * Counts the attempt of rows claimed ahead of their run time, as their handlers start
    * (attempts + 1, and a `lost` row for a previous attempt that left none). Guarded by state,
    * attempt and the claim's own lease, so a row rescued and claimed again meanwhile is not
