@@ -43,7 +43,7 @@ export class Claimer {
   }
 
   private async claim(ids: string[]): Promise<(RunnableJob | undefined)[]> {
-    const { repo, clock, metrics } = this.o;
+    const { clock, metrics } = this.o;
     const now = clock.now();
     const unique = [...new Set(ids)];
     const rows = await this.claimOrUndo(unique, now);
