@@ -155,7 +155,9 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     await expect(crashing.runOnce(NOW)).rejects.toThrow(SimulatedCrash);
     const states = await statesOf(db.dataSource, ids);
     expect((states.q ?? 0) + (states.s ?? 0)).toBe(1000);
-    expect(states.q ?? 0).toBeLessThanOrEqual(300); // lanes stop after their batch in flight
+    // Lanes stop after their batch in flight: the batch done before the crash, the crashed one
+    // (committed before its publish) and at most one more claim per other lane.
+    expect(states.q ?? 0).toBeLessThanOrEqual(400);
   });
 
   it('counts almanac_promoted_total', async () => {
