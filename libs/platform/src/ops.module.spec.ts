@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { createServer } from 'node:net';
-import type IORedis from 'ioredis';
+import IORedis from 'ioredis';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createTestDatabase, TestDatabase } from '../../../test/support/test-db';
@@ -66,6 +66,22 @@ describe('OpsModule', () => {
     it('is ready when Postgres and Redis answer', async () => {
       const res = await request(app.getHttpServer()).get('/health/ready').expect(200);
       expect(res.body).toMatchObject({ status: 'ok', details: { postgres: { status: 'up' }, redis: { status: 'up' } } });
+    });
+
+    it('reports a stalled Redis (connected, not answering) as not ready within about a second', async () => {
+      const admin = new IORedis(redis.url);
+      try {
+        // Every client of the shared test Redis waits (the suite runs alone: jest --runInBand).
+        await admin.call('CLIENT', 'PAUSE', '2500', 'ALL');
+        const t0 = Date.now();
+        const res = await request(app.getHttpServer()).get('/health/ready').expect(503);
+        expect(Date.now() - t0).toBeLessThan(2000);
+        expect(res.body).toMatchObject({ status: 'error', details: { postgres: { status: 'up' }, redis: { status: 'down' } } });
+      } finally {
+        await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+        admin.disconnect();
+      }
+      await request(app.getHttpServer()).get('/health/ready').expect(200);
     });
 
     it('serves Prometheus text with default and almanac_ metrics', async () => {
