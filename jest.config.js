@@ -26,6 +26,8 @@ module.exports = {
     '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',
     '^@almanac/persistence$': '<rootDir>/libs/persistence/src/index.ts',
     '^@almanac/platform$': '<rootDir>/libs/platform/src/index.ts',
+    // Test support (real databases, queues, the delivery harness): tests only, never built.
+    '^@almanac/testing/(.*)$': '<rootDir>/test/support/$1',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

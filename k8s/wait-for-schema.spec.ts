@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { urlFor, withAdmin } from '../test/support/pg-admin';
-import { createTestDatabase, TestDatabase } from '../test/support/test-db';
+import { urlFor, withAdmin } from '@almanac/testing/pg-admin';
+import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
 
 /**
  * k8s/base/wait-for-schema.js is the initContainer that keeps every pod waiting until the

@@ -2,8 +2,8 @@ import { createRoleApp, loadConfig } from '@almanac/platform';
 import type { INestApplication } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import request from 'supertest';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-db';
-import { createTestRedis, type TestRedis } from '../../../test/support/test-redis';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { ApiModule } from '../src/api.module';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';

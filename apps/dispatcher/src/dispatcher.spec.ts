@@ -1,6 +1,6 @@
 import { completed, defineHandler } from '@almanac/delivery';
 import { ManualClock } from '@almanac/platform';
-import { createHarness, DeliveryHarness, destroyHarness } from '../../../test/support/delivery-harness';
+import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 
 // The dispatcher never runs handlers: stand-ins for the worker's kinds are enough here.
 const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });

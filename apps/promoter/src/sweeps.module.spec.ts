@@ -1,8 +1,8 @@
 import { createRoleApp, loadConfig } from '@almanac/platform';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-db';
-import { createTestRedis, type TestRedis } from '../../../test/support/test-redis';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { promoterConfigFromEnv } from './promoter-config';
 import { PromoterModule } from './promoter.module';
 import { SweepRunner } from './sweeps/sweep-runner';

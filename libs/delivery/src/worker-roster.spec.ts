@@ -1,4 +1,4 @@
-import { createTestRedis, type TestRedis } from '../../../test/support/test-redis';
+import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { WorkerRoster } from './worker-roster';
 
 const TTL = 5000;

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '../../../test/support/test-db';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { ConfigError, databaseConfigFromEnv } from './database-config';
 import { DatabaseConfig } from './database-config';
 import { createDataSource } from './data-source';

@@ -1,7 +1,7 @@
 import { queueJobId, SweepsRepository } from '@almanac/persistence';
 import { DELIVERY_LEAD_MS, type HotItem, HotQueue, MetricsService } from '@almanac/platform';
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
-import { createTestRedis, type TestRedis } from '../../../../test/support/test-redis';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';

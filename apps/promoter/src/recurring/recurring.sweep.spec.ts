@@ -1,7 +1,7 @@
 import { SchedulesRepository, SweepsRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
 import { Logger } from '@nestjs/common';
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { RecurringSweep } from './recurring.sweep';
 import { SchedulePlanner } from './schedule-planner';

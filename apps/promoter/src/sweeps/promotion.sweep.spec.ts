@@ -1,7 +1,7 @@
 import { queueJobId, SweepsRepository } from '@almanac/persistence';
 import { DELIVERY_LEAD_MS, HotQueue, MetricsService } from '@almanac/platform';
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
-import { createTestRedis, type TestRedis } from '../../../../test/support/test-redis';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
 import { PromotionSweep, type PromotionFaults } from './promotion.sweep';
 import { SweepMetrics } from './sweep-metrics';

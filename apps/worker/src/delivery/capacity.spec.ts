@@ -1,7 +1,7 @@
 import { completed, defineHandler } from '@almanac/delivery';
 import { LOST_ATTEMPT_ERROR, SweepsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
-import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
+import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { noopHandler } from '../handlers';
 
 /**

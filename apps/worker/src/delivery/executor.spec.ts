@@ -1,7 +1,7 @@
 import { queueJobId } from '@almanac/persistence';
 import { Clock } from '@almanac/platform';
 import { completed, defineHandler, discard, retry } from '@almanac/delivery';
-import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
+import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { chargeHandler, noopHandler } from '../handlers';
 
 /** A handler the test controls: it reports when it started and finishes when told. */

@@ -2,7 +2,7 @@ import { LOST_ATTEMPT_ERROR, SweepsRepository } from '@almanac/persistence';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { chargeHandler } from '../handlers';
-import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
+import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 
 const ROOT = join(__dirname, '../../../..');
 

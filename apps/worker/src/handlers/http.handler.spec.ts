@@ -1,6 +1,6 @@
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createHarness, DeliveryHarness, destroyHarness } from '../../../../test/support/delivery-harness';
+import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { httpHandler, isHostAllowed, parseHttpPayload } from './http.handler';
 
 interface Seen {

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { decodeState } from '../job-state.codec';
 import { JobsRepository } from '../repositories/jobs.repository';
 import { JobEntity, ScheduleEntity } from '.';

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { JobAttemptEntity } from '../entities';
 import { AttemptsRepository } from './attempts.repository';
 import { JobsRepository } from './jobs.repository';

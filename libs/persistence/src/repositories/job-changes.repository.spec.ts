@@ -1,6 +1,6 @@
 import { Client } from 'pg';
-import { insertJob } from '../../../../test/support/job-rows';
-import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
+import { insertJob } from '@almanac/testing/job-rows';
+import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
 import { JobChangesRepository } from './job-changes.repository';
 
 const H = 3600_000;

@@ -1,5 +1,5 @@
-import { insertJob } from '../../../../test/support/job-rows';
-import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
+import { insertJob } from '@almanac/testing/job-rows';
+import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
 import { JobQueriesRepository, ListPosition } from './job-queries.repository';
 
 const H = 3600_000;

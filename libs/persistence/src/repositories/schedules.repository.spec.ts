@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { type NewSchedule, SchedulesRepository } from './schedules.repository';
 
 describe('SchedulesRepository (Postgres)', () => {

@@ -1,4 +1,4 @@
-import { createTestDatabase, type TestDatabase } from '../../../../test/support/test-db';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { SweepsRepository } from './sweeps.repository';
 
 describe('SweepsRepository (Postgres)', () => {

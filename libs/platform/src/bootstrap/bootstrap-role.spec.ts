@@ -2,8 +2,8 @@ import { Controller, Get, INestApplication, Inject, Module } from '@nestjs/commo
 import { createServer } from 'node:net';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { createTestDatabase, TestDatabase } from '../../../../test/support/test-db';
-import { createTestRedis, TestRedis } from '../../../../test/support/test-redis';
+import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
+import { createTestRedis, TestRedis } from '@almanac/testing/test-redis';
 import { ALMANAC_CONFIG, AlmanacConfig } from '../config/almanac-config';
 import { ConfigError } from '../config/env';
 import { describeBootError, startRole } from './bootstrap-role';

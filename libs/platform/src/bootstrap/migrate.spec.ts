@@ -1,6 +1,6 @@
 import { MIGRATIONS } from '@almanac/persistence';
 import { randomBytes } from 'node:crypto';
-import { templateDb, urlFor, withAdmin } from '../../../../test/support/pg-admin';
+import { templateDb, urlFor, withAdmin } from '@almanac/testing/pg-admin';
 import { ConfigError } from '../config/env';
 import { MigrationError, runMigrationsFromEnv } from './migrate';
 

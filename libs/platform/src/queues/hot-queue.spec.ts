@@ -1,4 +1,4 @@
-import { createTestRedis, TestRedis } from '../../../../test/support/test-redis';
+import { createTestRedis, TestRedis } from '@almanac/testing/test-redis';
 import { DELIVERY_LEAD_MS, ENVELOPE_MAX, ENVELOPE_MIN, hotJobRowIds, HotQueue } from './hot-queue';
 
 describe('HotQueue', () => {

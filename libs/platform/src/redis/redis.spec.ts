@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import IORedis from 'ioredis';
-import { TEST_REDIS_URL as URL } from '../../../../test/support/test-redis';
+import { TEST_REDIS_URL as URL } from '@almanac/testing/test-redis';
 import { closeRedis, createRedis } from './redis';
 
 describe('the process-wide Redis connection', () => {
