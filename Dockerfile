@@ -5,7 +5,7 @@
 #   docker run IMAGE scripts/migrate.js               # apply migrations and exit
 # Kubernetes sets `args` the same way (k8s/base, k8s/worker).
 
-ARG NODE_IMAGE=node:22-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- build: full dependencies, compile apps and libs to dist/ -----------------------------
 FROM ${NODE_IMAGE} AS build
