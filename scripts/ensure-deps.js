@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // Installs the locked dependencies when node_modules is missing, so `npm start` and `npm test`
 // work on a fresh clone without a separate `npm ci`. Plain Node: it runs before anything is installed.
 'use strict';
@@ -6,6 +7,11 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 
+/**
+ * Runs `npm ci` in root when node_modules is missing; exits the process if that fails.
+ * @param {string} [root] the repository root (default: this script's parent folder)
+ * @returns {void}
+ */
 function ensureDeps(root = path.join(__dirname, '..')) {
   if (fs.existsSync(path.join(root, 'node_modules', '.package-lock.json'))) return;
   process.stderr.write('[almanac] dependencies are not installed: running npm ci\n');

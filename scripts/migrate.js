@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 'use strict';
 // `npm run migrate`: applies pending migrations to DATABASE_URL with the built code and exits.
 // The same step runs before the apps start (npm start, the docker-compose `migrate` service,
@@ -15,10 +16,11 @@ migrate(root, process.env).then(
       ? `[almanac] applied ${names.length} migration(s): ${names.join(', ')}\n`
       : '[almanac] schema is up to date\n');
   },
+  /** @param {unknown} err */
   (err) => {
     // Named errors already say what to fix; anything else gets its stack.
-    const known = err && (err.name === 'MigrationError' || err.name === 'ConfigError');
-    process.stderr.write(`[almanac] migration failed: ${known ? err.message : (err && err.stack) || err}\n`);
+    const known = err instanceof Error && (err.name === 'MigrationError' || err.name === 'ConfigError');
+    process.stderr.write(`[almanac] migration failed: ${known ? err.message : (err instanceof Error && err.stack) || err}\n`);
     process.exitCode = 1;
   },
 ).finally(() => {

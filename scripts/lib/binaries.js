@@ -1,8 +1,17 @@
+// @ts-check
 'use strict';
 // Finds the machine's own Postgres and Redis server binaries, and says what to install if absent.
 const fs = require('node:fs');
 const path = require('node:path');
 
+/** @typedef {'postgres' | 'redis'} Service */
+/** @typedef {{ initdb: string, pgCtl: string }} PostgresBins */
+
+/**
+ * The full path of an executable `name` in a PATH folder, or null.
+ * @param {string} name
+ * @returns {string | null}
+ */
 function onPath(name) {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
@@ -17,9 +26,18 @@ function onPath(name) {
   return null;
 }
 
-/** Versioned install folders, newest first: Debian/Ubuntu, Homebrew (Intel and Apple silicon), PGDG RPMs. */
+/**
+ * Versioned install folders, newest first: Debian/Ubuntu, Homebrew (Intel and Apple silicon), PGDG RPMs.
+ * @returns {string[]}
+ */
 function postgresBinDirs() {
+  /** @type {string[]} */
   const dirs = [];
+  /**
+   * @param {string} parent
+   * @param {RegExp} pattern
+   * @param {(dir: string) => string} toBin
+   */
   const scan = (parent, pattern, toBin) => {
     let names;
     try {
@@ -39,7 +57,10 @@ function postgresBinDirs() {
   return dirs;
 }
 
-/** initdb/pg_ctl from PATH, else the newest versioned install folder holding both. */
+/**
+ * initdb/pg_ctl from PATH, else the newest versioned install folder holding both.
+ * @returns {PostgresBins | null}
+ */
 function findPostgres() {
   const initdb = onPath('initdb');
   const pgCtl = onPath('pg_ctl');
@@ -52,11 +73,16 @@ function findPostgres() {
   return null;
 }
 
+/** @returns {string | null} */
 function findRedis() {
   return onPath('redis-server');
 }
 
-/** The exact command that installs what is missing on this kind of machine. */
+/**
+ * The exact command that installs what is missing on this kind of machine.
+ * @param {Service[]} missing
+ * @returns {string}
+ */
 function installHint(missing) {
   const sudo = process.getuid && process.getuid() === 0 ? '' : 'sudo ';
   if (process.platform === 'darwin') {

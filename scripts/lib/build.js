@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Builds the apps when dist/ is missing or older than the sources, so `npm start` on a fresh
 // clone (or after a `git pull`) always runs what is checked out.
@@ -10,9 +11,14 @@ const ENTRY = 'dist/apps/api/src/all-in-one.main.js';
 const SOURCE_DIRS = ['apps', 'libs'];
 const CONFIG_FILES = ['package-lock.json', 'tsconfig.json', 'tsconfig.build.json', '.swcrc', 'nest-cli.json'];
 
-/** Newest modification time (ms) of any build input: app/lib sources (not specs) and build config. */
+/**
+ * Newest modification time (ms) of any build input: app/lib sources (not specs) and build config.
+ * @param {string} root
+ * @returns {number}
+ */
 function newestSourceMtime(root) {
   let newest = 0;
+  /** @param {string} dir */
   const visit = (dir) => {
     let entries;
     try {
@@ -39,7 +45,11 @@ function newestSourceMtime(root) {
   return newest;
 }
 
-/** Why a build is needed, or null when dist/ is current. */
+/**
+ * Why a build is needed, or null when dist/ is current.
+ * @param {string} root
+ * @returns {string | null}
+ */
 function buildReason(root) {
   const entry = path.join(root, ENTRY);
   if (!fs.existsSync(entry)) return `${ENTRY} is missing`;
@@ -49,6 +59,11 @@ function buildReason(root) {
 
 const { ensureDeps } = require('../ensure-deps');
 
+/**
+ * Installs dependencies if missing, then builds unless dist/ is current; a failed build throws.
+ * @param {string} root
+ * @returns {void}
+ */
 function ensureBuilt(root) {
   ensureDeps(root);
   const reason = buildReason(root);
