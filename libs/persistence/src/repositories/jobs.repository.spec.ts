@@ -1,4 +1,6 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
+import type { Db } from '../sql';
 import { JobsRepository, type NewJob } from './jobs.repository';
 
 const T1 = 1;
@@ -13,6 +15,24 @@ function job(key: string, over: Partial<NewJob> = {}): NewJob {
 describe('JobsRepository (Postgres)', () => {
   let db: TestDatabase;
   let jobs: JobsRepository;
+
+  // Rows are read back with plain SQL, independently of the statement under test.
+  async function rowById(id: string, q: Db = db.dataSource): Promise<JobRecord | null> {
+    const rows: JobRow[] = await q.query(`SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.id = $1`, [id]);
+    return rows.length ? rowToJob(rows[0]) : null;
+  }
+  async function rowByKey(tenantId: number, key: string, q: Db = db.dataSource): Promise<JobRecord | null> {
+    const rows: JobRow[] = await q.query(`SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.tenant_id = $1 AND j.key = $2`, [tenantId, key]);
+    return rows.length ? rowToJob(rows[0]) : null;
+  }
+  /** Waits until some statement in this test's database is blocked on a lock. */
+  async function someoneWaitsOnALock(): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      if (n > 0) return;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -30,9 +50,10 @@ describe('JobsRepository (Postgres)', () => {
       ]);
       expect(out[0].job.id).toMatch(/^\d+$/);
       expect(out[0].job.createdAt.getTime()).toBeGreaterThanOrEqual(before - 5);
-      const stored = await jobs.findById(T1, out[1].job.id);
-      expect(stored).toEqual(out[1].job);
-      expect(stored).toMatchObject({ maxAttempts: 7, payload: null, attempts: 0, tenantId: T1 });
+      // What insertBatch reports for a created job is exactly the stored row.
+      for (const o of out) expect(await rowById(o.job.id)).toEqual(o.job);
+      expect(await rowById(out[1].job.id)).toMatchObject({ maxAttempts: 7, payload: null, attempts: 0, tenantId: T1 });
+      expect(await rowById(out[0].job.id)).toMatchObject({ maxAttempts: 3, payload: { n: 'a1' }, state: 'scheduled' });
     });
 
     it('reports a key that already exists as existing, with the stored row, untouched', async () => {
@@ -41,20 +62,25 @@ describe('JobsRepository (Postgres)', () => {
       expect(out.map((o) => o.status)).toEqual(['created', 'existing', 'created']);
       expect(out[1].job).toEqual(first.job);
       expect(out[1].job).toMatchObject({ kind: 'noop', payload: { v: 1 } });
+      expect(await rowByKey(T1, 'b1')).toEqual(first.job);
     });
 
     it('lets the first occurrence of a key repeated inside one batch win', async () => {
       const out = await jobs.insertBatch(T1, [job('c1', { payload: { v: 1 } }), job('c2'), job('c1', { payload: { v: 2 } })]);
       expect(out.map((o) => o.status)).toEqual(['created', 'created', 'existing']);
       expect(out[2].job.id).toBe(out[0].job.id);
-      expect((await jobs.findByKey(T1, 'c1'))?.payload).toEqual({ v: 1 });
+      expect((await rowByKey(T1, 'c1'))?.payload).toEqual({ v: 1 });
     });
 
-    it('scopes keys per tenant', async () => {
-      const [a] = await jobs.insertBatch(T1, [job('shared')]);
-      const [b] = await jobs.insertBatch(T2, [job('shared')]);
+    it('scopes keys per tenant, and reports only the own tenant’s row as existing', async () => {
+      const [a] = await jobs.insertBatch(T1, [job('shared', { payload: { t: 1 } })]);
+      const [b] = await jobs.insertBatch(T2, [job('shared', { payload: { t: 2 } })]);
       expect([a.status, b.status]).toEqual(['created', 'created']);
       expect(a.job.id).not.toBe(b.job.id);
+      expect(await rowById(b.job.id)).toMatchObject({ tenantId: T2, key: 'shared', payload: { t: 2 } });
+      const [again] = await jobs.insertBatch(T2, [job('shared')]);
+      expect(again).toEqual({ status: 'existing', job: b.job });
+      expect(await rowByKey(T1, 'shared')).toEqual(a.job);
     });
 
     it('gives concurrent batches with the same keys one row per key', async () => {
@@ -64,12 +90,16 @@ describe('JobsRepository (Postgres)', () => {
       expect(created).toBe(200);
       const ids = new Map(x.map((o) => [o.job.key, o.job.id]));
       for (const o of y) expect(o.job.id).toBe(ids.get(o.job.key));
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND key LIKE 'race-%'`, [T1]);
+      expect(n).toBe(200);
     });
 
     it('takes 1000 jobs in one call and refuses more', async () => {
       const out = await jobs.insertBatch(T1, Array.from({ length: 1000 }, (_, i) => job(`k-${i}`)));
       expect(out.filter((o) => o.status === 'created')).toHaveLength(1000);
       await expect(jobs.insertBatch(T1, Array.from({ length: 1001 }, (_, i) => job(`m-${i}`)))).rejects.toThrow(RangeError);
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND key LIKE 'm-%'`, [T1]);
+      expect(n).toBe(0);
       expect(await jobs.insertBatch(T1, [])).toEqual([]);
     });
 
@@ -80,11 +110,7 @@ describe('JobsRepository (Postgres)', () => {
         await qr.query(`INSERT INTO jobs (tenant_id, key, kind, run_at) VALUES ($1, 'mid-1', 'other', now())`, [T1]);
         const pending = jobs.insertBatch(T1, [job('mid-0'), job('mid-1'), job('mid-2')]);
         // Wait until the batch is blocked on the uncommitted key, then let the other side win.
-        for (let i = 0; i < 200; i++) {
-          const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-          if (n > 0) break;
-          await new Promise((r) => setImmediate(r));
-        }
+        await someoneWaitsOnALock();
         await qr.commitTransaction();
         const out = await pending;
         expect(out.map((o) => [o.status, o.job.kind])).toEqual([
@@ -92,7 +118,30 @@ describe('JobsRepository (Postgres)', () => {
           ['existing', 'other'],
           ['created', 'noop'],
         ]);
-        expect(await jobs.findManyByKeys(T1, ['mid-0', 'mid-2'])).toHaveLength(2);
+        expect(await rowByKey(T1, 'mid-0')).toEqual(out[0].job);
+        expect(await rowByKey(T1, 'mid-1')).toEqual(out[1].job);
+        expect(await rowByKey(T1, 'mid-2')).toEqual(out[2].job);
+      } finally {
+        await qr.release();
+      }
+    });
+
+    it('inside a caller transaction, reads back a key another transaction commits mid-statement (ON CONFLICT skipped it, the snapshot hid it)', async () => {
+      const qr = db.dataSource.createQueryRunner();
+      await qr.startTransaction();
+      try {
+        await qr.query(`INSERT INTO jobs (tenant_id, key, kind, run_at) VALUES ($1, 'mtx-1', 'other', now())`, [T1]);
+        const pending = db.dataSource.transaction((tx) => jobs.insertBatch(T1, [job('mtx-0'), job('mtx-1'), job('mtx-2')], tx));
+        await someoneWaitsOnALock();
+        await qr.commitTransaction();
+        const out = await pending;
+        expect(out.map((o) => [o.status, o.job.kind])).toEqual([
+          ['created', 'noop'],
+          ['existing', 'other'],
+          ['created', 'noop'],
+        ]);
+        expect(await rowByKey(T1, 'mtx-1')).toEqual(out[1].job);
+        expect(await rowByKey(T1, 'mtx-2')).toEqual(out[2].job);
       } finally {
         await qr.release();
       }
@@ -104,18 +153,21 @@ describe('JobsRepository (Postgres)', () => {
         db.dataSource.transaction(async (tx) => {
           const out = await jobs.insertBatch(T1, [job('tx-new'), job('tx-old')], tx);
           expect(out.map((o) => o.status)).toEqual(['created', 'existing']);
-          expect(await jobs.findByKey(T1, 'tx-new', tx)).not.toBeNull();
+          expect(await rowByKey(T1, 'tx-new', tx)).toEqual(out[0].job);
           throw new Error('abort');
         }),
       ).rejects.toThrow('abort');
-      expect(await jobs.findByKey(T1, 'tx-new')).toBeNull();
+      expect(await rowByKey(T1, 'tx-new')).toBeNull();
+      expect(await rowByKey(T1, 'tx-old')).not.toBeNull();
     });
 
     it('keeps array-literal look-alikes as plain keys', async () => {
       const keys = ['NULL', 'null', '{a,b}', 'a,b', ' spaced '];
       const out = await jobs.insertBatch(T1, keys.map((k) => job(k)));
       expect(out.map((o) => o.job.key)).toEqual(keys);
-      expect((await jobs.findManyByKeys(T1, keys)).map((j) => j.key)).toEqual(keys);
+      expect(out.map((o) => o.status)).toEqual(keys.map(() => 'created'));
+      const stored = await Promise.all(out.map((o) => rowById(o.job.id)));
+      expect(stored.map((j) => j?.key)).toEqual(keys);
     });
 
     it('fails a batch with an out-of-range value without echoing its payloads in the error', async () => {
@@ -123,55 +175,18 @@ describe('JobsRepository (Postgres)', () => {
       expect(err).toBeInstanceOf(Error);
       expect(JSON.stringify(err)).not.toContain('s3cr3t');
       expect(String((err as { parameters?: unknown }).parameters)).toMatch(/redacted/);
-      expect(await jobs.findByKey(T1, 'bad-1')).toBeNull();
+      expect(await rowByKey(T1, 'bad-1')).toBeNull();
+    });
+
+    it('refuses an invalid run time before touching the database', async () => {
+      await expect(jobs.insertBatch(T1, [job('nan-0'), job('nan-1', { runAt: new Date(NaN) })])).rejects.toThrow(/item 1: runAt/);
+      expect(await rowByKey(T1, 'nan-0')).toBeNull();
     });
 
     it('keeps unicode and quote-heavy keys and payloads intact', async () => {
       const key = `inv:"ü"\\'${'x'.repeat(5)}`;
       const [o] = await jobs.insertBatch(T1, [job(key, { payload: { s: 'a"b\\c\u2028', n: [1, null, true] } })]);
-      expect(await jobs.findByKey(T1, key)).toMatchObject({ id: o.job.id, payload: { s: 'a"b\\c\u2028', n: [1, null, true] } });
-    });
-  });
-
-  describe('lookups', () => {
-    it('never finds another tenant’s job by id, key or list', async () => {
-      const [o] = await jobs.insertBatch(T1, [job('mine')]);
-      expect(await jobs.findById(T2, o.job.id)).toBeNull();
-      expect(await jobs.findByKey(T2, 'mine')).toBeNull();
-      expect(await jobs.findManyByIds(T2, [o.job.id])).toEqual([]);
-      expect(await jobs.findById(T1, o.job.id)).toMatchObject({ tenantId: T1 });
-    });
-
-    it('returns null for malformed or unknown ids instead of failing', async () => {
-      expect(await jobs.findById(T1, 'abc')).toBeNull();
-      expect(await jobs.findById(T1, '99999999999999999999')).toBeNull();
-      expect(await jobs.findById(T1, '1')).toBeNull();
-    });
-
-    it('finds many by ids and keys in the order asked, skipping unknown ones', async () => {
-      const out = await jobs.insertBatch(T1, [job('m1'), job('m2'), job('m3')]);
-      const ids = out.map((o) => o.job.id);
-      expect((await jobs.findManyByIds(T1, [ids[2], 'nope', ids[0]])).map((j) => j.key)).toEqual(['m3', 'm1']);
-      expect((await jobs.findManyByKeys(T1, ['m2', 'zz', 'm1'])).map((j) => j.key)).toEqual(['m2', 'm1']);
-    });
-  });
-
-  describe('transitions', () => {
-    it('moves a job only from the expected state and applies the patch', async () => {
-      const [o] = await jobs.insertBatch(T1, [job('t1', { state: 'queued' })]);
-      const lease = new Date(NOW.getTime() + 30e3);
-      const moved = await jobs.tryTransition(o.job.id, 'queued', 'running', { leaseUntil: lease, incrementAttempts: true });
-      expect(moved).toMatchObject({ state: 'running', leaseUntil: lease, attempts: 1 });
-      expect(await jobs.tryTransition(o.job.id, 'queued', 'cancelled')).toBeNull();
-      const done = await jobs.tryTransition(o.job.id, 'running', 'succeeded', { leaseUntil: null, finishedAt: NOW, result: { ok: true } });
-      expect(done).toMatchObject({ state: 'succeeded', leaseUntil: null, finishedAt: NOW, result: { ok: true } });
-    });
-
-    it('moves many at once and reports only the ids that moved', async () => {
-      const out = await jobs.insertBatch(T1, [job('u1'), job('u2'), job('u3', { state: 'queued' })]);
-      const ids = out.map((o) => o.job.id);
-      expect((await jobs.transitionMany([...ids, 'bad'], 'scheduled', 'queued')).sort()).toEqual([ids[0], ids[1]].sort());
-      expect(await jobs.transitionMany(ids, 'scheduled', 'queued')).toEqual([]);
+      expect(await rowByKey(T1, key)).toMatchObject({ id: o.job.id, payload: { s: 'a"b\\c\u2028', n: [1, null, true] } });
     });
   });
 

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { assertTransition, type JobState } from '@almanac/domain';
+import type { JobState } from '@almanac/domain';
 import { DataSource, EntityManager } from 'typeorm';
 import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
 import { createdAtFromJobId } from '../job-id';
 import { STATE_CODE } from '../job-state.codec';
-import { type Db, isJobIdString, sql } from '../sql';
+import { type Db, sql } from '../sql';
 
 export const MAX_INSERT_BATCH = 1000;
 /** Matches the column default in the core migration. */
@@ -27,17 +27,6 @@ export interface NewJob {
  * the first occurrence wins; later ones are `existing` with the first one's job.
  */
 export type InsertOutcome = { status: 'created'; job: JobRecord } | { status: 'existing'; job: JobRecord };
-
-/** Fields a guarded transition may change besides the state. `null` clears a column. */
-export interface JobPatch {
-  runAt?: Date;
-  leaseUntil?: Date | null;
-  finishedAt?: Date | null;
-  attempts?: number;
-  incrementAttempts?: boolean;
-  lastError?: string | null;
-  result?: unknown;
-}
 
 /** Either the one aggregated row of created jobs (comma-joined ids, JSON array of keys) or an existing row. */
 interface InsertRow extends Omit<Partial<JobRow>, 'id'> {
@@ -99,15 +88,6 @@ SELECT id, run_at, tenant_id, kind FROM jobs
  ORDER BY almanac_hour(run_at)
  LIMIT $2
    FOR UPDATE SKIP LOCKED`;
-
-const PATCH_COLUMNS: Record<Exclude<keyof JobPatch, 'incrementAttempts'>, [column: string, cast: string]> = {
-  runAt: ['run_at', 'timestamptz'],
-  leaseUntil: ['lease_until', 'timestamptz'],
-  finishedAt: ['finished_at', 'timestamptz'],
-  attempts: ['attempts', 'smallint'],
-  lastError: ['last_error', 'text'],
-  result: ['result', 'jsonb'],
-};
 
 /** The jobs table's intent-level operations. Hot paths are single SQL statements. */
 @Injectable()
@@ -181,7 +161,7 @@ export class JobsRepository {
         else missing.push(j);
       }
       if (missing.length > 0) {
-        for (const job of await this.findManyByKeys(tenantId, missing.map((j) => j.key), db)) {
+        for (const job of await this.findByKeys(tenantId, missing.map((j) => j.key), db)) {
           out.set(job.key, { status: 'existing', job });
         }
       }
@@ -202,88 +182,19 @@ export class JobsRepository {
     }
   }
 
-  async findById(tenantId: number, id: string, db: Db = this.dataSource): Promise<JobRecord | null> {
-    if (!isJobIdString(id)) return null;
-    const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.id = $1 AND j.tenant_id = $2`, [id, tenantId]);
-    return rows.length ? rowToJob(rows[0]) : null;
-  }
-
-  async findByKey(tenantId: number, key: string, db: Db = this.dataSource): Promise<JobRecord | null> {
-    const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.tenant_id = $1 AND j.key = $2`, [tenantId, key]);
-    return rows.length ? rowToJob(rows[0]) : null;
-  }
-
-  /** The tenant's jobs among `ids`, in the order asked; unknown or foreign ids are left out. */
-  async findManyByIds(tenantId: number, ids: readonly string[], db: Db = this.dataSource): Promise<JobRecord[]> {
-    const valid = ids.filter(isJobIdString);
-    if (valid.length === 0) return [];
-    const { rows } = await sql<JobRow>(db, `SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.id = ANY($1::bigint[]) AND j.tenant_id = $2`, [valid, tenantId]);
-    const byId = new Map(rows.map((r) => [String(r.id), rowToJob(r)]));
-    return valid.flatMap((id) => byId.get(id) ?? []);
-  }
-
-  /** The tenant's jobs among `keys`, in the order asked; unknown keys are left out. */
-  async findManyByKeys(tenantId: number, keys: readonly string[], db: Db = this.dataSource): Promise<JobRecord[]> {
-    if (keys.length === 0) return [];
+  /** The tenant's stored jobs among `keys` (any order). */
+  private async findByKeys(tenantId: number, keys: readonly string[], db: Db): Promise<JobRecord[]> {
     const { rows } = await sql<JobRow>(
       db,
       `SELECT ${JOB_COLUMNS} FROM unnest($2::text[]) AS k(key) JOIN jobs j ON j.tenant_id = $1 AND j.key = (k.key COLLATE "C")`,
       [tenantId, keys],
     );
-    const byKey = new Map(rows.map((r) => [r.key, rowToJob(r)]));
-    return [...new Set(keys)].flatMap((k) => byKey.get(k) ?? []);
-  }
-
-  /**
-   * Guarded state change: applies only while the row is still in `from`. Throws
-   * IllegalTransitionError for a move the domain forbids; returns `null` when the row is gone
-   * or no longer in `from` (someone else won the race), else the updated row.
-   */
-  async tryTransition(id: string, from: JobState, to: JobState, patch: JobPatch = {}, db: Db = this.dataSource): Promise<JobRecord | null> {
-    assertTransition(from, to);
-    if (!isJobIdString(id)) return null;
-    const { set, params } = buildSet(to, patch, 3);
-    const { rows } = await sql<JobRow>(
-      db,
-      `UPDATE jobs j SET ${set} WHERE j.id = $1 AND j.state = $2 RETURNING ${JOB_COLUMNS}`,
-      [id, STATE_CODE[from], ...params],
-    );
-    return rows.length ? rowToJob(rows[0]) : null;
-  }
-
-  /** Batch guarded change; returns the ids that moved (the others were not in `from`). */
-  async transitionMany(ids: readonly string[], from: JobState, to: JobState, patch: JobPatch = {}, db: Db = this.dataSource): Promise<string[]> {
-    assertTransition(from, to);
-    const valid = ids.filter(isJobIdString);
-    if (valid.length === 0) return [];
-    const { set, params } = buildSet(to, patch, 3);
-    const { rows } = await sql<{ id: string }>(
-      db,
-      `UPDATE jobs j SET ${set} WHERE j.id = ANY($1::bigint[]) AND j.state = $2 RETURNING j.id`,
-      [valid, STATE_CODE[from], ...params],
-    );
-    return rows.map((r) => String(r.id));
+    return rows.map(rowToJob);
   }
 }
 
 function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
-}
-
-function buildSet(to: JobState, patch: JobPatch, firstParam: number): { set: string; params: unknown[] } {
-  const sets = [`state = $${firstParam}`];
-  const params: unknown[] = [STATE_CODE[to]];
-  for (const [field, [column, cast]] of Object.entries(PATCH_COLUMNS) as [keyof typeof PATCH_COLUMNS, [string, string]][]) {
-    const value = patch[field];
-    if (value === undefined) continue;
-    params.push(field === 'result' && value !== null ? JSON.stringify(value) : value);
-    sets.push(`${column} = $${firstParam + params.length - 1}::${cast}`);
-  }
-  if (patch.incrementAttempts) {
-    if (patch.attempts !== undefined) throw new RangeError('patch sets attempts and incrementAttempts');
-    sets.push('attempts = j.attempts + 1');
-  }
-  return { set: sets.join(', '), params };
 }
 
 function newJobRecord(tenantId: number, id: string, j: NewJob): JobRecord {
