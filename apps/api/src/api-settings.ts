@@ -1,3 +1,4 @@
+import { KIND_PATTERN } from '@almanac/domain';
 import { envInt, envList, type Env } from '@almanac/platform';
 
 /** API-only settings (ALMANAC_* variables read here, validated at module init). */
@@ -34,7 +35,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
   return {
     kinds: new Set(
       envList(env, 'ALMANAC_KINDS', DEFAULT_KINDS, {
-        pattern: /^[a-z][a-z0-9_.-]{0,63}$/,
+        pattern: KIND_PATTERN,
         describe: 'comma-separated kinds (lower-case letter, then letters, digits, "_", "." or "-")',
       }),
     ),

@@ -1,4 +1,4 @@
-import type { HandlerOutcome } from '@almanac/domain';
+import { KIND_PATTERN, type HandlerOutcome } from '@almanac/domain';
 import type { Logger } from 'pino';
 import type { EntityManager } from 'typeorm';
 
@@ -54,19 +54,18 @@ export class HandlerDefinitionError extends Error {
   override readonly name = 'HandlerDefinitionError';
 }
 
-const KIND = /^[a-z][a-z0-9_.-]{0,63}$/;
-const POOL = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+/** Pool names become Redis keys and metric labels: short, lower-case, no separators. */
+export const POOL_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
 /** Declares a handler; checks what can be checked before any job runs. */
 export function defineHandler<P>(def: HandlerDefinition<P>): HandlerDefinition<P> {
-  if (!KIND.test(def.kind)) throw new HandlerDefinitionError(`handler kind ${JSON.stringify(def.kind)} must match ${String(KIND)}`);
+  if (!KIND_PATTERN.test(def.kind)) throw new HandlerDefinitionError(`handler kind ${JSON.stringify(def.kind)} must match ${String(KIND_PATTERN)}`);
   if (!Number.isInteger(def.timeoutMs) || def.timeoutMs < 1 || def.timeoutMs > 24 * 3600_000) {
     throw new HandlerDefinitionError(`handler ${def.kind}: timeoutMs must be an integer from 1 to 86400000`);
   }
-  if (def.pool !== undefined && !POOL.test(def.pool)) {
-    throw new HandlerDefinitionError(`handler ${def.kind}: pool ${JSON.stringify(def.pool)} must match ${String(POOL)}`);
+  if (def.pool !== undefined && !POOL_NAME_PATTERN.test(def.pool)) {
+    throw new HandlerDefinitionError(`handler ${def.kind}: pool ${JSON.stringify(def.pool)} must match ${String(POOL_NAME_PATTERN)}`);
   }
   return Object.freeze({ ...def });
 }
 
-export const POOL_NAME_PATTERN = POOL;

@@ -1,3 +1,4 @@
+import { KIND_PATTERN } from '@almanac/domain';
 import { ConfigError, Env, envList } from '@almanac/platform';
 import { POOL_NAME_PATTERN } from './handler';
 
@@ -10,8 +11,8 @@ export const DEFAULT_POOL = 'default';
 export function parsePoolMap(env: Env): Map<string, string> {
   const map = new Map<string, string>();
   for (const pair of envList(env, 'ALMANAC_POOLS', [])) {
-    const m = /^([a-z][a-z0-9_.-]{0,63})=([^=]+)$/.exec(pair);
-    if (!m || !POOL_NAME_PATTERN.test(m[2])) {
+    const m = /^([^=]+)=([^=]+)$/.exec(pair);
+    if (!m || !KIND_PATTERN.test(m[1]) || !POOL_NAME_PATTERN.test(m[2])) {
       throw new ConfigError(`ALMANAC_POOLS must be kind=pool pairs like http=io,charge=billing (bad item ${JSON.stringify(pair)})`);
     }
     if (map.has(m[1])) throw new ConfigError(`ALMANAC_POOLS names kind ${m[1]} twice`);

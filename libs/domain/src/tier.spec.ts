@@ -1,4 +1,4 @@
-import { DEFAULT_HORIZONS, delayMs, hotHorizonEnd, tierFor, validateHorizons } from './tier';
+import { DEFAULT_HORIZONS, delayMs, entryState, hotHorizonEnd, tierFor, validateHorizons } from './tier';
 import { DomainValidationError, InvalidDomainConfigError, InvalidRunAtError } from './errors';
 
 const now = new Date('2026-11-30T09:00:00.000Z');
@@ -104,5 +104,13 @@ describe('delayMs', () => {
 
   it('rejects an invalid date', () => {
     expect(() => delayMs(new Date(NaN), now)).toThrow(InvalidRunAtError);
+  });
+});
+
+describe('entryState', () => {
+  it('a cold row waits scheduled for the promoter; immediate and hot rows are queued', () => {
+    expect(entryState('cold')).toBe('scheduled');
+    expect(entryState('hot')).toBe('queued');
+    expect(entryState('immediate')).toBe('queued');
   });
 });

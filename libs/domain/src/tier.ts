@@ -74,3 +74,11 @@ export function delayMs(runAt: Date, now: Date): number {
   }
   return d > 0 ? d : 0;
 }
+
+/**
+ * The state a row takes in its tier: a cold row waits `scheduled` for the promoter; an immediate
+ * or hot one is `queued` and goes on the hot queue. Ingest, reschedules and retries all use it.
+ */
+export function entryState(tier: Tier): 'scheduled' | 'queued' {
+  return tier === 'cold' ? 'scheduled' : 'queued';
+}

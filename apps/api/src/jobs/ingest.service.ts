@@ -1,4 +1,4 @@
-import { tierFor, type Tier } from '@almanac/domain';
+import { entryState, tierFor, type Tier } from '@almanac/domain';
 import { type JobRecord, JobsRepository, type NewJob, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService, MicroBatcher } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
@@ -200,7 +200,7 @@ export class IngestService implements BeforeApplicationShutdown {
         runAt: input.runAt,
         payload: input.payload,
         maxAttempts: input.maxAttempts,
-        state: tier === 'cold' ? 'scheduled' : 'queued',
+        state: entryState(tier),
       };
     });
     const outcomes = await this.jobs.insertBatch(tenantId, rows);

@@ -1,4 +1,4 @@
-import { tierFor } from '@almanac/domain';
+import { entryState, tierFor } from '@almanac/domain';
 import { isJobIdString, JobChangesRepository, type RescheduleOutcome, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable, Logger } from '@nestjs/common';
@@ -76,7 +76,7 @@ export class JobChangesService {
   }
 
   private stateFor(runAt: Date): 'scheduled' | 'queued' {
-    return tierFor(runAt, this.clock.now(), this.config.horizons) === 'cold' ? 'scheduled' : 'queued';
+    return entryState(tierFor(runAt, this.clock.now(), this.config.horizons));
   }
 
   private async afterMove(id: string, res: RescheduleOutcome, verb: 'rescheduled' | 'retried'): Promise<JobSummary> {

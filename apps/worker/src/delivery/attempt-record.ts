@@ -1,7 +1,6 @@
-import type { HandlerOutcome, RetryPolicy, TierHorizons } from '@almanac/domain';
+import { decideAfterFailure, entryState, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
 import type { CompletionRecord, RunnableJob } from '@almanac/persistence';
 import { InvalidPayloadError } from '@almanac/delivery';
-import { failureDecision } from './failure-policy';
 
 /** Stored error text is bounded: a handler's exception may carry a whole response body. */
 export const MAX_ERROR_LENGTH = 2000;
@@ -24,8 +23,12 @@ export interface AttemptContext {
  */
 export function attemptRecord(row: RunnableJob, outcome: HandlerOutcome | undefined, error: unknown, c: AttemptContext): CompletionRecord {
   const base = { id: row.id, attempt: row.attempt, tenantId: row.tenantId, startedAt: c.startedAt, finishedAt: c.now, workerId: c.workerId };
-  const fail = (delayMs: number | undefined) =>
-    failureDecision({ attempt: row.attempt, maxAttempts: row.maxAttempts, delayMs, now: c.now, horizons: c.horizons, policy: c.retryPolicy });
+  // A retry goes back through the tiers like a new job: queued within the hot horizon, else a
+  // cold scheduled row with no Redis entry.
+  const fail = (retryAfterMs: number | undefined) => {
+    const d = decideAfterFailure({ attempt: row.attempt, maxAttempts: row.maxAttempts, retryAfterMs, now: c.now, horizons: c.horizons, policy: c.retryPolicy });
+    return d.kind === 'dead' ? { next: 'dead' as const } : { next: entryState(d.tier), runAt: d.runAt };
+  };
   if (outcome === undefined) {
     const message = truncateError(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
     if (error instanceof InvalidPayloadError) return { ...base, next: 'dead', outcome: 'discarded', error: message };
