@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // A private Postgres cluster in .data/postgres, started with pg_ctl and stopped when npm start ends.
 const fs = require('node:fs');
@@ -6,11 +7,18 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { info, StartError } = require('./log');
 
+/**
+ * A private server as resolveServices uses it: where to connect, and how to stop it.
+ * @typedef {{ url: string, stop: () => void }} PrivatePostgres
+ */
+
 const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
 /**
  * initdb and postgres refuse to run as root. As root we run them as the `postgres` system user
  * (it exists wherever the distribution packages are installed) and give it the data folder.
+ * @param {string} dir
+ * @returns {string[]} the command words to put before initdb/pg_ctl (none when not root)
  */
 function runAsPrefix(dir) {
   if (!isRoot()) return [];
@@ -32,11 +40,21 @@ function runAsPrefix(dir) {
   return [runuser, '-u', 'postgres', '--'];
 }
 
+/**
+ * @param {string[]} prefix
+ * @param {string[]} argv
+ * @param {Omit<import('node:child_process').SpawnSyncOptions, 'encoding'>} [opts]
+ * @returns {import('node:child_process').SpawnSyncReturns<string>}
+ */
 function run(prefix, argv, opts = {}) {
   const [cmd, ...args] = [...prefix, ...argv];
   return spawnSync(cmd, args, { encoding: 'utf8', ...opts });
 }
 
+/**
+ * @param {string} file
+ * @returns {string} its last lines
+ */
 function tail(file, lines = 20) {
   try {
     return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
@@ -48,6 +66,11 @@ function tail(file, lines = 20) {
 /**
  * Starts (initialising on first use) a cluster on 127.0.0.1; resolves to {url, stop}. The port is
  * picked after any leftover cluster is stopped, so a rerun gets its usual port back.
+ * @param {object} options
+ * @param {string} options.dataRoot the .data folder; the cluster lives in its postgres/ folder
+ * @param {() => Promise<number>} options.pickPort
+ * @param {import('./binaries').PostgresBins} options.bins
+ * @returns {Promise<PrivatePostgres>}
  */
 async function startPrivatePostgres({ dataRoot, pickPort, bins }) {
   const dir = path.join(dataRoot, 'postgres');

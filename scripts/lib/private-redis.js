@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // A private redis-server in .data/redis, configured the way Almanac wants it in production
 // (AOF on, noeviction, hz 100), stopped when npm start ends.
@@ -7,6 +8,13 @@ const { spawn } = require('node:child_process');
 const { info, StartError } = require('./log');
 const { redisAnswers } = require('./net');
 
+/**
+ * @typedef {object} PrivateRedis
+ * @property {string} url
+ * @property {(options?: { sync?: boolean }) => Promise<void>} stop
+ */
+
+/** @param {number} pid */
 function alive(pid) {
   try {
     process.kill(pid, 0);
@@ -16,6 +24,10 @@ function alive(pid) {
   }
 }
 
+/**
+ * @param {string} pidFile
+ * @returns {Promise<void>}
+ */
 async function stopLeftover(pidFile) {
   let pid;
   try {
@@ -29,7 +41,14 @@ async function stopLeftover(pidFile) {
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
 }
 
-/** Starts redis-server on 127.0.0.1 (port picked after any leftover is stopped); resolves to {url, stop}. */
+/**
+ * Starts redis-server on 127.0.0.1 (port picked after any leftover is stopped); resolves to {url, stop}.
+ * @param {object} options
+ * @param {string} options.dataRoot the .data folder; Redis keeps its files in its redis/ folder
+ * @param {() => Promise<number>} options.pickPort
+ * @param {string} options.bin the redis-server executable
+ * @returns {Promise<PrivateRedis>}
+ */
 async function startPrivateRedis({ dataRoot, pickPort, bin }) {
   const dir = path.join(dataRoot, 'redis');
   fs.mkdirSync(dir, { recursive: true });
@@ -45,6 +64,7 @@ async function startPrivateRedis({ dataRoot, pickPort, bin }) {
   ];
   // Own process group: Ctrl-C reaches the app first; Redis is stopped after the app has drained.
   const child = spawn(bin, args, { detached: true, stdio: 'ignore' });
+  /** @type {{ code: number | null, signal: string | null } | null} */
   let exited = null;
   child.once('exit', (code, signal) => {
     exited = { code, signal };
