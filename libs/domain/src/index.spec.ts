@@ -39,11 +39,13 @@ describe('@almanac/domain public API', () => {
     'MAX_MISSED_ALL',
     'validateTimezone',
     'JOB_STATES',
-    'JOB_TRANSITIONS',
-    'assertTransition',
-    'canTransition',
-    'IllegalTransitionError',
+    'isJobState',
   ])('exports %s', (name) => {
     expect((domain as Record<string, unknown>)[name]).toBeDefined();
+  });
+
+  // The job-state transition table went in #13: the guarded UPDATEs in libs/persistence are the authority.
+  it.each(['JOB_TRANSITIONS', 'TERMINAL_STATES', 'canTransition', 'assertTransition', 'IllegalTransitionError'])('no longer exports %s', (name) => {
+    expect(name in domain).toBe(false);
   });
 });

@@ -17,49 +17,14 @@
  * There is no persisted `failed` state: a failed attempt is recorded in the job's attempt
  * history and the job goes straight back to `scheduled`/`queued` with its next run time, or to
  * `dead`. A row therefore always says what will happen to it next.
+ *
+ * Who may move a job where is enforced by the guarded UPDATE statements in libs/persistence
+ * (each applies only while the row is still in the state it expects); there is no separate
+ * transition table to keep in step with them.
  */
 export const JOB_STATES = ['scheduled', 'queued', 'running', 'succeeded', 'dead', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
-/** States nothing ever leaves (no outgoing transitions in the table below). */
-export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'cancelled'];
-
-/**
- * Legal transitions, as data: `from → allowed targets`.
- *
- * Self-transitions are real moves, not no-ops: `scheduled → scheduled` is a reschedule that stays
- * cold, `queued → queued` a re-enqueue (overdue sweep, Redis lost it) or a reschedule within the
- * hot horizon. `running` is entered only from `queued`, and `succeeded` only from `running`.
- * `dead` is not terminal: an operator retry sends it back through the tiers.
- */
-export const JOB_TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  scheduled: ['queued', 'cancelled', 'scheduled'],
-  queued: ['running', 'scheduled', 'queued', 'cancelled'],
-  running: ['succeeded', 'dead', 'scheduled', 'queued'],
-  succeeded: [],
-  dead: ['scheduled', 'queued'],
-  cancelled: [],
-};
-
-export class IllegalTransitionError extends Error {
-  override readonly name = 'IllegalTransitionError';
-  constructor(
-    readonly from: JobState,
-    readonly to: JobState,
-  ) {
-    super(`a job cannot move from ${from} to ${to}`);
-  }
-}
-
 export function isJobState(value: unknown): value is JobState {
   return typeof value === 'string' && (JOB_STATES as readonly string[]).includes(value);
-}
-
-export function canTransition(from: JobState, to: JobState): boolean {
-  return JOB_TRANSITIONS[from].includes(to);
-}
-
-/** Throws IllegalTransitionError unless `from → to` is in the table. */
-export function assertTransition(from: JobState, to: JobState): void {
-  if (!canTransition(from, to)) throw new IllegalTransitionError(from, to);
 }
