@@ -1,7 +1,7 @@
 import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
-import { BacklogRepository, ExecutionRepository, queueJobId } from '@almanac/persistence';
-import { Clock, HotQueue, MetricsService, SystemClock } from '@almanac/platform';
+import { BacklogRepository, ExecutionRepository } from '@almanac/persistence';
+import { Clock, HotQueue, MetricsService, queueJobId, SystemClock } from '@almanac/platform';
 import pino from 'pino';
 import type { DataSource } from 'typeorm';
 import { Dispatcher } from '../../apps/dispatcher/src/dispatcher';

@@ -1,4 +1,4 @@
-import { createdAtFromJobId, JOB_ID_EPOCH_MS, jobIdFromQueueJobId, queueJobId } from './job-id';
+import { createdAtFromJobId, JOB_ID_EPOCH_MS } from './job-id';
 
 describe('job ids', () => {
   it('decodes the creation time the same way on the fast path and the BigInt path', () => {
@@ -11,17 +11,5 @@ describe('job ids', () => {
     // Beyond 2^53 (year 2095+) only BigInt is exact.
     const big = (2n ** 53n + 12345n) << 0n;
     expect(createdAtFromJobId(big.toString())).toEqual(new Date(JOB_ID_EPOCH_MS + Number(big >> 12n)));
-  });
-
-  it('prefixes queue job ids because BullMQ refuses integer ids', () => {
-    expect(queueJobId('42')).toBe('j-42');
-    expect(jobIdFromQueueJobId('j-42')).toBe('42');
-    expect(() => jobIdFromQueueJobId('42')).toThrow();
-  });
-
-  it('gives a worker\'s re-enqueue after attempt N its own queue id, parsed back to the row id', () => {
-    expect(queueJobId('42', 3)).toBe('j-42-r3');
-    expect(jobIdFromQueueJobId('j-42-r3')).toBe('42');
-    for (const bad of ['j-42-r', 'j-42-a1', 'j-x', 'j-42-r3-r4']) expect(() => jobIdFromQueueJobId(bad)).toThrow();
   });
 });

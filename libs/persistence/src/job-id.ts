@@ -11,22 +11,3 @@ export function createdAtFromJobId(id: string | bigint): Date {
   if (Number.isSafeInteger(n)) return new Date(JOB_ID_EPOCH_MS + Math.floor(n / 4096));
   return new Date(JOB_ID_EPOCH_MS + Number(BigInt(id) >> 12n));
 }
-
-/**
- * The hot queue's id for a row: `j-<id>` (BullMQ refuses integer or ':'-containing custom ids).
- * A worker re-enqueueing a row after attempt N (a retry due soon, a release at shutdown) uses
- * `j-<id>-r<N>`: the dispatcher may not have removed its own finished `j-<id>` yet, and BullMQ
- * would silently ignore a second add of that id. The row's state and attempt decide what runs,
- * so two copies of one row in the queue are harmless; a lost one would wait for the overdue sweep.
- */
-export function queueJobId(id: string | bigint, afterAttempt?: number): string {
-  return afterAttempt === undefined ? `j-${id}` : `j-${id}-r${afterAttempt}`;
-}
-
-const QUEUE_JOB_ID = /^j-(\d+)(?:-r\d+)?$/;
-
-export function jobIdFromQueueJobId(queueId: string): string {
-  const m = QUEUE_JOB_ID.exec(queueId);
-  if (!m) throw new Error(`not an Almanac queue job id: ${queueId}`);
-  return m[1];
-}

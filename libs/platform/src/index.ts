@@ -8,6 +8,7 @@ export * from './metrics/metrics.service';
 export * from './metrics/redis-metrics';
 export * from './ops.module';
 export * from './queues/hot-queue';
+export * from './queues/queue-ids';
 export * from './redis/redis';
 export * from './batching/micro-batcher';
 export * from './time/within';

@@ -1,5 +1,5 @@
-import { queueJobId, SweepsRepository } from '@almanac/persistence';
-import { DELIVERY_LEAD_MS, type HotItem, HotQueue, MetricsService } from '@almanac/platform';
+import { SweepsRepository } from '@almanac/persistence';
+import { DELIVERY_LEAD_MS, type HotItem, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';

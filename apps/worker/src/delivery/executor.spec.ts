@@ -1,5 +1,4 @@
-import { queueJobId } from '@almanac/persistence';
-import { Clock } from '@almanac/platform';
+import { Clock, queueJobId } from '@almanac/platform';
 import { completed, defineHandler, discard, retry } from '@almanac/delivery';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { chargeHandler, noopHandler } from '../handlers';

@@ -1,4 +1,4 @@
-import { jobIdFromQueueJobId, queueJobId } from '@almanac/persistence';
+import { envelopeJobId, jobIdFromQueueJobId, queueJobId } from './queue-ids';
 import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 
@@ -94,7 +94,7 @@ export class HotQueue {
       for (let i = 0; i < group.length; i += ENVELOPE_MAX) {
         const ids = group.slice(i, i + ENVELOPE_MAX).map((item) => item.id);
         // Deterministic: enqueueing the same rows again (a promoter retry) is ignored like `j-<id>`.
-        const jobId = `e-${ids[0]}-${ids[ids.length - 1]}-${ids.length}`;
+        const jobId = envelopeJobId(ids);
         jobs.push({ name: kind, data: { t: tenantId, d: due, ids }, opts: { jobId, delay: delay(due) } });
       }
     }
