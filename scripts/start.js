@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 'use strict';
 // `npm start`: run every Almanac role in one process on this machine.
 //   1. build if dist/ is missing or older than the sources;
@@ -10,7 +11,7 @@
 // CI uses it to prove the front door works on a clean clone.
 const crypto = require('node:crypto');
 const path = require('node:path');
-const { info, warn, StartError } = require('./lib/log');
+const { info, warn, StartError, errorMessage } = require('./lib/log');
 const { ensureBuilt } = require('./lib/build');
 const { canConnect } = require('./lib/net');
 const { resolveServices, checkServiceSettings } = require('./lib/local-services');
@@ -28,6 +29,10 @@ function checkNode() {
   }
 }
 
+/**
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {number} PORT, validated (default 3000)
+ */
 function appPort(env) {
   const raw = env.PORT || '3000';
   const port = Number(raw);
@@ -38,6 +43,9 @@ function appPort(env) {
 /**
  * The smoke test behind --check: a noop job due now, posted with the demo key, must come back
  * `succeeded`, which takes every role (api, dispatcher, worker) in the one process.
+ * @param {string} baseUrl
+ * @param {string} apiKey
+ * @returns {Promise<void>}
  */
 async function roundTrip(baseUrl, apiKey) {
   const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
@@ -51,7 +59,8 @@ async function roundTrip(baseUrl, apiKey) {
   while (Date.now() < deadline) {
     const get = await fetch(`${baseUrl}/v1/jobs?key=${encodeURIComponent(key)}`, { headers });
     if (get.status !== 200) throw new Error(`GET /v1/jobs?key= answered ${get.status}: ${await get.text()}`);
-    ({ state } = await get.json());
+    // With `key`, GET /v1/jobs answers the one job (a JobDetail), not a page.
+    ({ state } = /** @type {{ state: string }} */ (await get.json()));
     if (state === 'succeeded') {
       info(`check: job ${key} was ingested, dispatched and run (succeeded)`);
       return;
@@ -72,21 +81,29 @@ async function main() {
   ensureBuilt(root);
 
   const services = await resolveServices({ root, env: process.env });
+  /** @type {import('./lib/app').AppProcess | null} */
   let app = null;
+  /** @type {Promise<void> | null} */
   let stopping = null;
 
   // Stop order: the app drains first, then the private servers it was using.
+  /**
+   * @param {string} reason
+   * @param {number} code the exit code once everything has stopped
+   * @returns {Promise<void>}
+   */
   const shutdown = (reason, code) => {
     if (stopping) return stopping;
     stopping = (async () => {
       if (app && app.child.exitCode === null && app.child.signalCode === null) {
+        const { child, exited } = app;
         info(`${reason}: stopping the app`);
-        app.child.kill('SIGTERM');
+        child.kill('SIGTERM');
         const killer = setTimeout(() => {
           warn(`the app did not stop within ${SHUTDOWN_GRACE_MS / 1000} s; killing it`);
-          app.child.kill('SIGKILL');
+          child.kill('SIGKILL');
         }, SHUTDOWN_GRACE_MS);
-        await app.exited;
+        await exited;
         clearTimeout(killer);
       }
       await services.stop();
@@ -146,7 +163,7 @@ async function main() {
   try {
     demo = await demoTenant({ baseUrl, adminToken, dataRoot: path.join(root, '.data') });
   } catch (err) {
-    warn(`could not create the demo tenant: ${err.message}`);
+    warn(`could not create the demo tenant: ${errorMessage(err)}`);
   }
   if (demo) {
     lines.push('', `Demo tenant "${demo.name}" (id ${demo.tenantId}${demo.reused ? ', kept from an earlier run' : ''}). Try:`);
@@ -161,14 +178,14 @@ async function main() {
       await roundTrip(baseUrl, demo.apiKey);
       await shutdown('check passed', 0);
     } catch (err) {
-      warn(`check failed: ${err.message}`);
+      warn(`check failed: ${errorMessage(err)}`);
       await shutdown('check failed', 1);
     }
   }
 }
 
-main().catch((err) => {
+main().catch((/** @type {unknown} */ err) => {
   if (err instanceof StartError) process.stderr.write(`[almanac] ${err.message}\n`);
-  else process.stderr.write(`[almanac] start failed: ${err && err.stack ? err.stack : err}\n`);
+  else process.stderr.write(`[almanac] start failed: ${err instanceof Error && err.stack ? err.stack : err}\n`);
   process.exit(1);
 });

@@ -1,9 +1,25 @@
+// @ts-check
 'use strict';
 // A demo tenant so a newcomer can curl at once. Its key is kept in .data/demo-tenant.json and
 // reused while the API still accepts it (the key is shown once by the API and stored hashed).
 const fs = require('node:fs');
 const path = require('node:path');
 
+/**
+ * What .data/demo-tenant.json holds.
+ * @typedef {{ tenantId: number, name: string, apiKey: string }} SavedDemo
+ */
+/** @typedef {SavedDemo & { reused: boolean }} DemoTenant */
+/**
+ * POST /v1/admin/tenants's 201 body (apps/api CreatedTenantDto), as far as read here; apiKey is checked.
+ * @typedef {{ id: number, apiKey?: unknown }} TenantCreated
+ */
+
+/**
+ * @param {string} baseUrl
+ * @param {string} apiKey
+ * @returns {Promise<boolean>}
+ */
 async function keyStillWorks(baseUrl, apiKey) {
   try {
     const res = await fetch(`${baseUrl}/v1/jobs?limit=1`, {
@@ -16,6 +32,12 @@ async function keyStillWorks(baseUrl, apiKey) {
   }
 }
 
+/**
+ * @param {string} baseUrl
+ * @param {string} adminToken
+ * @param {string} name
+ * @returns {Promise<{ status: number, body: unknown }>} body: the parsed JSON, null when not JSON
+ */
 async function createTenant(baseUrl, adminToken, name) {
   const res = await fetch(`${baseUrl}/v1/admin/tenants`, {
     method: 'POST',
@@ -27,10 +49,16 @@ async function createTenant(baseUrl, adminToken, name) {
   return { status: res.status, body };
 }
 
-/** Resolves to {apiKey, tenantId, name, reused}; an unexpected answer from the API throws. */
+/**
+ * Resolves to {apiKey, tenantId, name, reused}; an unexpected answer from the API throws.
+ * @param {{ baseUrl: string, adminToken: string, dataRoot: string }} options
+ * @returns {Promise<DemoTenant>}
+ */
 async function demoTenant({ baseUrl, adminToken, dataRoot }) {
   const file = path.join(dataRoot, 'demo-tenant.json');
   try {
+    // Written by an earlier run (below); reused only while the API still accepts its key.
+    /** @type {SavedDemo} */
     const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
     if (saved.apiKey && (await keyStillWorks(baseUrl, saved.apiKey))) return { ...saved, reused: true };
   } catch {
@@ -42,10 +70,12 @@ async function demoTenant({ baseUrl, adminToken, dataRoot }) {
     name = `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}`;
     res = await createTenant(baseUrl, adminToken, name);
   }
-  if (res.status !== 201 || !res.body || typeof res.body.apiKey !== 'string') {
+  const created = /** @type {TenantCreated | null} */ (res.body);
+  if (res.status !== 201 || !created || typeof created.apiKey !== 'string') {
     throw new Error(`POST /v1/admin/tenants answered ${res.status}: ${JSON.stringify(res.body)}`);
   }
-  const demo = { tenantId: res.body.id, name, apiKey: res.body.apiKey };
+  /** @type {SavedDemo} */
+  const demo = { tenantId: created.id, name, apiKey: created.apiKey };
   fs.mkdirSync(dataRoot, { recursive: true });
   fs.writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
   return { ...demo, reused: false };
@@ -54,6 +84,9 @@ async function demoTenant({ baseUrl, adminToken, dataRoot }) {
 /**
  * The curl lines printed after start: post a job due now (it runs at once), then ask whether it
  * ran. The key carries the start time so pasting a later run's lines never collides (409).
+ * @param {string} baseUrl
+ * @param {string} apiKey
+ * @returns {string[]}
  */
 function curlTour(baseUrl, apiKey, now = new Date()) {
   const runAt = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
