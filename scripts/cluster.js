@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 'use strict';
 // `npm run cluster`: Almanac as Kubernetes runs it, on this machine. One process per role
 // instance from dist/ (api, promoter, dispatcher, N workers), each on its own port serving
@@ -13,7 +14,7 @@
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
-const { info, warn, StartError } = require('./lib/log');
+const { info, warn, StartError, errorMessage } = require('./lib/log');
 const { ensureBuilt } = require('./lib/build');
 const { freePort } = require('./lib/net');
 const { resolveServices } = require('./lib/local-services');
@@ -28,7 +29,21 @@ const TARGETS_FILE = path.join(root, '.data/cluster/targets.json');
 const STOP_GRACE_MS = 40_000;
 const POOL = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
+/**
+ * @typedef {object} ClusterOptions
+ * @property {number} workers
+ * @property {string[]} pools worker pools, assigned to the workers in turn
+ * @property {number} basePort
+ * @property {boolean} check
+ * @property {boolean} [help]
+ */
+
+/**
+ * @param {string[]} argv the arguments after the script name
+ * @returns {ClusterOptions}
+ */
 function parseArgs(argv) {
+  /** @type {ClusterOptions} */
   const opts = { workers: 2, pools: ['default'], basePort: 3100, check: false };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i];
@@ -52,8 +67,13 @@ function parseArgs(argv) {
   return opts;
 }
 
-/** The instances to run: names, roles, preferred ports and, for workers, their pool. */
+/**
+ * The instances to run: names, roles, preferred ports and, for workers, their pool.
+ * @param {ClusterOptions} opts
+ * @returns {import('./lib/cluster-processes').InstancePlan[]}
+ */
 function plan(opts) {
+  /** @type {import('./lib/cluster-processes').InstancePlan[]} */
   const specs = [
     { name: 'api', role: 'api', port: opts.basePort },
     { name: 'promoter', role: 'promoter', port: opts.basePort + 1 },
@@ -66,8 +86,13 @@ function plan(opts) {
   return specs;
 }
 
+/** Prints the header comment of this file: the `//` lines right after 'use strict', without the slashes. */
 function usage() {
-  process.stdout.write(fs.readFileSync(__filename, 'utf8').split('\n').slice(2, 12).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+  const lines = fs.readFileSync(__filename, 'utf8').split('\n');
+  const from = lines.indexOf("'use strict';") + 1;
+  let to = from;
+  while (to < lines.length && lines[to].startsWith('//')) to += 1;
+  process.stdout.write(lines.slice(from, to).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
 }
 
 async function main() {
@@ -79,8 +104,15 @@ async function main() {
   }
 
   const services = await resolveServices({ root, env: process.env });
+  /** @type {import('./lib/cluster-processes').Instance[]} */
   const instances = [];
+  /** @type {Promise<void> | null} */
   let stopping = null;
+  /**
+   * @param {string} reason
+   * @param {number} code the exit code once everything has stopped
+   * @returns {Promise<void>}
+   */
   const shutdown = (reason, code) => {
     if (stopping) return stopping;
     stopping = (async () => {
@@ -157,14 +189,14 @@ async function main() {
       await roundTrip(apiUrl, env.ALMANAC_ADMIN_TOKEN, info);
       await shutdown('check passed', 0);
     } catch (err) {
-      warn(`check failed: ${err.message}`);
+      warn(`check failed: ${errorMessage(err)}`);
       await shutdown('check failed', 1);
     }
   }
 }
 
-main().catch((err) => {
+main().catch((/** @type {unknown} */ err) => {
   if (err instanceof StartError) process.stderr.write(`[almanac] ${err.message}\n`);
-  else process.stderr.write(`[almanac] cluster failed: ${err && err.stack ? err.stack : err}\n`);
+  else process.stderr.write(`[almanac] cluster failed: ${err instanceof Error && err.stack ? err.stack : err}\n`);
   process.exit(1);
 });
