@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
-import { JobsRepository, PROMOTION_CLAIM_SQL } from '../libs/persistence/src';
+import { COLD_CLAIM_SQL, JobsRepository } from '../libs/persistence/src';
 import { createBenchDatabase, type BenchDatabase } from './lib/bench-db';
 import { copyJobs } from './lib/copy';
 import { processCpuSeconds, selfCpuSeconds } from './lib/cpu';
@@ -85,7 +85,7 @@ async function storage(db: BenchDatabase, keys: KeyMode) {
   const s = await sizes(db);
   const perJob = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, round(v / opt.rows, 1)]));
   // The promoter's claim must stay a range scan of jobs_cold_due at this size, unforced.
-  const plan: { 'QUERY PLAN': string }[] = await db.dataSource.query(`EXPLAIN ${PROMOTION_CLAIM_SQL}`, [new Date(START.getTime() + DAY_MS), 1000]);
+  const plan: { 'QUERY PLAN': string }[] = await db.dataSource.query(`EXPLAIN ${COLD_CLAIM_SQL}`, [new Date(START.getTime() + DAY_MS), 1000]);
   const promotionPlan = plan.map((r) => r['QUERY PLAN'].trim());
   log(`storage ${keys}: ${perJob.total} B/job (${opt.rows} rows loaded through insertBatch in ${round(seconds, 1)} s)`);
   return { keys, rows: opt.rows, bytesPerJob: perJob.total, breakdownBytesPerJob: perJob, totalBytes: s.total, loadSeconds: round(seconds, 2), promotionPlan };

@@ -81,14 +81,6 @@ WITH ins AS (
   RETURNING id, key
 )${INSERTED_AND_EXISTING}`;
 
-/** Whole due hour buckets, in the shape jobs_cold_due serves as a range scan ($1 horizon, $2 limit). */
-export const PROMOTION_CLAIM_SQL = `
-SELECT id, run_at, tenant_id, kind FROM jobs
- WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
- ORDER BY almanac_hour(run_at)
- LIMIT $2
-   FOR UPDATE SKIP LOCKED`;
-
 /** The jobs table's intent-level operations. Hot paths are single SQL statements. */
 @Injectable()
 export class JobsRepository {

@@ -2,6 +2,7 @@ import type { JobState } from '@almanac/domain';
 import { DataSource, EntityManager } from 'typeorm';
 import { decodeState } from '../job-state.codec';
 import { sql } from '../sql';
+import { COLD_CLAIM_SQL } from './cold-claim.sql';
 import { demoteToScheduled } from './demote.sql';
 import { acquireSweepLease, releaseSweepLease } from './sweep-lease.sql';
 
@@ -82,9 +83,7 @@ export class SweepsRepository {
   /**
    * Claims up to `limit` cold rows whose UTC hour bucket is ≤ hour(horizon) and marks them
    * queued, in one short transaction that commits before the caller publishes them: no row lock
-   * is held while the caller waits on Redis. Ordered by the index expression with a LIMIT, so the
-   * planner walks jobs_cold_due whatever its row estimates (an extra `run_at <= x` filter was
-   * tried: at 10 M rows it made the planner expect few matches and pick a 3 s sequential scan).
+   * is held while the caller waits on Redis. The claim itself is COLD_CLAIM_SQL.
    */
   async promoteColdBatch(horizon: Date, limit: number): Promise<SweepJobRef[]> {
     return this.db.transaction(async (m) => {
@@ -95,11 +94,7 @@ export class SweepsRepository {
       const { rows } = await sql<JobRefRow>(
         m,
         `UPDATE jobs j SET state = 'q'
-           FROM (SELECT id FROM jobs
-                  WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1)
-                  ORDER BY almanac_hour(run_at)
-                  LIMIT $2
-                  FOR UPDATE SKIP LOCKED) c
+           FROM (${COLD_CLAIM_SQL}) c
           WHERE j.id = c.id AND j.state = 's'
           RETURNING j.id::text AS id, j.run_at, j.tenant_id, j.kind`,
         [horizon, limit],
@@ -117,9 +112,7 @@ export class SweepsRepository {
   async explainColdClaim(horizon: Date, limit: number): Promise<string> {
     const { rows } = await sql<{ 'QUERY PLAN': string }>(
       this.db,
-      `EXPLAIN SELECT id FROM jobs
-        WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
-        ORDER BY almanac_hour(run_at) LIMIT $2::int FOR UPDATE SKIP LOCKED`,
+      `EXPLAIN ${COLD_CLAIM_SQL}`,
       [horizon, limit],
     );
     return rows.map((r) => r['QUERY PLAN']).join('\n');

@@ -1,0 +1,12 @@
+/**
+ * Promotion's claim of cold rows, the one copy production, the plan test and the bench use
+ * ($1 horizon, $2 limit): whole UTC hour buckets ≤ hour(horizon), ordered by the index
+ * expression with a LIMIT, so the planner walks jobs_cold_due as a range scan whatever its row
+ * estimates. (An extra `run_at <= x` filter was tried: at 10 M rows it made the planner expect
+ * few matches and pick a 3 s sequential scan.)
+ */
+export const COLD_CLAIM_SQL = `SELECT id FROM jobs
+  WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
+  ORDER BY almanac_hour(run_at)
+  LIMIT $2::int
+  FOR UPDATE SKIP LOCKED`;
