@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { STATE_CODE } from '../job-state.codec';
 import { Db, sql } from '../sql';
 
 /**
@@ -83,7 +84,6 @@ export interface ReleasedJob {
   runAt: Date;
 }
 
-const CODE: Record<CompletionState, string> = { succeeded: 'd', dead: 'x', scheduled: 's', queued: 'q' };
 
 /** Error text stored for an attempt whose worker vanished (SIGKILL, OOM, lost node). */
 export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the worker stopped or lost its lease';
@@ -271,7 +271,7 @@ export class ExecutionRepository {
       [
         records.map((r) => r.id),
         records.map((r) => r.attempt),
-        records.map((r) => CODE[r.next]),
+        records.map((r) => STATE_CODE[r.next]),
         records.map((r) => (r.next === 'scheduled' || r.next === 'queued' ? (r.runAt ?? null) : null)),
         records.map((r) => (r.result === undefined ? null : JSON.stringify(r.result))),
         records.map((r) => r.error ?? null),
