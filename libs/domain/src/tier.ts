@@ -8,8 +8,6 @@ import { InvalidDomainConfigError, InvalidRunAtError } from './errors';
  */
 export type Tier = 'immediate' | 'hot' | 'cold';
 
-export const TIERS: readonly Tier[] = ['immediate', 'hot', 'cold'];
-
 /** Horizons measured from `now`, in milliseconds. */
 export interface TierHorizons {
   readonly immediateMs: number;

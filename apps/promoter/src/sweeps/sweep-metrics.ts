@@ -6,7 +6,6 @@ import { SWEEP_NAMES } from './sweep';
 export const REQUEUE_REASONS = ['overdue', 'lease_expired', 'redis_lost', 'scheduled_due'] as const;
 export type RequeueReason = (typeof REQUEUE_REASONS)[number];
 export const OCCURRENCE_OUTCOMES = ['materialised', 'missed', 'skipped'] as const;
-export type OccurrenceOutcome = (typeof OCCURRENCE_OUTCOMES)[number];
 
 /** The promoter's metrics, registered once per process through the platform's get-or-create. */
 export class SweepMetrics {
