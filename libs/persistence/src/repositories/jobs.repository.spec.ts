@@ -1,6 +1,7 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
 import type { Db } from '../sql';
+import { COLD_CLAIM_SQL } from './cold-claim.sql';
 import { JobsRepository, type NewJob } from './jobs.repository';
 
 const T1 = 1;
@@ -195,12 +196,7 @@ describe('JobsRepository (Postgres)', () => {
       await db.dataSource.query('ANALYZE jobs');
       const plan = await db.dataSource.transaction(async (tx) => {
         await tx.query('SET LOCAL enable_seqscan = off');
-        const rows: { 'QUERY PLAN': string }[] = await tx.query(
-          `EXPLAIN SELECT id, run_at, tenant_id, kind FROM jobs
-            WHERE state = 's' AND almanac_hour(run_at) <= almanac_hour($1::timestamptz)
-            ORDER BY almanac_hour(run_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
-          [NOW, 100],
-        );
+        const rows: { 'QUERY PLAN': string }[] = await tx.query(`EXPLAIN ${COLD_CLAIM_SQL}`, [NOW, 100]);
         return rows.map((r) => r['QUERY PLAN']).join('\n');
       });
       expect(plan).toMatch(/Index Scan using jobs_cold_due/);
