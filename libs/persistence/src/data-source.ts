@@ -1,13 +1,11 @@
 import { DataSource } from 'typeorm';
 import { DatabaseConfig } from './database-config';
-import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 
 export function createDataSource(config: DatabaseConfig): DataSource {
   return new DataSource({
     type: 'postgres',
     url: config.url,
-    entities: ENTITIES,
     migrations: MIGRATIONS,
     synchronize: false,
     migrationsRun: false,

@@ -11,7 +11,6 @@ export * from './repositories/jobs.repository';
 export * from './repositories/job-queries.repository';
 export * from './repositories/job-changes.repository';
 export * from './repositories/schedules.repository';
-export * from './entities';
 export * from './repositories/tenants.repository';
 export * from './repositories/attempts.repository';
 export * from './repositories/execution.repository';

@@ -1,5 +1,4 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
-import { TenantEntity } from '../entities';
 import { hashApiKey, TenantsRepository } from './tenants.repository';
 
 describe('TenantsRepository (Postgres)', () => {
@@ -36,10 +35,11 @@ describe('TenantsRepository (Postgres)', () => {
     expect(await tenants.findById(-1)).toBeNull();
   });
 
-  it('reads tenants through the TypeORM entity without exposing the key hash', async () => {
-    const { tenant } = await tenants.create('typed');
-    const entity = await db.dataSource.getRepository(TenantEntity).findOneByOrFail({ id: tenant.id });
-    expect(entity).toMatchObject({ id: tenant.id, name: 'typed', rateLimitPerSecond: null });
-    expect(entity.apiKeyHash).toBeUndefined();
+  it('keeps only the sha256 of the key and never hands the hash out', async () => {
+    const { tenant, apiKey } = await tenants.create('hashed');
+    const [row] = await db.dataSource.query(`SELECT api_key_hash FROM tenants WHERE id = $1`, [tenant.id]);
+    expect(row.api_key_hash).toEqual(hashApiKey(apiKey));
+    expect(tenant).not.toHaveProperty('apiKeyHash');
+    expect(await tenants.findById(tenant.id)).toEqual(tenant);
   });
 });
