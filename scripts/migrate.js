@@ -20,7 +20,7 @@ migrate(root, process.env).then(
   (err) => {
     // Named errors already say what to fix; anything else gets its stack.
     const known = err instanceof Error && (err.name === 'MigrationError' || err.name === 'ConfigError');
-    process.stderr.write(`[almanac] migration failed: ${known ? err.message : (err instanceof Error && err.stack) || err}\n`);
+    process.stderr.write(`[almanac] migration failed: ${known ? err.message : (err instanceof Error && err.stack) || String(err)}\n`);
     process.exitCode = 1;
   },
 ).finally(() => {

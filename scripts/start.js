@@ -186,6 +186,6 @@ async function main() {
 
 main().catch((/** @type {unknown} */ err) => {
   if (err instanceof StartError) process.stderr.write(`[almanac] ${err.message}\n`);
-  else process.stderr.write(`[almanac] start failed: ${err instanceof Error && err.stack ? err.stack : err}\n`);
+  else process.stderr.write(`[almanac] start failed: ${err instanceof Error && err.stack ? err.stack : String(err)}\n`);
   process.exit(1);
 });

@@ -58,8 +58,8 @@ async function demoTenant({ baseUrl, adminToken, dataRoot }) {
   const file = path.join(dataRoot, 'demo-tenant.json');
   try {
     // Written by an earlier run (below); reused only while the API still accepts its key.
-    /** @type {SavedDemo} */
-    const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- JSON.parse is any; the JSDoc cast types it
+    const saved = /** @type {SavedDemo} */ (JSON.parse(fs.readFileSync(file, 'utf8')));
     if (saved.apiKey && (await keyStillWorks(baseUrl, saved.apiKey))) return { ...saved, reused: true };
   } catch {
     // nothing saved yet, or unreadable: make a new one

@@ -148,7 +148,7 @@ async function resolveServices({ root, env }) {
       if (!plan.redis) {
         const pickPort = () => choosePort(env, 'ALMANAC_START_REDIS_PORT', 63799);
         const redis = await startPrivateRedis({ dataRoot, pickPort, bin: /** @type {string} */ (redisBin) });
-        stops.unshift({ name: 'redis', async: () => redis.stop(), sync: () => redis.stop({ sync: true }) });
+        stops.unshift({ name: 'redis', async: () => redis.stop(), sync: () => void redis.stop({ sync: true }) });
         plan.redis = { url: redis.url, from: 'a private redis-server in .data/redis' };
       }
       if (!plan.pg) {

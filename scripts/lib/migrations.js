@@ -36,16 +36,16 @@ const PERSISTENCE = 'dist/libs/persistence/src/index.js';
 async function migrate(root, env) {
   const platformPath = path.join(root, PLATFORM);
   if (fs.existsSync(platformPath)) {
-    /** @type {PlatformLib} */
-    const platform = require(platformPath);
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- a require by runtime path is any; the JSDoc cast types it
+    const platform = /** @type {PlatformLib} */ (require(platformPath));
     if (typeof platform.runMigrationsFromEnv === 'function') return platform.runMigrationsFromEnv(env);
   }
   const persistencePath = path.join(root, PERSISTENCE);
   if (!fs.existsSync(persistencePath)) {
     throw new Error(`neither ${PLATFORM} nor ${PERSISTENCE} exists: run \`npm run build\` first`);
   }
-  /** @type {PersistenceLib} */
-  const { createDataSource, databaseConfigFromEnv, runMigrations } = require(persistencePath);
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- as above
+  const { createDataSource, databaseConfigFromEnv, runMigrations } = /** @type {PersistenceLib} */ (require(persistencePath));
   const ds = createDataSource({ ...databaseConfigFromEnv(env), poolSize: 1 });
   await ds.initialize();
   try {
