@@ -81,6 +81,8 @@ export class DeliveryHarness {
     readonly clock: Clock,
     readonly poolMap: ReadonlyMap<string, string>,
     readonly leaseMs: number,
+    /** How long a delivery may wait in a dispatcher line before it parks (production: 10 s). */
+    maxLineWaitMs = 10_000,
   ) {
     this.repo = new ExecutionRepository(db.dataSource);
     this.backlog = new BacklogRepository(db.dataSource);
@@ -89,7 +91,7 @@ export class DeliveryHarness {
     this.roster = new WorkerRoster(redis.connection, redis.prefix);
     this.dispatcher = new Dispatcher({
       routes: new KindRoutes(poolMap), ready: this.ready, roster: this.roster, backlog: this.backlog,
-      room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50, stallMs: 500,
+      room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50, stallMs: 500, maxWaitMs: maxLineWaitMs,
     });
     this.loop = new DispatcherLoop(this.dispatcher, this.logger);
     this.hot = new HotConsumer({ connection: redis.connection, prefix: redis.prefix, concurrency: 100, maxWaitingSlots: 50, dispatcher: this.dispatcher, logger: this.logger });
@@ -225,10 +227,11 @@ export async function createHarness(opts: {
   clock?: Clock;
   poolMap?: ReadonlyMap<string, string>;
   leaseMs?: number;
+  maxLineWaitMs?: number;
 }): Promise<DeliveryHarness> {
   const db = await createTestDatabase(12);
   const redis: TestRedis = await createTestRedis();
-  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000);
+  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000, opts.maxLineWaitMs);
 }
 
 export async function destroyHarness(h: DeliveryHarness | undefined): Promise<void> {

@@ -21,6 +21,13 @@ const HOT_SLOTS_RESERVED = 50;
  */
 const MAX_WAITING_DELIVERIES = 50_000;
 
+/**
+ * A delivery waits in a line at most this long, then parks: well inside the overdue sweep's
+ * default grace (30 s), so a pool that drains slowly but steadily never has the sweep enqueue a
+ * second copy of a row that is still waiting here.
+ */
+const MAX_LINE_WAIT_MS = 10_000;
+
 /** Wires the dispatcher into the Nest lifecycle: consume the hot queue from boot, stop on SIGTERM. */
 @Injectable()
 export class DispatchService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -51,6 +58,7 @@ export class DispatchService implements OnApplicationBootstrap, BeforeApplicatio
       maxRefill: settings.concurrency,
       maxWaiting: MAX_WAITING_DELIVERIES,
       stallMs: MAX_ROOM_WAIT_MS,
+      maxWaitMs: MAX_LINE_WAIT_MS,
     });
     this.consumer = new HotConsumer({
       connection: this.redis, prefix: config.queuePrefix, concurrency: settings.concurrency, dispatcher: this.dispatcher, logger,

@@ -149,6 +149,20 @@ describe('dispatcher', () => {
     expect(h.dispatcher.backloggedPools).toEqual(['default']);
   });
 
+  it('a delivery that has waited its limit in a line parks though the pool is alive (before the overdue grace could send a second copy)', async () => {
+    await destroyHarness(h);
+    h = await createHarness({ handlers: [noop], maxLineWaitMs: 100 });
+    await h.liveWorker({ concurrency: 1 }); // room 2; alive throughout (heartbeat TTL 5 s)
+    const ids = await h.enqueue(Array.from({ length: 4 }, () => ({ kind: 'noop' })));
+    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: true }));
+    await h.dispatcher.dispatch(deliveries);
+    const t0 = Date.now();
+    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2));
+    expect(await waiting).toEqual(['parked', 'parked']);
+    expect(Date.now() - t0).toBeLessThan(450); // the stall rule alone would take 500 ms
+    expect(await h.parkedIds()).toEqual(ids.slice(2));
+  });
+
   it('on shutdown the waiting lines park what they hold at once, not when the pool drains or stalls', async () => {
     await h.liveWorker({ concurrency: 1 }); // room 2; the pool stays alive throughout
     const ids = await h.enqueue(Array.from({ length: 4 }, () => ({ kind: 'noop' })));

@@ -36,6 +36,8 @@ export interface DispatcherOptions {
   maxWaiting: number;
   /** A waiting line whose pool frees no room for this long is parked (see WaitingLines). */
   stallMs: number;
+  /** A delivery that has waited this long in a line parks (see WaitingLines). */
+  maxWaitMs: number;
 }
 
 /**

@@ -14,6 +14,8 @@ export interface LineItem {
 
 interface Waiter {
   item: LineItem;
+  /** When it joined the line, by the dispatcher's clock (epoch ms). */
+  since: number;
   resolve: (outcome: LineOutcome) => void;
   reject: (err: unknown) => void;
 }
@@ -28,6 +30,12 @@ export interface WaitingLinesOptions {
   stallMs: number;
   /** Deliveries that may wait at once, over all pools (memory); the rest park. */
   maxWaiting: number;
+  /**
+   * A delivery waiting this long parks, however steadily its pool drains: it must be in the
+   * backlog (which the overdue sweep skips) before the overdue grace makes the sweep enqueue a
+   * second copy of its row.
+   */
+  maxWaitMs: number;
   /** Called after a line parked jobs of `pool`, so new jobs park behind them (due order). */
   onParked: (pool: string) => void;
 }
@@ -79,7 +87,8 @@ export class WaitingLines {
     const idle = !line;
     if (!line) this.lines.set(pool, (line = []));
     const queued = line;
-    const outcomes = items.map((item) => new Promise<LineOutcome>((resolve, reject) => queued.push({ item, resolve, reject })));
+    const since = this.o.clock.now().getTime();
+    const outcomes = items.map((item) => new Promise<LineOutcome>((resolve, reject) => queued.push({ item, since, resolve, reject })));
     this.waiting += items.length;
     if (idle) void this.pump(pool, queued);
     return Promise.all(outcomes);
@@ -89,7 +98,13 @@ export class WaitingLines {
     let progressAt = Date.now();
     try {
       while (line.length > 0) {
-        const view = this.closing ? undefined : (await this.o.room.rooms([pool], this.o.clock.now().getTime())).get(pool);
+        const now = this.o.clock.now().getTime();
+        const old = countWaitingSince(line, now - this.o.maxWaitMs);
+        if (old > 0) {
+          await this.settle(line.splice(0, old), 'parked', (items) => this.park(pool, items));
+          continue;
+        }
+        const view = this.closing ? undefined : (await this.o.room.rooms([pool], now)).get(pool);
         if (!view || view.status.capacity === 0 || Date.now() - progressAt > this.o.stallMs) {
           await this.settle(line.splice(0), 'parked', (items) => this.park(pool, items));
         } else if (view.room > 0) {
@@ -132,4 +147,11 @@ export class WaitingLines {
     await this.o.backlog.park(items.map((i) => ({ id: i.id, pool, runAt: new Date(i.dueMs) })));
     this.o.onParked(pool);
   }
+}
+
+/** How many waiters at the head of a line joined before `cutoff` (a line is in joining order). */
+function countWaitingSince(line: readonly Waiter[], cutoff: number): number {
+  let n = 0;
+  while (n < line.length && line[n].since < cutoff) n++;
+  return n;
 }
