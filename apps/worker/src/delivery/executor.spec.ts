@@ -137,6 +137,21 @@ describe('worker executor', () => {
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
   });
 
+  it('a count at start whose reply was lost is sent again (it is idempotent): the run is recorded once, not thrown away', async () => {
+    const runAt = new Date(Date.now() + 300);
+    const [id] = await h.enqueue([{ kind: 'noop', runAt, maxAttempts: 1 }]);
+    await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
+    await h.hot.runOnce(); // handed off early: claimed ahead, counted at start
+    const count = h.repo.startClaimed.bind(h.repo);
+    jest.spyOn(h.repo, 'startClaimed').mockImplementationOnce(async (...args) => {
+      await count(...args); // committed…
+      throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }); // …reply lost
+    });
+    await h.runWorker(h.worker({ claimLeadMs: 200 }));
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
+  });
+
   it('an outcome whose write fails (Postgres restarting) is written again, not left for the lease rescue', async () => {
     const w = await h.liveWorker();
     const [id] = await h.enqueue([{ kind: 'noop' }]);

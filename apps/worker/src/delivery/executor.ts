@@ -28,6 +28,9 @@ export type ExecutionResult = 'applied' | 'stale' | 'released' | 'submitted';
 /** Group commits waiting beyond this make new deliveries wait (backpressure on a slow database). */
 const MAX_PENDING_COMMITS = 5000;
 
+/** A count at start is retried only while this much of the claim's lease is left. */
+const COUNT_RETRY_MARGIN_MS = 5000;
+
 /** The longest a delivery that came early waits for its run time (see DELIVERY_LEAD_MS). */
 export const MAX_EARLY_WAIT_MS = 2000;
 
@@ -152,19 +155,29 @@ export class Executor {
    * A row claimed ahead of its run time has its attempt counted as its handler starts, so a
    * worker killed in the claim lead uses up no attempt (the faults bench left ~5 `lost` attempts
    * per SIGKILL for handlers that never started). False: the row is no longer this claim's
-   * (rescued and claimed again), or Postgres failed; the outcome is then not written, and the
-   * lease rescue requeues the row, as after a crash. A worker that dies within the count's
+   * (rescued and claimed again), or Postgres failed until the lease was nearly over; the outcome
+   * is then not written, and the lease rescue requeues the row, as after a crash. A worker that dies within the count's
    * round trip (~1-2 ms) of a handler start leaves that run uncounted.
    */
   private async countAttempt(row: RunnableJob, entry: Running): Promise<boolean> {
-    try {
-      entry.counted = await this.starter.submit({ id: row.id, attempt: row.attempt, leaseUntil: row.leaseUntil });
-    } catch (err) {
-      this.o.logger.warn({ err, jobId: row.id }, 'could not count the attempt at start; the lease rescue requeues the job');
-      return false;
+    // The handler is already running: a count that fails (Postgres blip, lost reply) is sent
+    // again (it is idempotent) while the lease lasts, as a completion write is. Giving up at once
+    // threw away a run that happened, and the lease rescue then ran the job a second time.
+    const ref = { id: row.id, attempt: row.attempt, leaseUntil: row.leaseUntil };
+    for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
+      try {
+        entry.counted = await this.starter.submit(ref);
+        if (!entry.counted) this.o.metrics.dropped.inc({ reason: 'raced' });
+        return entry.counted;
+      } catch (err) {
+        const left = row.leaseUntil.getTime() - this.o.clock.now().getTime();
+        if (this.closing || left < pause + COUNT_RETRY_MARGIN_MS) {
+          this.o.logger.warn({ err, jobId: row.id }, 'could not count the attempt at start; the lease rescue requeues the job');
+          return false;
+        }
+        await new Promise((r) => setTimeout(r, pause));
+      }
     }
-    if (!entry.counted) this.o.metrics.dropped.inc({ reason: 'raced' });
-    return entry.counted;
   }
 
   /** Waits (capped, real time) until the claim time; a shutdown meanwhile is seen by the caller. */

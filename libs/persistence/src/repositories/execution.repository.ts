@@ -162,17 +162,19 @@ export class ExecutionRepository {
    * (attempts + 1, and a `lost` row for a previous attempt that left none). Guarded by state,
    * attempt and the claim's own lease, so a row rescued and claimed again meanwhile is not
    * touched. Returns the ids counted; the others are no longer this claim's and must not run.
-   * Commits without the WAL flush, like the claim: the completion's flush covers it.
+   * Idempotent, so a count whose reply was lost can be sent again: a row this claim already
+   * counted (attempts = attempt, same lease) is returned again, unchanged. Commits without the
+   * WAL flush, like the claim: the completion's flush covers it.
    */
   async startClaimed(refs: readonly ClaimedAhead[], now: Date): Promise<Set<string>> {
     if (refs.length === 0) return new Set();
     const { rows } = await sql<{ id: string }>(
       this.dataSource,
       `WITH started AS (
-         UPDATE jobs j SET attempts = j.attempts + 1
+         UPDATE jobs j SET attempts = t.attempt
            FROM unnest($1::bigint[], $2::int2[], $3::timestamptz[]) AS t(id, attempt, lease_until),
                 (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
-          WHERE j.id = t.id AND j.state = 'r' AND j.attempts = t.attempt - 1 AND j.lease_until = t.lease_until
+          WHERE j.id = t.id AND j.state = 'r' AND j.attempts IN (t.attempt - 1, t.attempt) AND j.lease_until = t.lease_until
          RETURNING j.id, j.attempts, j.tenant_id
        ), lost AS (
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
