@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { DeliveryMetrics } from '@almanac/delivery';
 import type { ExecutionRepository, RunnableJob } from '@almanac/persistence';
 import { Clock, HotQueue, MicroBatcher } from '@almanac/platform';
@@ -28,8 +29,17 @@ export interface ClaimerOptions {
  */
 export class Claimer {
   private readonly batcher: MicroBatcher<string, RunnableJob | undefined>;
+  /** Ids in a claim now (two batches may be in flight): a second delivery of one is a duplicate. */
+  private readonly claiming = new Set<string>();
+  /**
+   * This worker's claims set leases of leaseMs plus a fixed 0-999 ms of its own, so the lease a
+   * claim set identifies it: an undo (unclaim) never matches another worker's claim of the same
+   * row in the same millisecond (found in review).
+   */
+  private readonly leaseMs: number;
 
   constructor(private readonly o: ClaimerOptions) {
+    this.leaseMs = o.leaseMs + randomInt(1000);
     this.batcher = new MicroBatcher((ids) => this.claim(ids), { maxBatch: o.maxBatch, maxInFlight: 2 });
   }
 
@@ -45,8 +55,14 @@ export class Claimer {
   private async claim(ids: string[]): Promise<(RunnableJob | undefined)[]> {
     const { clock, metrics } = this.o;
     const now = clock.now();
-    const unique = [...new Set(ids)];
-    const rows = await this.claimOrUndo(unique, now);
+    const unique = [...new Set(ids)].filter((id) => !this.claiming.has(id));
+    for (const id of unique) this.claiming.add(id);
+    let rows: RunnableJob[];
+    try {
+      rows = await this.claimOrUndo(unique, now);
+    } finally {
+      for (const id of unique) this.claiming.delete(id);
+    }
     const byId = new Map(rows.map((r) => [r.id, r]));
     const unclaimed = unique.filter((id) => !byId.has(id));
     // The claimed rows start now: explaining the others (a read, maybe a hot-queue add) must not
@@ -54,7 +70,8 @@ export class Claimer {
     if (unclaimed.length > 0) this.track(this.explain(unclaimed, now));
     const duplicates = ids.length - unique.length;
     if (duplicates > 0) metrics.dropped.inc({ reason: 'duplicate' }, duplicates);
-    // Two deliveries of one row in one batch: the first runs it, the other is a duplicate.
+    // Two deliveries of one row in one batch (or one already in the other batch in flight): the
+    // first runs it, the other is a duplicate.
     return ids.map((id) => {
       const row = byId.get(id);
       byId.delete(id);
@@ -72,10 +89,10 @@ export class Claimer {
    */
   private async claimOrUndo(ids: string[], now: Date): Promise<RunnableJob[]> {
     try {
-      return await this.o.repo.claimForRun(ids, now, CLAIM_EARLY_MS, this.o.leaseMs);
+      return await this.o.repo.claimForRun(ids, now, CLAIM_EARLY_MS, this.leaseMs);
     } catch (err) {
       await new Promise((r) => setTimeout(r, this.o.claimRetryPauseMs ?? 1000));
-      await this.o.repo.unclaim(ids, now, this.o.leaseMs).catch((undoErr: unknown) =>
+      await this.o.repo.unclaim(ids, now, this.leaseMs).catch((undoErr: unknown) =>
         this.o.logger.warn({ err: undoErr, jobs: ids.length }, 'could not undo a failed claim; the lease rescue will'));
       throw err;
     }
