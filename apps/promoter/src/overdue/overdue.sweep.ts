@@ -1,6 +1,5 @@
 import { LOST_ATTEMPT_ERROR, type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
 import { Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
@@ -50,8 +49,11 @@ export class OverdueSweep implements Sweep<OverdueResult> {
    * re-enqueued from its head again and again and its tail never reached.)
    */
   private overdueCursor: QueuedCursor | null = null;
-  /** This replica's name on the sweep lease. */
-  private readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  /**
+   * This replica's name on the sweep lease: its pod (host name) and process. A container
+   * restarted in the same pod keeps both (pid 1), so it takes its own lease back at once.
+   */
+  private readonly holder = `${hostname()}:${process.pid}`;
 
   constructor(
     private readonly repo: SweepsRepository,

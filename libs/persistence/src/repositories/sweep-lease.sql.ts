@@ -19,6 +19,21 @@ export async function acquireSweepLease(db: DataSource, name: string, holder: st
   return rows.length > 0;
 }
 
+/**
+ * Pushes the expiry of a lease `holder` still has out to `ttlMs` from now; never takes a lease
+ * back (a renewal landing after the release must not re-take it). Returns whether it is held.
+ */
+export async function renewSweepLease(db: DataSource, name: string, holder: string, ttlMs: number): Promise<boolean> {
+  const { rows } = await sql(
+    db,
+    `UPDATE sweep_leases SET expires_at = clock_timestamp() + $3 * interval '1 millisecond'
+      WHERE name = $1 AND holder = $2 AND expires_at > clock_timestamp()
+     RETURNING holder`,
+    [name, holder, ttlMs],
+  );
+  return rows.length > 0;
+}
+
 /** Gives the lease up at once (only if `holder` still has it). */
 export async function releaseSweepLease(db: DataSource, name: string, holder: string): Promise<void> {
   await sql(db, `UPDATE sweep_leases SET expires_at = '-infinity' WHERE name = $1 AND holder = $2`, [name, holder]);

@@ -1,4 +1,5 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { renewSweepLease } from './sweep-lease.sql';
 import { SweepsRepository } from './sweeps.repository';
 
 describe('SweepsRepository (Postgres)', () => {
@@ -74,6 +75,12 @@ describe('SweepsRepository (Postgres)', () => {
       expect(busy).toEqual({ advisory: 0, open_tx: 0 });
       release();
       expect(await run).toBe('done');
+    });
+
+    it('a renewal extends only a lease still held: one landing after the release does not take it back', async () => {
+      expect(await repo.withSweepLease('overdue', 'a', async () => renewSweepLease(db.dataSource, 'overdue', 'a', 15_000))).toBe(true);
+      expect(await renewSweepLease(db.dataSource, 'overdue', 'a', 15_000)).toBe(false); // released
+      expect(await repo.withSweepLease('overdue', 'b', async () => 'b got it')).toBe('b got it');
     });
 
     it('an expired lease goes to the next holder (a stalled holder loses its turn)', async () => {

@@ -4,7 +4,7 @@ import { decodeState } from '../job-state.codec';
 import { sql } from '../sql';
 import { COLD_CLAIM_SQL } from './cold-claim.sql';
 import { demoteToScheduled } from './demote.sql';
-import { acquireSweepLease, releaseSweepLease } from './sweep-lease.sql';
+import { acquireSweepLease, releaseSweepLease, renewSweepLease } from './sweep-lease.sql';
 
 /** What the hot queue needs to know about a row (never the payload). */
 export interface SweepJobRef {
@@ -54,6 +54,13 @@ export type JobStateCounts = Record<JobState, number>;
 
 /** Sweeps that run on one replica at a time, each under its own lease row (sweep_leases). */
 export type SweepLeaseName = 'overdue';
+
+/**
+ * A sweep lease lasts 15 s and is renewed every 5 s while its sweep runs: a holder that dies
+ * holds up the other replicas for at most 15 s (a session advisory lock freed at once; 60 s, the
+ * first choice, delayed rescues after a promoter SIGKILL, found in review).
+ */
+export const SWEEP_LEASE_TTL_MS = 15_000;
 
 /** Where a scan of queued rows stopped: the last (run_at, id) it saw. */
 export interface QueuedCursor {
@@ -350,14 +357,18 @@ export class SweepsRepository {
    * stalls past the expiry loses its turn, and the next holder may repeat some of its
    * re-enqueues, which are idempotent.
    */
-  async withSweepLease<T>(name: SweepLeaseName, holder: string, fn: () => Promise<T>, ttlMs = 60_000): Promise<T | null> {
+  async withSweepLease<T>(name: SweepLeaseName, holder: string, fn: () => Promise<T>, ttlMs = SWEEP_LEASE_TTL_MS): Promise<T | null> {
     if (!(await acquireSweepLease(this.db, name, holder, ttlMs))) return null;
-    const renew = setInterval(() => void acquireSweepLease(this.db, name, holder, ttlMs).catch(() => undefined), ttlMs / 3);
+    let renewing: Promise<unknown> = Promise.resolve();
+    const renew = setInterval(() => {
+      renewing = renewSweepLease(this.db, name, holder, ttlMs).catch(() => undefined);
+    }, ttlMs / 3);
     renew.unref();
     try {
       return await fn();
     } finally {
       clearInterval(renew);
+      await renewing; // so no renewal lands after the release
       // A failed release only means the lease runs out by itself.
       await releaseSweepLease(this.db, name, holder).catch(() => undefined);
     }
