@@ -41,6 +41,16 @@ describe('WorkerRoster (Redis): liveness without comparing the worker\'s clock w
     expect(await workers(reader, T + TTL + 1)).toBe(0);
   });
 
+  it('a reader over a minute ahead does not forget a live worker on first sight; it counts it once the beat changes', async () => {
+    const worker = new WorkerRoster(redis.connection, prefix);
+    const reader = new WorkerRoster(redis.connection, prefix);
+    await beat(worker, T);
+    expect(await workers(reader, T + 90_000)).toBe(0);
+    expect(await redis.connection.hlen(`${prefix}:almanac:workers:default`)).toBe(1); // not deleted
+    await beat(worker, T + 1000);
+    expect(await workers(reader, T + 91_000)).toBe(1);
+  });
+
   it('with equal clocks it behaves as expiry always did, and forgets a long-dead entry', async () => {
     const worker = new WorkerRoster(redis.connection, prefix);
     const reader = new WorkerRoster(redis.connection, prefix);

@@ -134,16 +134,23 @@ export class WorkerRoster {
   }
 
   private judge(key: string, beat: StoredBeat, nowMs: number): 'live' | 'dead' | 'forget' {
+    if (beat.t === undefined) return judgeAge(nowMs - beat.e, 0); // an entry from before TTLs were stored
     const seen = this.sightings.get(key);
-    if (beat.t !== undefined && seen && seen.e !== beat.e) {
+    if (!seen) {
+      // First sight: only the worker's own expiry to go by, so never forget on it (with a clock
+      // skewed by over a minute that deleted a live worker's entry for every dispatcher; found
+      // in review). Dead for now, it is forgotten only after a minute of this reader's time.
+      const live = beat.e > nowMs;
+      this.sightings.set(key, { e: beat.e, at: live ? Math.min(nowMs, beat.e - beat.t) : nowMs - beat.t });
+      return live ? 'live' : 'dead';
+    }
+    if (seen.e !== beat.e) {
       this.sightings.set(key, { e: beat.e, at: nowMs });
       return 'live';
     }
-    if (beat.t !== undefined && seen) return judgeAge(nowMs - seen.at, beat.t);
-    // First sight: only the worker's own expiry to go by.
-    if (beat.t !== undefined) this.sightings.set(key, { e: beat.e, at: Math.min(nowMs, beat.e - beat.t) });
-    return judgeAge(nowMs - (beat.e - (beat.t ?? 0)), beat.t ?? 0);
+    return judgeAge(nowMs - seen.at, beat.t);
   }
+
 }
 
 /** A dead entry is forgotten this long after it stopped changing (or, unseen before, expired). */
