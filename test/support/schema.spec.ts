@@ -13,6 +13,23 @@ describe('test database support', () => {
     expect(rows[0]).toEqual({ jobs: 'jobs', idx: 'jobs_cold_due' });
   });
 
+  it('hands out job id sequence values in one global order, so ids of one millisecond cannot repeat below 4,096', async () => {
+    // With a per-session sequence cache, two sessions drew values far apart and, 4,096 apart in
+    // the same millisecond, made the same id (a duplicate-key failure in CI).
+    const [a, b] = [db.dataSource.createQueryRunner(), db.dataSource.createQueryRunner()];
+    try {
+      await a.connect();
+      await b.connect();
+      const [{ v: first }] = await a.query(`SELECT nextval('almanac_job_id_seq')::int AS v`);
+      const [{ v: second }] = await b.query(`SELECT nextval('almanac_job_id_seq')::int AS v`);
+      const [{ v: third }] = await a.query(`SELECT nextval('almanac_job_id_seq')::int AS v`);
+      expect([second - first, third - second]).toEqual([1, 1]);
+    } finally {
+      await a.release();
+      await b.release();
+    }
+  });
+
   it('makes time-ordered job ids that carry the creation time', async () => {
     const [{ id, now }] = await db.dataSource.query(`SELECT almanac_job_id()::text AS id, now() AS now`);
     expect(Math.abs(createdAtFromJobId(id).getTime() - new Date(now).getTime())).toBeLessThan(5000);
