@@ -162,19 +162,35 @@ export class Executor {
   private async countAttempt(row: RunnableJob, entry: Running): Promise<boolean> {
     // The handler is already running: a count that fails (Postgres blip, lost reply) is sent
     // again (it is idempotent) while the lease lasts, as a completion write is. Giving up at once
-    // threw away a run that happened, and the lease rescue then ran the job a second time.
+    // threw away a run that happened, and the lease rescue then ran the job a second time. It
+    // must land well before the lease ends, and the outcome waits for it: short pauses.
     const ref = { id: row.id, attempt: row.attempt, leaseUntil: row.leaseUntil };
-    for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
+    try {
+      entry.counted = await this.whileLeased(() => this.starter.submit(ref), row.leaseUntil.getTime() - COUNT_RETRY_MARGIN_MS, {
+        firstPauseMs: 100, maxPauseMs: 2000, what: 'count the attempt at start', jobId: row.id,
+      });
+    } catch (err) {
+      this.o.logger.warn({ err, jobId: row.id }, 'could not count the attempt at start; the lease rescue requeues the job');
+      return false;
+    }
+    if (!entry.counted) this.o.metrics.dropped.inc({ reason: 'raced' });
+    return entry.counted;
+  }
+
+  /**
+   * Runs a write that a running or finished handler depends on, again after a failure, until
+   * `deadlineMs` (the lease, less a margin): past it the lease rescue takes over, as after a
+   * crash. Not during a shutdown: retries could outlast the pod's grace period.
+   */
+  private async whileLeased<T>(
+    write: () => Promise<T>, deadlineMs: number, o: { firstPauseMs: number; maxPauseMs: number; what: string; jobId: string },
+  ): Promise<T> {
+    for (let pause = o.firstPauseMs; ; pause = Math.min(pause * 2, o.maxPauseMs)) {
       try {
-        entry.counted = await this.starter.submit(ref);
-        if (!entry.counted) this.o.metrics.dropped.inc({ reason: 'raced' });
-        return entry.counted;
+        return await write();
       } catch (err) {
-        const left = row.leaseUntil.getTime() - this.o.clock.now().getTime();
-        if (this.closing || left < pause + COUNT_RETRY_MARGIN_MS) {
-          this.o.logger.warn({ err, jobId: row.id }, 'could not count the attempt at start; the lease rescue requeues the job');
-          return false;
-        }
+        if (this.stopping || this.closing || this.o.clock.now().getTime() + pause >= deadlineMs) throw err;
+        this.o.logger.warn({ err, jobId: o.jobId }, `could not ${o.what}; trying again in ${pause} ms`);
         await new Promise((r) => setTimeout(r, pause));
       }
     }
@@ -335,18 +351,10 @@ export class Executor {
    * attempt's lease lasts: the chaos bench measured jobs 50-110 s late when one failed write left
    * the row to the lease rescue. The guarded UPDATE makes a write after a rescue a no-op.
    */
-  private async submitCompletion(item: { record: CompletionRecord; kind: string }, leaseUntil: number): Promise<boolean> {
-    for (let pause = 500; ; pause = Math.min(pause * 2, 5000)) {
-      try {
-        return await this.completer.submit(item);
-      } catch (err) {
-        // Not during a shutdown: retries could outlast the pod's grace period (the lease rescue
-        // then runs the job again, as after a crash).
-        if (this.stopping || this.closing || Date.now() + pause >= leaseUntil) throw err;
-        this.o.logger.warn({ err, jobId: item.record.id }, `could not record the outcome; trying again in ${pause} ms`);
-        await new Promise((r) => setTimeout(r, pause));
-      }
-    }
+  private submitCompletion(item: { record: CompletionRecord; kind: string }, leaseUntil: number): Promise<boolean> {
+    return this.whileLeased(() => this.completer.submit(item), leaseUntil, {
+      firstPauseMs: 500, maxPauseMs: 5000, what: 'record the outcome', jobId: item.record.id,
+    });
   }
 
   private afterCommit(applied: boolean, row: RunnableJob, record: CompletionRecord, error: unknown, logger: () => Logger): ExecutionResult {
