@@ -51,7 +51,8 @@ interface Sighting {
  * and parked every pool: bench/chaos.ts clock-skew-dispatcher+5s ran jobs 21.7 s late.)
  */
 export class WorkerRoster {
-  private readonly sightings = new Map<string, Sighting>();
+  /** pool → worker id → when this reader last saw its entry change. */
+  private readonly sightings = new Map<string, Map<string, Sighting>>();
 
   constructor(
     private readonly redis: IORedis,
@@ -110,51 +111,52 @@ export class WorkerRoster {
     pools.forEach((pool, i) => {
       const status: PoolStatus = { pool, workers: 0, capacity: 0, running: 0 };
       const entries = (replies[i]?.[1] ?? {}) as Record<string, string>;
+      // Sightings are kept only for entries still in the hash (a worker that left has none).
+      const before = this.sightings.get(pool);
+      const seen = new Map<string, Sighting>();
+      this.sightings.set(pool, seen);
       for (const [workerId, raw] of Object.entries(entries)) {
         const beat = parseBeat(raw);
-        const state = beat ? this.judge(`${pool}\u0000${workerId}`, beat, nowMs) : 'forget';
+        const [state, sighting] = beat ? judge(before?.get(workerId), beat, nowMs) : (['forget'] as const);
+        if (sighting) seen.set(workerId, sighting);
         if (state === 'live' && beat) {
           status.workers++;
           status.capacity += beat.c;
           status.running += beat.r;
         } else if (state === 'forget') {
           forget.hdel(this.poolKey(pool), workerId);
-          this.sightings.delete(`${pool}\u0000${workerId}`);
+          seen.delete(workerId);
           forgetting++;
         }
-      }
-      // Entries gone from the hash (a worker that left) need no sighting either.
-      for (const key of this.sightings.keys()) {
-        if (key.startsWith(`${pool}\u0000`) && !(key.slice(pool.length + 1) in entries)) this.sightings.delete(key);
       }
       out.set(pool, status);
     });
     if (forgetting > 0) await forget.exec();
     return out;
   }
-
-  private judge(key: string, beat: StoredBeat, nowMs: number): 'live' | 'dead' | 'forget' {
-    if (beat.t === undefined) return judgeAge(nowMs - beat.e, 0); // an entry from before TTLs were stored
-    const seen = this.sightings.get(key);
-    if (!seen) {
-      // First sight: only the worker's own expiry to go by, so never forget on it (with a clock
-      // skewed by over a minute that deleted a live worker's entry for every dispatcher; found
-      // in review). Dead for now, it is forgotten only after a minute of this reader's time.
-      const live = beat.e > nowMs;
-      this.sightings.set(key, { e: beat.e, at: live ? Math.min(nowMs, beat.e - beat.t) : nowMs - beat.t });
-      return live ? 'live' : 'dead';
-    }
-    if (seen.e !== beat.e) {
-      this.sightings.set(key, { e: beat.e, at: nowMs });
-      return 'live';
-    }
-    return judgeAge(nowMs - seen.at, beat.t);
-  }
-
 }
 
+/**
+ * Live, dead or to forget, from the entry and this reader's last sighting of it; with the
+ * sighting to keep for the next call.
+ */
+function judge(seen: Sighting | undefined, beat: StoredBeat, nowMs: number): readonly [Liveness, Sighting?] {
+  if (beat.t === undefined) return [judgeAge(nowMs - beat.e, 0)]; // an entry from before TTLs were stored
+  if (!seen) {
+    // First sight: only the worker's own expiry to go by, so never forget on it (with a clock
+    // skewed by over a minute that deleted a live worker's entry for every dispatcher; found
+    // in review). Dead for now, it is forgotten only after a minute of this reader's time.
+    const live = beat.e > nowMs;
+    return [live ? 'live' : 'dead', { e: beat.e, at: live ? Math.min(nowMs, beat.e - beat.t) : nowMs - beat.t }];
+  }
+  if (seen.e !== beat.e) return ['live', { e: beat.e, at: nowMs }];
+  return [judgeAge(nowMs - seen.at, beat.t), seen];
+}
+
+type Liveness = 'live' | 'dead' | 'forget';
+
 /** A dead entry is forgotten this long after it stopped changing (or, unseen before, expired). */
-function judgeAge(ageMs: number, ttlMs: number): 'live' | 'dead' | 'forget' {
+function judgeAge(ageMs: number, ttlMs: number): Liveness {
   if (ageMs < ttlMs) return 'live';
   return ageMs > ttlMs + FORGET_AFTER_MS ? 'forget' : 'dead';
 }
