@@ -17,6 +17,18 @@ async function chargeCount(h: DeliveryHarness): Promise<number> {
   return n as number;
 }
 
+/** What node-pg throws when Postgres goes away mid-statement (admin shutdown). */
+const connectionLost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' });
+
+/** The next call of `method` commits, then its reply is lost: the caller sees connectionLost. */
+function replyLostOnce(h: DeliveryHarness, method: 'claimForRun' | 'startClaimed'): void {
+  const real = h.repo[method].bind(h.repo) as (...args: unknown[]) => Promise<unknown>;
+  jest.spyOn(h.repo, method as 'claimForRun').mockImplementationOnce((async (...args: unknown[]) => {
+    await real(...args);
+    throw connectionLost();
+  }) as never);
+}
+
 const flaky = { calls: 0, mode: 'throw' as 'throw' | 'retry' | 'discard' | 'retry-later' };
 const flakyHandler = defineHandler<unknown>({
   kind: 'flaky',
@@ -112,7 +124,7 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     await h.hot.runOnce();
     expect(await h.readyIds()).toEqual([id]);
-    jest.spyOn(h.repo, 'claimForRun').mockRejectedValueOnce(Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }));
+    jest.spyOn(h.repo, 'claimForRun').mockRejectedValueOnce(connectionLost());
     await w.taker.runOnce();
     expect(await h.readyIds()).toEqual([id]); // back at the head, not left to the overdue sweep
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
@@ -124,11 +136,7 @@ describe('worker executor', () => {
     const w = await h.liveWorker({ claimRetryPauseMs: 10 });
     const [id] = await h.enqueue([{ kind: 'noop', maxAttempts: 1 }]);
     await h.hot.runOnce();
-    const claim = h.repo.claimForRun.bind(h.repo);
-    jest.spyOn(h.repo, 'claimForRun').mockImplementationOnce(async (...args) => {
-      await claim(...args); // committed…
-      throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }); // …reply lost
-    });
+    replyLostOnce(h, 'claimForRun');
     await w.taker.runOnce();
     expect(await h.readyIds()).toEqual([id]);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
@@ -142,11 +150,7 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'noop', runAt, maxAttempts: 1 }]);
     await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
     await h.hot.runOnce(); // handed off early: claimed ahead, counted at start
-    const count = h.repo.startClaimed.bind(h.repo);
-    jest.spyOn(h.repo, 'startClaimed').mockImplementationOnce(async (...args) => {
-      await count(...args); // committed…
-      throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }); // …reply lost
-    });
+    replyLostOnce(h, 'startClaimed');
     await h.runWorker(h.worker({ claimLeadMs: 200 }));
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
@@ -156,7 +160,7 @@ describe('worker executor', () => {
     const w = await h.liveWorker();
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     await h.hot.runOnce();
-    jest.spyOn(h.repo, 'complete').mockRejectedValueOnce(Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }));
+    jest.spyOn(h.repo, 'complete').mockRejectedValueOnce(connectionLost());
     await w.taker.runOnce(); // drains the executor, retry included
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
@@ -167,7 +171,7 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     await h.hot.runOnce();
     w.executor.beginClose();
-    jest.spyOn(h.repo, 'complete').mockRejectedValueOnce(Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' }));
+    jest.spyOn(h.repo, 'complete').mockRejectedValueOnce(connectionLost());
     await w.taker.runOnce();
     expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 }); // left running for the rescue
   });
