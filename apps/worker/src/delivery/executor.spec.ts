@@ -23,10 +23,10 @@ const connectionLost = () => Object.assign(new Error('Connection terminated unex
 /** The next call of `method` commits, then its reply is lost: the caller sees connectionLost. */
 function replyLostOnce(h: DeliveryHarness, method: 'claimForRun' | 'startClaimed'): void {
   const real = h.repo[method].bind(h.repo) as (...args: unknown[]) => Promise<unknown>;
-  jest.spyOn(h.repo, method as 'claimForRun').mockImplementationOnce((async (...args: unknown[]) => {
+  jest.spyOn(h.repo, method as 'claimForRun').mockImplementationOnce(async (...args: unknown[]) => {
     await real(...args);
     throw connectionLost();
-  }) as never);
+  });
 }
 
 const flaky = { calls: 0, mode: 'throw' as 'throw' | 'retry' | 'discard' | 'retry-later' };
