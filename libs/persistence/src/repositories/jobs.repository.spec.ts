@@ -104,12 +104,16 @@ describe('JobsRepository (Postgres)', () => {
       expect(await jobs.insertBatch(T1, [])).toEqual([]);
     });
 
-    it('reports a key another transaction commits mid-statement as existing (unique-violation retry)', async () => {
+    it.each([
+      ['on its own connection (the unique-violation retry)', 'mid', (items: NewJob[]) => jobs.insertBatch(T1, items)],
+      // ON CONFLICT skipped the key and the caller's snapshot hides it: it is read back by key.
+      ['inside a caller transaction', 'mtx', (items: NewJob[]) => db.dataSource.transaction((tx) => jobs.insertBatch(T1, items, tx))],
+    ])('reports a key another transaction commits mid-statement as existing, %s', async (_how, prefix, insert) => {
       const qr = db.dataSource.createQueryRunner();
       await qr.startTransaction();
       try {
-        await qr.query(`INSERT INTO jobs (tenant_id, key, kind, run_at) VALUES ($1, 'mid-1', 'other', now())`, [T1]);
-        const pending = jobs.insertBatch(T1, [job('mid-0'), job('mid-1'), job('mid-2')]);
+        await qr.query(`INSERT INTO jobs (tenant_id, key, kind, run_at) VALUES ($1, $2, 'other', now())`, [T1, `${prefix}-1`]);
+        const pending = insert([job(`${prefix}-0`), job(`${prefix}-1`), job(`${prefix}-2`)]);
         // Wait until the batch is blocked on the uncommitted key, then let the other side win.
         await someoneWaitsOnALock();
         await qr.commitTransaction();
@@ -119,30 +123,7 @@ describe('JobsRepository (Postgres)', () => {
           ['existing', 'other'],
           ['created', 'noop'],
         ]);
-        expect(await rowByKey(T1, 'mid-0')).toEqual(out[0].job);
-        expect(await rowByKey(T1, 'mid-1')).toEqual(out[1].job);
-        expect(await rowByKey(T1, 'mid-2')).toEqual(out[2].job);
-      } finally {
-        await qr.release();
-      }
-    });
-
-    it('inside a caller transaction, reads back a key another transaction commits mid-statement (ON CONFLICT skipped it, the snapshot hid it)', async () => {
-      const qr = db.dataSource.createQueryRunner();
-      await qr.startTransaction();
-      try {
-        await qr.query(`INSERT INTO jobs (tenant_id, key, kind, run_at) VALUES ($1, 'mtx-1', 'other', now())`, [T1]);
-        const pending = db.dataSource.transaction((tx) => jobs.insertBatch(T1, [job('mtx-0'), job('mtx-1'), job('mtx-2')], tx));
-        await someoneWaitsOnALock();
-        await qr.commitTransaction();
-        const out = await pending;
-        expect(out.map((o) => [o.status, o.job.kind])).toEqual([
-          ['created', 'noop'],
-          ['existing', 'other'],
-          ['created', 'noop'],
-        ]);
-        expect(await rowByKey(T1, 'mtx-1')).toEqual(out[1].job);
-        expect(await rowByKey(T1, 'mtx-2')).toEqual(out[2].job);
+        for (const [n, o] of out.entries()) expect(await rowByKey(T1, `${prefix}-${n}`)).toEqual(o.job);
       } finally {
         await qr.release();
       }
