@@ -3,9 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './local';
-
-/** The machine's own PostgreSQL binaries (Debian layout). */
-const BIN = process.env.ALMANAC_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+// The same discovery `npm start` uses (PATH, then the newest Debian/Homebrew/PGDG install).
+import { findPostgres, installHint } from '../../scripts/lib/binaries';
 
 export interface PrivatePostgres {
   /** Admin URL without a database (use with ALMANAC_BENCH_PG_URL). */
@@ -22,11 +21,14 @@ export interface PrivatePostgres {
  * the shared server. initdb refuses root, so the cluster belongs to the `postgres` user.
  */
 export async function startPostgres(): Promise<PrivatePostgres> {
+  const bins = findPostgres();
+  if (!bins) throw new Error(installHint(['postgres']));
+  const bin = { initdb: bins.initdb, pg_ctl: bins.pgCtl };
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'almanac-chaos-pg-'));
   const data = join(dir, 'data');
-  const asPostgres = (cmd: string, args: string[]) => {
-    const run = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', join(BIN, cmd), ...args], { encoding: 'utf8' }) : spawnSync(join(BIN, cmd), args, { encoding: 'utf8' });
+  const asPostgres = (cmd: keyof typeof bin, args: string[]) => {
+    const run = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', bin[cmd], ...args], { encoding: 'utf8' }) : spawnSync(bin[cmd], args, { encoding: 'utf8' });
     if (run.status !== 0) throw new Error(`${cmd} failed: ${run.stderr || run.stdout}`);
   };
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir]);
