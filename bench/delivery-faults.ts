@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const db = await createBenchDatabase('almanac_bench_faults');
   const redis = await startRedis(100);
   const prefix = `faults-${randomBytes(3).toString('hex')}`;
-  const hot = new HotQueue(redis.connection, prefix);
+  const hot = HotQueue.open(redis.connection, prefix);
   const env: Record<string, string> = {
     DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix,
     ALMANAC_OVERDUE_INTERVAL_MS: '1000', ALMANAC_OVERDUE_GRACE_MS: '5000', ALMANAC_LEASE_MS: '2000',

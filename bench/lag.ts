@@ -30,7 +30,7 @@ interface LagResult {
 async function lagRun(db: BenchDatabase, redis: PrivateRedis, hz: number, rate: number, seconds: number, leadMs: number): Promise<LagResult> {
   await db.dataSource.query('TRUNCATE jobs, job_attempts');
   const prefix = `lag-${randomBytes(3).toString('hex')}`;
-  const hot = new HotQueue(redis.connection, prefix);
+  const hot = HotQueue.open(redis.connection, prefix);
   const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix };
   const roles: Role[] = [];
   try {

@@ -217,7 +217,7 @@ async function benchTableSize(args: Args, size: number, redis: PrivateRedis): Pr
       log(`${name}: loaded in ${(ms / 1000).toFixed(0)} s`);
     }
     const repo = new SweepsRepository(ds);
-    const queue = new HotQueue(redis.connection, 'bench');
+    const queue = HotQueue.open(redis.connection, 'bench');
     const opts = { hotHorizonMs: DAY, batchSize: 5000, maxPerRun: 10_000_000, concurrency: args.concurrency };
     const promotion = new PromotionSweep(repo, queue, opts);
     const claimOnly = new PromotionSweep(repo, { enqueue: async () => undefined }, opts);

@@ -129,7 +129,7 @@ interface AlmanacRun {
 async function almanacRun(db: BenchDatabase, redis: PrivateRedis, n: number, workers: number, dispatchers: number): Promise<AlmanacRun> {
   await db.dataSource.query('TRUNCATE jobs, job_attempts');
   const prefix = `bench-${randomBytes(3).toString('hex')}`;
-  const hot = new HotQueue(redis.connection, prefix);
+  const hot = HotQueue.open(redis.connection, prefix);
   await hot.queue.pause();
   // --distinct: each job due at its own millisecond (all already due), so none shares an
   // envelope: the per-job path, as for work spread over time rather than a burst.

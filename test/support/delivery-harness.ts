@@ -1,12 +1,14 @@
 import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
 import { BacklogRepository, ExecutionRepository } from '@almanac/persistence';
-import { Clock, HotQueue, MetricsService, queueJobId, SystemClock } from '@almanac/platform';
+import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, queueJobId, SystemClock } from '@almanac/platform';
+import { BullModule } from '@nestjs/bullmq';
+import { Test, TestingModule } from '@nestjs/testing';
 import pino from 'pino';
 import type { DataSource } from 'typeorm';
 import { Dispatcher } from '../../apps/dispatcher/src/dispatcher';
 import { DispatcherLoop } from '../../apps/dispatcher/src/dispatcher-loop';
-import { HotConsumer } from '../../apps/dispatcher/src/hot-consumer';
+import { DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, HotConsumerSettings } from '../../apps/dispatcher/src/hot-consumer';
 import { PoolRoom } from '../../apps/dispatcher/src/pool-room';
 import { Executor } from '../../apps/worker/src/delivery/executor';
 import { Heartbeat } from '../../apps/worker/src/delivery/heartbeat';
@@ -67,7 +69,9 @@ export class DeliveryHarness {
   readonly dispatcher: Dispatcher;
   /** The dispatcher's refill-and-observe turn. */
   readonly loop: DispatcherLoop;
-  readonly hot: HotConsumer;
+  /** The hot queue's @Processor, its Worker created by BullModule as in the dispatcher role (see init). */
+  hot!: HotConsumer;
+  private nest?: TestingModule;
   readonly metricsService = new MetricsService();
   readonly metrics = new DeliveryMetrics(this.metricsService);
   readonly logger = pino({ level: process.env.ALMANAC_TEST_LOG ?? 'silent' });
@@ -86,7 +90,7 @@ export class DeliveryHarness {
   ) {
     this.repo = new ExecutionRepository(db.dataSource);
     this.backlog = new BacklogRepository(db.dataSource);
-    this.hotQueue = new HotQueue(redis.connection, redis.prefix);
+    this.hotQueue = HotQueue.open(redis.connection, redis.prefix);
     this.ready = new ReadyLists(redis.connection, redis.prefix);
     this.roster = new WorkerRoster(redis.connection, redis.prefix);
     this.dispatcher = new Dispatcher({
@@ -94,7 +98,26 @@ export class DeliveryHarness {
       room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50, stallMs: 500, maxWaitMs: maxLineWaitMs,
     });
     this.loop = new DispatcherLoop(this.dispatcher, this.logger);
-    this.hot = new HotConsumer({ connection: redis.connection, prefix: redis.prefix, concurrency: 100, maxWaitingSlots: 50, dispatcher: this.dispatcher, logger: this.logger });
+  }
+
+  /** Builds the hot consumer the way the dispatcher role does: BullModule on this test's connection and prefix. */
+  async init(): Promise<this> {
+    const settings: HotConsumerSettings = { concurrency: 100, maxWaitingSlots: 50 };
+    this.nest = await Test.createTestingModule({
+      imports: [
+        BullModule.forRoot({ connection: this.redis.connection, prefix: this.redis.prefix }),
+        BullModule.registerQueue({ name: HOT_QUEUE_NAME }),
+      ],
+      providers: [
+        { provide: Dispatcher, useValue: this.dispatcher },
+        { provide: HOT_CONSUMER_SETTINGS, useValue: settings },
+        { provide: DISPATCHER_LOGGER, useValue: this.logger },
+        HotConsumer,
+      ],
+    }).compile();
+    await this.nest.init();
+    this.hot = this.nest.get(HotConsumer);
+    return this;
   }
 
   get ds(): DataSource {
@@ -217,7 +240,8 @@ export class DeliveryHarness {
       await r.taker.close(0).catch(() => undefined);
     }
     await this.loop.stop();
-    await this.hot.close().catch(() => undefined);
+    await this.hot?.close().catch(() => undefined);
+    await this.nest?.close();
     await this.hotQueue.close();
   }
 }
@@ -231,7 +255,7 @@ export async function createHarness(opts: {
 }): Promise<DeliveryHarness> {
   const db = await createTestDatabase(12);
   const redis: TestRedis = await createTestRedis();
-  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000, opts.maxLineWaitMs);
+  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000, opts.maxLineWaitMs).init();
 }
 
 export async function destroyHarness(h: DeliveryHarness | undefined): Promise<void> {

@@ -1,12 +1,15 @@
 import { CONSUMER_REMOVAL, DELIVERY_LEAD_MS, HOT_QUEUE_NAME, HotJobData, hotJobRowIds, MicroBatcher } from '@almanac/platform';
-import { Job, Worker } from 'bullmq';
-import type IORedis from 'ioredis';
+import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject } from '@nestjs/common';
+import type { Job, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Dispatcher, DispatchResult, HotDelivery } from './dispatcher';
+import { Dispatcher, DispatchResult, HotDelivery } from './dispatcher';
 
-export interface HotConsumerOptions {
-  connection: IORedis;
-  prefix: string;
+export const HOT_CONSUMER_SETTINGS = Symbol('HOT_CONSUMER_SETTINGS');
+/** The dispatcher role's pino logger (`component: dispatcher`). */
+export const DISPATCHER_LOGGER = Symbol('DISPATCHER_LOGGER');
+
+export interface HotConsumerSettings {
   /** Hot jobs taken at once; also the largest dispatch batch. */
   concurrency: number;
   /**
@@ -15,9 +18,22 @@ export interface HotConsumerOptions {
    * jobs behind a burst still get through.
    */
   maxWaitingSlots: number;
-  dispatcher: Dispatcher;
-  logger: Logger;
 }
+
+/**
+ * The BullMQ Worker's options, fixed for every dispatcher. Its connection and prefix are
+ * BullModule's (OpsModule: the delivery connection); concurrency comes from the settings at
+ * start(). It does not run by itself: DispatchService starts it at boot, tests use runOnce().
+ */
+const HOT_WORKER_OPTIONS = {
+  autorun: false,
+  // A killed dispatcher's active hot jobs go back to waiting once their lock lapses and a
+  // stalled check runs: with BullMQ's 30 s / 30 s that made jobs up to 62 s late in the chaos
+  // bench. Locks are renewed in one call for all active jobs every 5 s.
+  lockDuration: 10_000,
+  stalledInterval: 5_000,
+  ...CONSUMER_REMOVAL,
+};
 
 /**
  * The hop to the worker pool and the worker's claim take a few ms (tens at p99 on a busy
@@ -36,11 +52,12 @@ function deliveriesOf(job: Job<HotJobData, unknown, string>): HotDelivery[] {
 }
 
 /**
- * Consumes the hot queue as jobs come due. BullMQ hands over one job per processor call; the
- * batcher gathers the calls in flight into one dispatch, so Redis and the backlog see batches.
+ * Consumes the hot queue as jobs come due: the hot queue's @Processor, whose BullMQ Worker
+ * Nest creates. BullMQ hands over one job per `process` call; the batcher gathers the calls in
+ * flight into one dispatch, so Redis and the backlog see batches.
  */
-export class HotConsumer {
-  readonly worker: Worker<HotJobData, unknown, string>;
+@Processor(HOT_QUEUE_NAME, HOT_WORKER_OPTIONS)
+export class HotConsumer extends WorkerHost<Worker<HotJobData, unknown, string>> {
   private readonly batcher: MicroBatcher<HotDelivery, DispatchResult>;
   private started = false;
   /** Hot jobs that may wait for a busy pool, reserved or waiting (see maxWaitingSlots). */
@@ -51,27 +68,25 @@ export class HotConsumer {
     return this.waitingSlots;
   }
 
-  constructor(private readonly o: HotConsumerOptions) {
-    this.batcher = new MicroBatcher((items) => o.dispatcher.dispatch(items), { maxBatch: o.concurrency, maxInFlight: 2 });
-    this.worker = new Worker<HotJobData, unknown, string>(HOT_QUEUE_NAME, (job) => this.process(job), {
-      connection: o.connection,
-      prefix: o.prefix,
-      concurrency: o.concurrency,
-      autorun: false,
-      // A killed dispatcher's active hot jobs go back to waiting once their lock lapses and a
-      // stalled check runs: with BullMQ's 30 s / 30 s that made jobs up to 62 s late in the chaos
-      // bench. Locks are renewed in one call for all active jobs every 5 s.
-      lockDuration: 10_000,
-      stalledInterval: 5_000,
-      ...CONSUMER_REMOVAL,
-    });
-    this.worker.on('error', (err) => o.logger.error({ err }, 'hot queue worker error'));
+  constructor(
+    private readonly dispatcher: Dispatcher,
+    @Inject(HOT_CONSUMER_SETTINGS) private readonly settings: HotConsumerSettings,
+    @Inject(DISPATCHER_LOGGER) private readonly logger: Logger,
+  ) {
+    super();
+    this.batcher = new MicroBatcher((items) => dispatcher.dispatch(items), { maxBatch: settings.concurrency, maxInFlight: 2 });
   }
 
   start(): void {
     if (this.started) return;
     this.started = true;
-    this.worker.run().catch((err: unknown) => this.o.logger.error({ err }, 'hot queue worker stopped'));
+    this.worker.concurrency = this.settings.concurrency;
+    this.worker.run().catch((err: unknown) => this.logger.error({ err }, 'hot queue worker stopped'));
+  }
+
+  @OnWorkerEvent('error')
+  onWorkerError(err: Error): void {
+    this.logger.error({ err }, 'hot queue worker error');
   }
 
   /** Dispatches every hot job due now in one batch; returns how many it took. Tests and tools. */
@@ -85,19 +100,20 @@ export class HotConsumer {
     }
     if (jobs.length === 0) return 0;
     const deliveries = jobs.map(deliveriesOf);
-    const results = await this.o.dispatcher.dispatch(deliveries.flat());
+    const results = await this.dispatcher.dispatch(deliveries.flat());
     await Promise.all(jobs.map((job) => job.moveToCompleted('dispatched', token, false)));
     return results.length;
   }
 
   async close(): Promise<void> {
     const closing = this.worker.close(); // takes nothing new; waits for the active jobs
-    this.o.dispatcher.stopWaiting();
+    this.dispatcher.stopWaiting();
     await closing;
     await this.batcher.drain();
   }
 
-  private async process(job: Job<HotJobData, unknown, string>): Promise<string> {
+  /** BullMQ's processor: one hot job, dispatched with the others in flight (see the class). */
+  async process(job: Job<HotJobData, unknown, string>): Promise<string> {
     // Jobs leave the delayed set DELIVERY_LEAD_MS early (Redis' timer tick): hold this one until
     // just before its run time (HANDOFF_AHEAD_MS) so the worker's slots are not spent waiting.
     // Further off than that (clock skew), the worker's claim and its own wait decide.
@@ -106,7 +122,7 @@ export class HotConsumer {
     const deliveries = deliveriesOf(job);
     // The slot is reserved before the batch answers: hot jobs processed at once all read this
     // counter before any answer comes back, so counting only `full` answers let every slot wait.
-    const mayWait = this.waitingSlots < this.o.maxWaitingSlots;
+    const mayWait = this.waitingSlots < this.settings.maxWaitingSlots;
     if (mayWait) this.waitingSlots++;
     try {
       const answers = await Promise.all(deliveries.map((d) => this.batcher.submit({ ...d, mayWait })));
@@ -114,7 +130,7 @@ export class HotConsumer {
       if (full.length === 0) return answers.length === 1 ? answers[0].status : 'dispatched';
       // A busy live pool: wait in its line (which parks the line if the pool stops freeing room).
       const pool = answers.find((a) => a.status === 'full')?.pool as string; // one kind per hot job
-      await this.o.dispatcher.waitForRoom(pool, full);
+      await this.dispatcher.waitForRoom(pool, full);
       return 'dispatched';
     } finally {
       if (mayWait) this.waitingSlots--;

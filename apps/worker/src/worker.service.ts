@@ -1,6 +1,6 @@
-import { createDeliveryRedis, DeliveryMetrics, HandlerRegistry, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { DeliveryMetrics, HandlerRegistry, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { ExecutionRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, closeRedis, HotQueue, Liveness, MetricsService } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
@@ -30,11 +30,10 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
   readonly executor: Executor;
   readonly taker: PoolTaker;
   readonly heartbeat: Heartbeat;
-  private readonly redis: IORedis;
-
   constructor(
     @Inject(WORKER_SETTINGS) private readonly settings: WorkerSettings,
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
+    @Inject(DELIVERY_REDIS) redis: IORedis,
     dataSource: DataSource,
     repo: ExecutionRepository,
     hotQueue: HotQueue,
@@ -44,11 +43,9 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     liveness: Liveness,
   ) {
     const logger = pino.logger.child({ component: 'worker', workerId: settings.workerId });
-    this.redis = createDeliveryRedis(config.redisUrl);
-    this.redis.on('error', () => undefined); // the shared connection's owner logs Redis outages
     const handlers = allHandlers(handlerSettingsFromEnv(process.env));
     const registry = new HandlerRegistry(handlers);
-    const ready = new ReadyLists(this.redis, config.queuePrefix);
+    const ready = new ReadyLists(redis, config.queuePrefix);
     this.executor = new Executor({
       repo, dataSource, registry, hotQueue, ready, clock, logger,
       metrics: new DeliveryMetrics(metrics),
@@ -59,12 +56,12 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
       claimLeadMs: settings.claimLeadMs,
     });
     this.taker = new PoolTaker({
-      connection: this.redis, ready, pools: settings.pools,
+      connection: redis, ready, pools: settings.pools,
       concurrency: settings.concurrency, executor: this.executor, logger,
     });
     const routes = new KindRoutes(parsePoolMap(process.env), new Map(handlers.map((h) => [h.kind, h.pool])));
     this.heartbeat = new Heartbeat({
-      roster: new WorkerRoster(this.redis, config.queuePrefix), taker: this.taker, executor: this.executor, clock, logger,
+      roster: new WorkerRoster(redis, config.queuePrefix), taker: this.taker, executor: this.executor, clock, logger,
       workerId: settings.workerId, pools: settings.pools, concurrency: settings.concurrency,
       kinds: servedKinds(registry, routes, settings.pools), liveness,
     });
@@ -79,6 +76,5 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
     await this.heartbeat.leave(); // no new work; leases keep being renewed while handlers drain
     await this.taker.close(this.settings.shutdownMs);
     await this.heartbeat.stop();
-    await closeRedis(this.redis);
   }
 }

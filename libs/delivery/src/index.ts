@@ -1,5 +1,4 @@
 export * from './delivery-metrics';
-export * from './delivery-redis';
 export * from './handler';
 export * from './handler-registry';
 export * from './kind-routes';

@@ -1,4 +1,5 @@
 import { createDataSource } from '@almanac/persistence';
+import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -15,8 +16,8 @@ import { loggerParams } from './logging/logging';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { RedisMetrics } from './metrics/redis-metrics';
-import { HotQueue } from './queues/hot-queue';
-import { closeRedis, createRedis, REDIS } from './redis/redis';
+import { HOT_QUEUE_NAME, HOT_QUEUE_WAIT_MS, HotQueue } from './queues/hot-queue';
+import { closeRedis, createDeliveryRedis, createRedis, DELIVERY_REDIS, REDIS } from './redis/redis';
 
 /**
  * What OpsModule opened, reachable from outside Nest: if app creation fails half-way Nest runs
@@ -24,12 +25,12 @@ import { closeRedis, createRedis, REDIS } from './redis/redis';
  */
 export class OpsResources {
   redis?: IORedis;
-  hotQueue?: HotQueue;
+  deliveryRedis?: IORedis;
   dataSource?: DataSource;
 
   async close(): Promise<void> {
-    await this.hotQueue?.close().catch(() => undefined);
     if (this.redis) await closeRedis(this.redis);
+    if (this.deliveryRedis) await closeRedis(this.deliveryRedis);
     if (this.dataSource?.isInitialized) await this.dataSource.destroy().catch(() => undefined);
   }
 }
@@ -51,6 +52,7 @@ export interface OpsModuleOptions {
 class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(DELIVERY_REDIS) private readonly deliveryRedis: IORedis,
     private readonly hotQueue: HotQueue,
     private readonly redisMetrics: RedisMetrics,
   ) {}
@@ -59,9 +61,10 @@ class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
     this.redisMetrics.trackQueue(this.hotQueue.queue);
   }
 
+  /** BullModule closes the hot queue and its Workers in this same phase; they share, never own, the connection. */
   async onApplicationShutdown(): Promise<void> {
-    await this.hotQueue.close().catch(() => undefined);
     await closeRedis(this.redis);
+    await closeRedis(this.deliveryRedis);
   }
 }
 
@@ -71,8 +74,13 @@ const DB_RETRY_DELAY_MS = 1000;
 
 /**
  * Everything a role needs from the platform, once per process: config, DataSource, logging,
- * the shared Redis connection, metrics, health, clock and the hot queue. Global, so feature
- * modules inject these without importing anything. Only `bootstrapRole` (or a test) imports it.
+ * the two Redis connections (REDIS for commands with a timeout, DELIVERY_REDIS for the queues),
+ * metrics, health, clock and the hot queue. Global, so feature modules inject these without
+ * importing anything. Only `bootstrapRole` (or a test) imports it.
+ *
+ * The hot queue is BullModule's: `forRootAsync` puts every queue and @Processor of the process
+ * on DELIVERY_REDIS and the queue prefix, `registerQueue` makes the hot queue injectable
+ * (`@InjectQueue(HOT_QUEUE_NAME)`), and the dispatcher's HotConsumer is its @Processor.
  */
 @Module({})
 export class OpsModule {
@@ -80,6 +88,7 @@ export class OpsModule {
     const config = options.config ?? loadConfig(options.env ?? process.env);
     const role = options.role ?? 'almanac';
     const resources = options.resources ?? new OpsResources();
+    const deliveryRedis = () => (resources.deliveryRedis ??= createDeliveryRedis(config.redisUrl));
     return {
       module: OpsModule,
       global: true,
@@ -99,16 +108,16 @@ export class OpsModule {
           },
         }),
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
+        BullModule.forRootAsync({ useFactory: () => ({ connection: deliveryRedis(), prefix: config.queuePrefix }) }),
+        BullModule.registerQueue({ name: HOT_QUEUE_NAME }),
       ],
       controllers: [HealthController, MetricsController],
       providers: [
         { provide: ALMANAC_CONFIG, useValue: config },
         { provide: REDIS, useFactory: () => (resources.redis = createRedis(config.redisUrl, { commandTimeoutMs: config.redisCommandTimeoutMs })) },
-        {
-          provide: HotQueue,
-          inject: [REDIS],
-          useFactory: (redis: IORedis) => (resources.hotQueue = new HotQueue(redis, config.queuePrefix)),
-        },
+        { provide: DELIVERY_REDIS, useFactory: deliveryRedis },
+        { provide: HOT_QUEUE_WAIT_MS, useValue: config.redisCommandTimeoutMs },
+        HotQueue,
         { provide: Clock, useClass: SystemClock },
         MetricsService,
         RedisMetrics,
@@ -116,7 +125,7 @@ export class OpsModule {
         Liveness,
         OpsLifecycle,
       ],
-      exports: [ALMANAC_CONFIG, REDIS, HotQueue, Clock, MetricsService, RedisMetrics, Liveness],
+      exports: [ALMANAC_CONFIG, REDIS, DELIVERY_REDIS, HotQueue, Clock, MetricsService, RedisMetrics, Liveness],
     };
   }
 }

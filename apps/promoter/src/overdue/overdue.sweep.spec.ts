@@ -20,7 +20,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
   let metrics: SweepMetrics;
 
   function build(connection: TestRedis['connection'], prefix: string, batchSize = 1000) {
-    const queue = new HotQueue(connection, prefix);
+    const queue = HotQueue.open(connection, prefix);
     const promotion = new PromotionSweep(repo, queue, { hotHorizonMs: 24 * HOUR, batchSize, maxPerRun: 1e6, concurrency: 2 }, metrics);
     const epoch = new RedisEpoch(connection, prefix);
     const sweep = new OverdueSweep(

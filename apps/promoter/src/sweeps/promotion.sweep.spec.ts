@@ -28,7 +28,7 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     metrics = new SweepMetrics(new MetricsService());
   });
   beforeEach(async () => {
-    queue = new HotQueue(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
+    queue = HotQueue.open(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
     await db.dataSource.query('TRUNCATE jobs');
   });
   afterEach(async () => queue.close());

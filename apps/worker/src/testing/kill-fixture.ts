@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const ready = new ReadyLists(redis, prefix);
   const executor = new Executor({
     repo: new ExecutionRepository(dataSource), dataSource, registry: new HandlerRegistry([hanging]),
-    hotQueue: new HotQueue(redis, prefix), ready, clock: new SystemClock(), logger,
+    hotQueue: HotQueue.open(redis, prefix), ready, clock: new SystemClock(), logger,
     metrics: new DeliveryMetrics(new MetricsService()), workerId: 'doomed', leaseMs: 30_000,
     horizons: DEFAULT_HORIZONS, retryPolicy: DEFAULT_RETRY_POLICY,
   });

@@ -8,7 +8,7 @@ describe('HotQueue', () => {
 
   beforeAll(async () => {
     redis = await createTestRedis();
-    hot = new HotQueue(redis.connection, redis.prefix);
+    hot = HotQueue.open(redis.connection, redis.prefix);
   });
   afterAll(async () => {
     await hot.close();

@@ -1,6 +1,10 @@
-import { envelopeJobId, jobIdFromQueueJobId, queueJobId } from './queue-ids';
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
+import { DELIVERY_REDIS } from '../redis/redis';
+import { within } from '../time/within';
+import { envelopeJobId, jobIdFromQueueJobId, queueJobId } from './queue-ids';
 
 export const HOT_QUEUE_NAME = 'hot';
 
@@ -51,22 +55,33 @@ export interface HotItem {
   afterAttempt?: number;
 }
 
+/** Nest injection token for how long a producer waits on Redis (ALMANAC_REDIS_COMMAND_TIMEOUT_MS). */
+export const HOT_QUEUE_WAIT_MS = Symbol('HOT_QUEUE_WAIT_MS');
+
+const DEFAULT_WAIT_MS = 5000;
+
 /**
  * The delivery queue for the next hours of work. Enqueueing is idempotent while a job is in
  * Redis (jobId `j-<row id>`); Postgres state, not the queue, decides whether a job was done.
+ * The queue is BullModule's (`registerQueue` in OpsModule) on the delivery connection, which
+ * has no command timeout (a Worker's blocking reads share its options), so every wait here is
+ * bounded by `waitMs` instead: a stalled Redis fails a sweep's enqueue, never hangs it.
  */
+@Injectable()
 export class HotQueue {
-  readonly queue: Queue<HotJobData, unknown, string>;
-
-  /** The connection is shared and stays open on `close()`; its owner closes it. */
   constructor(
-    private readonly redis: IORedis,
-    prefix: string,
+    @InjectQueue(HOT_QUEUE_NAME) readonly queue: Queue<HotJobData, unknown, string>,
+    @Inject(DELIVERY_REDIS) private readonly redis: IORedis,
+    @Optional() @Inject(HOT_QUEUE_WAIT_MS) private readonly waitMs: number = DEFAULT_WAIT_MS,
   ) {
-    this.queue = new Queue<HotJobData, unknown, string>(HOT_QUEUE_NAME, { connection: redis, prefix });
     // Connection errors are the connection owner's to report (once per outage); without a
     // listener BullMQ prints every reconnect failure to stderr.
     this.queue.on('error', () => undefined);
+  }
+
+  /** A hot queue outside Nest (tests, benches, tools) on `connection`, which its caller closes. */
+  static open(connection: IORedis, prefix: string, waitMs = DEFAULT_WAIT_MS): HotQueue {
+    return new HotQueue(new Queue<HotJobData, unknown, string>(HOT_QUEUE_NAME, { connection, prefix }), connection, waitMs);
   }
 
   get prefix(): string {
@@ -98,7 +113,7 @@ export class HotQueue {
         jobs.push({ name: kind, data: { t: tenantId, d: due, ids }, opts: { jobId, delay: delay(due) } });
       }
     }
-    await this.queue.addBulk(jobs);
+    await within(this.waitMs, this.queue.addBulk(jobs), 'hot queue addBulk');
   }
 
   /**
@@ -111,12 +126,12 @@ export class HotQueue {
     if (ids.length === 0) return 0;
     const pipeline = this.redis.pipeline();
     for (const id of ids) pipeline.zscore(this.queue.keys.delayed, queueJobId(id));
-    const scores = (await pipeline.exec()) ?? [];
+    const scores = (await within(this.waitMs, pipeline.exec(), 'hot queue expedite')) ?? [];
     let promoted = 0;
     for (const [i, id] of ids.entries()) {
       if (scores[i]?.[1] === null || scores[i]?.[1] === undefined) continue;
       try {
-        await (await this.queue.getJob(queueJobId(id)))?.promote();
+        await within(this.waitMs, this.queue.getJob(queueJobId(id)).then((job) => job?.promote()), 'hot queue promote');
         promoted++;
       } catch {
         // It left the delayed set in between (it came due, or was removed): nothing to do.
@@ -131,7 +146,7 @@ export class HotQueue {
    * guarded state change is what makes cancel safe: the dispatcher re-checks the row.
    */
   async remove(id: string): Promise<boolean> {
-    return (await this.queue.remove(queueJobId(id))) === 1;
+    return (await within(this.waitMs, this.queue.remove(queueJobId(id)), 'hot queue remove')) === 1;
   }
 
   async close(): Promise<void> {
