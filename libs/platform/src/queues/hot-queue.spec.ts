@@ -1,4 +1,7 @@
 import { createTestRedis, TestRedis } from '@almanac/testing/test-redis';
+import IORedis from 'ioredis';
+import { AddressInfo, createServer, Socket } from 'node:net';
+import { WaitTimeoutError } from '../time/within';
 import { DELIVERY_LEAD_MS, ENVELOPE_MAX, ENVELOPE_MIN, hotJobRowIds, HotQueue } from './hot-queue';
 
 describe('HotQueue', () => {
@@ -89,6 +92,26 @@ describe('HotQueue', () => {
       release();
       await worker.close();
       await connection.quit();
+    }
+  });
+
+  it('bounds every wait on a Redis that accepts the connection and never answers (its connection has no command timeout)', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const connection = new IORedis({ port: (silent.address() as AddressInfo).port, host: '127.0.0.1', maxRetriesPerRequest: null });
+    const stalled = HotQueue.open(connection, 'stalled', 200);
+    try {
+      const started = Date.now();
+      await expect(stalled.enqueue([{ id: '1', runAt: now, tenantId: 1, kind: 'noop' }], now)).rejects.toBeInstanceOf(WaitTimeoutError);
+      await expect(stalled.remove('1')).rejects.toBeInstanceOf(WaitTimeoutError);
+      await expect(stalled.expedite(['1'])).rejects.toBeInstanceOf(WaitTimeoutError);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      connection.disconnect();
+      await stalled.close().catch(() => undefined);
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 });
