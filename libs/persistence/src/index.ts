@@ -4,7 +4,7 @@ export * from './job-id';
 export * from './job-state.codec';
 export * from './migrations';
 export * from './repositories/sweeps.repository';
-export * from './repositories/cold-claim.sql';
+export * from './statements/cold-claim.sql';
 export * from './job-record';
 export * from './sql';
 export * from './repositories/jobs.repository';

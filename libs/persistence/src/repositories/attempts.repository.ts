@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, isJobIdString, sql } from '../sql';
+import { LIST_ATTEMPTS_SQL } from '../statements/list-attempts.sql';
 
 /**
  * How an attempt ended: `succeeded`; `failed` (the handler threw or asked for a retry; the
@@ -41,12 +42,7 @@ export class AttemptsRepository {
   /** A job's attempts, oldest first; empty for another tenant's job. */
   async listForJob(tenantId: number, jobId: string, db: Db = this.dataSource): Promise<AttemptRecord[]> {
     if (!isJobIdString(jobId)) return [];
-    const { rows } = await sql<AttemptRow>(
-      db,
-      `SELECT job_id, tenant_id, attempt, started_at, finished_at, outcome, worker_id, error, result
-         FROM job_attempts WHERE job_id = $1 AND tenant_id = $2 ORDER BY attempt`,
-      [jobId, tenantId],
-    );
+    const { rows } = await sql<AttemptRow>(db, LIST_ATTEMPTS_SQL, [jobId, tenantId]);
     return rows.map((r) => ({
       jobId: String(r.job_id),
       tenantId: r.tenant_id,

@@ -1,6 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { sql } from '../sql';
+import { COUNT_BACKLOG_SQL } from '../statements/count-backlog.sql';
+import { PARK_BACKLOG_SQL } from '../statements/park-backlog.sql';
+import { TAKE_BACKLOG_SQL } from '../statements/take-backlog.sql';
 
 export interface BacklogItem {
   id: string;
@@ -20,13 +23,7 @@ export class BacklogRepository {
   /** Parks jobs; a job already parked stays as it was (a second hot copy of the same row). */
   async park(items: readonly BacklogItem[]): Promise<void> {
     if (items.length === 0) return;
-    await sql(
-      this.dataSource,
-      `INSERT INTO dispatch_backlog (job_id, run_at, pool)
-       SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[])
-       ON CONFLICT (job_id) DO NOTHING`,
-      [items.map((i) => i.id), items.map((i) => i.runAt), items.map((i) => i.pool)],
-    );
+    await sql(this.dataSource, PARK_BACKLOG_SQL, [items.map((i) => i.id), items.map((i) => i.runAt), items.map((i) => i.pool)]);
   }
 
   /**
@@ -35,23 +32,13 @@ export class BacklogRepository {
    */
   async take(pool: string, limit: number): Promise<BacklogItem[]> {
     if (limit <= 0) return [];
-    const { rows } = await sql<{ id: string; run_at: Date }>(
-      this.dataSource,
-      `DELETE FROM dispatch_backlog b
-        WHERE b.job_id IN (SELECT job_id FROM dispatch_backlog WHERE pool = $1
-                            ORDER BY run_at, job_id LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING b.job_id::text AS id, b.run_at`,
-      [pool, limit],
-    );
+    const { rows } = await sql<{ id: string; run_at: Date }>(this.dataSource, TAKE_BACKLOG_SQL, [pool, limit]);
     return rows.sort((a, b) => a.run_at.getTime() - b.run_at.getTime()).map((r) => ({ id: r.id, pool, runAt: r.run_at }));
   }
 
   /** Parked jobs per pool (the backlog gauge; also how a dispatcher learns of another's parking). */
   async counts(): Promise<Map<string, number>> {
-    const { rows } = await sql<{ pool: string; n: number }>(
-      this.dataSource,
-      `SELECT pool, count(*)::int AS n FROM dispatch_backlog GROUP BY pool`,
-    );
+    const { rows } = await sql<{ pool: string; n: number }>(this.dataSource, COUNT_BACKLOG_SQL);
     return new Map(rows.map((r) => [r.pool, r.n]));
   }
 }

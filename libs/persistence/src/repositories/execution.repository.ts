@@ -2,6 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { STATE_CODE } from '../job-state.codec';
 import { Db, sql } from '../sql';
+import { CLAIM_FOR_RUN_SQL } from '../statements/claim-for-run.sql';
+import { COMPLETE_ATTEMPTS_SQL } from '../statements/complete-attempts.sql';
+import { EXTEND_LEASES_SQL } from '../statements/extend-leases.sql';
+import { READ_UNCLAIMED_SQL } from '../statements/read-unclaimed.sql';
+import { RELEASE_DELIVERIES_SQL } from '../statements/release-deliveries.sql';
+import { START_CLAIMED_SQL } from '../statements/start-claimed.sql';
+import { UNCLAIM_SQL } from '../statements/unclaim.sql';
 
 /**
  * The delivery hot path: a worker claims the rows it is about to run and records how each
@@ -99,13 +106,8 @@ export class ExecutionRepository {
    * runs it. A row already due has its attempt counted here (attempts + 1); a row claimed
    * ahead of its run time (the claim lead) is counted by startClaimed as its handler starts, so
    * an attempt is only ever used by a real run. A counted re-claim (attempt > 1) whose previous
-   * attempt left no history row (its worker died) gets a `lost` row for it.
-   *
-   * The claim commits without waiting for the WAL flush (synchronous_commit off for this one
-   * transaction; measured ~10 ms → ~1 ms per commit here). Safe: if a crash loses the claim, the
-   * row is still queued and is delivered again, as after a worker crash mid-handler. A completion
-   * is always flushed, and flushing it flushes every earlier claim, so no completion outlives
-   * its claim.
+   * attempt left no history row (its worker died) gets a `lost` row for it. The claim commits
+   * without waiting for the WAL flush (CLAIM_FOR_RUN_SQL says why that is safe).
    */
   async claimForRun(ids: readonly string[], now: Date, earlyMs: number, leaseMs: number): Promise<RunnableJob[]> {
     if (ids.length === 0) return [];
@@ -114,21 +116,7 @@ export class ExecutionRepository {
       attempts: number; max_attempts: number; run_at: Date; counted: boolean; lease_until: Date;
     }>(
       this.dataSource,
-      `WITH claimed AS (
-         UPDATE jobs j
-            SET state = 'r', attempts = j.attempts + (j.run_at <= $2::timestamptz)::int,
-                lease_until = $2::timestamptz + $4 * interval '1 millisecond'
-           FROM unnest($1::bigint[]) AS t(id),
-                (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
-          WHERE j.id = t.id AND j.state = 'q' AND j.run_at <= $3::timestamptz
-         RETURNING j.id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts, j.run_at, j.lease_until,
-                   j.run_at <= $2::timestamptz AS counted
-       ), lost AS (
-         INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
-         SELECT id, attempts - 1, tenant_id, $2, $2, 'lost', $5 FROM claimed WHERE counted AND attempts > 1
-         ON CONFLICT (job_id, attempt) DO NOTHING
-       )
-       SELECT id::text AS id, tenant_id, kind, key, payload, attempts, max_attempts, run_at, counted, lease_until FROM claimed`,
+      CLAIM_FOR_RUN_SQL,
       [ids, now, new Date(now.getTime() + earlyMs), Math.max(0, Math.round(leaseMs)), LOST_ATTEMPT_ERROR],
     );
     return rows.map((r) => ({
@@ -148,10 +136,7 @@ export class ExecutionRepository {
     if (ids.length === 0) return 0;
     const { rows } = await sql<{ id: string }>(
       this.dataSource,
-      `UPDATE jobs j SET state = 'q', lease_until = NULL, attempts = j.attempts - (j.run_at <= $2::timestamptz)::int
-        WHERE j.id = ANY($1::bigint[]) AND j.state = 'r'
-          AND j.lease_until = $2::timestamptz + $3 * interval '1 millisecond'
-       RETURNING j.id::text AS id`,
+      UNCLAIM_SQL,
       [ids, claimedAt, Math.max(0, Math.round(leaseMs))],
     );
     return rows.length;
@@ -170,18 +155,7 @@ export class ExecutionRepository {
     if (refs.length === 0) return new Set();
     const { rows } = await sql<{ id: string }>(
       this.dataSource,
-      `WITH started AS (
-         UPDATE jobs j SET attempts = t.attempt
-           FROM unnest($1::bigint[], $2::int2[], $3::timestamptz[]) AS t(id, attempt, lease_until),
-                (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
-          WHERE j.id = t.id AND j.state = 'r' AND j.attempts IN (t.attempt - 1, t.attempt) AND j.lease_until = t.lease_until
-         RETURNING j.id, j.attempts, j.tenant_id
-       ), lost AS (
-         INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
-         SELECT id, attempts - 1, tenant_id, $4, $4, 'lost', $5 FROM started WHERE attempts > 1
-         ON CONFLICT (job_id, attempt) DO NOTHING
-       )
-       SELECT id::text AS id FROM started`,
+      START_CLAIMED_SQL,
       [refs.map((r) => r.id), refs.map((r) => r.attempt), refs.map((r) => r.leaseUntil), now, LOST_ATTEMPT_ERROR],
     );
     return new Set(rows.map((r) => r.id));
@@ -195,10 +169,7 @@ export class ExecutionRepository {
     if (refs.length === 0) return new Set();
     const { rows } = await sql<{ id: string }>(
       this.dataSource,
-      `UPDATE jobs j SET lease_until = $3
-         FROM unnest($1::bigint[], $2::int2[]) AS t(id, attempt)
-        WHERE j.id = t.id AND j.state = 'r' AND j.attempts = t.attempt
-       RETURNING j.id::text AS id`,
+      EXTEND_LEASES_SQL,
       [refs.map((r) => r.id), refs.map((r) => r.attempt), until],
     );
     return new Set(rows.map((r) => r.id));
@@ -209,8 +180,7 @@ export class ExecutionRepository {
     if (ids.length === 0) return [];
     const { rows } = await sql<{ id: string; state: string | null; run_at: Date | null; tenant_id: number | null; kind: string | null }>(
       this.dataSource,
-      `SELECT t.id::text AS id, j.state, j.run_at, j.tenant_id, j.kind
-         FROM unnest($1::bigint[]) AS t(id) LEFT JOIN jobs j ON j.id = t.id`,
+      READ_UNCLAIMED_SQL,
       [ids],
     );
     const due = now.getTime() + earlyMs;
@@ -246,30 +216,7 @@ export class ExecutionRepository {
     if (records.length === 0) return new Set();
     const { rows } = await sql<{ id: string }>(
       db,
-      `WITH input AS (
-         SELECT * FROM unnest($1::bigint[], $2::int2[], $3::"char"[], $4::timestamptz[], $5::jsonb[], $6::text[],
-                              $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[], $11::text[])
-           AS t(id, attempt, state, run_at, result, error, tenant_id, outcome, started_at, finished_at, worker_id)
-       ), done AS (
-         UPDATE jobs j
-            SET state = i.state,
-                run_at = COALESCE(i.run_at, j.run_at),
-                lease_until = NULL,
-                finished_at = CASE WHEN i.state IN ('d', 'x') THEN $12::timestamptz END,
-                result = i.result,
-                last_error = i.error
-           FROM input i
-          WHERE j.id = i.id AND j.state = 'r' AND j.attempts = i.attempt
-         RETURNING j.id
-       ), history AS (
-         INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, worker_id, error, result)
-         SELECT i.id, i.attempt, i.tenant_id, i.started_at, i.finished_at, i.outcome, i.worker_id, i.error, i.result
-           FROM input i JOIN done d ON d.id = i.id
-         ON CONFLICT (job_id, attempt) DO UPDATE
-            SET started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome,
-                worker_id = EXCLUDED.worker_id, error = EXCLUDED.error, result = EXCLUDED.result
-       )
-       SELECT id::text AS id FROM done`,
+      COMPLETE_ATTEMPTS_SQL,
       [
         records.map((r) => r.id),
         records.map((r) => r.attempt),
@@ -295,25 +242,9 @@ export class ExecutionRepository {
    */
   async release(refs: readonly DeliveryRef[], now: Date, workerId: string, startedAt: Date[] = [], counted: boolean[] = []): Promise<ReleasedJob[]> {
     if (refs.length === 0) return [];
-    // A row claimed ahead whose attempt was not counted yet goes back without a history row.
     const { rows } = await sql<{ id: string; tenant_id: number; kind: string; run_at: Date }>(
       this.dataSource,
-      `WITH input AS (
-         SELECT * FROM unnest($1::bigint[], $2::int2[], $5::timestamptz[], $6::bool[]) AS t(id, attempt, started_at, counted)
-       ), released AS (
-         UPDATE jobs j SET state = 'q', lease_until = NULL
-           FROM input i
-          WHERE j.id = i.id AND j.state = 'r' AND j.attempts = i.attempt - (NOT i.counted)::int
-         RETURNING j.id, j.tenant_id, j.kind, j.run_at, j.attempts
-       ), history AS (
-         INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, worker_id, error)
-         SELECT r.id, r.attempts, r.tenant_id, COALESCE(i.started_at, $3), $3, 'released', $4,
-                'worker shut down before the handler finished'
-           FROM released r JOIN input i ON i.id = r.id
-          WHERE i.counted
-         ON CONFLICT (job_id, attempt) DO NOTHING
-       )
-       SELECT id::text AS id, tenant_id, kind, run_at FROM released`,
+      RELEASE_DELIVERIES_SQL,
       [refs.map((r) => r.id), refs.map((r) => r.attempt), now, workerId, refs.map((_, i) => startedAt[i] ?? null), refs.map((_, i) => counted[i] ?? true)],
     );
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, kind: r.kind, runAt: r.run_at }));

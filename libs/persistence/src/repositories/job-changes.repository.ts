@@ -2,8 +2,11 @@ import { Injectable } from '@nestjs/common';
 import type { JobState } from '@almanac/domain';
 import { DataSource } from 'typeorm';
 import { STATE_CODE, decodeState } from '../job-state.codec';
-import { demoteToScheduled } from './demote.sql';
-import { columns, findViewForTenant, JobView, RawJob, Runner, toView } from './job-view.sql';
+import { CANCEL_JOB_SQL } from '../statements/cancel-job.sql';
+import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
+import { RESCHEDULE_JOB_SQL } from '../statements/reschedule-job.sql';
+import { RETRY_DEAD_JOB_SQL } from '../statements/retry-dead-job.sql';
+import { findViewForTenant, JobView, RawJob, Runner, toView } from './job-view';
 
 export type CancelOutcome =
   | { outcome: 'cancelled'; previous: JobState; job: JobView }
@@ -30,13 +33,7 @@ export class JobChangesRepository {
 
   /** Cancels a job that has not started. Guarded: the dispatcher's q→r and this race on the row. */
   async cancel(tenantId: number, id: string): Promise<CancelOutcome> {
-    const rows = await mutate<RawJob & { previous: string }>(this.db,
-      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
-       UPDATE jobs j SET state = 'c', finished_at = now() FROM old
-        WHERE j.id = old.id AND j.state IN ('s', 'q')
-       RETURNING old.state AS previous, ${columns('j')}`,
-      [id, tenantId],
-    );
+    const rows = await mutate<RawJob & { previous: string }>(this.db, CANCEL_JOB_SQL, [id, tenantId]);
     if (rows[0]) return { outcome: 'cancelled', previous: decodeState(rows[0].previous), job: toView(rows[0]) };
     const job = await findViewForTenant(this.db, tenantId, id);
     if (!job) return { outcome: 'not_found' };
@@ -46,13 +43,7 @@ export class JobChangesRepository {
 
   /** Moves a not-yet-running job to a new run time and tier state (`scheduled` or `queued`). */
   async reschedule(tenantId: number, id: string, runAt: Date, state: 'scheduled' | 'queued'): Promise<RescheduleOutcome> {
-    const rows = await mutate<RawJob & { previous: string }>(this.db,
-      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
-       UPDATE jobs j SET run_at = $3, state = $4 FROM old
-        WHERE j.id = old.id AND j.state IN ('s', 'q')
-       RETURNING old.state AS previous, ${columns('j')}`,
-      [id, tenantId, runAt, STATE_CODE[state]],
-    );
+    const rows = await mutate<RawJob & { previous: string }>(this.db, RESCHEDULE_JOB_SQL, [id, tenantId, runAt, STATE_CODE[state]]);
     return this.changeOutcome(tenantId, id, rows);
   }
 
@@ -68,15 +59,7 @@ export class JobChangesRepository {
     state: 'scheduled' | 'queued',
     extraAttempts: number,
   ): Promise<RescheduleOutcome> {
-    const rows = await mutate<RawJob & { previous: string }>(this.db,
-      `WITH old AS (SELECT id, state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE)
-       UPDATE jobs j SET run_at = $3, state = $4, finished_at = NULL,
-              max_attempts = LEAST(j.attempts + $5, 32767)
-         FROM old
-        WHERE j.id = old.id AND j.state = 'x'
-       RETURNING old.state AS previous, ${columns('j')}`,
-      [id, tenantId, runAt, STATE_CODE[state], extraAttempts],
-    );
+    const rows = await mutate<RawJob & { previous: string }>(this.db, RETRY_DEAD_JOB_SQL, [id, tenantId, runAt, STATE_CODE[state], extraAttempts]);
     return this.changeOutcome(tenantId, id, rows);
   }
 

@@ -2,9 +2,12 @@ import { Injectable } from '@nestjs/common';
 import type { JobState } from '@almanac/domain';
 import { DataSource } from 'typeorm';
 import { STATE_CODE } from '../job-state.codec';
-import { COLUMNS, findViewForTenant, JobView, RawJob, Runner, toView } from './job-view.sql';
+import { FIND_JOB_BY_KEY_SQL } from '../statements/find-job-by-key.sql';
+import { COLUMNS } from '../statements/job-view-columns.sql';
+import { NEXT_COLD_HOUR_SQL } from '../statements/next-cold-hour.sql';
+import { findViewForTenant, JobView, RawJob, Runner, toView } from './job-view';
 
-export type { JobView } from './job-view.sql';
+export type { JobView } from './job-view';
 
 /** A keyset position: `(run_at, id)`; the next page holds rows strictly after it. */
 export interface ListPosition {
@@ -73,13 +76,11 @@ export class JobQueriesRepository {
   }
 
   async findByKeyForTenant(tenantId: number, key: string): Promise<JobView | null> {
-    const rows: RawJob[] = await this.db.query(`SELECT ${COLUMNS} FROM jobs WHERE tenant_id = $1 AND key = $2`, [
-      tenantId,
-      key,
-    ]);
+    const rows: RawJob[] = await this.db.query(FIND_JOB_BY_KEY_SQL, [tenantId, key]);
     return rows[0] ? toView(rows[0]) : null;
   }
 
+  // The list statements are built from the filter and cursor, so they stay here, not in statements/.
   async list(tenantId: number, filter: JobListFilter, after: ListPosition | null, limit: number): Promise<JobListPage> {
     if (filter.state === 'scheduled') return this.listScheduled(this.db, tenantId, filter, after, limit);
     if (filter.state) return this.listNonScheduled(this.db, tenantId, filter, after, limit);
@@ -221,12 +222,7 @@ export class JobQueriesRepository {
 
   /** The tenant's first hour bucket holding a scheduled row, at or after `from`. */
   private async nextColdHour(db: Runner, tenantId: number, from: Date | null): Promise<Date | null> {
-    const rows: { h: string }[] = await db.query(
-      `SELECT to_char(almanac_hour(run_at), 'YYYY-MM-DD"T"HH24:00:00"Z"') AS h FROM jobs
-        WHERE state = 's' AND tenant_id = $1 AND almanac_hour(run_at) >= almanac_hour(coalesce($2::timestamptz, '-infinity'))
-        ORDER BY tenant_id, almanac_hour(run_at) LIMIT 1`,
-      [tenantId, from],
-    );
+    const rows: { h: string }[] = await db.query(NEXT_COLD_HOUR_SQL, [tenantId, from]);
     return rows[0] ? new Date(rows[0].h) : null;
   }
 

@@ -1,7 +1,7 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
 import type { Db } from '../sql';
-import { COLD_CLAIM_SQL } from './cold-claim.sql';
+import { COLD_CLAIM_SQL } from '../statements/cold-claim.sql';
 import { JobsRepository, type NewJob } from './jobs.repository';
 
 const T1 = 1;

@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import type { JobState } from '@almanac/domain';
 import { DataSource, EntityManager } from 'typeorm';
-import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
+import { type JobRecord, type JobRow, rowToJob } from '../job-record';
 import { createdAtFromJobId } from '../job-id';
 import { STATE_CODE } from '../job-state.codec';
 import { type Db, sql } from '../sql';
+import { FIND_JOBS_BY_KEYS_SQL } from '../statements/find-jobs-by-keys.sql';
+import { INSERT_BATCH_ON_CONFLICT_SQL } from '../statements/insert-batch-on-conflict.sql';
+import { INSERT_BATCH_OPTIMISTIC_SQL } from '../statements/insert-batch-optimistic.sql';
 
 export const MAX_INSERT_BATCH = 1000;
 /** Matches the column default in the core migration. */
@@ -34,52 +37,6 @@ interface InsertRow extends Omit<Partial<JobRow>, 'id'> {
   id: string | null;
   key: string;
 }
-
-/*
- * One statement per batch. Each column travels as one JSON array, zipped by ROWS FROM: Node
- * serialises it natively (pg's per-element array escaping cost ~3 µs/row more, measured) and
- * Postgres parses it no slower than typed arrays or one document per row (json_to_recordset
- * measured ~15% slower). A JSON `null` payload is stored as SQL NULL. The last branch reads
- * the rows that already existed from the statement's snapshot (rows inserted by this statement
- * are invisible to it), and only when something was skipped. The created rows come back as
- * one aggregated row (ids and keys in the same order) instead of a thousand protocol rows.
- *
- * Skipping existing keys costs a unique-index probe per row before the insert, whether by
- * ON CONFLICT DO NOTHING (speculative insertion) or by an anti-join: 20-30% more Postgres CPU
- * per row (bench/storage.ts). Most batches hold only new keys, so outside a caller's
- * transaction a plain INSERT goes first; if any key exists (a replay, or a concurrent batch
- * committed it) the statement fails as a whole with a unique violation and the batch is
- * retried with ON CONFLICT. Keys are sorted, so a replayed batch fails on its first row.
- */
-const INPUT = `ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json), json_array_elements_text($4::json),
-                 json_array_elements($5::json), json_array_elements_text($6::json), json_array_elements_text($7::json)) AS i(k, n, r, p, m, s)`;
-const COLUMNS = `$1, k, n, r::timestamptz, CASE WHEN json_typeof(p) = 'null' THEN NULL ELSE p END, m::smallint, s::"char"`;
-const INSERTED_AND_EXISTING = `
-SELECT true AS created, string_agg(id::text, ',') AS id, json_agg(key)::text AS key, NULL::int AS tenant_id, NULL::text AS kind, NULL::timestamptz AS run_at,
-       NULL::"char" AS state, NULL::smallint AS attempts, NULL::smallint AS max_attempts, NULL AS payload,
-       NULL AS result, NULL::text AS last_error, NULL::timestamptz AS lease_until, NULL::timestamptz AS finished_at
-  FROM ins
-UNION ALL
-SELECT false, j.id::text, j.key, j.tenant_id, j.kind, j.run_at, j.state, j.attempts, j.max_attempts, j.payload,
-       j.result, j.last_error, j.lease_until, j.finished_at
-  FROM json_array_elements_text($2::json) AS e(key) JOIN jobs j ON j.tenant_id = $1 AND j.key = (e.key COLLATE "C")
- WHERE (SELECT count(*) FROM ins) < json_array_length($2::json)`;
-
-const INSERT_BATCH_OPTIMISTIC_SQL = `
-WITH ins AS (
-  INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
-  SELECT ${COLUMNS} FROM ${INPUT}
-  RETURNING id, key
-)
-SELECT true AS created, string_agg(id::text, ',') AS id, json_agg(key)::text AS key FROM ins`;
-
-const INSERT_BATCH_ON_CONFLICT_SQL = `
-WITH ins AS (
-  INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
-  SELECT ${COLUMNS} FROM ${INPUT}
-  ON CONFLICT (tenant_id, key) DO NOTHING
-  RETURNING id, key
-)${INSERTED_AND_EXISTING}`;
 
 /** The jobs table's intent-level operations. Hot paths are single SQL statements. */
 @Injectable()
@@ -163,7 +120,8 @@ export class JobsRepository {
   }
 
   private async insertStatement(db: Db, round: number, params: unknown[]): Promise<InsertRow[]> {
-    // Inside a caller's transaction a failed statement would abort the whole transaction.
+    // A plain INSERT first, ON CONFLICT only after a unique violation (INSERT_BATCH_OPTIMISTIC_SQL
+    // says why). Inside a caller's transaction a failed statement would abort the whole transaction.
     const fast = round === 0 && !(db instanceof EntityManager && db.queryRunner?.isTransactionActive);
     if (!fast) return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
     try {
@@ -178,7 +136,7 @@ export class JobsRepository {
   private async findByKeys(tenantId: number, keys: readonly string[], db: Db): Promise<JobRecord[]> {
     const { rows } = await sql<JobRow>(
       db,
-      `SELECT ${JOB_COLUMNS} FROM unnest($2::text[]) AS k(key) JOIN jobs j ON j.tenant_id = $1 AND j.key = (k.key COLLATE "C")`,
+      FIND_JOBS_BY_KEYS_SQL,
       [tenantId, keys],
     );
     return rows.map(rowToJob);

@@ -1,5 +1,5 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
-import { renewSweepLease } from './sweep-lease.sql';
+import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
 import { SweepsRepository } from './sweeps.repository';
 
 describe('SweepsRepository (Postgres)', () => {

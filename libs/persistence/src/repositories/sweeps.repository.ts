@@ -2,9 +2,19 @@ import type { JobState } from '@almanac/domain';
 import { DataSource, EntityManager } from 'typeorm';
 import { decodeState } from '../job-state.codec';
 import { sql } from '../sql';
-import { COLD_CLAIM_SQL } from './cold-claim.sql';
-import { demoteToScheduled } from './demote.sql';
-import { acquireSweepLease, releaseSweepLease, renewSweepLease } from './sweep-lease.sql';
+import { acquireSweepLease } from '../statements/acquire-sweep-lease.sql';
+import { ADVANCE_SCHEDULES_SQL } from '../statements/advance-schedules.sql';
+import { CLAIM_DUE_SCHEDULES_SQL } from '../statements/claim-due-schedules.sql';
+import { COLD_CLAIM_SQL } from '../statements/cold-claim.sql';
+import { COUNT_IN_FLIGHT_SQL } from '../statements/count-in-flight.sql';
+import { COUNT_JOB_STATES_SQL } from '../statements/count-job-states.sql';
+import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
+import { INSERT_OCCURRENCES_SQL } from '../statements/insert-occurrences.sql';
+import { JOB_STATE_STATS_SQL } from '../statements/job-state-stats.sql';
+import { PROMOTE_COLD_SQL } from '../statements/promote-cold.sql';
+import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
+import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
+import { RESCUE_EXPIRED_LEASES_SQL } from '../statements/rescue-expired-leases.sql';
 
 /** What the hot queue needs to know about a row (never the payload). */
 export interface SweepJobRef {
@@ -90,7 +100,7 @@ export class SweepsRepository {
   /**
    * Claims up to `limit` cold rows whose UTC hour bucket is ≤ hour(horizon) and marks them
    * queued, in one short transaction that commits before the caller publishes them: no row lock
-   * is held while the caller waits on Redis. The claim itself is COLD_CLAIM_SQL.
+   * is held while the caller waits on Redis (PROMOTE_COLD_SQL; the claim itself is COLD_CLAIM_SQL).
    */
   async promoteColdBatch(horizon: Date, limit: number): Promise<SweepJobRef[]> {
     return this.db.transaction(async (m) => {
@@ -98,14 +108,7 @@ export class SweepsRepository {
       // the dispatcher drops such deliveries and the next claim re-adds the same ids. So no WAL
       // flush wait.
       await m.query(`SET LOCAL synchronous_commit = off`);
-      const { rows } = await sql<JobRefRow>(
-        m,
-        `UPDATE jobs j SET state = 'q'
-           FROM (${COLD_CLAIM_SQL}) c
-          WHERE j.id = c.id AND j.state = 's'
-          RETURNING j.id::text AS id, j.run_at, j.tenant_id, j.kind`,
-        [horizon, limit],
-      );
+      const { rows } = await sql<JobRefRow>(m, PROMOTE_COLD_SQL, [horizon, limit]);
       return rows.map(toRef);
     });
   }
@@ -117,11 +120,7 @@ export class SweepsRepository {
 
   /** The claim query's plan, for tests that pin the index choice. */
   async explainColdClaim(horizon: Date, limit: number): Promise<string> {
-    const { rows } = await sql<{ 'QUERY PLAN': string }>(
-      this.db,
-      `EXPLAIN ${COLD_CLAIM_SQL}`,
-      [horizon, limit],
-    );
+    const { rows } = await sql<{ 'QUERY PLAN': string }>(this.db, `EXPLAIN ${COLD_CLAIM_SQL}`, [horizon, limit]);
     return rows.map((r) => r['QUERY PLAN']).join('\n');
   }
 
@@ -159,7 +158,7 @@ export class SweepsRepository {
     // Overdue, not parked: a parked row waits in dispatch_backlog for its pool to have room, and
     // re-enqueueing it would only park it again. After a Redis loss every queued row goes out.
     // Separate query texts rather than `$1 IS NULL OR …`, so the planner sees a plain range on
-    // jobs_queued_due.
+    // jobs_queued_due. Built here from the scan's options, so not one of statements/.
     const conditions = [`state = 'q'`];
     const params: unknown[] = [limit];
     if (dueBefore) {
@@ -187,31 +186,7 @@ export class SweepsRepository {
    */
   async rescueExpiredLeases(now: Date, limit: number, lostError: string): Promise<LeaseRescue> {
     // One statement is its own transaction: no BEGIN/COMMIT round trips on the idle path.
-    const { rows } = await sql<JobRefRow & { state: string }>(
-      this.db,
-      `WITH expired AS (
-         SELECT id FROM jobs
-          WHERE state = 'r' AND lease_until < $1
-          ORDER BY lease_until
-          LIMIT $2
-          FOR UPDATE SKIP LOCKED
-       ), moved AS (
-         UPDATE jobs j
-            SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'x' ELSE 'q' END::"char",
-                lease_until = NULL,
-                finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
-                last_error = $3
-           FROM expired e
-          WHERE j.id = e.id AND j.state = 'r'
-          RETURNING j.id, j.run_at, j.tenant_id, j.kind, j.state, j.attempts
-       ), lost AS (
-         INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
-         SELECT id, attempts, tenant_id, $1, $1, 'lost', $3 FROM moved WHERE state = 'x'
-         ON CONFLICT (job_id, attempt) DO NOTHING
-       )
-       SELECT id::text AS id, run_at, tenant_id, kind, state FROM moved`,
-      [now, limit, lostError],
-    );
+    const { rows } = await sql<JobRefRow & { state: string }>(this.db, RESCUE_EXPIRED_LEASES_SQL, [now, limit, lostError]);
     const requeued = rows.filter((r) => r.state === 'q').map(toRef);
     return { requeued, dead: rows.length - requeued.length };
   }
@@ -256,12 +231,7 @@ export class SweepsRepository {
       max_attempts: number;
     }>(
       m,
-      `SELECT id::text AS id, tenant_id, next_run_at, cron, timezone, missed, kind, payload::text AS payload, max_attempts
-         FROM schedules
-        WHERE NOT paused AND next_run_at <= $1 AND NOT (tenant_id = ANY($3::int[]))
-        ORDER BY next_run_at
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED`,
+      CLAIM_DUE_SCHEDULES_SQL,
       [until, limit, excludeTenants],
     );
     return rows.map((r) => ({
@@ -281,10 +251,7 @@ export class SweepsRepository {
     if (rows.length === 0) return 0;
     const { rowCount } = await sql(
       m,
-      `INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
-       SELECT t, k, kd, r, p, ma, 's' FROM unnest($1::int[], $2::text[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::int2[])
-           AS u(t, k, kd, r, p, ma)
-       ON CONFLICT (tenant_id, key) DO NOTHING`,
+      INSERT_OCCURRENCES_SQL,
       [
         rows.map((r) => r.tenantId),
         rows.map((r) => r.key),
@@ -300,9 +267,7 @@ export class SweepsRepository {
   private async advanceSchedules(m: EntityManager, advances: ScheduleAdvance[]): Promise<void> {
     if (advances.length === 0) return;
     await m.query(
-      `UPDATE schedules s SET next_run_at = v.next
-         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, next)
-        WHERE s.id = v.id`,
+      ADVANCE_SCHEDULES_SQL,
       [advances.map((a) => a.id), advances.map((a) => a.nextRunAt?.toISOString() ?? null)],
     );
   }
@@ -315,35 +280,16 @@ export class SweepsRepository {
    */
   async estimateJobStates(): Promise<JobStateCounts> {
     const counts: JobStateCounts = { scheduled: 0, queued: 0, running: 0, succeeded: 0, dead: 0, cancelled: 0 };
-    const {
-      rows: [stats],
-    } = await sql<{ total: number; vals: string[] | null; freqs: number[] | null }>(
-      this.db,
-      `SELECT c.reltuples::float8 AS total,
-              s.most_common_vals::text::text[] AS vals,
-              s.most_common_freqs AS freqs
-         FROM pg_class c
-         LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'jobs' AND s.attname = 'state'
-        WHERE c.oid = 'jobs'::regclass`,
-    );
+    const { rows: [stats] } = await sql<{ total: number; vals: string[] | null; freqs: number[] | null }>(this.db, JOB_STATE_STATS_SQL);
     if (!stats || stats.total < 0 || !stats.vals || !stats.freqs) {
-      const { rows } = await sql<{ state: string; n: number }>(
-        this.db,
-        `SELECT state, count(*)::float8 AS n FROM jobs GROUP BY state`,
-      );
+      const { rows } = await sql<{ state: string; n: number }>(this.db, COUNT_JOB_STATES_SQL);
       for (const r of rows) counts[decodeState(r.state)] = r.n;
       return counts;
     }
     stats.vals.forEach((code, i) => {
       counts[decodeState(code)] = Math.round(stats.total * (stats.freqs?.[i] ?? 0));
     });
-    const {
-      rows: [exact],
-    } = await sql<{ q: number; r: number }>(
-      this.db,
-      `SELECT (SELECT count(*) FROM jobs WHERE state = 'q')::float8 AS q,
-              (SELECT count(*) FROM jobs WHERE state = 'r')::float8 AS r`,
-    );
+    const { rows: [exact] } = await sql<{ q: number; r: number }>(this.db, COUNT_IN_FLIGHT_SQL);
     counts.queued = exact.q;
     counts.running = exact.r;
     return counts;

@@ -5,7 +5,9 @@ import { sql } from '../sql';
  * Rows committed as `queued` whose enqueue failed (Redis down or slow) go back to `scheduled`, so
  * the promoter's sweeps publish them again. Guarded on `queued` and the run time that was
  * enqueued: a row a worker already claimed, or one rescheduled meanwhile, is left alone. Used by
- * ingest (the API) and by promotion alike.
+ * ingest (the API) and by promotion alike. Returns how many rows went back.
+ *
+ * $1 bigint[] ids · $2 timestamptz[] the run times that were enqueued.
  */
 export async function demoteToScheduled(db: Db, items: readonly { id: string; runAt: Date }[]): Promise<number> {
   if (items.length === 0) return 0;

@@ -1,0 +1,26 @@
+// The API's view of a job row: raw row and mapping (the select list is
+// statements/job-view-columns.sql.ts). Shared by JobQueriesRepository (reads) and
+// JobChangesRepository (the RETURNING of its guarded updates).
+import type { DataSource } from 'typeorm';
+import { JobRecord, JobRow, rowToJob } from '../job-record';
+import { FIND_JOB_FOR_TENANT_SQL } from '../statements/find-job-for-tenant.sql';
+
+/** A job row as the API reads it, with its keyset position. */
+export interface JobView extends JobRecord {
+  /** run_at at microsecond precision, UTC, sortable as text: the keyset cursor's first half. */
+  position: string;
+}
+
+export type RawJob = JobRow & { position: string };
+
+export function toView(r: RawJob): JobView {
+  return { ...rowToJob(r), position: r.position };
+}
+
+export type Runner = Pick<DataSource, 'query'>;
+
+/** One job of a tenant by id, or null (another tenant's job is not found either). */
+export async function findViewForTenant(db: Runner, tenantId: number, id: string): Promise<JobView | null> {
+  const rows: RawJob[] = await db.query(FIND_JOB_FOR_TENANT_SQL, [id, tenantId]);
+  return rows[0] ? toView(rows[0]) : null;
+}

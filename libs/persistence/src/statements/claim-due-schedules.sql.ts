@@ -1,0 +1,12 @@
+/**
+ * Claims (FOR UPDATE SKIP LOCKED) unpaused schedules due by $1 through schedules_due, payload as
+ * JSON text (copied into the occurrences, never parsed).
+ *
+ * $1 timestamptz until · $2 int limit · $3 int[] tenants to skip.
+ */
+export const CLAIM_DUE_SCHEDULES_SQL = `SELECT id::text AS id, tenant_id, next_run_at, cron, timezone, missed, kind, payload::text AS payload, max_attempts
+         FROM schedules
+        WHERE NOT paused AND next_run_at <= $1 AND NOT (tenant_id = ANY($3::int[]))
+        ORDER BY next_run_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED`;

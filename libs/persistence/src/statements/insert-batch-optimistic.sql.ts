@@ -1,0 +1,35 @@
+/** The batch as rows: the six JSON arrays ($2 … $7) zipped. */
+export const INSERT_BATCH_INPUT = `ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json), json_array_elements_text($4::json),
+                 json_array_elements($5::json), json_array_elements_text($6::json), json_array_elements_text($7::json)) AS i(k, n, r, p, m, s)`;
+/** One job row's values, $1 the tenant. */
+export const INSERT_BATCH_VALUES = `$1, k, n, r::timestamptz, CASE WHEN json_typeof(p) = 'null' THEN NULL ELSE p END, m::smallint, s::"char"`;
+
+/**
+ * Inserts a batch of one tenant's jobs, failing as a whole (unique violation) if any key exists;
+ * INSERT_BATCH_ON_CONFLICT_SQL is the retry. Returns one aggregated row of the created jobs.
+ *
+ * $1 int tenant; $2 … $7 json arrays, one element per job: keys, kinds, run times, payloads,
+ * max attempts, state codes (sorted by key).
+ *
+ * One statement per batch. Each column travels as one JSON array, zipped by ROWS FROM: Node
+ * serialises it natively (pg's per-element array escaping cost ~3 µs/row more, measured) and
+ * Postgres parses it no slower than typed arrays or one document per row (json_to_recordset
+ * measured ~15% slower). A JSON `null` payload is stored as SQL NULL. The last branch reads
+ * the rows that already existed from the statement's snapshot (rows inserted by this statement
+ * are invisible to it), and only when something was skipped. The created rows come back as
+ * one aggregated row (ids and keys in the same order) instead of a thousand protocol rows.
+ *
+ * Skipping existing keys costs a unique-index probe per row before the insert, whether by
+ * ON CONFLICT DO NOTHING (speculative insertion) or by an anti-join: 20-30% more Postgres CPU
+ * per row (bench/storage.ts). Most batches hold only new keys, so outside a caller's
+ * transaction a plain INSERT goes first; if any key exists (a replay, or a concurrent batch
+ * committed it) the statement fails as a whole with a unique violation and the batch is
+ * retried with ON CONFLICT. Keys are sorted, so a replayed batch fails on its first row.
+ */
+export const INSERT_BATCH_OPTIMISTIC_SQL = `
+WITH ins AS (
+  INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
+  SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT}
+  RETURNING id, key
+)
+SELECT true AS created, string_agg(id::text, ',') AS id, json_agg(key)::text AS key FROM ins`;

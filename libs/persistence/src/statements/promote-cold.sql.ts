@@ -1,0 +1,12 @@
+import { COLD_CLAIM_SQL } from './cold-claim.sql';
+
+/**
+ * Promotion: the cold rows COLD_CLAIM_SQL claims become queued. Returns what the hot queue needs
+ * of each (never the payload).
+ *
+ * $1 timestamptz horizon · $2 int limit (COLD_CLAIM_SQL's).
+ */
+export const PROMOTE_COLD_SQL = `UPDATE jobs j SET state = 'q'
+           FROM (${COLD_CLAIM_SQL}) c
+          WHERE j.id = c.id AND j.state = 's'
+          RETURNING j.id::text AS id, j.run_at, j.tenant_id, j.kind`;
