@@ -1,7 +1,9 @@
 import { SweepsRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, SILENT_LOGGER } from '@almanac/platform';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
+import { PinoLogger } from 'nestjs-pino';
+import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { OverdueSweep } from './overdue/overdue.sweep';
 import { RedisEpoch } from './overdue/redis-epoch';
@@ -23,7 +25,10 @@ export function buildSweeps(deps: {
   redis: IORedis;
   prefix: string;
   metrics?: SweepMetrics;
+  /** The role's logger; each sweep logs through a child with its `component`. */
+  logger?: Logger;
 }) {
+  const log = (component: string) => (deps.logger ?? SILENT_LOGGER).child({ component });
   const { config, metrics } = deps;
   const repo = new SweepsRepository(deps.dataSource);
   const promotion = new PromotionSweep(
@@ -52,6 +57,7 @@ export function buildSweeps(deps: {
     },
     metrics,
     (now) => promotion.runOnce(now),
+    log('recurring-sweep'),
   );
   const overdue = new OverdueSweep(
     repo,
@@ -65,6 +71,7 @@ export function buildSweeps(deps: {
       maxPerRun: config.overdueMaxPerRun,
     },
     metrics,
+    log('overdue-sweep'),
   );
   const jobStates = new JobStatesSweep(repo, metrics);
   return { repo, promotion, recurring, overdue, jobStates };
@@ -93,7 +100,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
     },
     {
       provide: SweepRunner,
-      inject: [PROMOTER_CONFIG, ALMANAC_CONFIG, DataSource, HotQueue, REDIS, MetricsService, Clock, Liveness],
+      inject: [PROMOTER_CONFIG, ALMANAC_CONFIG, DataSource, HotQueue, REDIS, MetricsService, Clock, Liveness, PinoLogger],
       useFactory: (
         config: PromoterConfig,
         core: AlmanacConfig,
@@ -103,9 +110,10 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
         metricsService: MetricsService,
         clock: Clock,
         liveness: Liveness,
+        pino: PinoLogger,
       ) => {
         const metrics = new SweepMetrics(metricsService);
-        const s = buildSweeps({ config, dataSource, queue, redis, prefix: core.queuePrefix, metrics });
+        const s = buildSweeps({ config, dataSource, queue, redis, prefix: core.queuePrefix, metrics, logger: pino.logger });
         return new SweepRunner(
           [
             { sweep: s.overdue, intervalMs: config.overdueIntervalMs },
@@ -116,6 +124,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
           clock,
           metrics,
           liveness,
+          pino.logger.child({ component: 'sweep-runner' }),
         );
       },
     },

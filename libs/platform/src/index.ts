@@ -4,6 +4,7 @@ export * from './clock/clock';
 export * from './config/almanac-config';
 export * from './config/env';
 export * from './health/redis.health';
+export { SILENT_LOGGER } from './logging/logging';
 export * from './metrics/metrics.service';
 export * from './metrics/redis-metrics';
 export * from './ops.module';

@@ -5,7 +5,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import type IORedis from 'ioredis';
 import { DataSource } from 'typeorm';
-import { LoggerModule } from 'nestjs-pino';
+import { LoggerModule, PinoLogger } from 'nestjs-pino';
 import { Clock, SystemClock } from './clock/clock';
 import { ALMANAC_CONFIG, AlmanacConfig, loadConfig } from './config/almanac-config';
 import { Env } from './config/env';
@@ -114,7 +114,12 @@ export class OpsModule {
       controllers: [HealthController, MetricsController],
       providers: [
         { provide: ALMANAC_CONFIG, useValue: config },
-        { provide: REDIS, useFactory: () => (resources.redis = createRedis(config.redisUrl, { commandTimeoutMs: config.redisCommandTimeoutMs })) },
+        {
+          provide: REDIS,
+          inject: [PinoLogger],
+          useFactory: (pino: PinoLogger) =>
+            (resources.redis = createRedis(config.redisUrl, { commandTimeoutMs: config.redisCommandTimeoutMs, logger: pino.logger.child({ component: 'redis' }) })),
+        },
         { provide: DELIVERY_REDIS, useFactory: deliveryRedis },
         { provide: HOT_QUEUE_WAIT_MS, useValue: config.redisCommandTimeoutMs },
         HotQueue,

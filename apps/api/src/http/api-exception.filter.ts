@@ -1,6 +1,7 @@
 import { DomainValidationError } from '@almanac/domain';
 import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
-import { ArgumentsHost, Catch, HttpException, Inject, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, HttpException, Inject } from '@nestjs/common';
+import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { BaseExceptionFilter } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorBody, invalid, reasonPhrase, unavailable } from './api-error';
@@ -13,7 +14,7 @@ import { isTransientDependencyError } from './dependency-errors';
  */
 @Catch()
 export class ApiExceptionFilter extends BaseExceptionFilter {
-  private readonly log = new Logger('ApiErrors');
+  @InjectPinoLogger('api-errors') private readonly log!: PinoLogger;
   @Inject(ALMANAC_CONFIG) private readonly config!: AlmanacConfig;
 
   override catch(exception: unknown, host: ArgumentsHost): void {

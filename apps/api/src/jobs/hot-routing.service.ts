@@ -1,6 +1,7 @@
 import { JobChangesRepository } from '@almanac/persistence';
 import { Clock, HotItem, HotQueue, MetricsService, REDIS } from '@almanac/platform';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import type IORedis from 'ioredis';
 import type { Counter } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
@@ -15,7 +16,7 @@ const DOWN = new Set(['reconnecting', 'close', 'end']);
  */
 @Injectable()
 export class HotRoutingService {
-  private readonly log = new Logger('HotRouting');
+  @InjectPinoLogger('hot-routing') private readonly log!: PinoLogger;
   private readonly failures: Counter;
 
   constructor(

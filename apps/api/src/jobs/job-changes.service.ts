@@ -1,7 +1,8 @@
 import { entryState, tierFor } from '@almanac/domain';
 import { isJobIdString, JobChangesRepository, type RescheduleOutcome, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { intInRange, isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { HotRoutingService } from './hot-routing.service';
@@ -15,7 +16,7 @@ import { jobSummary, type JobSummary } from './job-view';
  */
 @Injectable()
 export class JobChangesService {
-  private readonly log = new Logger('JobChanges');
+  @InjectPinoLogger('job-changes') private readonly log!: PinoLogger;
 
   constructor(
     private readonly changes: JobChangesRepository,
@@ -36,7 +37,7 @@ export class JobChangesService {
         return this.summary(res.job);
       case 'cancelled':
         if (res.previous === 'queued') await this.routing.remove(id);
-        this.log.log({ tenantId: tenant.id, jobId: id, kind: res.job.kind }, 'job cancelled');
+        this.log.info({ tenantId: tenant.id, jobId: id, kind: res.job.kind }, 'job cancelled');
         return this.summary(res.job);
     }
   }
@@ -94,7 +95,7 @@ export class JobChangesService {
       const demoted = await this.routing.enqueueOrDemote([{ id, runAt: job.runAt, tenantId: job.tenantId, kind: job.kind }]);
       if (demoted.size) job = { ...job, state: 'scheduled' };
     }
-    this.log.log({ tenantId: job.tenantId, jobId: id, kind: job.kind, state: job.state }, `job ${verb}`);
+    this.log.info({ tenantId: job.tenantId, jobId: id, kind: job.kind, state: job.state }, `job ${verb}`);
     return this.summary(job);
   }
 

@@ -1,7 +1,8 @@
 import { nextOccurrences, type Schedule } from '@almanac/domain';
 import { isJobIdString, SchedulesRepository, type ScheduleView, type TenantRecord } from '@almanac/persistence';
 import { Clock } from '@almanac/platform';
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
@@ -17,7 +18,7 @@ export const MAX_PREVIEW = 100;
  */
 @Injectable()
 export class SchedulesService {
-  private readonly log = new Logger('Schedules');
+  @InjectPinoLogger('schedules') private readonly log!: PinoLogger;
 
   constructor(
     private readonly schedules: SchedulesRepository,
@@ -53,7 +54,7 @@ export class SchedulesService {
         throw conflict(`key "${input.key}" already names a schedule with a different ${fields.join(', ')}`, 'key', 'conflict');
       }
     } else {
-      this.log.log({ tenantId: tenant.id, scheduleId: schedule.id, kind: schedule.kind }, 'schedule created');
+      this.log.info({ tenantId: tenant.id, scheduleId: schedule.id, kind: schedule.kind }, 'schedule created');
     }
     return { created, schedule: view(schedule) };
   }
@@ -117,7 +118,7 @@ export class SchedulesService {
       if (!res) throw notFound(`schedule ${id}`);
       await this.dropFromQueue(res.removed.queuedIds);
       if (timing) {
-        this.log.log({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count, version: res.schedule.version }, 'schedule timing changed');
+        this.log.info({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count, version: res.schedule.version }, 'schedule timing changed');
       }
       return { ...view(res.schedule), removedOccurrences: res.removed.count };
     }
@@ -128,7 +129,7 @@ export class SchedulesService {
     const res = await this.schedules.delete(tenant.id, id);
     if (!res) throw notFound(`schedule ${id}`);
     await this.dropFromQueue(res.removed.queuedIds);
-    this.log.log({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count }, 'schedule deleted');
+    this.log.info({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count }, 'schedule deleted');
     return { ...view(res.schedule), removedOccurrences: res.removed.count };
   }
 

@@ -1,5 +1,6 @@
+import { SILENT_LOGGER } from '@almanac/platform';
+import type { Logger } from 'pino';
 import { LOST_ATTEMPT_ERROR, type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
-import { Logger } from '@nestjs/common';
 import { hostname } from 'node:os';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
@@ -42,7 +43,6 @@ export const LEASE_EXPIRED_ERROR = LOST_ATTEMPT_ERROR;
  */
 export class OverdueSweep implements Sweep<OverdueResult> {
   readonly name = 'overdue' as const;
-  private readonly log = new Logger('OverdueSweep');
   /**
    * Where the last run's scan of overdue rows stopped when it hit maxPerRun: the next run goes
    * on from there. (Starting from the oldest every time, a backlog larger than one run was
@@ -62,6 +62,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     private readonly promotion: PromotionSweep,
     private readonly opts: OverdueOptions,
     private readonly metrics?: SweepMetrics,
+    private readonly log: Logger = SILENT_LOGGER,
   ) {}
 
   async runOnce(now: Date): Promise<OverdueResult> {

@@ -1,4 +1,5 @@
-import { Logger } from '@nestjs/common';
+import { SILENT_LOGGER } from '@almanac/platform';
+import type { Logger } from 'pino';
 import type { DueSchedule, OccurrenceRow, ScheduleAdvance, SweepsRepository } from '@almanac/persistence';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { runBatches } from '../sweeps/batch-loop';
@@ -87,7 +88,6 @@ interface RunQuota {
  */
 export class RecurringSweep implements Sweep<RecurringResult> {
   readonly name = 'recurring' as const;
-  private readonly log = new Logger('RecurringSweep');
 
   constructor(
     private readonly repo: SweepsRepository,
@@ -95,6 +95,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     private readonly opts: RecurringOptions,
     private readonly metrics?: SweepMetrics,
     private readonly onMaterialised?: (now: Date) => Promise<unknown>,
+    private readonly log: Logger = SILENT_LOGGER,
   ) {}
 
   async runOnce(now: Date): Promise<RecurringResult> {

@@ -1,5 +1,5 @@
-import { Logger } from '@nestjs/common';
-import type { Clock, Liveness } from '@almanac/platform';
+import { type Clock, type Liveness, SILENT_LOGGER } from '@almanac/platform';
+import type { Logger } from 'pino';
 import type { SweepMetrics } from './sweep-metrics';
 import type { Sweep, SweepResult } from './sweep';
 
@@ -30,7 +30,6 @@ const WEDGED_RUN_MS = 10 * 60_000;
  * and waits for runs in flight.
  */
 export class SweepRunner {
-  private readonly log = new Logger('SweepRunner');
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly inFlight = new Set<Promise<void>>();
   private stopped = true;
@@ -42,6 +41,7 @@ export class SweepRunner {
     private readonly clock: Clock,
     private readonly metrics?: SweepMetrics,
     private readonly liveness?: Liveness,
+    private readonly log: Logger = SILENT_LOGGER,
   ) {}
 
   start(): void {

@@ -1,5 +1,6 @@
-import { Logger } from '@nestjs/common';
 import IORedis from 'ioredis';
+import type { Logger } from 'pino';
+import { SILENT_LOGGER } from '../logging/logging';
 
 /** Nest injection token for the process-wide ioredis connection (commands with a timeout). */
 export const REDIS = Symbol('REDIS');
@@ -17,16 +18,16 @@ export const DELIVERY_REDIS = Symbol('DELIVERY_REDIS');
  * flood the log; readiness reports it.
  */
 export function createRedis(url: string, opts: { commandTimeoutMs?: number; logger?: Logger } = {}): IORedis {
-  const logger = opts.logger ?? new Logger('Redis');
+  const logger = opts.logger ?? SILENT_LOGGER;
   const redis = new IORedis(url, { maxRetriesPerRequest: null, lazyConnect: false, commandTimeout: opts.commandTimeoutMs });
   let down = false;
   redis.on('error', (err: Error) => {
     if (down) return;
     down = true;
-    logger.warn(`redis unavailable: ${err.message}`);
+    logger.warn({ err: err.message }, 'redis unavailable');
   });
   redis.on('ready', () => {
-    if (down) logger.log('redis connection restored');
+    if (down) logger.info('redis connection restored');
     down = false;
   });
   return redis;
