@@ -1,6 +1,6 @@
-import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
-import { BacklogRepository, ExecutionRepository } from '@almanac/persistence';
+import { BacklogRepository, ExecutionRepository, KindsRepository } from '@almanac/persistence';
 import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, queueJobId, SystemClock } from '@almanac/platform';
 import { BullModule } from '@nestjs/bullmq';
 import { Test, TestingModule } from '@nestjs/testing';
@@ -13,7 +13,6 @@ import { PoolRoom } from '../../apps/dispatcher/src/pool-room';
 import { Executor } from '../../apps/worker/src/delivery/executor';
 import { Heartbeat } from '../../apps/worker/src/delivery/heartbeat';
 import { PoolTaker } from '../../apps/worker/src/delivery/pool-taker';
-import { servedKinds } from '../../apps/worker/src/worker.service';
 import { createTestDatabase, TestDatabase } from './test-db';
 import { createTestRedis, TestRedis } from './test-redis';
 
@@ -94,7 +93,7 @@ export class DeliveryHarness {
     this.ready = new ReadyLists(redis.connection, redis.prefix);
     this.roster = new WorkerRoster(redis.connection, redis.prefix);
     this.dispatcher = new Dispatcher({
-      routes: new KindRoutes(poolMap), ready: this.ready, roster: this.roster, backlog: this.backlog,
+      routes: new KindRoutes(poolMap), catalog: new KindCatalog(new KindsRepository(db.dataSource), { maxAgeMs: 0, missRefreshMs: 0 }), ready: this.ready, roster: this.roster, backlog: this.backlog,
       room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50, stallMs: 500, maxWaitMs: maxLineWaitMs,
     });
     this.loop = new DispatcherLoop(this.dispatcher, this.logger);
@@ -102,6 +101,10 @@ export class DeliveryHarness {
 
   /** Builds the hot consumer the way the dispatcher role does: BullModule on this test's connection and prefix. */
   async init(): Promise<this> {
+    // The handlers' kinds, registered as their workers would at boot (each in its routed pool).
+    const routes = new KindRoutes(this.poolMap, new Map(this.registry.all().map((h) => [h.kind, h.pool])));
+    const pools = this.registry.all().map((h) => routes.pool(h.kind));
+    await new KindsRepository(this.ds).register(kindRegistrations(this.registry, routes, pools), 'test-harness', this.clock.now());
     const settings: HotConsumerSettings = { concurrency: 100, maxWaitingSlots: 50 };
     this.nest = await Test.createTestingModule({
       imports: [
@@ -141,19 +144,19 @@ export class DeliveryHarness {
       claimRetryPauseMs: opts.claimRetryPauseMs,
     });
     const taker = new PoolTaker({ connection: this.redis.connection, ready: this.ready, pools, concurrency, executor, logger: this.logger });
-    const routes = new KindRoutes(this.poolMap, new Map(this.registry.all().map((h) => [h.kind, h.pool])));
     const heartbeat = new Heartbeat({
       roster: this.roster, taker, executor, clock: this.clock, logger: this.logger, workerId, pools, concurrency,
-      kinds: servedKinds(this.registry, routes, pools),
     });
     const rig = { executor, taker, heartbeat, metrics, metricsService };
     this.rigs.push(rig);
     return rig;
   }
 
-  /** A worker that has announced itself (one heartbeat), and a dispatcher that has seen it. */
+  /** A worker that has registered its kinds and announced itself (one heartbeat), and a dispatcher that has seen it. */
   async liveWorker(opts: Parameters<DeliveryHarness['worker']>[0] = {}): Promise<WorkerRig> {
     const rig = this.worker(opts);
+    const routes = new KindRoutes(this.poolMap, new Map(this.registry.all().map((h) => [h.kind, h.pool])));
+    await new KindsRepository(this.ds).register(kindRegistrations(this.registry, routes, opts.pools ?? ['default']), 'test-worker', this.clock.now());
     await rig.heartbeat.runOnce();
     await this.dispatcher.observe();
     return rig;

@@ -3,6 +3,7 @@ import {
   JobChangesRepository,
   JobQueriesRepository,
   JobsRepository,
+  KindsRepository,
   SchedulesRepository,
   TenantsRepository,
 } from '@almanac/persistence';
@@ -17,6 +18,7 @@ import { HttpMetricsHook } from './http/http-metrics';
 import { RequestClockHook } from './http/request-clock';
 import { RequestDeadlineInterceptor } from './http/request-deadline.interceptor';
 import { HotRoutingService } from './jobs/hot-routing.service';
+import { KindsService } from './kinds/kinds.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
 import { ReadRateLimiter } from './rate-limit/read-rate-limiter';
 
@@ -24,6 +26,7 @@ const REPOSITORIES = [
   JobsRepository,
   JobQueriesRepository,
   JobChangesRepository,
+  KindsRepository,
   TenantsRepository,
   AttemptsRepository,
   SchedulesRepository,
@@ -43,10 +46,11 @@ const REPOSITORIES = [
     AdminAuthGuard,
     IngestRateLimiter,
     HotRoutingService,
+    KindsService,
     HttpMetricsHook,
     EarlyAuthHook,
     RequestClockHook,
   ],
-  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService],
+  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService, KindsService],
 })
 export class ApiCommonModule {}

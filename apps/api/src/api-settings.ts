@@ -3,8 +3,8 @@ import { envInt, envList, type Env } from '@almanac/platform';
 
 /** API-only settings (ALMANAC_* variables read here, validated at module init). */
 export interface ApiSettings {
-  /** Job kinds ingest accepts; a handler registered by the worker must be listed here. */
-  kinds: ReadonlySet<string>;
+  /** ALMANAC_KINDS: when set, ingest accepts only these of the registered kinds; unset, every registered kind. */
+  kinds?: ReadonlySet<string>;
   maxPayloadBytes: number;
   defaultMaxAttempts: number;
   /** Jobs per second per tenant; 0 turns the limiter off. tenants.rate_limit_per_second overrides. */
@@ -29,12 +29,10 @@ export interface ApiSettings {
 
 export const API_SETTINGS = Symbol('API_SETTINGS');
 
-export const DEFAULT_KINDS = ['noop', 'http', 'charge'];
-
 export function loadApiSettings(env: Env = process.env): ApiSettings {
   return {
-    kinds: new Set(
-      envList(env, 'ALMANAC_KINDS', DEFAULT_KINDS, {
+    kinds: optionalSet(
+      envList(env, 'ALMANAC_KINDS', [], {
         pattern: KIND_PATTERN,
         describe: 'comma-separated kinds (lower-case letter, then letters, digits, "_", "." or "-")',
       }),
@@ -55,4 +53,8 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     maxSchedulesPerTenant: envInt(env, 'ALMANAC_MAX_SCHEDULES_PER_TENANT', 10_000, { min: 1, max: 100_000_000 }),
     readRateLimitPerSecond: envInt(env, 'ALMANAC_READ_RATE_LIMIT_PER_SECOND', 200, { min: 0, max: 1_000_000 }),
   };
+}
+
+function optionalSet(items: string[]): ReadonlySet<string> | undefined {
+  return items.length > 0 ? new Set(items) : undefined;
 }

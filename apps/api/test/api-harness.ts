@@ -2,6 +2,7 @@ import { createRoleApp, loadConfig } from '@almanac/platform';
 import type { INestApplication } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import request from 'supertest';
+import { registerBuiltInKinds } from '@almanac/testing/built-in-kinds';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { ApiModule } from '../src/api.module';
@@ -26,6 +27,7 @@ export interface ApiHarness {
  */
 export async function startApi(env: Record<string, string> = {}): Promise<ApiHarness> {
   const db = await createTestDatabase();
+  await registerBuiltInKinds(db.dataSource); // as a worker would at boot
   const redis = await createTestRedis();
   const fullEnv = {
     DATABASE_URL: db.url,

@@ -24,6 +24,19 @@ describe('OpenAPI docs, rate limit, metrics', () => {
     expect(ui.text).toContain('swagger-ui');
   });
 
+  it('shows each registered kind\'s payload schema, and POST /v1/jobs\' body as their union by kind', async () => {
+    const doc = await h.http().get('/docs-json').expect(200);
+    const charge = doc.body.components.schemas['CreateJob.charge'];
+    expect(charge.allOf[0]).toEqual({ $ref: '#/components/schemas/CreateJobDto' });
+    expect(charge.allOf[1].properties.kind).toEqual({ type: 'string', enum: ['charge'] });
+    expect(charge.allOf[1].properties.payload).toMatchObject({ required: ['invoiceId', 'amountCents'], properties: { amountCents: { type: 'integer' } } });
+    expect(doc.body.components.schemas['CreateJob.noop'].allOf[1].properties.payload).not.toHaveProperty('type'); // any payload
+    const body = doc.body.paths['/v1/jobs'].post.requestBody.content['application/json'].schema;
+    expect(body.discriminator.propertyName).toBe('kind');
+    expect(Object.keys(body.discriminator.mapping)).toEqual(['charge', 'http', 'noop']);
+    expect(body.oneOf).toHaveLength(3);
+  });
+
   it('limits a tenant\'s ingest rate: 429 with Retry-After, and the refused request inserts nothing', async () => {
     const { apiKey } = await h.createTenant('slow', 1); // 1 job/s, burst of one full batch
     const auth = { Authorization: `Bearer ${apiKey}` };

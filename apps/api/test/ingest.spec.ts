@@ -1,4 +1,5 @@
 import { Agent, request as httpRequest } from 'node:http';
+import { KindsRepository } from '@almanac/persistence';
 import { IngestService } from '../src/jobs/ingest.service';
 import { ADMIN_TOKEN, type ApiHarness, DAY, HOUR, inMs, MINUTE, startApi } from './api-harness';
 
@@ -25,7 +26,7 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     expect(await row(first.body.id)).toEqual({ state: 's', tenant_id: expect.any(Number) });
     const again = await h.http().post('/v1/jobs').set(auth()).send({ ...body, payload: { b: [1, 2], a: 1 } }).expect(200);
     expect(again.body.id).toBe(first.body.id);
-    for (const change of [{ kind: 'http' }, { runAt: inMs(3 * DAY) }, { payload: { a: 2 } }]) {
+    for (const change of [{ kind: 'http', payload: { url: 'https://example.com/hook' } }, { runAt: inMs(3 * DAY) }, { payload: { a: 2 } }]) {
       const res = await h.http().post('/v1/jobs').set(auth()).send({ ...body, ...change }).expect(409);
       expect(res.body.message).toContain('invoice:2026-11');
       expect(res.body.details[0]).toMatchObject({ field: 'key', rule: 'conflict' });
@@ -104,6 +105,45 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     return { count, commits: n };
   }
 
+  it('checks the payload against the kind\'s registered schema at ingest: 400 naming each field, nothing stored', async () => {
+    const bad = await h.http().post('/v1/jobs').set(auth())
+      .send({ kind: 'charge', key: 'pay-1', runAt: inMs(MINUTE), payload: { invoiceId: '', amountCents: 12.5, note: 'x' } })
+      .expect(400);
+    const details = bad.body.details as { field: string; rule: string; message: string }[];
+    expect(details.map((d) => d.field).sort()).toEqual(['payload.amountCents', 'payload.invoiceId', 'payload.note']);
+    expect(details.find((d) => d.field === 'payload.note')).toMatchObject({ rule: 'unknown_field' });
+    expect(details.find((d) => d.field === 'payload.amountCents')?.message).toContain('integer');
+    const missing = await h.http().post('/v1/jobs').set(auth()).send({ kind: 'charge', key: 'pay-2', runAt: inMs(MINUTE) }).expect(400);
+    expect(missing.body.details[0]).toMatchObject({ field: 'payload', rule: 'schema_type' });
+    const batch = await h.http().post('/v1/jobs/batch').set(auth()).send({
+      jobs: [
+        { kind: 'charge', key: 'pay-3', runAt: inMs(MINUTE), payload: { invoiceId: 'inv-3', amountCents: 100 } },
+        { kind: 'charge', key: 'pay-4', runAt: inMs(MINUTE), payload: { invoiceId: 'inv-4' } },
+      ],
+    }).expect(200);
+    expect(batch.body.results.map((r: { status: string }) => r.status)).toEqual(['created', 'error']);
+    expect(batch.body.results[1].error.details[0]).toMatchObject({ field: 'payload.amountCents', rule: 'required' });
+    const [{ n }] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key LIKE 'pay-%'`);
+    expect(n).toBe(1);
+  });
+
+  it('accepts a kind a worker registers after the API started, without waiting for the copy to age', async () => {
+    const body = { kind: 'invoice.send', key: 'late-kind-1', runAt: inMs(MINUTE), payload: { to: 'a@example.com' } };
+    const before = await h.http().post('/v1/jobs').set(auth()).send({ ...body, kind: 'teleport' }).expect(400);
+    expect(before.body.details[0]).toMatchObject({ field: 'kind', rule: 'unknown_kind' });
+    expect(before.body.details[0].message).toMatch(/known: charge, http, noop\)/);
+    await new KindsRepository(h.db.dataSource).register(
+      [{ kind: 'invoice.send', pool: 'mail', timeoutMs: 5000, payloadSchema: { type: 'object', required: ['to'], properties: { to: { type: 'string', format: 'email' } } } }],
+      'worker-late',
+      new Date(),
+    );
+    await h.http().post('/v1/jobs').set(auth()).send(body).expect(201);
+    const wrong = await h.http().post('/v1/jobs').set(auth()).send({ ...body, key: 'late-kind-2', payload: { to: 'not-an-address' } }).expect(400);
+    expect(wrong.body.details[0]).toMatchObject({ field: 'payload.to', rule: 'schema_format' });
+    const kinds = await h.http().get('/v1/kinds').set(auth()).expect(200);
+    expect(kinds.body.items.map((k: { kind: string }) => k.kind)).toEqual(['charge', 'http', 'invoice.send', 'noop']);
+  });
+
   it('batch: results in order, created/existing/error per item, bad items do not sink the rest', async () => {
     await h.http().post('/v1/jobs').set(auth()).send({ kind: 'noop', key: 'b-existing', runAt: '2030-01-01T00:00:00Z' }).expect(201);
     const res = await h.http().post('/v1/jobs/batch').set(auth()).send({
@@ -113,7 +153,7 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
         { kind: 'noop', key: 'b-existing', runAt: '2030-01-01T00:00:00Z' },
         { kind: 'noop', key: 'b-existing', runAt: '2031-01-01T00:00:00Z' },
         { kind: 'noop', key: 'b-3', runAt: '2030-01-01T00:00:00' },
-        { kind: 'http', key: 'b-4', runAt: '2030-01-01T00:00:00+02:00', maxAttempts: 7 },
+        { kind: 'http', key: 'b-4', runAt: '2030-01-01T00:00:00+02:00', maxAttempts: 7, payload: { url: 'https://example.com/hook' } },
       ],
     }).expect(200);
     expect(res.body.results.map((r: { status: string }) => r.status)).toEqual(['created', 'error', 'existing', 'error', 'error', 'created']);

@@ -14,7 +14,7 @@ describe('job queries and changes', () => {
   afterAll(() => h.close());
 
   const create = async (key: string, runAt: string, kind = 'noop') =>
-    (await h.http().post('/v1/jobs').set(auth).send({ kind, key, runAt, payload: { k: key } }).expect(201)).body as { id: string };
+    (await h.http().post('/v1/jobs').set(auth).send({ kind, key, runAt, payload: kind === 'http' ? { url: `https://example.com/${key}` } : { k: key } }).expect(201)).body as { id: string };
   const hotState = async (id: string) => (await h.hot.getJob(`j-${id}`))?.getState();
   const setState = (id: string, state: string) => h.db.dataSource.query(`UPDATE jobs SET state = $2 WHERE id = $1`, [id, state]);
 

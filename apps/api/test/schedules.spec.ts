@@ -13,7 +13,7 @@ describe('schedules (/v1/schedules)', () => {
   });
   afterAll(() => h.close());
 
-  const body = { key: 'weekday-report', kind: 'http', cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', payload: { r: 1 } };
+  const body = { key: 'weekday-report', kind: 'http', cron: '0 9 * * 1-5', timezone: 'Europe/Berlin', payload: { url: 'https://reports.example.com/run?r=1' } };
 
   it('creates with next_run_at set, is idempotent by key, 409 on a different body', async () => {
     const created = await h.http().post('/v1/schedules').set(auth).send(body).expect(201);
@@ -87,8 +87,11 @@ describe('schedules (/v1/schedules)', () => {
       `schedule:${other.body.id}:2030-01-01T08:00:00Z`,
     ].sort());
     // Payload-only change: same version, nothing removed.
-    const p = await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ payload: { r: 2 } }).expect(200);
-    expect(p.body).toMatchObject({ version: 2, removedOccurrences: 0, payload: { r: 2 } });
+    const p = await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ payload: { url: 'https://reports.example.com/run?r=2' } }).expect(200);
+    expect(p.body).toMatchObject({ version: 2, removedOccurrences: 0, payload: { url: 'https://reports.example.com/run?r=2' } });
+    // A payload the schedule's kind (http) would refuse is refused now, not at its next run.
+    const bad = await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ payload: { r: 2 } }).expect(400);
+    expect(bad.body.details.map((d: { field: string }) => d.field).sort()).toEqual(['payload.r', 'payload.url']);
     await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ timezone: 'Nowhere/Land' }).expect(400);
   });
 

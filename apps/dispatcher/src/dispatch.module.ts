@@ -1,5 +1,5 @@
-import { DeliveryMetrics, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
-import { BacklogRepository } from '@almanac/persistence';
+import { DeliveryMetrics, KindCatalog, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { BacklogRepository, KindsRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, MetricsService } from '@almanac/platform';
 import { Module } from '@nestjs/common';
 import type IORedis from 'ioredis';
@@ -43,12 +43,22 @@ const MAX_LINE_WAIT_MS = 10_000;
     },
     {
       provide: Dispatcher,
-      inject: [DISPATCHER_SETTINGS, ALMANAC_CONFIG, DELIVERY_REDIS, BacklogRepository, Clock, MetricsService, DISPATCHER_LOGGER],
-      useFactory: (settings: DispatcherSettings, config: AlmanacConfig, redis: IORedis, backlog: BacklogRepository, clock: Clock, metrics: MetricsService, logger: Logger) => {
+      inject: [DISPATCHER_SETTINGS, ALMANAC_CONFIG, DELIVERY_REDIS, BacklogRepository, KindsRepository, Clock, MetricsService, DISPATCHER_LOGGER],
+      useFactory: (
+        settings: DispatcherSettings,
+        config: AlmanacConfig,
+        redis: IORedis,
+        backlog: BacklogRepository,
+        kinds: KindsRepository,
+        clock: Clock,
+        metrics: MetricsService,
+        logger: Logger,
+      ) => {
         const ready = new ReadyLists(redis, config.queuePrefix);
         const roster = new WorkerRoster(redis, config.queuePrefix);
         return new Dispatcher({
           routes: new KindRoutes(settings.poolMap),
+          catalog: new KindCatalog(kinds, { maxAgeMs: 0, missRefreshMs: 0 }),
           ready, roster, backlog, clock, logger,
           room: new PoolRoom(roster, ready, settings.prefetch),
           metrics: new DeliveryMetrics(metrics),
@@ -68,6 +78,7 @@ const MAX_LINE_WAIT_MS = 10_000;
       }),
     },
     BacklogRepository,
+    KindsRepository,
     HotConsumer,
     DispatchService,
   ],

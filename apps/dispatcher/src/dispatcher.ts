@@ -1,4 +1,4 @@
-import type { DeliveryMetrics, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import type { DeliveryMetrics, KindCatalog, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import type { BacklogItem, BacklogRepository } from '@almanac/persistence';
 import type { Clock } from '@almanac/platform';
 import type { Logger } from 'pino';
@@ -23,6 +23,8 @@ export type DispatchResult = { status: 'handed_off' | 'parked' | 'full'; pool: s
 
 export interface DispatcherOptions {
   routes: KindRoutes;
+  /** The kind registry: which pool runs each kind (routes' declared pools), re-read on observe(). */
+  catalog: KindCatalog;
   ready: ReadyLists;
   room: PoolRoom;
   roster: WorkerRoster;
@@ -138,11 +140,13 @@ export class Dispatcher {
    * registered it, which pools have a backlog (parked by any replica), and the per-pool gauges.
    */
   async observe(): Promise<void> {
-    const { roster, routes, metrics } = this.o;
-    routes.setDeclared(await roster.kinds());
+    const { roster, routes, metrics, catalog } = this.o;
+    const nowMs = this.o.clock.now().getTime();
+    await catalog.refresh(nowMs).catch((err: unknown) => this.o.logger.warn({ err }, 'could not read the kind registry; routing by the last copy'));
+    routes.setDeclared(new Map(catalog.all().map((k) => [k.kind, k.pool])));
     const counts = await this.o.backlog.counts();
     const pools = [...new Set([...routes.configuredPools(), ...(await roster.pools()), ...counts.keys()])].sort();
-    const rooms = await this.o.room.rooms(pools, this.o.clock.now().getTime(), true);
+    const rooms = await this.o.room.rooms(pools, nowMs, true);
     for (const pool of pools) {
       const r = rooms.get(pool);
       const backlog = counts.get(pool) ?? 0;
@@ -151,6 +155,10 @@ export class Dispatcher {
       metrics.poolCapacity.set({ pool }, r?.status.capacity ?? 0);
       metrics.poolInFlight.set({ pool }, (r?.ready ?? 0) + (r?.status.running ?? 0));
       metrics.poolBacklog.set({ pool }, backlog);
+    }
+    for (const { kind } of catalog.all()) {
+      const pool = routes.pool(kind);
+      metrics.kindServed.set({ kind, pool }, (rooms.get(pool)?.status.workers ?? 0) > 0 ? 1 : 0);
     }
   }
 

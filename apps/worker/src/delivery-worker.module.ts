@@ -1,4 +1,4 @@
-import { ExecutionRepository } from '@almanac/persistence';
+import { ExecutionRepository, KindsRepository } from '@almanac/persistence';
 import { Module } from '@nestjs/common';
 import { handlerSettingsFromEnv } from './handlers/handler-settings';
 import { WORKER_SETTINGS, WorkerService } from './worker.service';
@@ -15,6 +15,7 @@ import { workerSettingsFromEnv } from './worker-settings';
       },
     },
     ExecutionRepository,
+    KindsRepository,
     WorkerService,
   ],
   exports: [WorkerService],

@@ -1,9 +1,10 @@
-import { DeliveryMetrics, HandlerRegistry, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
-import { ExecutionRepository } from '@almanac/persistence';
+import { DeliveryMetrics, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { ExecutionRepository, type KindRegistration, KindsRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService } from '@almanac/platform';
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
+import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { Executor } from './delivery/executor';
 import { Heartbeat } from './delivery/heartbeat';
@@ -14,35 +15,30 @@ import type { WorkerSettings } from './worker-settings';
 
 export const WORKER_SETTINGS = Symbol('WORKER_SETTINGS');
 
-/** kind → pool for the handlers this worker runs in its pools: what it registers for the dispatcher. */
-export function servedKinds(registry: HandlerRegistry, routes: KindRoutes, pools: readonly string[]): Map<string, string> {
-  const served = new Map<string, string>();
-  for (const kind of registry.kinds()) {
-    const pool = routes.pool(kind);
-    if (pools.includes(pool)) served.set(kind, pool);
-  }
-  return served;
-}
-
 /** Wires the executor, the pool taker and the heartbeat into the Nest lifecycle (start at boot, drain on SIGTERM). */
 @Injectable()
-export class WorkerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class WorkerService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly executor: Executor;
   readonly taker: PoolTaker;
   readonly heartbeat: Heartbeat;
+  /** What this worker registers in the kind registry at boot. */
+  readonly registrations: KindRegistration[];
+  private readonly logger: Logger;
+
   constructor(
     @Inject(WORKER_SETTINGS) private readonly settings: WorkerSettings,
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
     @Inject(DELIVERY_REDIS) redis: IORedis,
     dataSource: DataSource,
     repo: ExecutionRepository,
+    private readonly kinds: KindsRepository,
+    private readonly clock: Clock,
     hotQueue: HotQueue,
-    clock: Clock,
     metrics: MetricsService,
     pino: PinoLogger,
     liveness: Liveness,
   ) {
-    const logger = pino.logger.child({ component: 'worker', workerId: settings.workerId });
+    const logger = (this.logger = pino.logger.child({ component: 'worker', workerId: settings.workerId }));
     const handlers = allHandlers(handlerSettingsFromEnv(process.env));
     const registry = new HandlerRegistry(handlers);
     const ready = new ReadyLists(redis, config.queuePrefix);
@@ -60,11 +56,19 @@ export class WorkerService implements OnApplicationBootstrap, BeforeApplicationS
       concurrency: settings.concurrency, executor: this.executor, logger,
     });
     const routes = new KindRoutes(parsePoolMap(process.env), new Map(handlers.map((h) => [h.kind, h.pool])));
+    this.registrations = kindRegistrations(registry, routes, settings.pools);
     this.heartbeat = new Heartbeat({
       roster: new WorkerRoster(redis, config.queuePrefix), taker: this.taker, executor: this.executor, clock, logger,
       workerId: settings.workerId, pools: settings.pools, concurrency: settings.concurrency,
-      kinds: servedKinds(registry, routes, settings.pools), liveness,
+      liveness,
     });
+  }
+
+  /** Registers this worker's kinds before it takes work, so the API accepts them and the dispatcher routes them. */
+  async onModuleInit(): Promise<void> {
+    const moved = await this.kinds.register(this.registrations, this.settings.workerId, this.clock.now());
+    for (const m of moved) this.logger.warn({ kind: m.kind, from: m.previousPool }, 'kind moved to another pool by this registration');
+    this.logger.info({ kinds: this.registrations.map((r) => `${r.kind}@${r.pool}`) }, 'kinds registered');
   }
 
   onApplicationBootstrap(): void {

@@ -16,6 +16,7 @@ export class DeliveryMetrics {
   readonly poolCapacity: Gauge<'pool'>;
   readonly poolInFlight: Gauge<'pool'>;
   readonly poolBacklog: Gauge<'pool'>;
+  readonly kindServed: Gauge<'kind' | 'pool'>;
 
   constructor(metrics: MetricsService) {
     this.lag = metrics.histogram({
@@ -51,5 +52,10 @@ export class DeliveryMetrics {
     this.poolCapacity = poolGauge('almanac_pool_capacity', "Handlers the pool can run at once: the sum of its live workers' concurrency");
     this.poolInFlight = poolGauge('almanac_pool_in_flight', 'Jobs handed to the pool and not finished: waiting in its ready list or running');
     this.poolBacklog = poolGauge('almanac_pool_backlog', 'Due jobs waiting for the pool to have room (dispatch_backlog rows)');
+    this.kindServed = metrics.gauge({
+      name: 'almanac_kind_served',
+      help: 'Per registered kind: 1 when the pool it routes to has a live worker, 0 when none would run it',
+      labelNames: ['kind', 'pool'] as const,
+    });
   }
 }

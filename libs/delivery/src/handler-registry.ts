@@ -1,4 +1,6 @@
+import type { KindRegistration } from '@almanac/persistence';
 import { HandlerDefinition, HandlerDefinitionError } from './handler';
+import type { KindRoutes } from './kind-routes';
 
 /** Handlers by kind. Built once at boot by the worker from its handler list; immutable after. */
 export class HandlerRegistry {
@@ -22,4 +24,16 @@ export class HandlerRegistry {
   all(): HandlerDefinition[] {
     return [...this.byKind.values()];
   }
+}
+
+/**
+ * What a worker registers for the kinds it serves (KindsRepository.register): the pool each
+ * runs in (`routes`: ALMANAC_POOLS, then the handler's pool), its timeout and payload schema.
+ * Only kinds routed to one of the worker's `pools` are its to register.
+ */
+export function kindRegistrations(registry: HandlerRegistry, routes: KindRoutes, pools: readonly string[]): KindRegistration[] {
+  return registry
+    .all()
+    .map((h) => ({ kind: h.kind, pool: routes.pool(h.kind), timeoutMs: h.timeoutMs, payloadSchema: h.payloadSchema ?? null }))
+    .filter((r) => pools.includes(r.pool));
 }

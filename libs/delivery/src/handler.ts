@@ -1,6 +1,7 @@
 import { KIND_PATTERN, type HandlerOutcome } from '@almanac/domain';
 import type { Logger } from 'pino';
 import type { EntityManager } from 'typeorm';
+import { type PayloadProblem, type PayloadSchema, PayloadSchemas } from './payload-schema';
 
 /**
  * Outcomes are the domain's values: `completed(result?)`, `retry({delayMs?, reason?})`,
@@ -38,8 +39,15 @@ export interface HandlerDefinition<P = unknown> {
   /** Worker pool (its ready list and its workers); ALMANAC_POOLS overrides it; default `default`. */
   pool?: string;
   /**
-   * Checks and types the stored payload. Throw `InvalidPayloadError` for a payload that can
-   * never succeed: the job is discarded instead of retried.
+   * The payload's JSON Schema, built with TypeBox (`Type.Object({...})`). Registered with the
+   * kind, so the API refuses a payload that does not match at ingest (400 naming the field) and
+   * the OpenAPI document shows it; checked again before the handler runs (rows accepted before
+   * the schema changed), where a mismatch discards the job.
+   */
+  payloadSchema?: PayloadSchema;
+  /**
+   * Checks beyond the schema, and types the payload (e.g. a URL against an allow-list). Throw
+   * `InvalidPayloadError` for a payload that can never succeed: the job is discarded.
    */
   parse?: (payload: unknown) => P;
   handle(ctx: HandlerContext, payload: P): Promise<HandlerOutcome>;
@@ -66,6 +74,23 @@ export function defineHandler<P>(def: HandlerDefinition<P>): HandlerDefinition<P
   if (def.pool !== undefined && !POOL_NAME_PATTERN.test(def.pool)) {
     throw new HandlerDefinitionError(`handler ${def.kind}: pool ${JSON.stringify(def.pool)} must match ${String(POOL_NAME_PATTERN)}`);
   }
+  if (def.payloadSchema !== undefined) HANDLER_SCHEMAS.assertCompiles(def.kind, def.payloadSchema);
   return Object.freeze({ ...def });
+}
+
+/** One compiled check per schema for the process's handlers. */
+const HANDLER_SCHEMAS = new PayloadSchemas();
+
+/** The handler's payload as it will reach `handle`: schema-checked, then `parse`d. Throws InvalidPayloadError. */
+export function handlerPayload<P>(def: HandlerDefinition<P>, payload: unknown): P {
+  if (def.payloadSchema) {
+    const problems = HANDLER_SCHEMAS.check(def.payloadSchema)(payload);
+    if (problems.length > 0) throw new InvalidPayloadError(`${def.kind} payload: ${describeProblems(problems)}`);
+  }
+  return def.parse ? def.parse(payload) : (payload as P);
+}
+
+export function describeProblems(problems: readonly PayloadProblem[]): string {
+  return problems.map((p) => p.message).join('; ');
 }
 

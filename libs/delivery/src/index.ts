@@ -4,3 +4,5 @@ export * from './handler-registry';
 export * from './kind-routes';
 export * from './ready-lists';
 export * from './worker-roster';
+export * from './kind-catalog';
+export * from './payload-schema';

@@ -16,7 +16,7 @@ describe('WorkerRoster (Redis): liveness without comparing the worker\'s clock w
   afterAll(async () => redis.cleanup());
 
   const beat = (roster: WorkerRoster, workerNow: number) =>
-    roster.beat([{ workerId: 'w1', pool: 'default', concurrency: 10, running: 2 }], new Map([['noop', 'default']]), workerNow, TTL);
+    roster.beat([{ workerId: 'w1', pool: 'default', concurrency: 10, running: 2 }], workerNow, TTL);
   const workers = async (roster: WorkerRoster, readerNow: number) => (await roster.status(['default'], readerNow)).get('default')?.workers;
 
   it('a reader 8 s ahead of a live worker counts it once its beat changes', async () => {

@@ -40,8 +40,8 @@ interface Sighting {
 
 /**
  * Which workers are alive in each pool, and what they can take: each worker writes its entry
- * (concurrency, running, expiry, TTL) into the pool's hash on every heartbeat, and registers the
- * kinds it serves with their pool. The dispatcher sums the live entries into a pool's capacity.
+ * (concurrency, running, expiry, TTL) into the pool's hash on every heartbeat. (Which kinds a
+ * pool runs is in the kind registry, Postgres table job_kinds.) The dispatcher sums the live entries into a pool's capacity.
  * A worker that dies simply stops renewing its entry; no lock or lease is involved.
  *
  * Liveness is judged without comparing two hosts' clocks: an entry whose expiry changed since
@@ -67,19 +67,14 @@ export class WorkerRoster {
     return `${this.prefix}:almanac:pools`;
   }
 
-  private get kindsKey(): string {
-    return `${this.prefix}:almanac:kinds`;
-  }
-
-  /** One pipeline: the worker's entry in each of its pools, the pool set, and its kinds. */
-  async beat(beats: readonly WorkerBeat[], kinds: ReadonlyMap<string, string>, nowMs: number, ttlMs: number): Promise<void> {
+  /** One pipeline: the worker's entry in each of its pools, and the pool set. */
+  async beat(beats: readonly WorkerBeat[], nowMs: number, ttlMs: number): Promise<void> {
     const pipeline = this.redis.pipeline();
     for (const b of beats) {
       const entry: StoredBeat = { c: b.concurrency, r: b.running, e: nowMs + ttlMs, t: ttlMs };
       pipeline.hset(this.poolKey(b.pool), b.workerId, JSON.stringify(entry));
       pipeline.sadd(this.poolsKey, b.pool);
     }
-    if (kinds.size > 0) pipeline.hset(this.kindsKey, Object.fromEntries(kinds));
     await pipeline.exec();
   }
 
@@ -93,11 +88,6 @@ export class WorkerRoster {
   /** Every pool a worker ever announced. */
   async pools(): Promise<string[]> {
     return (await this.redis.smembers(this.poolsKey)).sort();
-  }
-
-  /** kind → pool, as the workers registered them. */
-  async kinds(): Promise<Map<string, string>> {
-    return new Map(Object.entries(await this.redis.hgetall(this.kindsKey)));
   }
 
   async status(pools: readonly string[], nowMs: number): Promise<Map<string, PoolStatus>> {

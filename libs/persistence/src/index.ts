@@ -15,3 +15,4 @@ export * from './repositories/tenants.repository';
 export * from './repositories/attempts.repository';
 export * from './repositories/execution.repository';
 export * from './repositories/backlog.repository';
+export * from './repositories/kinds.repository';

@@ -2,6 +2,9 @@ import { Injectable, Module, OnModuleInit } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, ModulesContainer } from '@nestjs/core';
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { ApiCommonModule } from '../api-common.module';
+import { KindsService } from '../kinds/kinds.service';
+import { withKindSchemas } from './kind-schemas';
 
 export const DOCS_PATH = 'docs';
 
@@ -26,13 +29,15 @@ export function openApiConfig(): Omit<OpenAPIObject, 'paths'> {
  * graph, so every process hosting the api role has them without main.ts wiring. SwaggerModule
  * wants the Nest application; during onModuleInit (before the 404 handler is installed) the
  * pieces it reads — modules, app config, HTTP adapter — are handed to it directly. The
- * document is built on first request, when every controller is registered.
+ * document is built on first request, when every controller is registered; each request then
+ * gets it with the kinds registered at that moment and their payload schemas (withKindSchemas).
  */
 @Injectable()
 class ApiDocsInstaller implements OnModuleInit {
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     private readonly modules: ModulesContainer,
+    private readonly kinds: KindsService,
   ) {}
 
   onModuleInit(): void {
@@ -47,9 +52,13 @@ class ApiDocsInstaller implements OnModuleInit {
     } as unknown as INestApplication;
     SwaggerModule.setup(DOCS_PATH, app, () => SwaggerModule.createDocument(app, openApiConfig()), {
       jsonDocumentUrl: `${DOCS_PATH}-json`,
+      patchDocumentOnRequest: async (_req, _res, document) => {
+        await this.kinds.lookup([]);
+        return withKindSchemas(document, this.kinds.catalog.all());
+      },
     });
   }
 }
 
-@Module({ providers: [ApiDocsInstaller] })
+@Module({ imports: [ApiCommonModule], providers: [ApiDocsInstaller] })
 export class ApiDocsModule {}

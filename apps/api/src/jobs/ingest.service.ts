@@ -6,6 +6,7 @@ import type { Counter, Histogram } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, type ErrorBody, invalid, unavailable } from '../http/api-error';
 import { isPlainObject, Issues, rejectUnknown } from '../http/validation';
+import { KindsService } from '../kinds/kinds.service';
 import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
 import { HotRoutingService } from './hot-routing.service';
 import { differingFields, type JobInput, parseJobInput } from './job-input';
@@ -43,6 +44,7 @@ export class IngestService implements BeforeApplicationShutdown {
     private readonly jobs: JobsRepository,
     private readonly routing: HotRoutingService,
     private readonly limiter: IngestRateLimiter,
+    private readonly kinds: KindsService,
     private readonly clock: Clock,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
@@ -73,7 +75,7 @@ export class IngestService implements BeforeApplicationShutdown {
 
   /** POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. */
   async createOne(tenant: TenantRecord, body: unknown): Promise<{ created: boolean; job: JobSummary }> {
-    const parsed = parseJobInput(body, this.settings);
+    const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     this.limiter.consume(tenant, 1);
     // Shed load rather than queue without bound behind a stalled or saturated database.
@@ -95,8 +97,9 @@ export class IngestService implements BeforeApplicationShutdown {
     const now = this.clock.now();
     const results: (BatchItem | undefined)[] = new Array<BatchItem | undefined>(jobs.length);
     const valid: { index: number; entry: CommitEntry }[] = [];
+    const kinds = await this.kinds.lookup(jobs);
     jobs.forEach((raw, index) => {
-      const parsed = parseJobInput(raw, this.settings);
+      const parsed = parseJobInput(raw, this.settings, kinds);
       if (parsed.ok) {
         valid.push({ index, entry: { tenantId: tenant.id, input: parsed.value, tier: tierFor(parsed.value.runAt, now, this.config.horizons) } });
       } else {

@@ -1,6 +1,7 @@
-import { describeValue, parseRunAt, validateKey, validateKind } from '@almanac/domain';
+import { describeValue, parseRunAt, validateKey } from '@almanac/domain';
 import type { ApiSettings } from '../api-settings';
 import type { FieldIssue } from '../http/api-error';
+import { checkKind, checkKindPayload, type KindLookup } from '../kinds/kind-check';
 import { checkPayload, intInRange, isPlainObject, Issues, jsonEqual, rejectUnknown } from '../http/validation';
 
 /** A job request that passed validation. */
@@ -32,28 +33,28 @@ export function runAtIn(raw: unknown, field: string, issues: Issues): Date | und
 }
 
 /**
- * Validates one job request body, reporting every bad field at once. Hand-written rather than
+ * Validates one job request body, reporting every bad field at once. The kind must be in the
+ * registry, and the payload must match the kind's registered schema. Hand-written rather than
  * class-validator: it runs for every item of 1000-job batches on the ingest hot path, and each
  * refusal must name the field and a stable rule.
  */
-export function parseJobInput(raw: unknown, settings: ApiSettings, prefix = ''): Parsed<JobInput> {
+export function parseJobInput(raw: unknown, settings: ApiSettings, kinds: KindLookup, prefix = ''): Parsed<JobInput> {
   const issues = new Issues(prefix);
   if (!isPlainObject(raw)) {
     issues.add('job', 'type', `job must be a JSON object, got ${describeValue(raw)}`);
     return { ok: false, issues: issues.list };
   }
   rejectUnknown(raw, JOB_FIELDS, issues);
-  const kind = raw.kind === undefined ? missing(issues, 'kind') : issues.run(() => validateKind(raw.kind));
-  if (kind !== undefined && !settings.kinds.has(kind)) {
-    issues.add('kind', 'unknown_kind', `kind "${kind}" has no handler (known: ${[...settings.kinds].join(', ')})`);
-  }
+  const kind = raw.kind === undefined ? missing(issues, 'kind') : checkKind(raw.kind, kinds, issues);
   const key = raw.key === undefined ? missing(issues, 'key') : issues.run(() => validateKey(raw.key));
   const runAt = raw.runAt === undefined ? missing(issues, 'runAt') : runAtIn(raw.runAt, 'runAt', issues);
   const maxAttempts =
     raw.maxAttempts === undefined
       ? settings.defaultMaxAttempts
       : intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
+  const sized = issues.list.length;
   checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
+  if (kind !== undefined && issues.list.length === sized) checkKindPayload(kind, raw.payload, kinds, issues);
   if (!issues.ok || kind === undefined || key === undefined || runAt === undefined || maxAttempts === undefined) {
     return { ok: false, issues: issues.list };
   }

@@ -4,7 +4,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 const TIERS = ['immediate', 'hot', 'cold'];
 
 export class CreateJobDto {
-  @ApiProperty({ example: 'http', description: 'A registered kind (ALMANAC_KINDS; built in: noop, http).' })
+  @ApiProperty({ example: 'charge', description: 'A kind a worker has registered (GET /v1/kinds; built in: noop, http, charge).' })
   kind!: string;
 
   @ApiProperty({

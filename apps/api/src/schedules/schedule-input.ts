@@ -5,12 +5,12 @@ import {
   type MissedPolicy,
   type Schedule,
   validateKey,
-  validateKind,
   validateTimezone,
 } from '@almanac/domain';
 import type { ApiSettings } from '../api-settings';
 import { checkPayload, intInRange, isPlainObject, Issues, jsonEqual, rejectUnknown } from '../http/validation';
 import type { Parsed } from '../jobs/job-input';
+import { checkKind, checkKindPayload, type KindLookup } from '../kinds/kind-check';
 import { MAX_ATTEMPTS_LIMIT } from '../jobs/job-input';
 
 export interface ScheduleInput {
@@ -27,15 +27,6 @@ export type SchedulePatch = Partial<Omit<ScheduleInput, 'key' | 'schedule'>> & {
 const CREATE_FIELDS = ['key', 'kind', 'cron', 'timezone', 'payload', 'missed', 'maxAttempts'];
 const PATCH_FIELDS = ['kind', 'cron', 'timezone', 'payload', 'missed', 'maxAttempts'];
 
-function checkKind(raw: unknown, settings: ApiSettings, issues: Issues): string | undefined {
-  const kind = issues.run(() => validateKind(raw));
-  if (kind !== undefined && !settings.kinds.has(kind)) {
-    issues.add('kind', 'unknown_kind', `kind "${kind}" has no handler (known: ${[...settings.kinds].join(', ')})`);
-    return undefined;
-  }
-  return kind;
-}
-
 /** Validates cron and zone together so a request with both wrong hears about both. */
 function checkTiming(cron: unknown, timezone: unknown, issues: Issues): Schedule | undefined {
   const zone = issues.run(() => validateTimezone(timezone));
@@ -43,7 +34,7 @@ function checkTiming(cron: unknown, timezone: unknown, issues: Issues): Schedule
   return zone === undefined ? undefined : schedule;
 }
 
-export function parseScheduleCreate(raw: unknown, settings: ApiSettings): Parsed<ScheduleInput> {
+export function parseScheduleCreate(raw: unknown, settings: ApiSettings, kinds: KindLookup): Parsed<ScheduleInput> {
   const issues = new Issues();
   if (!isPlainObject(raw)) {
     issues.add('body', 'type', 'body must be a JSON object');
@@ -54,18 +45,23 @@ export function parseScheduleCreate(raw: unknown, settings: ApiSettings): Parsed
     if (raw[f] === undefined) issues.add(f, 'required', `${f} is required`);
   }
   const key = raw.key === undefined ? undefined : issues.run(() => validateKey(raw.key));
-  const kind = raw.kind === undefined ? undefined : checkKind(raw.kind, settings, issues);
+  const kind = raw.kind === undefined ? undefined : checkKind(raw.kind, kinds, issues);
   const schedule = raw.cron === undefined || raw.timezone === undefined ? undefined : checkTiming(raw.cron, raw.timezone, issues);
   const missed = raw.missed === undefined ? DEFAULT_MISSED_POLICY : issues.run(() => parseMissedPolicy(raw.missed));
   const maxAttempts =
     raw.maxAttempts === undefined ? settings.defaultMaxAttempts : intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
+  const sized = issues.list.length;
   checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
+  if (kind && issues.list.length === sized) checkKindPayload(kind, raw.payload, kinds, issues);
   if (!issues.ok || !key || !kind || !schedule || !missed || !maxAttempts) return { ok: false, issues: issues.list };
   return { ok: true, value: { key, kind, schedule, payload: raw.payload ?? null, missed, maxAttempts } };
 }
 
-/** A PATCH body; cron/timezone are checked against the stored ones by the caller (parseTiming). */
-export function parseSchedulePatch(raw: unknown, settings: ApiSettings): Parsed<SchedulePatch> {
+/**
+ * A PATCH body; cron/timezone are checked against the stored ones by the caller (parseTiming),
+ * and so is a payload sent without a kind (checkPatchedPayload).
+ */
+export function parseSchedulePatch(raw: unknown, settings: ApiSettings, kinds: KindLookup): Parsed<SchedulePatch> {
   const issues = new Issues();
   if (!isPlainObject(raw)) {
     issues.add('body', 'type', 'body must be a JSON object');
@@ -73,7 +69,7 @@ export function parseSchedulePatch(raw: unknown, settings: ApiSettings): Parsed<
   }
   rejectUnknown(raw, PATCH_FIELDS, issues);
   const patch: SchedulePatch = {};
-  if (raw.kind !== undefined) patch.kind = checkKind(raw.kind, settings, issues);
+  if (raw.kind !== undefined) patch.kind = checkKind(raw.kind, kinds, issues);
   if (raw.cron !== undefined) {
     if (typeof raw.cron === 'string') patch.cron = raw.cron;
     else issues.add('cron', 'type', 'cron must be a string');
@@ -87,6 +83,13 @@ export function parseSchedulePatch(raw: unknown, settings: ApiSettings): Parsed<
   }
   if (!issues.ok) return { ok: false, issues: issues.list };
   return { ok: true, value: patch };
+}
+
+/** The payload a PATCH leads to (new payload and kind over the stored ones) against that kind's schema. */
+export function checkPatchedPayload(kind: string, payload: unknown, kinds: KindLookup): Parsed<unknown> {
+  const issues = new Issues();
+  checkKindPayload(kind, payload, kinds, issues);
+  return issues.ok ? { ok: true, value: payload } : { ok: false, issues: issues.list };
 }
 
 /** Parses the timing a PATCH leads to (new cron/zone over the stored ones). */

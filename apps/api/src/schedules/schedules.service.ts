@@ -7,7 +7,8 @@ import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { HotRoutingService } from '../jobs/hot-routing.service';
-import { formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
+import { KindsService } from '../kinds/kinds.service';
+import { checkPatchedPayload, formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
 
 export const MAX_PREVIEW = 100;
 
@@ -23,12 +24,13 @@ export class SchedulesService {
   constructor(
     private readonly schedules: SchedulesRepository,
     private readonly routing: HotRoutingService,
+    private readonly kinds: KindsService,
     private readonly clock: Clock,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
   ) {}
 
   async create(tenant: TenantRecord, body: unknown): Promise<{ created: boolean; schedule: ReturnType<typeof view> }> {
-    const parsed = parseScheduleCreate(body, this.settings);
+    const parsed = parseScheduleCreate(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     const input = parsed.value;
     const limit = tenant.maxSchedules ?? this.settings.maxSchedulesPerTenant;
@@ -85,13 +87,19 @@ export class SchedulesService {
   }
 
   async update(tenant: TenantRecord, id: string, body: unknown) {
-    const parsed = parseSchedulePatch(body, this.settings);
+    const kinds = await this.kinds.lookup([body]);
+    const parsed = parseSchedulePatch(body, this.settings, kinds);
     if (!parsed.ok) throw invalid(parsed.issues);
     const patch = parsed.value;
     // A timing change is computed from the cron and timezone read here and applies only if they
     // are still current; a concurrent PATCH in between makes us read and compute again.
     for (let tries = 1; ; tries++) {
       const current = await this.find(tenant, id);
+      if (patch.payload !== undefined || patch.kind !== undefined) {
+        // The payload that will be stored, against the kind that will run it.
+        const checked = checkPatchedPayload(patch.kind ?? current.kind, patch.payload ?? current.payload, kinds);
+        if (!checked.ok) throw invalid(checked.issues);
+      }
       let timing: { schedule: Schedule } | undefined;
       if (patch.cron !== undefined || patch.timezone !== undefined) {
         const t = parseTiming(patch.cron ?? current.cron, patch.timezone ?? current.timezone);

@@ -354,12 +354,13 @@ describe('worker executor', () => {
     expect(await h.job(id)).toMatchObject({ state: 'x', last_error: 'UnknownKindError: no handler registered for kind mystery' });
   });
 
-  it('an invalid payload is discarded, not retried', async () => {
+  it('an invalid payload (a row stored before its kind had a schema) is discarded, not retried, naming the fields', async () => {
     const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: '', amountCents: -1 } }]);
     const w = h.worker();
     await h.hot.runOnce();
     await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 1 });
+    expect((await h.job(id)).last_error).toMatch(/charge payload: payload.invoiceId must NOT have fewer than 1 characters; payload.amountCents must be >= 1/);
     expect((await h.attempts(id))[0].outcome).toBe('discarded');
   });
 

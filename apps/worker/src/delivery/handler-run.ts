@@ -1,5 +1,5 @@
 import type { HandlerOutcome } from '@almanac/domain';
-import type { DeliveryMetrics, HandlerContext, HandlerDefinition } from '@almanac/delivery';
+import { type DeliveryMetrics, type HandlerContext, type HandlerDefinition, handlerPayload } from '@almanac/delivery';
 import type { RunnableJob } from '@almanac/persistence';
 import type { Logger } from 'pino';
 import type { LazyTx } from './lazy-tx';
@@ -64,7 +64,7 @@ export async function runHandler(
     },
   };
   try {
-    const payload = handler.parse ? handler.parse(row.payload) : row.payload;
+    const payload = handlerPayload(handler, row.payload);
     return { outcome: await untilAborted(handler.handle(ctx, payload), ac.signal), logger };
   } catch (error) {
     return { error, logger };

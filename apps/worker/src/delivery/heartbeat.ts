@@ -17,8 +17,6 @@ export interface HeartbeatOptions {
   workerId: string;
   pools: readonly string[];
   concurrency: number;
-  /** kind → pool for the kinds this worker serves */
-  kinds: ReadonlyMap<string, string>;
   /** Told after every beat: a heartbeat that stops ticking fails /health/live. */
   liveness?: Liveness;
 }
@@ -53,7 +51,7 @@ export class Heartbeat {
     if (this.left) return;
     const { roster, taker, clock } = this.o;
     const beats = this.o.pools.map((pool) => ({ workerId: this.o.workerId, pool, concurrency: this.o.concurrency, running: taker.runningIn(pool) }));
-    await within(HEARTBEAT_MS, roster.beat(beats, this.o.kinds, clock.now().getTime(), HEARTBEAT_TTL_MS), 'heartbeat');
+    await within(HEARTBEAT_MS, roster.beat(beats, clock.now().getTime(), HEARTBEAT_TTL_MS), 'heartbeat');
   }
 
   start(): void {

@@ -1,4 +1,5 @@
-import { completed, defineHandler, InvalidPayloadError } from '@almanac/delivery';
+import { completed, defineHandler } from '@almanac/delivery';
+import { type Static, Type } from '@sinclair/typebox';
 
 /**
  * The template for business handlers: an effect that must happen once per thing, recorded in
@@ -17,27 +18,20 @@ import { completed, defineHandler, InvalidPayloadError } from '@almanac/delivery
  *
  * Payload: `{ "invoiceId": "inv_2026_11", "amountCents": 1299 }`.
  */
-export interface ChargePayload {
-  invoiceId: string;
-  amountCents: number;
-}
-
-export function parseChargePayload(raw: unknown): ChargePayload {
-  const p = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-  if (typeof p.invoiceId !== 'string' || p.invoiceId.length === 0 || p.invoiceId.length > 200) {
-    throw new InvalidPayloadError('charge payload: invoiceId must be a non-empty string');
-  }
-  if (typeof p.amountCents !== 'number' || !Number.isSafeInteger(p.amountCents) || p.amountCents <= 0) {
-    throw new InvalidPayloadError('charge payload: amountCents must be a positive integer');
-  }
-  return { invoiceId: p.invoiceId, amountCents: p.amountCents };
-}
+export const ChargePayloadSchema = Type.Object(
+  {
+    invoiceId: Type.String({ minLength: 1, maxLength: 200 }),
+    amountCents: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  },
+  { additionalProperties: false },
+);
+export type ChargePayload = Static<typeof ChargePayloadSchema>;
 
 export const chargeHandler = defineHandler<ChargePayload>({
   kind: 'charge',
   timeoutMs: 10_000,
   pool: 'default',
-  parse: parseChargePayload,
+  payloadSchema: ChargePayloadSchema,
   async handle(ctx, payload) {
     const tx = await ctx.tx();
     const inserted: { job_id: string }[] = await tx.query(

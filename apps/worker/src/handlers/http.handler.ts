@@ -1,4 +1,5 @@
 import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, InvalidPayloadError, JsonValue, retry } from '@almanac/delivery';
+import { Type } from '@sinclair/typebox';
 
 /**
  * `http`: POSTs the payload's `body` as JSON to `url`, for people who write no TypeScript.
@@ -17,6 +18,16 @@ export interface HttpPayload {
   body?: JsonValue;
   headers?: Record<string, string>;
 }
+
+/** What the API checks at ingest; parseHttpPayload checks the rest (scheme, credentials) as it runs. */
+export const HttpPayloadSchema = Type.Object(
+  {
+    url: Type.String({ format: 'uri', maxLength: 2048, description: 'http(s) URL on an allowed host' }),
+    body: Type.Optional(Type.Unknown({ description: 'Any JSON; sent as the request body' })),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 8192 }), { description: 'Extra request headers' })),
+  },
+  { additionalProperties: false },
+);
 
 export interface HttpHandlerOptions {
   allowHosts: readonly string[];
@@ -119,6 +130,7 @@ export function httpHandler(opts: HttpHandlerOptions) {
     kind: 'http',
     timeoutMs: opts.timeoutMs ?? 30_000,
     pool: 'default',
+    payloadSchema: HttpPayloadSchema,
     parse: parseHttpPayload,
     handle: (ctx, payload) => post(ctx, payload, allowHosts),
   });

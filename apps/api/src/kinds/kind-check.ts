@@ -1,0 +1,30 @@
+import type { PayloadProblem } from '@almanac/delivery';
+import { validateKind } from '@almanac/domain';
+import type { Issues } from '../http/validation';
+
+/** What validation needs of the kind registry (KindCatalog). */
+export interface KindLookup {
+  get(kind: string): object | undefined;
+  kinds(): string[];
+  checkPayload(kind: string, payload: unknown): PayloadProblem[];
+}
+
+/** A well-formed, registered kind, or `undefined` and an issue listing the registered ones. */
+export function checkKind(raw: unknown, kinds: KindLookup, issues: Issues): string | undefined {
+  const kind = issues.run(() => validateKind(raw));
+  if (kind === undefined || kinds.get(kind)) return kind;
+  const known = kinds.kinds();
+  issues.add(
+    'kind',
+    'unknown_kind',
+    known.length > 0
+      ? `kind "${kind}" is not registered (known: ${known.join(', ')})`
+      : `kind "${kind}" is not registered: no worker has registered a kind yet`,
+  );
+  return undefined;
+}
+
+/** Checks `payload` against the kind's registered schema; each problem becomes an issue naming its field. */
+export function checkKindPayload(kind: string, payload: unknown, kinds: KindLookup, issues: Issues): void {
+  for (const p of kinds.checkPayload(kind, payload ?? null)) issues.add(p.field, p.rule, p.message);
+}

@@ -1,0 +1,78 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+
+/**
+ * A kind's payload schema: JSON Schema (draft-07 keywords), as TypeBox builds it
+ * (`Type.Object({ invoiceId: Type.String() })`). Plain JSON, so the kind registry stores it in
+ * Postgres, the API validates ingest against it and the OpenAPI document shows it unchanged.
+ */
+export type PayloadSchema = Readonly<Record<string, unknown>>;
+
+/** One thing wrong with a payload, named by its path (`payload.items[2].sku`). */
+export interface PayloadProblem {
+  field: string;
+  rule: string;
+  message: string;
+}
+
+export type PayloadCheck = (payload: unknown) => PayloadProblem[];
+
+/**
+ * Compiles payload schemas with Ajv (the JSON Schema validator Fastify itself uses), caching by
+ * the schema's text: every API replica and worker compiles each registered schema once.
+ * `strict: false` because schemas come from handler code we did not write (unknown keywords
+ * such as TypeBox's are ignored, not fatal); formats (email, uri, date-time …) are checked.
+ */
+export class PayloadSchemas {
+  private readonly ajv = addFormats(new Ajv({ strict: false, allErrors: true }));
+  private readonly compiled = new Map<string, PayloadCheck>();
+
+  check(schema: PayloadSchema): PayloadCheck {
+    const text = JSON.stringify(schema);
+    let check = this.compiled.get(text);
+    if (!check) {
+      check = toCheck(this.ajv.compile(JSON.parse(text) as object));
+      this.compiled.set(text, check);
+    }
+    return check;
+  }
+
+  /** Throws (naming what is wrong) when `schema` is not a schema Ajv can compile: a handler author's mistake, found at boot. */
+  assertCompiles(kind: string, schema: PayloadSchema): void {
+    try {
+      this.check(schema);
+    } catch (err) {
+      throw new Error(`handler ${kind}: payload schema does not compile: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+/** At most this many problems are reported for one payload; the first ones name the field. */
+const MAX_PROBLEMS = 10;
+
+function toCheck(validate: ValidateFunction): PayloadCheck {
+  return (payload) => (validate(payload) ? [] : (validate.errors ?? []).slice(0, MAX_PROBLEMS).map(toProblem));
+}
+
+function toProblem(e: ErrorObject): PayloadProblem {
+  const at = fieldOf(e.instancePath);
+  if (e.keyword === 'required') {
+    const field = `${at}.${String((e.params as { missingProperty: string }).missingProperty)}`;
+    return { field, rule: 'required', message: `${field} is required` };
+  }
+  if (e.keyword === 'additionalProperties') {
+    const field = `${at}.${String((e.params as { additionalProperty: string }).additionalProperty)}`;
+    return { field, rule: 'unknown_field', message: `${field} is not allowed by the kind's payload schema` };
+  }
+  return { field: at, rule: `schema_${e.keyword}`, message: `${at} ${e.message ?? 'is invalid'}` };
+}
+
+/** JSON Pointer (`/items/2/sku`) → the API's field spelling (`payload.items[2].sku`). */
+function fieldOf(pointer: string): string {
+  let field = 'payload';
+  for (const raw of pointer.split('/').slice(1)) {
+    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    field += /^\d+$/.test(part) ? `[${part}]` : `.${part}`;
+  }
+  return field;
+}

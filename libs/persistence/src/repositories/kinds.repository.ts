@@ -1,0 +1,59 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { sql } from '../sql';
+import { LIST_KINDS_SQL } from '../statements/list-kinds.sql';
+import { REGISTER_KINDS_SQL } from '../statements/register-kinds.sql';
+
+/** A kind as a worker registers it: what runs it, for how long at most, and what payload it takes. */
+export interface KindRegistration {
+  kind: string;
+  pool: string;
+  timeoutMs: number;
+  /** JSON Schema; null when the kind takes any payload. */
+  payloadSchema: Record<string, unknown> | null;
+}
+
+export interface RegisteredKind extends KindRegistration {
+  registeredBy: string;
+  registeredAt: Date;
+}
+
+/** The kind registry (table job_kinds): written by workers at boot, read by the API and the dispatcher. */
+@Injectable()
+export class KindsRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /** Registers every kind at once; returns the kinds that moved to another pool, with their old pool. */
+  async register(kinds: readonly KindRegistration[], workerId: string, now: Date): Promise<{ kind: string; previousPool: string }[]> {
+    if (kinds.length === 0) return [];
+    kinds = [...kinds].sort((a, b) => a.kind.localeCompare(b.kind));
+    const { rows } = await sql<{ kind: string; previous_pool: string }>(this.db, REGISTER_KINDS_SQL, [
+      kinds.map((k) => k.kind),
+      kinds.map((k) => k.pool),
+      kinds.map((k) => k.timeoutMs),
+      kinds.map((k) => (k.payloadSchema === null ? null : JSON.stringify(k.payloadSchema))),
+      workerId,
+      now,
+    ]);
+    return rows.map((r) => ({ kind: r.kind, previousPool: r.previous_pool }));
+  }
+
+  async list(): Promise<RegisteredKind[]> {
+    const { rows } = await sql<{
+      kind: string;
+      pool: string;
+      timeout_ms: number;
+      payload_schema: Record<string, unknown> | null;
+      registered_by: string;
+      registered_at: Date;
+    }>(this.db, LIST_KINDS_SQL);
+    return rows.map((r) => ({
+      kind: r.kind,
+      pool: r.pool,
+      timeoutMs: r.timeout_ms,
+      payloadSchema: r.payload_schema,
+      registeredBy: r.registered_by,
+      registeredAt: r.registered_at,
+    }));
+  }
+}

@@ -1,0 +1,18 @@
+import { HandlerRegistry, kindRegistrations, KindRoutes } from '@almanac/delivery';
+import { KindsRepository } from '@almanac/persistence';
+import type { DataSource } from 'typeorm';
+import { allHandlers } from '../../apps/worker/src/handlers';
+import { handlerSettingsFromEnv } from '../../apps/worker/src/handlers/handler-settings';
+
+/**
+ * Registers the built-in kinds (noop, http, charge) with their real pools, timeouts and payload
+ * schemas, as a worker does at boot: for API tests, which run no worker. It lives under test/
+ * because it reaches into the worker app, which the api app may not.
+ */
+export async function registerBuiltInKinds(dataSource: DataSource, now = new Date()): Promise<string[]> {
+  const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv({})));
+  const routes = new KindRoutes(new Map(), new Map(registry.all().map((h) => [h.kind, h.pool])));
+  const registrations = kindRegistrations(registry, routes, registry.all().map((h) => routes.pool(h.kind)));
+  await new KindsRepository(dataSource).register(registrations, 'test-built-in-kinds', now);
+  return registrations.map((r) => r.kind);
+}
