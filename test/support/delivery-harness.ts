@@ -129,16 +129,20 @@ export class DeliveryHarness {
 
   /**
    * A worker serving `pools`, as one worker process would. It is not alive for the dispatcher
-   * until its heartbeat has run once (`rig.heartbeat.runOnce()`, or `liveWorker`).
+   * until its heartbeat has run once (`rig.heartbeat.runOnce()`, or `liveWorker`). With
+   * `dataSource`, it has its own Postgres connections (a process of its own, as far as the
+   * database can tell: the double-run kit kills them to crash it).
    */
-  worker(opts: { pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimLeadMs?: number; claimRetryPauseMs?: number } = {}): WorkerRig {
+  worker(
+    opts: { pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimLeadMs?: number; claimRetryPauseMs?: number; dataSource?: DataSource } = {},
+  ): WorkerRig {
     const metricsService = new MetricsService();
     const metrics = new DeliveryMetrics(metricsService);
     const workerId = opts.workerId ?? `test-worker-${this.rigs.length + 1}`;
     const pools = opts.pools ?? ['default'];
     const concurrency = opts.concurrency ?? 10;
     const executor = new Executor({
-      repo: this.repo, dataSource: this.ds, registry: this.registry, hotQueue: this.hotQueue, ready: this.ready,
+      repo: opts.dataSource ? new ExecutionRepository(opts.dataSource) : this.repo, dataSource: opts.dataSource ?? this.ds, registry: this.registry, hotQueue: this.hotQueue, ready: this.ready,
       clock: this.clock, logger: this.logger, metrics, workerId, leaseMs: this.leaseMs,
       horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimLeadMs: opts.claimLeadMs,
       claimRetryPauseMs: opts.claimRetryPauseMs,

@@ -33,8 +33,8 @@ describe('OpenAPI docs, rate limit, metrics', () => {
     expect(doc.body.components.schemas['CreateJob.noop'].allOf[1].properties.payload).not.toHaveProperty('type'); // any payload
     const body = doc.body.paths['/v1/jobs'].post.requestBody.content['application/json'].schema;
     expect(body.discriminator.propertyName).toBe('kind');
-    expect(Object.keys(body.discriminator.mapping)).toEqual(['charge', 'http', 'noop']);
-    expect(body.oneOf).toHaveLength(3);
+    expect(Object.keys(body.discriminator.mapping)).toEqual(['charge', 'http', 'ledger-transfer', 'noop']);
+    expect(body.oneOf).toHaveLength(4);
   });
 
   it('limits a tenant\'s ingest rate: 429 with Retry-After, and the refused request inserts nothing', async () => {

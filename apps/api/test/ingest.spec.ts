@@ -131,7 +131,7 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     const body = { kind: 'invoice.send', key: 'late-kind-1', runAt: inMs(MINUTE), payload: { to: 'a@example.com' } };
     const before = await h.http().post('/v1/jobs').set(auth()).send({ ...body, kind: 'teleport' }).expect(400);
     expect(before.body.details[0]).toMatchObject({ field: 'kind', rule: 'unknown_kind' });
-    expect(before.body.details[0].message).toMatch(/known: charge, http, noop\)/);
+    expect(before.body.details[0].message).toMatch(/known: charge, http, ledger-transfer, noop\)/);
     await new KindsRepository(h.db.dataSource).register(
       [{ kind: 'invoice.send', pool: 'mail', timeoutMs: 5000, payloadSchema: { type: 'object', required: ['to'], properties: { to: { type: 'string', format: 'email' } } } }],
       'worker-late',
@@ -141,7 +141,7 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     const wrong = await h.http().post('/v1/jobs').set(auth()).send({ ...body, key: 'late-kind-2', payload: { to: 'not-an-address' } }).expect(400);
     expect(wrong.body.details[0]).toMatchObject({ field: 'payload.to', rule: 'schema_format' });
     const kinds = await h.http().get('/v1/kinds').set(auth()).expect(200);
-    expect(kinds.body.items.map((k: { kind: string }) => k.kind)).toEqual(['charge', 'http', 'invoice.send', 'noop']);
+    expect(kinds.body.items.map((k: { kind: string }) => k.kind)).toEqual(['charge', 'http', 'invoice.send', 'ledger-transfer', 'noop']);
   });
 
   it('batch: results in order, created/existing/error per item, bad items do not sink the rest', async () => {

@@ -30,6 +30,27 @@ export interface HandlerContext {
    * ALMANAC_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS (10 min): write late, after slow external calls.
    */
   tx(): Promise<EntityManager>;
+  /** Effect records, for outside calls that take no idempotency key (see EffectRecords). */
+  readonly effects: EffectRecords;
+}
+
+/** What `ctx.effects.once` found: this run made the call, an earlier run did, or another run is making it now. */
+export type EffectOnce<T> = { busy: false; ran: boolean; result: T } | { busy: true };
+
+/**
+ * An effect key checked before a non-idempotent call (an SMTP send): the record is claimed and
+ * committed before the call, and marked done with the call's result after it, each on its own
+ * transaction, so it outlives this attempt. A later run of the job finds it done and does not
+ * call again. Keys are per tenant; derive them from the job (`ctx.key`) and what the effect is for.
+ */
+export interface EffectRecords {
+  /**
+   * Calls `call` unless the effect `key` was done before. `busy`: another run holds the claim
+   * now; return `retry()`. A call that throws gives the claim up (the retry calls again). A claim
+   * older than `staleAfterMs` (default 10 min) is presumed dead and taken over: only a worker
+   * that died between claiming and recording, and stayed silent that long, can cause a second call.
+   */
+  once<T>(key: string, call: () => Promise<T>, opts?: { staleAfterMs?: number }): Promise<EffectOnce<T>>;
 }
 
 export interface HandlerDefinition<P = unknown> {

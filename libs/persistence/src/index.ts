@@ -16,3 +16,4 @@ export * from './repositories/attempts.repository';
 export * from './repositories/execution.repository';
 export * from './repositories/backlog.repository';
 export * from './repositories/kinds.repository';
+export * from './repositories/effects.repository';

@@ -1,11 +1,12 @@
 import type { RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, HandlerRegistry, ReadyLists } from '@almanac/delivery';
-import type { ClaimedAhead, CompletionRecord, DeliveryRef, ExecutionRepository, RunnableJob } from '@almanac/persistence';
+import { type ClaimedAhead, type CompletionRecord, type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
 import { Clock, HotItem, HotQueue, MicroBatcher, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { attemptRecord } from './attempt-record';
 import { Claimer } from './claimer';
+import { effectRecordsFor } from './effect-records';
 import { HandlerRun, runHandler, WorkerShutdownError } from './handler-run';
 import { LazyTx } from './lazy-tx';
 
@@ -93,8 +94,12 @@ export class Executor {
   private readonly running = new Map<string, Running>();
   private readonly settling = new Set<Promise<void>>();
 
+  /** ctx.effects' records, on the executor's own pool (they commit apart from the job's transaction). */
+  private readonly effects: EffectsRepository;
+
   constructor(private readonly o: ExecutorOptions) {
     const maxBatch = o.maxBatch ?? 500;
+    this.effects = new EffectsRepository(o.dataSource);
     this.claimer = new Claimer({ ...o, maxBatch });
     this.starter = new MicroBatcher(async (refs) => {
       const started = await o.repo.startClaimed(refs, o.clock.now());
@@ -296,7 +301,8 @@ export class Executor {
     entry.startedAt = startedAt;
     metrics.lag.observe({ pool: d.pool }, Math.max(0, startedAt.getTime() - d.dueMs) / 1000);
     const tx = new LazyTx(this.o.dataSource);
-    const outcome = await runHandler(this.o.registry.get(row.kind), row, entry, tx, metrics, this.o.logger);
+    const effects = effectRecordsFor(this.effects, this.o.clock, row);
+    const outcome = await runHandler(this.o.registry.get(row.kind), row, entry, { tx, effects }, metrics, this.o.logger);
     if (entry.released) {
       await tx.rollback().catch(() => undefined);
       return 'released';

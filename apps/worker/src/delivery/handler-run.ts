@@ -1,5 +1,5 @@
 import type { HandlerOutcome } from '@almanac/domain';
-import { type DeliveryMetrics, type HandlerContext, type HandlerDefinition, handlerPayload } from '@almanac/delivery';
+import { type DeliveryMetrics, type EffectRecords, type HandlerContext, type HandlerDefinition, handlerPayload } from '@almanac/delivery';
 import type { RunnableJob } from '@almanac/persistence';
 import type { Logger } from 'pino';
 import type { LazyTx } from './lazy-tx';
@@ -41,7 +41,7 @@ export async function runHandler(
   handler: HandlerDefinition | undefined,
   row: RunnableJob,
   slot: { abort?: (reason: Error) => void },
-  tx: LazyTx,
+  io: { tx: LazyTx; effects: EffectRecords },
   metrics: DeliveryMetrics,
   parentLogger: Logger,
 ): Promise<HandlerRun> {
@@ -58,7 +58,7 @@ export async function runHandler(
   const timer = setTimeout(() => ac.abort(new HandlerTimeoutError(handler.timeoutMs)), handler.timeoutMs);
   const ctx: HandlerContext = {
     tenantId: row.tenantId, jobId: row.id, key: row.key, kind: row.kind, attempt: row.attempt,
-    maxAttempts: row.maxAttempts, signal: ac.signal, tx: () => tx.open(),
+    maxAttempts: row.maxAttempts, signal: ac.signal, tx: () => io.tx.open(), effects: io.effects,
     get logger() {
       return logger();
     },

@@ -1,6 +1,7 @@
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { DOUBLE_RUN_MODES, runTwice } from '@almanac/testing/double-run';
 import { httpHandler, isHostAllowed, parseHttpPayload } from './http.handler';
 
 interface Seen {
@@ -129,5 +130,16 @@ describe('http handler', () => {
     expect(() => parseHttpPayload({ url: 'http://u:p@x/' })).toThrow('credentials');
     expect(() => parseHttpPayload({})).toThrow('url must be a string');
     expect(() => parseHttpPayload({ url: 'http://x/', headers: { a: 1 } })).toThrow('header a');
+  });
+
+  it.each(DOUBLE_RUN_MODES)('has one effect at a receiver that honours Idempotency-Key when the job runs twice (%s)', async (mode) => {
+    seen = [];
+    const report = await runTwice(httpHandler({ allowHosts: ['127.0.0.1'], timeoutMs: 2000 }), { url: `http://127.0.0.1:${port}/ok` }, {
+      mode,
+      // What a receiver applies: one effect per Idempotency-Key, however often it is called.
+      effects: async () => new Set(seen.map((s) => s.headers['idempotency-key'])).size,
+    });
+    expect(report.effects).toBe(1);
+    expect(seen.length).toBeGreaterThanOrEqual(mode === 'sequential' ? 2 : 1); // it was called again, with the same key
   });
 });

@@ -1,14 +1,20 @@
 import { chargeHandler } from './charge.handler';
 import type { HandlerDefinition } from '@almanac/delivery';
+import { emailHandler, type EmailHandlerOptions } from './email.handler';
 import { httpHandler, HttpHandlerOptions } from './http.handler';
+import { ledgerTransferHandler } from './ledger-transfer.handler';
 import { noopHandler } from './noop.handler';
 
 export * from './charge.handler';
+export * from './email.handler';
 export * from './http.handler';
+export * from './ledger-transfer.handler';
 export * from './noop.handler';
 
 export interface HandlerSettings {
   http: HttpHandlerOptions;
+  /** Unset (no ALMANAC_SMTP_URL): this worker does not run, or register, `email`. */
+  email?: EmailHandlerOptions;
 }
 
 /**
@@ -16,5 +22,5 @@ export interface HandlerSettings {
  * handler code: it registers the kinds it serves (and their pools) for the dispatcher.
  */
 export function allHandlers(settings: HandlerSettings): HandlerDefinition[] {
-  return [noopHandler, httpHandler(settings.http), chargeHandler];
+  return [noopHandler, httpHandler(settings.http), chargeHandler, ledgerTransferHandler, ...(settings.email ? [emailHandler(settings.email)] : [])];
 }

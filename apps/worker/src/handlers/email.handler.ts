@@ -1,0 +1,59 @@
+import { completed, defineHandler, retry } from '@almanac/delivery';
+import { type Static, Type } from '@sinclair/typebox';
+import { createTransport, type Transporter } from 'nodemailer';
+
+/**
+ * `email`: sends one message through SMTP (nodemailer). SMTP takes no idempotency key, so the
+ * send is guarded by an effect record (`ctx.effects.once`): claimed and committed before the
+ * send, marked done with the server's answer after it. A second run of the job (a retry, a
+ * duplicate delivery, a worker that died after sending) finds the record and does not send
+ * again. The Message-ID is derived from the job (`<tenant.key@host>`), so even the one case the
+ * record cannot cover (a worker silent for longer than the claim's staleness, 10 min, after
+ * sending) repeats the same Message-ID, which mail clients fold into one message.
+ *
+ * Payload: `{ "to": "a@example.com", "subject": "…", "text": "…", "html"?: "…" }`.
+ */
+export const EmailPayloadSchema = Type.Object(
+  {
+    to: Type.Union([Type.String({ format: 'email' }), Type.Array(Type.String({ format: 'email' }), { minItems: 1, maxItems: 50 })]),
+    subject: Type.String({ minLength: 1, maxLength: 998 }),
+    text: Type.String({ maxLength: 1_000_000 }),
+    html: Type.Optional(Type.String({ maxLength: 1_000_000 })),
+  },
+  { additionalProperties: false },
+);
+export type EmailPayload = Static<typeof EmailPayloadSchema>;
+
+export interface EmailHandlerOptions {
+  /** SMTP server URL, e.g. `smtp://user:pass@mail.example.com:587` (ALMANAC_SMTP_URL). */
+  smtpUrl: string;
+  /** The From address (ALMANAC_EMAIL_FROM). */
+  from: string;
+  /** Host part of generated Message-IDs. */
+  messageIdHost?: string;
+  timeoutMs?: number;
+}
+
+/** A busy effect record (another run is sending this very message now): look again shortly. */
+const BUSY_RETRY_MS = 2000;
+
+export function emailHandler(opts: EmailHandlerOptions) {
+  let transport: Transporter | undefined;
+  const host = opts.messageIdHost ?? 'almanac.invalid';
+  return defineHandler<EmailPayload>({
+    kind: 'email',
+    timeoutMs: opts.timeoutMs ?? 30_000,
+    pool: 'default',
+    payloadSchema: EmailPayloadSchema,
+    async handle(ctx, payload) {
+      transport ??= createTransport(opts.smtpUrl, { from: opts.from });
+      const messageId = `<${ctx.tenantId}.${encodeURIComponent(ctx.key)}@${host}>`;
+      const sent = await ctx.effects.once(`email:${ctx.key}`, async () => {
+        const info = await transport!.sendMail({ ...payload, messageId });
+        return { messageId: info.messageId, response: info.response ?? null };
+      });
+      if (sent.busy) return retry({ delayMs: BUSY_RETRY_MS, reason: 'this message is being sent by another run' });
+      return completed({ messageId: sent.result.messageId, response: sent.result.response, alreadySent: !sent.ran });
+    },
+  });
+}

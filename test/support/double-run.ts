@@ -1,0 +1,187 @@
+import { completed, defineHandler, type HandlerContext, type HandlerDefinition, type HandlerOutcome } from '@almanac/delivery';
+import { LOST_ATTEMPT_ERROR, SweepsRepository, createDataSource } from '@almanac/persistence';
+import type { DataSource } from 'typeorm';
+import { type AttemptRowView, createHarness, type DeliveryHarness, destroyHarness, type WorkerRig } from './delivery-harness';
+
+/**
+ * How the kit makes a job's handler run twice (issue 14):
+ * - `sequential`: the first run makes its effect, then its attempt fails (it throws after the
+ *   effect); the retry runs the handler again. Then a duplicate delivery of the finished job.
+ * - `concurrent`: two attempts run the handler at the same instant: a worker stalls inside the
+ *   handler past its lease, the lease rescue hands the job to a second worker, and both go on.
+ * - `crash-after-effect`: the worker process dies after the effect and before the job's
+ *   completion commits (its Postgres connections are killed, as a real death does); after the
+ *   lease rescue another worker runs the job again.
+ */
+export type DoubleRunMode = 'sequential' | 'concurrent' | 'crash-after-effect';
+
+export const DOUBLE_RUN_MODES: readonly DoubleRunMode[] = ['sequential', 'concurrent', 'crash-after-effect'];
+
+export interface DoubleRunOptions {
+  mode: DoubleRunMode;
+  /** Counts the job's effect from outside: rows in a ledger, messages a server received, calls made. */
+  effects: (h: DeliveryHarness) => Promise<number>;
+  /** Prepares what the handler works on (tables, balances) before the job runs. */
+  setup?: (h: DeliveryHarness) => Promise<void>;
+  /** The most a step may take (a handler waiting on a server, a barrier); default 10 s. */
+  stepTimeoutMs?: number;
+}
+
+export interface DoubleRunReport {
+  mode: DoubleRunMode;
+  effects: number;
+  state: string;
+  attempts: AttemptRowView[];
+}
+
+export class DoubleRunError extends Error {
+  override readonly name = 'DoubleRunError';
+}
+
+/**
+ * Runs one job of `handler` with `payload` twice in the way `mode` says, against the real
+ * Postgres and Redis (a fresh database and queue prefix), and asserts that the job finished
+ * and that exactly one effect happened. Throws DoubleRunError otherwise; returns what it saw.
+ */
+export async function runTwice<P>(handler: HandlerDefinition<P>, payload: unknown, opts: DoubleRunOptions): Promise<DoubleRunReport> {
+  const script = new DoubleRunScript(opts.mode, opts.stepTimeoutMs ?? 10_000);
+  const h = await createHarness({ handlers: [script.wrap(handler)] });
+  try {
+    await opts.setup?.(h);
+    const [id] = await h.enqueue([{ kind: handler.kind, payload, maxAttempts: 5 }]);
+    await PLAYS[opts.mode]({ h, id, script, pool: handler.pool ?? 'default' });
+    const job = await h.job(id);
+    const report = { mode: opts.mode, effects: await opts.effects(h), state: job.state, attempts: await h.attempts(id) };
+    if (job.state !== 'd') throw new DoubleRunError(`${handler.kind} (${opts.mode}): the job ended ${job.state}, not succeeded: ${job.last_error ?? ''}`);
+    if (report.effects !== 1) throw new DoubleRunError(`${handler.kind} (${opts.mode}): ${report.effects} effects, expected exactly 1`);
+    return report;
+  } finally {
+    script.release();
+    await destroyHarness(h);
+  }
+}
+
+interface Stage {
+  h: DeliveryHarness;
+  id: string;
+  script: DoubleRunScript;
+  pool: string;
+}
+
+type Play = (stage: Stage) => Promise<void>;
+
+/** Retries at once: the kit does not wait out a backoff. */
+const RETRY_AT_ONCE = { baseMs: 1, factor: 1, maxMs: 1 };
+
+/** A live worker of the handler's pool. */
+const worker = (s: Stage, workerId: string, dataSource?: DataSource) =>
+  s.h.liveWorker({ workerId, pools: [s.pool], retryPolicy: RETRY_AT_ONCE, dataSource });
+
+const PLAYS: Record<DoubleRunMode, Play> = {
+  async sequential(s) {
+    await runToEnd(s.h, await worker(s, 'double-run-a')); // effect, then the attempt fails
+    await runToEnd(s.h, await worker(s, 'double-run-b')); // the retry
+    // And the finished job delivered once more (a duplicate queue copy): nothing may run.
+    await s.h.ready.push(s.pool, [{ id: s.id, dueMs: Date.now() }]);
+    await runToEnd(s.h, await worker(s, 'double-run-c'));
+  },
+
+  async concurrent(s) {
+    const a = await worker(s, 'double-run-a');
+    await s.h.hot.runOnce();
+    const first = a.taker.runOnce(); // stalls inside the handler until the second attempt is in too
+    await s.script.entered(1);
+    await rescueLease(s.h, s.id);
+    await Promise.all([first, runToEnd(s.h, await worker(s, 'double-run-b'))]);
+  },
+
+  async 'crash-after-effect'(s) {
+    const { h, id, script } = s;
+    // The doomed worker has Postgres connections of its own, so its death can be a real one.
+    const appName = `double-run-${Math.random().toString(36).slice(2, 10)}`;
+    const own = createDataSource({ url: `${h.db.url}?application_name=${appName}`, poolSize: 4 });
+    await own.initialize();
+    try {
+      const a = await worker(s, 'double-run-doomed', own);
+      await h.hot.runOnce();
+      void a.taker.runOnce().catch(() => undefined); // never ends well: it dies in the handler
+      await script.effected();
+      await h.ds.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [appName]);
+      await rescueLease(h, id);
+      await runToEnd(h, await worker(s, 'double-run-survivor'));
+    } finally {
+      script.release();
+      await script.bounded(own.destroy(), 'the dead worker\'s pool to close').catch(() => undefined);
+    }
+  },
+};
+
+/** Everything due is dispatched and run to completion by `rig`. */
+async function runToEnd(h: DeliveryHarness, rig: WorkerRig): Promise<void> {
+  await h.hot.runOnce();
+  await h.runWorker(rig);
+}
+
+/** The running attempt's lease runs out (moved into the past, not waited for) and the rescue re-queues the job. */
+async function rescueLease(h: DeliveryHarness, id: string): Promise<void> {
+  await h.ds.query(`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1 AND state = 'r'`, [id]);
+  const rescue = await new SweepsRepository(h.ds).rescueExpiredLeases(new Date(), 100, LOST_ATTEMPT_ERROR);
+  if (!rescue.requeued.some((r) => r.id === id)) throw new DoubleRunError(`the lease rescue did not re-queue job ${id}`);
+  await h.hotQueue.enqueue(rescue.requeued, new Date());
+}
+
+/** What the wrapped handler does around the real one, per mode and attempt. */
+class DoubleRunScript {
+  private inside = 0;
+  private readonly waiters: { n: number; resolve: () => void }[] = [];
+  private effectDone!: () => void;
+  private readonly effect = new Promise<void>((r) => (this.effectDone = r));
+  private open!: () => void;
+  private readonly gate = new Promise<void>((r) => (this.open = r));
+
+  constructor(
+    private readonly mode: DoubleRunMode,
+    private readonly timeoutMs: number,
+  ) {}
+
+  wrap<P>(handler: HandlerDefinition<P>): HandlerDefinition<P> {
+    return defineHandler<P>({ ...handler, handle: (ctx, payload) => this.around(ctx, () => handler.handle(ctx, payload)) });
+  }
+
+  async entered(n: number): Promise<void> {
+    if (this.inside >= n) return;
+    await this.bounded(new Promise<void>((resolve) => this.waiters.push({ n, resolve })), `attempt ${n} to enter the handler`);
+  }
+
+  effected(): Promise<void> {
+    return this.bounded(this.effect, 'the first run to make its effect');
+  }
+
+  /** Lets a run that was held forever (a "dead" worker) end. */
+  release(): void {
+    this.open();
+  }
+
+  private async around(ctx: HandlerContext, run: () => Promise<HandlerOutcome>): Promise<HandlerOutcome> {
+    this.inside++;
+    for (const w of this.waiters.filter((w) => this.inside >= w.n)) w.resolve();
+    if (this.mode === 'concurrent' && this.inside === 1) await this.bounded(this.entered(2), 'the second attempt to start');
+    const outcome = await run();
+    if (ctx.attempt > 1) return outcome;
+    if (this.mode === 'sequential') throw new Error('double-run: the attempt failed after its effect');
+    if (this.mode === 'crash-after-effect') {
+      this.effectDone();
+      await this.gate; // the process is dead: nothing after this point happens
+      return completed({ doubleRun: 'a dead worker never gets here' });
+    }
+    return outcome;
+  }
+
+  bounded<T>(work: Promise<T>, what: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new DoubleRunError(`double-run (${this.mode}): waited ${this.timeoutMs} ms for ${what}`)), this.timeoutMs);
+    });
+    return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  }
+}
