@@ -17,10 +17,13 @@ export interface HandlerSettings {
   email?: EmailHandlerOptions;
 }
 
+/** Kinds that need no settings. `npm run new:kind` adds new ones to this list. */
+const HANDLERS: HandlerDefinition[] = [noopHandler, chargeHandler, ledgerTransferHandler];
+
 /**
  * Every kind this worker build runs; a new handler is added here once. Only the worker imports
- * handler code: it registers the kinds it serves (and their pools) for the dispatcher.
+ * handler code: it registers the kinds it serves (and their pools) at boot.
  */
 export function allHandlers(settings: HandlerSettings): HandlerDefinition[] {
-  return [noopHandler, httpHandler(settings.http), chargeHandler, ledgerTransferHandler, ...(settings.email ? [emailHandler(settings.email)] : [])];
+  return [...HANDLERS, httpHandler(settings.http), ...(settings.email ? [emailHandler(settings.email)] : [])];
 }
