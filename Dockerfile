@@ -15,6 +15,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json .swcrc nest-cli.json ./
 COPY apps ./apps
 COPY libs ./libs
+COPY examples ./examples
 RUN npm run build
 
 # --- runtime: production dependencies and the compiled code only --------------------------

@@ -16,7 +16,7 @@ const swc = [
 
 module.exports = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/test', '<rootDir>/k8s', '<rootDir>/bench'],
+  roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/examples', '<rootDir>/test', '<rootDir>/k8s', '<rootDir>/bench'],
   testMatch: ['**/*.spec.ts'],
   transform: { '^.+\\.(t|j|mj)s$': swc },
   // Nest 12 (and @fastify/static's content-disposition) ship ESM only; swc compiles them for Jest.
@@ -26,6 +26,7 @@ module.exports = {
     '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',
     '^@almanac/persistence$': '<rootDir>/libs/persistence/src/index.ts',
     '^@almanac/platform$': '<rootDir>/libs/platform/src/index.ts',
+    '^@almanac/worker-runtime$': '<rootDir>/libs/worker-runtime/src/index.ts',
     // Test support (real databases, queues, the delivery harness): tests only, never built.
     '^@almanac/testing/(.*)$': '<rootDir>/test/support/$1',
   },

@@ -177,7 +177,12 @@ describe('rendered overlays (kubectl kustomize)', () => {
     // The example deploys every role, the migration Job and two pools.
     const roles = objects.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.labels?.['app.kubernetes.io/component']);
     expect(new Set(roles)).toEqual(new Set(['api', 'promoter', 'dispatcher', 'worker']));
-    expect(roles.filter((r) => r === 'worker').length).toBeGreaterThanOrEqual(2);
+    expect(roles.filter((r) => r === 'worker').length).toBeGreaterThanOrEqual(3);
+    // The reports pool comes from its own package (a kustomize Component), with its entry point.
+    const reports = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'almanac-worker-reports') as
+      | { spec: { template: { spec: { containers: { args?: string[] }[] } } } }
+      | undefined;
+    expect(reports?.spec.template.spec.containers[0].args).toEqual(['dist/examples/reports-pool/src/main.js']);
     expect(objects.filter((o) => o.kind === 'Job').map((o) => o.metadata.name)).toEqual(['almanac-migrate']);
     expect(new Set(objects.map((o) => (o.metadata as { namespace?: string }).namespace ?? '(cluster)'))).toEqual(new Set(['almanac', '(cluster)']));
   });

@@ -93,7 +93,9 @@ export function checkDeployments(objects: KubeObject[]): string[] {
         }
       }
       const entry = role ? `dist/apps/${role}/src/main.js` : undefined;
-      if (!entry || c.args?.[0] !== entry || (c.command && c.command.length > 0)) {
+      // A worker may also be a team's own pool package, built into the image under dist/examples.
+      const poolPackage = role === 'worker' && /^dist\/examples\/[a-z0-9-]+\/src\/main\.js$/.test(c.args?.[0] ?? '');
+      if (!entry || (c.args?.[0] !== entry && !poolPackage) || (c.command && c.command.length > 0)) {
         errors.push(`${at}: must run the image's node with args [${entry}] (got command ${JSON.stringify(c.command)} args ${JSON.stringify(c.args)})`);
       }
     }

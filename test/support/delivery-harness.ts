@@ -10,9 +10,7 @@ import { Dispatcher } from '../../apps/dispatcher/src/dispatcher';
 import { DispatcherLoop } from '../../apps/dispatcher/src/dispatcher-loop';
 import { DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, HotConsumerSettings } from '../../apps/dispatcher/src/hot-consumer';
 import { PoolRoom } from '../../apps/dispatcher/src/pool-room';
-import { Executor } from '../../apps/worker/src/delivery/executor';
-import { Heartbeat } from '../../apps/worker/src/delivery/heartbeat';
-import { PoolTaker } from '../../apps/worker/src/delivery/pool-taker';
+import { Executor, Heartbeat, PoolTaker } from '@almanac/worker-runtime';
 import { createTestDatabase, TestDatabase } from './test-db';
 import { createTestRedis, TestRedis } from './test-redis';
 

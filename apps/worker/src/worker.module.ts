@@ -1,12 +1,14 @@
+import { WorkerRuntimeModule } from '@almanac/worker-runtime';
 import { Module } from '@nestjs/common';
-import { DeliveryWorkerModule } from './delivery-worker.module';
+import { allHandlers } from './handlers';
+import { handlerSettingsFromEnv } from './handlers/handler-settings';
 
 /**
- * Root of the worker role. bootstrapRole adds OpsModule (config, DataSource, Redis, logging,
- * metrics, health, Clock, HotQueue), all global: do not import it here. Feature modules of
- * this role go in `imports`.
+ * Root of the worker role: the worker runtime with Almanac's built-in kinds. bootstrapRole adds
+ * OpsModule (config, DataSource, Redis, logging, metrics, health, Clock, HotQueue), all global:
+ * do not import it here.
  */
 @Module({
-  imports: [DeliveryWorkerModule],
+  imports: [WorkerRuntimeModule.forRoot({ handlers: (env) => allHandlers(handlerSettingsFromEnv(env)) })],
 })
 export class WorkerModule {}

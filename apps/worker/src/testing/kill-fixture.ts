@@ -10,8 +10,7 @@ import { createDataSource, ExecutionRepository } from '@almanac/persistence';
 import { HotQueue, MetricsService, SystemClock } from '@almanac/platform';
 import IORedis from 'ioredis';
 import pino from 'pino';
-import { Executor } from '../delivery/executor';
-import { PoolTaker } from '../delivery/pool-taker';
+import { Executor, PoolTaker } from '@almanac/worker-runtime';
 import { chargeHandler } from '../handlers';
 
 async function main(): Promise<void> {

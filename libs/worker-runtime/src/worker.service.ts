@@ -1,4 +1,4 @@
-import { DeliveryMetrics, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { DeliveryMetrics, type HandlerDefinition, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { ExecutionRepository, type KindRegistration, KindsRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
@@ -6,14 +6,14 @@ import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
-import { Executor } from './delivery/executor';
-import { Heartbeat } from './delivery/heartbeat';
-import { PoolTaker } from './delivery/pool-taker';
-import { allHandlers } from './handlers';
-import { handlerSettingsFromEnv } from './handlers/handler-settings';
+import { Executor } from './executor';
+import { Heartbeat } from './heartbeat';
+import { PoolTaker } from './pool-taker';
 import type { WorkerSettings } from './worker-settings';
 
 export const WORKER_SETTINGS = Symbol('WORKER_SETTINGS');
+/** The HandlerDefinition[] this worker runs (WorkerRuntimeModule.forRoot). */
+export const WORKER_HANDLERS = Symbol('WORKER_HANDLERS');
 
 /** Wires the executor, the pool taker and the heartbeat into the Nest lifecycle (start at boot, drain on SIGTERM). */
 @Injectable()
@@ -27,6 +27,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
 
   constructor(
     @Inject(WORKER_SETTINGS) private readonly settings: WorkerSettings,
+    @Inject(WORKER_HANDLERS) handlers: HandlerDefinition[],
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
     @Inject(DELIVERY_REDIS) redis: IORedis,
     dataSource: DataSource,
@@ -39,7 +40,6 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     liveness: Liveness,
   ) {
     const logger = (this.logger = pino.logger.child({ component: 'worker', workerId: settings.workerId }));
-    const handlers = allHandlers(handlerSettingsFromEnv(process.env));
     const registry = new HandlerRegistry(handlers);
     const ready = new ReadyLists(redis, config.queuePrefix);
     this.executor = new Executor({

@@ -2,7 +2,7 @@ import { Env, envInt, envList, envString } from '@almanac/platform';
 import { hostname } from 'node:os';
 import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
 import { POOL_NAME_PATTERN } from '@almanac/delivery';
-import { CLAIM_LEAD_MS } from './delivery/executor';
+import { CLAIM_LEAD_MS } from './executor';
 
 export interface WorkerSettings {
   pools: string[];

@@ -1,0 +1,4 @@
+import { bootstrapRole } from '@almanac/platform';
+import { ReportsWorkerModule } from './reports-worker.module';
+
+void bootstrapRole([ReportsWorkerModule], { role: 'worker' });
