@@ -87,8 +87,11 @@ describe('${name}', () => {
   it.each(DOUBLE_RUN_MODES)('has exactly one effect when the job runs twice (%s)', async (mode) => {
     await runTwice(${camel(name)}Handler, { id: 'example-1' }, {
       mode,
-      // TODO count the effect from outside (rows written, messages received, calls made).
-      effects: async (h) => (await h.ds.query<{ n: number }[]>(\`SELECT count(*)::int AS n FROM job_attempts WHERE outcome = 'succeeded'\`))[0].n,
+      // Count the effect from outside: rows written (h.ds.query), messages received, calls made.
+      // Until it is written, this spec fails: a green double-run spec must have counted something.
+      effects: async () => {
+        throw new Error('TODO: count the ${name} effect');
+      },
     });
   });
 });

@@ -25,6 +25,7 @@ describe('npm run new:kind', () => {
     expect(index).toMatch(/const HANDLERS: HandlerDefinition\[\] = \[[^\]]*, invoiceReminderHandler\];/);
     const spec = readFileSync(join(dir, 'invoice-reminder.handler.spec.ts'), 'utf8');
     expect(spec).toContain('it.each(DOUBLE_RUN_MODES)');
+    expect(spec).toContain("throw new Error('TODO: count the invoice-reminder effect')"); // red until its author counts
 
     const { invoiceReminderHandler } = (await import(join(dir, 'invoice-reminder.handler.ts'))) as { invoiceReminderHandler: HandlerDefinition };
     expect(invoiceReminderHandler).toMatchObject({ kind: 'invoice-reminder', pool: 'billing', payloadSchema: { required: ['id'] } });

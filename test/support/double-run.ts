@@ -1,4 +1,4 @@
-import { completed, defineHandler, type HandlerContext, type HandlerDefinition, type HandlerOutcome } from '@almanac/delivery';
+import { defineHandler, type HandlerContext, type HandlerDefinition, type HandlerOutcome } from '@almanac/delivery';
 import { LOST_ATTEMPT_ERROR, SweepsRepository, createDataSource } from '@almanac/persistence';
 import type { DataSource } from 'typeorm';
 import { type AttemptRowView, createHarness, type DeliveryHarness, destroyHarness, type WorkerRig } from './delivery-harness';
@@ -7,11 +7,16 @@ import { type AttemptRowView, createHarness, type DeliveryHarness, destroyHarnes
  * How the kit makes a job's handler run twice (issue 14):
  * - `sequential`: the first run makes its effect, then its attempt fails (it throws after the
  *   effect); the retry runs the handler again. Then a duplicate delivery of the finished job.
- * - `concurrent`: two attempts run the handler at the same instant: a worker stalls inside the
- *   handler past its lease, the lease rescue hands the job to a second worker, and both go on.
+ * - `concurrent`: two attempts run the handler at the same instant: the first is held at the
+ *   handler's start past its lease, the lease rescue hands the job to a second worker, and both go on.
  * - `crash-after-effect`: the worker process dies after the effect and before the job's
  *   completion commits (its Postgres connections are killed, as a real death does); after the
  *   lease rescue another worker runs the job again.
+ *
+ * "After the effect" is as late as it can be: right after the handler returns, or, for a
+ * handler that makes its call through `ctx.effects.once`, right after that call returns and
+ * before its record is marked done (the claim then goes stale, which the kit fast-forwards, as
+ * it does the lease).
  */
 export type DoubleRunMode = 'sequential' | 'concurrent' | 'crash-after-effect';
 
@@ -125,6 +130,8 @@ async function runToEnd(h: DeliveryHarness, rig: WorkerRig): Promise<void> {
 /** The running attempt's lease runs out (moved into the past, not waited for) and the rescue re-queues the job. */
 async function rescueLease(h: DeliveryHarness, id: string): Promise<void> {
   await h.ds.query(`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1 AND state = 'r'`, [id]);
+  // A dead run's effect claims go stale too, in time (the kind's timeout plus 30 s).
+  await h.ds.query(`UPDATE job_effects SET claimed_at = claimed_at - interval '1 day' WHERE job_id = $1 AND done_at IS NULL`, [id]);
   const rescue = await new SweepsRepository(h.ds).rescueExpiredLeases(new Date(), 100, LOST_ATTEMPT_ERROR);
   if (!rescue.requeued.some((r) => r.id === id)) throw new DoubleRunError(`the lease rescue did not re-queue job ${id}`);
   await h.hotQueue.enqueue(rescue.requeued, new Date());
@@ -145,7 +152,7 @@ class DoubleRunScript {
   ) {}
 
   wrap<P>(handler: HandlerDefinition<P>): HandlerDefinition<P> {
-    return defineHandler<P>({ ...handler, handle: (ctx, payload) => this.around(ctx, () => handler.handle(ctx, payload)) });
+    return defineHandler<P>({ ...handler, handle: (ctx, payload) => this.around(ctx, (c) => handler.handle(c, payload)) });
   }
 
   async entered(n: number): Promise<void> {
@@ -162,19 +169,39 @@ class DoubleRunScript {
     this.open();
   }
 
-  private async around(ctx: HandlerContext, run: () => Promise<HandlerOutcome>): Promise<HandlerOutcome> {
+  private async around(ctx: HandlerContext, run: (ctx: HandlerContext) => Promise<HandlerOutcome>): Promise<HandlerOutcome> {
     this.inside++;
     for (const w of this.waiters.filter((w) => this.inside >= w.n)) w.resolve();
     if (this.mode === 'concurrent' && this.inside === 1) await this.bounded(this.entered(2), 'the second attempt to start');
-    const outcome = await run();
-    if (ctx.attempt > 1) return outcome;
+    let struck = false;
+    // The first attempt is struck right after a ctx.effects.once call returns, before its record.
+    const effects = {
+      once: <T>(key: string, call: () => Promise<T>, opts?: { staleAfterMs?: number }) =>
+        ctx.effects.once(key, async () => {
+          const result = await call();
+          if (ctx.attempt === 1 && !struck) {
+            struck = true;
+            await this.strike();
+          }
+          return result;
+        }, opts),
+    };
+    const outcome = await run({ ...ctx, effects, tx: () => ctx.tx(), logger: ctx.logger });
+    if (ctx.attempt === 1 && !struck) {
+      struck = true;
+      await this.strike();
+    }
+    return outcome;
+  }
+
+  /** What happens to the first attempt just after its effect: it fails, or its process dies. */
+  private async strike(): Promise<void> {
     if (this.mode === 'sequential') throw new Error('double-run: the attempt failed after its effect');
     if (this.mode === 'crash-after-effect') {
       this.effectDone();
       await this.gate; // the process is dead: nothing after this point happens
-      return completed({ doubleRun: 'a dead worker never gets here' });
+      throw new Error('double-run: a dead worker never gets here');
     }
-    return outcome;
   }
 
   bounded<T>(work: Promise<T>, what: string): Promise<T> {

@@ -10,11 +10,11 @@ describe('report-export (a kind shipped outside the core)', () => {
 
   it.each(DOUBLE_RUN_MODES)('appends exactly one line when the job runs twice (%s)', async (mode) => {
     const out = join(dir, mode);
-    const report = await runTwice(reportExportHandler({ dir: out }), { day: '2026-11-30' }, {
+    const report = await runTwice(reportExportHandler({ dir: out }), { day: '2026-11-30', total: 42 }, {
       mode,
       effects: async () => readFileSync(join(out, '1.csv'), 'utf8').trim().split('\n').length,
     });
     expect(report.state).toBe('d');
-    expect(readFileSync(join(out, '1.csv'), 'utf8')).toMatch(/^2026-11-30,0,k-/);
+    expect(readFileSync(join(out, '1.csv'), 'utf8')).toMatch(/^2026-11-30,42,k-/);
   });
 });

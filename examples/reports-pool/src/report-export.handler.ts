@@ -1,18 +1,23 @@
 import { completed, defineHandler, retry } from '@almanac/delivery';
 import { type Static, Type } from '@sinclair/typebox';
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
- * `report-export`: appends one line per job to the tenant's export file (`<dir>/<tenant>.csv`):
- * the day and how many of the tenant's jobs succeeded that day. An append is not idempotent, so
- * it is guarded by an effect key checked first (`ctx.effects.once`): a second run of the job
- * finds the line recorded and does not append again.
+ * `report-export`: appends one line per job to the tenant's export file (`<dir>/<tenant>.csv`).
+ * An append is not idempotent, so it is guarded twice:
+ * - an effect key checked first (`ctx.effects.once`): a second run finds the record done, or
+ *   another run's claim, and does not append;
+ * - the file itself is checked for the job's key before the append: a worker that died between
+ *   its append and the record leaves a stale claim, and the run that takes it over finds the line.
  *
- * Payload: `{ "day": "2026-11-30" }`.
+ * Payload: `{ "day": "2026-11-30", "total": 42 }`.
  */
 export const ReportExportPayloadSchema = Type.Object(
-  { day: Type.String({ format: 'date', description: 'The UTC day to report' }) },
+  {
+    day: Type.String({ format: 'date', description: 'The UTC day reported' }),
+    total: Type.Integer({ minimum: 0 }),
+  },
   { additionalProperties: false },
 );
 export type ReportExportPayload = Static<typeof ReportExportPayloadSchema>;
@@ -22,27 +27,31 @@ export interface ReportExportOptions {
   dir: string;
 }
 
+async function linesOf(file: string): Promise<string[]> {
+  try {
+    return (await readFile(file, 'utf8')).split('\n');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
 export function reportExportHandler(opts: ReportExportOptions) {
   return defineHandler<ReportExportPayload>({
     kind: 'report-export',
     timeoutMs: 30_000,
     pool: 'reports',
     payloadSchema: ReportExportPayloadSchema,
-    async handle(ctx, { day }) {
-      const tx = await ctx.tx();
-      const [{ n }]: { n: number }[] = await tx.query(
-        `SELECT count(*)::int AS n FROM job_attempts
-          WHERE tenant_id = $1 AND outcome = 'succeeded' AND finished_at >= $2::date AND finished_at < $2::date + 1`,
-        [ctx.tenantId, day],
-      );
+    async handle(ctx, { day, total }) {
       const file = join(opts.dir, `${ctx.tenantId}.csv`);
-      const line = `${day},${n},${ctx.key}\n`;
+      const line = `${day},${total},${ctx.key}`;
       const written = await ctx.effects.once(`report-export:${ctx.key}`, async () => {
+        if ((await linesOf(file)).some((l) => l.endsWith(`,${ctx.key}`))) return { file, appended: false };
         await mkdir(opts.dir, { recursive: true });
-        await appendFile(file, line);
-        return { file, succeeded: n };
+        await appendFile(file, `${line}\n`);
+        return { file, appended: true };
       });
-      if (written.busy) return retry({ delayMs: 1000, reason: 'this export is being written by another run' });
+      if (written.busy) return retry({ delayMs: written.retryAfterMs, reason: 'this export is being written by another run' });
       return completed({ ...written.result, alreadyWritten: !written.ran });
     },
   });

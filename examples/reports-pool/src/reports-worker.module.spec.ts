@@ -29,7 +29,7 @@ describe('the reports pool, a worker built outside the core', () => {
     await app.init();
     const kinds = await new KindsRepository(db.dataSource).list();
     expect(kinds).toEqual([
-      expect.objectContaining({ kind: 'report-export', pool: 'reports', timeoutMs: 30_000, payloadSchema: expect.objectContaining({ required: ['day'] }) }),
+      expect.objectContaining({ kind: 'report-export', pool: 'reports', timeoutMs: 30_000, payloadSchema: expect.objectContaining({ required: ['day', 'total'] }) }),
     ]);
   });
 });

@@ -34,8 +34,11 @@ export interface HandlerContext {
   readonly effects: EffectRecords;
 }
 
-/** What `ctx.effects.once` found: this run made the call, an earlier run did, or another run is making it now. */
-export type EffectOnce<T> = { busy: false; ran: boolean; result: T } | { busy: true };
+/**
+ * What `ctx.effects.once` found: this run made the call, an earlier run did, or another run is
+ * making it now (`retryAfterMs`: when its claim goes stale, if it has not finished by then).
+ */
+export type EffectOnce<T> = { busy: false; ran: boolean; result: T } | { busy: true; retryAfterMs: number };
 
 /**
  * An effect key checked before a non-idempotent call (an SMTP send): the record is claimed and
@@ -46,9 +49,11 @@ export type EffectOnce<T> = { busy: false; ran: boolean; result: T } | { busy: t
 export interface EffectRecords {
   /**
    * Calls `call` unless the effect `key` was done before. `busy`: another run holds the claim
-   * now; return `retry()`. A call that throws gives the claim up (the retry calls again). A claim
-   * older than `staleAfterMs` (default 10 min) is presumed dead and taken over: only a worker
-   * that died between claiming and recording, and stayed silent that long, can cause a second call.
+   * now; return `retry({ delayMs: retryAfterMs })`. A call that throws gives the claim up (the
+   * retry calls again). A claim older than `staleAfterMs` (default: the kind's timeout plus 30 s,
+   * by which time its run has been aborted) is presumed dead and taken over. A worker that dies
+   * between the call and its record leaves a claim that is taken over after that: the call is
+   * then made again, so give it a key the receiver can deduplicate by (a Message-ID).
    */
   once<T>(key: string, call: () => Promise<T>, opts?: { staleAfterMs?: number }): Promise<EffectOnce<T>>;
 }

@@ -1,26 +1,25 @@
 import type { EffectOnce, EffectRecords } from '@almanac/delivery';
 import type { EffectsRepository } from '@almanac/persistence';
-import type { Clock } from '@almanac/platform';
 
-/** Ten minutes: far longer than any send, short enough that a dead worker's claim does not block a job for good. */
-const DEFAULT_STALE_AFTER_MS = 600_000;
+/** Past the kind's timeout its run has been aborted; this much more covers a slow abort. */
+const STALE_MARGIN_MS = 30_000;
 
 /** `ctx.effects` for one job: its tenant and id, over the effect records table. */
-export function effectRecordsFor(repo: EffectsRepository, clock: Clock, job: { tenantId: number; id: string }): EffectRecords {
+export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: number; id: string }, timeoutMs: number): EffectRecords {
   return {
     async once<T>(key: string, call: () => Promise<T>, opts: { staleAfterMs?: number } = {}): Promise<EffectOnce<T>> {
-      const claimedAt = clock.now();
-      const claim = await repo.claim(job.tenantId, key, job.id, claimedAt, opts.staleAfterMs ?? DEFAULT_STALE_AFTER_MS);
-      if (claim.state === 'busy') return { busy: true };
+      const staleMs = opts.staleAfterMs ?? timeoutMs + STALE_MARGIN_MS;
+      const claim = await repo.claim(job.tenantId, key, job.id, staleMs);
+      if (claim.state === 'busy') return { busy: true, retryAfterMs: Math.max(1000, Math.ceil(staleMs - claim.ageMs)) };
       if (claim.state === 'done') return { busy: false, ran: false, result: claim.result as T };
       let result: T;
       try {
         result = await call();
       } catch (err) {
-        await repo.release(job.tenantId, key, job.id, claimedAt).catch(() => undefined); // the lease rescue or staleness frees it otherwise
+        await repo.release(job.tenantId, key, job.id, claim.token).catch(() => undefined); // else it goes stale
         throw err;
       }
-      await repo.finish(job.tenantId, key, result, clock.now());
+      await repo.finish(job.tenantId, key, job.id, result);
       return { busy: false, ran: true, result };
     },
   };

@@ -301,8 +301,9 @@ export class Executor {
     entry.startedAt = startedAt;
     metrics.lag.observe({ pool: d.pool }, Math.max(0, startedAt.getTime() - d.dueMs) / 1000);
     const tx = new LazyTx(this.o.dataSource);
-    const effects = effectRecordsFor(this.effects, this.o.clock, row);
-    const outcome = await runHandler(this.o.registry.get(row.kind), row, entry, { tx, effects }, metrics, this.o.logger);
+    const handler = this.o.registry.get(row.kind);
+    const effects = effectRecordsFor(this.effects, row, handler?.timeoutMs ?? 0);
+    const outcome = await runHandler(handler, row, entry, { tx, effects }, metrics, this.o.logger);
     if (entry.released) {
       await tx.rollback().catch(() => undefined);
       return 'released';

@@ -6,10 +6,11 @@ import { createTransport, type Transporter } from 'nodemailer';
  * `email`: sends one message through SMTP (nodemailer). SMTP takes no idempotency key, so the
  * send is guarded by an effect record (`ctx.effects.once`): claimed and committed before the
  * send, marked done with the server's answer after it. A second run of the job (a retry, a
- * duplicate delivery, a worker that died after sending) finds the record and does not send
- * again. The Message-ID is derived from the job (`<tenant.key@host>`), so even the one case the
- * record cannot cover (a worker silent for longer than the claim's staleness, 10 min, after
- * sending) repeats the same Message-ID, which mail clients fold into one message.
+ * duplicate delivery) finds the record and does not send again. The one case a record cannot
+ * cover is a worker that dies between the server's 250 and the record: its claim goes stale
+ * (the kind's timeout plus 30 s) and the message is sent again. The Message-ID is derived from
+ * the job (`<tenant.key@host>`), so that second copy carries the same Message-ID, which mail
+ * clients fold into one message: one message, as the recipient sees it.
  *
  * Payload: `{ "to": "a@example.com", "subject": "…", "text": "…", "html"?: "…" }`.
  */
@@ -34,9 +35,6 @@ export interface EmailHandlerOptions {
   timeoutMs?: number;
 }
 
-/** A busy effect record (another run is sending this very message now): look again shortly. */
-const BUSY_RETRY_MS = 2000;
-
 export function emailHandler(opts: EmailHandlerOptions) {
   let transport: Transporter | undefined;
   const host = opts.messageIdHost ?? 'almanac.invalid';
@@ -46,13 +44,19 @@ export function emailHandler(opts: EmailHandlerOptions) {
     pool: 'default',
     payloadSchema: EmailPayloadSchema,
     async handle(ctx, payload) {
-      transport ??= createTransport(opts.smtpUrl, { from: opts.from });
+      // SMTP timeouts inside the kind's own, so a hung server fails the send (and releases its
+      // claim) before the run is aborted; nodemailer's defaults are minutes.
+      const timeoutMs = opts.timeoutMs ?? 30_000;
+      transport ??= createTransport(
+        { url: opts.smtpUrl, connectionTimeout: Math.floor(timeoutMs / 3), greetingTimeout: Math.floor(timeoutMs / 3), socketTimeout: Math.floor(timeoutMs / 2) },
+        { from: opts.from },
+      );
       const messageId = `<${ctx.tenantId}.${encodeURIComponent(ctx.key)}@${host}>`;
       const sent = await ctx.effects.once(`email:${ctx.key}`, async () => {
         const info = await transport!.sendMail({ ...payload, messageId });
         return { messageId: info.messageId, response: info.response ?? null };
       });
-      if (sent.busy) return retry({ delayMs: BUSY_RETRY_MS, reason: 'this message is being sent by another run' });
+      if (sent.busy) return retry({ delayMs: sent.retryAfterMs, reason: 'this message is being sent by another run' });
       return completed({ messageId: sent.result.messageId, response: sent.result.response, alreadySent: !sent.ran });
     },
   });
