@@ -200,6 +200,7 @@ describe('alert rules', () => {
     expect(alerts.sort()).toEqual([
       'AlmanacDeadJobsIncreasing',
       'AlmanacDispatchLagHigh',
+      'AlmanacKindUnserved',
       'AlmanacOverdueRequeues',
       'AlmanacPoolNotConsumed',
       'AlmanacPromotionSweepFailing',

@@ -33,6 +33,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_handler_duration_seconds: { type: 'histogram', labels: ['kind'] },
   // per pool, as the dispatcher reads the shared state (several replicas: use max, not sum)
   almanac_pool_workers: { type: 'gauge', labels: ['pool'] },
+  almanac_kind_served: { type: 'gauge', labels: ['kind', 'pool'] },
   almanac_pool_capacity: { type: 'gauge', labels: ['pool'] },
   almanac_pool_in_flight: { type: 'gauge', labels: ['pool'] },
   almanac_pool_backlog: { type: 'gauge', labels: ['pool'] },

@@ -144,6 +144,19 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     expect(kinds.body.items.map((k: { kind: string }) => k.kind)).toEqual(['charge', 'http', 'invoice.send', 'ledger-transfer', 'noop']);
   });
 
+  it('answers 503 (retry), not 400, while no worker has registered a kind yet', async () => {
+    const fresh = await startApi();
+    try {
+      const { apiKey } = await fresh.createTenant('early');
+      await fresh.db.dataSource.query(`DELETE FROM job_kinds`); // a first rollout: the API is up before any worker
+      const res = await fresh.http().post('/v1/jobs').set({ Authorization: `Bearer ${apiKey}` }).send({ kind: 'noop', key: 'early-1', runAt: inMs(MINUTE) }).expect(503);
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body.message).toContain('no worker has registered its kinds yet');
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('batch: results in order, created/existing/error per item, bad items do not sink the rest', async () => {
     await h.http().post('/v1/jobs').set(auth()).send({ kind: 'noop', key: 'b-existing', runAt: '2030-01-01T00:00:00Z' }).expect(201);
     const res = await h.http().post('/v1/jobs/batch').set(auth()).send({

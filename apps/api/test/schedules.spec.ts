@@ -92,6 +92,9 @@ describe('schedules (/v1/schedules)', () => {
     // A payload the schedule's kind (http) would refuse is refused now, not at its next run.
     const bad = await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ payload: { r: 2 } }).expect(400);
     expect(bad.body.details.map((d: { field: string }) => d.field).sort()).toEqual(['payload.r', 'payload.url']);
+    // A null payload is checked too (not the stored one in its place).
+    const cleared = await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ payload: null }).expect(400);
+    expect(cleared.body.details[0]).toMatchObject({ field: 'payload', rule: 'schema_type' });
     await h.http().patch(`/v1/schedules/${id}`).set(auth).send({ timezone: 'Nowhere/Land' }).expect(400);
   });
 

@@ -1,9 +1,12 @@
-import { Liveness } from '@almanac/platform';
+import { Liveness, within } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { Dispatcher } from './dispatcher';
 import { DispatcherLoop } from './dispatcher-loop';
 import { DISPATCHER_LOGGER, HotConsumer } from './hot-consumer';
+
+/** Long enough for a healthy database, short enough not to hold a boot on a stalled one. */
+const FIRST_LOOK_MS = 5000;
 
 /** Wires the dispatcher into the Nest lifecycle: consume the hot queue from boot, stop on SIGTERM. */
 @Injectable()
@@ -13,13 +16,21 @@ export class DispatchService implements OnApplicationBootstrap, BeforeApplicatio
   constructor(
     readonly dispatcher: Dispatcher,
     readonly consumer: HotConsumer,
-    @Inject(DISPATCHER_LOGGER) logger: Logger,
+    @Inject(DISPATCHER_LOGGER) private readonly logger: Logger,
     liveness: Liveness,
   ) {
     this.loop = new DispatcherLoop(dispatcher, logger, liveness);
   }
 
-  onApplicationBootstrap(): void {
+  /**
+   * Reads the kind registry and the pools once before taking hot jobs: a job of a kind routed
+   * to its own pool must not be handed to `default` for want of a first look (its workers there
+   * have no handler for it). If that first look fails, the loop's next observe() retries it.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    await within(FIRST_LOOK_MS, this.dispatcher.observe(), 'first observe').catch((err: unknown) =>
+      this.logger.warn({ err }, 'could not read the kind registry before starting; routing by configuration until it can'),
+    );
     this.consumer.start();
     this.loop.start();
   }

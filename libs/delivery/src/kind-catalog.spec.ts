@@ -62,4 +62,25 @@ describe('KindCatalog', () => {
     expect(catalog.checkPayload('charge', {})).toEqual([{ field: 'payload.invoiceId', rule: 'required', message: 'payload.invoiceId is required' }]);
     expect(catalog.checkPayload('charge', { invoiceId: 'x' })).toEqual([]);
   });
+
+  it('a kind registered while a read is in flight is found: the miss joins that read, then reads again', async () => {
+    const registry = new Registry();
+    registry.kinds = [kind('noop')];
+    const catalog = new KindCatalog(registry, { maxAgeMs: 5000, missRefreshMs: 500 });
+    await catalog.refresh(0);
+    const inFlight = catalog.refresh(100); // started before the kind exists
+    registry.kinds.push(kind('late'));
+    await catalog.ensure(['late'], 101);
+    await inFlight;
+    expect(catalog.get('late')).toBeDefined();
+    expect(catalog.loaded).toBe(true);
+  });
+
+  it('is not loaded until a read succeeds', async () => {
+    const registry = new Registry();
+    registry.failNext = true;
+    const catalog = new KindCatalog(registry, { maxAgeMs: 5000, missRefreshMs: 0 });
+    await expect(catalog.refresh(0)).rejects.toThrow();
+    expect(catalog.loaded).toBe(false);
+  });
 });

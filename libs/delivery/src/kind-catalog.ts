@@ -27,6 +27,7 @@ const MAX_MISSES = 1000;
 export class KindCatalog {
   private byKind = new Map<string, CatalogKind>();
   private loadedAt = -Infinity;
+  private everLoaded = false;
   private readonly misses = new Map<string, number>();
   private loading: Promise<void> | undefined;
 
@@ -44,6 +45,7 @@ export class KindCatalog {
         const allowed = kinds.filter((k) => !this.opts.restrict || this.opts.restrict.has(k.kind));
         this.byKind = new Map(allowed.map((k) => [k.kind, { ...k }]));
         this.loadedAt = nowMs;
+        this.everLoaded = true;
       })
       .finally(() => (this.loading = undefined));
     return this.loading;
@@ -57,8 +59,17 @@ export class KindCatalog {
       if (nowMs - (this.misses.get(kind) ?? -Infinity) < this.opts.missRefreshMs) continue;
       if (this.misses.size >= MAX_MISSES) this.misses.clear();
       this.misses.set(kind, nowMs);
-      return this.refresh(nowMs);
+      // A read already in flight may have started before the kind was registered: join it, and
+      // read once more if it did not know the kind either.
+      if (this.loading) await this.loading.catch(() => undefined);
+      if (!this.byKind.has(kind)) await this.refresh(nowMs);
+      return;
     }
+  }
+
+  /** False until a read has succeeded: until then no answer about a kind is known to be right. */
+  get loaded(): boolean {
+    return this.everLoaded;
   }
 
   get(kind: string): CatalogKind | undefined {

@@ -13,14 +13,7 @@ export interface KindLookup {
 export function checkKind(raw: unknown, kinds: KindLookup, issues: Issues): string | undefined {
   const kind = issues.run(() => validateKind(raw));
   if (kind === undefined || kinds.get(kind)) return kind;
-  const known = kinds.kinds();
-  issues.add(
-    'kind',
-    'unknown_kind',
-    known.length > 0
-      ? `kind "${kind}" is not registered (known: ${known.join(', ')})`
-      : `kind "${kind}" is not registered: no worker has registered a kind yet`,
-  );
+  issues.add('kind', 'unknown_kind', `kind "${kind}" is not registered (known: ${kinds.kinds().join(', ')})`);
   return undefined;
 }
 

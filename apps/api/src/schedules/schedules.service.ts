@@ -97,7 +97,7 @@ export class SchedulesService {
       const current = await this.find(tenant, id);
       if (patch.payload !== undefined || patch.kind !== undefined) {
         // The payload that will be stored, against the kind that will run it.
-        const checked = checkPatchedPayload(patch.kind ?? current.kind, patch.payload ?? current.payload, kinds);
+        const checked = checkPatchedPayload(patch.kind ?? current.kind, 'payload' in patch ? patch.payload : current.payload, kinds);
         if (!checked.ok) throw invalid(checked.issues);
       }
       let timing: { schedule: Schedule } | undefined;

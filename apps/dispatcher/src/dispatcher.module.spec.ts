@@ -1,0 +1,48 @@
+import { KindsRepository } from '@almanac/persistence';
+import { createRoleApp, HotQueue, loadConfig } from '@almanac/platform';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
+import type { INestApplication } from '@nestjs/common';
+import { DispatchService } from './dispatch.service';
+import { DispatcherModule } from './dispatcher.module';
+
+describe('DispatcherModule wiring (the role as it boots)', () => {
+  let db: TestDatabase;
+  let redis: TestRedis;
+  let app: INestApplication | undefined;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(3);
+    redis = await createTestRedis();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await redis.cleanup();
+    await db.drop();
+  });
+
+  it('reads the kind registry before its first hot job: a job waiting at boot goes to its kind\'s pool, not default', async () => {
+    await new KindsRepository(db.dataSource).register([{ kind: 'report', pool: 'reports', timeoutMs: 1000, payloadSchema: null }], 'w', new Date());
+    const [{ id }] = await db.dataSource.query<{ id: string }[]>(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, 'boot-1', 'report', now(), 'q') RETURNING id::text AS id`,
+    );
+    const hot = HotQueue.open(redis.connection, redis.prefix);
+    await hot.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'report' }], new Date());
+    await hot.close();
+
+    const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: redis.prefix, ALMANAC_LOG_LEVEL: 'silent' };
+    app = await createRoleApp([DispatcherModule], { config: loadConfig(env), role: 'dispatcher' });
+    await app.init(); // the consumer starts here, with the job already waiting
+    const consumer = app.get(DispatchService).consumer;
+    // No live worker in either pool: the job parks, under the pool it was routed to.
+    for (let i = 0; i < 200; i++) {
+      const rows = await db.dataSource.query<{ pool: string }[]>(`SELECT pool FROM dispatch_backlog WHERE job_id = $1`, [id]);
+      if (rows.length > 0) {
+        expect(rows.map((r) => r.pool)).toEqual(['reports']);
+        return;
+      }
+      await consumer.runOnce(); // takes nothing the running worker already took; a tick if it is idle
+    }
+    throw new Error('the job was never dispatched');
+  });
+});
