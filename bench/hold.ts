@@ -22,6 +22,7 @@ import { loadavg } from 'node:os';
 import { createBenchDatabase } from './lib/bench-db';
 import { payloadOf } from './lib/dataset';
 import { cpuSeconds, freePort, median, ROOT, sleep, startRedis } from './lib/local';
+import { registerBuiltInKinds } from '../test/support/built-in-kinds';
 
 const ADMIN = 'bench-admin-token-0123456789';
 const DAY = 86_400_000;
@@ -205,6 +206,7 @@ async function main(): Promise<void> {
   const connections = num('connections', 4);
   const payloadBytes = num('payload-bytes', 100);
   const db = await createBenchDatabase('almanac_bench_hold', 1);
+  await registerBuiltInKinds(db.dataSource); // what a worker does at boot; this part runs none
   const redis = await startRedis(10);
   const env = { NODE_ENV: 'production', DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_ADMIN_TOKEN: ADMIN, ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0' };
   const roles: SourceRole[] = [];

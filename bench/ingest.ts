@@ -24,6 +24,7 @@ import { loadavg } from 'node:os';
 import { createBenchDatabase } from './lib/bench-db';
 import { arg, cpuSeconds, freePort, median, PrivateRedis, ROOT, sleep, startRedis } from './lib/local';
 import { pacedLoad, PacedResult } from './lib/paced-load';
+import { registerBuiltInKinds } from '../test/support/built-in-kinds';
 
 interface AutocannonRequest {
   method?: string;
@@ -61,6 +62,7 @@ interface Api {
 /** A fresh database + private Redis + the api role in its own process, and one tenant. */
 async function startApi(): Promise<Api> {
   const db = await createBenchDatabase('almanac_bench_ingest', 1);
+  await registerBuiltInKinds(db.dataSource); // what a worker does at boot; this part runs none
   await db.dataSource.destroy(); // the api process has its own pool
   const dbUrl = db.url;
   const redis = await startRedis();
