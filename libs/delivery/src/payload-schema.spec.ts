@@ -30,6 +30,18 @@ describe('PayloadSchemas', () => {
     expect(schemas.check(JSON.parse(JSON.stringify(Order)) as Record<string, unknown>)).toBe(schemas.check(Order));
   });
 
+  it('does not serialise a schema it has checked with before (the per-job path)', () => {
+    const schema = { type: 'object', required: ['id'] };
+    const first = schemas.check(schema);
+    const stringify = jest.spyOn(JSON, 'stringify');
+    try {
+      expect(schemas.check(schema)).toBe(first);
+      expect(stringify).not.toHaveBeenCalled();
+    } finally {
+      stringify.mockRestore();
+    }
+  });
+
   it('refuses, at definition, a handler whose schema does not compile', () => {
     expect(() => defineHandler({ kind: 'broken', timeoutMs: 1000, payloadSchema: { type: 'no-such-type' }, handle: async () => completed() })).toThrow(
       /handler broken: payload schema does not compile/,

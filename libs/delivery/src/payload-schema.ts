@@ -19,21 +19,27 @@ export type PayloadCheck = (payload: unknown) => PayloadProblem[];
 
 /**
  * Compiles payload schemas with Ajv (the JSON Schema validator Fastify itself uses), caching by
- * the schema's text: every API replica and worker compiles each registered schema once.
+ * the schema's text (every API replica and worker compiles each registered schema once) and
+ * by the schema object (a per-job check serialises nothing).
  * `strict: false` because schemas come from handler code we did not write (unknown keywords
  * such as TypeBox's are ignored, not fatal); formats (email, uri, date-time …) are checked.
  */
 export class PayloadSchemas {
   private readonly ajv = addFormats(new Ajv({ strict: false, allErrors: true }));
   private readonly compiled = new Map<string, PayloadCheck>();
+  /** The same schema object asks again for every job: found without serialising it each time. */
+  private readonly bySchema = new WeakMap<PayloadSchema, PayloadCheck>();
 
   check(schema: PayloadSchema): PayloadCheck {
+    let check = this.bySchema.get(schema);
+    if (check) return check;
     const text = JSON.stringify(schema);
-    let check = this.compiled.get(text);
+    check = this.compiled.get(text);
     if (!check) {
       check = toCheck(this.ajv.compile(JSON.parse(text) as object));
       this.compiled.set(text, check);
     }
+    this.bySchema.set(schema, check);
     return check;
   }
 
