@@ -1,5 +1,6 @@
 import { defineHandler, type HandlerContext, type HandlerDefinition, type HandlerOutcome } from '@almanac/delivery';
 import { LOST_ATTEMPT_ERROR, SweepsRepository, createDataSource } from '@almanac/persistence';
+import { within } from '@almanac/platform';
 import type { DataSource } from 'typeorm';
 import { type AttemptRowView, createHarness, type DeliveryHarness, destroyHarness, type WorkerRig } from './delivery-harness';
 
@@ -75,6 +76,9 @@ interface Stage {
 
 type Play = (stage: Stage) => Promise<void>;
 
+/** Closing a dead worker's pool waits at most this long. */
+const STEP_LIMIT_MS = 10_000;
+
 /** Retries at once: the kit does not wait out a backoff. */
 const RETRY_AT_ONCE = { baseMs: 1, factor: 1, maxMs: 1 };
 
@@ -116,7 +120,7 @@ const PLAYS: Record<DoubleRunMode, Play> = {
       await runToEnd(h, await worker(s, 'double-run-survivor'));
     } finally {
       script.release();
-      await script.bounded(own.destroy(), 'the dead worker\'s pool to close').catch(() => undefined);
+      await within(STEP_LIMIT_MS, own.destroy(), 'the dead worker\'s pool to close').catch(() => undefined);
     }
   },
 };
@@ -157,11 +161,11 @@ class DoubleRunScript {
 
   async entered(n: number): Promise<void> {
     if (this.inside >= n) return;
-    await this.bounded(new Promise<void>((resolve) => this.waiters.push({ n, resolve })), `attempt ${n} to enter the handler`);
+    await within(this.timeoutMs, new Promise<void>((resolve) => this.waiters.push({ n, resolve })), `attempt ${n} to enter the handler`);
   }
 
   effected(): Promise<void> {
-    return this.bounded(this.effect, 'the first run to make its effect');
+    return within(this.timeoutMs, this.effect, 'the first run to make its effect');
   }
 
   /** Lets a run that was held forever (a "dead" worker) end. */
@@ -172,7 +176,7 @@ class DoubleRunScript {
   private async around(ctx: HandlerContext, run: (ctx: HandlerContext) => Promise<HandlerOutcome>): Promise<HandlerOutcome> {
     this.inside++;
     for (const w of this.waiters.filter((w) => this.inside >= w.n)) w.resolve();
-    if (this.mode === 'concurrent' && this.inside === 1) await this.bounded(this.entered(2), 'the second attempt to start');
+    if (this.mode === 'concurrent' && this.inside === 1) await within(this.timeoutMs, this.entered(2), 'the second attempt to start');
     let struck = false;
     // The first attempt is struck right after a ctx.effects.once call returns, before its record.
     const effects = {
@@ -202,13 +206,5 @@ class DoubleRunScript {
       await this.gate; // the process is dead: nothing after this point happens
       throw new Error('double-run: a dead worker never gets here');
     }
-  }
-
-  bounded<T>(work: Promise<T>, what: string): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DoubleRunError(`double-run (${this.mode}): waited ${this.timeoutMs} ms for ${what}`)), this.timeoutMs);
-    });
-    return Promise.race([work, late]).finally(() => clearTimeout(timer));
   }
 }
