@@ -11,7 +11,7 @@ import { handlerSettingsFromEnv } from '../../apps/worker/src/handlers/handler-s
  */
 export async function registerBuiltInKinds(dataSource: DataSource, now = new Date()): Promise<string[]> {
   const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv({})));
-  const routes = new KindRoutes(new Map(), new Map(registry.all().map((h) => [h.kind, h.pool])));
+  const routes = KindRoutes.forHandlers(new Map(), registry.all());
   const registrations = kindRegistrations(registry, routes, registry.all().map((h) => routes.pool(h.kind)));
   await new KindsRepository(dataSource).register(registrations, 'test-built-in-kinds', now);
   return registrations.map((r) => r.kind);

@@ -100,9 +100,8 @@ export class DeliveryHarness {
   /** Builds the hot consumer the way the dispatcher role does: BullModule on this test's connection and prefix. */
   async init(): Promise<this> {
     // The handlers' kinds, registered as their workers would at boot (each in its routed pool).
-    const routes = new KindRoutes(this.poolMap, new Map(this.registry.all().map((h) => [h.kind, h.pool])));
-    const pools = this.registry.all().map((h) => routes.pool(h.kind));
-    await new KindsRepository(this.ds).register(kindRegistrations(this.registry, routes, pools), 'test-harness', this.clock.now());
+    const routes = KindRoutes.forHandlers(this.poolMap, this.registry.all());
+    await this.registerKinds(this.registry.all().map((h) => routes.pool(h.kind)), 'test-harness');
     const settings: HotConsumerSettings = { concurrency: 100, maxWaitingSlots: 50 };
     this.nest = await Test.createTestingModule({
       imports: [
@@ -119,6 +118,12 @@ export class DeliveryHarness {
     await this.nest.init();
     this.hot = this.nest.get(HotConsumer);
     return this;
+  }
+
+  /** What a worker serving `pools` registers at boot (WorkerService.onModuleInit). */
+  private async registerKinds(pools: readonly string[], workerId: string): Promise<void> {
+    const routes = KindRoutes.forHandlers(this.poolMap, this.registry.all());
+    await new KindsRepository(this.ds).register(kindRegistrations(this.registry, routes, pools), workerId, this.clock.now());
   }
 
   get ds(): DataSource {
@@ -157,8 +162,7 @@ export class DeliveryHarness {
   /** A worker that has registered its kinds and announced itself (one heartbeat), and a dispatcher that has seen it. */
   async liveWorker(opts: Parameters<DeliveryHarness['worker']>[0] = {}): Promise<WorkerRig> {
     const rig = this.worker(opts);
-    const routes = new KindRoutes(this.poolMap, new Map(this.registry.all().map((h) => [h.kind, h.pool])));
-    await new KindsRepository(this.ds).register(kindRegistrations(this.registry, routes, opts.pools ?? ['default']), 'test-worker', this.clock.now());
+    await this.registerKinds(opts.pools ?? ['default'], 'test-worker');
     await rig.heartbeat.runOnce();
     await this.dispatcher.observe();
     return rig;

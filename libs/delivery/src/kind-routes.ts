@@ -1,6 +1,6 @@
 import { KIND_PATTERN } from '@almanac/domain';
 import { ConfigError, Env, envList } from '@almanac/platform';
-import { POOL_NAME_PATTERN } from './handler';
+import { type HandlerDefinition, POOL_NAME_PATTERN } from './handler';
 
 export const DEFAULT_POOL = 'default';
 
@@ -34,6 +34,11 @@ export class KindRoutes {
     declared: ReadonlyMap<string, string | undefined> = new Map(),
   ) {
     this.declared = onlyDefined(declared);
+  }
+
+  /** A worker's routes: ALMANAC_POOLS (`poolMap`) over the pools its handlers declare. */
+  static forHandlers(poolMap: ReadonlyMap<string, string>, handlers: readonly HandlerDefinition[]): KindRoutes {
+    return new KindRoutes(poolMap, new Map(handlers.map((h) => [h.kind, h.pool])));
   }
 
   /** Replaces the handler-declared pools (the dispatcher refreshes them from the workers). */

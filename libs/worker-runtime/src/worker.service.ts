@@ -55,7 +55,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
       connection: redis, ready, pools: settings.pools,
       concurrency: settings.concurrency, executor: this.executor, logger,
     });
-    const routes = new KindRoutes(parsePoolMap(process.env), new Map(handlers.map((h) => [h.kind, h.pool])));
+    const routes = KindRoutes.forHandlers(parsePoolMap(process.env), handlers);
     this.registrations = kindRegistrations(registry, routes, settings.pools);
     this.heartbeat = new Heartbeat({
       roster: new WorkerRoster(redis, config.queuePrefix), taker: this.taker, executor: this.executor, clock, logger,
