@@ -8,3 +8,5 @@ export * from './retry';
 export * from './missed';
 export * from './schedule';
 export * from './time-zone';
+export * from './fairness';
+export * from './fair-queue';

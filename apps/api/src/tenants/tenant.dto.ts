@@ -38,3 +38,51 @@ export class CreatedTenantDto {
   @ApiProperty({ example: null, nullable: true, type: Number })
   maxSchedules!: number | null;
 }
+
+export class KindLimitDto {
+  @ApiPropertyOptional({ example: 50, minimum: 0.01, description: 'Jobs of this kind started per second, across every worker (bursts of a tenth of a second).' })
+  perSecond?: number;
+
+  @ApiPropertyOptional({ example: 20, minimum: 1, description: 'Jobs of this kind handed to workers and not finished, at once.' })
+  concurrency?: number;
+}
+
+export class UpdateTenantDto {
+  @ApiPropertyOptional({ example: 3, minimum: 0.01, maximum: 1000, description: "Share of a busy pool's capacity relative to other waiting tenants (default 1)." })
+  weight?: number;
+
+  @ApiPropertyOptional({ example: 100, minimum: 1, nullable: true, type: Number, description: 'Jobs handed to workers and not finished, at once, across all kinds; null removes the cap.' })
+  maxConcurrency?: number | null;
+
+  @ApiPropertyOptional({
+    nullable: true,
+    type: 'object',
+    additionalProperties: { $ref: '#/components/schemas/KindLimitDto' },
+    example: { http: { perSecond: 50, concurrency: 20 } },
+    description: 'Per-kind caps for this tenant; replaces the whole map; null removes every kind limit.',
+  })
+  kindLimits?: Record<string, KindLimitDto> | null;
+}
+
+export class TenantDto {
+  @ApiProperty({ example: 1 })
+  id!: number;
+
+  @ApiProperty({ example: 'acme' })
+  name!: string;
+
+  @ApiProperty({ example: null, nullable: true, type: Number })
+  rateLimitPerSecond!: number | null;
+
+  @ApiProperty({ example: null, nullable: true, type: Number })
+  maxSchedules!: number | null;
+
+  @ApiProperty({ example: 1 })
+  weight!: number;
+
+  @ApiProperty({ example: null, nullable: true, type: Number })
+  maxConcurrency!: number | null;
+
+  @ApiProperty({ nullable: true, type: 'object', additionalProperties: { $ref: '#/components/schemas/KindLimitDto' }, example: null })
+  kindLimits!: Record<string, KindLimitDto> | null;
+}
