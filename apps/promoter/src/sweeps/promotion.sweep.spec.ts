@@ -167,6 +167,88 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     expect((await metrics.promoted.get()).values[0]?.value).toBe(before + 7);
   });
 
+  describe('fair between tenants (issue 15 item 5)', () => {
+    const A = 1;
+    const B = 2;
+    const C = 3;
+    const hourStart = new Date('2026-11-29T10:00:00Z'); // NOW's hour: the promoter is catching up
+
+    it("a quiet tenant's row goes out in the first batch though another tenant's 20,000 rows in its hour came first", async () => {
+      await insertJobs(db.dataSource, { count: 20_000, start: hourStart, stepMs: 100, tenantId: A });
+      const [quiet] = await insertJobs(db.dataSource, { count: 1, start: new Date(NOW.getTime() + 60_000), tenantId: B });
+      const batches: string[][] = [];
+      const run = await sweep({ afterEnqueue: (rows) => void batches.push(rows.map((r) => r.id)) }, 500, 500).runOnce(NOW);
+      // In index (insertion) order, the old claim took 500 of A's rows and left B's for batch 41.
+      expect(run).toEqual({ promoted: 500, batches: 1, more: true });
+      expect(batches[0]).toContain(quiet);
+      expect(await inQueue(queue, [quiet])).toBe(1);
+    });
+
+    it('an earlier hour still goes first: a row in a later hour waits, whatever its tenant', async () => {
+      await insertJobs(db.dataSource, { count: 1000, start: hourStart, stepMs: 1000, tenantId: A });
+      const later = await insertJobs(db.dataSource, { count: 1, start: new Date(hourStart.getTime() + HOUR), tenantId: B });
+      expect(await sweep({}, 500, 500).runOnce(NOW)).toMatchObject({ promoted: 500 });
+      expect(await statesOf(db.dataSource, later)).toEqual({ s: 1 });
+    });
+
+    it("fills what a tenant's share leaves in hour order: batches stay full and the run ends on the first short one", async () => {
+      const a = await insertJobs(db.dataSource, { count: 1000, start: hourStart, stepMs: 1000, tenantId: A });
+      const b = await insertJobs(db.dataSource, { count: 3, start: hourStart, tenantId: B });
+      const c = await insertJobs(db.dataSource, { count: 10, start: new Date(hourStart.getTime() + HOUR), tenantId: C });
+      expect(await sweep({}, 500).runOnce(NOW)).toEqual({ promoted: 1013, batches: 3 });
+      expect(await statesOf(db.dataSource, [...a, ...b, ...c])).toEqual({ q: 1013 });
+    });
+
+    it('a tenant left out of the share (its rows fell due during the run) is still promoted by the fill', async () => {
+      await insertJobs(db.dataSource, { count: 100, start: hourStart, tenantId: A });
+      const b = await insertJobs(db.dataSource, { count: 5, start: hourStart, tenantId: B });
+      const rows = await repo.promoteColdBatch(new Date(NOW.getTime() + 24 * HOUR), 1000, [A]);
+      expect(rows).toHaveLength(105);
+      expect(await statesOf(db.dataSource, b)).toEqual({ q: 5 });
+    });
+
+    it('lists the tenants with due cold rows, and none when nothing is due', async () => {
+      await insertJobs(db.dataSource, { count: 3, start: hourStart, tenantId: C });
+      await insertJobs(db.dataSource, { count: 3, start: new Date(hourStart.getTime() + 3 * HOUR), tenantId: A });
+      await insertJobs(db.dataSource, { count: 3, start: new Date(hourStart.getTime() + 48 * HOUR), tenantId: B });
+      expect(await repo.dueColdTenants(new Date(NOW.getTime() + 24 * HOUR))).toEqual([A, C]);
+      expect(await repo.dueColdTenants(new Date(hourStart.getTime() - 1))).toEqual([]);
+    });
+
+    it('two replicas with three lanes each promote every row of every tenant exactly once', async () => {
+      const ids = [
+        ...(await insertJobs(db.dataSource, { count: 2000, start: hourStart, stepMs: 5, tenantId: A })),
+        ...(await insertJobs(db.dataSource, { count: 300, start: hourStart, stepMs: 5, tenantId: B })),
+        ...(await insertJobs(db.dataSource, { count: 200, start: new Date(hourStart.getTime() + HOUR), tenantId: C })),
+      ];
+      const [x, y] = await Promise.all([sweep({}, 100, 1e6, 3).runOnce(NOW), sweep({}, 100, 1e6, 3).runOnce(NOW)]);
+      expect(x.promoted + y.promoted).toBe(2500);
+      expect(await statesOf(db.dataSource, ids)).toEqual({ q: 2500 });
+      expect(await queuedCount(queue)).toBe(2500);
+    });
+
+    it("looks tenants up through jobs_cold_tenant even when the heap is in hour order (the planner's trap)", async () => {
+      // One big hour inserted as a block, then later hours in order: hour correlation 1, where
+      // the default costs read the whole bucket through jobs_cold_due for each tenant.
+      await db.dataSource.query(
+        `INSERT INTO jobs (tenant_id, key, kind, run_at, state)
+         SELECT 1, 'big-' || g, 'noop', $1::timestamptz + (g % 3600) * interval '1 second', 's' FROM generate_series(1, 100000) g`,
+        [hourStart],
+      );
+      await insertJobs(db.dataSource, { count: 5, start: hourStart, stepMs: 600_000, tenantId: B });
+      await db.dataSource.query(
+        `INSERT INTO jobs (tenant_id, key, kind, run_at, state)
+         SELECT 1 + g % 2, 'later-' || g, 'noop', $1::timestamptz + interval '1 hour' + g * interval '30 seconds', 's' FROM generate_series(1, 100000) g`,
+        [hourStart],
+      );
+      await db.dataSource.query('ANALYZE jobs');
+      const plan = await repo.explainFairClaim(new Date(NOW.getTime() + 24 * HOUR), 5000, [A, B]);
+      expect(plan.match(/Index Scan using jobs_cold_tenant/g)).toHaveLength(2); // is the tenant in h0, then its share
+      expect(plan.match(/jobs_cold_due/g)).toHaveLength(1); // the earliest due hour only
+      expect(plan).not.toMatch(/Bitmap|Seq Scan/);
+    });
+  });
+
   it('scans jobs_cold_due by index range: cost follows the promoted rows, not the table', async () => {
     // 200k cold rows spread over a year, 500 due in the next hours.
     await db.dataSource.query(

@@ -40,10 +40,12 @@ export interface PromotionFaults {
  * - after the publish: done.
  * Rows already overdue (the promoter was down) go out with delay 0 (HotQueue clamps it).
  *
- * The claim walks jobs_cold_due by whole UTC hour buckets, ≤ hour(now + hot horizon): the
+ * The claim takes whole UTC hour buckets, ≤ hour(now + hot horizon), earliest first: the
  * horizon is effectively rounded UP to the next hour boundary, so Redis holds up to
- * horizon + 1 h of work. The scan touches only unpromoted rows, so its cost follows the rows it
- * promotes, not the table size.
+ * horizon + 1 h of work. Inside the earliest due bucket each batch is shared between the
+ * tenants with rows there (SweepsRepository.promoteColdBatch), so a tenant's millions of rows
+ * in one hour do not hold back another tenant's row in that hour when the promoter catches up.
+ * The scans touch only unpromoted rows, so their cost follows the rows promoted, not the table.
  */
 export class PromotionSweep implements Sweep<PromotionResult> {
   readonly name = 'promotion' as const;
@@ -66,8 +68,11 @@ export class PromotionSweep implements Sweep<PromotionResult> {
    * bucket, which promotion has normally emptied already.
    */
   async promote(now: Date, horizon: Date, lanes = this.opts.concurrency): Promise<PromotionResult> {
+    // Once per run: a tenant whose rows fall due during the run is not in the share, but the
+    // batch's fill (hour order) still promotes them.
+    const tenants = await this.repo.dueColdTenants(horizon);
     const run = await runBatches({ ...this.opts, concurrency: lanes }, async (limit) => {
-      const rows = await this.repo.promoteColdBatch(horizon, limit);
+      const rows = await this.repo.promoteColdBatch(horizon, limit, tenants);
       if (rows.length === 0) return 0;
       await this.faults.afterClaim?.(rows);
       await this.publish(rows, now);

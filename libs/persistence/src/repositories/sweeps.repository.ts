@@ -9,12 +9,23 @@ import { COLD_CLAIM_SQL } from '../statements/cold-claim.sql';
 import { COUNT_IN_FLIGHT_SQL } from '../statements/count-in-flight.sql';
 import { COUNT_JOB_STATES_SQL } from '../statements/count-job-states.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
+import { DUE_COLD_TENANTS_SQL } from '../statements/due-cold-tenants.sql';
 import { INSERT_OCCURRENCES_SQL } from '../statements/insert-occurrences.sql';
 import { JOB_STATE_STATS_SQL } from '../statements/job-state-stats.sql';
 import { PROMOTE_COLD_SQL } from '../statements/promote-cold.sql';
+import { PROMOTE_COLD_FAIR_SQL } from '../statements/promote-cold-fair.sql';
 import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
 import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
 import { RESCUE_EXPIRED_LEASES_SQL } from '../statements/rescue-expired-leases.sql';
+
+/**
+ * See promoteFairShare. SET LOCAL: gone at commit even if the statement fails. jit off: these
+ * costs put the plan over jit_above_cost, and compiling would cost more than the batch.
+ */
+const FAIR_PLANNER_COSTS = `SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off;
+  SET LOCAL cpu_tuple_cost = 1; SET LOCAL cpu_index_tuple_cost = 1; SET LOCAL random_page_cost = 1`;
+const USUAL_PLANNER_COSTS = `SET LOCAL enable_bitmapscan TO DEFAULT; SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL jit TO DEFAULT;
+  SET LOCAL cpu_tuple_cost TO DEFAULT; SET LOCAL cpu_index_tuple_cost TO DEFAULT; SET LOCAL random_page_cost TO DEFAULT`;
 
 /** What the hot queue needs to know about a row (never the payload). */
 export interface SweepJobRef {
@@ -97,25 +108,55 @@ function toRef(r: JobRefRow): SweepJobRef {
 export class SweepsRepository {
   constructor(private readonly db: DataSource) {}
 
+  /** Tenants with cold rows in an hour bucket ≤ hour(horizon), for promoteColdBatch (DUE_COLD_TENANTS_SQL). */
+  async dueColdTenants(horizon: Date): Promise<number[]> {
+    const { rows } = await sql<{ tenant_id: number }>(this.db, DUE_COLD_TENANTS_SQL, [horizon]);
+    return rows.map((r) => r.tenant_id);
+  }
+
   /**
    * Claims up to `limit` cold rows whose UTC hour bucket is ≤ hour(horizon) and marks them
    * queued, in one short transaction that commits before the caller publishes them: no row lock
-   * is held while the caller waits on Redis (PROMOTE_COLD_SQL; the claim itself is COLD_CLAIM_SQL).
+   * is held while the caller waits on Redis. The earliest due hour is shared between `tenants`
+   * (PROMOTE_COLD_FAIR_SQL); the rest of the batch is filled in hour order (PROMOTE_COLD_SQL), so
+   * a batch comes back short only when no unlocked due row is left.
    */
-  async promoteColdBatch(horizon: Date, limit: number): Promise<SweepJobRef[]> {
+  async promoteColdBatch(horizon: Date, limit: number, tenants: readonly number[] = []): Promise<SweepJobRef[]> {
     return this.db.transaction(async (m) => {
       // A commit lost in a Postgres crash leaves the rows scheduled while Redis may have them:
       // the dispatcher drops such deliveries and the next claim re-adds the same ids. So no WAL
       // flush wait.
       await m.query(`SET LOCAL synchronous_commit = off`);
-      const { rows } = await sql<JobRefRow>(m, PROMOTE_COLD_SQL, [horizon, limit]);
-      return rows.map(toRef);
+      const fair = tenants.length > 0 ? await this.promoteFairShare(m, horizon, limit, tenants) : [];
+      if (fair.length >= limit) return fair.map(toRef);
+      if (tenants.length > 0) await m.query(USUAL_PLANNER_COSTS); // the fill is planned as it always was
+      const { rows } = await sql<JobRefRow>(m, PROMOTE_COLD_SQL, [horizon, limit - fair.length]);
+      return [...fair, ...rows].map(toRef);
     });
+  }
+
+  private async promoteFairShare(m: EntityManager, horizon: Date, limit: number, tenants: readonly number[]): Promise<JobRefRow[]> {
+    // Planner costs that count tuples, for this statement: with the heap in hour order the
+    // default costs pick "scan jobs_cold_due's bucket, filter the tenant" (every row of a big
+    // hour, per tenant per batch; the plan test's 100k-row hour) or a bitmap of the tenant's whole
+    // bucket. Counted in tuples, jobs_cold_tenant's (tenant, hour) range is always fewer.
+    await m.query(FAIR_PLANNER_COSTS);
+    const { rows } = await sql<JobRefRow>(m, PROMOTE_COLD_FAIR_SQL, [horizon, limit, tenants]);
+    return rows;
   }
 
   /** Promoted rows whose publish failed go back to scheduled (see demoteToScheduled). */
   demoteToScheduled(items: readonly { id: string; runAt: Date }[]): Promise<number> {
     return demoteToScheduled(this.db, items);
+  }
+
+  /** The fair share's plan under the costs it runs with, for tests that pin the index choice. */
+  async explainFairClaim(horizon: Date, limit: number, tenants: readonly number[]): Promise<string> {
+    return this.db.transaction(async (m) => {
+      await m.query(FAIR_PLANNER_COSTS);
+      const { rows } = await sql<{ 'QUERY PLAN': string }>(m, `EXPLAIN ${PROMOTE_COLD_FAIR_SQL}`, [horizon, limit, tenants]);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
   }
 
   /** The claim query's plan, for tests that pin the index choice. */

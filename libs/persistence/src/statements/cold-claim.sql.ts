@@ -1,8 +1,9 @@
 /**
- * Promotion's claim of cold rows, the one copy production, the plan test and the bench use
- * ($1 horizon, $2 limit): whole UTC hour buckets ≤ hour(horizon), ordered by the index
- * expression with a LIMIT, so the planner walks jobs_cold_due as a range scan whatever its row
- * estimates. (An extra `run_at <= x` filter was tried: at 10 M rows it made the planner expect
+ * Promotion's claim of cold rows in hour order, the one copy production, the plan test and the
+ * bench use ($1 horizon, $2 limit). Production runs it after the fair share of a batch
+ * (PROMOTE_COLD_FAIR_SQL) for what the tenants left: whole UTC hour buckets ≤ hour(horizon),
+ * ordered by the index expression with a LIMIT, so the planner walks jobs_cold_due as a range
+ * scan whatever its row estimates. (An extra `run_at <= x` filter was tried: at 10 M rows it made the planner expect
  * few matches and pick a 3 s sequential scan.)
  */
 export const COLD_CLAIM_SQL = `SELECT id FROM jobs

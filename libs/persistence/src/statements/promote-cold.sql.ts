@@ -2,7 +2,8 @@ import { COLD_CLAIM_SQL } from './cold-claim.sql';
 
 /**
  * Promotion: the cold rows COLD_CLAIM_SQL claims become queued. Returns what the hot queue needs
- * of each (never the payload).
+ * of each (never the payload). Fills the batch after PROMOTE_COLD_FAIR_SQL in the same
+ * transaction: the rows that statement queued are no longer `s`, so nothing is claimed twice.
  *
  * $1 timestamptz horizon · $2 int limit (COLD_CLAIM_SQL's).
  */
