@@ -5,6 +5,8 @@
 //   node -r ./bench/lib/register.cjs bench/promote.ts --full     # also 10 M rows (loads for minutes)
 //   flags: --sizes=1000000,10000000 --promote=100000 --runs=3 --schedules=1000000 --concurrency=2 --reuse
 //          --overdue-only (with --reuse: re-measure only the idle overdue sweep) --json-only
+//          --fair=1000000 (also the fair-promotion scenario: a noisy tenant with that many rows in
+//          the current hour, a quiet tenant with 6; --fair-only skips the rest)
 //
 // Each table size gets its own database (almanac_bench_promote_<n>), loaded with one
 // INSERT … SELECT generate_series per million rows with the secondary indexes dropped and rebuilt
@@ -44,6 +46,9 @@ interface Args {
   concurrency: number;
   /** Skip the timed promotion runs (re-measure the overdue sweep on an already loaded table). */
   overdueOnly: boolean;
+  /** Noisy tenant's rows in the fair-promotion scenario (0: not run). */
+  fair: number;
+  fairOnly: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -59,6 +64,8 @@ function parseArgs(argv: string[]): Args {
     concurrency: Number(get('concurrency') ?? 2),
     overdueOnly: argv.includes('--overdue-only'),
     jsonOnly: argv.includes('--json-only'),
+    fair: Number(get('fair') ?? 0),
+    fairOnly: argv.includes('--fair-only'),
   };
 }
 
@@ -356,6 +363,119 @@ async function benchRecurring(args: Args): Promise<RecurringFigures> {
   }
 }
 
+/** The fair-promotion scenario's quiet rows: 6 spread over the noisy hour, one already overdue. */
+const FAIR_HOUR = new Date('2026-12-01T00:00:00Z');
+const QUIET_MINUTES = [5, 15, 25, 35, 45, 55];
+
+interface FairFigures {
+  noisyRows: number;
+  promoted: number;
+  runsMs: number[];
+  /** Wall µs per 100k promoted rows, per run. */
+  usPer100kRows: number[];
+  /** Per run: ms from the run's start until each quiet row's batch was published (QUIET_MINUTES order). */
+  quietPublishedMs: number[][];
+  /** Per run, per quiet row not yet due at NOW: run time − (NOW + publish delay), ms; negative = late. */
+  slackMs: number[][];
+  worstSlackMs: number;
+}
+
+/**
+ * Issue 15 item 5: tenant 1 has `args.fair` rows due in one hour (inserted first, so they come
+ * first in the index), tenant 2 has 6 rows spread over that hour, and the promoter catches up at
+ * NOW = 00:10 inside it (down, or Redis was). Records when each quiet row was published; the
+ * bench's clock is NOW + elapsed wall time. Background: 1 M rows over the following year.
+ */
+/** Noisy rows first (first in the heap and in each index's posting lists), then quiet, then background. */
+async function loadFair(ds: DataSource, noisy: number): Promise<void> {
+  const indexes = await ds.query<{ indexname: string; indexdef: string }[]>(
+    `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs' AND indexname <> 'jobs_pkey'`,
+  );
+  for (const i of indexes) await ds.query(`DROP INDEX ${i.indexname}`);
+  await ds.query(`TRUNCATE jobs`);
+  const payload = JSON.stringify({ invoice: 'inv_0000000000', amount: 12345, currency: 'EUR', customer: 'cus_abcdefghij' });
+  for (let from = 0; from < noisy; from += 1_000_000) {
+    const n = Math.min(1_000_000, noisy - from);
+    await ds.query(
+      `INSERT INTO jobs (run_at, tenant_id, kind, key, payload, state)
+       SELECT $1::timestamptz + (g::bigint * 3599000 / $2) * interval '1 millisecond', 1, 'noop', 'noisy-' || g, $5::jsonb, 's'
+         FROM generate_series($3::bigint, $3::bigint + $4 - 1) g`,
+      [FAIR_HOUR, noisy, from, n, payload],
+    );
+    log(`  loaded ${from + n}/${noisy} noisy rows`);
+  }
+  await ds.query(
+    `INSERT INTO jobs (run_at, tenant_id, kind, key, payload, state)
+     SELECT $1::timestamptz + m * interval '1 minute', 2, 'noop', 'quiet-' || m, $3::jsonb, 's' FROM unnest($2::int[]) m`,
+    [FAIR_HOUR, QUIET_MINUTES, payload],
+  );
+  await ds.query(
+    `INSERT INTO jobs (run_at, tenant_id, kind, key, payload, state)
+     SELECT $1::timestamptz + ((g::bigint * 7919) % (365 * 86400)) * interval '1 second', 3 + g % 4, 'noop', 'bg-' || g, $2::jsonb, 's'
+       FROM generate_series(0, 999999) g`,
+    [BACKGROUND_FROM, payload],
+  );
+  await ds.query(`SET maintenance_work_mem = '512MB'`);
+  for (const i of indexes) await ds.query(i.indexdef);
+  await ds.query(`VACUUM ANALYZE jobs`);
+}
+
+async function benchFair(args: Args, redis: PrivateRedis): Promise<FairFigures> {
+  const name = `almanac_bench_fair_${args.fair}`;
+  const marker = `fair:${args.fair}`;
+  const [ds, loaded] = await openDatabase(name, args.reuse, marker);
+  try {
+    if (!loaded) {
+      log(`${name}: loading ${args.fair} noisy rows in one hour`);
+      await loadFair(ds, args.fair);
+      await ds.query(`INSERT INTO bench_marker VALUES ($1) ON CONFLICT DO NOTHING`, [marker]);
+    }
+    const quietIds = (await ds.query<{ id: string }[]>(`SELECT id::text AS id FROM jobs WHERE tenant_id = 2 AND key LIKE 'quiet-%' ORDER BY run_at`)).map((r) => r.id);
+    const runAtOf = (i: number) => FAIR_HOUR.getTime() + QUIET_MINUTES[i] * 60e3;
+    const repo = new SweepsRepository(ds);
+    const queue = HotQueue.open(redis.connection, 'bench');
+    const runsMs: number[] = [];
+    const quietPublishedMs: number[][] = [];
+    const slackMs: number[][] = [];
+    let promoted = 0;
+    for (let r = 0; r < args.runs; r++) {
+      await ds.query(`UPDATE jobs SET state = 's' WHERE state = 'q'`);
+      await ds.query(`VACUUM ANALYZE jobs`);
+      await redis.connection.flushall();
+      const published = new Map<string, number>();
+      const t0 = performance.now();
+      const recording = {
+        enqueue: async (rows: Parameters<HotQueue['enqueue']>[0], now: Date) => {
+          await queue.enqueue(rows, now);
+          const at = performance.now() - t0;
+          for (const row of rows) if (quietIds.includes(row.id)) published.set(row.id, at);
+        },
+      };
+      const sweep = new PromotionSweep(repo, recording, { hotHorizonMs: DAY, batchSize: 5000, maxPerRun: 100_000_000, concurrency: args.concurrency });
+      const [res, ms] = await timed(() => sweep.runOnce(NOW));
+      promoted = res.promoted;
+      runsMs.push(ms);
+      const at = quietIds.map((id) => published.get(id) ?? NaN);
+      quietPublishedMs.push(at);
+      slackMs.push(at.map((a, i) => runAtOf(i) - (NOW.getTime() + a)).filter((_, i) => runAtOf(i) > NOW.getTime()));
+      log(`${name}: run ${r + 1}: ${res.promoted} rows in ${ms.toFixed(0)} ms; quiet rows published at ${at.map((a) => a.toFixed(0)).join(', ')} ms`);
+    }
+    await queue.close();
+    return {
+      noisyRows: args.fair,
+      promoted,
+      runsMs,
+      usPer100kRows: runsMs.map((ms) => (ms * 1000 * 100_000) / promoted),
+      quietPublishedMs,
+      slackMs,
+      worstSlackMs: Math.min(...slackMs.flat()),
+    };
+  } finally {
+    await ds.destroy();
+    if (!args.reuse) await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  }
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   Logger.overrideLogger(false); // the sweeps' Nest logs would land in the JSON on stdout
@@ -363,9 +483,10 @@ async function main(): Promise<void> {
   const redis = await startPrivateRedis();
   stopRedis = () => redis.stop();
   try {
+    const fair = args.fair > 0 ? await benchFair(args, redis) : null;
     const promotion: PromotionFigures[] = [];
-    for (const size of args.sizes) promotion.push(await benchTableSize(args, size, redis));
-    const recurring = args.schedules > 0 ? await benchRecurring(args) : null;
+    if (!args.fairOnly) for (const size of args.sizes) promotion.push(await benchTableSize(args, size, redis));
+    const recurring = args.schedules > 0 && !args.fairOnly ? await benchRecurring(args) : null;
     const [small, big] = [promotion[0], promotion[promotion.length - 1]] as (PromotionFigures | undefined)[];
     const result = {
       bench: 'promote',
@@ -376,6 +497,7 @@ async function main(): Promise<void> {
       loadAverage: os.loadavg(),
       cpus: os.cpus().length,
       recurring,
+      fair,
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     if (!args.jsonOnly) {
@@ -393,6 +515,11 @@ async function main(): Promise<void> {
       ];
       const w = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
       for (const r of rows) process.stderr.write(`${r.map((c, i) => c.padStart(w[i])).join('  ')}\n`);
+      if (fair) {
+        process.stderr.write(
+          `fair: ${fair.noisyRows.toLocaleString('en')} noisy rows in one hour, catching up at its :10; ${fair.usPer100kRows.map((u) => (u / 1e6).toFixed(2)).join(', ')} s per 100k rows; quiet rows published after ${fair.quietPublishedMs.map((r) => r.map((m) => (m / 1000).toFixed(1)).join('/')).join(', ')} s; worst slack to run time ${(fair.worstSlackMs / 1000).toFixed(1)} s\n`,
+        );
+      }
       if (recurring) {
         process.stderr.write(
           `recurring: ${recurring.schedules.toLocaleString('en')} hourly schedules → ${recurring.occurrences.toLocaleString('en')} rows, median ${(median(recurring.runsMs) / 1000).toFixed(2)} s = ${recurring.occurrencesPerSecond.toFixed(0)} occurrences/s wall, ${recurring.occurrencesPerCpuSecond.toFixed(0)} per CPU second\n`,
