@@ -17,3 +17,4 @@ export * from './repositories/execution.repository';
 export * from './repositories/backlog.repository';
 export * from './repositories/kinds.repository';
 export * from './repositories/effects.repository';
+export * from './repositories/tenant-stats.repository';
