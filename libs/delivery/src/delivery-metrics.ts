@@ -1,5 +1,6 @@
 import type { MetricsService } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
+import { OTHER_TENANT, type TenantLabels } from './tenant-labels';
 
 /** Lag is the number people alert on; buckets start at 1 ms so a healthy p99 is resolvable. */
 const LAG_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -8,6 +9,8 @@ const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 /** Metrics of the dispatcher and workers; get-or-create, so both roles in one process share them. */
 export class DeliveryMetrics {
   readonly lag: Histogram<'pool'>;
+  /** Lag per tenant: the top N tenants by backlog (TenantLabels) and `other`. */
+  readonly tenantLag: Histogram<'tenant'>;
   readonly executions: Counter<'kind' | 'outcome'>;
   readonly handlerDuration: Histogram<'kind'>;
   readonly dropped: Counter<'reason'>;
@@ -18,13 +21,26 @@ export class DeliveryMetrics {
   readonly poolBacklog: Gauge<'pool'>;
   readonly kindServed: Gauge<'kind' | 'pool'>;
 
-  constructor(metrics: MetricsService) {
+  /** Without `tenants`, every tenant's lag counts as `other`. */
+  constructor(
+    metrics: MetricsService,
+    private readonly tenants?: TenantLabels,
+  ) {
     this.lag = metrics.histogram({
       name: 'almanac_dispatch_lag_seconds',
       help: 'Handler start minus the job due time',
       labelNames: ['pool'] as const,
       buckets: LAG_BUCKETS,
     });
+    this.tenantLag = metrics.histogram({
+      name: 'almanac_tenant_lag_seconds',
+      help: 'Handler start minus the job due time, per tenant: the top N by due backlog, the rest as "other"',
+      labelNames: ['tenant'] as const,
+      buckets: LAG_BUCKETS,
+    });
+    this.tenantLag.zero({ tenant: OTHER_TENANT });
+    // A tenant that left the top N loses its series, so labels stay bounded over time.
+    tenants?.onDropped((tenant) => this.tenantLag.remove({ tenant }));
     this.executions = metrics.counter({
       name: 'almanac_executions_total',
       help: 'Recorded attempts by kind and outcome (succeeded, failed, discarded, released)',
@@ -57,5 +73,11 @@ export class DeliveryMetrics {
       help: 'Per registered kind: 1 when the pool it routes to has a live worker, 0 when none would run it',
       labelNames: ['kind', 'pool'] as const,
     });
+  }
+
+  /** One handler start: per pool, and per tenant under its label. */
+  observeLag(pool: string, tenantId: number, seconds: number): void {
+    this.lag.observe({ pool }, seconds);
+    this.tenantLag.observe({ tenant: this.tenants?.label(tenantId) ?? OTHER_TENANT }, seconds);
   }
 }

@@ -6,3 +6,4 @@ export * from './ready-lists';
 export * from './worker-roster';
 export * from './kind-catalog';
 export * from './payload-schema';
+export * from './tenant-labels';

@@ -299,7 +299,7 @@ export class Executor {
     const { clock, metrics } = this.o;
     const startedAt = clock.now();
     entry.startedAt = startedAt;
-    metrics.lag.observe({ pool: d.pool }, Math.max(0, startedAt.getTime() - d.dueMs) / 1000);
+    metrics.observeLag(d.pool, row.tenantId, Math.max(0, startedAt.getTime() - d.dueMs) / 1000);
     const tx = new LazyTx(this.o.dataSource);
     const handler = this.o.registry.get(row.kind);
     const effects = effectRecordsFor(this.effects, row, handler?.timeoutMs ?? 0);

@@ -1,6 +1,6 @@
-import { DeliveryMetrics, type HandlerDefinition, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { DeliveryMetrics, type HandlerDefinition, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyLists, TenantLabels, WorkerRoster } from '@almanac/delivery';
 import { ExecutionRepository, type KindRegistration, KindsRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
@@ -21,6 +21,8 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   readonly executor: Executor;
   readonly taker: PoolTaker;
   readonly heartbeat: Heartbeat;
+  /** The tenants that get their own lag series (the promoter's top N); refreshed every 15 s. */
+  readonly tenantLabels: TenantLabels;
   /** What this worker registers in the kind registry at boot. */
   readonly registrations: KindRegistration[];
   private readonly logger: Logger;
@@ -30,6 +32,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     @Inject(WORKER_HANDLERS) handlers: HandlerDefinition[],
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
     @Inject(DELIVERY_REDIS) redis: IORedis,
+    @Inject(REDIS) commandRedis: IORedis,
     dataSource: DataSource,
     repo: ExecutionRepository,
     private readonly kinds: KindsRepository,
@@ -42,9 +45,10 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     const logger = (this.logger = pino.logger.child({ component: 'worker', workerId: settings.workerId }));
     const registry = new HandlerRegistry(handlers);
     const ready = new ReadyLists(redis, config.queuePrefix);
+    this.tenantLabels = new TenantLabels(commandRedis, config.queuePrefix);
     this.executor = new Executor({
       repo, dataSource, registry, hotQueue, ready, clock, logger,
-      metrics: new DeliveryMetrics(metrics),
+      metrics: new DeliveryMetrics(metrics, this.tenantLabels),
       workerId: settings.workerId,
       horizons: config.horizons,
       retryPolicy: settings.retryPolicy,
@@ -72,6 +76,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   }
 
   onApplicationBootstrap(): void {
+    this.tenantLabels.start();
     this.heartbeat.start();
     this.taker.start();
   }
@@ -80,5 +85,6 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     await this.heartbeat.leave(); // no new work; leases keep being renewed while handlers drain
     await this.taker.close(this.settings.shutdownMs);
     await this.heartbeat.stop();
+    this.tenantLabels.stop();
   }
 }

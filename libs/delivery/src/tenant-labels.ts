@@ -1,0 +1,72 @@
+import { within } from '@almanac/platform';
+import type IORedis from 'ioredis';
+
+/** The label of every tenant outside the published top N. */
+export const OTHER_TENANT = 'other';
+
+/** A damaged key must not turn into unbounded label values. */
+const MAX_TOP = 100;
+
+const topKey = (prefix: string) => `${prefix}:almanac:tenants:top`;
+
+/**
+ * Which tenants get a label of their own in per-tenant metrics: the top N by due backlog, chosen
+ * by the promoter's tenant-backlog sweep and published in Redis (`<prefix>:almanac:tenants:top`,
+ * ids joined by commas), so every role labels the same N tenants and the rest are `other`.
+ * The label is the tenant id as a string: stable, short, and free of what a name may contain.
+ */
+export class TenantLabels {
+  private top = new Set<number>();
+  private readonly droppedListeners: ((label: string) => void)[] = [];
+  private timer?: NodeJS.Timeout;
+  /** Bumped by start() and stop(): a refresh that ends after them does not reschedule. */
+  private generation = 0;
+
+  constructor(
+    private readonly redis: IORedis,
+    private readonly prefix: string,
+    private readonly waitMs = 2000,
+  ) {}
+
+  /** The promoter's side: replaces the published set. */
+  static async publish(redis: IORedis, prefix: string, tenantIds: readonly number[], waitMs = 2000): Promise<void> {
+    await within(waitMs, redis.set(topKey(prefix), tenantIds.slice(0, MAX_TOP).join(',')), 'publish top tenants');
+  }
+
+  label(tenantId: number): string {
+    return this.top.has(tenantId) ? String(tenantId) : OTHER_TENANT;
+  }
+
+  /** Called with each label that left the set, so its series can be removed. */
+  onDropped(listener: (label: string) => void): void {
+    this.droppedListeners.push(listener);
+  }
+
+  /** Reads the published set; on error or timeout the last one stays. */
+  async refresh(): Promise<void> {
+    const raw = await within(this.waitMs, this.redis.get(topKey(this.prefix)), 'read top tenants');
+    const next = new Set((raw ?? '').split(',').filter((s) => /^\d+$/.test(s)).slice(0, MAX_TOP).map(Number));
+    const dropped = [...this.top].filter((t) => !next.has(t));
+    this.top = next;
+    for (const t of dropped) for (const listener of this.droppedListeners) listener(String(t));
+  }
+
+  /** Refreshes now and every `intervalMs` until stop(); failures keep the last set. */
+  start(intervalMs = 15_000): void {
+    this.stop();
+    const gen = this.generation;
+    const tick = () => {
+      void this.refresh()
+        .catch(() => undefined)
+        .finally(() => {
+          if (gen === this.generation) this.timer = setTimeout(tick, intervalMs).unref();
+        });
+    };
+    this.timer = setTimeout(tick, 0).unref();
+  }
+
+  stop(): void {
+    this.generation++;
+    clearTimeout(this.timer);
+  }
+}
