@@ -9,6 +9,10 @@ export interface PromoterConfig {
   overdueIntervalMs: number;
   recurringIntervalMs: number;
   jobStatesIntervalMs: number;
+  /** Tenants with series of their own in per-tenant metrics, by due backlog; the rest are `other`. */
+  tenantMetricsTop: number;
+  /** Due rows the tenant-backlog sweep reads at most per run (its cost: ~1.5–13 µs a row). */
+  tenantMetricsScanRows: number;
   /** A queued row this late past its run time is assumed lost by the queue. */
   overdueGraceMs: number;
   promotionBatchSize: number;
@@ -41,6 +45,9 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
     overdueIntervalMs: envInt(env, 'ALMANAC_OVERDUE_INTERVAL_MS', 30_000, { min: 100, max: DAY }),
     recurringIntervalMs,
     jobStatesIntervalMs: envInt(env, 'ALMANAC_JOB_STATES_INTERVAL_MS', MIN, { min: 1000, max: DAY }),
+    // Each tenant with its own label adds a lag histogram (17 series) per worker process.
+    tenantMetricsTop: envInt(env, 'ALMANAC_TENANT_METRICS_TOP', 10, { min: 0, max: 100 }),
+    tenantMetricsScanRows: envInt(env, 'ALMANAC_TENANT_METRICS_SCAN_ROWS', 100_000, { min: 1000, max: 10_000_000 }),
     overdueGraceMs: envInt(env, 'ALMANAC_OVERDUE_GRACE_MS', 30_000, { min: 0, max: DAY }),
     promotionBatchSize: envInt(env, 'ALMANAC_PROMOTION_BATCH_SIZE', 5000, { min: 1, max: 100_000 }),
     promotionConcurrency: envInt(env, 'ALMANAC_PROMOTION_CONCURRENCY', 2, { min: 1, max: 16 }),

@@ -51,6 +51,8 @@ describe('promoterConfigFromEnv', () => {
       overdueIntervalMs: 30_000,
       recurringIntervalMs: 60_000,
       jobStatesIntervalMs: 60_000,
+      tenantMetricsTop: 10,
+      tenantMetricsScanRows: 100_000,
       overdueGraceMs: 30_000,
       promotionBatchSize: 5000,
       promotionConcurrency: 2,
@@ -71,5 +73,6 @@ describe('promoterConfigFromEnv', () => {
   it('fails fast naming the variable', () => {
     expect(() => promoterConfigFromEnv({ ALMANAC_OVERDUE_INTERVAL_MS: 'soon' }, 1000)).toThrow(/ALMANAC_OVERDUE_INTERVAL_MS/);
     expect(() => promoterConfigFromEnv({ ALMANAC_PROMOTION_BATCH_SIZE: '0' }, 1000)).toThrow(/ALMANAC_PROMOTION_BATCH_SIZE/);
+    expect(() => promoterConfigFromEnv({ ALMANAC_TENANT_METRICS_TOP: '500' }, 1000)).toThrow(/ALMANAC_TENANT_METRICS_TOP/);
   });
 });

@@ -1,4 +1,5 @@
-import { SweepsRepository } from '@almanac/persistence';
+import { TenantLabels } from '@almanac/delivery';
+import { SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, SILENT_LOGGER } from '@almanac/platform';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
@@ -14,6 +15,7 @@ import { JobStatesSweep } from './sweeps/job-states.sweep';
 import { PromotionSweep } from './sweeps/promotion.sweep';
 import { SweepMetrics } from './sweeps/sweep-metrics';
 import { SweepRunner } from './sweeps/sweep-runner';
+import { TENANT_BACKLOG_INTERVAL_MS, TenantBacklogSweep } from './sweeps/tenant-backlog.sweep';
 
 export const PROMOTER_CONFIG = Symbol('PROMOTER_CONFIG');
 
@@ -74,7 +76,13 @@ export function buildSweeps(deps: {
     log('overdue-sweep'),
   );
   const jobStates = new JobStatesSweep(repo, metrics);
-  return { repo, promotion, recurring, overdue, jobStates };
+  const tenantBacklog = new TenantBacklogSweep(
+    new TenantStatsRepository(deps.dataSource),
+    (ids) => TenantLabels.publish(deps.redis, deps.prefix, ids),
+    { top: config.tenantMetricsTop, scanRows: config.tenantMetricsScanRows },
+    metrics,
+  );
+  return { repo, promotion, recurring, overdue, jobStates, tenantBacklog };
 }
 
 /** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
@@ -120,6 +128,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
             { sweep: s.promotion, intervalMs: config.promotionIntervalMs },
             { sweep: s.recurring, intervalMs: config.recurringIntervalMs },
             { sweep: s.jobStates, intervalMs: config.jobStatesIntervalMs },
+            { sweep: s.tenantBacklog, intervalMs: TENANT_BACKLOG_INTERVAL_MS },
           ],
           clock,
           metrics,

@@ -1,3 +1,4 @@
+import { OTHER_TENANT } from '@almanac/delivery';
 import type { MetricsService } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { JobStateCounts } from '@almanac/persistence';
@@ -16,6 +17,8 @@ export class SweepMetrics {
   readonly occurrences: Counter<'outcome'>;
   readonly leaseDead: Counter;
   readonly jobs: Gauge<'state'>;
+  readonly tenantBacklog: Gauge<'tenant'>;
+  readonly tenantOldestDue: Gauge<'tenant'>;
 
   constructor(metrics: MetricsService) {
     this.runs = metrics.counter({
@@ -52,6 +55,16 @@ export class SweepMetrics {
       help: 'Rows per state: exact for queued/running, planner estimate for the rest (see SweepsRepository.estimateJobStates)',
       labelNames: ['state'],
     });
+    this.tenantBacklog = metrics.gauge({
+      name: 'almanac_tenant_backlog',
+      help: 'Due queued jobs per tenant: the top N by this count, the rest summed as "other" (see the tenant-backlog sweep)',
+      labelNames: ['tenant'],
+    });
+    this.tenantOldestDue = metrics.gauge({
+      name: 'almanac_tenant_oldest_due_seconds',
+      help: 'Age of the oldest due queued job per tenant: the top N by backlog, the oldest of the rest as "other"',
+      labelNames: ['tenant'],
+    });
     this.zero();
   }
 
@@ -64,6 +77,17 @@ export class SweepMetrics {
     for (const outcome of OCCURRENCE_OUTCOMES) this.occurrences.inc({ outcome }, 0);
     this.promoted.inc(0);
     this.leaseDead.inc(0);
+    this.setTenantBacklog([{ tenant: OTHER_TENANT, backlog: 0, oldestDueSeconds: 0 }]);
+  }
+
+  /** Replaces every tenant series at once: a tenant that left the top N loses its series. */
+  setTenantBacklog(rows: readonly { tenant: string; backlog: number; oldestDueSeconds: number }[]): void {
+    this.tenantBacklog.reset();
+    this.tenantOldestDue.reset();
+    for (const r of rows) {
+      this.tenantBacklog.set({ tenant: r.tenant }, r.backlog);
+      this.tenantOldestDue.set({ tenant: r.tenant }, r.oldestDueSeconds);
+    }
   }
 
   setJobStates(counts: JobStateCounts): void {
