@@ -1,6 +1,6 @@
-import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes, LimitSlots, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
-import { BacklogRepository, ExecutionRepository, KindsRepository } from '@almanac/persistence';
+import { BacklogRepository, ExecutionRepository, KindsRepository, TenantsRepository } from '@almanac/persistence';
 import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, queueJobId, SystemClock } from '@almanac/platform';
 import { BullModule } from '@nestjs/bullmq';
 import { Test, TestingModule } from '@nestjs/testing';
@@ -9,7 +9,9 @@ import type { DataSource } from 'typeorm';
 import { Dispatcher } from '../../apps/dispatcher/src/dispatcher';
 import { DispatcherLoop } from '../../apps/dispatcher/src/dispatcher-loop';
 import { DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, HotConsumerSettings } from '../../apps/dispatcher/src/hot-consumer';
+import { LimitGate } from '../../apps/dispatcher/src/limit-gate';
 import { PoolRoom } from '../../apps/dispatcher/src/pool-room';
+import { TenantShares } from '../../apps/dispatcher/src/tenant-shares';
 import { Executor, Heartbeat, PoolTaker } from '@almanac/worker-runtime';
 import { createTestDatabase, TestDatabase } from './test-db';
 import { createTestRedis, TestRedis } from './test-redis';
@@ -64,6 +66,9 @@ export class DeliveryHarness {
   readonly ready: ReadyLists;
   readonly roster: WorkerRoster;
   readonly dispatcher: Dispatcher;
+  /** Tenants' weights and limits as the dispatcher reads them (observe() refreshes). */
+  readonly shares: TenantShares;
+  readonly slots: LimitSlots;
   /** The dispatcher's refill-and-observe turn. */
   readonly loop: DispatcherLoop;
   /** The hot queue's @Processor, its Worker created by BullModule as in the dispatcher role (see init). */
@@ -90,8 +95,11 @@ export class DeliveryHarness {
     this.hotQueue = HotQueue.open(redis.connection, redis.prefix);
     this.ready = new ReadyLists(redis.connection, redis.prefix);
     this.roster = new WorkerRoster(redis.connection, redis.prefix);
+    this.shares = new TenantShares(new TenantsRepository(db.dataSource));
+    this.slots = new LimitSlots(redis.connection, redis.prefix);
     this.dispatcher = new Dispatcher({
       routes: new KindRoutes(poolMap), catalog: new KindCatalog(new KindsRepository(db.dataSource), { maxAgeMs: 0, missRefreshMs: 0 }), ready: this.ready, roster: this.roster, backlog: this.backlog,
+      shares: this.shares, gate: new LimitGate(this.slots, this.shares),
       room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50, stallMs: 500, maxWaitMs: maxLineWaitMs,
     });
     this.loop = new DispatcherLoop(this.dispatcher, this.logger);

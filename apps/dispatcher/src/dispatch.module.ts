@@ -1,5 +1,5 @@
-import { DeliveryMetrics, KindCatalog, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
-import { BacklogRepository, KindsRepository } from '@almanac/persistence';
+import { DeliveryMetrics, KindCatalog, KindRoutes, LimitSlots, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { BacklogRepository, KindsRepository, TenantsRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, MetricsService } from '@almanac/platform';
 import { Module } from '@nestjs/common';
 import type IORedis from 'ioredis';
@@ -9,7 +9,9 @@ import { DispatchService } from './dispatch.service';
 import { Dispatcher } from './dispatcher';
 import { DispatcherSettings, dispatcherSettingsFromEnv } from './dispatcher-settings';
 import { DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, HotConsumerSettings, MAX_ROOM_WAIT_MS } from './hot-consumer';
+import { LimitGate } from './limit-gate';
 import { PoolRoom } from './pool-room';
+import { TenantShares } from './tenant-shares';
 
 const DISPATCHER_SETTINGS = Symbol('DISPATCHER_SETTINGS');
 
@@ -18,7 +20,8 @@ const HOT_SLOTS_RESERVED = 50;
 
 /**
  * Deliveries that may wait in this process for busy pools: a 100,000-job burst's first
- * 50,000 wait in memory (a few hundred bytes each), the rest park in the backlog.
+ * 50,000 wait in memory (a few hundred bytes each), the rest park in the backlog; when memory
+ * is short the tenant with the most waiting parks first.
  */
 const MAX_WAITING_DELIVERIES = 50_000;
 
@@ -43,20 +46,24 @@ const MAX_LINE_WAIT_MS = 10_000;
     },
     {
       provide: Dispatcher,
-      inject: [DISPATCHER_SETTINGS, ALMANAC_CONFIG, DELIVERY_REDIS, BacklogRepository, KindsRepository, Clock, MetricsService, DISPATCHER_LOGGER],
+      inject: [DISPATCHER_SETTINGS, ALMANAC_CONFIG, DELIVERY_REDIS, BacklogRepository, KindsRepository, TenantsRepository, Clock, MetricsService, DISPATCHER_LOGGER],
       useFactory: (
         settings: DispatcherSettings,
         config: AlmanacConfig,
         redis: IORedis,
         backlog: BacklogRepository,
         kinds: KindsRepository,
+        tenants: TenantsRepository,
         clock: Clock,
         metrics: MetricsService,
         logger: Logger,
       ) => {
         const ready = new ReadyLists(redis, config.queuePrefix);
         const roster = new WorkerRoster(redis, config.queuePrefix);
+        const shares = new TenantShares(tenants);
         return new Dispatcher({
+          shares,
+          gate: new LimitGate(new LimitSlots(redis, config.queuePrefix), shares),
           routes: new KindRoutes(settings.poolMap),
           catalog: new KindCatalog(kinds, { maxAgeMs: 0, missRefreshMs: 0 }),
           ready, roster, backlog, clock, logger,
@@ -79,6 +86,7 @@ const MAX_LINE_WAIT_MS = 10_000;
     },
     BacklogRepository,
     KindsRepository,
+    TenantsRepository,
     HotConsumer,
     DispatchService,
   ],

@@ -1,9 +1,12 @@
 import type { DeliveryMetrics, KindCatalog, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
+import { fairSplit } from '@almanac/domain';
 import type { BacklogItem, BacklogRepository } from '@almanac/persistence';
 import type { Clock } from '@almanac/platform';
 import type { Logger } from 'pino';
+import { FairLines, LineOutcome } from './fair-lines';
+import type { LimitGate } from './limit-gate';
 import type { PoolRoom } from './pool-room';
-import { LineOutcome, WaitingLines } from './waiting-lines';
+import type { TenantShares } from './tenant-shares';
 
 /** One row a hot-queue job delivers (a job carries one row, `j-<id>`, or an envelope of rows). */
 export interface HotDelivery {
@@ -29,37 +32,43 @@ export interface DispatcherOptions {
   room: PoolRoom;
   roster: WorkerRoster;
   backlog: BacklogRepository;
+  /** Tenants' weights and limits (re-read on observe()). */
+  shares: TenantShares;
+  /** Per-tenant and per-kind limits at hand-off. */
+  gate: LimitGate;
   clock: Clock;
   metrics: DeliveryMetrics;
   logger: Logger;
   /** Largest refill taken from the backlog for one pool at once. */
   maxRefill: number;
-  /** Deliveries that may wait for room at once, over all pools (memory); the rest park. */
+  /** Deliveries that may wait for room at once, over all pools (memory); beyond it the largest tenant parks. */
   maxWaiting: number;
-  /** A waiting line whose pool frees no room for this long is parked (see WaitingLines). */
+  /** A waiting line whose pool frees no room for this long is parked (see FairLines). */
   stallMs: number;
-  /** A delivery that has waited this long in a line parks (see WaitingLines). */
+  /** A delivery that has waited this long in a line parks (see FairLines). */
   maxWaitMs: number;
 }
 
 /**
- * Routes due jobs to their pools as far as the pools have room, and parks the rest. Touches no
- * job row: the worker claims a row (queued → running, attempt + 1, lease) as its handler starts,
- * so a job waiting for a worker, however long, costs no attempt. Per batch: one read of the
- * pools' room (Redis), one RPUSH per pool, and one INSERT into the backlog only when a pool is
- * full. A pool with a backlog gets new jobs parked behind it, so a pool drains in due order.
+ * Routes due jobs to their pools as far as the pools have room, fairly between tenants, and parks
+ * the rest. Touches no job row: the worker claims a row (queued → running, attempt + 1, lease) as
+ * its handler starts, so a job waiting for a worker, however long, costs no attempt. An idle pool
+ * is handed jobs directly (one read of its room, one RPUSH per batch); a busy one gets them
+ * through its fair line (FairLines), which also enforces limits. A tenant with parked jobs in a
+ * pool gets its new jobs parked behind them, so each tenant's jobs drain in due order, and the
+ * backlog refills tenant by tenant (by weight), never one tenant's whole backlog first.
  */
 export class Dispatcher {
-  /** Pools with parked jobs (this replica's parking, plus what observe() finds in the table). */
-  private readonly backlogged = new Set<string>();
-  private readonly lines: WaitingLines;
+  /** Per pool, the tenants with parked jobs (this replica's parking, plus what observe() finds). */
+  private readonly backlogged = new Map<string, Map<number, number>>();
+  private readonly lines: FairLines;
 
   constructor(private readonly o: DispatcherOptions) {
-    this.lines = new WaitingLines({ ...o, onParked: (pool) => this.backlogged.add(pool) });
+    this.lines = new FairLines({ ...o, onParked: (pool, tenants) => this.markParked(pool, tenants) });
   }
 
   async dispatch(batch: readonly HotDelivery[]): Promise<DispatchResult[]> {
-    const { routes, ready, metrics } = this.o;
+    const { routes, ready, metrics, gate } = this.o;
     const byPool = new Map<string, Map<string, HotDelivery>>();
     for (const d of batch) {
       const pool = routes.pool(d.kind);
@@ -73,31 +82,36 @@ export class Dispatcher {
     let mayWait = this.lines.free;
     await Promise.all(
       [...byPool].map(async ([pool, items]) => {
-        const sorted = [...items.values()].sort((a, b) => a.dueMs - b.dueMs);
         const view = rooms.get(pool);
-        // Behind parked jobs or a waiting line, new jobs queue up too: a pool drains in due order.
-        const room = this.backlogged.has(pool) || this.lines.has(pool) ? 0 : (view?.room ?? 0);
-        const direct = sorted.slice(0, room);
-        await ready.push(pool, direct.map((d) => ({ id: d.id, dueMs: d.dueMs })));
-        if (direct.length > 0) metrics.dispatched.inc({ pool, via: 'direct' }, direct.length);
-        for (const d of direct) results.set(d.id, { status: 'handed_off', pool });
-        // A live pool that is merely busy: waiting for room is cheaper than a round trip through
-        // the backlog (measured ~40 µs of Postgres and dispatcher CPU per job in a burst).
-        const alive = (view?.status.capacity ?? 0) > 0 && !this.backlogged.has(pool);
-        for (const d of sorted.slice(room)) {
-          if (alive && d.mayWait && mayWait > 0) {
-            mayWait--;
+        const parked = this.backlogged.get(pool);
+        const alive = (view?.status.capacity ?? 0) > 0;
+        // Behind a waiting line, new jobs join it (it orders them fairly); a pool nobody waits for
+        // is handed jobs directly, except limited tenants', which go through the line's gate.
+        let room = this.lines.has(pool) ? 0 : (view?.room ?? 0);
+        const direct: HotDelivery[] = [];
+        for (const d of [...items.values()].sort((a, b) => a.dueMs - b.dueMs)) {
+          if (parked?.has(d.tenantId)) {
+            park.push(backlogItem(d, pool)); // behind its own parked jobs: due order per tenant
+            results.set(d.id, { status: 'parked', pool });
+          } else if (room > 0 && !gate.limited(d)) {
+            room--;
+            direct.push(d);
+            results.set(d.id, { status: 'handed_off', pool });
+          } else if (alive && d.mayWait && (mayWait > 0 || !this.lines.isLargest(pool, d.tenantId))) {
+            mayWait--; // memory: beyond it the largest tenant's newest park (FairLines)
             results.set(d.id, { status: 'full', pool });
           } else {
-            park.push({ id: d.id, pool, runAt: new Date(d.dueMs) });
+            park.push(backlogItem(d, pool));
             results.set(d.id, { status: 'parked', pool });
           }
         }
+        await ready.push(pool, direct.map((d) => ({ id: d.id, dueMs: d.dueMs })));
+        if (direct.length > 0) metrics.dispatched.inc({ pool, via: 'direct' }, direct.length);
       }),
     );
     if (park.length > 0) {
       await this.o.backlog.park(park);
-      for (const p of park) this.backlogged.add(p.pool);
+      for (const p of park) this.markParked(p.pool, [p.tenantId]);
     }
     return batch.map((d) => results.get(d.id) as DispatchResult);
   }
@@ -107,50 +121,98 @@ export class Dispatcher {
     this.lines.close();
   }
 
-  /** For deliveries answered `full`: each waits in its pool's line until handed off or parked. */
+  /** For deliveries answered `full`: each waits in its pool's fair line until handed off or parked. */
   waitForRoom(pool: string, deliveries: readonly HotDelivery[]): Promise<LineOutcome[]> {
     return this.lines.wait(pool, deliveries);
   }
 
-  /** Moves parked jobs into the ready lists of pools that have room; returns how many. */
+  /**
+   * Moves parked jobs towards the pools that have room; returns how many it took. A pool nobody
+   * waits for gets its room split between its parked tenants by weight (fairSplit); a busy pool's
+   * parked tenants are topped up in its fair line, which decides the order.
+   */
   async refillOnce(): Promise<number> {
     if (this.backlogged.size === 0) return 0;
-    const pools = [...this.backlogged];
+    const pools = [...this.backlogged.keys()];
     const rooms = await this.o.room.rooms(pools, this.o.clock.now().getTime());
     let moved = 0;
     for (const pool of pools) {
-      const want = Math.min(rooms.get(pool)?.room ?? 0, this.o.maxRefill);
-      if (want <= 0) continue;
-      const items = await this.o.backlog.take(pool, want);
-      if (items.length < want) this.backlogged.delete(pool); // drained (observe() re-checks)
-      try {
-        await this.o.ready.push(pool, items.map((i) => ({ id: i.id, dueMs: i.runAt.getTime() })));
-      } catch (err) {
-        await this.o.backlog.park(items); // taken but not handed: back where they were
-        throw err;
+      const tenants = this.backlogged.get(pool);
+      if (!tenants || tenants.size === 0) {
+        this.backlogged.delete(pool);
+        continue;
       }
-      if (items.length > 0) this.o.metrics.dispatched.inc({ pool, via: 'backlog' }, items.length);
+      const wants = this.lines.has(pool) ? this.topUp(pool, tenants) : this.split(rooms.get(pool)?.room ?? 0, tenants);
+      const items = await this.o.backlog.take(pool, wants);
+      const got = new Map<number, number>();
+      for (const i of items) got.set(i.tenantId, (got.get(i.tenantId) ?? 0) + 1);
+      for (const [tenantId, want] of wants) {
+        const n = got.get(tenantId) ?? 0;
+        if (n < want) tenants.delete(tenantId); // drained (observe() re-checks)
+        else tenants.set(tenantId, Math.max(0, (tenants.get(tenantId) ?? 0) - n));
+      }
+      if (tenants.size === 0) this.backlogged.delete(pool);
+      await this.lines.add(pool, items.map((i) => ({ id: i.id, dueMs: i.runAt.getTime(), tenantId: i.tenantId, kind: i.kind })));
       moved += items.length;
     }
     return moved;
   }
 
+  /** An idle pool's room, split between its parked tenants by weight (each at most what it has parked). */
+  private split(room: number, tenants: Map<number, number>): Map<number, number> {
+    const claims = [...tenants].map(([tenantId, parked]) => ({
+      tenantId,
+      weight: this.o.shares.of(tenantId).weight,
+      cap: Math.max(1, parked),
+    }));
+    return fairSplit(Math.min(room, this.o.maxRefill), claims);
+  }
+
+  /** A busy pool's parked tenants are each kept a refill's worth in its line, as memory allows. */
+  private topUp(pool: string, tenants: Map<number, number>): Map<number, number> {
+    const wants = new Map<number, number>();
+    let free = this.lines.free;
+    for (const tenantId of tenants.keys()) {
+      const want = Math.min(free, Math.max(0, this.o.maxRefill - this.lines.sizeOf(pool, tenantId)));
+      wants.set(tenantId, want);
+      free -= want;
+    }
+    return wants;
+  }
+
+  /** Counts jobs parked in `pool`, one tenant id per job (observe() replaces the counts with the table's). */
+  private markParked(pool: string, tenantIds: Iterable<number>): void {
+    let parked = this.backlogged.get(pool);
+    if (!parked) this.backlogged.set(pool, (parked = new Map<number, number>()));
+    for (const t of tenantIds) parked.set(t, (parked.get(t) ?? 0) + 1);
+  }
+
   /**
    * Refreshes what the dispatcher knows beyond its own batches: kind → pool as the workers
-   * registered it, which pools have a backlog (parked by any replica), and the per-pool gauges.
+   * registered it, tenants' weights and limits, which tenants have parked jobs in which pools
+   * (parked by any replica), and the per-pool gauges.
    */
   async observe(): Promise<void> {
-    const { roster, routes, metrics, catalog } = this.o;
+    const { roster, routes, metrics, catalog, shares } = this.o;
     const nowMs = this.o.clock.now().getTime();
     await catalog.refresh(nowMs).catch((err: unknown) => this.o.logger.warn({ err }, 'could not read the kind registry; routing by the last copy'));
     routes.setDeclared(new Map(catalog.all().map((k) => [k.kind, k.pool])));
+    await shares.refresh().catch((err: unknown) => this.o.logger.warn({ err }, "could not read tenants' weights and limits; using the last copy"));
     const counts = await this.o.backlog.counts();
     const pools = [...new Set([...routes.configuredPools(), ...(await roster.pools()), ...counts.keys()])].sort();
     const rooms = await this.o.room.rooms(pools, nowMs, true);
     for (const pool of pools) {
       const r = rooms.get(pool);
-      const backlog = counts.get(pool) ?? 0;
-      if (backlog > 0) this.backlogged.add(pool);
+      const byTenant = counts.get(pool);
+      let backlog = 0;
+      if (byTenant) {
+        let parked = this.backlogged.get(pool);
+        if (!parked) this.backlogged.set(pool, (parked = new Map<number, number>()));
+        for (const [tenantId, n] of byTenant) {
+          backlog += n;
+          parked.set(tenantId, n);
+        }
+      }
       metrics.poolWorkers.set({ pool }, r?.status.workers ?? 0);
       metrics.poolCapacity.set({ pool }, r?.status.capacity ?? 0);
       metrics.poolInFlight.set({ pool }, (r?.ready ?? 0) + (r?.status.running ?? 0));
@@ -169,6 +231,10 @@ export class Dispatcher {
 
   /** Pools known to have parked jobs (tests, tools). */
   get backloggedPools(): string[] {
-    return [...this.backlogged].sort();
+    return [...this.backlogged.keys()].sort();
   }
+}
+
+function backlogItem(d: HotDelivery, pool: string): BacklogItem {
+  return { id: d.id, pool, runAt: new Date(d.dueMs), tenantId: d.tenantId, kind: d.kind };
 }

@@ -6,4 +6,5 @@ export * from './ready-lists';
 export * from './worker-roster';
 export * from './kind-catalog';
 export * from './payload-schema';
+export * from './limit-slots';
 export * from './tenant-labels';

@@ -1,4 +1,5 @@
 import type IORedis from 'ioredis';
+import type { HeldSlots } from './limit-slots';
 
 /**
  * A job handed to a pool: its row id and due time. The row is still `queued`; the worker that
@@ -8,19 +9,24 @@ export interface ReadyItem {
   id: string;
   /** due time, epoch ms (lag is measured from it; the worker waits for it) */
   dueMs: number;
+  /** The limit slots the hand-off holds (a limited tenant's job), released when its run ends. */
+  slots?: Omit<HeldSlots, 'id'>;
 }
 
 export function readyListKey(prefix: string, pool: string): string {
   return `${prefix}:almanac:ready:${pool}`;
 }
 
+/** `<id>:<due ms>`, or `<id>:<due ms>:<tenant>:<slot mask>:<kind>` when it holds limit slots (a kind has no `:`). */
 function encode(i: ReadyItem): string {
-  return `${i.id}:${i.dueMs}`;
+  return i.slots ? `${i.id}:${i.dueMs}:${i.slots.tenantId}:${i.slots.mask}:${i.slots.kind}` : `${i.id}:${i.dueMs}`;
 }
 
 function decode(s: string): ReadyItem {
-  const at = s.indexOf(':');
-  return { id: s.slice(0, at), dueMs: Number(s.slice(at + 1)) };
+  const [id, due, tenant, mask, kind] = s.split(':');
+  const item: ReadyItem = { id, dueMs: Number(due) };
+  if (kind !== undefined) item.slots = { tenantId: Number(tenant), mask: Number(mask), kind };
+  return item;
 }
 
 /**
@@ -33,16 +39,26 @@ function decode(s: string): ReadyItem {
  */
 export class ReadyLists {
   constructor(
-    private readonly redis: IORedis,
-    private readonly prefix: string,
+    readonly redis: IORedis,
+    readonly prefix: string,
   ) {}
 
   key(pool: string): string {
     return readyListKey(this.prefix, pool);
   }
 
-  async push(pool: string, items: readonly ReadyItem[]): Promise<void> {
-    if (items.length > 0) await this.redis.rpush(this.key(pool), ...items.map(encode));
+  /**
+   * Appends `items`; `first` go to the head, in order (light tenants' jobs under contention, see
+   * FairQueue's sparse entries), in the same round trip.
+   */
+  async push(pool: string, items: readonly ReadyItem[], first: readonly ReadyItem[] = []): Promise<void> {
+    if (first.length === 0) {
+      if (items.length > 0) await this.redis.rpush(this.key(pool), ...items.map(encode));
+      return;
+    }
+    const pipeline = this.redis.pipeline().lpush(this.key(pool), ...[...first].reverse().map(encode));
+    if (items.length > 0) pipeline.rpush(this.key(pool), ...items.map(encode));
+    for (const [err] of (await pipeline.exec()) ?? []) if (err) throw err;
   }
 
   /** Puts items a worker took but will not start back at the head, ahead of newer work. */

@@ -1,4 +1,5 @@
 import { FairQueue } from './fair-queue';
+import { fairSplit } from './fairness';
 
 interface Job {
   tenantId: number;
@@ -103,5 +104,14 @@ describe('FairQueue', () => {
     q.take(10);
     expect(q.size).toBe(0);
     expect(q.push({ tenantId: 1, kind: 'a', n: 0 }, 1)).toMatchObject({ sparse: true });
+  });
+});
+
+describe('fairSplit', () => {
+  it('splits room by weight, passing on what a capped tenant cannot use', () => {
+    expect(fairSplit(400, [{ tenantId: 1, weight: 1, cap: 1e9 }, { tenantId: 2, weight: 3, cap: 1e9 }])).toEqual(new Map([[1, 100], [2, 300]]));
+    expect(fairSplit(400, [{ tenantId: 1, weight: 1, cap: 1e9 }, { tenantId: 2, weight: 1, cap: 3 }])).toEqual(new Map([[1, 397], [2, 3]]));
+    expect(fairSplit(2, [{ tenantId: 1, weight: 100, cap: 10 }, { tenantId: 2, weight: 0.01, cap: 10 }]).get(2)).toBe(1);
+    expect([...fairSplit(0, [{ tenantId: 1, weight: 1, cap: 5 }]).values()]).toEqual([0]);
   });
 });

@@ -62,7 +62,7 @@ class Line<E> {
   }
 }
 
-class Flow<T> {
+class Flow<T extends FairItem> {
   /** Virtual time at which this tenant's service so far ends. */
   finish = 0;
   size = 0;
@@ -228,7 +228,7 @@ export class FairQueue<T extends FairItem> {
   }
 }
 
-interface HeapNode<T> {
+interface HeapNode<T extends FairItem> {
   tenantId: number;
   flow: Flow<T>;
   q: Line<FairEntry<T>>;
@@ -237,7 +237,7 @@ interface HeapNode<T> {
 }
 
 /** A binary min-heap of flows by their next start: a take costs O(flows + n log flows). */
-class FlowHeap<T> {
+class FlowHeap<T extends FairItem> {
   private readonly a: HeapNode<T>[] = [];
 
   push(node: HeapNode<T>): void {
@@ -276,7 +276,7 @@ class FlowHeap<T> {
 }
 
 /** Earlier start first; at the same start, a light tenant's item first. */
-function before<T>(x: HeapNode<T>, y: HeapNode<T>): boolean {
+function before<T extends FairItem>(x: HeapNode<T>, y: HeapNode<T>): boolean {
   if (x.start !== y.start) return x.start < y.start;
   return x.q.first.sparse && !y.q.first.sparse;
 }

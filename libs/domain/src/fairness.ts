@@ -92,3 +92,34 @@ function positiveInt(raw: unknown, field: string, max: number): number {
   }
   return raw;
 }
+
+/** A tenant asking for part of a pool's room: its weight, and at most how many it can use. */
+export interface ShareClaim {
+  tenantId: number;
+  weight: number;
+  cap: number;
+}
+
+/**
+ * Splits `room` between tenants in proportion to their weights, none getting more than its cap,
+ * what one cannot use going to the others (weighted water-filling). Every tenant with room to
+ * spare gets at least one while any is left, so a tiny weight is slow, never starved.
+ */
+export function fairSplit(room: number, claims: readonly ShareClaim[]): Map<number, number> {
+  const out = new Map<number, number>(claims.map((c) => [c.tenantId, 0]));
+  let left = Math.max(0, Math.floor(room));
+  let open = claims.filter((c) => c.cap > 0);
+  while (left > 0 && open.length > 0) {
+    const total = open.reduce((s, c) => s + c.weight, 0);
+    const round = left;
+    for (const c of open) {
+      if (left === 0) break;
+      const has = out.get(c.tenantId) ?? 0;
+      const give = Math.min(c.cap - has, left, Math.max(1, Math.floor((round * c.weight) / total)));
+      out.set(c.tenantId, has + give);
+      left -= give;
+    }
+    open = open.filter((c) => (out.get(c.tenantId) ?? 0) < c.cap);
+  }
+  return out;
+}

@@ -1,4 +1,4 @@
-import type { ReadyItem, ReadyLists } from '@almanac/delivery';
+import { type HeldSlots, LimitSlots, type ReadyItem, type ReadyLists, RENEW_EVERY_MS } from '@almanac/delivery';
 import { within } from '@almanac/platform';
 import type IORedis from 'ioredis';
 import type { Logger } from 'pino';
@@ -13,6 +13,8 @@ export interface PoolTakerOptions {
   concurrency: number;
   executor: Executor;
   logger: Logger;
+  /** Where limited tenants' slots are released (default: on the ready lists' Redis and prefix). */
+  slots?: LimitSlots;
 }
 
 /** How long one blocking take waits before the loop looks at its flags again. */
@@ -32,9 +34,16 @@ export class PoolTaker {
   private readonly loops: Promise<void>[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
+  /** Limit slots held by runs in this process (limited tenants' jobs), renewed until the run ends. */
+  private readonly held = new Map<string, HeldSlots>();
+  private toRelease: HeldSlots[] = [];
+  private releasing: Promise<void> | undefined;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private readonly slots: LimitSlots;
 
   constructor(private readonly o: PoolTakerOptions) {
     for (const p of o.pools) this.running.set(p, 0);
+    this.slots = o.slots ?? new LimitSlots(o.ready.redis, o.ready.prefix);
   }
 
   /** Handlers running now in `pool` (the heartbeat reports it). */
@@ -50,6 +59,16 @@ export class PoolTaker {
       this.blocking.set(pool, conn);
       this.loops.push(this.loop(pool, conn));
     }
+    this.renewTimer = setInterval(() => void this.renewSlots(), RENEW_EVERY_MS);
+    this.renewTimer.unref();
+  }
+
+  /** Keeps the limit slots of runs still going from expiring (a long handler); a failure is retried next time. */
+  async renewSlots(): Promise<void> {
+    if (this.held.size === 0) return;
+    await within(2000, this.slots.renew([...this.held.values()]), 'renew limit slots').catch((err: unknown) =>
+      this.o.logger.warn({ err }, 'could not renew limit slots; they expire unless renewed next time'),
+    );
   }
 
   /**
@@ -63,6 +82,7 @@ export class PoolTaker {
     }
     await Promise.all(started);
     await this.o.executor.drain(); // outcomes recorded before the caller looks
+    await this.releasing;
     return started.length;
   }
 
@@ -72,6 +92,7 @@ export class PoolTaker {
    */
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
+    clearInterval(this.renewTimer);
     this.o.executor.beginClose();
     for (const wake of this.slotFreed.values()) wake();
     // Let a blocked BLMPOP end by itself (≤ BLOCK_SECONDS): disconnecting under it could drop a
@@ -91,6 +112,7 @@ export class PoolTaker {
     }
     const released = first === 'deadline' ? await this.o.executor.releaseUnfinished() : 0;
     await this.o.executor.drain();
+    await this.releasing;
     return { released };
   }
 
@@ -124,10 +146,12 @@ export class PoolTaker {
 
   private startOne(pool: string, item: ReadyItem): Promise<unknown> {
     this.running.set(pool, this.runningIn(pool) + 1);
+    if (item.slots) this.held.set(item.id, { id: item.id, ...item.slots });
     const run = this.o.executor
       .execute({ id: item.id, dueMs: item.dueMs, pool })
       .catch((err: unknown) => this.o.logger.error({ err, pool, jobId: item.id }, 'delivery failed; the row is rescued by its lease or the overdue sweep'))
       .finally(() => {
+        this.releaseSlots(item.id);
         this.running.set(pool, this.runningIn(pool) - 1);
         this.inFlight.delete(run);
         const wake = this.slotFreed.get(pool);
@@ -136,5 +160,24 @@ export class PoolTaker {
       });
     this.inFlight.add(run);
     return run;
+  }
+
+  /**
+   * The run is over (recorded, retried, dropped or failed): its tenant's slots go back, batched
+   * with the others ending in the same turn. A release that fails is left to the slot's expiry.
+   */
+  private releaseSlots(id: string): void {
+    const h = this.held.get(id);
+    if (!h) return;
+    this.held.delete(id);
+    this.toRelease.push(h);
+    if (this.toRelease.length > 1) return;
+    this.releasing = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      const batch = this.toRelease;
+      this.toRelease = [];
+      await within(2000, this.slots.release(batch), 'release limit slots').catch((err: unknown) =>
+        this.o.logger.warn({ err, n: batch.length }, 'could not release limit slots; they expire by themselves'),
+      );
+    });
   }
 }

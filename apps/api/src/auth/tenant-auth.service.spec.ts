@@ -1,10 +1,11 @@
+import { DEFAULT_SHARE } from '@almanac/domain';
 import type { TenantRecord, TenantsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
 import { loadApiSettings } from '../api-settings';
 import { TenantAuthService } from './tenant-auth.service';
 
 describe('TenantAuthService', () => {
-  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null };
+  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE };
 
   /** A repository that knows one key, alm_good, and records every lookup. */
   function recordingRepo() {

@@ -9,7 +9,12 @@ export interface BacklogItem {
   id: string;
   pool: string;
   runAt: Date;
+  tenantId: number;
+  kind: string;
 }
+
+/** Parked jobs: pool → tenant → how many. */
+export type BacklogCounts = Map<string, Map<number, number>>;
 
 /**
  * The dispatch backlog (table dispatch_backlog): due jobs waiting for a pool to have room. Rows
@@ -23,22 +28,35 @@ export class BacklogRepository {
   /** Parks jobs; a job already parked stays as it was (a second hot copy of the same row). */
   async park(items: readonly BacklogItem[]): Promise<void> {
     if (items.length === 0) return;
-    await sql(this.dataSource, PARK_BACKLOG_SQL, [items.map((i) => i.id), items.map((i) => i.runAt), items.map((i) => i.pool)]);
+    await sql(this.dataSource, PARK_BACKLOG_SQL, [
+      items.map((i) => i.id), items.map((i) => i.runAt), items.map((i) => i.pool), items.map((i) => i.tenantId), items.map((i) => i.kind),
+    ]);
   }
 
   /**
-   * Takes up to `limit` of a pool's parked jobs, oldest run time first. SKIP LOCKED: two
-   * dispatchers refilling the same pool take disjoint sets.
+   * Takes up to `wants.get(tenant)` of each named tenant's parked jobs in a pool, oldest run time
+   * first. SKIP LOCKED: two dispatchers refilling the same pool take disjoint sets.
    */
-  async take(pool: string, limit: number): Promise<BacklogItem[]> {
-    if (limit <= 0) return [];
-    const { rows } = await sql<{ id: string; run_at: Date }>(this.dataSource, TAKE_BACKLOG_SQL, [pool, limit]);
-    return rows.sort((a, b) => a.run_at.getTime() - b.run_at.getTime()).map((r) => ({ id: r.id, pool, runAt: r.run_at }));
+  async take(pool: string, wants: ReadonlyMap<number, number>): Promise<BacklogItem[]> {
+    const asked = [...wants].filter(([, n]) => n > 0);
+    if (asked.length === 0) return [];
+    const { rows } = await sql<{ id: string; run_at: Date; tenant_id: number; kind: string }>(this.dataSource, TAKE_BACKLOG_SQL, [
+      pool, asked.map(([t]) => t), asked.map(([, n]) => n),
+    ]);
+    return rows
+      .sort((a, b) => a.run_at.getTime() - b.run_at.getTime())
+      .map((r) => ({ id: r.id, pool, runAt: r.run_at, tenantId: r.tenant_id, kind: r.kind }));
   }
 
-  /** Parked jobs per pool (the backlog gauge; also how a dispatcher learns of another's parking). */
-  async counts(): Promise<Map<string, number>> {
-    const { rows } = await sql<{ pool: string; n: number }>(this.dataSource, COUNT_BACKLOG_SQL);
-    return new Map(rows.map((r) => [r.pool, r.n]));
+  /** Parked jobs per pool and tenant. */
+  async counts(): Promise<BacklogCounts> {
+    const { rows } = await sql<{ pool: string; tenant_id: number; n: number }>(this.dataSource, COUNT_BACKLOG_SQL);
+    const out: BacklogCounts = new Map();
+    for (const r of rows) {
+      let byTenant = out.get(r.pool);
+      if (!byTenant) out.set(r.pool, (byTenant = new Map<number, number>()));
+      byTenant.set(r.tenant_id, r.n);
+    }
+    return out;
   }
 }

@@ -1,0 +1,138 @@
+import { completed, defineHandler } from '@almanac/delivery';
+import type { TenantShare } from '@almanac/domain';
+import { TenantsRepository } from '@almanac/persistence';
+import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import type { HotDelivery } from './dispatcher';
+
+const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
+const http = defineHandler({ kind: 'http', timeoutMs: 1000, handle: async () => completed() });
+
+describe('fair dispatch between tenants', () => {
+  let h: DeliveryHarness;
+  let tenants: TenantsRepository;
+
+  beforeEach(async () => {
+    h = await createHarness({ handlers: [noop, http] });
+    tenants = new TenantsRepository(h.ds);
+  });
+  afterEach(() => destroyHarness(h));
+
+  async function tenant(name: string, share: Partial<TenantShare> = {}): Promise<number> {
+    const { tenant: t } = await tenants.create(name);
+    if (Object.keys(share).length > 0) await tenants.updateShare(t.id, share);
+    return t.id;
+  }
+
+  async function deliveries(tenantId: number, n: number, opts: { kind?: string; mayWait?: boolean } = {}): Promise<HotDelivery[]> {
+    const kind = opts.kind ?? 'noop';
+    const ids = await h.enqueue(Array.from({ length: n }, () => ({ kind, tenantId })));
+    return ids.map((id, i) => ({ id, kind, tenantId, dueMs: Date.now() + i, mayWait: opts.mayWait ?? true }));
+  }
+
+  async function tenantsOf(ids: string[]): Promise<number[]> {
+    const rows: { id: string; tenant_id: number }[] = await h.ds.query(`SELECT id::text, tenant_id FROM jobs WHERE id = ANY($1::bigint[])`, [ids]);
+    const byId = new Map(rows.map((r) => [r.id, r.tenant_id]));
+    return ids.map((id) => byId.get(id) as number);
+  }
+
+  it("a light tenant's job goes next, at the head of the ready list, however long a heavy tenant's line", async () => {
+    const heavy = await tenant('heavy');
+    const quiet = await tenant('quiet');
+    await h.liveWorker({ concurrency: 2 }); // room 4
+    const burst = await deliveries(heavy, 20);
+    const [one] = await deliveries(quiet, 1); // made first: the line parks if its pool frees no room for 500 ms
+    expect((await h.dispatcher.dispatch(burst)).filter((a) => a.status === 'full')).toHaveLength(16);
+    const first = h.dispatcher.waitForRoom('default', burst.slice(4, 6));
+    const rest = h.dispatcher.waitForRoom('default', burst.slice(6));
+    await h.ready.take('default', 2); // a worker took two: the line hands the next two of the heavy tenant
+    expect(await first).toEqual(['handed_off', 'handed_off']);
+
+    expect(await h.dispatcher.dispatch([one])).toEqual([{ status: 'full', pool: 'default' }]); // behind the line, in it
+    const quietWait = h.dispatcher.waitForRoom('default', [one]);
+    await h.ready.take('default', 1);
+    expect(await quietWait).toEqual(['handed_off']);
+    expect((await h.readyIds())[0]).toBe(one.id); // ahead of the heavy tenant's 14 waiting and 3 ready
+
+    h.dispatcher.stopWaiting();
+    expect(new Set(await rest)).toEqual(new Set(['parked']));
+  });
+
+  it("splits a pool's room between parked tenants by weight when the backlog refills", async () => {
+    const light = await tenant('light');
+    const heavy = await tenant('heavy', { weight: 3 });
+    for (const t of [light, heavy]) await h.dispatcher.dispatch(await deliveries(t, 40, { mayWait: false })); // no worker: parked
+    await h.liveWorker({ concurrency: 10 }); // room 20 (liveWorker observes: weights and parked counts)
+    expect(await h.dispatcher.refillOnce()).toBe(20);
+    const handed = await tenantsOf(await h.readyIds());
+    expect(handed.filter((t) => t === light)).toHaveLength(5);
+    expect(handed.filter((t) => t === heavy)).toHaveLength(15);
+  });
+
+  it('a tenant with parked jobs has new ones parked behind them; another tenant is handed its jobs directly', async () => {
+    const a = await tenant('a');
+    const b = await tenant('b');
+    const early = await deliveries(a, 2, { mayWait: false });
+    await h.dispatcher.dispatch(early); // no worker: parked
+    await h.liveWorker();
+    const [lateA] = await deliveries(a, 1);
+    const [lateB] = await deliveries(b, 1);
+    expect((await h.dispatcher.dispatch([lateA, lateB])).map((r) => r.status)).toEqual(['parked', 'handed_off']);
+    expect(await h.readyIds()).toEqual([lateB.id]);
+  });
+
+  it('maxConcurrency caps what a tenant has handed out and unfinished; slots come back as runs end', async () => {
+    const capped = await tenant('capped', { maxConcurrency: 3 });
+    const w = await h.liveWorker({ concurrency: 10 }); // room 20
+    await h.dispatcher.observe();
+    const jobs = await deliveries(capped, 8);
+    expect(new Set((await h.dispatcher.dispatch(jobs)).map((r) => r.status))).toEqual(new Set(['full'])); // limited: through the line's gate
+    const waits = jobs.map((d) => h.dispatcher.waitForRoom('default', [d]));
+    expect(await Promise.all(waits.slice(0, 3))).toEqual([['handed_off'], ['handed_off'], ['handed_off']]);
+    expect(await h.readyIds()).toHaveLength(3);
+    expect(await h.slots.held(capped)).toBe(3);
+    expect(await w.taker.runOnce()).toBe(3); // run, recorded, slots released
+    expect(await Promise.all(waits.slice(3, 6))).toEqual([['handed_off'], ['handed_off'], ['handed_off']]);
+    expect(await h.readyIds()).toHaveLength(3);
+    h.dispatcher.stopWaiting();
+    expect(await Promise.all(waits.slice(6))).toEqual([['parked'], ['parked']]);
+  });
+
+  it("a kind limit holds only that kind: the tenant's other kinds and other tenants go on", async () => {
+    const t = await tenant('t', { kindLimits: { http: { concurrency: 1 } } });
+    await h.liveWorker({ concurrency: 10 });
+    await h.dispatcher.observe();
+    const webhooks = await deliveries(t, 3, { kind: 'http' });
+    const plain = await deliveries(t, 2);
+    const answers = await h.dispatcher.dispatch([...webhooks, ...plain]);
+    expect(answers.map((a) => a.status)).toEqual(['full', 'full', 'full', 'handed_off', 'handed_off']);
+    const waits = webhooks.map((d) => h.dispatcher.waitForRoom('default', [d]));
+    expect(await waits[0]).toEqual(['handed_off']);
+    expect(await h.slots.held(t, 'http')).toBe(1);
+    h.dispatcher.stopWaiting();
+    expect(await Promise.all(waits.slice(1))).toEqual([['parked'], ['parked']]);
+  });
+
+  it('when memory is short the tenant with the most waiting parks, not the newcomer', async () => {
+    const heavy = await tenant('heavy');
+    const quiet = await tenant('quiet');
+    await h.liveWorker({ concurrency: 1 }); // room 2; the harness lets 50 wait
+    const burst = await deliveries(heavy, 53);
+    const [one] = await deliveries(quiet, 1); // made first: the line parks if its pool frees no room for 500 ms
+    await h.dispatcher.dispatch(burst.slice(0, 52));
+    const first = h.dispatcher.waitForRoom('default', burst.slice(2, 3));
+    const rest = h.dispatcher.waitForRoom('default', burst.slice(3, 52));
+    await h.ready.take('default', 1);
+    expect(await first).toEqual(['handed_off']); // the heavy tenant has been served: its next start is later
+    const extra = burst[52];
+    expect(await h.dispatcher.dispatch([extra])).toEqual([{ status: 'full', pool: 'default' }]);
+    const extraWait = h.dispatcher.waitForRoom('default', [extra]); // 50 waiting: memory is full
+    expect(await h.dispatcher.dispatch([one])).toEqual([{ status: 'full', pool: 'default' }]); // not the largest: may wait
+    const quietWait = h.dispatcher.waitForRoom('default', [one]);
+    expect(await extraWait).toEqual(['parked']); // the largest tenant's newest made room
+    await h.ready.take('default', 1);
+    expect(await quietWait).toEqual(['handed_off']);
+    h.dispatcher.stopWaiting();
+    await rest;
+    expect(await h.parkedIds()).not.toContain(one.id);
+  });
+});

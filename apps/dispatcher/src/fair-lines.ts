@@ -1,0 +1,225 @@
+import type { DeliveryMetrics, ReadyItem, ReadyLists } from '@almanac/delivery';
+import { type FairEntry, FairQueue } from '@almanac/domain';
+import type { BacklogRepository } from '@almanac/persistence';
+import type { Clock } from '@almanac/platform';
+import type { LimitGate } from './limit-gate';
+import type { PoolRoom } from './pool-room';
+import type { TenantShares } from './tenant-shares';
+
+/** What a waiting delivery became: in its pool's ready list, or parked in the backlog. */
+export type LineOutcome = 'handed_off' | 'parked';
+
+/** The part of a hot delivery (or a refilled backlog row) a line needs. */
+export interface LineItem {
+  id: string;
+  dueMs: number;
+  tenantId: number;
+  kind: string;
+}
+
+interface Waiter {
+  item: LineItem;
+  tenantId: number;
+  kind: string;
+  /** When it joined the line, by the dispatcher's clock (epoch ms). */
+  since: number;
+  /** Came from the backlog (nobody awaits it) rather than from a hot job. */
+  refilled: boolean;
+  resolve?: (outcome: LineOutcome) => void;
+  reject?: (err: unknown) => void;
+}
+
+export interface FairLinesOptions {
+  room: PoolRoom;
+  ready: ReadyLists;
+  backlog: BacklogRepository;
+  metrics: DeliveryMetrics;
+  clock: Clock;
+  shares: TenantShares;
+  gate: LimitGate;
+  /** A line whose pool frees no room for this long (its workers died or hang) is parked. */
+  stallMs: number;
+  /** Deliveries that may wait at once, over all pools (memory); beyond it the largest tenant parks. */
+  maxWaiting: number;
+  /**
+   * A delivery waiting this long parks, however steadily its pool drains: it must be in the
+   * backlog (which the overdue sweep skips) before the overdue grace makes the sweep enqueue a
+   * second copy of its row.
+   */
+  maxWaitMs: number;
+  /** Called after a line parked jobs in `pool` (one tenant id per job), so their tenants' new jobs park behind them. */
+  onParked: (pool: string, tenantIds: readonly number[]) => void;
+}
+
+/** How often a pool's room is re-read while its line waits. */
+const ROOM_POLL_MS = 2;
+
+class PoolLine {
+  readonly queue = new FairQueue<Waiter>();
+  pumping: Promise<void> | undefined;
+  progressAt = Date.now();
+}
+
+/**
+ * Deliveries for a live but busy pool wait here for room: per pool one fair queue (FairQueue:
+ * tenants share the pool by weight, and a light tenant's job goes next however long a heavy
+ * tenant's line) and one pump. The pump reads the pool's room (every ROOM_POLL_MS while it has
+ * none), takes that many in fair order, checks limited tenants' limits (LimitGate), and hands
+ * them over in one round trip: light tenants' jobs at the head of the ready list (the hand-off
+ * buffer holds up to a pool's capacity of heavy tenants' jobs, ~20-50 ms of work), the rest at
+ * its tail. Waiting holds nothing durable: a hot job stays active in BullMQ until its deliveries
+ * are handed off or parked, and a refilled row is still queued in Postgres.
+ */
+export class FairLines {
+  private readonly lines = new Map<string, PoolLine>();
+  private waiting = 0;
+  private closing = false;
+
+  constructor(private readonly o: FairLinesOptions) {}
+
+  /** Deliveries waiting now, over all pools. */
+  get size(): number {
+    return this.waiting;
+  }
+
+  /** How many more deliveries may wait now before the largest tenant's newest are parked. */
+  get free(): number {
+    return Math.max(0, this.o.maxWaiting - this.waiting);
+  }
+
+  /** Whether `pool` has deliveries waiting: new ones join its line rather than overtake it. */
+  has(pool: string): boolean {
+    return (this.lines.get(pool)?.queue.size ?? 0) > 0;
+  }
+
+  /** Deliveries of one tenant waiting for `pool`. */
+  sizeOf(pool: string, tenantId: number): number {
+    return this.lines.get(pool)?.queue.sizeOf(tenantId) ?? 0;
+  }
+
+  /** Whether `tenantId` has the most waiting for `pool` (who parks when memory is short). */
+  isLargest(pool: string, tenantId: number): boolean {
+    return this.lines.get(pool)?.queue.largestTenant() === tenantId;
+  }
+
+  /** Shutdown: every line parks what it holds at its next turn, and new waiters park at once. */
+  close(): void {
+    this.closing = true;
+  }
+
+  /** Resolves, per item, once it is handed off or parked; rejects if Redis or Postgres failed it. */
+  wait(pool: string, items: readonly LineItem[]): Promise<LineOutcome[]> {
+    const line = this.line(pool);
+    const since = this.o.clock.now().getTime();
+    const outcomes = items.map(
+      (item) => new Promise<LineOutcome>((resolve, reject) => this.join(line, { item, tenantId: item.tenantId, kind: item.kind, since, refilled: false, resolve, reject })),
+    );
+    void this.start(pool, line);
+    return Promise.all(outcomes);
+  }
+
+  /** Rows refilled from the backlog join the line; resolves after the pump's first turn. */
+  add(pool: string, items: readonly LineItem[]): Promise<void> {
+    if (items.length === 0) return Promise.resolve();
+    const line = this.line(pool);
+    const since = this.o.clock.now().getTime();
+    for (const item of items) this.join(line, { item, tenantId: item.tenantId, kind: item.kind, since, refilled: true });
+    return this.start(pool, line);
+  }
+
+  private line(pool: string): PoolLine {
+    let line = this.lines.get(pool);
+    if (!line) this.lines.set(pool, (line = new PoolLine()));
+    return line;
+  }
+
+  private join(line: PoolLine, w: Waiter): void {
+    line.queue.push(w, this.o.shares.of(w.tenantId).weight);
+    this.waiting++;
+  }
+
+  /** Starts the pool's pump unless it runs; resolves once its first turn is done. */
+  private start(pool: string, line: PoolLine): Promise<void> {
+    if (line.pumping) return Promise.resolve();
+    let firstTurn!: () => void;
+    const first = new Promise<void>((resolve) => (firstTurn = resolve));
+    line.pumping = this.pump(pool, line, firstTurn).finally(() => {
+      line.pumping = undefined;
+      if (line.queue.size === 0 && this.lines.get(pool) === line) this.lines.delete(pool);
+      else if (line.queue.size > 0) void this.start(pool, line); // joined as the pump ended
+    });
+    return first;
+  }
+
+  private async pump(pool: string, line: PoolLine, firstTurn: () => void): Promise<void> {
+    try {
+      while (line.queue.size > 0) {
+        const moved = await this.turn(pool, line);
+        firstTurn();
+        if (moved === 0 && line.queue.size > 0) await new Promise((r) => setTimeout(r, ROOM_POLL_MS));
+      }
+    } catch (err) {
+      // Redis or Postgres failed: every waiter's hot job fails and the sweeps re-deliver the rows
+      // (refilled rows are queued, not parked: the overdue sweep's net).
+      this.fail(line.queue.drain(), err);
+    } finally {
+      firstTurn();
+    }
+  }
+
+  /** One turn of a pool's pump: park what waited too long or does not fit in memory, then hand over what the room allows. */
+  private async turn(pool: string, line: PoolLine): Promise<number> {
+    const now = this.o.clock.now().getTime();
+    const old = line.queue.removeOld((w) => w.since < now - this.o.maxWaitMs);
+    if (old.length > 0) await this.settle(old, 'parked', (ws) => this.park(pool, ws));
+    const over = this.waiting - this.o.maxWaiting;
+    if (over > 0) await this.settle(line.queue.evictFromLargest(over), 'parked', (ws) => this.park(pool, ws));
+    if (line.queue.size === 0) return 1;
+    const view = this.closing ? undefined : (await this.o.room.rooms([pool], now)).get(pool);
+    if (!view || view.status.capacity === 0 || (view.room === 0 && Date.now() - line.progressAt > this.o.stallMs)) {
+      await this.settle(line.queue.drain(), 'parked', (ws) => this.park(pool, ws));
+      return 1;
+    }
+    if (view.room === 0) return 0;
+    line.progressAt = Date.now();
+    const gate = this.o.gate;
+    const taken = line.queue.take(view.room, (w) => gate.open(w.item, now));
+    const limited = taken.filter((e) => gate.limited(e.item.item));
+    const { granted, refused } = await gate.acquire(limited.map((e) => e.item.item), now);
+    if (refused.length > 0) {
+      const no = new Set(refused);
+      line.queue.unshift(taken.filter((e) => no.has(e.item.item)));
+    }
+    const handed = refused.length > 0 ? taken.filter((e) => !refused.includes(e.item.item)) : taken;
+    const ready = (e: FairEntry<Waiter>): ReadyItem => ({ id: e.item.item.id, dueMs: e.item.item.dueMs, slots: granted.get(e.item.item) });
+    await this.settle(handed.map((e) => e.item), 'handed_off', async () => {
+      await this.o.ready.push(pool, handed.filter((e) => !e.sparse).map(ready), handed.filter((e) => e.sparse).map(ready));
+      const refilled = handed.filter((e) => e.item.refilled).length;
+      if (handed.length > refilled) this.o.metrics.dispatched.inc({ pool, via: 'direct' }, handed.length - refilled);
+      if (refilled > 0) this.o.metrics.dispatched.inc({ pool, via: 'backlog' }, refilled);
+    });
+    return handed.length;
+  }
+
+  private async settle(waiters: Waiter[], outcome: LineOutcome, act: (ws: Waiter[]) => Promise<void>): Promise<void> {
+    if (waiters.length === 0) return;
+    try {
+      await act(waiters);
+    } catch (err) {
+      this.fail(waiters, err);
+      throw err;
+    }
+    this.waiting -= waiters.length;
+    for (const w of waiters) w.resolve?.(outcome);
+  }
+
+  private fail(waiters: Waiter[], err: unknown): void {
+    this.waiting -= waiters.length;
+    for (const w of waiters) w.reject?.(err);
+  }
+
+  private async park(pool: string, waiters: Waiter[]): Promise<void> {
+    await this.o.backlog.park(waiters.map((w) => ({ id: w.item.id, pool, runAt: new Date(w.item.dueMs), tenantId: w.tenantId, kind: w.kind })));
+    this.o.onParked(pool, waiters.map((w) => w.tenantId));
+  }
+}
