@@ -206,6 +206,7 @@ describe('alert rules', () => {
       'AlmanacPromotionSweepFailing',
       'AlmanacPromotionSweepNotRunning',
       'AlmanacRedisMemoryHigh',
+      'AlmanacTenantLagHigh',
     ]);
   });
 

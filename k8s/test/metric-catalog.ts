@@ -31,6 +31,10 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_dispatch_dropped_total: { type: 'counter', labels: ['reason'] },
   almanac_executions_total: { type: 'counter', labels: ['kind', 'outcome'] },
   almanac_handler_duration_seconds: { type: 'histogram', labels: ['kind'] },
+  // per tenant: the promoter's top N by due backlog and "other" (workers: lag; promoters: backlog, use max)
+  almanac_tenant_lag_seconds: { type: 'histogram', labels: ['tenant'] },
+  almanac_tenant_backlog: { type: 'gauge', labels: ['tenant'] },
+  almanac_tenant_oldest_due_seconds: { type: 'gauge', labels: ['tenant'] },
   // per pool, as the dispatcher reads the shared state (several replicas: use max, not sum)
   almanac_pool_workers: { type: 'gauge', labels: ['pool'] },
   almanac_kind_served: { type: 'gauge', labels: ['kind', 'pool'] },
