@@ -3,7 +3,8 @@
  * regenerates bench/REPORT.md with its charts.
  *
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
- *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos
+ *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos fairness
+ *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
  *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
  *   npm run bench -- recovery --runs 1 --jobs 10000
@@ -22,6 +23,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { machine, versions, writeResult, type Figure, type PartResult } from './lib/report-env';
 import { PART_ORDER, writeReport } from './lib/report-md';
+import { fairnessFigures, writeFairnessResult, writeFairnessSection, type FairnessDoc } from './lib/report-fairness';
 import type { Bar, BarChart } from './lib/svg-chart';
 
 const ROOT = join(__dirname, '..');
@@ -68,6 +70,8 @@ interface Part {
   invocations(quick: boolean): string[][];
   parse(outputs: string[], quick: boolean): Parsed;
   needsDist?: boolean;
+  /** Where the result goes; default bench/results/<date>-<part>[-quick].json. */
+  write?(r: PartResult): string;
 }
 
 const lastJson = (out: string): Record<string, unknown> => {
@@ -412,6 +416,27 @@ const PARTS: Record<string, Part> = {
       };
     },
   },
+  fairness: {
+    // scripts/cluster.js (which the script runs) builds dist/ itself when it is older than the sources.
+    script: 'fairness.ts',
+    invocations: (q) => {
+      const root = flag('root');
+      const common = ['--label', flag('label') ?? (q ? 'quick' : 'latest'), ...(root ? ['--root', root] : [])];
+      return [q ? ['--runs', flag('runs') ?? '1', '--noisy', flag('noisy') ?? '20000', '--quiet-seconds', '10', ...common] : ['--runs', flag('runs') ?? '3', '--noisy', flag('noisy') ?? '200000', ...common]];
+    },
+    parse([out]) {
+      const r = lastJson(out) as unknown as FairnessDoc;
+      return {
+        figures: fairnessFigures(r),
+        charts: [],
+        notes: [
+          `scripts/cluster.js with ${r.inputs.workers} workers (separate processes from dist/), a fresh database and a private redis-server per run; noop jobs of ${r.inputs.handlerSleepMs} ms; the line charts (bench/charts/${r.charts.join(', ')}) and the before/after table are in the fairness section (bench/lib/report-fairness.ts).`,
+        ],
+        raw: r,
+      };
+    },
+    write: writeFairnessResult,
+  },
 };
 
 function newestMtime(dir: string): number {
@@ -483,24 +508,33 @@ async function runPart(name: string, vers: Awaited<ReturnType<typeof versions>>)
     versions: vers,
     ...parsed,
   };
-  log(`${name}: done in ${Math.round(result.seconds)} s → ${writeResult(result)}`);
+  log(`${name}: done in ${Math.round(result.seconds)} s → ${part.write ? part.write(result) : writeResult(result)}`);
   return result;
+}
+
+/** Every part, in report order; fairness (issue 15) has its own section, after the generated ones. */
+const ALL_PARTS = [...PART_ORDER, 'fairness'];
+
+/** REPORT.md: the generated parts (report-md.ts), then the fairness section (report-fairness.ts). */
+function report(): string {
+  writeReport();
+  return writeFairnessSection();
 }
 
 async function main(): Promise<void> {
   if (argv.includes('--report')) {
-    log(`wrote ${writeReport()}`);
+    log(`wrote ${report()}`);
     return;
   }
-  const valued = new Set(['--n', '--baseline', '--jobs', '--runs']);
+  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   const unknown = named.filter((n) => !PARTS[n]);
   if (unknown.length) {
-    log(`unknown part ${unknown.join(', ')}: choose from ${PART_ORDER.join(', ')} (or --quick, --report)`);
+    log(`unknown part ${unknown.join(', ')}: choose from ${ALL_PARTS.join(', ')} (or --quick, --report)`);
     process.exitCode = 2;
     return;
   }
-  const parts = named.length ? named : PART_ORDER;
+  const parts = named.length ? named : ALL_PARTS;
   const vers = await versions();
   const t0 = Date.now();
   const failed: string[] = [];
@@ -514,7 +548,7 @@ async function main(): Promise<void> {
       log(`${p} FAILED: ${(err as Error).message}`);
     }
   }
-  log(`wrote ${writeReport()} (${Math.round((Date.now() - t0) / 1000)} s${quick ? ', quick mode' : ''})`);
+  log(`wrote ${report()} (${Math.round((Date.now() - t0) / 1000)} s${quick ? ', quick mode' : ''})`);
   if (failed.length) {
     log(`failed parts: ${failed.join(', ')}`);
     process.exitCode = 1;
