@@ -492,39 +492,46 @@ async function main(): Promise<void> {
       if (r.shared && r.alone) r.ratio = Math.round((r.shared.totalJobsPerSecond / r.alone.totalJobsPerSecond) * 1000) / 1000;
       runs.push(r);
       if (run === opts.runs && (opts.only.includes('weights') || opts.only.includes('cap'))) {
-        const probe = await patchTenant(api, noisy.id, { weight: 1 });
-        if (probe.status !== 200) {
-          extrasSkipped = `PATCH /v1/admin/tenants/:id answered ${probe.status} (${JSON.stringify(probe.body).slice(0, 200)}): no per-tenant weights or limits in this build; the weights and cap scenarios are skipped`;
-          log(extrasSkipped);
-        } else {
-          if (opts.only.includes('weights')) {
-            const a = await createTenant(api, 'weight-1');
-            const b = await createTenant(api, 'weight-3');
-            for (const [t, weight] of [[a, 1], [b, 3]] as const) {
-              const res = await patchTenant(api, t.id, { weight });
-              if (res.status !== 200) throw new Error(`PATCH weight ${weight} answered ${res.status}: ${JSON.stringify(res.body)}`);
+        // A failure here keeps the runs above: it is reported, not thrown.
+        try {
+          const probe = await patchTenant(api, noisy.id, { weight: 1 });
+          if (probe.status !== 200) {
+            extrasSkipped = `PATCH /v1/admin/tenants/:id answered ${probe.status} (${JSON.stringify(probe.body).slice(0, 200)}): no per-tenant weights or limits in this build; the weights and cap scenarios are skipped`;
+            log(extrasSkipped);
+          } else {
+            if (opts.only.includes('weights')) {
+              const a = await createTenant(api, 'weight-1');
+              const b = await createTenant(api, 'weight-3');
+              for (const [t, weight] of [[a, 1], [b, 3]] as const) {
+                const res = await patchTenant(api, t.id, { weight });
+                if (res.status !== 200) throw new Error(`PATCH weight ${weight} answered ${res.status}: ${JSON.stringify(res.body)}`);
+              }
+              const half = Math.floor(opts.noisy / 2);
+              const p = await phase('weights', db, api, ingestPerSecond, 'weights', [
+                { tenant: a, jobs: half, dueOffsets: () => 0, burst: true, weight: 1 },
+                { tenant: b, jobs: half, dueOffsets: () => 0, burst: true, weight: 3 },
+              ]);
+              log(describe(p));
+              extras.push(p);
+              await truncate(db);
             }
-            const half = Math.floor(opts.noisy / 2);
-            const p = await phase('weights', db, api, ingestPerSecond, 'weights', [
-              { tenant: a, jobs: half, dueOffsets: () => 0, burst: true, weight: 1 },
-              { tenant: b, jobs: half, dueOffsets: () => 0, burst: true, weight: 3 },
-            ]);
-            log(describe(p));
-            extras.push(p);
-            await truncate(db);
+            if (opts.only.includes('cap')) {
+              const capped = await createTenant(api, 'capped');
+              const free = await createTenant(api, 'uncapped');
+              const res = await patchTenant(api, capped.id, { maxConcurrency: 50 });
+              if (res.status !== 200) throw new Error(`PATCH maxConcurrency answered ${res.status}: ${JSON.stringify(res.body)}`);
+              const p = await phase('cap', db, api, ingestPerSecond, 'cap', [
+                { tenant: capped, jobs: opts.capJobs, dueOffsets: () => 0, burst: true, maxConcurrency: 50 },
+                { tenant: free, jobs: Math.floor(opts.noisy / 2), dueOffsets: () => 0, burst: true },
+              ]);
+              log(describe(p));
+              extras.push(p);
+            }
           }
-          if (opts.only.includes('cap')) {
-            const capped = await createTenant(api, 'capped');
-            const free = await createTenant(api, 'uncapped');
-            const res = await patchTenant(api, capped.id, { maxConcurrency: 50 });
-            if (res.status !== 200) throw new Error(`PATCH maxConcurrency answered ${res.status}: ${JSON.stringify(res.body)}`);
-            const p = await phase('cap', db, api, ingestPerSecond, 'cap', [
-              { tenant: capped, jobs: opts.capJobs, dueOffsets: () => 0, burst: true, maxConcurrency: 50 },
-              { tenant: free, jobs: Math.floor(opts.noisy / 2), dueOffsets: () => 0, burst: true },
-            ]);
-            log(describe(p));
-            extras.push(p);
-          }
+        } catch (err) {
+          extrasSkipped = `failed: ${(err as Error).message}`;
+          log(`weights / cap ${extrasSkipped}`);
+          await truncate(db).catch(() => undefined);
         }
       }
     } catch (err) {
