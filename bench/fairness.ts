@@ -200,6 +200,13 @@ async function attempts(db: BenchDatabase, t0: number): Promise<Attempt[]> {
   return rows.map((r) => ({ tenant: r.tenant, attempt: r.attempt, outcome: r.outcome ?? '', due: Number(r.due), start: Number(r.start), finish: Number(r.finish ?? r.start) }));
 }
 
+/** The largest value (-Infinity for none); Math.max(...xs) overflows the stack at 200,000 values. */
+function maxOf(xs: number[]): number {
+  let m = -Infinity;
+  for (const x of xs) if (x > m) m = x;
+  return m;
+}
+
 /** percentile_cont: linear between the two nearest ranks. */
 function pct(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
@@ -315,12 +322,12 @@ async function phase(scenario: string, db: BenchDatabase, apiUrl: string, ingest
   const stateCount = states as Record<string, number>;
   const ran = all.filter((a) => a.outcome !== 'lost');
   const bursts = members.filter((m) => m.burst);
-  const drainEnd = Math.max(...ran.filter((a) => bursts.some((b) => b.tenant.id === a.tenant)).map((a) => a.finish));
+  const drainEnd = maxOf(ran.filter((a) => bursts.some((b) => b.tenant.id === a.tenant)).map((a) => a.finish));
   const tenants: TenantResult[] = members.map((m) => {
     const mine = ran.filter((a) => a.tenant === m.tenant.id);
     const firsts = mine.filter((a) => a.attempt === 1);
-    const last = Math.max(...mine.map((a) => a.finish));
-    const firstDue = Math.min(...firsts.map((a) => a.due));
+    const last = maxOf(mine.map((a) => a.finish));
+    const firstDue = -maxOf(firsts.map((a) => -a.due));
     const r: TenantResult = {
       name: m.tenant.name, id: m.tenant.id, jobs: m.jobs,
       succeeded: stateCount[`${m.tenant.id}:d`] ?? 0,
@@ -336,7 +343,7 @@ async function phase(scenario: string, db: BenchDatabase, apiUrl: string, ingest
     return r;
   });
   const fromMs = -1000;
-  const toMs = Math.max(...ran.map((a) => a.finish)) + 1000;
+  const toMs = maxOf(ran.map((a) => a.finish)) + 1000;
   const running: Record<string, number[]> = {};
   for (const m of members) running[m.tenant.name] = runningSeries(ran.filter((a) => a.tenant === m.tenant.id), fromMs, toMs);
   const finishedInDrain = ran.filter((a) => a.finish <= drainEnd).length;

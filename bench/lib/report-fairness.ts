@@ -108,6 +108,13 @@ export function fairnessSection(): string[] {
   }
   lines.push('', 'Each cell: median of the runs (min–max). Lag = handler start (job_attempts.started_at) − run_at, from Postgres after the run.', '');
   for (const d of docs) {
+    const s = d.summary;
+    const waits = s.quietLagP99DuringDrainMs.median >= 0.5 * s.drainSharedS.median * 1000;
+    lines.push(`- **${d.label}**: the quiet tenant's jobs due during the ${n(s.drainSharedS.median, 's')} drain started ${n(s.quietLagP99DuringDrainMs.median, 'ms')} late at p99 ` +
+      `(${waits ? 'they waited behind the noisy backlog' : 'they did not wait for the noisy backlog'}); the drain ran at ${n(s.throughputRatio.median, '×')} the jobs/s of the same drain alone.`);
+  }
+  lines.push('');
+  for (const d of docs) {
     lines.push(`### ${d.label}`, '');
     for (const c of d.charts) lines.push(`![${d.label}: ${c}](charts/${c})`, '');
     for (const e of d.extras) {
