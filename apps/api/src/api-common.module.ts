@@ -5,11 +5,13 @@ import {
   JobsRepository,
   KindsRepository,
   SchedulesRepository,
+  TenantKeysRepository,
   TenantsRepository,
 } from '@almanac/persistence';
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { API_SETTINGS, loadApiSettings } from './api-settings';
+import { AuthEvents } from './auth/auth-events';
 import { EarlyAuthHook } from './auth/early-auth.hook';
 import { AdminAuthGuard, TenantAuthGuard } from './auth/guards';
 import { TenantAuthService } from './auth/tenant-auth.service';
@@ -28,6 +30,7 @@ const REPOSITORIES = [
   JobChangesRepository,
   KindsRepository,
   TenantsRepository,
+  TenantKeysRepository,
   AttemptsRepository,
   SchedulesRepository,
 ];
@@ -42,6 +45,7 @@ const REPOSITORIES = [
     { provide: APP_INTERCEPTOR, useClass: ReadRateLimiter },
     ...REPOSITORIES,
     TenantAuthService,
+    AuthEvents,
     TenantAuthGuard,
     AdminAuthGuard,
     IngestRateLimiter,
@@ -51,6 +55,6 @@ const REPOSITORIES = [
     EarlyAuthHook,
     RequestClockHook,
   ],
-  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService, KindsService],
+  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService, KindsService],
 })
 export class ApiCommonModule {}

@@ -18,6 +18,8 @@ export interface ApiHarness {
   url: string;
   http: () => ReturnType<typeof request>;
   createTenant(name?: string, rateLimitPerSecond?: number): Promise<{ id: number; apiKey: string }>;
+  /** A second api replica on the same database and Redis (its own caches), closed with this one. */
+  replica(): Promise<{ url: string; http: () => ReturnType<typeof request> }>;
   close(): Promise<void>;
 }
 
@@ -47,6 +49,7 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
   const server = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   const hot = new Queue('hot', { connection: redis.connection, prefix: redis.prefix });
   const http = () => request(server);
+  const replicas: INestApplication[] = [];
   return {
     app,
     db,
@@ -63,7 +66,15 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
       const created = res.body as { id: number; apiKey: string };
       return { id: created.id, apiKey: created.apiKey };
     },
+    async replica() {
+      const other = await createRoleApp([ApiModule], { config: loadConfig(fullEnv), role: 'api' });
+      await other.listen(0, '127.0.0.1');
+      replicas.push(other);
+      const url = (await other.getUrl()).replace('[::1]', '127.0.0.1');
+      return { url, http: () => request(url) };
+    },
     async close() {
+      for (const r of replicas) await r.close();
       await app.close();
       await hot.close();
       await redis.cleanup();

@@ -21,7 +21,10 @@ describe('PATCH /v1/admin/tenants/:id: a tenant’s share of busy pools and its 
     expect(res2.body).toMatchObject({ weight: 3, maxConcurrency: null, kindLimits: { http: { perSecond: 50 } } });
     const shares = await h.app.get(TenantsRepository).listShares();
     expect([...shares.keys()]).toEqual([id]);
-    expect(shares.get(id)).toEqual({ weight: 3, maxConcurrency: null, kindLimits: { http: { perSecond: 50, concurrency: 20 } } });
+    expect(shares.get(id)).toEqual({ weight: 3, maxConcurrency: null, kindLimits: { http: { perSecond: 50, concurrency: 20 } }, held: false });
+    // The bounds themselves are valid (a `real` column once refused 0.01 against its own CHECK: a 500).
+    await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ weight: 0.01 }).expect(200);
+    await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ weight: 1000 }).expect(200);
   });
 
   it('refuses bad values naming the field, and changes nothing', async () => {
@@ -42,7 +45,7 @@ describe('PATCH /v1/admin/tenants/:id: a tenant’s share of busy pools and its 
       expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
     }
     const tenant = await h.app.get(TenantsRepository).findById(id);
-    expect(tenant?.share).toEqual({ weight: 1, maxConcurrency: null, kindLimits: null });
+    expect(tenant?.share).toEqual({ weight: 1, maxConcurrency: null, kindLimits: null, held: false });
   });
 
   it('answers 404 for a tenant that does not exist, and 401 without the admin token', async () => {

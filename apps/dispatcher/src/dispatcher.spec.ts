@@ -118,7 +118,7 @@ describe('dispatcher', () => {
     await h.enqueue(Array.from({ length: 50 }, () => ({ kind: 'noop' })));
     await h.hot.runOnce();
     await h.liveWorker({ concurrency: 100 });
-    const [a, b] = await Promise.all([h.backlog.take('default', new Map([[1, 50]])), h.backlog.take('default', new Map([[1, 50]]))]);
+    const [a, b] = await Promise.all([h.backlog.take('default', new Map([['1:noop', 50]])), h.backlog.take('default', new Map([['1:noop', 50]]))]);
     expect(a.length + b.length).toBe(50);
     expect(new Set([...a, ...b].map((i) => i.id)).size).toBe(50);
   });

@@ -1,6 +1,6 @@
 import type { DeliveryMetrics, KindCatalog, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
-import { fairSplit } from '@almanac/domain';
-import type { BacklogItem, BacklogRepository } from '@almanac/persistence';
+import { fairSplit, type ShareClaim } from '@almanac/domain';
+import { type BacklogItem, type BacklogRepository, flowKey, flowOf } from '@almanac/persistence';
 import type { Clock } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { FairLines, LineOutcome } from './fair-lines';
@@ -59,12 +59,17 @@ export interface DispatcherOptions {
  * backlog refills tenant by tenant (by weight), never one tenant's whole backlog first.
  */
 export class Dispatcher {
-  /** Per pool, the tenants with parked jobs (this replica's parking, plus what observe() finds). */
-  private readonly backlogged = new Map<string, Map<number, number>>();
+  /**
+   * Per pool, the flows (tenant and kind, `flowKey`) with parked jobs and about how many: this
+   * replica's parking, plus what observe() finds in the table.
+   */
+  private readonly backlogged = new Map<string, Map<string, number>>();
   private readonly lines: FairLines;
+  /** Where the next refill starts among a pool's flows: each gets its turn to be first. */
+  private turn = 0;
 
   constructor(private readonly o: DispatcherOptions) {
-    this.lines = new FairLines({ ...o, onParked: (pool, tenants) => this.markParked(pool, tenants) });
+    this.lines = new FairLines({ ...o, onParked: (pool, items) => this.markParked(pool, items) });
   }
 
   async dispatch(batch: readonly HotDelivery[]): Promise<DispatchResult[]> {
@@ -90,8 +95,8 @@ export class Dispatcher {
         let room = this.lines.has(pool) ? 0 : (view?.room ?? 0);
         const direct: HotDelivery[] = [];
         for (const d of [...items.values()].sort((a, b) => a.dueMs - b.dueMs)) {
-          if (parked?.has(d.tenantId)) {
-            park.push(backlogItem(d, pool)); // behind its own parked jobs: due order per tenant
+          if (parked?.has(flowKey(d)) || this.o.shares.of(d.tenantId).held) {
+            park.push(backlogItem(d, pool)); // behind its flow's parked jobs (due order per flow), or suspended
             results.set(d.id, { status: 'parked', pool });
           } else if (room > 0 && !gate.limited(d)) {
             room--;
@@ -111,7 +116,7 @@ export class Dispatcher {
     );
     if (park.length > 0) {
       await this.o.backlog.park(park);
-      for (const p of park) this.markParked(p.pool, [p.tenantId]);
+      for (const p of park) this.markParked(p.pool, [p]);
     }
     return batch.map((d) => results.get(d.id) as DispatchResult);
   }
@@ -128,63 +133,68 @@ export class Dispatcher {
 
   /**
    * Moves parked jobs towards the pools that have room; returns how many it took. A pool nobody
-   * waits for gets its room split between its parked tenants by weight (fairSplit); a busy pool's
-   * parked tenants are topped up in its fair line, which decides the order.
+   * waits for gets its room split between its parked flows by weight (fairSplit); a busy pool's
+   * parked flows are topped up in its fair line, which decides the order. A suspended tenant's
+   * flows, and flows whose kind a limit holds right now, are left parked.
    */
   async refillOnce(): Promise<number> {
     if (this.backlogged.size === 0) return 0;
     const pools = [...this.backlogged.keys()];
-    const rooms = await this.o.room.rooms(pools, this.o.clock.now().getTime());
+    const nowMs = this.o.clock.now().getTime();
+    const rooms = await this.o.room.rooms(pools, nowMs);
     let moved = 0;
+    this.turn++;
     for (const pool of pools) {
-      const tenants = this.backlogged.get(pool);
-      if (!tenants || tenants.size === 0) {
+      const flows = this.backlogged.get(pool);
+      if (!flows || flows.size === 0) {
         this.backlogged.delete(pool);
         continue;
       }
-      const wants = this.lines.has(pool) ? this.topUp(pool, tenants) : this.split(rooms.get(pool)?.room ?? 0, tenants);
+      const busy = this.lines.has(pool);
+      const budget = busy ? this.lines.free : Math.min(rooms.get(pool)?.room ?? 0, this.o.maxRefill);
+      const wants = fairSplit(budget, this.claims(pool, flows, busy, nowMs));
       const items = await this.o.backlog.take(pool, wants);
-      const got = new Map<number, number>();
-      for (const i of items) got.set(i.tenantId, (got.get(i.tenantId) ?? 0) + 1);
-      for (const [tenantId, want] of wants) {
-        const n = got.get(tenantId) ?? 0;
-        if (n < want) tenants.delete(tenantId); // drained (observe() re-checks)
-        else tenants.set(tenantId, Math.max(0, (tenants.get(tenantId) ?? 0) - n));
+      const got = new Map<string, number>();
+      for (const i of items) got.set(flowKey(i), (got.get(flowKey(i)) ?? 0) + 1);
+      for (const [key, want] of wants) {
+        const n = got.get(key) ?? 0;
+        if (n < want) flows.delete(key); // drained (observe() re-checks)
+        else flows.set(key, Math.max(0, (flows.get(key) ?? 0) - n));
       }
-      if (tenants.size === 0) this.backlogged.delete(pool);
+      if (flows.size === 0) this.backlogged.delete(pool);
       await this.lines.add(pool, items.map((i) => ({ id: i.id, dueMs: i.runAt.getTime(), tenantId: i.tenantId, kind: i.kind })));
       moved += items.length;
     }
     return moved;
   }
 
-  /** An idle pool's room, split between its parked tenants by weight (each at most what it has parked). */
-  private split(room: number, tenants: Map<number, number>): Map<number, number> {
-    const claims = [...tenants].map(([tenantId, parked]) => ({
-      tenantId,
-      weight: this.o.shares.of(tenantId).weight,
-      cap: Math.max(1, parked),
-    }));
-    return fairSplit(Math.min(room, this.o.maxRefill), claims);
-  }
-
-  /** A busy pool's parked tenants are each kept a refill's worth in its line, as memory allows. */
-  private topUp(pool: string, tenants: Map<number, number>): Map<number, number> {
-    const wants = new Map<number, number>();
-    let free = this.lines.free;
-    for (const tenantId of tenants.keys()) {
-      const want = Math.min(free, Math.max(0, this.o.maxRefill - this.lines.sizeOf(pool, tenantId)));
-      wants.set(tenantId, want);
-      free -= want;
+  /**
+   * What each parked flow may be given: a tenant's weight shared between its flows in the pool;
+   * at most what it has parked (an idle pool) or a refill's worth less what it has waiting (a busy
+   * one); nothing for a suspended tenant or a kind its limit holds. In rotating order, so when
+   * there is less room than flows each flow gets its turn to go first.
+   */
+  private claims(pool: string, flows: Map<string, number>, busy: boolean, nowMs: number): ShareClaim[] {
+    const perTenant = new Map<number, number>();
+    for (const key of flows.keys()) perTenant.set(flowOf(key).tenantId, (perTenant.get(flowOf(key).tenantId) ?? 0) + 1);
+    const claims: ShareClaim[] = [];
+    const keys = [...flows.keys()];
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[(i + this.turn) % keys.length];
+      const flow = flowOf(key);
+      const share = this.o.shares.of(flow.tenantId);
+      const open = !share.held && this.o.gate.open({ id: '', ...flow }, nowMs);
+      const cap = !open ? 0 : busy ? Math.max(0, this.o.maxRefill - this.lines.sizeOf(pool, flow.tenantId, flow.kind)) : Math.max(1, flows.get(key) ?? 0);
+      claims.push({ key, weight: share.weight / (perTenant.get(flow.tenantId) ?? 1), cap });
     }
-    return wants;
+    return claims;
   }
 
-  /** Counts jobs parked in `pool`, one tenant id per job (observe() replaces the counts with the table's). */
-  private markParked(pool: string, tenantIds: Iterable<number>): void {
+  /** Counts jobs parked in `pool`, one entry per job (observe() replaces the counts with the table's). */
+  private markParked(pool: string, items: Iterable<{ tenantId: number; kind: string }>): void {
     let parked = this.backlogged.get(pool);
-    if (!parked) this.backlogged.set(pool, (parked = new Map<number, number>()));
-    for (const t of tenantIds) parked.set(t, (parked.get(t) ?? 0) + 1);
+    if (!parked) this.backlogged.set(pool, (parked = new Map<string, number>()));
+    for (const i of items) parked.set(flowKey(i), (parked.get(flowKey(i)) ?? 0) + 1);
   }
 
   /**
@@ -203,14 +213,14 @@ export class Dispatcher {
     const rooms = await this.o.room.rooms(pools, nowMs, true);
     for (const pool of pools) {
       const r = rooms.get(pool);
-      const byTenant = counts.get(pool);
+      const byFlow = counts.get(pool);
       let backlog = 0;
-      if (byTenant) {
+      if (byFlow) {
         let parked = this.backlogged.get(pool);
-        if (!parked) this.backlogged.set(pool, (parked = new Map<number, number>()));
-        for (const [tenantId, n] of byTenant) {
+        if (!parked) this.backlogged.set(pool, (parked = new Map<string, number>()));
+        for (const [key, n] of byFlow) {
           backlog += n;
-          parked.set(tenantId, n);
+          parked.set(key, n);
         }
       }
       metrics.poolWorkers.set({ pool }, r?.status.workers ?? 0);

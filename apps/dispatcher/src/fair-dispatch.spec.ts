@@ -1,6 +1,7 @@
 import { completed, defineHandler } from '@almanac/delivery';
 import type { TenantShare } from '@almanac/domain';
 import { TenantsRepository } from '@almanac/persistence';
+import { ManualClock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import type { HotDelivery } from './dispatcher';
 
@@ -81,20 +82,27 @@ describe('fair dispatch between tenants', () => {
   });
 
   it('maxConcurrency caps what a tenant has handed out and unfinished; slots come back as runs end', async () => {
+    const clock = new ManualClock(Date.now());
+    await destroyHarness(h);
+    h = await createHarness({ handlers: [noop, http], clock });
+    tenants = new TenantsRepository(h.ds);
     const capped = await tenant('capped', { maxConcurrency: 3 });
     const w = await h.liveWorker({ concurrency: 10 }); // room 20
     await h.dispatcher.observe();
     const jobs = await deliveries(capped, 8);
     expect(new Set((await h.dispatcher.dispatch(jobs)).map((r) => r.status))).toEqual(new Set(['full'])); // limited: through the line's gate
-    const waits = jobs.map((d) => h.dispatcher.waitForRoom('default', [d]));
-    expect(await Promise.all(waits.slice(0, 3))).toEqual([['handed_off'], ['handed_off'], ['handed_off']]);
+    const outcomes = await Promise.all(jobs.map((d) => h.dispatcher.waitForRoom('default', [d])));
+    // Three go; the limit parks the rest at once (their hot jobs must not wait out the limit).
+    expect(outcomes.flat()).toEqual([...Array(3).fill('handed_off'), ...Array(5).fill('parked')]);
     expect(await h.readyIds()).toHaveLength(3);
     expect(await h.slots.held(capped)).toBe(3);
     expect(await w.taker.runOnce()).toBe(3); // run, recorded, slots released
-    expect(await Promise.all(waits.slice(3, 6))).toEqual([['handed_off'], ['handed_off'], ['handed_off']]);
+    expect(await h.slots.held(capped)).toBe(0);
+    clock.advance(20); // past the gate's recheck pause
+    await h.dispatcher.refillOnce(); // the parked five come back through the gate: three go
     expect(await h.readyIds()).toHaveLength(3);
+    expect(await h.slots.held(capped)).toBe(3);
     h.dispatcher.stopWaiting();
-    expect(await Promise.all(waits.slice(6))).toEqual([['parked'], ['parked']]);
   });
 
   it("a kind limit holds only that kind: the tenant's other kinds and other tenants go on", async () => {
@@ -110,6 +118,22 @@ describe('fair dispatch between tenants', () => {
     expect(await h.slots.held(t, 'http')).toBe(1);
     h.dispatcher.stopWaiting();
     expect(await Promise.all(waits.slice(1))).toEqual([['parked'], ['parked']]);
+  });
+
+  it("a suspended tenant's due jobs are held (parked, still queued, no attempt) until it is enabled", async () => {
+    const paused = await tenant('paused');
+    const other = await tenant('other');
+    await tenants.setDisabled(paused, true);
+    await h.liveWorker({ concurrency: 10 }); // observes: reads the suspension
+    const held = await deliveries(paused, 3);
+    const [fine] = await deliveries(other, 1);
+    expect((await h.dispatcher.dispatch([...held, fine])).map((r) => r.status)).toEqual(['parked', 'parked', 'parked', 'handed_off']);
+    expect(await h.dispatcher.refillOnce()).toBe(0); // room enough, but held
+    for (const d of held) expect(await h.job(d.id)).toMatchObject({ state: 'q', attempts: 0 });
+    await tenants.setDisabled(paused, false);
+    await h.dispatcher.observe();
+    expect(await h.dispatcher.refillOnce()).toBe(3);
+    expect(await h.readyIds()).toEqual(expect.arrayContaining(held.map((d) => d.id)));
   });
 
   it('when memory is short the tenant with the most waiting parks, not the newcomer', async () => {

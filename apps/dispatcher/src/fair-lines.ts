@@ -1,7 +1,7 @@
 import type { DeliveryMetrics, ReadyItem, ReadyLists } from '@almanac/delivery';
 import { type FairEntry, FairQueue } from '@almanac/domain';
 import type { BacklogRepository } from '@almanac/persistence';
-import type { Clock } from '@almanac/platform';
+import { type Clock, within } from '@almanac/platform';
 import type { LimitGate } from './limit-gate';
 import type { PoolRoom } from './pool-room';
 import type { TenantShares } from './tenant-shares';
@@ -27,6 +27,8 @@ interface Waiter {
   refilled: boolean;
   resolve?: (outcome: LineOutcome) => void;
   reject?: (err: unknown) => void;
+  /** Settled (handed off, parked or failed): counted out of `waiting` once, whatever fails later. */
+  done?: boolean;
 }
 
 export interface FairLinesOptions {
@@ -47,12 +49,14 @@ export interface FairLinesOptions {
    * second copy of its row.
    */
   maxWaitMs: number;
-  /** Called after a line parked jobs in `pool` (one tenant id per job), so their tenants' new jobs park behind them. */
-  onParked: (pool: string, tenantIds: readonly number[]) => void;
+  /** Called after a line parked jobs in `pool`, so their flows' new jobs park behind them. */
+  onParked: (pool: string, items: readonly { tenantId: number; kind: string }[]) => void;
 }
 
 /** How often a pool's room is re-read while its line waits. */
 const ROOM_POLL_MS = 2;
+/** Every Redis call of a pump turn answers within this, or the turn fails (its waiters with it). */
+const REDIS_WAIT_MS = 5000;
 
 class PoolLine {
   readonly queue = new FairQueue<Waiter>();
@@ -92,9 +96,9 @@ export class FairLines {
     return (this.lines.get(pool)?.queue.size ?? 0) > 0;
   }
 
-  /** Deliveries of one tenant waiting for `pool`. */
-  sizeOf(pool: string, tenantId: number): number {
-    return this.lines.get(pool)?.queue.sizeOf(tenantId) ?? 0;
+  /** Deliveries of one tenant (of one kind, if given) waiting for `pool`. */
+  sizeOf(pool: string, tenantId: number, kind?: string): number {
+    return this.lines.get(pool)?.queue.sizeOf(tenantId, kind) ?? 0;
   }
 
   /** Whether `tenantId` has the most waiting for `pool` (who parks when memory is short). */
@@ -175,7 +179,7 @@ export class FairLines {
     const over = this.waiting - this.o.maxWaiting;
     if (over > 0) await this.settle(line.queue.evictFromLargest(over), 'parked', (ws) => this.park(pool, ws));
     if (line.queue.size === 0) return 1;
-    const view = this.closing ? undefined : (await this.o.room.rooms([pool], now)).get(pool);
+    const view = this.closing ? undefined : (await within(REDIS_WAIT_MS, this.o.room.rooms([pool], now), 'pool room')).get(pool);
     if (!view || view.status.capacity === 0 || (view.room === 0 && Date.now() - line.progressAt > this.o.stallMs)) {
       await this.settle(line.queue.drain(), 'parked', (ws) => this.park(pool, ws));
       return 1;
@@ -183,17 +187,34 @@ export class FairLines {
     if (view.room === 0) return 0;
     line.progressAt = Date.now();
     const gate = this.o.gate;
-    const taken = line.queue.take(view.room, (w) => gate.open(w.item, now));
-    const limited = taken.filter((e) => gate.limited(e.item.item));
-    const { granted, refused } = await gate.acquire(limited.map((e) => e.item.item), now);
-    if (refused.length > 0) {
-      const no = new Set(refused);
-      line.queue.unshift(taken.filter((e) => no.has(e.item.item)));
+    const taken = line.queue.take(view.room, (w) => !this.o.shares.of(w.tenantId).held && gate.open(w.item, now));
+    try {
+      return await this.handOff(pool, line, taken, now);
+    } catch (err) {
+      this.fail(taken.map((e) => e.item), err); // out of the queue: the pump's catch would not see them
+      throw err;
     }
-    const handed = refused.length > 0 ? taken.filter((e) => !refused.includes(e.item.item)) : taken;
+  }
+
+  /**
+   * Takes the limited items' slots and hands over what may go, light tenants' at the head. What a
+   * limit refuses: a hot delivery parks at once (its hot job must not hold a consumer slot while
+   * the limit lasts), a refilled row goes back to its place in the line.
+   */
+  private async handOff(pool: string, line: PoolLine, taken: FairEntry<Waiter>[], now: number): Promise<number> {
+    const gate = this.o.gate;
+    const limited = taken.filter((e) => gate.limited(e.item.item));
+    const { granted, refused } = await within(REDIS_WAIT_MS, gate.acquire(limited.map((e) => e.item.item), now), 'limit slots');
+    const no = new Set(refused);
+    const handed = no.size > 0 ? taken.filter((e) => !no.has(e.item.item)) : taken;
+    if (no.size > 0) {
+      const back = taken.filter((e) => no.has(e.item.item));
+      line.queue.unshift(back.filter((e) => e.item.refilled));
+      await this.settle(back.filter((e) => !e.item.refilled).map((e) => e.item), 'parked', (ws) => this.park(pool, ws));
+    }
     const ready = (e: FairEntry<Waiter>): ReadyItem => ({ id: e.item.item.id, dueMs: e.item.item.dueMs, slots: granted.get(e.item.item) });
     await this.settle(handed.map((e) => e.item), 'handed_off', async () => {
-      await this.o.ready.push(pool, handed.filter((e) => !e.sparse).map(ready), handed.filter((e) => e.sparse).map(ready));
+      await within(REDIS_WAIT_MS, this.o.ready.push(pool, handed.filter((e) => !e.sparse).map(ready), handed.filter((e) => e.sparse).map(ready)), 'hand-off');
       const refilled = handed.filter((e) => e.item.refilled).length;
       if (handed.length > refilled) this.o.metrics.dispatched.inc({ pool, via: 'direct' }, handed.length - refilled);
       if (refilled > 0) this.o.metrics.dispatched.inc({ pool, via: 'backlog' }, refilled);
@@ -209,17 +230,26 @@ export class FairLines {
       this.fail(waiters, err);
       throw err;
     }
-    this.waiting -= waiters.length;
-    for (const w of waiters) w.resolve?.(outcome);
+    for (const w of waiters) {
+      if (w.done) continue;
+      w.done = true;
+      this.waiting--;
+      w.resolve?.(outcome);
+    }
   }
 
+  /** Fails waiters not settled yet: their hot jobs fail, and the sweeps re-deliver the rows. */
   private fail(waiters: Waiter[], err: unknown): void {
-    this.waiting -= waiters.length;
-    for (const w of waiters) w.reject?.(err);
+    for (const w of waiters) {
+      if (w.done) continue;
+      w.done = true;
+      this.waiting--;
+      w.reject?.(err);
+    }
   }
 
   private async park(pool: string, waiters: Waiter[]): Promise<void> {
     await this.o.backlog.park(waiters.map((w) => ({ id: w.item.id, pool, runAt: new Date(w.item.dueMs), tenantId: w.tenantId, kind: w.kind })));
-    this.o.onParked(pool, waiters.map((w) => w.tenantId));
+    this.o.onParked(pool, waiters);
   }
 }

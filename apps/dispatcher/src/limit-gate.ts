@@ -51,7 +51,7 @@ export class LimitGate {
     items.forEach((item, n) => {
       const a = answers[n];
       if (a.granted) {
-        granted.set(item, a.mask === 0 ? undefined : { tenantId: item.tenantId, kind: item.kind, mask: a.mask });
+        granted.set(item, a.mask === 0 ? undefined : { tenantId: item.tenantId, kind: item.kind, mask: a.mask, token: a.token });
       } else {
         refused.push(item);
         this.heldUntil.set(heldKey(item), nowMs + Math.max(HELD_RECHECK_MS, a.retryMs));

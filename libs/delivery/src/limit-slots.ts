@@ -1,5 +1,6 @@
-import { rateBurst, type TenantShare } from '@almanac/domain';
+import { kindLimitOf, rateBurst, type TenantShare } from '@almanac/domain';
 import type IORedis from 'ioredis';
+import { randomBytes } from 'node:crypto';
 
 /** A hand-off that holds concurrency slots: released when its run ends (the worker), or by expiry. */
 export interface HeldSlots {
@@ -8,6 +9,11 @@ export interface HeldSlots {
   kind: string;
   /** Which slots: TENANT_SLOT and/or KIND_SLOT (a rate limit holds nothing). */
   mask: number;
+  /**
+   * This hand-off's own mark: a slot is `<id>.<token>`, so a second copy of the same row (an
+   * overdue-sweep copy, a requeue) takes a slot of its own and its release never frees another's.
+   */
+  token: string;
 }
 
 export const TENANT_SLOT = 1;
@@ -22,7 +28,7 @@ export interface SlotRequest {
 }
 
 /** Granted with the slots it holds, or refused: retry once a slot frees (0) or after `retryMs`. */
-export type SlotAnswer = { granted: true; mask: number } | { granted: false; retryMs: number };
+export type SlotAnswer = { granted: true; mask: number; token: string } | { granted: false; retryMs: number };
 
 /**
  * A slot lives this long unless renewed: the worker renews what it runs every RENEW_EVERY_MS, so
@@ -93,11 +99,19 @@ for ki, typ in pairs(kinds) do
 end
 return out`;
 
-/** Moves the expiry of slots still held (their runs go on). KEYS: slot sets; ARGV: ttl, then one id per key. */
+/**
+ * Moves the expiry of slots still held (their runs go on), and the sets' own expiry with them (a
+ * set whose acquires stopped would otherwise vanish under long runs). KEYS: slot sets; ARGV: ttl,
+ * then one member per key.
+ */
 const RENEW_LUA = `
 local t = redis.call('TIME')
-local until_ = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
-for i = 1, #KEYS do redis.call('ZADD', KEYS[i], 'XX', until_, ARGV[i + 1]) end
+local ttl = tonumber(ARGV[1])
+local until_ = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], 'XX', until_, ARGV[i + 1])
+  redis.call('PEXPIRE', KEYS[i], ttl * 2)
+end
 return #KEYS`;
 
 type Cmd = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
@@ -113,8 +127,17 @@ export class LimitSlots {
     private readonly prefix: string,
   ) {}
 
-  /** Answers in request order; a refused request takes nothing. */
+  /**
+   * Answers in request order; a refused request takes nothing. One script call per
+   * ACQUIRE_BATCH requests: a call blocks Redis while it runs (~8.7 µs per request measured).
+   */
   async acquire(requests: readonly SlotRequest[]): Promise<SlotAnswer[]> {
+    const out: SlotAnswer[] = [];
+    for (let i = 0; i < requests.length; i += ACQUIRE_BATCH) out.push(...(await this.acquireBatch(requests.slice(i, i + ACQUIRE_BATCH))));
+    return out;
+  }
+
+  private async acquireBatch(requests: readonly SlotRequest[]): Promise<SlotAnswer[]> {
     const keys: string[] = [];
     const index = new Map<string, number>();
     const keyIndex = (k: string): number => {
@@ -124,6 +147,7 @@ export class LimitSlots {
     };
     const args: (string | number)[] = [SLOT_TTL_MS, requests.length];
     const masks: number[] = [];
+    const tokens: string[] = [];
     for (const r of requests) {
       const parts: (string | number)[] = [];
       let mask = 0;
@@ -131,17 +155,19 @@ export class LimitSlots {
         parts.push(keyIndex(this.key(r.tenantId, TENANT_SLOT, r.kind)), 'c', r.share.maxConcurrency, 1);
         mask |= TENANT_SLOT;
       }
-      const limit = r.share.kindLimits?.[r.kind];
+      const limit = kindLimitOf(r.share, r.kind);
       if (limit?.concurrency !== undefined) {
         parts.push(keyIndex(this.key(r.tenantId, KIND_SLOT, r.kind)), 'c', limit.concurrency, 1);
         mask |= KIND_SLOT;
       }
       if (limit?.perSecond !== undefined) parts.push(keyIndex(this.rateKey(r.tenantId, r.kind)), 'r', limit.perSecond, rateBurst(limit.perSecond));
+      const token = randomBytes(4).toString('hex');
       masks.push(mask);
-      args.push(r.id, parts.length / 4, ...parts);
+      tokens.push(token);
+      args.push(member(r.id, token), parts.length / 4, ...parts);
     }
     const replies = (await this.command('almanacAcquireSlots', ACQUIRE_LUA)(keys.length, ...keys, ...args)) as number[];
-    return replies.map((v, i) => (v < 0 ? { granted: true, mask: masks[i] } : { granted: false, retryMs: v }));
+    return replies.map((v, i) => (v < 0 ? { granted: true, mask: masks[i], token: tokens[i] } : { granted: false, retryMs: v }));
   }
 
   async renew(held: readonly HeldSlots[]): Promise<void> {
@@ -150,7 +176,7 @@ export class LimitSlots {
     for (const h of held) {
       for (const which of slotsOf(h.mask)) {
         keys.push(this.key(h.tenantId, which, h.kind));
-        ids.push(h.id);
+        ids.push(member(h.id, h.token));
       }
     }
     if (keys.length > 0) await this.command('almanacRenewSlots', RENEW_LUA)(keys.length, ...keys, SLOT_TTL_MS, ...ids);
@@ -161,7 +187,7 @@ export class LimitSlots {
     let n = 0;
     for (const h of held) {
       for (const which of slotsOf(h.mask)) {
-        pipeline.zrem(this.key(h.tenantId, which, h.kind), h.id);
+        pipeline.zrem(this.key(h.tenantId, which, h.kind), member(h.id, h.token));
         n++;
       }
     }
@@ -186,6 +212,12 @@ export class LimitSlots {
     if (!r[name]) this.redis.defineCommand(name, { lua });
     return (r[name] as Cmd).bind(this.redis);
   }
+}
+
+const ACQUIRE_BATCH = 200;
+
+function member(id: string, token: string): string {
+  return `${id}.${token}`;
 }
 
 function slotsOf(mask: number): number[] {

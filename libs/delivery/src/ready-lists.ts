@@ -17,15 +17,19 @@ export function readyListKey(prefix: string, pool: string): string {
   return `${prefix}:almanac:ready:${pool}`;
 }
 
-/** `<id>:<due ms>`, or `<id>:<due ms>:<tenant>:<slot mask>:<kind>` when it holds limit slots (a kind has no `:`). */
+/**
+ * `<id>:<due ms>`, or `<id>:<due ms>:<tenant>:<slot mask>:<token>:<kind>` when it holds limit
+ * slots (a kind has no `:`).
+ */
 function encode(i: ReadyItem): string {
-  return i.slots ? `${i.id}:${i.dueMs}:${i.slots.tenantId}:${i.slots.mask}:${i.slots.kind}` : `${i.id}:${i.dueMs}`;
+  const s = i.slots;
+  return s ? `${i.id}:${i.dueMs}:${s.tenantId}:${s.mask}:${s.token}:${s.kind}` : `${i.id}:${i.dueMs}`;
 }
 
 function decode(s: string): ReadyItem {
-  const [id, due, tenant, mask, kind] = s.split(':');
+  const [id, due, tenant, mask, token, kind] = s.split(':');
   const item: ReadyItem = { id, dueMs: Number(due) };
-  if (kind !== undefined) item.slots = { tenantId: Number(tenant), mask: Number(mask), kind };
+  if (kind !== undefined) item.slots = { tenantId: Number(tenant), mask: Number(mask), token, kind };
   return item;
 }
 

@@ -71,6 +71,15 @@ describe('FairQueue', () => {
     expect(q.sizeOf(1)).toBe(16);
   });
 
+  it('puts back hand-offs ahead of items of other kinds that arrived after them, even once the queue emptied', () => {
+    const q = new FairQueue<Job>();
+    load(q, 1, 2, 1, ['a']);
+    const taken = q.take(2); // the queue is empty now
+    q.push({ tenantId: 1, kind: 'b', n: 100 }, 1);
+    q.unshift(taken);
+    expect(q.take(3).map((e) => e.item.n)).toEqual([0, 1, 100]);
+  });
+
   it('puts back refused hand-offs at their heads, in order', () => {
     const q = new FairQueue<Job>();
     load(q, 1, 5);
@@ -85,8 +94,12 @@ describe('FairQueue', () => {
     load(q, 2, 5);
     expect(q.largestTenant()).toBe(1);
     const evicted = q.evictFromLargest(10);
-    expect(evicted.map((j) => j.n)).toEqual([90, 91, 92, 93, 94, 95, 96, 97, 98, 99]);
+    expect(evicted.map((j) => j.n).sort((a, b) => a - b)).toEqual([90, 91, 92, 93, 94, 95, 96, 97, 98, 99]);
     expect(q.sizeOf(2)).toBe(5);
+    // Across kinds too: the newest arrivals go, whatever their kind.
+    const mixed = new FairQueue<Job>();
+    load(mixed, 1, 10, 1, ['a', 'b']);
+    expect(mixed.evictFromLargest(4).map((j) => j.n).sort((a, b) => a - b)).toEqual([6, 7, 8, 9]);
   });
 
   it('removes the items that waited too long from the heads of the lines', () => {
@@ -109,9 +122,9 @@ describe('FairQueue', () => {
 
 describe('fairSplit', () => {
   it('splits room by weight, passing on what a capped tenant cannot use', () => {
-    expect(fairSplit(400, [{ tenantId: 1, weight: 1, cap: 1e9 }, { tenantId: 2, weight: 3, cap: 1e9 }])).toEqual(new Map([[1, 100], [2, 300]]));
-    expect(fairSplit(400, [{ tenantId: 1, weight: 1, cap: 1e9 }, { tenantId: 2, weight: 1, cap: 3 }])).toEqual(new Map([[1, 397], [2, 3]]));
-    expect(fairSplit(2, [{ tenantId: 1, weight: 100, cap: 10 }, { tenantId: 2, weight: 0.01, cap: 10 }]).get(2)).toBe(1);
-    expect([...fairSplit(0, [{ tenantId: 1, weight: 1, cap: 5 }]).values()]).toEqual([0]);
+    expect(fairSplit(400, [{ key: 'a', weight: 1, cap: 1e9 }, { key: 'b', weight: 3, cap: 1e9 }])).toEqual(new Map([['a', 100], ['b', 300]]));
+    expect(fairSplit(400, [{ key: 'a', weight: 1, cap: 1e9 }, { key: 'b', weight: 1, cap: 3 }])).toEqual(new Map([['a', 397], ['b', 3]]));
+    expect(fairSplit(2, [{ key: 'a', weight: 100, cap: 10 }, { key: 'b', weight: 0.01, cap: 10 }]).get('b')).toBe(1);
+    expect([...fairSplit(0, [{ key: 'a', weight: 1, cap: 5 }]).values()]).toEqual([0]);
   });
 });

@@ -9,7 +9,7 @@ export interface FairEntry<T> {
   item: T;
   /** What taking it advances its tenant's virtual finish by: 1 / weight. */
   cost: number;
-  /** Arrival order within its tenant (each kind's line is in arrival order). */
+  /** Arrival order in the queue (each kind's line is in arrival order). */
   seq: number;
   /**
    * Its tenant had no unserved work when it arrived (a light tenant): under fair sharing it is
@@ -28,6 +28,9 @@ class Line<E> {
   }
   get first(): E {
     return this.a[this.h];
+  }
+  get last(): E {
+    return this.a[this.a.length - 1];
   }
   push(e: E): void {
     this.a.push(e);
@@ -68,7 +71,6 @@ class Flow<T extends FairItem> {
   size = 0;
   /** One FIFO per kind, so a kind held by its limit does not hold the tenant's other kinds. */
   readonly kinds = new Map<string, Line<FairEntry<T>>>();
-  seq = 0;
 
   add(entry: FairEntry<T>, front = false): void {
     let q = this.kinds.get(entry.item.kind);
@@ -101,21 +103,24 @@ class Flow<T extends FairItem> {
 export class FairQueue<T extends FairItem> {
   private virtual = 0;
   private count = 0;
+  private seq = 0;
   private readonly flows = new Map<number, Flow<T>>();
 
   get size(): number {
     return this.count;
   }
 
-  /** Items waiting for one tenant. */
-  sizeOf(tenantId: number): number {
-    return this.flows.get(tenantId)?.size ?? 0;
+  /** Items waiting for one tenant (of one kind, if given). */
+  sizeOf(tenantId: number, kind?: string): number {
+    const flow = this.flows.get(tenantId);
+    if (!flow) return 0;
+    return kind === undefined ? flow.size : (flow.kinds.get(kind)?.length ?? 0);
   }
 
   push(item: T, weight: number): FairEntry<T> {
     let flow = this.flows.get(item.tenantId);
     if (!flow) this.flows.set(item.tenantId, (flow = new Flow<T>()));
-    const entry: FairEntry<T> = { item, cost: 1 / weight, seq: ++flow.seq, sparse: flow.size === 0 && flow.finish <= this.virtual };
+    const entry: FairEntry<T> = { item, cost: 1 / weight, seq: ++this.seq, sparse: flow.size === 0 && flow.finish <= this.virtual };
     flow.add(entry);
     this.count++;
     return entry;
@@ -153,6 +158,12 @@ export class FairQueue<T extends FairItem> {
       const next = top.flow.head(held.get(top.tenantId));
       if (next) heap.push({ ...top, q: next, start: Math.max(this.virtual, top.flow.finish) });
     }
+    // A tenant with nothing waiting and no service owed is forgotten (it would start at V anyway):
+    // memory follows the waiting tenants even while held items keep the queue from emptying.
+    for (const e of out) {
+      const flow = this.flows.get(e.item.tenantId);
+      if (flow && flow.size === 0 && flow.finish <= this.virtual) this.flows.delete(e.item.tenantId);
+    }
     this.resetIfEmpty();
     return out;
   }
@@ -189,12 +200,13 @@ export class FairQueue<T extends FairItem> {
     let largest: Flow<T> | undefined;
     for (const flow of this.flows.values()) if (!largest || flow.size > largest.size) largest = flow;
     const out: T[] = [];
-    if (!largest) return out;
-    for (const q of largest.kinds.values()) {
-      const k = Math.min(q.length, n - out.length);
-      for (const e of q.takeBack(k)) out.push(e.item);
-      largest.size -= k;
-      this.count -= k;
+    while (largest && out.length < n && largest.size > 0) {
+      let newest: Line<FairEntry<T>> | undefined;
+      for (const q of largest.kinds.values()) if (q.length > 0 && (!newest || q.last.seq > newest.last.seq)) newest = q;
+      if (!newest) break;
+      out.push(newest.takeBack(1)[0].item);
+      largest.size--;
+      this.count--;
     }
     this.resetIfEmpty();
     return out;

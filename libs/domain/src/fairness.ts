@@ -16,9 +16,11 @@ export interface TenantShare {
   /** Jobs handed to workers and not finished, at once, over all kinds and pools. */
   maxConcurrency: number | null;
   kindLimits: Readonly<Record<string, KindLimit>> | null;
+  /** Suspended: its due jobs are held (parked, still queued) until it is enabled again. */
+  held: boolean;
 }
 
-export const DEFAULT_SHARE: TenantShare = Object.freeze({ weight: 1, maxConcurrency: null, kindLimits: null });
+export const DEFAULT_SHARE: TenantShare = Object.freeze({ weight: 1, maxConcurrency: null, kindLimits: null, held: false });
 export const MAX_WEIGHT = 1000;
 /** The smallest weight: a tenant at 0.01 still gets one job in every 100 × (others' weight). */
 export const MIN_WEIGHT = 0.01;
@@ -26,9 +28,14 @@ const MAX_RATE = 1_000_000;
 const MAX_CONCURRENCY = 1_000_000;
 const MAX_KIND_LIMITS = 100;
 
+/** A tenant's limit on one kind, if any (own keys only: a kind named `constructor` is a kind). */
+export function kindLimitOf(share: TenantShare, kind: string): KindLimit | undefined {
+  return share.kindLimits && Object.hasOwn(share.kindLimits, kind) ? share.kindLimits[kind] : undefined;
+}
+
 /** Whether a tenant's jobs need limit bookkeeping at hand-off (most tenants: no). */
 export function isLimited(share: TenantShare, kind: string): boolean {
-  return share.maxConcurrency !== null || share.kindLimits?.[kind] !== undefined;
+  return share.maxConcurrency !== null || kindLimitOf(share, kind) !== undefined;
 }
 
 /**
@@ -93,20 +100,21 @@ function positiveInt(raw: unknown, field: string, max: number): number {
   return raw;
 }
 
-/** A tenant asking for part of a pool's room: its weight, and at most how many it can use. */
+/** A claim on part of a pool's room (a tenant's flow): its weight, and at most how many it can use. */
 export interface ShareClaim {
-  tenantId: number;
+  key: string;
   weight: number;
   cap: number;
 }
 
 /**
  * Splits `room` between tenants in proportion to their weights, none getting more than its cap,
- * what one cannot use going to the others (weighted water-filling). Every tenant with room to
- * spare gets at least one while any is left, so a tiny weight is slow, never starved.
+ * what one cannot use going to the others (weighted water-filling). Every claim with room to
+ * spare gets at least one while any is left, in the claims' order (callers rotate it), so a tiny
+ * weight is slow, never starved.
  */
-export function fairSplit(room: number, claims: readonly ShareClaim[]): Map<number, number> {
-  const out = new Map<number, number>(claims.map((c) => [c.tenantId, 0]));
+export function fairSplit(room: number, claims: readonly ShareClaim[]): Map<string, number> {
+  const out = new Map<string, number>(claims.map((c) => [c.key, 0]));
   let left = Math.max(0, Math.floor(room));
   let open = claims.filter((c) => c.cap > 0);
   while (left > 0 && open.length > 0) {
@@ -114,12 +122,12 @@ export function fairSplit(room: number, claims: readonly ShareClaim[]): Map<numb
     const round = left;
     for (const c of open) {
       if (left === 0) break;
-      const has = out.get(c.tenantId) ?? 0;
+      const has = out.get(c.key) ?? 0;
       const give = Math.min(c.cap - has, left, Math.max(1, Math.floor((round * c.weight) / total)));
-      out.set(c.tenantId, has + give);
+      out.set(c.key, has + give);
       left -= give;
     }
-    open = open.filter((c) => (out.get(c.tenantId) ?? 0) < c.cap);
+    open = open.filter((c) => (out.get(c.key) ?? 0) < c.cap);
   }
   return out;
 }

@@ -12,6 +12,7 @@ export * from './repositories/job-queries.repository';
 export * from './repositories/job-changes.repository';
 export * from './repositories/schedules.repository';
 export * from './repositories/tenants.repository';
+export * from './repositories/tenant-keys.repository';
 export * from './repositories/attempts.repository';
 export * from './repositories/execution.repository';
 export * from './repositories/backlog.repository';

@@ -1,5 +1,5 @@
 import type { RetryPolicy, TierHorizons } from '@almanac/domain';
-import type { DeliveryMetrics, HandlerRegistry, ReadyLists } from '@almanac/delivery';
+import type { DeliveryMetrics, HandlerRegistry, ReadyItem, ReadyLists } from '@almanac/delivery';
 import { type ClaimedAhead, type CompletionRecord, type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
 import { Clock, HotItem, HotQueue, MicroBatcher, within } from '@almanac/platform';
 import type { Logger } from 'pino';
@@ -17,14 +17,17 @@ export interface Delivery {
   /** due time, epoch ms */
   dueMs: number;
   pool: string;
+  /** The limit slots its hand-off holds (a limited tenant's job), kept if it is given back. */
+  slots?: ReadyItem['slots'];
 }
 
 /**
  * applied: the outcome was recorded; stale: the row did not want this delivery (cancelled, run
- * by another delivery, …); released: given back at shutdown; submitted: the handler is done and
- * its outcome waits in a group commit.
+ * by another delivery, …); released: released at shutdown; given_back: not started, back at the
+ * head of its ready list (it keeps its limit slots); submitted: the handler is done and its
+ * outcome waits in a group commit.
  */
-export type ExecutionResult = 'applied' | 'stale' | 'released' | 'submitted';
+export type ExecutionResult = 'applied' | 'stale' | 'released' | 'submitted' | 'given_back';
 
 /** Group commits waiting beyond this make new deliveries wait (backpressure on a slow database). */
 const MAX_PENDING_COMMITS = 5000;
@@ -283,8 +286,8 @@ export class Executor {
    * finds the row).
    */
   private async giveBack(d: Delivery): Promise<ExecutionResult> {
-    await within(2000, this.o.ready.giveBack(d.pool, [{ id: d.id, dueMs: d.dueMs }]), 'give back').catch(() => undefined);
-    return 'released';
+    await within(2000, this.o.ready.giveBack(d.pool, [{ id: d.id, dueMs: d.dueMs, slots: d.slots }]), 'give back').catch(() => undefined);
+    return 'given_back';
   }
 
   /** Claimed but not started (the shutdown came first): back to queued at once. */

@@ -147,11 +147,14 @@ export class PoolTaker {
   private startOne(pool: string, item: ReadyItem): Promise<unknown> {
     this.running.set(pool, this.runningIn(pool) + 1);
     if (item.slots) this.held.set(item.id, { id: item.id, ...item.slots });
+    let givenBack = false;
     const run = this.o.executor
-      .execute({ id: item.id, dueMs: item.dueMs, pool })
+      .execute({ id: item.id, dueMs: item.dueMs, pool, slots: item.slots })
+      .then((result) => (givenBack = result === 'given_back'))
       .catch((err: unknown) => this.o.logger.error({ err, pool, jobId: item.id }, 'delivery failed; the row is rescued by its lease or the overdue sweep'))
       .finally(() => {
-        this.releaseSlots(item.id);
+        if (givenBack) this.held.delete(item.id); // back in the ready list, slots and all
+        else this.releaseSlots(item.id);
         this.running.set(pool, this.runningIn(pool) - 1);
         this.inFlight.delete(run);
         const wake = this.slotFreed.get(pool);

@@ -21,6 +21,12 @@ export function unauthorized(message: string): ApiError {
   });
 }
 
+/** A suspended tenant's key is valid but refused: 403, so its client stops retrying and shows why. */
+export function suspended(): ApiError {
+  const message = 'this tenant is suspended; its jobs are held until an operator enables it again';
+  return new ApiError(403, message, [{ field: 'authorization', rule: 'suspended', message }]);
+}
+
 /** Every tenant route: `Authorization: Bearer <tenant api key>`. */
 @Injectable()
 export class TenantAuthGuard implements CanActivate {
@@ -38,6 +44,7 @@ export class TenantAuthGuard implements CanActivate {
     if (!key) throw unauthorized('missing bearer token (Authorization: Bearer <api key>)');
     const tenant = await this.auth.authenticate(key);
     if (!tenant) throw unauthorized('unknown api key');
+    if (tenant.disabled) throw suspended();
     req.tenant = tenant;
   }
 }

@@ -1,19 +1,32 @@
 import { DEFAULT_SHARE } from '@almanac/domain';
-import type { TenantRecord, TenantsRepository } from '@almanac/persistence';
+import type { TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
 import { loadApiSettings } from '../api-settings';
 import { TenantAuthService } from './tenant-auth.service';
 
+/** A repository fake from a key → tenant function, read at call time (a test may swap it). */
+function viaTenant(fake: { findByApiKey: (k: string) => Promise<TenantRecord | null> }): TenantsRepository {
+  return {
+    findKey: async (k: string) => {
+      const t = await fake.findByApiKey(k);
+      return t ? { tenant: t, keyId: 1 } : null;
+    },
+  } as unknown as TenantsRepository;
+}
+
+/** Last-use writes are not what these specs look at. */
+const NO_KEYS = { touch: async () => undefined } as unknown as TenantKeysRepository;
+
 describe('TenantAuthService', () => {
-  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE };
+  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE, disabled: false };
 
   /** A repository that knows one key, alm_good, and records every lookup. */
   function recordingRepo() {
     const lookups: string[] = [];
     const repo = {
-      findByApiKey: async (key: string) => {
+      findKey: async (key: string) => {
         lookups.push(key);
-        return key === 'alm_good' ? tenant : null;
+        return key === 'alm_good' ? { tenant, keyId: 1 } : null;
       },
     } as unknown as TenantsRepository;
     return { repo, lookups };
@@ -22,7 +35,7 @@ describe('TenantAuthService', () => {
   it('asks the database once per key per TTL, for known and unknown keys alike', async () => {
     const { repo, lookups } = recordingRepo();
     const clock = new ManualClock(0);
-    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '10000' }), clock);
+    const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '10000' }), clock);
     for (let i = 0; i < 5; i++) {
       expect(await auth.authenticate('alm_good')).toBe(tenant);
       expect(await auth.authenticate('alm_bad')).toBeNull();
@@ -36,7 +49,7 @@ describe('TenantAuthService', () => {
   it('a flood of random keys is refused past the lookup rate (503, Retry-After) and never evicts a known key', async () => {
     const { repo, lookups } = recordingRepo();
     const clock = new ManualClock(0);
-    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '10' }), clock);
+    const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '10' }), clock);
     expect(await auth.authenticate('alm_good')).toBe(tenant);
     const answers = await Promise.allSettled(Array.from({ length: 60_000 }, (_, i) => auth.authenticate(`alm_random_${i}`)));
     expect(lookups).toHaveLength(10); // one bucket: the good key plus nine random ones
@@ -48,13 +61,13 @@ describe('TenantAuthService', () => {
   });
 
   it('unknown keys filling their own cache do not push a known key out', async () => {
-    const repo = { findByApiKey: async (key: string) => (key === 'alm_good' ? tenant : null) } as unknown as TenantsRepository;
+    const fake = { findByApiKey: async (key: string): Promise<TenantRecord | null> => (key === 'alm_good' ? tenant : null) };
     const clock = new ManualClock(0);
-    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '1000000' }), clock);
+    const auth = new TenantAuthService(viaTenant(fake), NO_KEYS, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '1000000' }), clock);
     await auth.authenticate('alm_good');
     for (let i = 0; i < 60_000; i++) await auth.authenticate(`alm_random_${i}`);
     const lookups: string[] = [];
-    (repo as unknown as { findByApiKey: (k: string) => Promise<unknown> }).findByApiKey = async (k) => {
+    fake.findByApiKey = async (k) => {
       lookups.push(k);
       return null;
     };
@@ -64,24 +77,24 @@ describe('TenantAuthService', () => {
 
   it('concurrent requests with one uncached key make one lookup', async () => {
     let calls = 0;
-    const repo = {
+    const repo = viaTenant({
       findByApiKey: async () => {
         calls++;
         return tenant;
       },
-    } as unknown as TenantsRepository;
-    const auth = new TenantAuthService(repo, loadApiSettings({}), new ManualClock(0));
+    });
+    const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({}), new ManualClock(0));
     await Promise.all(Array.from({ length: 20 }, () => auth.authenticate('alm_good')));
     expect(calls).toBe(1);
   });
 
   it('every caller sharing a hung lookup is answered within the deadline: the tenant it knew, else a timeout', async () => {
     let hang = false;
-    const repo = {
+    const repo = viaTenant({
       findByApiKey: async (key: string) => (hang ? new Promise<never>(() => undefined) : key === 'alm_good' ? tenant : null),
-    } as unknown as TenantsRepository;
+    });
     const clock = new ManualClock(0);
-    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_REQUEST_TIMEOUT_MS: '100' }), clock);
+    const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_REQUEST_TIMEOUT_MS: '100' }), clock);
     expect(await auth.authenticate('alm_good')).toBe(tenant);
     hang = true; // the database stops answering (SIGSTOP): statement_timeout cannot fire either
     clock.advance(1001);
@@ -94,9 +107,9 @@ describe('TenantAuthService', () => {
 
   it('past the lookup rate, a tenant known a moment ago still gets in; a key found gone is never honoured again', async () => {
     const keys = new Map<string, TenantRecord | null>([['alm_good', tenant], ['alm_revoked', { ...tenant, id: 8 }]]);
-    const repo = { findByApiKey: async (key: string) => keys.get(key) ?? null } as unknown as TenantsRepository;
+    const repo = viaTenant({ findByApiKey: async (key: string) => keys.get(key) ?? null });
     const clock = new ManualClock(0);
-    const auth = new TenantAuthService(repo, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_AUTH_LOOKUPS_PER_SECOND: '3' }), clock);
+    const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_AUTH_LOOKUPS_PER_SECOND: '3' }), clock);
     expect(await auth.authenticate('alm_good')).toBe(tenant);
     expect((await auth.authenticate('alm_revoked'))?.id).toBe(8);
     clock.advance(1001);

@@ -62,6 +62,9 @@ export class UpdateTenantDto {
     description: 'Per-kind caps for this tenant; replaces the whole map; null removes every kind limit.',
   })
   kindLimits?: Record<string, KindLimitDto> | null;
+
+  @ApiPropertyOptional({ example: true, description: 'true suspends the tenant (403 for its requests, its due jobs held); false enables it again' })
+  disabled?: boolean;
 }
 
 export class TenantDto {
@@ -85,4 +88,56 @@ export class TenantDto {
 
   @ApiProperty({ nullable: true, type: 'object', additionalProperties: { $ref: '#/components/schemas/KindLimitDto' }, example: null })
   kindLimits!: Record<string, KindLimitDto> | null;
+
+  @ApiProperty({ example: false, description: 'suspended: its requests get 403 and its due jobs are held' })
+  disabled!: boolean;
+}
+
+export class KeyDto {
+  @ApiProperty({ example: 3 })
+  id!: number;
+
+  @ApiProperty({ example: 'alm_3q2Vb1', description: "`alm_` and the key's first 6 characters, to tell keys apart ('' for keys made before prefixes were kept)" })
+  prefix!: string;
+
+  @ApiProperty({ example: '2026-12-01T09:00:00.000Z' })
+  createdAt!: string;
+
+  @ApiProperty({ example: '2026-12-01T09:05:00.000Z', nullable: true, type: String, description: 'last accepted use, to within a minute' })
+  lastUsedAt!: string | null;
+
+  @ApiProperty({ example: null, nullable: true, type: String })
+  revokedAt!: string | null;
+}
+
+export class CreatedKeyDto extends KeyDto {
+  @ApiProperty({ example: 'alm_3q2Vb1Xk0oLxN4v7m8cZ5n6b7v8c9x0z1a2s3d4f5g6', description: 'Shown once; only its sha256 is stored.' })
+  apiKey!: string;
+}
+
+export class KeyListDto {
+  @ApiProperty({ type: [KeyDto] })
+  keys!: KeyDto[];
+}
+
+export class TenantSummaryDto extends TenantDto {
+  @ApiProperty({ example: '2026-12-01T09:00:00.000Z' })
+  createdAt!: string;
+
+  @ApiProperty({ example: 2, description: 'keys not revoked' })
+  keys!: number;
+
+  @ApiProperty({ example: 1234, description: 'its jobs, counted up to 10,000 (then `jobsAtLeast` is true)' })
+  jobs!: number;
+
+  @ApiProperty({ example: false })
+  jobsAtLeast!: boolean;
+}
+
+export class TenantListDto {
+  @ApiProperty({ type: [TenantSummaryDto] })
+  tenants!: TenantSummaryDto[];
+
+  @ApiProperty({ example: '42', nullable: true, type: String, description: 'pass as `after` for the next page; null on the last' })
+  next!: string | null;
 }

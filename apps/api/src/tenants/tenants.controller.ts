@@ -1,12 +1,17 @@
 import { type TenantShare, validateKindLimits, validateMaxConcurrency, validateWeight } from '@almanac/domain';
 import { type TenantRecord, TenantsRepository } from '@almanac/persistence';
-import { Body, Controller, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { invalid, notFound } from '../http/api-error';
-import { intInRange, isPlainObject, Issues, rejectUnknown } from '../http/validation';
-import { CreatedTenantDto, CreateTenantDto, KindLimitDto, TenantDto, UpdateTenantDto } from './tenant.dto';
+import { intInRange, isPlainObject, Issues, queryInt, rejectUnknown } from '../http/validation';
+import { idOf } from './tenant-keys.controller';
+import { CreatedTenantDto, CreateTenantDto, KindLimitDto, TenantDto, TenantListDto, UpdateTenantDto } from './tenant.dto';
+
+/** Jobs are counted per tenant up to this (an index-only walk each): a listing page stays fast beside tenants with millions. */
+const JOB_COUNT_CAP = 10_000;
 
 @ApiTags('admin')
 @ApiExtraModels(KindLimitDto)
@@ -14,7 +19,31 @@ import { CreatedTenantDto, CreateTenantDto, KindLimitDto, TenantDto, UpdateTenan
 @Controller('v1/admin/tenants')
 @UseGuards(AdminAuthGuard)
 export class TenantsController {
-  constructor(private readonly tenants: TenantsRepository) {}
+  constructor(
+    private readonly tenants: TenantsRepository,
+    private readonly events: AuthEvents,
+  ) {}
+
+  @Get()
+  @ApiOperation({ summary: 'List tenants in id order, with their keys and job counts (admin token required)' })
+  @ApiQuery({ name: 'after', required: false, description: 'the `next` of the previous page' })
+  @ApiQuery({ name: 'limit', required: false, description: '1–200, default 50' })
+  @ApiResponse({ status: 200, type: TenantListDto })
+  async list(@Query() query: Record<string, unknown>): Promise<TenantListDto> {
+    const issues = new Issues();
+    rejectUnknown(query, ['after', 'limit'], issues);
+    const after = queryInt(query.after, 'after', 0, 0, 2147483647, issues);
+    const limit = queryInt(query.limit, 'limit', 50, 1, 200, issues);
+    if (!issues.ok) throw invalid(issues.list);
+    const rows = await this.tenants.list(after, limit, JOB_COUNT_CAP + 1);
+    return {
+      tenants: rows.map((t) => ({
+        ...view(t), createdAt: t.createdAt.toISOString(), keys: t.keys,
+        jobs: Math.min(t.jobs, JOB_COUNT_CAP), jobsAtLeast: t.jobs > JOB_COUNT_CAP,
+      })),
+      next: rows.length === limit ? String(rows[rows.length - 1].id) : null,
+    };
+  }
 
   @Post()
   @ApiJsonBodyErrors()
@@ -54,7 +83,7 @@ export class TenantsController {
 
   @Patch(':id')
   @ApiJsonBodyErrors()
-  @ApiOperation({ summary: "Change a tenant's share of busy pools and its limits (admin token required)" })
+  @ApiOperation({ summary: "Change a tenant's share of busy pools and its limits, or suspend it (admin token required)" })
   @ApiBody({ type: UpdateTenantDto })
   @ApiResponse({ status: 200, type: TenantDto })
   @ApiResponse({ status: 400, type: ErrorDto })
@@ -65,14 +94,22 @@ export class TenantsController {
     if (!isPlainObject(body)) {
       issues.add('body', 'type', 'body must be a JSON object');
     } else {
-      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits'], issues);
+      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled'], issues);
+      if (body.disabled !== undefined && typeof body.disabled !== 'boolean') issues.add('disabled', 'type', 'disabled must be true or false');
       if (body.weight !== undefined) patch.weight = issues.run(() => validateWeight(body.weight));
       if (body.maxConcurrency !== undefined) patch.maxConcurrency = issues.run(() => validateMaxConcurrency(body.maxConcurrency));
       if (body.kindLimits !== undefined) patch.kindLimits = issues.run(() => validateKindLimits(body.kindLimits));
-      if (issues.ok && Object.keys(patch).length === 0) issues.add('body', 'required', 'body must set weight, maxConcurrency or kindLimits');
+      if (issues.ok && Object.keys(patch).length === 0 && body.disabled === undefined) {
+        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits or disabled');
+      }
     }
     if (!issues.ok) throw invalid(issues.list);
-    const tenant = /^[1-9][0-9]{0,9}$/.test(id) ? await this.tenants.updateShare(Number(id), patch) : null;
+    const disabled = isPlainObject(body) && typeof body.disabled === 'boolean' ? body.disabled : undefined;
+    let tenant = Object.keys(patch).length > 0 ? await this.tenants.updateShare(idOf(id), patch) : await this.tenants.findById(idOf(id));
+    if (tenant && disabled !== undefined && disabled !== tenant.disabled) {
+      tenant = await this.tenants.setDisabled(tenant.id, disabled);
+      if (tenant) await this.events.tenantChanged(tenant.id); // every replica reads its keys again: 403 within a second
+    }
     if (!tenant) throw notFound('tenant');
     return view(tenant);
   }
@@ -81,6 +118,6 @@ export class TenantsController {
 function view(t: TenantRecord): TenantDto {
   return {
     id: t.id, name: t.name, rateLimitPerSecond: t.rateLimitPerSecond, maxSchedules: t.maxSchedules,
-    weight: t.share.weight, maxConcurrency: t.share.maxConcurrency, kindLimits: t.share.kindLimits,
+    weight: t.share.weight, maxConcurrency: t.share.maxConcurrency, kindLimits: t.share.kindLimits, disabled: t.disabled,
   };
 }

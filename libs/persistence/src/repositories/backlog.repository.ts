@@ -13,8 +13,24 @@ export interface BacklogItem {
   kind: string;
 }
 
-/** Parked jobs: pool → tenant → how many. */
-export type BacklogCounts = Map<string, Map<number, number>>;
+/** A tenant's jobs of one kind in one pool: the unit the backlog is parked and refilled by. */
+export interface BacklogFlow {
+  tenantId: number;
+  kind: string;
+}
+
+/** `<tenant>:<kind>` (a kind has no `:`). */
+export function flowKey(f: BacklogFlow): string {
+  return `${f.tenantId}:${f.kind}`;
+}
+
+export function flowOf(key: string): BacklogFlow {
+  const at = key.indexOf(':');
+  return { tenantId: Number(key.slice(0, at)), kind: key.slice(at + 1) };
+}
+
+/** Parked jobs: pool → flow key → how many. */
+export type BacklogCounts = Map<string, Map<string, number>>;
 
 /**
  * The dispatch backlog (table dispatch_backlog): due jobs waiting for a pool to have room. Rows
@@ -34,28 +50,28 @@ export class BacklogRepository {
   }
 
   /**
-   * Takes up to `wants.get(tenant)` of each named tenant's parked jobs in a pool, oldest run time
+   * Takes up to `wants.get(flowKey)` of each named flow's parked jobs in a pool, oldest run time
    * first. SKIP LOCKED: two dispatchers refilling the same pool take disjoint sets.
    */
-  async take(pool: string, wants: ReadonlyMap<number, number>): Promise<BacklogItem[]> {
-    const asked = [...wants].filter(([, n]) => n > 0);
+  async take(pool: string, wants: ReadonlyMap<string, number>): Promise<BacklogItem[]> {
+    const asked = [...wants].filter(([, n]) => n > 0).map(([k, n]) => ({ ...flowOf(k), n }));
     if (asked.length === 0) return [];
     const { rows } = await sql<{ id: string; run_at: Date; tenant_id: number; kind: string }>(this.dataSource, TAKE_BACKLOG_SQL, [
-      pool, asked.map(([t]) => t), asked.map(([, n]) => n),
+      pool, asked.map((a) => a.tenantId), asked.map((a) => a.kind), asked.map((a) => a.n),
     ]);
     return rows
       .sort((a, b) => a.run_at.getTime() - b.run_at.getTime())
       .map((r) => ({ id: r.id, pool, runAt: r.run_at, tenantId: r.tenant_id, kind: r.kind }));
   }
 
-  /** Parked jobs per pool and tenant. */
+  /** Parked jobs per pool and flow. */
   async counts(): Promise<BacklogCounts> {
-    const { rows } = await sql<{ pool: string; tenant_id: number; n: number }>(this.dataSource, COUNT_BACKLOG_SQL);
+    const { rows } = await sql<{ pool: string; tenant_id: number; kind: string; n: number }>(this.dataSource, COUNT_BACKLOG_SQL);
     const out: BacklogCounts = new Map();
     for (const r of rows) {
-      let byTenant = out.get(r.pool);
-      if (!byTenant) out.set(r.pool, (byTenant = new Map<number, number>()));
-      byTenant.set(r.tenant_id, r.n);
+      let byFlow = out.get(r.pool);
+      if (!byFlow) out.set(r.pool, (byFlow = new Map<string, number>()));
+      byFlow.set(flowKey({ tenantId: r.tenant_id, kind: r.kind }), r.n);
     }
     return out;
   }

@@ -15,9 +15,10 @@ describe('TenantsRepository (Postgres)', () => {
     const { tenant, apiKey } = await tenants.create('acme');
     expect(apiKey).toMatch(/^alm_[A-Za-z0-9_-]{43}$/);
     expect(tenant).toMatchObject({ name: 'acme', rateLimitPerSecond: null });
-    const [row] = await db.dataSource.query(`SELECT api_key_hash FROM tenants WHERE id = $1`, [tenant.id]);
-    expect(Buffer.compare(row.api_key_hash, hashApiKey(apiKey))).toBe(0);
-    const all = JSON.stringify(await db.dataSource.query(`SELECT * FROM tenants`));
+    const [row] = await db.dataSource.query(`SELECT key_hash, prefix FROM tenant_keys WHERE tenant_id = $1`, [tenant.id]);
+    expect(Buffer.compare(row.key_hash, hashApiKey(apiKey))).toBe(0);
+    expect(row.prefix).toBe(apiKey.slice(0, 10));
+    const all = JSON.stringify([...(await db.dataSource.query(`SELECT * FROM tenants`)), ...(await db.dataSource.query(`SELECT * FROM tenant_keys`))]);
     expect(all).not.toContain(apiKey.slice(4));
   });
 
@@ -37,8 +38,8 @@ describe('TenantsRepository (Postgres)', () => {
 
   it('keeps only the sha256 of the key and never hands the hash out', async () => {
     const { tenant, apiKey } = await tenants.create('hashed');
-    const [row] = await db.dataSource.query(`SELECT api_key_hash FROM tenants WHERE id = $1`, [tenant.id]);
-    expect(row.api_key_hash).toEqual(hashApiKey(apiKey));
+    const [row] = await db.dataSource.query(`SELECT key_hash FROM tenant_keys WHERE tenant_id = $1`, [tenant.id]);
+    expect(row.key_hash).toEqual(hashApiKey(apiKey));
     expect(tenant).not.toHaveProperty('apiKeyHash');
     expect(await tenants.findById(tenant.id)).toEqual(tenant);
   });

@@ -14,6 +14,8 @@ export interface TenantRecord {
   maxSchedules: number | null;
   /** Its share of busy pools and its limits (weight 1 and no limits by default). */
   share: TenantShare;
+  /** Suspended: its requests are refused (403) and its due jobs held until it is enabled. */
+  disabled: boolean;
 }
 
 export const API_KEY_PREFIX = 'alm_';
@@ -29,9 +31,27 @@ interface TenantRow {
   weight: number;
   max_concurrency: number | null;
   kind_limits: Record<string, KindLimit> | null;
+  disabled_at: Date | null;
 }
 
-const COLUMNS = 'id, name, created_at, rate_limit_per_second, max_schedules, weight, max_concurrency, kind_limits';
+const COLUMNS = 'id, name, created_at, rate_limit_per_second, max_schedules, weight, max_concurrency, kind_limits, disabled_at';
+const T_COLUMNS = COLUMNS.split(', ').map((c) => `t.${c}`).join(', ');
+
+/** A new API key: `alm_` and 32 random bytes in base64url; only its sha256 is stored. */
+export function newApiKey(): { apiKey: string; hash: Buffer; prefix: string } {
+  const apiKey = API_KEY_PREFIX + randomBytes(32).toString('base64url');
+  return { apiKey, hash: hashApiKey(apiKey), prefix: keyPrefix(apiKey) };
+}
+
+/** What an operator sees of a key: `alm_` and its first 6 characters (36 of its 256 random bits). */
+export function keyPrefix(apiKey: string): string {
+  return apiKey.slice(0, API_KEY_PREFIX.length + 6);
+}
+
+/** Whether a string could be an API key at all (malformed keys never reach the database). */
+export function isApiKeyShaped(apiKey: string): boolean {
+  return API_KEY_SHAPE.test(apiKey);
+}
 
 export function hashApiKey(apiKey: string): Buffer {
   return createHash('sha256').update(apiKey, 'utf8').digest();
@@ -47,19 +67,59 @@ export class TenantsRepository {
     opts: { rateLimitPerSecond?: number | null; maxSchedules?: number | null } = {},
     db: Db = this.dataSource,
   ): Promise<{ tenant: TenantRecord; apiKey: string }> {
-    const apiKey = API_KEY_PREFIX + randomBytes(32).toString('base64url');
+    const key = newApiKey();
     const { rows } = await sql<TenantRow>(
       db,
-      `INSERT INTO tenants (name, api_key_hash, rate_limit_per_second, max_schedules) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
-      [name, hashApiKey(apiKey), opts.rateLimitPerSecond ?? null, opts.maxSchedules ?? null],
+      `WITH t AS (INSERT INTO tenants (name, rate_limit_per_second, max_schedules) VALUES ($1, $2, $3) RETURNING ${COLUMNS}),
+            k AS (INSERT INTO tenant_keys (tenant_id, key_hash, prefix) SELECT id, $4, $5 FROM t)
+       SELECT ${COLUMNS} FROM t`,
+      [name, opts.rateLimitPerSecond ?? null, opts.maxSchedules ?? null, key.hash, key.prefix],
     );
-    return { tenant: toTenant(rows[0]), apiKey };
+    return { tenant: toTenant(rows[0]), apiKey: key.apiKey };
   }
 
-  /** The tenant owning `apiKey`, or null. Malformed keys never reach the database. */
+  /** The tenant owning `apiKey` (a key not revoked), or null. */
   async findByApiKey(apiKey: string, db: Db = this.dataSource): Promise<TenantRecord | null> {
-    if (!API_KEY_SHAPE.test(apiKey)) return null;
-    const { rows } = await sql<TenantRow>(db, `SELECT ${COLUMNS} FROM tenants WHERE api_key_hash = $1`, [hashApiKey(apiKey)]);
+    return (await this.findKey(apiKey, db))?.tenant ?? null;
+  }
+
+  /** The tenant and key id of `apiKey` if it is a key not revoked. Malformed keys never reach the database. */
+  async findKey(apiKey: string, db: Db = this.dataSource): Promise<{ tenant: TenantRecord; keyId: number } | null> {
+    if (!isApiKeyShaped(apiKey)) return null;
+    const { rows } = await sql<TenantRow & { key_id: number }>(
+      db,
+      `SELECT ${T_COLUMNS}, k.id AS key_id FROM tenant_keys k JOIN tenants t ON t.id = k.tenant_id
+        WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+      [hashApiKey(apiKey)],
+    );
+    return rows.length ? { tenant: toTenant(rows[0]), keyId: rows[0].key_id } : null;
+  }
+
+  /**
+   * A page of tenants in id order, each with its live keys and its jobs counted up to `countCap`
+   * (an index-only walk of jobs_tenant_key per tenant: a tenant with millions of jobs costs
+   * `countCap` index entries, not millions).
+   */
+  async list(afterId: number, limit: number, countCap: number, db: Db = this.dataSource): Promise<(TenantRecord & { keys: number; jobs: number })[]> {
+    const { rows } = await sql<TenantRow & { keys: number; jobs: number }>(
+      db,
+      `SELECT ${T_COLUMNS},
+              (SELECT count(*)::int FROM tenant_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL) AS keys,
+              (SELECT count(*)::int FROM (SELECT 1 FROM jobs j WHERE j.tenant_id = t.id LIMIT $3) c) AS jobs
+         FROM tenants t WHERE t.id > $1 ORDER BY t.id LIMIT $2`,
+      [afterId, limit, countCap],
+    );
+    return rows.map((r) => ({ ...toTenant(r), keys: r.keys, jobs: r.jobs }));
+  }
+
+  /** Suspends (true) or enables (false) a tenant; null when there is no such tenant. */
+  async setDisabled(id: number, disabled: boolean, db: Db = this.dataSource): Promise<TenantRecord | null> {
+    if (!Number.isSafeInteger(id) || id < 1 || id > 2147483647) return null;
+    const { rows } = await sql<TenantRow>(
+      db,
+      `UPDATE tenants SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END WHERE id = $1 RETURNING ${COLUMNS}`,
+      [id, disabled],
+    );
     return rows.length ? toTenant(rows[0]) : null;
   }
 
@@ -68,7 +128,7 @@ export class TenantsRepository {
     if (!Number.isSafeInteger(id) || id < 1 || id > 2147483647) return null;
     const { rows } = await sql<TenantRow>(
       db,
-      `UPDATE tenants SET weight = CASE WHEN $2 THEN $3::real ELSE weight END,
+      `UPDATE tenants SET weight = CASE WHEN $2 THEN $3::float8 ELSE weight END,
                           max_concurrency = CASE WHEN $4 THEN $5::int ELSE max_concurrency END,
                           kind_limits = CASE WHEN $6 THEN $7::jsonb ELSE kind_limits END
         WHERE id = $1 RETURNING ${COLUMNS}`,
@@ -83,14 +143,14 @@ export class TenantsRepository {
   }
 
   /**
-   * Every tenant whose share differs from the default (weight 1, no limits): what the dispatcher
-   * keeps in memory. Read once a second; tenants at the default are not read at all.
+   * Every tenant whose share differs from the default (weight 1, no limits, not suspended): what
+   * the dispatcher keeps in memory. Read once a second; tenants at the default are not read at all.
    */
   async listShares(db: Db = this.dataSource): Promise<Map<number, TenantShare>> {
     const { rows } = await sql<TenantRow>(
       db,
-      `SELECT id, weight, max_concurrency, kind_limits FROM tenants
-        WHERE weight <> 1 OR max_concurrency IS NOT NULL OR kind_limits IS NOT NULL`,
+      `SELECT id, weight, max_concurrency, kind_limits, disabled_at FROM tenants
+        WHERE weight <> 1 OR max_concurrency IS NOT NULL OR kind_limits IS NOT NULL OR disabled_at IS NOT NULL`,
     );
     return new Map(rows.map((r) => [r.id, toShare(r)]));
   }
@@ -103,9 +163,12 @@ export class TenantsRepository {
 }
 
 function toTenant(r: TenantRow): TenantRecord {
-  return { id: r.id, name: r.name, createdAt: r.created_at, rateLimitPerSecond: r.rate_limit_per_second, maxSchedules: r.max_schedules, share: toShare(r) };
+  return {
+    id: r.id, name: r.name, createdAt: r.created_at, rateLimitPerSecond: r.rate_limit_per_second, maxSchedules: r.max_schedules,
+    share: toShare(r), disabled: r.disabled_at !== null,
+  };
 }
 
-function toShare(r: Pick<TenantRow, 'weight' | 'max_concurrency' | 'kind_limits'>): TenantShare {
-  return { weight: Number(r.weight), maxConcurrency: r.max_concurrency, kindLimits: r.kind_limits };
+function toShare(r: Pick<TenantRow, 'weight' | 'max_concurrency' | 'kind_limits' | 'disabled_at'>): TenantShare {
+  return { weight: Number(r.weight), maxConcurrency: r.max_concurrency, kindLimits: r.kind_limits, held: r.disabled_at !== null };
 }

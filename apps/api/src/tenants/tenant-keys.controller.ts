@@ -1,0 +1,61 @@
+import { type KeyView, TenantKeysRepository } from '@almanac/persistence';
+import { Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { AuthEvents } from '../auth/auth-events';
+import { AdminAuthGuard } from '../auth/guards';
+import { notFound } from '../http/api-error';
+import { ErrorDto } from '../http/error.dto';
+import { CreatedKeyDto, KeyDto, KeyListDto } from './tenant.dto';
+
+/** A tenant's API keys: several at once (rotation without downtime), each revocable on every replica within a second. */
+@ApiTags('admin')
+@ApiBearerAuth('admin')
+@Controller('v1/admin/tenants/:id/keys')
+@UseGuards(AdminAuthGuard)
+export class TenantKeysController {
+  constructor(
+    private readonly keys: TenantKeysRepository,
+    private readonly events: AuthEvents,
+  ) {}
+
+  @Post()
+  @HttpCode(201)
+  @ApiOperation({ summary: 'Create another API key for the tenant; the key is shown once' })
+  @ApiResponse({ status: 201, type: CreatedKeyDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  async create(@Param('id') id: string): Promise<CreatedKeyDto> {
+    const made = await this.keys.create(idOf(id));
+    if (!made) throw notFound('tenant');
+    return { ...view(made.key), apiKey: made.apiKey };
+  }
+
+  @Get()
+  @ApiOperation({ summary: "The tenant's keys (prefixes, creation, last use, revocation), never the keys" })
+  @ApiResponse({ status: 200, type: KeyListDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  async list(@Param('id') id: string): Promise<KeyListDto> {
+    const keys = await this.keys.list(idOf(id));
+    if (!keys) throw notFound('tenant');
+    return { keys: keys.map(view) };
+  }
+
+  @Delete(':keyId')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Revoke a key: refused with 401 on every API replica within a second' })
+  @ApiResponse({ status: 204 })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  async revoke(@Param('id') id: string, @Param('keyId') keyId: string): Promise<void> {
+    const hash = await this.keys.revoke(idOf(id), idOf(keyId));
+    if (!hash) throw notFound('key');
+    await this.events.keyRevoked(hash);
+  }
+}
+
+/** A path id, or 0 (found nowhere) for anything that is not a positive integer. */
+export function idOf(raw: string): number {
+  return /^[1-9][0-9]{0,9}$/.test(raw) ? Number(raw) : 0;
+}
+
+function view(k: KeyView): KeyDto {
+  return { id: k.id, prefix: k.prefix, createdAt: k.createdAt.toISOString(), lastUsedAt: k.lastUsedAt?.toISOString() ?? null, revokedAt: k.revokedAt?.toISOString() ?? null };
+}
