@@ -1,5 +1,6 @@
 import { ConfigError, DatabaseConfig, databaseConfigFromEnv, redactUrl } from '@almanac/persistence';
 import { Env, envInt, envString, envUrl } from './env';
+import { refusePublishedSecrets } from './published-secrets';
 
 /** Nest injection token for the validated `AlmanacConfig`. */
 export const ALMANAC_CONFIG = Symbol('ALMANAC_CONFIG');
@@ -48,6 +49,7 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
     );
   }
   const { token, isDefault } = adminToken(env, production);
+  if (production) refusePublishedSecrets(env, token);
   return {
     production,
     port: envInt(env, 'PORT', DEFAULT_PORT, { min: 1, max: 65535 }),
