@@ -1,5 +1,6 @@
+import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { defineHandler, type HandlerContext, type HandlerDefinition, type HandlerOutcome } from '@almanac/delivery';
-import { LOST_ATTEMPT_ERROR, SweepsRepository, createDataSource } from '@almanac/persistence';
+import { SweepsRepository, createDataSource } from '@almanac/persistence';
 import { within } from '@almanac/platform';
 import type { DataSource } from 'typeorm';
 import { type AttemptRowView, createHarness, type DeliveryHarness, destroyHarness, type WorkerRig } from './delivery-harness';

@@ -34,6 +34,23 @@ describe('job queries and changes', () => {
     await h.http().get('/v1/jobs/99999999999999999999999').set(auth).expect(404);
   });
 
+  it("shows a tenant a code and a message meant for it, never an exception's text or the worker's host", async () => {
+    const { id } = await create('q-private', inMs(2 * DAY));
+    await h.db.dataSource.query(
+      `INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome, error, worker_id)
+       VALUES ($1, $2, 1, now(), now(), 'failed', $3, 'worker-node-7.internal-1234'),
+              ($1, $2, 2, now(), now(), 'failed', 'HandlerTimeoutError: handler timed out after 50 ms', 'worker-node-7.internal-1234')`,
+      [id, tenantId, 'error: duplicate key value violates unique constraint "charges_pkey"'],
+    );
+    const res = await h.http().get(`/v1/jobs/${id}`).set(auth).expect(200);
+    expect(res.body.history).toEqual([
+      expect.objectContaining({ attempt: 1, errorCode: 'handler_error' }),
+      expect.objectContaining({ attempt: 2, errorCode: 'timeout', error: 'the handler did not finish within 50 ms' }),
+    ]);
+    const text = JSON.stringify(res.body);
+    for (const secret of ['charges_pkey', 'duplicate key', 'worker-node-7', 'HandlerTimeoutError']) expect(text).not.toContain(secret);
+  });
+
   it('lists with filters and an opaque cursor, every job exactly once', async () => {
     const ids = new Set<string>();
     for (let i = 0; i < 7; i++) ids.add((await create(`l-${i}`, inMs((i % 2 ? 1 : 40) * DAY + i * MINUTE), i % 3 ? 'noop' : 'http')).id);

@@ -10,3 +10,4 @@ export * from './schedule';
 export * from './time-zone';
 export * from './fairness';
 export * from './fair-queue';
+export * from './attempt-error';

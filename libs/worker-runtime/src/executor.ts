@@ -376,7 +376,9 @@ export class Executor {
     }
     metrics.executions.inc({ kind: row.kind, outcome: record.outcome });
     if (record.outcome !== 'succeeded') {
-      logger().warn({ outcome: record.outcome, next: record.next, err: error instanceof Error ? error.message : record.error }, 'attempt did not complete');
+      // The whole exception (stack included) goes to the log: its tenant is shown only a code and
+      // a message meant for it (publicAttemptError), never its text.
+      logger().warn({ outcome: record.outcome, next: record.next, err: error instanceof Error ? error : undefined, reason: record.error }, 'attempt did not complete');
     }
     return 'applied';
   }

@@ -1,4 +1,4 @@
-import { tierFor, type JobState, type TierHorizons } from '@almanac/domain';
+import { publicAttemptError, tierFor, type JobState, type TierHorizons } from '@almanac/domain';
 import type { AttemptRecord, JobRecord } from '@almanac/persistence';
 
 export interface JobSummary {
@@ -28,21 +28,31 @@ export function jobSummary(j: JobRecord, now: Date, horizons: TierHorizons): Job
   };
 }
 
+/**
+ * The job with its attempts, as its tenant may see it: errors as a code and a message meant for
+ * the tenant (`publicAttemptError`), never an exception's text or the worker's host name (both
+ * stay in job_attempts and the logs, for the operator).
+ */
 export function jobDetail(j: JobRecord, attempts: AttemptRecord[], now: Date, horizons: TierHorizons) {
+  const last = publicAttemptError(j.lastError);
   return {
     ...jobSummary(j, now, horizons),
     payload: j.payload ?? null,
     result: j.result ?? null,
-    lastError: j.lastError ?? null,
+    lastError: last?.message ?? null,
+    lastErrorCode: last?.code ?? null,
     finishedAt: j.finishedAt ? j.finishedAt.toISOString() : null,
-    history: attempts.map((a) => ({
-      attempt: a.attempt,
-      startedAt: a.startedAt.toISOString(),
-      finishedAt: a.finishedAt ? a.finishedAt.toISOString() : null,
-      outcome: a.outcome,
-      error: a.error,
-      workerId: a.workerId,
-      result: a.result ?? null,
-    })),
+    history: attempts.map((a) => {
+      const error = publicAttemptError(a.error);
+      return {
+        attempt: a.attempt,
+        startedAt: a.startedAt.toISOString(),
+        finishedAt: a.finishedAt ? a.finishedAt.toISOString() : null,
+        outcome: a.outcome,
+        error: error?.message ?? null,
+        errorCode: error?.code ?? null,
+        result: a.result ?? null,
+      };
+    }),
   };
 }

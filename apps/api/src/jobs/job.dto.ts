@@ -74,8 +74,16 @@ export class AttemptDto {
   @ApiProperty({ example: 'succeeded', nullable: true, type: String })
   outcome!: string | null;
 
-  @ApiProperty({ example: null, nullable: true, type: String })
+  @ApiProperty({ example: 'HTTP 503', nullable: true, type: String, description: 'a message meant for the tenant; an exception\'s own text is only in the operator\'s logs' })
   error!: string | null;
+
+  @ApiProperty({
+    example: 'handler',
+    nullable: true,
+    type: String,
+    description: 'handler (the reason the handler gave), invalid_payload, timeout, handler_error, unknown_kind, shutdown, lost, released',
+  })
+  errorCode!: string | null;
 }
 
 export class JobDetailDto extends JobDto {
@@ -87,6 +95,9 @@ export class JobDetailDto extends JobDto {
 
   @ApiProperty({ example: null, nullable: true, type: String })
   lastError!: string | null;
+
+  @ApiProperty({ example: null, nullable: true, type: String, description: 'the code of lastError (see AttemptDto.errorCode)' })
+  lastErrorCode!: string | null;
 
   @ApiProperty({ example: null, nullable: true, type: String })
   finishedAt!: string | null;

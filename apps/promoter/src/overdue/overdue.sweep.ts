@@ -1,6 +1,7 @@
+import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
-import { LOST_ATTEMPT_ERROR, type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
+import { type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
 import { hostname } from 'node:os';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';

@@ -1,5 +1,6 @@
+import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { completed, defineHandler } from '@almanac/delivery';
-import { LOST_ATTEMPT_ERROR, SweepsRepository } from '@almanac/persistence';
+import { SweepsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { noopHandler } from '../handlers';

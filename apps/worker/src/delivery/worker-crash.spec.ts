@@ -1,4 +1,5 @@
-import { LOST_ATTEMPT_ERROR, SweepsRepository } from '@almanac/persistence';
+import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
+import { SweepsRepository } from '@almanac/persistence';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { chargeHandler } from '../handlers';

@@ -1,3 +1,4 @@
+import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { STATE_CODE } from '../job-state.codec';
@@ -93,7 +94,6 @@ export interface ReleasedJob {
 
 
 /** Error text stored for an attempt whose worker vanished (SIGKILL, OOM, lost node). */
-export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the worker stopped or lost its lease';
 
 @Injectable()
 export class ExecutionRepository {

@@ -1,3 +1,5 @@
+import { RELEASED_ATTEMPT_ERROR } from '@almanac/domain';
+
 /**
  * running → queued for deliveries a worker gives back unfinished, guarded like
  * COMPLETE_ATTEMPTS_SQL, with a `released` history row for each counted attempt. A row claimed
@@ -17,7 +19,7 @@ export const RELEASE_DELIVERIES_SQL = `WITH input AS (
        ), history AS (
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, worker_id, error)
          SELECT r.id, r.attempts, r.tenant_id, COALESCE(i.started_at, $3), $3, 'released', $4,
-                'worker shut down before the handler finished'
+                '${RELEASED_ATTEMPT_ERROR}'
            FROM released r JOIN input i ON i.id = r.id
           WHERE i.counted
          ON CONFLICT (job_id, attempt) DO NOTHING

@@ -1,0 +1,28 @@
+import { LOST_ATTEMPT_ERROR, publicAttemptError, RELEASED_ATTEMPT_ERROR } from './attempt-error';
+
+describe('publicAttemptError: what a tenant is told about a failed attempt', () => {
+  it.each([
+    ['HTTP 503', { code: 'handler', message: 'HTTP 503' }],
+    ['card declined: insufficient funds', { code: 'handler', message: 'card declined: insufficient funds' }],
+    ['InvalidPayloadError: charge payload: payload.invoiceId must NOT have fewer than 1 characters', { code: 'invalid_payload', message: 'charge payload: payload.invoiceId must NOT have fewer than 1 characters' }],
+    ['HandlerTimeoutError: handler timed out after 50 ms', { code: 'timeout', message: 'the handler did not finish within 50 ms' }],
+    [LOST_ATTEMPT_ERROR, { code: 'lost', message: LOST_ATTEMPT_ERROR }],
+    [RELEASED_ATTEMPT_ERROR, { code: 'released', message: RELEASED_ATTEMPT_ERROR }],
+  ])('%s', (stored, expected) => {
+    expect(publicAttemptError(stored)).toEqual(expected);
+  });
+
+  it('never passes on the text of an exception: SQL, host names, stacks stay with the operator', () => {
+    for (const stored of [
+      'error: duplicate key value violates unique constraint "charges_pkey" DETAIL: Key (invoice_id)=(tenant-7-inv) already exists.',
+      'Error: connect ECONNREFUSED 10.0.3.4:5432',
+      'TypeError: Cannot read properties of undefined (reading \'id\')\n    at handle (/app/dist/apps/worker/src/handlers/charge.handler.js:31:18)',
+      'UnknownKindError: no handler registered for kind mystery on worker-7f9c-abc',
+    ]) {
+      const shown = publicAttemptError(stored);
+      expect(shown?.code).toMatch(/^(handler_error|unknown_kind)$/);
+      for (const secret of ['charges_pkey', '10.0.3.4', '/app/dist', 'worker-7f9c']) expect(shown?.message).not.toContain(secret);
+    }
+    expect(publicAttemptError(null)).toBeNull();
+  });
+});

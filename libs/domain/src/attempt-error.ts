@@ -1,0 +1,49 @@
+/** What a tenant is told about a failed attempt: a stable code, and a message meant for it. */
+export interface PublicAttemptError {
+  /**
+   * `handler` (the reason the handler chose to give: retry or discard), `invalid_payload`,
+   * `timeout`, `handler_error` (an exception: its text is the operator's), `unknown_kind`,
+   * `shutdown`, `lost` (no outcome recorded: the worker stopped), `released` (given back at a
+   * worker's shutdown).
+   */
+  code: string;
+  message: string;
+}
+
+/** The stored text of an attempt nobody finished (execution repository, overdue sweep). */
+export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the worker stopped or lost its lease';
+/** The stored text of an attempt a worker released at shutdown. */
+export const RELEASED_ATTEMPT_ERROR = 'worker shut down before the handler finished';
+
+const EXCEPTION = /^([A-Za-z_$][\w$]*): ([\s\S]*)$/;
+const HANDLER_ERROR_MESSAGE = "the handler failed; the operator's logs have the details under this job's id and attempt";
+
+/**
+ * Maps an attempt's stored error text to what its tenant may see. The worker stores a handler's
+ * own reason as is and an exception as `<name>: <message>`; an exception's text may carry SQL,
+ * host names or other tenants' data, so only the exceptions Almanac itself raises keep a message
+ * (rewritten), and every other one becomes `handler_error` (the text is logged with the job's id
+ * and attempt, and kept for the operator in job_attempts).
+ */
+export function publicAttemptError(stored: string | null | undefined): PublicAttemptError | null {
+  if (stored === null || stored === undefined) return null;
+  if (stored === LOST_ATTEMPT_ERROR) return { code: 'lost', message: stored };
+  if (stored === RELEASED_ATTEMPT_ERROR) return { code: 'released', message: stored };
+  const m = EXCEPTION.exec(stored);
+  if (!m) return { code: 'handler', message: stored };
+  const [, name, text] = m;
+  switch (name) {
+    case 'InvalidPayloadError':
+      return { code: 'invalid_payload', message: text }; // the tenant's own fields, as the API names them
+    case 'HandlerTimeoutError': {
+      const ms = /(\d+) ms/.exec(text)?.[1];
+      return { code: 'timeout', message: ms ? `the handler did not finish within ${ms} ms` : 'the handler did not finish in time' };
+    }
+    case 'UnknownKindError':
+      return { code: 'unknown_kind', message: 'no worker that took this job runs its kind' };
+    case 'WorkerShutdownError':
+      return { code: 'shutdown', message: 'the worker shut down during the run' };
+    default:
+      return { code: 'handler_error', message: HANDLER_ERROR_MESSAGE };
+  }
+}
