@@ -42,7 +42,9 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync, 
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createBenchDatabase, type BenchDatabase } from './lib/bench-db';
+import { randomBytes } from 'node:crypto';
+import { Client, Pool } from 'pg';
+import { benchServerUrl } from './lib/bench-db';
 import { lineChartSvg, type Panel } from './lib/line-chart';
 import { arg, freePort, median, ROOT, sleep, startRedis, type PrivateRedis } from './lib/local';
 
@@ -130,6 +132,41 @@ class ClusterRun {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The database: created empty and migrated by cluster.js with the --root checkout's own
+// migrations (a database migrated by this checkout's would mix schemas in an A/B).
+
+interface Db {
+  url: string;
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  drop(): Promise<void>;
+}
+
+async function emptyDatabase(): Promise<Db> {
+  const server = benchServerUrl();
+  const name = `almanac_bench_fairness_${randomBytes(4).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const c = new Client({ connectionString: `${server}/postgres` });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = `${server}/${name}`;
+  const pool = new Pool({ connectionString: url, max: 2 });
+  return {
+    url,
+    query: async <T>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as T[],
+    async drop() {
+      await pool.end();
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // The API, as a client uses it.
 
 interface Tenant { id: number; name: string; apiKey: string }
@@ -187,9 +224,9 @@ const burst = (tag: string, n: number, dueMs: number): JobBody[] =>
 
 interface Attempt { tenant: number; attempt: number; outcome: string; due: number; start: number; finish: number }
 
-async function attempts(db: BenchDatabase, t0: number): Promise<Attempt[]> {
+async function attempts(db: Db, t0: number): Promise<Attempt[]> {
   // Milliseconds relative to T, so float8 keeps sub-millisecond precision.
-  const rows: { tenant: number; attempt: number; outcome: string | null; due: number; start: number; finish: number | null }[] = await db.dataSource.query(
+  const rows: { tenant: number; attempt: number; outcome: string | null; due: number; start: number; finish: number | null }[] = await db.query(
     `SELECT j.tenant_id AS tenant, a.attempt, a.outcome,
             extract(epoch FROM j.run_at) * 1000 - $1 AS due,
             extract(epoch FROM a.started_at) * 1000 - $1 AS start,
@@ -281,15 +318,15 @@ interface PhaseResult {
 
 interface PhaseTenant { tenant: Tenant; jobs: number; dueOffsets: (i: number) => number; burst: boolean; weight?: number; maxConcurrency?: number }
 
-async function truncate(db: BenchDatabase): Promise<void> {
-  await db.dataSource.query('TRUNCATE jobs, job_attempts, dispatch_backlog');
+async function truncate(db: Db): Promise<void> {
+  await db.query('TRUNCATE jobs, job_attempts, dispatch_backlog');
 }
 
 /**
  * One phase: the given tenants' jobs posted (non-burst tenants first, each in batches), due at
  * T + their offsets; waits for every job to finish; reads the record back.
  */
-async function phase(scenario: string, db: BenchDatabase, apiUrl: string, ingestPerSecond: number, tag: string, members: PhaseTenant[]): Promise<PhaseResult> {
+async function phase(scenario: string, db: Db, apiUrl: string, ingestPerSecond: number, tag: string, members: PhaseTenant[]): Promise<PhaseResult> {
   const total = members.reduce((n, m) => n + m.jobs, 0);
   // Loading ends ~3 s before T at the warm-up's rate (with half again as margin).
   const T = Date.now() + Math.max(4000, (total / ingestPerSecond) * 1500 + 3000);
@@ -309,7 +346,7 @@ async function phase(scenario: string, db: BenchDatabase, apiUrl: string, ingest
   for (;;) {
     await sleep(500);
     if (Date.now() < T + lastDue) continue;
-    const [{ busy }] = await db.dataSource.query(
+    const [{ busy }] = await db.query(
       `SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'q' AND tenant_id = ANY($1)) OR EXISTS (SELECT 1 FROM jobs WHERE state = 'r' AND tenant_id = ANY($1)) AS busy`,
       [ids],
     );
@@ -318,7 +355,7 @@ async function phase(scenario: string, db: BenchDatabase, apiUrl: string, ingest
   }
   await sleep(1000); // the last group commits of attempt rows
   const all = (await attempts(db, T)).filter((a) => ids.includes(a.tenant));
-  const [{ states }] = await db.dataSource.query(`SELECT json_object_agg(tenant_id::text || ':' || state::text, n) AS states FROM (SELECT tenant_id, state, count(*)::int AS n FROM jobs GROUP BY 1, 2) s`);
+  const [{ states }] = await db.query(`SELECT json_object_agg(tenant_id::text || ':' || state::text, n) AS states FROM (SELECT tenant_id, state, count(*)::int AS n FROM jobs GROUP BY 1, 2) s`);
   const stateCount = states as Record<string, number>;
   const ran = all.filter((a) => a.outcome !== 'lost');
   const bursts = members.filter((m) => m.burst);
@@ -457,7 +494,7 @@ async function main(): Promise<void> {
   const extras: PhaseResult[] = [];
   let extrasSkipped: string | undefined;
   for (let run = 1; run <= opts.runs; run++) {
-    const db = await createBenchDatabase('almanac_bench_fairness', 2);
+    const db = await emptyDatabase();
     let redis: PrivateRedis | undefined;
     let cluster: ClusterRun | undefined;
     try {
@@ -477,7 +514,7 @@ async function main(): Promise<void> {
       const ingestPerSecond = warmJobs / ((Date.now() - w0) / 1000);
       for (;;) {
         await sleep(500);
-        const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE state IN ('q', 'r')`);
+        const [{ n }] = await db.query(`SELECT count(*)::int AS n FROM jobs WHERE state IN ('q', 'r')`);
         if (n === 0) break;
       }
       await sleep(1000);
