@@ -11,3 +11,4 @@ export * from './time-zone';
 export * from './fairness';
 export * from './fair-queue';
 export * from './attempt-error';
+export * from './outbound';
