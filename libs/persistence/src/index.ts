@@ -19,3 +19,4 @@ export * from './repositories/backlog.repository';
 export * from './repositories/kinds.repository';
 export * from './repositories/effects.repository';
 export * from './repositories/tenant-stats.repository';
+export * from './repositories/tenant-outbound.repository';
