@@ -94,6 +94,13 @@ export class Dispatcher {
         // is handed jobs directly, except limited tenants', which go through the line's gate.
         let room = this.lines.has(pool) ? 0 : (view?.room ?? 0);
         const direct: HotDelivery[] = [];
+        // Memory: once it is full, only a tenant with less waiting than the largest (counting what
+        // this batch sends to the line) may still wait. Counting the line alone let a 200,000-row
+        // burst's every row wait, and the line then parked 150,000 of them in one turn while a
+        // light tenant's job waited behind it (~7 s in bench/fairness.ts).
+        const joining = new Map<number, number>();
+        let largest = this.lines.largestSize(pool);
+        const waitingOf = (t: number) => this.lines.sizeOf(pool, t) + (joining.get(t) ?? 0);
         for (const d of [...items.values()].sort((a, b) => a.dueMs - b.dueMs)) {
           if (parked?.has(flowKey(d)) || this.o.shares.of(d.tenantId).held) {
             park.push(backlogItem(d, pool)); // behind its flow's parked jobs (due order per flow), or suspended
@@ -102,8 +109,10 @@ export class Dispatcher {
             room--;
             direct.push(d);
             results.set(d.id, { status: 'handed_off', pool });
-          } else if (alive && d.mayWait && (mayWait > 0 || !this.lines.isLargest(pool, d.tenantId))) {
-            mayWait--; // memory: beyond it the largest tenant's newest park (FairLines)
+          } else if (alive && d.mayWait && (mayWait > 0 || waitingOf(d.tenantId) < largest)) {
+            mayWait--; // beyond memory the largest tenant's newest park (FairLines)
+            joining.set(d.tenantId, (joining.get(d.tenantId) ?? 0) + 1);
+            largest = Math.max(largest, waitingOf(d.tenantId));
             results.set(d.id, { status: 'full', pool });
           } else {
             park.push(backlogItem(d, pool));

@@ -136,6 +136,19 @@ describe('fair dispatch between tenants', () => {
     expect(await h.readyIds()).toEqual(expect.arrayContaining(held.map((d) => d.id)));
   });
 
+  it('a burst bigger than memory waits only as far as memory allows; the rest parks at once, and a light tenant in the same batch still waits', async () => {
+    const heavy = await tenant('heavy');
+    const quiet = await tenant('quiet');
+    await h.liveWorker({ concurrency: 1 }); // room 2; the harness lets 50 wait
+    const burst = await deliveries(heavy, 60);
+    const [one] = await deliveries(quiet, 1);
+    one.dueMs = Date.now() + 1000; // due after the burst: memory is full when its turn comes
+    const answers = await h.dispatcher.dispatch([...burst, one]);
+    const count = (status: string, from: typeof answers) => from.filter((a) => a.status === status).length;
+    expect([count('handed_off', answers.slice(0, 60)), count('full', answers.slice(0, 60)), count('parked', answers.slice(0, 60))]).toEqual([2, 50, 8]);
+    expect(answers[60].status).toBe('full');
+  });
+
   it('when memory is short the tenant with the most waiting parks, not the newcomer', async () => {
     const heavy = await tenant('heavy');
     const quiet = await tenant('quiet');

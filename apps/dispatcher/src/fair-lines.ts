@@ -57,6 +57,11 @@ export interface FairLinesOptions {
 const ROOM_POLL_MS = 2;
 /** Every Redis call of a pump turn answers within this, or the turn fails (its waiters with it). */
 const REDIS_WAIT_MS = 5000;
+/**
+ * At most this many are parked to make memory per turn: a turn that parked 150,000 rows in one
+ * INSERT held a light tenant's job behind it for ~7 s (bench/fairness.ts).
+ */
+const MAX_EVICT_PER_TURN = 2000;
 
 class PoolLine {
   readonly queue = new FairQueue<Waiter>();
@@ -101,9 +106,9 @@ export class FairLines {
     return this.lines.get(pool)?.queue.sizeOf(tenantId, kind) ?? 0;
   }
 
-  /** Whether `tenantId` has the most waiting for `pool` (who parks when memory is short). */
-  isLargest(pool: string, tenantId: number): boolean {
-    return this.lines.get(pool)?.queue.largestTenant() === tenantId;
+  /** How many the tenant with the most waiting for `pool` has (who parks when memory is short). */
+  largestSize(pool: string): number {
+    return this.lines.get(pool)?.queue.largestSize() ?? 0;
   }
 
   /** Shutdown: every line parks what it holds at its next turn, and new waiters park at once. */
@@ -177,7 +182,7 @@ export class FairLines {
     const old = line.queue.removeOld((w) => w.since < now - this.o.maxWaitMs);
     if (old.length > 0) await this.settle(old, 'parked', (ws) => this.park(pool, ws));
     const over = this.waiting - this.o.maxWaiting;
-    if (over > 0) await this.settle(line.queue.evictFromLargest(over), 'parked', (ws) => this.park(pool, ws));
+    if (over > 0) await this.settle(line.queue.evictFromLargest(Math.min(over, MAX_EVICT_PER_TURN)), 'parked', (ws) => this.park(pool, ws));
     if (line.queue.size === 0) return 1;
     const view = this.closing ? undefined : (await within(REDIS_WAIT_MS, this.o.room.rooms([pool], now), 'pool room')).get(pool);
     if (!view || view.status.capacity === 0 || (view.room === 0 && Date.now() - line.progressAt > this.o.stallMs)) {

@@ -212,6 +212,13 @@ export class FairQueue<T extends FairItem> {
     return out;
   }
 
+  /** How many the tenant with the most items waiting has (0 when empty). */
+  largestSize(): number {
+    let size = 0;
+    for (const flow of this.flows.values()) size = Math.max(size, flow.size);
+    return size;
+  }
+
   /** The tenant with the most items waiting, if any. */
   largestTenant(): number | undefined {
     let best: number | undefined;
