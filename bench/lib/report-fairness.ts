@@ -111,9 +111,10 @@ export function fairnessSection(): string[] {
     const s = d.summary;
     const waits = s.quietLagP99DuringDrainMs.median >= 0.5 * s.drainSharedS.median * 1000;
     lines.push(`- **${d.label}**: the quiet tenant's jobs due during the ${n(s.drainSharedS.median, 's')} drain started ${n(s.quietLagP99DuringDrainMs.median, 'ms')} late at p99 ` +
-      `(${waits ? 'they waited behind the noisy backlog' : 'they did not wait for the noisy backlog'}); the drain ran at ${n(s.throughputRatio.median, '×')} the jobs/s of the same drain alone.`);
+      `(${waits ? 'about the whole drain: they waited behind the noisy backlog' : `${Math.round((s.quietLagP99DuringDrainMs.median / (s.drainSharedS.median * 1000)) * 100)} % of the drain`}); ` +
+      `the drain ran at ${n(s.throughputRatio.median, '×')} the jobs/s of the same drain alone.`);
   }
-  lines.push('');
+  lines.push('', 'What the charts show, and what is left to do: bench/README.md, section "Fairness between tenants".', '');
   for (const d of docs) {
     lines.push(`### ${d.label}`, '');
     for (const c of d.charts) lines.push(`![${d.label}: ${c}](charts/${c})`, '');
