@@ -65,6 +65,17 @@ export class UpdateTenantDto {
 
   @ApiPropertyOptional({ example: true, description: 'true suspends the tenant (403 for its requests, its due jobs held); false enables it again' })
   disabled?: boolean;
+
+  @ApiPropertyOptional({
+    type: [String],
+    nullable: true,
+    maxItems: 100,
+    example: ['https://hooks.acme.com', 'https://*.acme-partners.io:8443'],
+    description:
+      'Origins this tenant\'s `http` jobs may call, `scheme://host[:port]` (the port defaults to the scheme\'s; `*.` before the host for its subdomains, not the host itself). ' +
+      'Intersected with the installation\'s ALMANAC_HTTP_ALLOW_HOSTS; replaces the whole list; [] or null allows nothing (the default).',
+  })
+  httpAllowHosts?: string[] | null;
 }
 
 export class TenantDto {
@@ -91,6 +102,46 @@ export class TenantDto {
 
   @ApiProperty({ example: false, description: 'suspended: its requests get 403 and its due jobs are held' })
   disabled!: boolean;
+
+  @ApiPropertyOptional({ type: [String], example: ['https://hooks.acme.com'], description: "its `http` jobs' allow-list (in PATCH answers)" })
+  httpAllowHosts?: string[];
+}
+
+export class CreateSigningSecretDto {
+  @ApiPropertyOptional({
+    example: 86400,
+    minimum: 0,
+    maximum: 604800,
+    description: 'How long the secret being replaced stays valid, its signature still sent beside the new one (default 86400: a day). 0 retires it at once (a leaked secret).',
+  })
+  overlapSeconds?: number;
+}
+
+export class SigningSecretDto {
+  @ApiProperty({ example: 4 })
+  id!: number;
+
+  @ApiProperty({ example: '2026-12-01T09:00:00.000Z' })
+  createdAt!: string;
+
+  @ApiProperty({ example: null, nullable: true, type: String, description: 'when it stops being valid; null: the current secret' })
+  expiresAt!: string | null;
+}
+
+export class CreatedSigningSecretDto extends SigningSecretDto {
+  @ApiProperty({
+    example: 'whsec_3q2Vb1Xk0oLxN4v7m8cZ5n6b7v8c9x0z1a2s3d4f5g6',
+    description: 'Shown once. Receivers verify Almanac-Signature with it (HMAC-SHA256 of "<t>.<body>", the whole string as the key).',
+  })
+  secret!: string;
+
+  @ApiProperty({ example: '2026-12-02T09:00:00.000Z', nullable: true, type: String, description: 'until when the secret it replaced stays valid; null: none does' })
+  previousExpiresAt!: string | null;
+}
+
+export class SigningSecretListDto {
+  @ApiProperty({ type: [SigningSecretDto] })
+  signingSecrets!: SigningSecretDto[];
 }
 
 export class KeyDto {

@@ -1,5 +1,5 @@
-import { type TenantShare, validateKindLimits, validateMaxConcurrency, validateWeight } from '@almanac/domain';
-import { type TenantRecord, TenantsRepository } from '@almanac/persistence';
+import { parseHostRules, type TenantShare, validateKindLimits, validateMaxConcurrency, validateWeight } from '@almanac/domain';
+import { type SigningSecretView, TenantOutboundRepository, type TenantRecord, TenantsRepository } from '@almanac/persistence';
 import { Body, Controller, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AuthEvents } from '../auth/auth-events';
@@ -8,10 +8,17 @@ import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { invalid, notFound } from '../http/api-error';
 import { intInRange, isPlainObject, Issues, queryInt, rejectUnknown } from '../http/validation';
 import { idOf } from './tenant-keys.controller';
-import { CreatedTenantDto, CreateTenantDto, KindLimitDto, TenantDto, TenantListDto, UpdateTenantDto } from './tenant.dto';
+import { DataSource } from 'typeorm';
+import {
+  CreatedSigningSecretDto, CreatedTenantDto, CreateSigningSecretDto, CreateTenantDto, KindLimitDto, SigningSecretDto, SigningSecretListDto, TenantDto, TenantListDto,
+  UpdateTenantDto,
+} from './tenant.dto';
 
 /** Jobs are counted per tenant up to this (an index-only walk each): a listing page stays fast beside tenants with millions. */
 const JOB_COUNT_CAP = 10_000;
+/** How long a rotated-out signing secret stays valid (and is still sent) by default, and at most. */
+const DEFAULT_OVERLAP_SECONDS = 86_400;
+const MAX_OVERLAP_SECONDS = 7 * 86_400;
 
 @ApiTags('admin')
 @ApiExtraModels(KindLimitDto)
@@ -19,10 +26,15 @@ const JOB_COUNT_CAP = 10_000;
 @Controller('v1/admin/tenants')
 @UseGuards(AdminAuthGuard)
 export class TenantsController {
+  private readonly outbound: TenantOutboundRepository;
+
   constructor(
     private readonly tenants: TenantsRepository,
     private readonly events: AuthEvents,
-  ) {}
+    dataSource: DataSource,
+  ) {
+    this.outbound = new TenantOutboundRepository(dataSource);
+  }
 
   @Get()
   @ApiOperation({ summary: 'List tenants in id order, with their keys and job counts (admin token required)' })
@@ -83,7 +95,7 @@ export class TenantsController {
 
   @Patch(':id')
   @ApiJsonBodyErrors()
-  @ApiOperation({ summary: "Change a tenant's share of busy pools and its limits, or suspend it (admin token required)" })
+  @ApiOperation({ summary: "Change a tenant's share of busy pools and its limits, its http allow-list, or suspend it (admin token required)" })
   @ApiBody({ type: UpdateTenantDto })
   @ApiResponse({ status: 200, type: TenantDto })
   @ApiResponse({ status: 400, type: ErrorDto })
@@ -91,16 +103,20 @@ export class TenantsController {
   async update(@Param('id') id: string, @Body() body: unknown): Promise<TenantDto> {
     const issues = new Issues();
     const patch: Partial<TenantShare> = {};
+    let hosts: string[] | undefined;
     if (!isPlainObject(body)) {
       issues.add('body', 'type', 'body must be a JSON object');
     } else {
-      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled'], issues);
+      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts'], issues);
       if (body.disabled !== undefined && typeof body.disabled !== 'boolean') issues.add('disabled', 'type', 'disabled must be true or false');
       if (body.weight !== undefined) patch.weight = issues.run(() => validateWeight(body.weight));
       if (body.maxConcurrency !== undefined) patch.maxConcurrency = issues.run(() => validateMaxConcurrency(body.maxConcurrency));
       if (body.kindLimits !== undefined) patch.kindLimits = issues.run(() => validateKindLimits(body.kindLimits));
-      if (issues.ok && Object.keys(patch).length === 0 && body.disabled === undefined) {
-        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits or disabled');
+      if (body.httpAllowHosts !== undefined) {
+        hosts = issues.run(() => (body.httpAllowHosts === null ? [] : parseHostRules(body.httpAllowHosts, 'httpAllowHosts').map((r) => r.text)));
+      }
+      if (issues.ok && Object.keys(patch).length === 0 && body.disabled === undefined && hosts === undefined) {
+        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, httpAllowHosts or disabled');
       }
     }
     if (!issues.ok) throw invalid(issues.list);
@@ -111,8 +127,50 @@ export class TenantsController {
       if (tenant) await this.events.tenantChanged(tenant.id); // every replica reads its keys again: 403 within a second
     }
     if (!tenant) throw notFound('tenant');
-    return view(tenant);
+    const httpAllowHosts = hosts !== undefined ? await this.outbound.setAllowHosts(tenant.id, hosts) : await this.outbound.allowHosts(tenant.id);
+    return { ...view(tenant), httpAllowHosts: httpAllowHosts ?? [] };
   }
+
+  @Post(':id/signing-secrets')
+  @ApiJsonBodyErrors()
+  @HttpCode(201)
+  @ApiOperation({
+    summary: "Rotate the tenant's signing secret: the new secret is shown once; the old one is still valid (and its signature still sent) for overlapSeconds",
+  })
+  @ApiBody({ type: CreateSigningSecretDto, required: false })
+  @ApiResponse({ status: 201, type: CreatedSigningSecretDto })
+  @ApiResponse({ status: 400, type: ErrorDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  async rotateSigningSecret(@Param('id') id: string, @Body() body: unknown): Promise<CreatedSigningSecretDto> {
+    const issues = new Issues();
+    let overlapSeconds = DEFAULT_OVERLAP_SECONDS;
+    if (body !== undefined && body !== null) {
+      if (!isPlainObject(body)) {
+        issues.add('body', 'type', 'body must be a JSON object');
+      } else {
+        rejectUnknown(body, ['overlapSeconds'], issues);
+        if (body.overlapSeconds !== undefined) overlapSeconds = intInRange(body.overlapSeconds, 'overlapSeconds', 0, MAX_OVERLAP_SECONDS, issues) ?? 0;
+      }
+    }
+    if (!issues.ok) throw invalid(issues.list);
+    const made = await this.outbound.rotateSigningSecret(idOf(id), overlapSeconds * 1000);
+    if (!made) throw notFound('tenant');
+    return { ...secretView(made.view), secret: made.secret, previousExpiresAt: made.previousExpiresAt?.toISOString() ?? null };
+  }
+
+  @Get(':id/signing-secrets')
+  @ApiOperation({ summary: "The tenant's signing secrets, newest first: ids and times, never the secrets" })
+  @ApiResponse({ status: 200, type: SigningSecretListDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  async listSigningSecrets(@Param('id') id: string): Promise<SigningSecretListDto> {
+    const list = await this.outbound.listSigningSecrets(idOf(id));
+    if (!list) throw notFound('tenant');
+    return { signingSecrets: list.map(secretView) };
+  }
+}
+
+function secretView(s: SigningSecretView): SigningSecretDto {
+  return { id: s.id, createdAt: s.createdAt.toISOString(), expiresAt: s.expiresAt?.toISOString() ?? null };
 }
 
 function view(t: TenantRecord): TenantDto {
