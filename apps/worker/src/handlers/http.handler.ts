@@ -1,17 +1,31 @@
 import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, InvalidPayloadError, JsonValue, retry } from '@almanac/delivery';
+import { type HostRule, outboundVerdict, parseCidr, parseHostRules, type UrlTarget } from '@almanac/domain';
 import { Type } from '@sinclair/typebox';
+import { createHmac } from 'node:crypto';
+import { OutboundClient, RefusedAddressError, type Resolver } from './outbound-net';
+import type { TenantOutboundSource } from './tenant-outbound';
 
 /**
  * `http`: POSTs the payload's `body` as JSON to `url`, for people who write no TypeScript.
  *
  * Payload: `{ "url": "https://hooks.example.com/x", "body"?: any JSON, "headers"?: {name: value} }`.
- * - Only hosts on ALMANAC_HTTP_ALLOW_HOSTS are contacted (empty list: none), so a tenant cannot
- *   make the worker call internal addresses. Entries are `host` (any port) or `host:port`.
- * - Redirects are followed by hand (at most 5), and only to allowed hosts; a redirect to another
- *   origin does not carry the payload's Authorization, Cookie or Proxy-Authorization header.
- * - `Idempotency-Key: <tenantId>:<key>` lets the receiver drop a second delivery of the job.
+ * - A URL is called only when it matches an entry of the installation's allow-list
+ *   (ALMANAC_HTTP_ALLOW_HOSTS) and one of the tenant's (`httpAllowHosts`, set by
+ *   `PATCH /v1/admin/tenants/:id`): `scheme://host[:port]`, `*.` spelled out for subdomains.
+ * - The address a host resolves to is checked by the lookup the socket connects with (no second
+ *   DNS answer between check and connect), on every hop: loopback, private, link-local, metadata
+ *   and other special ranges are refused unless ALMANAC_HTTP_ALLOW_CIDRS allows them.
+ * - Redirects are followed by hand (at most 5), each hop checked the same way; a redirect to
+ *   another origin does not carry the payload's Authorization, Cookie or Proxy-Authorization.
+ * - Every request is signed: `Almanac-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`
+ *   with each of the tenant's live signing secrets (newest first; two during a rotation), and
+ *   carries `Almanac-Tenant`, `Almanac-Job-Id`, `Almanac-Attempt` and
+ *   `Idempotency-Key: <tenantId>:<key>` (the receiver can drop a second delivery of the job).
+ * - A response body is read up to ALMANAC_HTTP_MAX_RESPONSE_BYTES, never further.
  * - 2xx → completed with `{status}`; 5xx, 408, 429 and network errors → retry (429/503 honour
- *   a numeric Retry-After); any other status → discard (dead), status recorded.
+ *   a numeric Retry-After); any other status → discard (dead), status recorded. A URL off the
+ *   lists, a refused address, a tenant with no signing secret and a header value with CR/LF are
+ *   discarded: retrying cannot help.
  */
 export interface HttpPayload {
   url: string;
@@ -19,7 +33,7 @@ export interface HttpPayload {
   headers?: Record<string, string>;
 }
 
-/** What the API checks at ingest; parseHttpPayload checks the rest (scheme, credentials) as it runs. */
+/** What the API checks at ingest; parseHttpPayload checks the rest (scheme, credentials, header text) as it runs. */
 export const HttpPayloadSchema = Type.Object(
   {
     url: Type.String({ format: 'uri', maxLength: 2048, description: 'http(s) URL on an allowed host' }),
@@ -30,14 +44,28 @@ export const HttpPayloadSchema = Type.Object(
 );
 
 export interface HttpHandlerOptions {
+  /** The installation's allow-list (ALMANAC_HTTP_ALLOW_HOSTS): `scheme://host[:port]` entries. */
   allowHosts: readonly string[];
+  /** Ranges a call may reach although they are loopback, private, link-local… (ALMANAC_HTTP_ALLOW_CIDRS). */
+  allowCidrs?: readonly string[];
+  /** The most of a response body ever read (ALMANAC_HTTP_MAX_RESPONSE_BYTES, default 1 MiB). */
+  maxResponseBytes?: number;
   timeoutMs?: number;
+  /** Each tenant's allow-list and signing secrets (Postgres, cached). */
+  tenants: TenantOutboundSource;
+  /** DNS, for tests that need a name to resolve somewhere in particular; default the system's resolver. */
+  resolve?: Resolver;
 }
 
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 const MAX_REDIRECTS = 5;
-const RESERVED_HEADERS = new Set(['idempotency-key', 'host', 'content-length', 'transfer-encoding', 'connection']);
+/** Headers the payload may not set: the transport's own, and Almanac's (signature, tenant, job, attempt). */
+const RESERVED_HEADERS = new Set(['idempotency-key', 'host', 'content-length', 'transfer-encoding', 'connection', 'user-agent']);
+const RESERVED_PREFIX = 'almanac-';
 /** Dropped when a redirect leaves the payload URL's origin, as fetch itself does for Authorization. */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
+/** RFC 9110 token. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export function parseHttpPayload(raw: unknown): HttpPayload {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidPayloadError('http payload must be an object with a url');
@@ -57,81 +85,135 @@ export function parseHttpPayload(raw: unknown): HttpPayload {
       throw new InvalidPayloadError('http payload: headers must be an object of strings');
     }
     for (const [name, value] of Object.entries(p.headers)) {
+      if (!HEADER_NAME.test(name)) throw new InvalidPayloadError(`http payload: header name ${JSON.stringify(name.slice(0, 60))} is not a valid header name`);
       if (typeof value !== 'string') throw new InvalidPayloadError(`http payload: header ${name} must be a string`);
-      if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
+      // A CR or LF would end the header and start another (header injection): never sent, never retried.
+      if (/[\r\n]/.test(value)) throw new InvalidPayloadError(`http payload: header ${name} contains CR or LF, which would inject headers`);
+      if (hasControlCharacter(value)) throw new InvalidPayloadError(`http payload: header ${name} contains a control character`);
+      const lower = name.toLowerCase();
+      if (!RESERVED_HEADERS.has(lower) && !lower.startsWith(RESERVED_PREFIX)) headers[name] = value;
     }
   }
   return { url: url.toString(), body: p.body as JsonValue | undefined, headers };
 }
 
-/** `host` matches any port; `host:port` only that port. Case-insensitive; IPv6 in brackets. */
-export function isHostAllowed(url: URL, allowHosts: readonly string[]): boolean {
-  const host = url.hostname.toLowerCase();
-  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-  return allowHosts.some((entry) => {
-    const e = entry.toLowerCase();
-    return e === host || e === `${host}:${port}`;
-  });
+/** C0 controls other than tab, and DEL: refused by Node's header check (which would make a retry, not a discard). */
+function hasControlCharacter(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09) || c === 0x7f) return true;
+  }
+  return false;
 }
 
-function retryAfterMs(res: Response): number | undefined {
-  const v = res.headers.get('retry-after');
-  if (!v || !/^\d+$/.test(v.trim())) return undefined;
+/**
+ * `Almanac-Signature`: `t=<unix seconds>` and one `v1=<hex HMAC-SHA256 of "<t>.<body>">` per
+ * secret, newest first. A receiver accepts the request when any v1 matches its secret.
+ */
+export function signatureHeader(secrets: readonly string[], t: number, body: string): string {
+  return [`t=${t}`, ...secrets.map((s) => `v1=${createHmac('sha256', s).update(`${t}.${body}`, 'utf8').digest('hex')}`)].join(',');
+}
+
+function targetOf(url: URL): UrlTarget {
+  const scheme = url.protocol.slice(0, -1);
+  return { scheme, host: url.hostname, port: url.port ? Number(url.port) : scheme === 'https' ? 443 : 80 };
+}
+
+function retryAfterMs(headers: Record<string, string | string[] | undefined>): number | undefined {
+  const v = headers['retry-after'];
+  if (typeof v !== 'string' || !/^\d+$/.test(v.trim())) return undefined;
   return Math.min(Number(v) * 1000, 24 * 3600_000);
 }
 
-async function post(ctx: HandlerContext, payload: HttpPayload, allowHosts: readonly string[]): Promise<HandlerOutcome> {
+interface HttpRules {
+  installation: readonly HostRule[];
+  maxResponseBytes: number;
+  tenants: TenantOutboundSource;
+  client: OutboundClient;
+}
+
+async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules): Promise<HandlerOutcome> {
+  const tenant = await rules.tenants.get(ctx.tenantId);
+  if (!tenant) return discard(`tenant ${ctx.tenantId} does not exist`);
+  if (tenant.secrets.length === 0) {
+    return discard(`tenant ${ctx.tenantId} has no signing secret: an operator makes one with POST /v1/admin/tenants/${ctx.tenantId}/signing-secrets`);
+  }
   let url = new URL(payload.url);
   let method = 'POST';
   let body: string | undefined = payload.body === undefined ? undefined : JSON.stringify(payload.body);
   const origin = url.origin;
   const crossOrigin = Object.fromEntries(Object.entries(payload.headers ?? {}).filter(([name]) => !CREDENTIAL_HEADERS.has(name.toLowerCase())));
   for (let hop = 0; ; hop++) {
-    if (!isHostAllowed(url, allowHosts)) {
-      return discard(hop === 0 ? `host ${url.host} is not on ALMANAC_HTTP_ALLOW_HOSTS` : `redirect to ${url.host} is not on ALMANAC_HTTP_ALLOW_HOSTS`);
+    const where = hop === 0 ? url.origin : `redirect to ${url.origin}`;
+    const verdict = outboundVerdict(targetOf(url), rules.installation, tenant.allowHosts);
+    if (verdict === 'installation') return discard(`${where} is not on the installation's allow-list (ALMANAC_HTTP_ALLOW_HOSTS)`);
+    if (verdict === 'tenant') return discard(`${where} is not on this tenant's httpAllowHosts`);
+    const t = Math.floor(Date.now() / 1000);
+    let res;
+    try {
+      res = await rules.client.send({
+        url,
+        method,
+        body,
+        signal: ctx.signal,
+        maxBodyBytes: rules.maxResponseBytes,
+        headers: {
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(url.origin === origin ? payload.headers : crossOrigin),
+          'idempotency-key': `${ctx.tenantId}:${ctx.key}`,
+          'user-agent': 'almanac-worker',
+          'almanac-signature': signatureHeader(tenant.secrets, t, body ?? ''),
+          'almanac-tenant': String(ctx.tenantId),
+          'almanac-job-id': ctx.jobId,
+          'almanac-attempt': String(ctx.attempt),
+        },
+      });
+    } catch (err) {
+      if (!(err instanceof RefusedAddressError)) throw err; // network errors retry
+      // The address is for the operator's log; the tenant is told the range only.
+      ctx.logger.warn({ host: err.host, address: err.address, range: err.range }, 'http call refused: the host resolves to a refused address');
+      return discard(`${where} resolves to a ${err.range} address, which calls may not reach`);
     }
-    const res = await fetch(url, {
-      method,
-      body,
-      redirect: 'manual',
-      signal: ctx.signal,
-      headers: {
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(url.origin === origin ? payload.headers : crossOrigin),
-        'idempotency-key': `${ctx.tenantId}:${ctx.key}`,
-        'user-agent': 'almanac-worker',
-      },
-    });
-    // The body is never stored; release the socket.
-    await res.body?.cancel().catch(() => undefined);
-    const status = res.status;
-    const location = res.headers.get('location');
+    const { status, headers } = res;
+    const result: { [k: string]: JsonValue } = res.truncated ? { status, bodyTruncatedAt: rules.maxResponseBytes } : { status };
+    const location = headers.location;
     if (status >= 300 && status < 400 && location) {
-      if (hop >= MAX_REDIRECTS) return discard(`more than ${MAX_REDIRECTS} redirects`, { status });
+      if (hop >= MAX_REDIRECTS) return discard(`more than ${MAX_REDIRECTS} redirects`, result);
       url = new URL(location, url);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') return discard(`redirect to a ${url.protocol} URL`, result);
       if (status !== 307 && status !== 308) {
         method = 'GET';
         body = undefined;
       }
       continue;
     }
-    if (status >= 200 && status < 300) return completed({ status });
+    if (status >= 200 && status < 300) return completed(result);
     if (status >= 500 || status === 408 || status === 429) {
-      const delayMs = retryAfterMs(res);
-      return retry({ reason: `HTTP ${status}`, result: { status }, ...(delayMs !== undefined ? { delayMs } : {}) });
+      const delayMs = retryAfterMs(headers);
+      return retry({ reason: `HTTP ${status}`, result, ...(delayMs !== undefined ? { delayMs } : {}) });
     }
-    return discard(`HTTP ${status}`, { status });
+    return discard(`HTTP ${status}`, result);
   }
 }
 
 export function httpHandler(opts: HttpHandlerOptions) {
-  const allowHosts = [...opts.allowHosts];
+  const cidrs = (opts.allowCidrs ?? []).map((c) => {
+    const cidr = parseCidr(c);
+    if (!cidr) throw new Error(`http handler: ${JSON.stringify(c)} is not a CIDR`);
+    return cidr;
+  });
+  const rules: HttpRules = {
+    installation: parseHostRules([...opts.allowHosts], 'ALMANAC_HTTP_ALLOW_HOSTS'),
+    maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+    tenants: opts.tenants,
+    client: new OutboundClient(cidrs, opts.resolve),
+  };
   return defineHandler<HttpPayload>({
     kind: 'http',
     timeoutMs: opts.timeoutMs ?? 30_000,
     pool: 'default',
     payloadSchema: HttpPayloadSchema,
     parse: parseHttpPayload,
-    handle: (ctx, payload) => post(ctx, payload, allowHosts),
+    handle: (ctx, payload) => post(ctx, payload, rules),
   });
 }

@@ -1,0 +1,143 @@
+import { type Cidr, refusedRange } from '@almanac/domain';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { Agent as HttpAgent, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+
+/**
+ * The `http` kind's network side: every connection goes to an address that was checked
+ * (`refusedRange`) after DNS, by the lookup the socket itself uses, so nothing resolves the
+ * name a second time between the check and the connect (DNS rebinding). IP literals skip DNS
+ * and are checked before the request.
+ */
+
+/** The address a host resolved to (or its literal address) is in a range no call may reach. */
+export class RefusedAddressError extends Error {
+  override readonly name = 'RefusedAddressError';
+  constructor(
+    readonly host: string,
+    readonly address: string,
+    readonly range: string,
+  ) {
+    super(`${host} resolves to a ${range} address`);
+  }
+}
+
+/** Resolves a host name to every address it has (the test seam for DNS answers; the default is the system's). */
+export type Resolver = (host: string, family: number) => Promise<LookupAddress[]>;
+
+const systemResolver: Resolver = (host, family) =>
+  new Promise((resolve, reject) => dnsLookup(host, { all: true, family }, (err, addresses) => (err ? reject(err) : resolve(addresses))));
+
+/**
+ * A `lookup` for sockets that resolves, drops every address in a refused range, and hands the
+ * socket only what is left: the connect goes to a checked address. With none left it fails with
+ * RefusedAddressError (naming the first refused range).
+ */
+export function checkedLookup(allowCidrs: readonly Cidr[], resolve: Resolver = systemResolver): LookupFunction {
+  return (hostname, options, callback) => {
+    const family = typeof options.family === 'number' ? options.family : 0;
+    resolve(hostname, family).then(
+      (addresses) => {
+        let refused: RefusedAddressError | undefined;
+        const ok = addresses.filter((a) => {
+          const range = refusedRange(a.address, allowCidrs);
+          if (range) refused ??= new RefusedAddressError(hostname, a.address, range);
+          return range === null;
+        });
+        if (ok.length === 0) {
+          callback(refused ?? Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+        } else if (options.all) {
+          callback(null, ok);
+        } else {
+          callback(null, ok[0].address, ok[0].family);
+        }
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
+  };
+}
+
+/** Checks a URL host that is an IP literal (no DNS, so the socket's lookup never sees it); names pass. */
+export function checkLiteral(hostname: string, allowCidrs: readonly Cidr[]): void {
+  const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  if (isIP(bare) === 0) return;
+  const range = refusedRange(bare, allowCidrs);
+  if (range) throw new RefusedAddressError(hostname, bare, range);
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** Body bytes read (at most the bound). */
+  bodyBytes: number;
+  /** The body was longer than the bound (or announced so): the rest was never read, the connection closed. */
+  truncated: boolean;
+}
+
+export interface OutboundRequest {
+  url: URL;
+  method: string;
+  headers: Record<string, string>;
+  body?: string;
+  signal: AbortSignal;
+  maxBodyBytes: number;
+}
+
+/** Keep-alive agents whose new connections go through the checked lookup. */
+export class OutboundClient {
+  private readonly httpAgent: HttpAgent;
+  private readonly httpsAgent: HttpsAgent;
+  private readonly lookup: LookupFunction;
+
+  constructor(private readonly allowCidrs: readonly Cidr[], resolve?: Resolver) {
+    this.lookup = checkedLookup(allowCidrs, resolve);
+    this.httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+    this.httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
+  }
+
+  /** One request, its response's body read up to the bound and no further. Rejects on network errors. */
+  send(req: OutboundRequest): Promise<OutboundResponse> {
+    checkLiteral(req.url.hostname, this.allowCidrs);
+    const https = req.url.protocol === 'https:';
+    return new Promise<OutboundResponse>((resolve, reject) => {
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (!settled) {
+          settled = true;
+          fn();
+        }
+      };
+      const options = {
+        method: req.method,
+        headers: req.headers,
+        signal: req.signal,
+        // New connections resolve through the check (happy eyeballs picks among what it returned).
+        lookup: this.lookup,
+      };
+      const r = https ? httpsRequest(req.url, { ...options, agent: this.httpsAgent }) : httpRequest(req.url, { ...options, agent: this.httpAgent });
+      r.on('error', (err) => settle(() => reject(err)));
+      r.on('response', (res) => {
+        const done = (bodyBytes: number, truncated: boolean) => settle(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, bodyBytes, truncated }));
+        const announced = Number(res.headers['content-length']);
+        if (Number.isFinite(announced) && announced > req.maxBodyBytes) {
+          res.destroy(); // never read a body announced past the bound
+          done(0, true);
+          return;
+        }
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (bytes > req.maxBodyBytes) {
+            res.destroy();
+            done(req.maxBodyBytes, true);
+          }
+        });
+        res.on('end', () => done(bytes, false));
+        res.on('error', (err) => settle(() => reject(err)));
+        res.on('close', () => settle(() => reject(new Error('the response ended early'))));
+      });
+      r.end(req.body);
+    });
+  }
+}
