@@ -243,6 +243,11 @@ export class Dispatcher {
     }
   }
 
+  /** Tenants' weights and limits as last read (the hot consumer orders its batches by them). */
+  get shares(): TenantShares {
+    return this.o.shares;
+  }
+
   /** Deliveries waiting for room, over all pools (tests, tools). */
   get waitingCount(): number {
     return this.lines.size;

@@ -4,6 +4,7 @@ import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { Dispatcher, DispatchResult, HotDelivery } from './dispatcher';
+import { TenantFairOrder } from './tenant-fair-order';
 
 export const HOT_CONSUMER_SETTINGS = Symbol('HOT_CONSUMER_SETTINGS');
 /** The dispatcher role's pino logger (`component: dispatcher`). */
@@ -74,7 +75,11 @@ export class HotConsumer extends WorkerHost<Worker<HotJobData, unknown, string>>
     @Inject(DISPATCHER_LOGGER) private readonly logger: Logger,
   ) {
     super();
-    this.batcher = new MicroBatcher((items) => dispatcher.dispatch(items), { maxBatch: settings.concurrency, maxInFlight: 2 });
+    this.batcher = new MicroBatcher((items) => dispatcher.dispatch(items), {
+      maxBatch: settings.concurrency,
+      maxInFlight: 2,
+      queue: new TenantFairOrder(dispatcher.shares),
+    });
   }
 
   start(): void {
