@@ -184,9 +184,14 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     const mine = await h.http().post('/v1/jobs').set(auth()).send({ kind: 'noop', key: 'shared', runAt: inMs(DAY * 2) }).expect(201);
     await h.http().get(`/v1/jobs/${mine.body.id}`).set('Authorization', `Bearer ${other}`).expect(404);
     await h.http().delete(`/v1/jobs/${mine.body.id}`).set('Authorization', `Bearer ${other}`).expect(404);
+    await h.http().patch(`/v1/jobs/${mine.body.id}`).set('Authorization', `Bearer ${other}`).send({ runAt: inMs(DAY) }).expect(404);
+    await h.http().post(`/v1/jobs/${mine.body.id}/retry`).set('Authorization', `Bearer ${other}`).send({}).expect(404);
+    await h.http().get('/v1/jobs').query({ key: 'shared' }).set('Authorization', `Bearer ${other}`).expect(404);
     const theirs = await h.http().post('/v1/jobs').set('Authorization', `Bearer ${other}`)
       .send({ kind: 'noop', key: 'shared', runAt: inMs(DAY * 3) }).expect(201);
     expect(theirs.body.id).not.toBe(mine.body.id);
+    const byKey = await h.http().get('/v1/jobs').query({ key: 'shared' }).set('Authorization', `Bearer ${other}`).expect(200);
+    expect(byKey.body.id).toBe(theirs.body.id);
   });
 
   it('authenticates: no key, bad key, admin token as tenant key → 401', async () => {
