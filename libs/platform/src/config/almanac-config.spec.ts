@@ -7,6 +7,8 @@ describe('loadConfig', () => {
     expect(c).toEqual({
       production: false,
       port: 3000,
+      adminPort: undefined,
+      metricsPort: undefined,
       database: {
         url: 'postgres://postgres@127.0.0.1:5432/almanac', poolSize: 10,
         statementTimeoutMs: 30_000, lockTimeoutMs: 5_000, idleInTransactionTimeoutMs: 600_000, acquireTimeoutMs: 5_000,
@@ -38,10 +40,14 @@ describe('loadConfig', () => {
       ALMANAC_HOT_HORIZON_MS: '3600000',
       ALMANAC_MAX_BODY_BYTES: '2048',
       ALMANAC_HTTP_REQUEST_TIMEOUT_MS: '5000',
+      ALMANAC_ADMIN_PORT: '8081',
+      ALMANAC_METRICS_PORT: '9090',
     });
     expect(c).toMatchObject({
       production: true,
       port: 8080,
+      adminPort: 8081,
+      metricsPort: 9090,
       database: { url: 'postgresql://u:p@db:5432/prod', poolSize: 20 },
       redisUrl: 'rediss://:pw@cache:6380/2',
       adminToken: 'a-long-enough-admin-token',
@@ -59,6 +65,11 @@ describe('loadConfig', () => {
     [{ PORT: 'abc' }, 'PORT must be an integer from 1 to 65535 (got "abc")'],
     [{ PORT: '70000' }, 'PORT must be an integer from 1 to 65535 (got "70000")'],
     [{ PORT: '0' }, 'PORT must be an integer from 1 to 65535 (got "0")'],
+    [{ ALMANAC_ADMIN_PORT: 'admin' }, 'ALMANAC_ADMIN_PORT must be an integer from 1 to 65535 (got "admin")'],
+    [{ ALMANAC_METRICS_PORT: '65536' }, 'ALMANAC_METRICS_PORT must be an integer from 1 to 65535 (got "65536")'],
+    [{ ALMANAC_ADMIN_PORT: '3000' }, 'ALMANAC_ADMIN_PORT must differ from PORT (both 3000)'],
+    [{ PORT: '8080', ALMANAC_METRICS_PORT: '8080' }, 'ALMANAC_METRICS_PORT must differ from PORT (both 8080)'],
+    [{ ALMANAC_ADMIN_PORT: '9090', ALMANAC_METRICS_PORT: '9090' }, 'ALMANAC_METRICS_PORT must differ from ALMANAC_ADMIN_PORT (both 9090)'],
     [{ REDIS_URL: 'http://cache:6379' }, 'REDIS_URL must start with redis:// or rediss:// (got http://)'],
     [{ DATABASE_URL: 'mysql://db/x' }, 'DATABASE_URL must start with postgres://'],
     [{ ALMANAC_LOG_LEVEL: 'verbose' }, 'ALMANAC_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent (got "verbose")'],
@@ -74,6 +85,10 @@ describe('loadConfig', () => {
   ])('rejects %p', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('leaves the admin and metrics ports unset when their variables are empty', () => {
+    expect(loadConfig({ ALMANAC_ADMIN_PORT: '', ALMANAC_METRICS_PORT: ' ' })).toMatchObject({ adminPort: undefined, metricsPort: undefined });
   });
 
   it('allows the immediate and hot horizons to be equal (no hot tier)', () => {

@@ -12,6 +12,13 @@ const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'erro
 export interface AlmanacConfig {
   production: boolean;
   port: number;
+  /**
+   * When set, /v1/admin/* is answered only on this port and is a 404 on PORT. Only processes
+   * with admin routes (the api, all-in-one) open it.
+   */
+  adminPort: number | undefined;
+  /** When set, /metrics is answered only on this port and is a 404 on PORT. */
+  metricsPort: number | undefined;
   database: DatabaseConfig;
   redisUrl: string;
   /** The process-wide Redis connection fails a command not answered within this (queues, health, sweeps). */
@@ -50,9 +57,13 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
   }
   const { token, isDefault } = adminToken(env, production);
   if (production) refusePublishedSecrets(env, token);
+  const port = envInt(env, 'PORT', DEFAULT_PORT, PORT_RANGE);
+  const { adminPort, metricsPort } = extraPorts(env, port);
   return {
     production,
-    port: envInt(env, 'PORT', DEFAULT_PORT, { min: 1, max: 65535 }),
+    port,
+    adminPort,
+    metricsPort,
     database: databaseConfigFromEnv(env),
     redisUrl: envUrl(env, 'REDIS_URL', DEFAULT_REDIS_URL, ['redis:', 'rediss:']),
     redisCommandTimeoutMs: envInt(env, 'ALMANAC_REDIS_COMMAND_TIMEOUT_MS', 5000, { min: 100, max: 600_000 }),
@@ -69,6 +80,21 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
     // 4 MiB at 1 Mbit/s is ~34 s: slower than that is a client holding a connection open.
     httpRequestTimeoutMs: envInt(env, 'ALMANAC_HTTP_REQUEST_TIMEOUT_MS', 30_000, { min: 1000, max: 600_000 }),
   };
+}
+
+const PORT_RANGE = { min: 1, max: 65535 };
+
+/** ALMANAC_ADMIN_PORT and ALMANAC_METRICS_PORT: unset, or a port of their own. */
+function extraPorts(env: Env, port: number): { adminPort: number | undefined; metricsPort: number | undefined } {
+  const optional = (name: string) => (envString(env, name, undefined) === undefined ? undefined : envInt(env, name, 0, PORT_RANGE));
+  const adminPort = optional('ALMANAC_ADMIN_PORT');
+  const metricsPort = optional('ALMANAC_METRICS_PORT');
+  if (adminPort === port) throw new ConfigError(`ALMANAC_ADMIN_PORT must differ from PORT (both ${port})`);
+  if (metricsPort === port) throw new ConfigError(`ALMANAC_METRICS_PORT must differ from PORT (both ${port})`);
+  if (metricsPort !== undefined && metricsPort === adminPort) {
+    throw new ConfigError(`ALMANAC_METRICS_PORT must differ from ALMANAC_ADMIN_PORT (both ${metricsPort})`);
+  }
+  return { adminPort, metricsPort };
 }
 
 function adminToken(env: Env, production: boolean): { token: string; isDefault: boolean } {
@@ -98,6 +124,8 @@ export function describeConfig(config: AlmanacConfig): Record<string, unknown> {
   return {
     production: config.production,
     port: config.port,
+    adminPort: config.adminPort,
+    metricsPort: config.metricsPort,
     databaseUrl: redactUrl(config.database.url),
     dbPoolSize: config.database.poolSize,
     redisUrl: redactUrl(config.redisUrl),
