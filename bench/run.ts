@@ -421,7 +421,7 @@ const PARTS: Record<string, Part> = {
     script: 'fairness.ts',
     invocations: (q) => {
       const root = flag('root');
-      const common = ['--label', flag('label') ?? (q ? 'quick' : 'latest'), ...(root ? ['--root', root] : [])];
+      const common = ['--label', flag('label') ?? (q ? 'smoke' : 'latest'), ...(root ? ['--root', root] : [])];
       return [q ? ['--runs', flag('runs') ?? '1', '--noisy', flag('noisy') ?? '20000', '--quiet-seconds', '10', ...common] : ['--runs', flag('runs') ?? '3', '--noisy', flag('noisy') ?? '200000', ...common]];
     },
     parse([out]) {
