@@ -71,6 +71,55 @@ describe('startRole', () => {
     expect((await request(base).get('/probe').expect(200)).body).toEqual({ n: 1, prefix: redis.prefix });
   });
 
+  it('serves /metrics only on ALMANAC_METRICS_PORT, and opens no admin port without admin routes', async () => {
+    const [port, metricsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+    const env = {
+      PORT: String(port),
+      ALMANAC_METRICS_PORT: String(metricsPort),
+      ALMANAC_ADMIN_PORT: String(adminPort),
+      DATABASE_URL: db.url,
+      REDIS_URL: redis.url,
+      ALMANAC_QUEUE_PREFIX: redis.prefix,
+      ALMANAC_LOG_LEVEL: 'silent',
+    };
+    app = await startRole([ProbeModule], { role: 'probe', env });
+    const base = `http://127.0.0.1:${port}`;
+    const metrics = `http://127.0.0.1:${metricsPort}`;
+    expect((await request(metrics).get('/metrics').expect(200)).text).toContain('process_cpu_seconds_total');
+    await request(base).get('/metrics').expect(404);
+    await request(base).get('/health/live').expect(200);
+    await request(base).get('/probe').expect(200);
+    await request(metrics).get('/health/live').expect(404);
+    await request(metrics).get('/probe').expect(404);
+    // No admin routes in this process: the admin port stays closed (free to bind).
+    const probe = createServer();
+    await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(adminPort, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    await app.close();
+    app = undefined;
+    await expect(request(metrics).get('/metrics')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('fails to start, naming the setting, when the metrics port is taken', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, resolve));
+    const metricsPort = (taken.address() as { port: number }).port;
+    const env = {
+      PORT: String(await freePort()),
+      ALMANAC_METRICS_PORT: String(metricsPort),
+      DATABASE_URL: db.url,
+      REDIS_URL: redis.url,
+      ALMANAC_QUEUE_PREFIX: redis.prefix,
+      ALMANAC_LOG_LEVEL: 'silent',
+    };
+    try {
+      const err = await startRole([ProbeModule], { role: 'probe', env }).then(() => null, (e: unknown) => e);
+      expect(describeBootError(err)).toBe(`port ${metricsPort} is already in use (set ALMANAC_METRICS_PORT)`);
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+    }
+  });
+
   it('refuses bad config before touching anything', async () => {
     await expect(startRole([], { role: 'probe', env: { PORT: 'abc' } })).rejects.toThrow(ConfigError);
   });

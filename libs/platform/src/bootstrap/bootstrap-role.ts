@@ -2,12 +2,13 @@ import { ConfigError, DEFAULT_DATABASE_URL, redactUrl } from '@almanac/persisten
 import { INestApplication, Logger as NestLogger, Module, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyError, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyServerOptions } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import { Logger } from 'nestjs-pino';
 import pino from 'pino';
 import { AlmanacConfig, configWarnings, describeConfig, loadConfig } from '../config/almanac-config';
 import type { Env } from '../config/env';
+import { type Listener, RouteListeners } from '../http/listeners';
 import { OpsModule, OpsResources } from '../ops.module';
 import { describePgError, MigrationError, runMigrationsFromEnv } from './migrate';
 
@@ -55,7 +56,9 @@ export async function startRole(roleModules: Type[], opts: BootstrapOptions): Pr
     await app.close().catch(() => undefined);
     throw err;
   }
-  new NestLogger('Bootstrap').log(`${opts.role} listening on http://127.0.0.1:${config.port}`);
+  const extra = app.getHttpAdapter() instanceof AlmanacFastifyAdapter ? (app.getHttpAdapter() as AlmanacFastifyAdapter).openedPorts : {};
+  const also = Object.entries(extra).map(([listener, port]) => `, ${listener} on port ${port}`).join('');
+  new NestLogger('Bootstrap').log(`${opts.role} listening on http://127.0.0.1:${config.port}${also}`);
   return app;
 }
 
@@ -101,12 +104,45 @@ export async function createRoleApp(
 }
 
 /**
+ * Nest's Fastify adapter, plus the extra ports of `RouteListeners` (ALMANAC_ADMIN_PORT,
+ * ALMANAC_METRICS_PORT): they open when the app listens, on the same address, and the app's
+ * `listen` fails if one cannot be bound. Tests that call `app.listen(0)` get them too.
+ */
+class AlmanacFastifyAdapter extends FastifyAdapter {
+  readonly listeners: RouteListeners;
+  /** The extra ports that opened, by listener, once the app listens. */
+  openedPorts: Partial<Record<Listener, number>> = {};
+
+  constructor(options: FastifyServerOptions, config: AlmanacConfig) {
+    super(options);
+    this.listeners = new RouteListeners(this.getInstance(), { adminPort: config.adminPort, metricsPort: config.metricsPort });
+  }
+
+  override listen(port: string | number, ...args: unknown[]): void {
+    const done = typeof args.at(-1) === 'function' ? (args.pop() as (...result: unknown[]) => void) : undefined;
+    const afterMain = (err?: unknown, ...rest: unknown[]): void => {
+      if (err) return done?.(err, ...rest);
+      const address = this.getInstance().server.address();
+      const host = address !== null && typeof address === 'object' ? address.address : undefined;
+      this.listeners.open(host).then(
+        (opened) => {
+          this.openedPorts = opened;
+          done?.(err, ...rest);
+        },
+        (openErr: unknown) => done?.(openErr),
+      );
+    };
+    (super.listen as (...listenArgs: unknown[]) => void).call(this, port, ...args, afterMain);
+  }
+}
+
+/**
  * Every role serves HTTP with Fastify: Nest on Express spent about twice the CPU per request
  * (~230 vs ~120 us for a bare GET here, request logging included), and on two shared cores
  * that CPU is the API's tail latency (bench/ingest.ts).
  */
 export function httpAdapter(config: AlmanacConfig): FastifyAdapter {
-  const adapter = new FastifyAdapter({
+  const adapter = new AlmanacFastifyAdapter({
     // Batches of 1000 jobs outgrow Fastify's 1 MiB default; oversize bodies get 413.
     bodyLimit: config.maxBodyBytes,
     // Body timeout: a request whose headers and body are not in within this gets 408 and its
@@ -121,7 +157,7 @@ export function httpAdapter(config: AlmanacConfig): FastifyAdapter {
       const message = `unreadable request URL (${err.code})`;
       void reply.code(status).send({ statusCode: status, error: STATUS_CODES[status] ?? 'Error', message, details: [{ field: 'url', rule: err.code.toLowerCase(), message }] });
     },
-  });
+  }, config);
   const fastify = adapter.getInstance();
   // JSON only, with NEST_HTTP_OPTIONS.bodyParser off: without text/plain every other content
   // type is a 415. Fastify's own JSON parser (a `__proto__` key is a 400), except that an empty
@@ -152,8 +188,8 @@ export function configureApp(app: NestFastifyApplication): void {
 export function describeBootError(err: unknown, env: Env = process.env): string {
   if (err instanceof ConfigError) return `configuration error: ${err.message}`;
   if (err instanceof MigrationError) return `migration failed, not starting: ${err.message}`;
-  const e = err as { code?: string; address?: string; port?: number; message?: string } | null;
-  if (e?.code === 'EADDRINUSE') return `port ${e.port ?? ''} is already in use (set PORT)`;
+  const e = err as { code?: string; address?: string; port?: number; message?: string; setting?: string } | null;
+  if (e?.code === 'EADDRINUSE') return `port ${e.port ?? ''} is already in use (set ${e.setting ?? 'PORT'})`;
   if (e?.code === 'ECONNREFUSED' || e?.code?.length === 5) {
     return `cannot use Postgres at ${redactUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL)}: ${describePgError(err)}`;
   }
