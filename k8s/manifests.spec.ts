@@ -5,6 +5,7 @@ import {
   checkDeployments,
   checkImages,
   checkReferences,
+  checkServiceMonitors,
   checkWiring,
   checkWorkerGracePeriod,
   checkWorkerPools,
@@ -18,7 +19,9 @@ import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './tes
 /**
  * Checks everything under k8s/ without a cluster: every YAML parses and every Kubernetes object
  * passes the API schema (kubernetes-models) or our CRD shape checks; Almanac's own rules hold
- * (probes, limits, non-root, one image, ports = PORT, worker grace period, pools, wiring); every
+ * (probes, limits, non-root, one image, ports = PORT / ALMANAC_METRICS_PORT / ALMANAC_ADMIN_PORT,
+ * worker grace period, pools, wiring, a public Service with the API port only, a ServiceMonitor
+ * that scrapes the metrics port); every
  * PromQL query names only metrics and labels from test/metric-catalog.ts (which
  * k8s/metrics.spec.ts checks against the apps' real /metrics).
  */
@@ -104,6 +107,7 @@ describe('raw YAML under k8s/', () => {
       ...checkImages(objects),
       ...checkWorkerGracePeriod(objects, config),
       ...checkWorkerPools(objects),
+      ...checkServiceMonitors(objects),
     ]).toEqual([]);
   });
 });
@@ -133,6 +137,32 @@ describe('the project checks catch what they are for', () => {
       'almanac-worker/worker: readinessProbe must be an httpGet probe',
       'almanac-worker/worker: must run the image\'s node with args [dist/apps/worker/src/main.js] (got command undefined args ["dist/apps/api/src/main.js"])',
     ]);
+  });
+
+  it('flags a role without its metrics port, a port that disagrees with its setting, and an admin port outside the api', () => {
+    const d = worker();
+    const c = pod(d).containers[0] as { ports: { name: string; containerPort: number }[]; env: { name: string; value: string }[] };
+    c.ports = c.ports.filter((p) => p.name !== 'metrics');
+    expect(checkDeployments([d])).toEqual(['almanac-worker/worker: needs a container port named metrics']);
+    c.ports.push({ name: 'metrics', containerPort: 9999 }, { name: 'admin', containerPort: 3001 });
+    expect(checkDeployments([d])).toEqual([
+      'almanac-worker/worker: containerPort metrics 9999 must equal the ALMANAC_METRICS_PORT env (3002)',
+      'almanac-worker/worker: only the api has a admin port (ALMANAC_ADMIN_PORT)',
+    ]);
+  });
+
+  it('flags a public Service that carries more than the API, and a ServiceMonitor that misses the metrics port', () => {
+    const objects = rawObjects.map((r) => clone(r.object));
+    const api = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'almanac-api')!;
+    (api.spec as { ports: object[] }).ports.push({ name: 'metrics', port: 3002, targetPort: 'metrics' });
+    expect(checkWiring(objects)).toContain('Service almanac-api exposes the API port, so it must expose nothing else (got http, metrics)');
+    const internal = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'almanac-api-internal')!;
+    const metricsPort = (internal.spec as { ports: { name: string; targetPort: string }[] }).ports.find((p) => p.name === 'metrics')!;
+    metricsPort.targetPort = 'http';
+    expect(checkServiceMonitors(objects)).toEqual([
+      "ServiceMonitor almanac: Service almanac-api-internal port metrics must reach almanac-api's container port named metrics (got http)",
+    ]);
+    expect(checkWiring(objects)).toContain('Service almanac-api-internal port metrics: targetPort must be the named container port metrics (got http)');
   });
 
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
@@ -173,7 +203,14 @@ describe('rendered overlays (kubectl kustomize)', () => {
       ...checkWorkerPools(objects),
       ...checkWiring(objects),
       ...checkReferences(objects),
+      ...checkServiceMonitors(objects),
     ]).toEqual([]);
+    // The public Service carries the API only; metrics and admin have an internal one.
+    const services = objects.filter((o) => o.kind === 'Service');
+    const ports = (name: string) => (services.find((o) => o.metadata.name === name)?.spec as { ports?: { name: string }[] } | undefined)?.ports?.map((p) => p.name);
+    expect(ports('almanac-api')).toEqual(['http']);
+    expect(ports('almanac-api-internal')?.sort()).toEqual(['admin', 'metrics']);
+    expect(services.filter((o) => ports(o.metadata.name)?.includes('admin')).map((o) => o.metadata.name)).toEqual(['almanac-api-internal']);
     // The example deploys every role, the migration Job and two pools.
     const roles = objects.filter((o) => o.kind === 'Deployment').map((o) => o.metadata.labels?.['app.kubernetes.io/component']);
     expect(new Set(roles)).toEqual(new Set(['api', 'promoter', 'dispatcher', 'worker']));

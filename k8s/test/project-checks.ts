@@ -84,6 +84,7 @@ export function checkDeployments(objects: KubeObject[]): string[] {
       if (envPort === undefined || Number(envPort) !== port.containerPort) {
         errors.push(`${at}: containerPort ${port.containerPort} must equal the PORT env (${envPort ?? 'unset'})`);
       }
+      errors.push(...extraPorts(at, role, c));
       for (const [probe, path] of [['livenessProbe', '/health/live'], ['readinessProbe', '/health/ready']] as const) {
         const get = c[probe]?.httpGet;
         if (!get) errors.push(`${at}: ${probe} must be an httpGet probe`);
@@ -100,6 +101,32 @@ export function checkDeployments(objects: KubeObject[]): string[] {
       }
     }
   }
+  return errors;
+}
+
+/**
+ * The ports of their own (docs/operations.md, "Ports"): every role serves /metrics on a port
+ * named metrics (ALMANAC_METRICS_PORT), the api serves admin routes on a port named admin
+ * (ALMANAC_ADMIN_PORT); no other role declares an admin port. Port names and numbers are unique.
+ */
+function extraPorts(at: string, role: string | undefined, c: Container): string[] {
+  const errors: string[] = [];
+  const wanted: [string, string, boolean][] = [['metrics', 'ALMANAC_METRICS_PORT', true], ['admin', 'ALMANAC_ADMIN_PORT', role === 'api']];
+  for (const [name, setting, required] of wanted) {
+    const port = c.ports?.find((p) => p.name === name);
+    const env = envOf(c, setting);
+    if (!required) {
+      if (port || env !== undefined) errors.push(`${at}: only the api has a ${name} port (${setting})`);
+      continue;
+    }
+    if (!port) errors.push(`${at}: needs a container port named ${name}`);
+    else if (env === undefined || Number(env) !== port.containerPort) {
+      errors.push(`${at}: containerPort ${name} ${port.containerPort} must equal the ${setting} env (${env ?? 'unset'})`);
+    }
+  }
+  const names = (c.ports ?? []).map((p) => p.name);
+  const numbers = (c.ports ?? []).map((p) => p.containerPort);
+  if (new Set(names).size !== names.length || new Set(numbers).size !== numbers.length) errors.push(`${at}: container port names and numbers must be unique`);
   return errors;
 }
 
@@ -185,13 +212,27 @@ export function checkWiring(objects: KubeObject[]): string[] {
   const podLabels = (d: Workload) => d.spec.template.metadata?.labels;
   const scraped = new Set<string>();
   for (const s of of(objects, 'Service')) {
-    const spec = s.spec as { selector?: Record<string, string>; ports?: { name?: string; targetPort?: string | number }[] };
+    const spec = s.spec as ServiceSpec;
     const selected = deps.filter((d) => matches(spec.selector, podLabels(d)));
     if (selected.length !== 1) errors.push(`Service ${s.metadata.name} selects ${selected.length} Deployments (want 1)`);
     for (const p of spec.ports ?? []) {
-      if (p.targetPort !== 'http') errors.push(`Service ${s.metadata.name} port ${p.name}: targetPort must be the named port http`);
+      // A Service port reaches the container port of its own name: http, metrics or admin.
+      if (p.targetPort !== p.name) errors.push(`Service ${s.metadata.name} port ${p.name}: targetPort must be the named container port ${p.name} (got ${p.targetPort})`);
+      for (const d of selected) {
+        if (!d.spec.template.spec.containers[0]?.ports?.some((c) => c.name === p.targetPort)) {
+          errors.push(`Service ${s.metadata.name} port ${p.name}: ${d.metadata.name} has no container port named ${p.targetPort}`);
+        }
+      }
     }
-    if (spec.ports?.some((p) => p.name === 'metrics') && s.metadata.labels?.['almanac.io/metrics'] === 'true') {
+    // The Service that carries the API carries nothing else: admin and metrics stay inside.
+    const names = (spec.ports ?? []).map((p) => p.name);
+    if (names.includes('http') && (names.length > 1 || s.metadata.labels?.['almanac.io/metrics'] === 'true')) {
+      errors.push(`Service ${s.metadata.name} exposes the API port, so it must expose nothing else (got ${names.join(', ')}${s.metadata.labels?.['almanac.io/metrics'] === 'true' ? ' and the metrics label' : ''})`);
+    }
+    if (names.includes('admin') && spec.type !== undefined && spec.type !== 'ClusterIP') {
+      errors.push(`Service ${s.metadata.name} exposes the admin port outside the cluster (type ${spec.type})`);
+    }
+    if (names.includes('metrics') && s.metadata.labels?.['almanac.io/metrics'] === 'true') {
       for (const d of selected) scraped.add(d.metadata.name);
     }
   }
@@ -230,6 +271,45 @@ export function checkWiring(objects: KubeObject[]): string[] {
     }
   }
   for (const w of workers) if (!scaled.has(w.metadata.name)) errors.push(`${w.metadata.name}: no ScaledObject or HPA`);
+  return errors;
+}
+
+interface ServiceSpec {
+  type?: string;
+  selector?: Record<string, string>;
+  ports?: { name?: string; port?: number; targetPort?: string | number }[];
+}
+
+/**
+ * Every ServiceMonitor endpoint scrapes /metrics on a port name that each Service it selects
+ * has, and that Service port reaches the container port of the same name: what Prometheus
+ * scrapes is really the metrics listener, not the public one (where /metrics is a 404).
+ */
+export function checkServiceMonitors(objects: KubeObject[]): string[] {
+  const errors: string[] = [];
+  const deps = deployments(objects);
+  for (const m of of(objects, 'ServiceMonitor')) {
+    const spec = m.spec as { selector?: { matchLabels?: Record<string, string> }; endpoints?: { port?: string; path?: string }[] };
+    const services = of(objects, 'Service').filter((s) => matches(spec.selector?.matchLabels, s.metadata.labels));
+    if (services.length === 0) errors.push(`ServiceMonitor ${m.metadata.name} selects no Service`);
+    for (const e of spec.endpoints ?? []) {
+      if (e.port !== 'metrics') errors.push(`ServiceMonitor ${m.metadata.name}: endpoint must scrape the port named metrics (got ${e.port})`);
+      if (e.path !== '/metrics') errors.push(`ServiceMonitor ${m.metadata.name}: endpoint must scrape /metrics (got ${e.path})`);
+      for (const s of services) {
+        const port = (s.spec as ServiceSpec).ports?.find((p) => p.name === e.port);
+        if (!port) {
+          errors.push(`ServiceMonitor ${m.metadata.name}: Service ${s.metadata.name} has no port named ${e.port}`);
+          continue;
+        }
+        for (const d of deps.filter((dep) => matches((s.spec as ServiceSpec).selector, dep.spec.template.metadata?.labels))) {
+          const target = d.spec.template.spec.containers[0]?.ports?.find((p) => p.name === port.targetPort);
+          if (target?.name !== e.port) {
+            errors.push(`ServiceMonitor ${m.metadata.name}: Service ${s.metadata.name} port ${e.port} must reach ${d.metadata.name}'s container port named ${e.port} (got ${port.targetPort})`);
+          }
+        }
+      }
+    }
+  }
   return errors;
 }
 
