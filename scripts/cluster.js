@@ -148,6 +148,10 @@ async function main() {
     DATABASE_URL: services.databaseUrl,
     REDIS_URL: services.redisUrl,
     ALMANAC_ADMIN_TOKEN: process.env.ALMANAC_ADMIN_TOKEN || crypto.randomBytes(24).toString('base64url'),
+    // Every instance serves admin routes and /metrics on its own PORT (targets.json scrapes
+    // there): a shell's ALMANAC_ADMIN_PORT / ALMANAC_METRICS_PORT would be one port for all.
+    ALMANAC_ADMIN_PORT: '',
+    ALMANAC_METRICS_PORT: '',
   };
   const applied = await migrate(root, env);
   const names = Array.isArray(applied) ? applied : [];
