@@ -105,6 +105,23 @@ describe('fair dispatch between tenants', () => {
     h.dispatcher.stopWaiting();
   });
 
+  it("a capped tenant's jobs go to the head of the ready list: a concurrency slot is not spent waiting behind other tenants' jobs", async () => {
+    const heavy = await tenant('heavy');
+    const capped = await tenant('capped', { maxConcurrency: 5 });
+    await h.liveWorker({ concurrency: 2 }); // room 4
+    await h.dispatcher.observe();
+    const [c1, c2] = await deliveries(capped, 2);
+    expect((await h.dispatcher.dispatch(await deliveries(heavy, 4))).map((a) => a.status)).toEqual(Array(4).fill('handed_off'));
+    expect((await h.dispatcher.dispatch([c1, c2])).map((a) => a.status)).toEqual(['full', 'full']);
+    const first = h.dispatcher.waitForRoom('default', [c1]);
+    const second = h.dispatcher.waitForRoom('default', [c2]);
+    await h.ready.take('default', 1);
+    expect(await first).toEqual(['handed_off']);
+    await h.ready.take('default', 1); // a worker takes c1 (the head)
+    expect(await second).toEqual(['handed_off']);
+    expect((await h.readyIds())[0]).toBe(c2.id); // not a light tenant any more (c2 waited behind c1), still first
+  });
+
   it("a kind limit holds only that kind: the tenant's other kinds and other tenants go on", async () => {
     const t = await tenant('t', { kindLimits: { http: { concurrency: 1 } } });
     await h.liveWorker({ concurrency: 10 });

@@ -218,8 +218,12 @@ export class FairLines {
       await this.settle(back.filter((e) => !e.item.refilled).map((e) => e.item), 'parked', (ws) => this.park(pool, ws));
     }
     const ready = (e: FairEntry<Waiter>): ReadyItem => ({ id: e.item.item.id, dueMs: e.item.item.dueMs, slots: granted.get(e.item.item) });
+    // At the head: light tenants' jobs, and jobs holding a concurrency slot, which would otherwise
+    // spend their slot waiting behind a pool's worth of other jobs (a tenant capped at 50 ran
+    // 10-20 at once beside a burst in bench/fairness.ts). Both are bounded: by share, by the cap.
+    const first = (e: FairEntry<Waiter>): boolean => e.sparse || granted.get(e.item.item) !== undefined;
     await this.settle(handed.map((e) => e.item), 'handed_off', async () => {
-      await within(REDIS_WAIT_MS, this.o.ready.push(pool, handed.filter((e) => !e.sparse).map(ready), handed.filter((e) => e.sparse).map(ready)), 'hand-off');
+      await within(REDIS_WAIT_MS, this.o.ready.push(pool, handed.filter((e) => !first(e)).map(ready), handed.filter(first).map(ready)), 'hand-off');
       const refilled = handed.filter((e) => e.item.refilled).length;
       if (handed.length > refilled) this.o.metrics.dispatched.inc({ pool, via: 'direct' }, handed.length - refilled);
       if (refilled > 0) this.o.metrics.dispatched.inc({ pool, via: 'backlog' }, refilled);
