@@ -92,7 +92,7 @@ describe('FairQueue', () => {
     const q = new FairQueue<Job>();
     load(q, 1, 100);
     load(q, 2, 5);
-    expect(q.largestTenant()).toBe(1);
+    expect(q.largestSize()).toBe(100);
     const evicted = q.evictFromLargest(10);
     expect(evicted.map((j) => j.n).sort((a, b) => a - b)).toEqual([90, 91, 92, 93, 94, 95, 96, 97, 98, 99]);
     expect(q.sizeOf(2)).toBe(5);

@@ -219,16 +219,6 @@ export class FairQueue<T extends FairItem> {
     return size;
   }
 
-  /** The tenant with the most items waiting, if any. */
-  largestTenant(): number | undefined {
-    let best: number | undefined;
-    let size = 0;
-    for (const [id, flow] of this.flows) {
-      if (flow.size > size) [best, size] = [id, flow.size];
-    }
-    return best;
-  }
-
   /** Removes everything (shutdown, a dead pool). */
   drain(): T[] {
     const out: T[] = [];

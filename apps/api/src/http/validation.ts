@@ -59,6 +59,11 @@ export function intInRange(
   return raw;
 }
 
+/** A numeric path id (`/tenants/:id`), or 0, which names nothing (a 404), for anything else. */
+export function pathId(raw: string): number {
+  return /^[1-9][0-9]{0,9}$/.test(raw) ? Number(raw) : 0;
+}
+
 /** Query-string integers arrive as text. */
 export function queryInt(raw: unknown, field: string, fallback: number, min: number, max: number, issues: Issues): number {
   if (raw === undefined) return fallback;

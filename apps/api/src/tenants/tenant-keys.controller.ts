@@ -5,6 +5,7 @@ import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
 import { notFound } from '../http/api-error';
 import { ErrorDto } from '../http/error.dto';
+import { pathId } from '../http/validation';
 import { CreatedKeyDto, KeyDto, KeyListDto } from './tenant.dto';
 
 /** A tenant's API keys: several at once (rotation without downtime), each revocable on every replica within a second. */
@@ -24,7 +25,7 @@ export class TenantKeysController {
   @ApiResponse({ status: 201, type: CreatedKeyDto })
   @ApiResponse({ status: 404, type: ErrorDto })
   async create(@Param('id') id: string): Promise<CreatedKeyDto> {
-    const made = await this.keys.create(idOf(id));
+    const made = await this.keys.create(pathId(id));
     if (!made) throw notFound('tenant');
     return { ...view(made.key), apiKey: made.apiKey };
   }
@@ -34,7 +35,7 @@ export class TenantKeysController {
   @ApiResponse({ status: 200, type: KeyListDto })
   @ApiResponse({ status: 404, type: ErrorDto })
   async list(@Param('id') id: string): Promise<KeyListDto> {
-    const keys = await this.keys.list(idOf(id));
+    const keys = await this.keys.list(pathId(id));
     if (!keys) throw notFound('tenant');
     return { keys: keys.map(view) };
   }
@@ -45,15 +46,10 @@ export class TenantKeysController {
   @ApiResponse({ status: 204 })
   @ApiResponse({ status: 404, type: ErrorDto })
   async revoke(@Param('id') id: string, @Param('keyId') keyId: string): Promise<void> {
-    const hash = await this.keys.revoke(idOf(id), idOf(keyId));
+    const hash = await this.keys.revoke(pathId(id), pathId(keyId));
     if (!hash) throw notFound('key');
     await this.events.keyRevoked(hash);
   }
-}
-
-/** A path id, or 0 (found nowhere) for anything that is not a positive integer. */
-export function idOf(raw: string): number {
-  return /^[1-9][0-9]{0,9}$/.test(raw) ? Number(raw) : 0;
 }
 
 function view(k: KeyView): KeyDto {

@@ -6,8 +6,7 @@ import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { invalid, notFound } from '../http/api-error';
-import { intInRange, isPlainObject, Issues, queryInt, rejectUnknown } from '../http/validation';
-import { idOf } from './tenant-keys.controller';
+import { intInRange, isPlainObject, Issues, pathId, queryInt, rejectUnknown } from '../http/validation';
 import { DataSource } from 'typeorm';
 import {
   CreatedSigningSecretDto, CreatedTenantDto, CreateSigningSecretDto, CreateTenantDto, KindLimitDto, SigningSecretDto, SigningSecretListDto, TenantDto, TenantListDto,
@@ -121,7 +120,7 @@ export class TenantsController {
     }
     if (!issues.ok) throw invalid(issues.list);
     const disabled = isPlainObject(body) && typeof body.disabled === 'boolean' ? body.disabled : undefined;
-    let tenant = Object.keys(patch).length > 0 ? await this.tenants.updateShare(idOf(id), patch) : await this.tenants.findById(idOf(id));
+    let tenant = Object.keys(patch).length > 0 ? await this.tenants.updateShare(pathId(id), patch) : await this.tenants.findById(pathId(id));
     if (tenant && disabled !== undefined && disabled !== tenant.disabled) {
       tenant = await this.tenants.setDisabled(tenant.id, disabled);
       if (tenant) await this.events.tenantChanged(tenant.id); // every replica reads its keys again: 403 within a second
@@ -153,7 +152,7 @@ export class TenantsController {
       }
     }
     if (!issues.ok) throw invalid(issues.list);
-    const made = await this.outbound.rotateSigningSecret(idOf(id), overlapSeconds * 1000);
+    const made = await this.outbound.rotateSigningSecret(pathId(id), overlapSeconds * 1000);
     if (!made) throw notFound('tenant');
     return { ...secretView(made.view), secret: made.secret, previousExpiresAt: made.previousExpiresAt?.toISOString() ?? null };
   }
@@ -163,7 +162,7 @@ export class TenantsController {
   @ApiResponse({ status: 200, type: SigningSecretListDto })
   @ApiResponse({ status: 404, type: ErrorDto })
   async listSigningSecrets(@Param('id') id: string): Promise<SigningSecretListDto> {
-    const list = await this.outbound.listSigningSecrets(idOf(id));
+    const list = await this.outbound.listSigningSecrets(pathId(id));
     if (!list) throw notFound('tenant');
     return { signingSecrets: list.map(secretView) };
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { isSerialId } from '../serial-id';
 import { type Db, sql } from '../sql';
 import { newApiKey } from './tenants.repository';
 
@@ -31,7 +32,7 @@ export class TenantKeysRepository {
 
   /** A new key for the tenant, returned once; null when there is no such tenant. */
   async create(tenantId: number, db: Db = this.dataSource): Promise<{ key: KeyView; apiKey: string } | null> {
-    if (!validId(tenantId)) return null;
+    if (!isSerialId(tenantId)) return null;
     const k = newApiKey();
     const { rows } = await sql<KeyRow>(
       db,
@@ -43,7 +44,7 @@ export class TenantKeysRepository {
 
   /** The tenant's keys, oldest first, revoked ones included (null: no such tenant). */
   async list(tenantId: number, db: Db = this.dataSource): Promise<KeyView[] | null> {
-    if (!validId(tenantId)) return null;
+    if (!isSerialId(tenantId)) return null;
     const { rows } = await sql<KeyRow & { tenant: number | null }>(
       db,
       `SELECT t.id AS tenant, k.id, k.prefix, k.created_at, k.last_used_at, k.revoked_at
@@ -60,7 +61,7 @@ export class TenantKeysRepository {
    * a revoked key again changes nothing and answers the same.
    */
   async revoke(tenantId: number, keyId: number, db: Db = this.dataSource): Promise<string | null> {
-    if (!validId(tenantId) || !validId(keyId)) return null;
+    if (!isSerialId(tenantId) || !isSerialId(keyId)) return null;
     const { rows } = await sql<{ key_hash: Buffer }>(
       db,
       `UPDATE tenant_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND tenant_id = $2 RETURNING key_hash`,
@@ -76,9 +77,6 @@ export class TenantKeysRepository {
   }
 }
 
-function validId(id: number): boolean {
-  return Number.isSafeInteger(id) && id >= 1 && id <= 2147483647;
-}
 
 function toView(r: KeyRow): KeyView {
   return { id: r.id, prefix: r.prefix, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at };

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { isSerialId } from '../serial-id';
 import { type Db, sql } from '../sql';
 
 /** What the worker needs to make a tenant's `http` calls: its allow-list and its live signing secrets. */
@@ -40,7 +41,7 @@ export class TenantOutboundRepository {
 
   /** Replaces the tenant's allow-list; null when there is no such tenant. */
   async setAllowHosts(tenantId: number, hosts: readonly string[], db: Db = this.dataSource): Promise<string[] | null> {
-    if (!validId(tenantId)) return null;
+    if (!isSerialId(tenantId)) return null;
     const { rows } = await sql<{ hosts: string[] }>(
       db,
       `UPDATE tenants SET http_allow_hosts = $2::text[] WHERE id = $1 RETURNING http_allow_hosts AS hosts`,
@@ -51,7 +52,7 @@ export class TenantOutboundRepository {
 
   /** The tenant's allow-list; null when there is no such tenant. */
   async allowHosts(tenantId: number, db: Db = this.dataSource): Promise<string[] | null> {
-    if (!validId(tenantId)) return null;
+    if (!isSerialId(tenantId)) return null;
     const { rows } = await sql<{ hosts: string[] }>(db, `SELECT http_allow_hosts AS hosts FROM tenants WHERE id = $1`, [tenantId]);
     return rows.length ? rows[0].hosts : null;
   }
@@ -68,7 +69,7 @@ export class TenantOutboundRepository {
     overlapMs: number,
     db: Db = this.dataSource,
   ): Promise<{ secret: string; view: SigningSecretView; previousExpiresAt: Date | null } | null> {
-    if (!validId(tenantId)) return null;
+    if (!isSerialId(tenantId)) return null;
     const secret = newSigningSecret();
     const text = `
       WITH t AS (SELECT id FROM tenants WHERE id = $1),
@@ -98,7 +99,7 @@ export class TenantOutboundRepository {
 
   /** The tenant's secrets, newest first, without the secrets themselves; null: no such tenant. */
   async listSigningSecrets(tenantId: number, db: Db = this.dataSource): Promise<SigningSecretView[] | null> {
-    if (!validId(tenantId)) return null;
+    if (!isSerialId(tenantId)) return null;
     const { rows } = await sql<{ tenant: number; id: number | null; created_at: Date; expires_at: Date | null }>(
       db,
       `SELECT t.id AS tenant, s.id, s.created_at, s.expires_at
@@ -111,7 +112,7 @@ export class TenantOutboundRepository {
 
   /** The tenant's allow-list and live secrets (newest first), in one read; null: no such tenant. */
   async forDelivery(tenantId: number, db: Db = this.dataSource): Promise<TenantOutboundRecord | null> {
-    if (!validId(tenantId)) return null;
+    if (!isSerialId(tenantId)) return null;
     const { rows } = await sql<{ hosts: string[]; secrets: string[] }>(
       db,
       `SELECT t.http_allow_hosts AS hosts,
@@ -126,6 +127,3 @@ export class TenantOutboundRepository {
   }
 }
 
-function validId(id: number): boolean {
-  return Number.isSafeInteger(id) && id >= 1 && id <= 2147483647;
-}

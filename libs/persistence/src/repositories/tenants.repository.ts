@@ -2,6 +2,7 @@ import { DEFAULT_SHARE, type KindLimit, type TenantShare } from '@almanac/domain
 import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { isSerialId } from '../serial-id';
 import { type Db, sql } from '../sql';
 
 export interface TenantRecord {
@@ -114,7 +115,7 @@ export class TenantsRepository {
 
   /** Suspends (true) or enables (false) a tenant; null when there is no such tenant. */
   async setDisabled(id: number, disabled: boolean, db: Db = this.dataSource): Promise<TenantRecord | null> {
-    if (!Number.isSafeInteger(id) || id < 1 || id > 2147483647) return null;
+    if (!isSerialId(id)) return null;
     const { rows } = await sql<TenantRow>(
       db,
       `UPDATE tenants SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, now()) END WHERE id = $1 RETURNING ${COLUMNS}`,
@@ -125,7 +126,7 @@ export class TenantsRepository {
 
   /** Changes a tenant's share and limits (fields left undefined stay); null when there is no such tenant. */
   async updateShare(id: number, patch: Partial<TenantShare>, db: Db = this.dataSource): Promise<TenantRecord | null> {
-    if (!Number.isSafeInteger(id) || id < 1 || id > 2147483647) return null;
+    if (!isSerialId(id)) return null;
     const { rows } = await sql<TenantRow>(
       db,
       `UPDATE tenants SET weight = CASE WHEN $2 THEN $3::float8 ELSE weight END,
@@ -156,7 +157,7 @@ export class TenantsRepository {
   }
 
   async findById(id: number, db: Db = this.dataSource): Promise<TenantRecord | null> {
-    if (!Number.isSafeInteger(id) || id < 1 || id > 2147483647) return null;
+    if (!isSerialId(id)) return null;
     const { rows } = await sql<TenantRow>(db, `SELECT ${COLUMNS} FROM tenants WHERE id = $1`, [id]);
     return rows.length ? toTenant(rows[0]) : null;
   }
