@@ -1,7 +1,7 @@
 import { MetricsService, WaitTimeoutError } from '@almanac/platform';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import IORedis from 'ioredis';
-import { createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { DeliveryMetrics } from './delivery-metrics';
 import { TenantLabels } from './tenant-labels';
 
@@ -55,22 +55,34 @@ describe('TenantLabels', () => {
     await TenantLabels.publish(redis.connection, redis.prefix, [5]);
     const labels = new TenantLabels(redis.connection, redis.prefix, 50);
     await labels.refresh();
+    expect(labels.label(5)).toBe('5');
 
-    // A "Redis" that accepts the connection and never answers: the read gives up after 50 ms.
-    const accepted: Socket[] = [];
-    const silent: Server = createServer((socket) => accepted.push(socket)).listen(0, '127.0.0.1');
-    await new Promise((resolve) => silent.once('listening', resolve));
-    const stalled = new IORedis({ port: (silent.address() as { port: number }).port, host: '127.0.0.1', lazyConnect: true });
-    stalled.connect().catch(() => undefined);
-    const stalledLabels = new TenantLabels(stalled, redis.prefix, 50);
+    // A proxy to the real Redis that, once `stalled`, keeps the connection and drops every byte.
+    let stalled = false;
+    const sockets: Socket[] = [];
+    const target = new URL(redis.url);
+    const proxy: Server = createServer((client) => {
+      const upstream = connect(Number(target.port || 6379), target.hostname);
+      sockets.push(client, upstream);
+      client.on('data', (b) => void (stalled || upstream.write(b)));
+      upstream.on('data', (b) => void (stalled || client.write(b)));
+      client.on('error', () => undefined);
+      upstream.on('error', () => undefined);
+    }).listen(0, '127.0.0.1');
+    await new Promise((resolve) => proxy.once('listening', resolve));
+    const viaProxy = new IORedis({ port: (proxy.address() as { port: number }).port, host: '127.0.0.1' });
+    const stallable = new TenantLabels(viaProxy, redis.prefix, 50);
     try {
-      await TenantLabels.publish(redis.connection, redis.prefix, [5]);
-      await expect(stalledLabels.refresh()).rejects.toBeInstanceOf(WaitTimeoutError);
-      expect(stalledLabels.label(5)).toBe('other'); // nothing read: the previous (empty) set stays
+      await stallable.refresh();
+      expect(stallable.label(5)).toBe('5');
+      stalled = true;
+      await TenantLabels.publish(redis.connection, redis.prefix, [6]);
+      await expect(stallable.refresh()).rejects.toBeInstanceOf(WaitTimeoutError);
+      expect([stallable.label(5), stallable.label(6)]).toEqual(['5', 'other']); // the last set stays
     } finally {
-      stalled.disconnect();
-      for (const socket of accepted) socket.destroy();
-      silent.close();
+      viaProxy.disconnect();
+      for (const socket of sockets) socket.destroy();
+      proxy.close();
     }
 
     await redis.connection.set(`${redis.prefix}:almanac:tenants:top`, 'x,9,,-1');

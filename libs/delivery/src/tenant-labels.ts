@@ -1,6 +1,11 @@
 import { within } from '@almanac/platform';
 import type IORedis from 'ioredis';
 
+/** How often the promoter publishes the top N and workers re-read it: Prometheus' scrape interval (the ServiceMonitor's 15 s). */
+export const TOP_TENANTS_REFRESH_MS = 15_000;
+/** A read or a publish of the set waits at most this for Redis. */
+const REDIS_WAIT_MS = 2000;
+
 /** The label of every tenant outside the published top N. */
 export const OTHER_TENANT = 'other';
 
@@ -25,11 +30,11 @@ export class TenantLabels {
   constructor(
     private readonly redis: IORedis,
     private readonly prefix: string,
-    private readonly waitMs = 2000,
+    private readonly waitMs = REDIS_WAIT_MS,
   ) {}
 
   /** The promoter's side: replaces the published set. */
-  static async publish(redis: IORedis, prefix: string, tenantIds: readonly number[], waitMs = 2000): Promise<void> {
+  static async publish(redis: IORedis, prefix: string, tenantIds: readonly number[], waitMs = REDIS_WAIT_MS): Promise<void> {
     await within(waitMs, redis.set(topKey(prefix), tenantIds.slice(0, MAX_TOP).join(',')), 'publish top tenants');
   }
 
@@ -52,7 +57,7 @@ export class TenantLabels {
   }
 
   /** Refreshes now and every `intervalMs` until stop(); failures keep the last set. */
-  start(intervalMs = 15_000): void {
+  start(intervalMs = TOP_TENANTS_REFRESH_MS): void {
     this.stop();
     const gen = this.generation;
     const tick = () => {

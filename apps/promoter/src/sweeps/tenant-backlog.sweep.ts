@@ -1,4 +1,4 @@
-import { OTHER_TENANT } from '@almanac/delivery';
+import { OTHER_TENANT, TOP_TENANTS_REFRESH_MS } from '@almanac/delivery';
 import type { TenantDue, TenantStatsRepository } from '@almanac/persistence';
 import type { SweepMetrics } from './sweep-metrics';
 import type { Sweep, SweepResult } from './sweep';
@@ -17,8 +17,8 @@ export interface TenantBacklogResult extends SweepResult {
   truncated: boolean;
 }
 
-/** As often as Prometheus scrapes (the ServiceMonitor's 15 s); workers re-read the top N as often. */
-export const TENANT_BACKLOG_INTERVAL_MS = 15_000;
+/** As often as Prometheus scrapes; workers re-read the top N as often (one value, in @almanac/delivery). */
+export const TENANT_BACKLOG_INTERVAL_MS = TOP_TENANTS_REFRESH_MS;
 
 export interface TenantBacklogOptions {
   top: number;

@@ -1,5 +1,5 @@
 import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, InvalidPayloadError, JsonValue, retry } from '@almanac/delivery';
-import { type HostRule, outboundVerdict, parseCidr, parseHostRules, type UrlTarget } from '@almanac/domain';
+import { defaultPort, type HostRule, outboundVerdict, parseCidr, parseHostRules, type UrlTarget } from '@almanac/domain';
 import { Type } from '@sinclair/typebox';
 import { createHmac } from 'node:crypto';
 import { OutboundClient, RefusedAddressError, type Resolver } from './outbound-net';
@@ -116,7 +116,7 @@ export function signatureHeader(secrets: readonly string[], t: number, body: str
 
 function targetOf(url: URL): UrlTarget {
   const scheme = url.protocol.slice(0, -1);
-  return { scheme, host: url.hostname, port: url.port ? Number(url.port) : scheme === 'https' ? 443 : 80 };
+  return { scheme, host: url.hostname, port: url.port ? Number(url.port) : defaultPort(scheme) };
 }
 
 function retryAfterMs(headers: Record<string, string | string[] | undefined>): number | undefined {
