@@ -2,16 +2,17 @@ import { FairQueue } from '@almanac/domain';
 import type { BatchQueue } from '@almanac/platform';
 import type { TenantShares } from './tenant-shares';
 
-/** What the order needs of a submitted delivery. */
+/** What the order needs of a submitted hot job: whose it is, its kind, and how many rows it carries. */
 interface Owned {
-  readonly item: { tenantId: number; kind: string };
+  readonly item: { tenantId: number; kind: string; rows: number };
 }
 
 /**
- * The hot consumer's batching queue in fair order (FairQueue over tenants, by weight): every
- * delivery of a 200,000-row burst is submitted at once, 400 dispatch batches' worth, and in
- * arrival order another tenant's job submitted half a second later waited behind all of them
- * (p99 8.5 s in bench/fairness.ts). Now each batch takes the light tenant's job first.
+ * The hot consumer's batching queue in fair order (FairQueue over tenants, by weight, counted in
+ * rows): a 200,000-row burst arrives as 400 envelopes at once, and in arrival order another
+ * tenant's job submitted half a second later waited behind all of them (p99 8.5 s in
+ * bench/fairness.ts). Now the next batch takes the light tenant's job first. A take counts rows,
+ * so a batch holds about `n` rows however they are packed into hot jobs.
  */
 export class TenantFairOrder<T extends Owned> implements BatchQueue<T> {
   private readonly q = new FairQueue<{ tenantId: number; kind: string; entry: T }>();
@@ -23,7 +24,8 @@ export class TenantFairOrder<T extends Owned> implements BatchQueue<T> {
   }
 
   push(entry: T): void {
-    this.q.push({ tenantId: entry.item.tenantId, kind: entry.item.kind, entry }, this.shares.of(entry.item.tenantId).weight);
+    const { tenantId, kind, rows } = entry.item;
+    this.q.push({ tenantId, kind, entry }, this.shares.of(tenantId).weight, rows);
   }
 
   take(n: number): T[] {

@@ -7,7 +7,9 @@ export interface FairItem {
 /** A queued item. */
 export interface FairEntry<T> {
   item: T;
-  /** What taking it advances its tenant's virtual finish by: 1 / weight. */
+  /** What it weighs in a take: 1, or an envelope's rows. */
+  units: number;
+  /** What taking it advances its tenant's virtual finish by: units / weight. */
   cost: number;
   /** Arrival order in the queue (each kind's line is in arrival order). */
   seq: number;
@@ -117,28 +119,31 @@ export class FairQueue<T extends FairItem> {
     return kind === undefined ? flow.size : (flow.kinds.get(kind)?.length ?? 0);
   }
 
-  push(item: T, weight: number): FairEntry<T> {
+  /** Queues `item` for its tenant; `units` is what it weighs in a take (an envelope: its rows). */
+  push(item: T, weight: number, units = 1): FairEntry<T> {
     let flow = this.flows.get(item.tenantId);
     if (!flow) this.flows.set(item.tenantId, (flow = new Flow<T>()));
-    const entry: FairEntry<T> = { item, cost: 1 / weight, seq: ++this.seq, sparse: flow.size === 0 && flow.finish <= this.virtual };
+    const entry: FairEntry<T> = { item, units, cost: units / weight, seq: ++this.seq, sparse: flow.size === 0 && flow.finish <= this.virtual };
     flow.add(entry);
     this.count++;
     return entry;
   }
 
   /**
-   * Takes up to `n` items in tag order. `admit` is asked before each is taken; a refusal holds
-   * that tenant's kind for the rest of this call (a limit reached), and the next is tried.
+   * Takes items in tag order until `n` units are taken (the last one may overshoot). `admit` is
+   * asked before each is taken; a refusal holds that tenant's kind for the rest of this call (a
+   * limit reached), and the next is tried.
    */
   take(n: number, admit: (item: T) => boolean = () => true): FairEntry<T>[] {
     const out: FairEntry<T>[] = [];
+    let taken = 0;
     const held = new Map<number, Set<string>>();
     const heap = new FlowHeap<T>();
     for (const [tenantId, flow] of this.flows) {
       const q = flow.head(undefined);
       if (q) heap.push({ tenantId, flow, q, start: Math.max(this.virtual, flow.finish) });
     }
-    while (out.length < n) {
+    while (taken < n) {
       const top = heap.pop();
       if (!top) break;
       const entry = top.q.first;
@@ -150,6 +155,7 @@ export class FairQueue<T extends FairItem> {
         top.flow.finish = start + entry.cost;
         this.virtual = start;
         out.push(entry);
+        taken += entry.units;
       } else {
         let h = held.get(top.tenantId);
         if (!h) held.set(top.tenantId, (h = new Set()));

@@ -9,7 +9,7 @@
 export interface BatchQueue<T> {
   readonly size: number;
   push(entry: T): void;
-  /** Up to `n` entries, in the order they should go. */
+  /** Up to `n` entries (or units of work, as the queue counts them), in the order they should go. */
   take(n: number): T[];
 }
 
