@@ -34,7 +34,7 @@ describe('dispatcher', () => {
   it('a burst due at one instant arrives as one envelope and is handed off row by row as far as the pool has room', async () => {
     await h.liveWorker({ concurrency: 2 }); // room 4
     const ids = await h.enqueue(Array.from({ length: 20 }, () => ({ kind: 'noop' })));
-    expect(await h.hotQueue.queue.getJobCountByTypes('waiting')).toBe(1);
+    expect(await h.hotQueue.queue.getJobCountByTypes('prioritized')).toBe(1); // an envelope: fetched after single rows
     expect(await h.hot.runOnce()).toBe(20);
     expect(await h.readyIds()).toEqual(ids.slice(0, 4));
     expect(await h.parkedIds()).toEqual(ids.slice(4));

@@ -58,6 +58,30 @@ describe('HotQueue', () => {
     expect(hotJobRowIds('j-9000', { t: 4, d: at.getTime() })).toEqual(['9000']);
   });
 
+  it("hands a consumer single rows before a burst's envelopes that were queued first", async () => {
+    const own = HotQueue.open(redis.connection, `${redis.prefix}-order`);
+    const { Worker } = await import('bullmq');
+    const connection = redis.connection.duplicate();
+    const consumer = new Worker('hot', null, { connection, prefix: own.prefix, autorun: false });
+    try {
+      const due = new Date(now.getTime() - 1000); // due already: straight to the waiting lists
+      const burst = Array.from({ length: 3 * ENVELOPE_MAX }, (_, i) => ({ id: String(20_000 + i), runAt: due, tenantId: 1, kind: 'noop' }));
+      await own.enqueue(burst, now);
+      await own.enqueue([{ id: '30001', runAt: due, tenantId: 2, kind: 'noop' }], now);
+      await own.enqueue([{ id: '30002', runAt: new Date(now.getTime() - 500), tenantId: 3, kind: 'noop' }], now);
+      const order: string[] = [];
+      for (let i = 0; i < 5; i++) order.push(((await consumer.getNextJob(`t${i}`, { block: false })) as { id: string } | undefined)?.id ?? 'none');
+      // In BullMQ's FIFO the quiet rows would have come fourth and fifth, after 1,500 burst rows.
+      expect(order.slice(0, 2)).toEqual(['j-30001', 'j-30002']);
+      expect(order.slice(2).every((id) => id.startsWith('e-'))).toBe(true);
+    } finally {
+      await consumer.close();
+      await connection.quit();
+      await own.queue.obliterate({ force: true });
+      await own.close();
+    }
+  });
+
   it('is a no-op for a job id already in the queue, and for an empty batch', async () => {
     await hot.enqueue([{ id: '101', runAt: new Date(now.getTime() + 999_000), tenantId: 7, kind: 'noop' }], now);
     await hot.enqueue([], now);

@@ -41,6 +41,17 @@ export interface HotJobData {
 export const ENVELOPE_MIN = 16;
 export const ENVELOPE_MAX = 500;
 
+/**
+ * Envelopes are BullMQ-prioritized jobs, and BullMQ's fetch takes every waiting (unprioritized)
+ * job before a prioritized one: a single row due now goes ahead of a burst's envelopes still in
+ * the queue. A Worker fetches one job per round trip, in sequence, so a 200,000-row burst's 400
+ * envelopes took the dispatcher ~700 ms to fetch, and a light tenant's job due half a second
+ * after the burst waited behind all of them (bench/fairness.ts). The rows behind an envelope
+ * wait in the dispatcher's fair lines anyway; this only stops a burst's intake from holding
+ * everyone else's. Among envelopes the order is still FIFO (one priority).
+ */
+export const ENVELOPE_PRIORITY = 1;
+
 /** The row ids a hot-queue job delivers: its envelope's, or the one in its id. */
 export function hotJobRowIds(jobId: string, data: HotJobData): string[] {
   return data.ids ?? [jobIdFromQueueJobId(jobId)];
@@ -93,7 +104,7 @@ export class HotQueue {
     if (items.length === 0) return;
     const nowMs = now.getTime();
     const delay = (due: number) => Math.max(0, deliveryTime(due) - nowMs);
-    const jobs: { name: string; data: HotJobData; opts: { jobId: string; delay: number } }[] = [];
+    const jobs: { name: string; data: HotJobData; opts: { jobId: string; delay: number; priority?: number } }[] = [];
     for (const group of groupsOf(items)) {
       const { kind, tenantId } = group[0];
       const due = group[0].runAt.getTime();
@@ -110,7 +121,7 @@ export class HotQueue {
         const ids = group.slice(i, i + ENVELOPE_MAX).map((item) => item.id);
         // Deterministic: enqueueing the same rows again (a promoter retry) is ignored like `j-<id>`.
         const jobId = envelopeJobId(ids);
-        jobs.push({ name: kind, data: { t: tenantId, d: due, ids }, opts: { jobId, delay: delay(due) } });
+        jobs.push({ name: kind, data: { t: tenantId, d: due, ids }, opts: { jobId, delay: delay(due), priority: ENVELOPE_PRIORITY } });
       }
     }
     await within(this.waitMs, this.queue.addBulk(jobs), 'hot queue addBulk');
