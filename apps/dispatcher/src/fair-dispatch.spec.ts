@@ -189,4 +189,35 @@ describe('fair dispatch between tenants', () => {
     await rest;
     expect(await h.parkedIds()).not.toContain(one.id);
   });
+
+  it("a line's parking does not hold up its hand-off: a light tenant's job goes while the backlog's INSERT waits", async () => {
+    const heavy = await tenant('heavy');
+    const quiet = await tenant('quiet');
+    await h.liveWorker({ concurrency: 1 }); // room 2; the harness lets 50 wait
+    const burst = await deliveries(heavy, 53);
+    const [one] = await deliveries(quiet, 1); // made first: the line parks if its pool frees no room for 500 ms
+    await h.dispatcher.dispatch(burst.slice(0, 52));
+    const first = h.dispatcher.waitForRoom('default', burst.slice(2, 3));
+    const rest = h.dispatcher.waitForRoom('default', burst.slice(3, 52));
+    await h.ready.take('default', 1);
+    expect(await first).toEqual(['handed_off']); // the heavy tenant has been served: its next start is later
+    const blocker = h.ds.createQueryRunner();
+    await blocker.connect();
+    await blocker.startTransaction();
+    await blocker.query('LOCK TABLE dispatch_backlog IN EXCLUSIVE MODE'); // a slow backlog: its INSERTs wait
+    try {
+      const extraWait = h.dispatcher.waitForRoom('default', [burst[52]]); // over memory: the largest tenant's newest park
+      expect(await h.dispatcher.dispatch([one])).toEqual([{ status: 'full', pool: 'default' }]);
+      const quietWait = h.dispatcher.waitForRoom('default', [one]);
+      await h.ready.take('default', 1);
+      expect(await quietWait).toEqual(['handed_off']); // before: the turn awaited its parking, behind the lock
+      await blocker.commitTransaction();
+      expect(await extraWait).toEqual(['parked']);
+    } finally {
+      if (blocker.isTransactionActive) await blocker.rollbackTransaction();
+      await blocker.release();
+    }
+    h.dispatcher.stopWaiting();
+    await rest;
+  });
 });

@@ -62,11 +62,19 @@ const REDIS_WAIT_MS = 5000;
  * INSERT held a light tenant's job behind it for ~7 s (bench/fairness.ts).
  */
 const MAX_EVICT_PER_TURN = 2000;
+/** Rows per parking INSERT: a stalled line's 13,000 rows in one took 1.3 s on a loaded machine. */
+const MAX_PARK_ROWS = 2000;
 
 class PoolLine {
   readonly queue = new FairQueue<Waiter>();
   pumping: Promise<void> | undefined;
   progressAt = Date.now();
+  /**
+   * The line's parking, one INSERT at a time, beside the pump: a turn that awaited its parking
+   * held the hand-off behind it (a light tenant's job waited 880 ms behind a stalled line's
+   * 13,000-row INSERT in bench/fairness.ts).
+   */
+  parking: Promise<void> = Promise.resolve();
 }
 
 /**
@@ -82,6 +90,8 @@ class PoolLine {
 export class FairLines {
   private readonly lines = new Map<string, PoolLine>();
   private waiting = 0;
+  /** Of `waiting`, the rows out of their lines and being parked (memory the parking frees soon). */
+  private parking = 0;
   private closing = false;
 
   constructor(private readonly o: FairLinesOptions) {}
@@ -180,13 +190,13 @@ export class FairLines {
   private async turn(pool: string, line: PoolLine): Promise<number> {
     const now = this.o.clock.now().getTime();
     const old = line.queue.removeOld((w) => w.since < now - this.o.maxWaitMs);
-    if (old.length > 0) await this.settle(old, 'parked', (ws) => this.park(pool, ws));
-    const over = this.waiting - this.o.maxWaiting;
-    if (over > 0) await this.settle(line.queue.evictFromLargest(Math.min(over, MAX_EVICT_PER_TURN)), 'parked', (ws) => this.park(pool, ws));
+    this.parkAside(pool, line, old);
+    const over = this.waiting - this.parking - this.o.maxWaiting;
+    if (over > 0) this.parkAside(pool, line, line.queue.evictFromLargest(Math.min(over, MAX_EVICT_PER_TURN)));
     if (line.queue.size === 0) return 1;
     const view = this.closing ? undefined : (await within(REDIS_WAIT_MS, this.o.room.rooms([pool], now), 'pool room')).get(pool);
     if (!view || view.status.capacity === 0 || (view.room === 0 && Date.now() - line.progressAt > this.o.stallMs)) {
-      await this.settle(line.queue.drain(), 'parked', (ws) => this.park(pool, ws));
+      this.parkAside(pool, line, line.queue.drain());
       return 1;
     }
     if (view.room === 0) return 0;
@@ -215,7 +225,7 @@ export class FairLines {
     if (no.size > 0) {
       const back = taken.filter((e) => no.has(e.item.item));
       line.queue.unshift(back.filter((e) => e.item.refilled));
-      await this.settle(back.filter((e) => !e.item.refilled).map((e) => e.item), 'parked', (ws) => this.park(pool, ws));
+      this.parkAside(pool, line, back.filter((e) => !e.item.refilled).map((e) => e.item));
     }
     const ready = (e: FairEntry<Waiter>): ReadyItem => ({ id: e.item.item.id, dueMs: e.item.item.dueMs, slots: granted.get(e.item.item) });
     // At the head: light tenants' jobs, and jobs holding a concurrency slot, which would otherwise
@@ -229,6 +239,23 @@ export class FairLines {
       if (refilled > 0) this.o.metrics.dispatched.inc({ pool, via: 'backlog' }, refilled);
     });
     return handed.length;
+  }
+
+  /**
+   * Parks waiters already out of the line, after the line's earlier parking and in INSERTs of at
+   * most MAX_PARK_ROWS, without holding up the pump. A failed INSERT fails its waiters (their
+   * hot jobs fail and the sweeps re-deliver the rows) and the next chunk is still tried.
+   */
+  private parkAside(pool: string, line: PoolLine, waiters: Waiter[]): void {
+    if (waiters.length === 0) return;
+    this.parking += waiters.length;
+    line.parking = line.parking.then(async () => {
+      for (let i = 0; i < waiters.length; i += MAX_PARK_ROWS) {
+        const chunk = waiters.slice(i, i + MAX_PARK_ROWS);
+        await this.settle(chunk, 'parked', (ws) => this.park(pool, ws)).catch(() => undefined); // failed: settle rejected them
+        this.parking -= chunk.length;
+      }
+    });
   }
 
   private async settle(waiters: Waiter[], outcome: LineOutcome, act: (ws: Waiter[]) => Promise<void>): Promise<void> {
