@@ -58,6 +58,24 @@ describe('fair dispatch between tenants', () => {
     expect(new Set(await rest)).toEqual(new Set(['parked']));
   });
 
+  it("a light tenant's job may overfill a full pool a little, at the head of its ready list, instead of waiting for room", async () => {
+    const heavy = await tenant('heavy');
+    const quiet = await tenant('quiet');
+    await h.liveWorker({ concurrency: 16 }); // room 32; light tenants may overfill it by 1 (1/16 of 16)
+    const burst = await deliveries(heavy, 38);
+    const [one] = await deliveries(quiet, 1);
+    const answers = await h.dispatcher.dispatch(burst);
+    expect(answers.filter((a) => a.status === 'full')).toHaveLength(6);
+    const rest = h.dispatcher.waitForRoom('default', burst.slice(32)); // not light: six waiting
+    expect(await h.dispatcher.dispatch([one])).toEqual([{ status: 'full', pool: 'default' }]);
+    // No worker takes anything: before, it waited for room (and parked when the line stalled).
+    expect(await h.dispatcher.waitForRoom('default', [one])).toEqual(['handed_off']);
+    expect((await h.readyIds())[0]).toBe(one.id);
+    expect(await h.readyIds()).toHaveLength(33); // the heavy tenant's six still wait for room
+    h.dispatcher.stopWaiting();
+    expect(await rest).toEqual(Array(6).fill('parked'));
+  });
+
   it("splits a pool's room between parked tenants by weight when the backlog refills", async () => {
     const light = await tenant('light');
     const heavy = await tenant('heavy', { weight: 3 });

@@ -6,6 +6,8 @@ export interface PoolRoomView {
   ready: number;
   /** jobs the pool may be handed now */
   room: number;
+  /** how far the pool is over what it may hold (light tenants' jobs may overfill it a little) */
+  over: number;
 }
 
 /** Heartbeats are per second; reading them for every batch would only repeat the same answer. */
@@ -34,7 +36,8 @@ export class PoolRoom {
     for (const pool of pools) {
       const s = status.get(pool) ?? { pool, workers: 0, capacity: 0, running: 0 };
       const ready = lengths.get(pool) ?? 0;
-      out.set(pool, { status: s, ready, room: Math.max(0, Math.floor(s.capacity * this.prefetch) - ready - s.running) });
+      const free = Math.floor(s.capacity * this.prefetch) - ready - s.running;
+      out.set(pool, { status: s, ready, room: Math.max(0, free), over: Math.max(0, -free) });
     }
     return out;
   }

@@ -134,7 +134,7 @@ export class FairQueue<T extends FairItem> {
    * asked before each is taken; a refusal holds that tenant's kind for the rest of this call (a
    * limit reached), and the next is tried.
    */
-  take(n: number, admit: (item: T) => boolean = () => true): FairEntry<T>[] {
+  take(n: number, admit: (item: T, entry: FairEntry<T>) => boolean = () => true): FairEntry<T>[] {
     const out: FairEntry<T>[] = [];
     let taken = 0;
     const held = new Map<number, Set<string>>();
@@ -147,7 +147,7 @@ export class FairQueue<T extends FairItem> {
       const top = heap.pop();
       if (!top) break;
       const entry = top.q.first;
-      if (admit(entry.item)) {
+      if (admit(entry.item, entry)) {
         top.q.shift();
         top.flow.size--;
         this.count--;
