@@ -7,6 +7,8 @@ import { DISPATCHER_LOGGER, HotConsumer } from './hot-consumer';
 
 /** Long enough for a healthy database, short enough not to hold a boot on a stalled one. */
 const FIRST_LOOK_MS = 5000;
+/** The lines' last parking at shutdown; past it the rows are left to the overdue sweep (still queued). */
+const LAST_PARKING_MS = 10_000;
 
 /** Wires the dispatcher into the Nest lifecycle: consume the hot queue from boot, stop on SIGTERM. */
 @Injectable()
@@ -35,9 +37,16 @@ export class DispatchService implements OnApplicationBootstrap, BeforeApplicatio
     this.loop.start();
   }
 
-  /** The consumer stops taking and drains its waiting lines first; BullModule closes its Worker again later (a no-op). */
+  /**
+   * The consumer stops taking and drains its waiting lines first; then the refill loop stops and
+   * the rows it had taken from the backlog are parked again before the database closes.
+   * BullModule closes the consumer's Worker again later (a no-op).
+   */
   async beforeApplicationShutdown(): Promise<void> {
     await this.consumer.close();
     await this.loop.stop();
+    await within(LAST_PARKING_MS, this.dispatcher.settled(), 'last parking').catch((err: unknown) =>
+      this.logger.warn({ err }, 'rows still being parked at shutdown are left to the overdue sweep'),
+    );
   }
 }

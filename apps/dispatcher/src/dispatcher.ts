@@ -135,6 +135,11 @@ export class Dispatcher {
     this.lines.close();
   }
 
+  /** Shutdown, after stopWaiting(): resolves once the lines' pumps and parking are done. */
+  settled(): Promise<void> {
+    return this.lines.settled();
+  }
+
   /** For deliveries answered `full`: each waits in its pool's fair line until handed off or parked. */
   waitForRoom(pool: string, deliveries: readonly HotDelivery[]): Promise<LineOutcome[]> {
     return this.lines.wait(pool, deliveries);

@@ -29,6 +29,8 @@ interface Waiter {
   reject?: (err: unknown) => void;
   /** Settled (handed off, parked or failed): counted out of `waiting` once, whatever fails later. */
   done?: boolean;
+  /** Out of its line and being parked: the parking settles it, nothing else. */
+  aside?: boolean;
 }
 
 export interface FairLinesOptions {
@@ -49,7 +51,7 @@ export interface FairLinesOptions {
    * second copy of its row.
    */
   maxWaitMs: number;
-  /** Called after a line parked jobs in `pool`, so their flows' new jobs park behind them. */
+  /** Called as a line parks jobs in `pool` (before the INSERT lands), so their flows' new jobs park behind them. */
   onParked: (pool: string, items: readonly { tenantId: number; kind: string }[]) => void;
 }
 
@@ -83,6 +85,8 @@ class PoolLine {
    * 13,000-row INSERT in bench/fairness.ts).
    */
   parking: Promise<void> = Promise.resolve();
+  /** A light tenant's job joined since the last overfill look (else that look would scan every flow each poll). */
+  lightJoined = false;
 }
 
 /**
@@ -100,6 +104,8 @@ export class FairLines {
   private waiting = 0;
   /** Of `waiting`, the rows out of their lines and being parked (memory the parking frees soon). */
   private parking = 0;
+  /** Every line's parking not yet done, so a shutdown can wait for it (see settled()). */
+  private readonly parkings = new Set<Promise<void>>();
   private closing = false;
 
   constructor(private readonly o: FairLinesOptions) {}
@@ -134,6 +140,19 @@ export class FairLines {
     this.closing = true;
   }
 
+  /**
+   * Resolves once every pump has stopped and every parking INSERT begun is done (shutdown, after
+   * close()): refilled rows being parked again have no hot job to keep the process up for them,
+   * and an exit before their INSERT left them to the overdue sweep (found in review).
+   */
+  async settled(): Promise<void> {
+    for (;;) {
+      const pending = [...[...this.lines.values()].map((l) => l.pumping), ...this.parkings].filter((p) => p !== undefined);
+      if (pending.length === 0) return;
+      await Promise.allSettled(pending);
+    }
+  }
+
   /** Resolves, per item, once it is handed off or parked; rejects if Redis or Postgres failed it. */
   wait(pool: string, items: readonly LineItem[]): Promise<LineOutcome[]> {
     const line = this.line(pool);
@@ -161,7 +180,7 @@ export class FairLines {
   }
 
   private join(line: PoolLine, w: Waiter): void {
-    line.queue.push(w, this.o.shares.of(w.tenantId).weight);
+    if (line.queue.push(w, this.o.shares.of(w.tenantId).weight).sparse) line.lightJoined = true;
     this.waiting++;
   }
 
@@ -211,7 +230,8 @@ export class FairLines {
     const admit = (w: Waiter) => !this.o.shares.of(w.tenantId).held && gate.open(w.item, now);
     if (view.room === 0) {
       const overfill = Math.ceil(view.status.capacity * SPARSE_OVERFILL_SHARE) - view.over;
-      if (overfill <= 0) return 0;
+      if (overfill <= 0 || !line.lightJoined) return 0;
+      line.lightJoined = false;
       // Light: arrived to an empty flow owing nothing, and still its tenant's only job waiting
       // (a burst's first waiting job is sparse too, but not alone).
       const light = line.queue.take(overfill, (w, e) => e.sparse && line.queue.sizeOf(w.tenantId) === 1 && admit(w));
@@ -225,7 +245,9 @@ export class FairLines {
     try {
       return await this.handOff(pool, line, taken, now);
     } catch (err) {
-      this.fail(taken.map((e) => e.item), err); // out of the queue: the pump's catch would not see them
+      // Out of the queue: the pump's catch would not see them. Those a limit refused are being
+      // parked, and their parking settles them.
+      this.fail(taken.map((e) => e.item).filter((w) => !w.aside), err);
       throw err;
     }
   }
@@ -267,14 +289,21 @@ export class FairLines {
    */
   private parkAside(pool: string, line: PoolLine, waiters: Waiter[]): void {
     if (waiters.length === 0) return;
+    for (const w of waiters) w.aside = true;
     this.parking += waiters.length;
-    line.parking = line.parking.then(async () => {
+    // Counted as parked now, not after the INSERT: their flows' newer rows park behind them
+    // rather than being handed off first.
+    this.o.onParked(pool, waiters);
+    const parking = line.parking.then(async () => {
       for (let i = 0; i < waiters.length; i += MAX_PARK_ROWS) {
         const chunk = waiters.slice(i, i + MAX_PARK_ROWS);
         await this.settle(chunk, 'parked', (ws) => this.park(pool, ws)).catch(() => undefined); // failed: settle rejected them
         this.parking -= chunk.length;
       }
     });
+    line.parking = parking;
+    this.parkings.add(parking);
+    void parking.finally(() => this.parkings.delete(parking));
   }
 
   private async settle(waiters: Waiter[], outcome: LineOutcome, act: (ws: Waiter[]) => Promise<void>): Promise<void> {
@@ -305,6 +334,5 @@ export class FairLines {
 
   private async park(pool: string, waiters: Waiter[]): Promise<void> {
     await this.o.backlog.park(waiters.map((w) => ({ id: w.item.id, pool, runAt: new Date(w.item.dueMs), tenantId: w.tenantId, kind: w.kind })));
-    this.o.onParked(pool, waiters);
   }
 }
