@@ -1,4 +1,4 @@
-import type { DeliveryMetrics, ReadyItem, ReadyLists } from '@almanac/delivery';
+import { type DeliveryMetrics, lightLaneSlots, type ReadyItem, type ReadyLists } from '@almanac/delivery';
 import { type FairEntry, FairQueue } from '@almanac/domain';
 import type { BacklogRepository } from '@almanac/persistence';
 import { type Clock, within } from '@almanac/platform';
@@ -64,14 +64,6 @@ const REDIS_WAIT_MS = 5000;
  * INSERT held a light tenant's job behind it for ~7 s (bench/fairness.ts).
  */
 const MAX_EVICT_PER_TURN = 2000;
-/**
- * A light tenant's job (sparse, and its tenant's only job waiting) may go to the head of a full
- * pool's ready list, overfilling the pool by up to 1/16 of its capacity: it then waits for the
- * next free worker slot rather than for the pool's whole hand-off buffer to drain. At the start
- * of a 200,000-row burst the buffer (capacity × prefetch) took ~500 ms to turn over on this
- * machine, and a quiet tenant's job due then waited all of it (bench/fairness.ts).
- */
-const SPARSE_OVERFILL_SHARE = 1 / 16;
 /** Rows per parking INSERT: a stalled line's 13,000 rows in one took 1.3 s on a loaded machine. */
 const MAX_PARK_ROWS = 2000;
 
@@ -94,9 +86,10 @@ class PoolLine {
  * tenants share the pool by weight, and a light tenant's job goes next however long a heavy
  * tenant's line) and one pump. The pump reads the pool's room (every ROOM_POLL_MS while it has
  * none), takes that many in fair order, checks limited tenants' limits (LimitGate), and hands
- * them over in one round trip: light tenants' jobs at the head of the ready list (the hand-off
- * buffer holds up to a pool's capacity of heavy tenants' jobs, ~20-50 ms of work), the rest at
- * its tail. Waiting holds nothing durable: a hot job stays active in BullMQ until its deliveries
+ * them over in one round trip: light tenants' jobs to the pool's light lane (worker slots of
+ * their own, taken even when the pool has no room), or to the head of the ready list when the
+ * lane is full (the hand-off buffer holds up to a pool's capacity of heavy tenants' jobs), the
+ * rest at its tail. Waiting holds nothing durable: a hot job stays active in BullMQ until its deliveries
  * are handed off or parked, and a refilled row is still queued in Postgres.
  */
 export class FairLines {
@@ -229,21 +222,21 @@ export class FairLines {
     const gate = this.o.gate;
     const admit = (w: Waiter) => !this.o.shares.of(w.tenantId).held && gate.open(w.item, now);
     if (view.room === 0) {
-      const overfill = Math.ceil(view.status.capacity * SPARSE_OVERFILL_SHARE) - view.over;
-      if (overfill <= 0 || !line.lightJoined) return 0;
+      // The pool's light lane (LIGHT_LANE_SHARE): slots of their own in every worker, so a light
+      // tenant's job need not wait for the pool's main slots to turn over.
+      const lightRoom = lightLaneSlots(view.status.capacity) - view.light;
+      if (lightRoom <= 0 || !line.lightJoined) return 0;
       line.lightJoined = false;
-      // Light: arrived to an empty flow owing nothing, and still its tenant's only job waiting
-      // (a burst's first waiting job is sparse too, but not alone).
-      const light = line.queue.take(overfill, (w, e) => e.sparse && line.queue.sizeOf(w.tenantId) === 1 && admit(w));
-      return light.length > 0 ? this.handOffOrFail(pool, line, light, now) : 0;
+      const light = line.queue.take(lightRoom, (w, e) => isLight(line, w, e) && admit(w));
+      return light.length > 0 ? this.handOffOrFail(pool, line, light, now, lightRoom) : 0;
     }
     line.progressAt = Date.now();
-    return this.handOffOrFail(pool, line, line.queue.take(view.room, admit), now);
+    return this.handOffOrFail(pool, line, line.queue.take(view.room, admit), now, 0); // room: the head will do
   }
 
-  private async handOffOrFail(pool: string, line: PoolLine, taken: FairEntry<Waiter>[], now: number): Promise<number> {
+  private async handOffOrFail(pool: string, line: PoolLine, taken: FairEntry<Waiter>[], now: number, lightRoom: number): Promise<number> {
     try {
-      return await this.handOff(pool, line, taken, now);
+      return await this.handOff(pool, line, taken, now, lightRoom);
     } catch (err) {
       // Out of the queue: the pump's catch would not see them. Those a limit refused are being
       // parked, and their parking settles them.
@@ -257,7 +250,7 @@ export class FairLines {
    * limit refuses: a hot delivery parks at once (its hot job must not hold a consumer slot while
    * the limit lasts), a refilled row goes back to its place in the line.
    */
-  private async handOff(pool: string, line: PoolLine, taken: FairEntry<Waiter>[], now: number): Promise<number> {
+  private async handOff(pool: string, line: PoolLine, taken: FairEntry<Waiter>[], now: number, lightRoom: number): Promise<number> {
     const gate = this.o.gate;
     const limited = taken.filter((e) => gate.limited(e.item.item));
     const { granted, refused } = await within(REDIS_WAIT_MS, gate.acquire(limited.map((e) => e.item.item), now), 'limit slots');
@@ -272,9 +265,13 @@ export class FairLines {
     // At the head: light tenants' jobs, and jobs holding a concurrency slot, which would otherwise
     // spend their slot waiting behind a pool's worth of other jobs (a tenant capped at 50 ran
     // 10-20 at once beside a burst in bench/fairness.ts). Both are bounded: by share, by the cap.
-    const first = (e: FairEntry<Waiter>): boolean => e.sparse || granted.get(e.item.item) !== undefined;
+    // With the pool full, light tenants' jobs go to its light lane (lightRoom > 0); else to the head.
+    const light = new Set(handed.filter((e) => e.sparse).slice(0, Math.max(0, lightRoom)));
+    const first = (e: FairEntry<Waiter>): boolean => !light.has(e) && (e.sparse || granted.get(e.item.item) !== undefined);
+    const rest = (e: FairEntry<Waiter>): boolean => !light.has(e) && !first(e);
     await this.settle(handed.map((e) => e.item), 'handed_off', async () => {
-      await within(REDIS_WAIT_MS, this.o.ready.push(pool, handed.filter((e) => !first(e)).map(ready), handed.filter(first).map(ready)), 'hand-off');
+      const push = this.o.ready.push(pool, handed.filter(rest).map(ready), handed.filter(first).map(ready), [...light].map(ready));
+      await within(REDIS_WAIT_MS, push, 'hand-off');
       const refilled = handed.filter((e) => e.item.refilled).length;
       if (handed.length > refilled) this.o.metrics.dispatched.inc({ pool, via: 'direct' }, handed.length - refilled);
       if (refilled > 0) this.o.metrics.dispatched.inc({ pool, via: 'backlog' }, refilled);
@@ -335,4 +332,12 @@ export class FairLines {
   private async park(pool: string, waiters: Waiter[]): Promise<void> {
     await this.o.backlog.park(waiters.map((w) => ({ id: w.item.id, pool, runAt: new Date(w.item.dueMs), tenantId: w.tenantId, kind: w.kind })));
   }
+}
+
+/**
+ * A light tenant's job: it arrived to an empty flow owing nothing (sparse) and is still its
+ * tenant's only job waiting (a burst's first waiting job is sparse too, but not alone).
+ */
+function isLight(line: PoolLine, w: Waiter, e: FairEntry<Waiter>): boolean {
+  return e.sparse && line.queue.sizeOf(w.tenantId) === 1;
 }

@@ -6,8 +6,8 @@ export interface PoolRoomView {
   ready: number;
   /** jobs the pool may be handed now */
   room: number;
-  /** how far the pool is over what it may hold (light tenants' jobs may overfill it a little) */
-  over: number;
+  /** items waiting in the pool's light lane (light tenants' jobs, see LIGHT_LANE_SHARE) */
+  light: number;
 }
 
 /** Heartbeats are per second; reading them for every batch would only repeat the same answer. */
@@ -31,13 +31,13 @@ export class PoolRoom {
 
   /** `fresh`: read the heartbeats now rather than reuse a view up to STATUS_TTL_MS old. */
   async rooms(pools: readonly string[], nowMs: number, fresh = false): Promise<Map<string, PoolRoomView>> {
-    const [status, lengths] = await Promise.all([this.status(pools, nowMs, fresh), this.ready.lengths(pools)]);
+    const [status, lengths, light] = await Promise.all([this.status(pools, nowMs, fresh), this.ready.lengths(pools), this.ready.lengths(pools, true)]);
     const out = new Map<string, PoolRoomView>();
     for (const pool of pools) {
       const s = status.get(pool) ?? { pool, workers: 0, capacity: 0, running: 0 };
       const ready = lengths.get(pool) ?? 0;
-      const free = Math.floor(s.capacity * this.prefetch) - ready - s.running;
-      out.set(pool, { status: s, ready, room: Math.max(0, free), over: Math.max(0, -free) });
+      const room = Math.max(0, Math.floor(s.capacity * this.prefetch) - ready - s.running);
+      out.set(pool, { status: s, ready, room, light: light.get(pool) ?? 0 });
     }
     return out;
   }

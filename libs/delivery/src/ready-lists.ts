@@ -13,8 +13,22 @@ export interface ReadyItem {
   slots?: Omit<HeldSlots, 'id'>;
 }
 
-export function readyListKey(prefix: string, pool: string): string {
-  return `${prefix}:almanac:ready:${pool}`;
+export function readyListKey(prefix: string, pool: string, light = false): string {
+  return light ? `${prefix}:almanac:ready-light:${pool}` : `${prefix}:almanac:ready:${pool}`;
+}
+
+/**
+ * Each worker keeps this share of its concurrency (at least one slot) for a pool's *light lane*:
+ * a second ready list, for light tenants' jobs (a tenant's only job waiting while the pool is
+ * busy), that no other job can fill. At the start of a 200,000-row burst every main slot starts
+ * at once and frees at once (a claim, the handler, the completion commit), and a light tenant's
+ * job at the head of the main list still waited ~250 ms for one (bench/fairness.ts). The
+ * dispatcher keeps a pool's light list within the same share of the pool's capacity.
+ */
+export const LIGHT_LANE_SHARE = 1 / 16;
+
+export function lightLaneSlots(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency * LIGHT_LANE_SHARE));
 }
 
 /**
@@ -47,41 +61,46 @@ export class ReadyLists {
     readonly prefix: string,
   ) {}
 
-  key(pool: string): string {
-    return readyListKey(this.prefix, pool);
+  /** The pool's ready list, or its light lane's (`light`). */
+  key(pool: string, light = false): string {
+    return readyListKey(this.prefix, pool, light);
   }
 
   /**
-   * Appends `items`; `first` go to the head, in order (light tenants' jobs under contention, see
-   * FairQueue's sparse entries), in the same round trip.
+   * Appends `items`; `first` go to the head, in order (light tenants' jobs when the light lane is
+   * full, and jobs holding limit slots), and `light` to the light lane's list, all in the same
+   * round trip.
    */
-  async push(pool: string, items: readonly ReadyItem[], first: readonly ReadyItem[] = []): Promise<void> {
-    if (first.length === 0) {
+  async push(pool: string, items: readonly ReadyItem[], first: readonly ReadyItem[] = [], light: readonly ReadyItem[] = []): Promise<void> {
+    if (first.length === 0 && light.length === 0) {
       if (items.length > 0) await this.redis.rpush(this.key(pool), ...items.map(encode));
       return;
     }
-    const pipeline = this.redis.pipeline().lpush(this.key(pool), ...[...first].reverse().map(encode));
+    const pipeline = this.redis.pipeline();
+    if (light.length > 0) pipeline.rpush(this.key(pool, true), ...light.map(encode));
+    if (first.length > 0) pipeline.lpush(this.key(pool), ...[...first].reverse().map(encode));
     if (items.length > 0) pipeline.rpush(this.key(pool), ...items.map(encode));
     for (const [err] of (await pipeline.exec()) ?? []) if (err) throw err;
   }
 
-  /** Puts items a worker took but will not start back at the head, ahead of newer work. */
-  async giveBack(pool: string, items: readonly ReadyItem[]): Promise<void> {
-    if (items.length > 0) await this.redis.lpush(this.key(pool), ...[...items].reverse().map(encode));
+  /** Puts items a worker took but will not start back at the head of the list they came from, ahead of newer work. */
+  async giveBack(pool: string, items: readonly ReadyItem[], light = false): Promise<void> {
+    if (items.length > 0) await this.redis.lpush(this.key(pool, light), ...[...items].reverse().map(encode));
   }
 
-  async lengths(pools: readonly string[]): Promise<Map<string, number>> {
+  /** Per pool, the length of its ready list (or of its light lane's, `light`). */
+  async lengths(pools: readonly string[], light = false): Promise<Map<string, number>> {
     if (pools.length === 0) return new Map();
     const pipeline = this.redis.pipeline();
-    for (const p of pools) pipeline.llen(this.key(p));
+    for (const p of pools) pipeline.llen(this.key(p, light));
     const replies = (await pipeline.exec()) ?? [];
     return new Map(pools.map((p, i) => [p, Number(replies[i]?.[1] ?? 0)]));
   }
 
   /** Up to `max` items, without waiting. */
-  async take(pool: string, max: number): Promise<ReadyItem[]> {
+  async take(pool: string, max: number, light = false): Promise<ReadyItem[]> {
     if (max <= 0) return [];
-    const items = await this.redis.lpop(this.key(pool), max);
+    const items = await this.redis.lpop(this.key(pool, light), max);
     return (items ?? []).map(decode);
   }
 
@@ -89,9 +108,9 @@ export class ReadyLists {
    * Up to `max` items, waiting at most `blockSeconds` for the first one. Runs on `blocking`, a
    * connection of the caller's own: a blocked command holds its connection.
    */
-  async takeBlocking(blocking: IORedis, pool: string, max: number, blockSeconds: number): Promise<ReadyItem[]> {
+  async takeBlocking(blocking: IORedis, pool: string, max: number, blockSeconds: number, light = false): Promise<ReadyItem[]> {
     if (max <= 0) return [];
-    const reply = (await blocking.call('BLMPOP', String(blockSeconds), '1', this.key(pool), 'LEFT', 'COUNT', String(max))) as
+    const reply = (await blocking.call('BLMPOP', String(blockSeconds), '1', this.key(pool, light), 'LEFT', 'COUNT', String(max))) as
       | [string, string[]]
       | null;
     return reply ? reply[1].map(decode) : [];

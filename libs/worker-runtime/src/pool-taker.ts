@@ -1,4 +1,4 @@
-import { type HeldSlots, LimitSlots, type ReadyItem, type ReadyLists, RENEW_EVERY_MS } from '@almanac/delivery';
+import { type HeldSlots, LimitSlots, lightLaneSlots, type ReadyItem, type ReadyLists, RENEW_EVERY_MS } from '@almanac/delivery';
 import { within } from '@almanac/platform';
 import type IORedis from 'ioredis';
 import type { Logger } from 'pino';
@@ -20,17 +20,27 @@ export interface PoolTakerOptions {
 /** How long one blocking take waits before the loop looks at its flags again. */
 const BLOCK_SECONDS = 1;
 
+/** One list a pool's work comes from, with its own handler slots: the main list, or the light lane. */
+interface Lane {
+  pool: string;
+  light: boolean;
+  concurrency: number;
+  running: number;
+  /** Wakes the lane's loop when one of its slots frees. */
+  slotFreed?: () => void;
+}
+
 /**
- * Takes work from the pools' ready lists exactly as fast as handler slots free up: per pool, one
- * loop asks for as many items as it has free slots (one BLMPOP), starts them, and waits for a
- * slot when full. Nothing is taken that could not start now, so nothing sits in this process
- * unclaimed for long; a crash loses at most the items between the take and the claim, whose rows
- * are still queued and are found by the overdue sweep.
+ * Takes work from the pools' ready lists exactly as fast as handler slots free up: per pool and
+ * lane (its ready list, and its light lane's with `lightLaneSlots(concurrency)` slots of its
+ * own), one loop asks for as many items as it has free slots (one BLMPOP), starts them, and waits
+ * for a slot when full. Nothing is taken that could not start now, so nothing sits in this
+ * process unclaimed for long; a crash loses at most the items between the take and the claim,
+ * whose rows are still queued and are found by the overdue sweep.
  */
 export class PoolTaker {
-  private readonly running = new Map<string, number>();
-  private readonly slotFreed = new Map<string, () => void>();
-  private readonly blocking = new Map<string, IORedis>();
+  private readonly lanes: Lane[] = [];
+  private readonly blocking: IORedis[] = [];
   private readonly loops: Promise<void>[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
@@ -42,22 +52,25 @@ export class PoolTaker {
   private readonly slots: LimitSlots;
 
   constructor(private readonly o: PoolTakerOptions) {
-    for (const p of o.pools) this.running.set(p, 0);
+    for (const pool of o.pools) {
+      this.lanes.push({ pool, light: false, concurrency: o.concurrency, running: 0 });
+      this.lanes.push({ pool, light: true, concurrency: lightLaneSlots(o.concurrency), running: 0 });
+    }
     this.slots = o.slots ?? new LimitSlots(o.ready.redis, o.ready.prefix);
   }
 
-  /** Handlers running now in `pool` (the heartbeat reports it). */
+  /** Handlers running now in `pool`, both lanes (the heartbeat reports it). */
   runningIn(pool: string): number {
-    return this.running.get(pool) ?? 0;
+    return this.lanes.reduce((n, l) => (l.pool === pool ? n + l.running : n), 0);
   }
 
   start(): void {
     if (this.loops.length > 0 || this.closing) return;
-    for (const pool of this.o.pools) {
+    for (const lane of this.lanes) {
       const conn = this.o.connection.duplicate({ enableAutoPipelining: false });
       conn.on('error', () => undefined); // the shared connection's owner reports outages
-      this.blocking.set(pool, conn);
-      this.loops.push(this.loop(pool, conn));
+      this.blocking.push(conn);
+      this.loops.push(this.loop(lane, conn));
     }
     this.renewTimer = setInterval(() => void this.renewSlots(), RENEW_EVERY_MS);
     this.renewTimer.unref();
@@ -77,8 +90,8 @@ export class PoolTaker {
    */
   async runOnce(max = 10_000): Promise<number> {
     const started: Promise<unknown>[] = [];
-    for (const pool of this.o.pools) {
-      for (const item of await this.o.ready.take(pool, max - started.length)) started.push(this.startOne(pool, item));
+    for (const lane of [...this.lanes].sort((a, b) => Number(b.light) - Number(a.light))) {
+      for (const item of await this.o.ready.take(lane.pool, max - started.length, lane.light)) started.push(this.startOne(lane, item));
     }
     await Promise.all(started);
     await this.o.executor.drain(); // outcomes recorded before the caller looks
@@ -94,12 +107,12 @@ export class PoolTaker {
     this.closing = true;
     clearInterval(this.renewTimer);
     this.o.executor.beginClose();
-    for (const wake of this.slotFreed.values()) wake();
+    for (const lane of this.lanes) lane.slotFreed?.();
     // Let a blocked BLMPOP end by itself (≤ BLOCK_SECONDS): disconnecting under it could drop a
     // reply whose items Redis already popped. Items it returns now are handed back by the loop.
     // Bounded, for a Redis that does not answer at all.
     await within((BLOCK_SECONDS + 1) * 1000, Promise.allSettled(this.loops), 'ready-list take').catch(() => undefined);
-    for (const conn of this.blocking.values()) conn.disconnect();
+    for (const conn of this.blocking) conn.disconnect();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'deadline'>((resolve) => {
       timer = setTimeout(() => resolve('deadline'), deadlineMs);
@@ -116,11 +129,12 @@ export class PoolTaker {
     return { released };
   }
 
-  private async loop(pool: string, conn: IORedis): Promise<void> {
+  private async loop(lane: Lane, conn: IORedis): Promise<void> {
+    const { pool, light } = lane;
     while (!this.closing) {
-      const free = this.o.concurrency - this.runningIn(pool);
+      const free = lane.concurrency - lane.running;
       if (free <= 0) {
-        await new Promise<void>((resolve) => this.slotFreed.set(pool, resolve));
+        await new Promise<void>((resolve) => (lane.slotFreed = resolve));
         // Handlers finishing in the same turn free their slots together: take for all of them
         // in one command (and claim them in one statement) instead of one by one. Taking per
         // freed slot measured batches of 1-3 and ~20% of the worker's CPU in socket writes.
@@ -129,7 +143,7 @@ export class PoolTaker {
       }
       let items: ReadyItem[] = [];
       try {
-        items = await this.o.ready.takeBlocking(conn, pool, free, BLOCK_SECONDS);
+        items = await this.o.ready.takeBlocking(conn, pool, free, BLOCK_SECONDS, light);
       } catch (err) {
         if (this.closing) break;
         this.o.logger.error({ err, pool }, 'could not take from the ready list; retrying');
@@ -137,15 +151,16 @@ export class PoolTaker {
       }
       if (this.closing) {
         // Taken while closing (a reply raced the disconnect): not started, so handed back.
-        if (items.length > 0) await within(2000, this.o.ready.giveBack(pool, items), 'give back').catch(() => undefined);
+        if (items.length > 0) await within(2000, this.o.ready.giveBack(pool, items, light), 'give back').catch(() => undefined);
         break;
       }
-      for (const item of items) void this.startOne(pool, item);
+      for (const item of items) void this.startOne(lane, item);
     }
   }
 
-  private startOne(pool: string, item: ReadyItem): Promise<unknown> {
-    this.running.set(pool, this.runningIn(pool) + 1);
+  private startOne(lane: Lane, item: ReadyItem): Promise<unknown> {
+    const { pool } = lane;
+    lane.running++;
     if (item.slots) this.held.set(item.id, { id: item.id, ...item.slots });
     let givenBack = false;
     const run = this.o.executor
@@ -155,10 +170,10 @@ export class PoolTaker {
       .finally(() => {
         if (givenBack) this.held.delete(item.id); // back in the ready list, slots and all
         else this.releaseSlots(item.id);
-        this.running.set(pool, this.runningIn(pool) - 1);
+        lane.running--;
         this.inFlight.delete(run);
-        const wake = this.slotFreed.get(pool);
-        this.slotFreed.delete(pool);
+        const wake = lane.slotFreed;
+        lane.slotFreed = undefined;
         wake?.();
       });
     this.inFlight.add(run);
