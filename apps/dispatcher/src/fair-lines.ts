@@ -77,7 +77,7 @@ class PoolLine {
    * 13,000-row INSERT in bench/fairness.ts).
    */
   parking: Promise<void> = Promise.resolve();
-  /** A light tenant's job joined since the last overfill look (else that look would scan every flow each poll). */
+  /** A light tenant's job joined since the last light-lane look (else that look would scan every flow each poll). */
   lightJoined = false;
 }
 
