@@ -31,13 +31,13 @@ export class PoolRoom {
 
   /** `fresh`: read the heartbeats now rather than reuse a view up to STATUS_TTL_MS old. */
   async rooms(pools: readonly string[], nowMs: number, fresh = false): Promise<Map<string, PoolRoomView>> {
-    const [status, lengths, light] = await Promise.all([this.status(pools, nowMs, fresh), this.ready.lengths(pools), this.ready.lengths(pools, true)]);
+    const [status, lengths] = await Promise.all([this.status(pools, nowMs, fresh), this.ready.lengths(pools)]);
     const out = new Map<string, PoolRoomView>();
     for (const pool of pools) {
       const s = status.get(pool) ?? { pool, workers: 0, capacity: 0, running: 0 };
-      const ready = lengths.get(pool) ?? 0;
+      const { ready, light } = lengths.get(pool) ?? { ready: 0, light: 0 };
       const room = Math.max(0, Math.floor(s.capacity * this.prefetch) - ready - s.running);
-      out.set(pool, { status: s, ready, room, light: light.get(pool) ?? 0 });
+      out.set(pool, { status: s, ready, room, light });
     }
     return out;
   }

@@ -88,13 +88,13 @@ export class ReadyLists {
     if (items.length > 0) await this.redis.lpush(this.key(pool, light), ...[...items].reverse().map(encode));
   }
 
-  /** Per pool, the length of its ready list (or of its light lane's, `light`). */
-  async lengths(pools: readonly string[], light = false): Promise<Map<string, number>> {
+  /** Per pool, the lengths of its ready list and of its light lane's, in one round trip. */
+  async lengths(pools: readonly string[]): Promise<Map<string, { ready: number; light: number }>> {
     if (pools.length === 0) return new Map();
     const pipeline = this.redis.pipeline();
-    for (const p of pools) pipeline.llen(this.key(p, light));
+    for (const p of pools) pipeline.llen(this.key(p)).llen(this.key(p, true));
     const replies = (await pipeline.exec()) ?? [];
-    return new Map(pools.map((p, i) => [p, Number(replies[i]?.[1] ?? 0)]));
+    return new Map(pools.map((p, i) => [p, { ready: Number(replies[2 * i]?.[1] ?? 0), light: Number(replies[2 * i + 1]?.[1] ?? 0) }]));
   }
 
   /** Up to `max` items, without waiting. */
