@@ -1,33 +1,40 @@
 import { completed, defineHandler } from '@almanac/delivery';
 import type { TenantShare } from '@almanac/domain';
-import { TenantsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
-import type { HotDelivery } from './dispatcher';
+import { fairFixtures } from './fair-fixtures';
 
 const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
 const http = defineHandler({ kind: 'http', timeoutMs: 1000, handle: async () => completed() });
 
 describe('fair dispatch between tenants', () => {
   let h: DeliveryHarness;
-  let tenants: TenantsRepository;
+  let fx: ReturnType<typeof fairFixtures>;
+  const tenant = (name: string, share?: Partial<TenantShare>) => fx.tenant(name, share);
+  const deliveries = (tenantId: number, n: number, opts?: { kind?: string; mayWait?: boolean }) => fx.deliveries(tenantId, n, opts);
 
   beforeEach(async () => {
     h = await createHarness({ handlers: [noop, http] });
-    tenants = new TenantsRepository(h.ds);
+    fx = fairFixtures(h);
   });
   afterEach(() => destroyHarness(h));
 
-  async function tenant(name: string, share: Partial<TenantShare> = {}): Promise<number> {
-    const { tenant: t } = await tenants.create(name);
-    if (Object.keys(share).length > 0) await tenants.updateShare(t.id, share);
-    return t.id;
-  }
-
-  async function deliveries(tenantId: number, n: number, opts: { kind?: string; mayWait?: boolean } = {}): Promise<HotDelivery[]> {
-    const kind = opts.kind ?? 'noop';
-    const ids = await h.enqueue(Array.from({ length: n }, () => ({ kind, tenantId })));
-    return ids.map((id, i) => ({ id, kind, tenantId, dueMs: Date.now() + i, mayWait: opts.mayWait ?? true }));
+  /**
+   * A pool with room 2 and a heavy tenant's 50 jobs waiting in its line (memory full, the harness
+   * lets 50 wait), the heavy tenant served once; a quiet tenant's row made but not delivered.
+   */
+  async function memoryFull() {
+    const heavy = await tenant('heavy');
+    const quiet = await tenant('quiet');
+    await h.liveWorker({ concurrency: 1 });
+    const burst = await deliveries(heavy, 53);
+    const [one] = await deliveries(quiet, 1); // made first: the line parks if its pool frees no room for 500 ms
+    await h.dispatcher.dispatch(burst.slice(0, 52));
+    const first = h.dispatcher.waitForRoom('default', burst.slice(2, 3));
+    const rest = h.dispatcher.waitForRoom('default', burst.slice(3, 52));
+    await h.ready.take('default', 1);
+    expect(await first).toEqual(['handed_off']); // the heavy tenant has been served: its next start is later
+    return { burst, one, rest };
   }
 
   async function tenantsOf(ids: string[]): Promise<number[]> {
@@ -104,7 +111,7 @@ describe('fair dispatch between tenants', () => {
     const clock = new ManualClock(Date.now());
     await destroyHarness(h);
     h = await createHarness({ handlers: [noop, http], clock });
-    tenants = new TenantsRepository(h.ds);
+    fx = fairFixtures(h);
     const capped = await tenant('capped', { maxConcurrency: 3 });
     const w = await h.liveWorker({ concurrency: 10 }); // room 20
     await h.dispatcher.observe();
@@ -159,14 +166,14 @@ describe('fair dispatch between tenants', () => {
   it("a suspended tenant's due jobs are held (parked, still queued, no attempt) until it is enabled", async () => {
     const paused = await tenant('paused');
     const other = await tenant('other');
-    await tenants.setDisabled(paused, true);
+    await fx.tenants.setDisabled(paused, true);
     await h.liveWorker({ concurrency: 10 }); // observes: reads the suspension
     const held = await deliveries(paused, 3);
     const [fine] = await deliveries(other, 1);
     expect((await h.dispatcher.dispatch([...held, fine])).map((r) => r.status)).toEqual(['parked', 'parked', 'parked', 'handed_off']);
     expect(await h.dispatcher.refillOnce()).toBe(0); // room enough, but held
     for (const d of held) expect(await h.job(d.id)).toMatchObject({ state: 'q', attempts: 0 });
-    await tenants.setDisabled(paused, false);
+    await fx.tenants.setDisabled(paused, false);
     await h.dispatcher.observe();
     expect(await h.dispatcher.refillOnce()).toBe(3);
     expect(await h.readyIds()).toEqual(expect.arrayContaining(held.map((d) => d.id)));
@@ -186,16 +193,7 @@ describe('fair dispatch between tenants', () => {
   });
 
   it('when memory is short the tenant with the most waiting parks, not the newcomer', async () => {
-    const heavy = await tenant('heavy');
-    const quiet = await tenant('quiet');
-    await h.liveWorker({ concurrency: 1 }); // room 2; the harness lets 50 wait
-    const burst = await deliveries(heavy, 53);
-    const [one] = await deliveries(quiet, 1); // made first: the line parks if its pool frees no room for 500 ms
-    await h.dispatcher.dispatch(burst.slice(0, 52));
-    const first = h.dispatcher.waitForRoom('default', burst.slice(2, 3));
-    const rest = h.dispatcher.waitForRoom('default', burst.slice(3, 52));
-    await h.ready.take('default', 1);
-    expect(await first).toEqual(['handed_off']); // the heavy tenant has been served: its next start is later
+    const { burst, one, rest } = await memoryFull();
     const extra = burst[52];
     expect(await h.dispatcher.dispatch([extra])).toEqual([{ status: 'full', pool: 'default' }]);
     const extraWait = h.dispatcher.waitForRoom('default', [extra]); // 50 waiting: memory is full
@@ -210,20 +208,8 @@ describe('fair dispatch between tenants', () => {
   });
 
   it("a line's parking does not hold up its hand-off: a light tenant's job goes while the backlog's INSERT waits", async () => {
-    const heavy = await tenant('heavy');
-    const quiet = await tenant('quiet');
-    await h.liveWorker({ concurrency: 1 }); // room 2; the harness lets 50 wait
-    const burst = await deliveries(heavy, 53);
-    const [one] = await deliveries(quiet, 1); // made first: the line parks if its pool frees no room for 500 ms
-    await h.dispatcher.dispatch(burst.slice(0, 52));
-    const first = h.dispatcher.waitForRoom('default', burst.slice(2, 3));
-    const rest = h.dispatcher.waitForRoom('default', burst.slice(3, 52));
-    await h.ready.take('default', 1);
-    expect(await first).toEqual(['handed_off']); // the heavy tenant has been served: its next start is later
-    const blocker = h.ds.createQueryRunner();
-    await blocker.connect();
-    await blocker.startTransaction();
-    await blocker.query('LOCK TABLE dispatch_backlog IN EXCLUSIVE MODE'); // a slow backlog: its INSERTs wait
+    const { burst, one, rest } = await memoryFull();
+    const blocker = await fx.lockBacklog(); // a slow backlog: its INSERTs wait
     try {
       const extraWait = h.dispatcher.waitForRoom('default', [burst[52]]); // over memory: the largest tenant's newest park
       expect(await h.dispatcher.dispatch([one])).toEqual([{ status: 'full', pool: 'default' }]);

@@ -1,42 +1,22 @@
 import { completed, defineHandler } from '@almanac/delivery';
 import { FairQueue, type TenantShare } from '@almanac/domain';
-import { TenantsRepository } from '@almanac/persistence';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
-import type { QueryRunner } from 'typeorm';
-import type { HotDelivery } from './dispatcher';
+import { fairFixtures } from './fair-fixtures';
 
 const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
 
 /** Parking beside the pump (fair-lines.ts parkAside): what a review of it found. */
 describe('fair lines park beside their pump', () => {
   let h: DeliveryHarness;
-  let tenants: TenantsRepository;
+  let fx: ReturnType<typeof fairFixtures>;
+  const tenant = (name: string, share?: Partial<TenantShare>) => fx.tenant(name, share);
+  const deliveries = (tenantId: number, n: number, mayWait = true) => fx.deliveries(tenantId, n, { mayWait });
 
   beforeEach(async () => {
     h = await createHarness({ handlers: [noop] });
-    tenants = new TenantsRepository(h.ds);
+    fx = fairFixtures(h);
   });
   afterEach(() => destroyHarness(h));
-
-  async function tenant(name: string, share: Partial<TenantShare> = {}): Promise<number> {
-    const { tenant: t } = await tenants.create(name);
-    if (Object.keys(share).length > 0) await tenants.updateShare(t.id, share);
-    return t.id;
-  }
-
-  async function deliveries(tenantId: number, n: number, mayWait = true): Promise<HotDelivery[]> {
-    const ids = await h.enqueue(Array.from({ length: n }, () => ({ kind: 'noop', tenantId })));
-    return ids.map((id, i) => ({ id, kind: 'noop', tenantId, dueMs: Date.now() + i, mayWait }));
-  }
-
-  /** Holds INSERTs into dispatch_backlog until released: a slow backlog. */
-  async function lockBacklog(): Promise<QueryRunner> {
-    const blocker = h.ds.createQueryRunner();
-    await blocker.connect();
-    await blocker.startTransaction();
-    await blocker.query('LOCK TABLE dispatch_backlog IN EXCLUSIVE MODE');
-    return blocker;
-  }
 
   it('a shutdown waits until rows refilled into a line are parked again (they have no hot job to wait for them)', async () => {
     const parked = await tenant('parked');
@@ -48,7 +28,7 @@ describe('fair lines park beside their pump', () => {
     await h.dispatcher.dispatch(line); // two handed off, two wait: the pool is busy
     const waiting = h.dispatcher.waitForRoom('default', line.slice(2));
     expect(await h.dispatcher.refillOnce()).toBe(10); // out of the backlog, into the busy pool's line
-    const blocker = await lockBacklog();
+    const blocker = await fx.lockBacklog();
     try {
       h.dispatcher.stopWaiting();
       let settled = false;
@@ -87,7 +67,7 @@ describe('fair lines park beside their pump', () => {
     await h.dispatcher.observe();
     const [a, b, c] = await deliveries(capped, 3);
     await h.dispatcher.dispatch([a, b]);
-    const blocker = await lockBacklog();
+    const blocker = await fx.lockBacklog();
     try {
       const outcomes = Promise.all([h.dispatcher.waitForRoom('default', [a]), h.dispatcher.waitForRoom('default', [b])]);
       // b is refused by the cap and being parked (its INSERT waits for the lock); c comes next.

@@ -1,0 +1,32 @@
+import type { TenantShare } from '@almanac/domain';
+import { TenantsRepository } from '@almanac/persistence';
+import type { DeliveryHarness } from '@almanac/testing/delivery-harness';
+import type { QueryRunner } from 'typeorm';
+import type { HotDelivery } from './dispatcher';
+
+/** What the fairness specs make on a delivery harness: tenants, their deliveries, a slow backlog. */
+export function fairFixtures(h: DeliveryHarness) {
+  const tenants = new TenantsRepository(h.ds);
+  return {
+    tenants,
+    async tenant(name: string, share: Partial<TenantShare> = {}): Promise<number> {
+      const { tenant: t } = await tenants.create(name);
+      if (Object.keys(share).length > 0) await tenants.updateShare(t.id, share);
+      return t.id;
+    },
+    /** `n` queued rows of `tenantId`, as the hot consumer would deliver them (each due 1 ms after the last). */
+    async deliveries(tenantId: number, n: number, opts: { kind?: string; mayWait?: boolean } = {}): Promise<HotDelivery[]> {
+      const kind = opts.kind ?? 'noop';
+      const ids = await h.enqueue(Array.from({ length: n }, () => ({ kind, tenantId })));
+      return ids.map((id, i) => ({ id, kind, tenantId, dueMs: Date.now() + i, mayWait: opts.mayWait ?? true }));
+    },
+    /** Holds INSERTs into dispatch_backlog until the runner commits: a slow backlog. */
+    async lockBacklog(): Promise<QueryRunner> {
+      const blocker = h.ds.createQueryRunner();
+      await blocker.connect();
+      await blocker.startTransaction();
+      await blocker.query('LOCK TABLE dispatch_backlog IN EXCLUSIVE MODE');
+      return blocker;
+    },
+  };
+}
