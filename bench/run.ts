@@ -365,7 +365,7 @@ const PARTS: Record<string, Part> = {
         figures,
         charts: [],
         notes: [
-          'The real role processes (dist/) with a 2 s lease (ALMANAC_LEASE_MS) and the overdue sweep every second. An attempt is counted as its handler starts (a row claimed ahead, ALMANAC_CLAIM_LEAD_MS = 50 ms before its run time, is counted at the start, not at the claim), so a `lost` attempt is a handler that was running when its worker was SIGKILLed (before this, 6 kills left 30 `lost` attempts, most of them claims in the lead); the backlog and outage runs use maxAttempts 1, so any attempt spent on waiting would have left a dead job.',
+          'The real role processes (dist/) with a 2 s lease (ALMANAC_LEASE_MS) and the overdue sweep every second. An attempt is counted as its handler starts (a row claimed ahead of its run time, within ALMANAC_CLAIM_LEAD_MS, is counted at the start, not at the claim), so a `lost` attempt is a handler that was running when its worker was SIGKILLed (before this, 6 kills left 30 `lost` attempts, most of them claims in the lead); the backlog and outage runs use maxAttempts 1, so any attempt spent on waiting would have left a dead job.',
         ],
         raw: runs,
       };

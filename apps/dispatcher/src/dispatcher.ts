@@ -140,6 +140,15 @@ export class Dispatcher {
     return this.lines.settled();
   }
 
+  /**
+   * Whether one row of this tenant and kind, dispatched now, would go to its pool's light lane:
+   * the pool's line is waiting, the tenant has nothing parked or waiting there and owes nothing.
+   */
+  goesLight(kind: string, tenantId: number): boolean {
+    const pool = this.o.routes.pool(kind);
+    return !this.backlogged.get(pool)?.has(flowKey({ tenantId, kind })) && this.lines.wouldBeLight(pool, tenantId);
+  }
+
   /** For deliveries answered `full`: each waits in its pool's fair line until handed off or parked. */
   waitForRoom(pool: string, deliveries: readonly HotDelivery[]): Promise<LineOutcome[]> {
     return this.lines.wait(pool, deliveries);

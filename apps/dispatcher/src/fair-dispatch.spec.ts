@@ -1,8 +1,9 @@
 import { completed, defineHandler } from '@almanac/delivery';
 import type { TenantShare } from '@almanac/domain';
-import { ManualClock } from '@almanac/platform';
+import { DELIVERY_LEAD_MS, ManualClock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { fairFixtures } from './fair-fixtures';
+import { HANDOFF_AHEAD_MS } from './hot-consumer';
 
 const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
 const http = defineHandler({ kind: 'http', timeoutMs: 1000, handle: async () => completed() });
@@ -82,6 +83,25 @@ describe('fair dispatch between tenants', () => {
     expect(await h.readyIds()).toHaveLength(32); // the heavy tenant's six still wait for room
     h.dispatcher.stopWaiting();
     expect(await rest).toEqual(Array(6).fill('parked'));
+  });
+
+  it("a light tenant's job behind a full pool is not held to its hand-off time: its light slot waits, not the path", async () => {
+    const heavy = await tenant('heavy');
+    const quiet = await tenant('quiet');
+    await h.liveWorker({ concurrency: 16 }); // room 32
+    const now = Date.now();
+    const single = (t: number) => ({ t, d: now + DELIVERY_LEAD_MS });
+    const held = DELIVERY_LEAD_MS - HANDOFF_AHEAD_MS;
+    expect(h.hot.holdMs('noop', single(quiet), now)).toBe(held); // an idle pool: held as ever
+
+    const burst = await deliveries(heavy, 38);
+    await h.dispatcher.dispatch(burst);
+    const rest = h.dispatcher.waitForRoom('default', burst.slice(32)); // the pool is full: a line waits
+    expect(h.hot.holdMs('noop', single(quiet), now)).toBe(0);
+    expect(h.hot.holdMs('noop', single(heavy), now)).toBe(held); // it has jobs waiting: not light
+    expect(h.hot.holdMs('noop', { ...single(quiet), ids: ['1', '2'] }, now)).toBe(held); // an envelope: a burst
+    h.dispatcher.stopWaiting();
+    await rest;
   });
 
   it("splits a pool's room between parked tenants by weight when the backlog refills", async () => {

@@ -123,6 +123,15 @@ export class FairLines {
     return this.lines.get(pool)?.queue.sizeOf(tenantId, kind) ?? 0;
   }
 
+  /**
+   * Whether a job of this tenant joining `pool`'s line now would be light: the line is waiting
+   * (the pool is full) and the tenant has nothing in it and owes nothing (see isLight).
+   */
+  wouldBeLight(pool: string, tenantId: number): boolean {
+    const line = this.lines.get(pool);
+    return line !== undefined && line.queue.size > 0 && line.queue.isSparse(tenantId);
+  }
+
   /** How many the tenant with the most waiting for `pool` has (who parks when memory is short). */
   largestSize(pool: string): number {
     return this.lines.get(pool)?.queue.largestSize() ?? 0;

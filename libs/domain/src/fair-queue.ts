@@ -119,11 +119,17 @@ export class FairQueue<T extends FairItem> {
     return kind === undefined ? flow.size : (flow.kinds.get(kind)?.length ?? 0);
   }
 
+  /** Whether an item of this tenant pushed now would be sparse: its flow empty and owing nothing. */
+  isSparse(tenantId: number): boolean {
+    const flow = this.flows.get(tenantId);
+    return !flow || (flow.size === 0 && flow.finish <= this.virtual);
+  }
+
   /** Queues `item` for its tenant; `units` is what it weighs in a take (an envelope: its rows). */
   push(item: T, weight: number, units = 1): FairEntry<T> {
     let flow = this.flows.get(item.tenantId);
     if (!flow) this.flows.set(item.tenantId, (flow = new Flow<T>()));
-    const entry: FairEntry<T> = { item, units, cost: units / weight, seq: ++this.seq, sparse: flow.size === 0 && flow.finish <= this.virtual };
+    const entry: FairEntry<T> = { item, units, cost: units / weight, seq: ++this.seq, sparse: this.isSparse(item.tenantId) };
     flow.add(entry);
     this.count++;
     return entry;

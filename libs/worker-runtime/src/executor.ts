@@ -1,7 +1,7 @@
 import type { RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, HandlerRegistry, ReadyItem, ReadyLists } from '@almanac/delivery';
 import { type ClaimedAhead, type CompletionRecord, type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
-import { Clock, HotItem, HotQueue, MicroBatcher, within } from '@almanac/platform';
+import { Clock, DELIVERY_LEAD_MS, HotItem, HotQueue, MicroBatcher, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { attemptRecord } from './attempt-record';
@@ -61,11 +61,13 @@ export interface ExecutorOptions {
 }
 
 /**
- * A delivery is claimed this long before its run time (it arrives HANDOFF_AHEAD_MS, 50 ms,
- * ahead), so the claim's round trip stays out of the lag. Its attempt is counted only as the
- * handler starts (countAttempt), so a worker killed in between uses up no attempt.
+ * A delivery is claimed up to this long before its run time, so the claim's round trip stays out
+ * of the lag: hot jobs arrive HANDOFF_AHEAD_MS (50 ms) ahead, and a light tenant's job behind a
+ * full pool as soon as the dispatcher has it, up to DELIVERY_LEAD_MS (150 ms) ahead (its light
+ * slot waits, not a main one; see HotConsumer.holdMs). Its attempt is counted only as the handler
+ * starts (countAttempt), so a worker killed in between uses up no attempt.
  */
-export const CLAIM_LEAD_MS = 50;
+export const CLAIM_LEAD_MS = DELIVERY_LEAD_MS;
 
 interface Running {
   ref: DeliveryRef;
