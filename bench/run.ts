@@ -3,7 +3,7 @@
  * regenerates bench/REPORT.md with its charts.
  *
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
- *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos fairness
+ *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk fairness
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
  *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
@@ -411,6 +411,38 @@ const PARTS: Record<string, Part> = {
         notes: [
           `A private PostgreSQL cluster and redis-server, the real roles from dist/ (api, promoter, dispatcher, two workers) with default settings; charge jobs POSTed one by one at ${r.inputs.rate}/s, each due 2 s later, attributed to the scenario running when posted. Stalls are SIGSTOP of every server process for ${r.inputs.stallMs / 1000} s. A killed api role has no replica here, so its requests fail until it is back (Kubernetes runs two behind a Service).`,
           'worker-b reaches Redis and Postgres through fault proxies (bench/lib/fault-proxy.ts); the cut-off scenarios blackhole them for 20 s (connections stay open, bytes vanish). The clock-skew scenarios replace one role by one whose wall clock is 5 s off (libfaketime) for 20 s.',
+        ],
+        raw: r,
+      };
+    },
+  },
+  bulk: {
+    script: 'bulk.ts',
+    invocations: (q) => [q ? ['--runs', '1', '--jobs', '50000'] : ['--runs', flag('runs') ?? '3', '--jobs', flag('jobs') ?? '500000']],
+    parse([out]) {
+      type S = Spread;
+      const r = lastJson(out) as unknown as {
+        inputs: { runs: number; jobs: number; hotShare: number; chunkJobs: number };
+        summary: Record<'cancelSeconds' | 'rescheduleSeconds' | 'baselineSeconds' | 'cancelVsBaseline' | 'matchSeconds' | 'chunkMsMax' | 'cancelWalBytesPerJob' | 'rescheduleWalBytesPerJob' | 'baselineWalBytesPerJob', S>;
+      };
+      // bench/bulk.ts lists each run's value; the report's Spread counts them.
+      const s = Object.fromEntries(Object.entries(r.summary).map(([k, v]) => [k, { ...v, runs: Array.isArray(v.runs) ? v.runs.length : v.runs }])) as typeof r.summary;
+      const n = r.inputs.jobs.toLocaleString('en');
+      return {
+        figures: [
+          fig(`bulk cancel of ${n} jobs of one tenant (filter keyPrefix), 202 → done`, s.cancelSeconds, 's', '≤ 60 s', (v) => v <= 60),
+          fig(`bulk reschedule (+1 h) of the same ${n}, 202 → done`, s.rescheduleSeconds, 's'),
+          fig(`  baseline: one plain UPDATE cancelling as many rows (every row lock held to its commit)`, s.baselineSeconds, 's'),
+          fig('  bulk cancel / baseline', s.cancelVsBaseline, '×'),
+          fig('  match: the filter read into chunks of ids', s.matchSeconds, 's'),
+          fig(`  longest chunk step (${r.inputs.chunkJobs.toLocaleString('en')} jobs: hot-copy removal, the chunk's statement, re-enqueue)`, s.chunkMsMax, 'ms'),
+          fig('  WAL per job: bulk cancel', s.cancelWalBytesPerJob, 'B'),
+          fig('  WAL per job: bulk reschedule', s.rescheduleWalBytesPerJob, 'B'),
+          fig('  WAL per job: the plain UPDATE', s.baselineWalBytesPerJob, 'B'),
+        ],
+        charts: [],
+        notes: [
+          `In-process: the promoter's BulkOperationsSweep (one chunk per run) on a fresh database and a private redis-server; ${n} jobs of the campaign tenant and as many of another, spread over a week, ${Math.round(r.inputs.hotShare * 100)} % of them queued with a hot-queue copy. The other tenant's jobs are the baseline's rows, untouched until then (checked).`,
         ],
         raw: r,
       };

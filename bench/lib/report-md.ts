@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { BENCH_DIR, latestResults, type Figure, type PartResult } from './report-env';
 import { barChartSvg } from './svg-chart';
 
-export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults', 'chaos'];
+export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults', 'chaos', 'bulk'];
 
 const TITLES: Record<string, string> = {
   hold: 'Hold: N future jobs, Redis memory against plain BullMQ',

@@ -25,6 +25,8 @@ export interface ApiSettings {
   maxSchedulesPerTenant: number;
   /** Read requests per second per tenant per replica; 0 turns the limit off. */
   readRateLimitPerSecond: number;
+  /** Bulk operations a tenant may have pending or running at once. */
+  maxOpenBulkOperations: number;
 }
 
 export const API_SETTINGS = Symbol('API_SETTINGS');
@@ -52,6 +54,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     requestTimeoutMs: envInt(env, 'ALMANAC_REQUEST_TIMEOUT_MS', 2500, { min: 100, max: 600_000 }),
     maxSchedulesPerTenant: envInt(env, 'ALMANAC_MAX_SCHEDULES_PER_TENANT', 10_000, { min: 1, max: 100_000_000 }),
     readRateLimitPerSecond: envInt(env, 'ALMANAC_READ_RATE_LIMIT_PER_SECOND', 200, { min: 0, max: 1_000_000 }),
+    maxOpenBulkOperations: envInt(env, 'ALMANAC_BULK_MAX_OPEN', 5, { min: 1, max: 1000 }),
   };
 }
 

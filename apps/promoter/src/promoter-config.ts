@@ -32,6 +32,12 @@ export interface PromoterConfig {
   missedCap: number;
   /** An occurrence materialised less than this after its nominal time still counts as on time. */
   lateToleranceMs: number;
+  /** How often open bulk operations are looked for (one that has chunks left runs on at once). */
+  bulkIntervalMs: number;
+  /** A bulk operation whose filter matches more jobs than this fails, changing nothing. */
+  bulkMaxJobs: number;
+  /** Chunks (BULK_CHUNK_JOBS jobs each) one bulk sweep run applies at most, over all operations. */
+  bulkChunksPerRun: number;
 }
 
 const MIN = 60_000;
@@ -66,5 +72,8 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
       min: 0,
       max: DAY,
     }),
+    bulkIntervalMs: envInt(env, 'ALMANAC_BULK_INTERVAL_MS', 1000, { min: 100, max: DAY }),
+    bulkMaxJobs: envInt(env, 'ALMANAC_BULK_MAX_JOBS', 1_000_000, { min: 1, max: 100_000_000 }),
+    bulkChunksPerRun: envInt(env, 'ALMANAC_BULK_CHUNKS_PER_RUN', 10, { min: 1, max: 10_000 }),
   };
 }

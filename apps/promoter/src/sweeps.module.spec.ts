@@ -67,6 +67,9 @@ describe('promoterConfigFromEnv', () => {
       recurringTenantOccurrencesPerRun: 200_000,
       missedCap: 1000,
       lateToleranceMs: 300_000,
+      bulkIntervalMs: 1000,
+      bulkMaxJobs: 1_000_000,
+      bulkChunksPerRun: 10,
     });
   });
 

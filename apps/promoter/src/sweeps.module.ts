@@ -1,11 +1,12 @@
 import { TenantLabels } from '@almanac/delivery';
-import { SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
+import { BulkOperationsRepository, SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, SILENT_LOGGER } from '@almanac/platform';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
+import { BulkOperationsSweep } from './bulk/bulk-operations.sweep';
 import { OverdueSweep } from './overdue/overdue.sweep';
 import { RedisEpoch } from './overdue/redis-epoch';
 import { PromoterConfig, promoterConfigFromEnv } from './promoter-config';
@@ -82,7 +83,14 @@ export function buildSweeps(deps: {
     { top: config.tenantMetricsTop, scanRows: config.tenantMetricsScanRows },
     metrics,
   );
-  return { repo, promotion, recurring, overdue, jobStates, tenantBacklog };
+  const bulk = new BulkOperationsSweep(
+    new BulkOperationsRepository(deps.dataSource),
+    deps.queue,
+    { hotHorizonMs: config.hotHorizonMs, maxJobs: config.bulkMaxJobs, chunksPerRun: config.bulkChunksPerRun },
+    metrics,
+    log('bulk-operations'),
+  );
+  return { repo, promotion, recurring, overdue, jobStates, tenantBacklog, bulk };
 }
 
 /** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
@@ -129,6 +137,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
             { sweep: s.recurring, intervalMs: config.recurringIntervalMs },
             { sweep: s.jobStates, intervalMs: config.jobStatesIntervalMs },
             { sweep: s.tenantBacklog, intervalMs: TENANT_BACKLOG_INTERVAL_MS },
+            { sweep: s.bulk, intervalMs: config.bulkIntervalMs },
           ],
           clock,
           metrics,

@@ -12,3 +12,4 @@ export * from './fairness';
 export * from './fair-queue';
 export * from './attempt-error';
 export * from './outbound';
+export * from './bulk-operation';

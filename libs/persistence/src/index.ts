@@ -20,3 +20,4 @@ export * from './repositories/kinds.repository';
 export * from './repositories/effects.repository';
 export * from './repositories/tenant-stats.repository';
 export * from './repositories/tenant-outbound.repository';
+export * from './repositories/bulk-operations.repository';

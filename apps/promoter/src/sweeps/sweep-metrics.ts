@@ -1,4 +1,5 @@
 import { OTHER_TENANT } from '@almanac/delivery';
+import { BULK_ACTIONS } from '@almanac/domain';
 import type { MetricsService } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { JobStateCounts } from '@almanac/persistence';
@@ -19,6 +20,7 @@ export class SweepMetrics {
   readonly jobs: Gauge<'state'>;
   readonly tenantBacklog: Gauge<'tenant'>;
   readonly tenantOldestDue: Gauge<'tenant'>;
+  readonly bulkJobs: Counter<'action' | 'outcome'>;
 
   constructor(metrics: MetricsService) {
     this.runs = metrics.counter({
@@ -65,6 +67,11 @@ export class SweepMetrics {
       help: 'Age of the oldest due queued job per tenant: the top N by backlog, the oldest of the rest as "other"',
       labelNames: ['tenant'],
     });
+    this.bulkJobs = metrics.counter({
+      name: 'almanac_bulk_jobs_total',
+      help: 'Jobs matched by bulk operations, by action and outcome (changed; skipped = started or finished before their chunk ran)',
+      labelNames: ['action', 'outcome'],
+    });
     this.zero();
   }
 
@@ -75,6 +82,7 @@ export class SweepMetrics {
     }
     for (const reason of REQUEUE_REASONS) this.requeued.inc({ reason }, 0);
     for (const outcome of OCCURRENCE_OUTCOMES) this.occurrences.inc({ outcome }, 0);
+    for (const action of BULK_ACTIONS) for (const outcome of ['changed', 'skipped']) this.bulkJobs.inc({ action, outcome }, 0);
     this.promoted.inc(0);
     this.leaseDead.inc(0);
     this.setTenantBacklog([{ tenant: OTHER_TENANT, backlog: 0, oldestDueSeconds: 0 }]);

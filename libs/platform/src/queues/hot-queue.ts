@@ -160,6 +160,16 @@ export class HotQueue {
     return (await within(this.waitMs, this.queue.remove(queueJobId(id)), 'hot queue remove')) === 1;
   }
 
+  /**
+   * Takes many jobs out at once (bulk operations): the removals go out together on the queue's
+   * connection (one round trip's wait, not one per job). Returns how many were removed; rows in
+   * an envelope have no job of their own, and the worker's claim drops them.
+   */
+  async removeMany(ids: readonly string[]): Promise<number> {
+    const removed = await within(this.waitMs, Promise.all(ids.map((id) => this.queue.remove(queueJobId(id)))), 'hot queue remove');
+    return removed.filter((r) => r === 1).length;
+  }
+
   async close(): Promise<void> {
     await this.queue.close();
   }

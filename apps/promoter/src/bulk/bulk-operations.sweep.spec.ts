@@ -1,0 +1,135 @@
+import { BULK_CHUNK_JOBS, type BulkChange, type BulkFilter } from '@almanac/domain';
+import { BulkOperationsRepository, TenantsRepository } from '@almanac/persistence';
+import { DELIVERY_LEAD_MS, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
+import { SweepMetrics } from '../sweeps/sweep-metrics';
+import { inQueue, insertJobs, statesOf } from '../testing/fixtures';
+import { BulkOperationsSweep } from './bulk-operations.sweep';
+
+const HOUR = 3600e3;
+const NOW = new Date('2026-12-02T10:00:00Z');
+const at = (ms: number) => new Date(NOW.getTime() + ms);
+
+describe('BulkOperationsSweep (Postgres + Redis)', () => {
+  let db: TestDatabase;
+  let redis: TestRedis;
+  let queue: HotQueue;
+  let repo: BulkOperationsRepository;
+  let a: number;
+  let b: number;
+
+  const sweep = (o: { maxJobs?: number; chunksPerRun?: number } = {}) =>
+    new BulkOperationsSweep(repo, queue, { hotHorizonMs: 24 * HOUR, maxJobs: o.maxJobs ?? 1_000_000, chunksPerRun: o.chunksPerRun ?? 100 }, new SweepMetrics(new MetricsService()));
+  const operation = async (tenantId: number, filter: BulkFilter, change: BulkChange | null = null) =>
+    (await repo.create(tenantId, change ? 'reschedule' : 'cancel', filter, change, 5))!;
+  const read = async (tenantId: number, id: string) => (await repo.findForTenant(tenantId, id))!;
+  const runAts = async (ids: string[]) =>
+    (await db.dataSource.query<{ run_at: Date }[]>(`SELECT run_at FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).map((r) => r.run_at.getTime());
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    redis = await createTestRedis();
+    repo = new BulkOperationsRepository(db.dataSource);
+    const tenants = new TenantsRepository(db.dataSource);
+    a = (await tenants.create('a')).tenant.id;
+    b = (await tenants.create('b')).tenant.id;
+  });
+  beforeEach(async () => {
+    queue = HotQueue.open(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
+    await db.dataSource.query('TRUNCATE jobs, bulk_operations, bulk_operation_chunks');
+  });
+  afterEach(async () => queue.close());
+  afterAll(async () => {
+    await redis.cleanup();
+    await db.drop();
+  });
+
+  it("cancels the tenant's unstarted jobs that match, in chunks, and nothing else", async () => {
+    const cold = await insertJobs(db.dataSource, { tenantId: a, count: BULK_CHUNK_JOBS + 10, start: at(48 * HOUR), prefix: 'campaign' });
+    const queued = await insertJobs(db.dataSource, { tenantId: a, count: 20, start: at(HOUR), state: 'q', prefix: 'campaign' });
+    await queue.enqueue(queued.map((id) => ({ id, runAt: at(HOUR + Number(id) % 7), tenantId: a, kind: 'noop' })), NOW);
+    const running = await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(-1000), state: 'r', prefix: 'campaign' });
+    const otherKey = await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR), prefix: 'newsletter' });
+    const otherTenant = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: 'campaign' });
+
+    const op = await operation(a, { keyPrefix: 'campaign-' });
+    expect(op.state).toBe('pending');
+    const res = await sweep().runOnce(NOW);
+    expect(res).toMatchObject({ matched: 1, chunks: 2, changed: BULK_CHUNK_JOBS + 30 });
+
+    expect(await statesOf(db.dataSource, [...cold, ...queued])).toEqual({ c: BULK_CHUNK_JOBS + 30 });
+    expect(await statesOf(db.dataSource, running)).toEqual({ r: 3 });
+    expect(await statesOf(db.dataSource, otherKey)).toEqual({ s: 5 });
+    expect(await statesOf(db.dataSource, otherTenant)).toEqual({ s: 5 });
+    expect(await inQueue(queue, queued)).toBe(0); // their hot copies were taken out
+    expect(await read(a, op.id)).toMatchObject({ state: 'done', matched: BULK_CHUNK_JOBS + 30, chunks: 2, changed: BULK_CHUNK_JOBS + 30, skipped: 0 });
+    expect(await repo.findForTenant(b, op.id)).toBeNull(); // another tenant's operation
+    expect(Number((await db.dataSource.query(`SELECT count(*) AS n FROM bulk_operation_chunks`))[0].n)).toBe(0);
+  });
+
+  it('resumes after a crash at the first chunk not applied, and counts a job that started meanwhile as skipped', async () => {
+    const ids = await insertJobs(db.dataSource, { tenantId: a, count: 2 * BULK_CHUNK_JOBS + 1, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    expect(await sweep({ chunksPerRun: 1 }).runOnce(NOW)).toMatchObject({ chunks: 1, changed: BULK_CHUNK_JOBS, more: true });
+    // The process dies here; a job of the next chunk starts before another replica takes over.
+    await db.dataSource.query(`UPDATE jobs SET state = 'r' WHERE id = $1`, [ids[BULK_CHUNK_JOBS]]);
+    await sweep({ chunksPerRun: 100 }).runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'done', matched: ids.length, changed: ids.length - 1, skipped: 1 });
+    expect(await statesOf(db.dataSource, ids)).toEqual({ c: ids.length - 1, r: 1 });
+  });
+
+  it('a chunk another replica applied first is not applied again', async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 10, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await repo.match(op, 1000);
+    const first = await repo.apply(op, 0, at(24 * HOUR));
+    const again = await repo.apply(op, 0, at(24 * HOUR));
+    expect(first).toMatchObject({ applied: true, state: 'done', changed: 10 });
+    expect(again).toEqual({ applied: false });
+    expect(await read(a, op.id)).toMatchObject({ changed: 10, skipped: 0 });
+  });
+
+  it('fails an operation whose filter matches more than the limit, changing nothing', async () => {
+    const ids = await insertJobs(db.dataSource, { tenantId: a, count: 11, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await sweep({ maxJobs: 10 }).runOnce(NOW);
+    const failed = await read(a, op.id);
+    expect(failed.state).toBe('failed');
+    expect(failed.error).toMatch(/more than 10 jobs/);
+    expect(await statesOf(db.dataSource, ids)).toEqual({ s: 11 });
+  });
+
+  it('reschedules each matched job once, re-tiered by its new time, with a hot copy at the new time', async () => {
+    // 24 h of hot horizon: +23 h stays hot, +25 h leaves it.
+    const hot = await insertJobs(db.dataSource, { tenantId: a, count: 4, start: at(HOUR), stepMs: 1000, state: 'q' });
+    await queue.enqueue(hot.map((id, i) => ({ id, runAt: at(HOUR + i * 1000), tenantId: a, kind: 'noop' })), NOW);
+    const before = await runAts(hot);
+    // The filter's range still holds every row after the move: a cursor over it would meet them again.
+    const op = await operation(a, { runAtFrom: NOW, runAtTo: at(30 * HOUR) }, { shiftBySeconds: 1800 });
+    await sweep().runOnce(NOW);
+    expect(await runAts(hot)).toEqual(before.map((t) => t + 1_800_000));
+    expect(await statesOf(db.dataSource, hot)).toEqual({ q: 4 });
+    const copy = await queue.queue.getJob(queueJobId(hot[0]));
+    expect(copy?.data.d).toBe(before[0] + 1_800_000); // the old copy (due at the old time) is gone
+    expect(copy?.opts.delay).toBe(before[0] + 1_800_000 - NOW.getTime() - DELIVERY_LEAD_MS);
+    expect(await read(a, op.id)).toMatchObject({ state: 'done', changed: 4 });
+
+    const far = await operation(a, { state: 'queued' }, { runAt: at(25 * HOUR) });
+    await sweep().runOnce(NOW);
+    expect(await statesOf(db.dataSource, hot)).toEqual({ s: 4 });
+    expect(await inQueue(queue, hot)).toBe(0);
+    expect(await read(a, far.id)).toMatchObject({ state: 'done', changed: 4 });
+  });
+
+  it('takes turns between operations: one tenant\'s large operation does not hold another\'s behind it', async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 3 * BULK_CHUNK_JOBS, start: at(48 * HOUR) });
+    const small = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR) });
+    const big = await operation(a, { kind: 'noop' });
+    const quick = await operation(b, { kind: 'noop' });
+    await sweep({ chunksPerRun: 2 }).runOnce(NOW);
+    expect(await read(b, quick.id)).toMatchObject({ state: 'done', changed: 5 });
+    expect(await statesOf(db.dataSource, small)).toEqual({ c: 5 });
+    expect(await read(a, big.id)).toMatchObject({ state: 'running', changed: BULK_CHUNK_JOBS });
+  });
+});

@@ -1,0 +1,98 @@
+import type { BulkOperationRecord, BulkOperationsRepository } from '@almanac/persistence';
+import { SILENT_LOGGER } from '@almanac/platform';
+import type { Logger } from 'pino';
+import type { SweepMetrics } from '../sweeps/sweep-metrics';
+import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+
+/** What the bulk sweep needs of the hot queue (HotQueue satisfies it). */
+export interface BulkHotQueue extends Enqueuer {
+  removeMany(ids: readonly string[]): Promise<number>;
+}
+
+export interface BulkOperationsOptions {
+  hotHorizonMs: number;
+  /** An operation matching more jobs fails (see BulkOperationsRepository.match). */
+  maxJobs: number;
+  /** Chunks applied per run, over all operations; the runner calls again at once while any are left. */
+  chunksPerRun: number;
+}
+
+export interface BulkOperationsResult extends SweepResult {
+  matched: number;
+  chunks: number;
+  changed: number;
+}
+
+/** Open operations looked at per run: older ones first, the rest next run. */
+const OPEN_PER_RUN = 100;
+
+/**
+ * Runs bulk operations (POST /v1/jobs/bulk-cancel, bulk-reschedule): matches a pending one's
+ * filter into chunks of ids, then applies the chunks one transaction each, taking turns between
+ * operations so one tenant's 500,000 jobs do not hold another's operation behind them. Every
+ * step is guarded in the database (the operation row's lock and its next chunk), so replicas
+ * may all run it and a crash resumes at the first chunk not applied.
+ *
+ * Hot-queue copies: the chunk's queued rows have theirs taken out first (best effort: a row in
+ * an envelope, or a copy a dispatcher holds right now, is dropped by the worker's claim, which
+ * wants a queued row due now); rows a reschedule leaves queued get a new copy at their new time.
+ */
+export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
+  readonly name = 'bulk_operations' as const;
+
+  constructor(
+    private readonly repo: BulkOperationsRepository,
+    private readonly hot: BulkHotQueue,
+    private readonly o: BulkOperationsOptions,
+    private readonly metrics?: SweepMetrics,
+    private readonly log: Logger = SILENT_LOGGER,
+  ) {}
+
+  async runOnce(now: Date): Promise<BulkOperationsResult> {
+    const ops = await this.repo.open(OPEN_PER_RUN);
+    const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
+    const turns: { op: BulkOperationRecord; next: number }[] = [];
+    for (const op of ops) {
+      if (op.state === 'pending') {
+        const state = await this.repo.match(op, this.o.maxJobs);
+        if (state === null) continue; // another replica is matching it
+        result.matched++;
+        this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state }, 'bulk operation matched');
+        if (state === 'running') turns.push({ op, next: 0 });
+      } else turns.push({ op, next: op.nextChunk });
+    }
+    while (turns.length > 0 && result.chunks < this.o.chunksPerRun) {
+      for (const turn of [...turns]) {
+        if (result.chunks >= this.o.chunksPerRun) break;
+        result.chunks++;
+        const more = await this.applyChunk(turn.op, turn.next, now, result);
+        if (more) turn.next++;
+        else turns.splice(turns.indexOf(turn), 1);
+      }
+    }
+    return { ...result, more: turns.length > 0 || ops.length === OPEN_PER_RUN };
+  }
+
+  /** Applies one chunk; true when the operation has chunks left. */
+  private async applyChunk(op: BulkOperationRecord, chunk: number, now: Date, result: BulkOperationsResult): Promise<boolean> {
+    const queued = await this.repo.queuedIn(op, chunk);
+    if (queued.length > 0) {
+      await this.hot.removeMany(queued).catch((err: unknown) => {
+        this.log.warn({ operationId: op.id, err }, 'could not take hot-queue copies out; the worker claim drops them');
+      });
+    }
+    const out = await this.repo.apply(op, chunk, new Date(now.getTime() + this.o.hotHorizonMs));
+    if (!out.applied) return false; // another replica applied it, or the operation ended
+    result.changed += out.changed;
+    this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'changed' }, out.changed);
+    this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'skipped' }, out.skipped);
+    if (out.hot.length > 0) {
+      // Failing here leaves the rows queued without a copy: the overdue sweep re-enqueues them.
+      await this.hot.enqueue(out.hot.map((h) => ({ ...h, tenantId: op.tenantId })), now).catch((err: unknown) => {
+        this.log.warn({ operationId: op.id, err }, 'could not enqueue rescheduled jobs; the overdue sweep will');
+      });
+    }
+    if (out.state !== 'running') this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state: out.state }, 'bulk operation finished');
+    return out.state === 'running';
+  }
+}

@@ -1,0 +1,172 @@
+import { BULK_CHUNK_JOBS, type BulkAction, type BulkChange, type BulkFilter, type BulkState } from '@almanac/domain';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { type Db, sql } from '../sql';
+import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL } from '../statements/apply-bulk-chunk.sql';
+import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
+import { MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
+import { QUEUED_IN_BULK_CHUNK_SQL } from '../statements/queued-in-bulk-chunk.sql';
+
+export interface BulkOperationRecord {
+  id: string;
+  tenantId: number;
+  action: BulkAction;
+  filter: BulkFilter;
+  change: BulkChange | null;
+  state: BulkState;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  /** Jobs the filter matched as the operation started; null while pending. */
+  matched: number | null;
+  chunks: number | null;
+  /** The next chunk to apply (chunks applied so far). */
+  nextChunk: number;
+  /** Jobs cancelled or rescheduled. */
+  changed: number;
+  /** Matched jobs that had started or finished by the time their chunk ran. */
+  skipped: number;
+  error: string | null;
+}
+
+interface OperationRow {
+  id: string;
+  tenant_id: number;
+  action: BulkAction;
+  filter: Record<string, unknown>;
+  change: Record<string, unknown> | null;
+  state: BulkState;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  matched: number | null;
+  chunks: number | null;
+  next_chunk: number;
+  changed: number;
+  skipped: number;
+  error: string | null;
+}
+
+/** A row a reschedule made queued: the hot queue needs it (the tenant is the operation's). */
+export interface BulkHotRow {
+  id: string;
+  runAt: Date;
+  kind: string;
+}
+
+export type BulkChunkOutcome = { applied: false } | { applied: true; state: BulkState; changed: number; skipped: number; hot: BulkHotRow[] };
+
+interface AppliedRow {
+  state: BulkState;
+  changed: number;
+  skipped: number;
+  hot: { id: string; runAt: string; kind: string }[];
+}
+
+const STATE_CODES = { scheduled: 's', queued: 'q' } as const;
+
+/** Bulk operations by filter: accepting, matching (a snapshot of ids in chunks) and applying chunk by chunk. */
+@Injectable()
+export class BulkOperationsRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /** Accepts an operation; null when the tenant already has `maxOpen` pending or running. */
+  async create(tenantId: number, action: BulkAction, filter: BulkFilter, change: BulkChange | null, maxOpen: number): Promise<BulkOperationRecord | null> {
+    const { rows } = await sql<OperationRow>(this.db, CREATE_BULK_OPERATION_SQL, [tenantId, action, JSON.stringify(filter), change && JSON.stringify(change), maxOpen]);
+    return rows[0] ? toRecord(rows[0]) : null;
+  }
+
+  /** One operation of one tenant (another tenant's id finds nothing). */
+  async findForTenant(tenantId: number, id: string): Promise<BulkOperationRecord | null> {
+    const { rows } = await sql<OperationRow>(this.db, `SELECT ${BULK_OPERATION_COLUMNS} FROM bulk_operations WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+    return rows[0] ? toRecord(rows[0]) : null;
+  }
+
+  /** Pending and running operations, oldest first. */
+  async open(limit: number): Promise<BulkOperationRecord[]> {
+    const { rows } = await sql<OperationRow>(
+      this.db,
+      `SELECT ${BULK_OPERATION_COLUMNS} FROM bulk_operations WHERE state IN ('pending', 'running') ORDER BY id LIMIT $1`,
+      [limit],
+    );
+    return rows.map(toRecord);
+  }
+
+  /**
+   * Matches a pending operation's filter and makes it running with its chunks, in one
+   * transaction; more than `maxJobs` matched fails it instead (nothing is changed). Skips an
+   * operation another replica is matching (its row is locked) or that is no longer pending.
+   */
+  async match(op: BulkOperationRecord, maxJobs: number): Promise<BulkState | null> {
+    const state = await this.db
+      .transaction(async (tx): Promise<BulkState | null> => {
+        const { rows: locked } = await sql(tx, `SELECT id FROM bulk_operations WHERE id = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED`, [op.id]);
+        if (locked.length === 0) return null;
+        const f = op.filter;
+        const { rows } = await sql<{ n: number }>(tx, MATCH_BULK_OPERATION_SQL, [
+          op.id, op.tenantId, f.state ? [STATE_CODES[f.state]] : ['s', 'q'], f.kind ?? null,
+          f.keyPrefix === undefined ? null : likePrefix(f.keyPrefix), f.runAtFrom ?? null, f.runAtTo ?? null, maxJobs + 1, BULK_CHUNK_JOBS,
+        ]);
+        const matched = rows.reduce((sum, r) => sum + Number(r.n), 0);
+        if (matched > maxJobs) throw new TooManyMatched(); // rolls the chunks back
+        const next: BulkState = matched === 0 ? 'done' : 'running';
+        await sql(
+          tx,
+          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(),
+                  finished_at = CASE WHEN $4 = 'done' THEN now() END WHERE id = $1`,
+          [op.id, matched, rows.length, next],
+        );
+        return next;
+      })
+      .catch((err: unknown) => {
+        if (err instanceof TooManyMatched) return 'failed' as const;
+        throw err;
+      });
+    if (state === 'failed') await this.fail(op.id, `the filter matches more than ${maxJobs} jobs (ALMANAC_BULK_MAX_JOBS); narrow it, for example with runAtFrom and runAtTo`);
+    return state;
+  }
+
+  /** Ids of the chunk's jobs that are queued now (they have a hot-queue copy). */
+  async queuedIn(op: BulkOperationRecord, chunk: number): Promise<string[]> {
+    const { rows } = await sql<{ id: string }>(this.db, QUEUED_IN_BULK_CHUNK_SQL, [op.id, chunk]);
+    return rows.map((r) => r.id);
+  }
+
+  /** Applies one chunk (see APPLY_BULK_CANCEL_SQL); `hotUntil` is the end of the hot horizon now. */
+  async apply(op: BulkOperationRecord, chunk: number, hotUntil: Date, db: Db = this.db): Promise<BulkChunkOutcome> {
+    const [text, params] = op.action === 'cancel' ? [APPLY_BULK_CANCEL_SQL, [op.id, chunk]] : [APPLY_BULK_RESCHEDULE_SQL, [op.id, chunk, hotUntil]];
+    const { rows } = await sql<AppliedRow>(db, text, params);
+    const r = rows[0];
+    if (!r) return { applied: false };
+    return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, hot: r.hot.map((h) => ({ id: h.id, runAt: new Date(h.runAt), kind: h.kind })) };
+  }
+
+  async fail(id: string, error: string): Promise<void> {
+    await sql(this.db, `UPDATE bulk_operations SET state = 'failed', error = $2, finished_at = now() WHERE id = $1 AND state IN ('pending', 'running')`, [id, error]);
+    await sql(this.db, `DELETE FROM bulk_operation_chunks WHERE operation_id = $1`, [id]);
+  }
+}
+
+class TooManyMatched extends Error {}
+
+/** A LIKE pattern matching keys that start with `prefix` (its own % _ \ taken literally). */
+export function likePrefix(prefix: string): string {
+  return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+function toRecord(r: OperationRow): BulkOperationRecord {
+  const f = r.filter;
+  const filter: BulkFilter = {};
+  if (typeof f.kind === 'string') filter.kind = f.kind;
+  if (typeof f.keyPrefix === 'string') filter.keyPrefix = f.keyPrefix;
+  if (typeof f.runAtFrom === 'string') filter.runAtFrom = new Date(f.runAtFrom);
+  if (typeof f.runAtTo === 'string') filter.runAtTo = new Date(f.runAtTo);
+  if (f.state === 'scheduled' || f.state === 'queued') filter.state = f.state;
+  const c = r.change;
+  const change: BulkChange | null = !c ? null : typeof c.runAt === 'string' ? { runAt: new Date(c.runAt) } : { shiftBySeconds: Number(c.shiftBySeconds) };
+  return {
+    id: r.id, tenantId: r.tenant_id, action: r.action, filter, change, state: r.state,
+    createdAt: r.created_at, startedAt: r.started_at, finishedAt: r.finished_at,
+    matched: r.matched, chunks: r.chunks, nextChunk: r.next_chunk, changed: r.changed, skipped: r.skipped, error: r.error,
+  };
+}

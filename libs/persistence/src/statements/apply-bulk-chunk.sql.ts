@@ -1,0 +1,52 @@
+/**
+ * Applies chunk `$2` of running operation `$1` in one statement, so the jobs it changes, the
+ * chunk's removal and the operation's progress commit together: a crash resumes at the first
+ * chunk not applied and counts nothing twice. Guarded three ways: the operation row is locked
+ * and must be at this chunk (another replica that got there first leaves nothing to do); the
+ * jobs are locked in id order (as the chunk holds them) and only those still scheduled or
+ * queued change (one that started meanwhile is skipped, never changed under its handler); and
+ * the jobs must be the operation's tenant's.
+ *
+ * Returns the operation's new state, the chunk's changed and skipped counts, and the rows now queued as {id, runAt, kind} (a reschedule
+ * into the hot horizon: the caller puts them on the hot queue); no row: nothing was applied.
+ */
+function applyChunk(change: string): string {
+  return `WITH op AS (
+    SELECT id, tenant_id, change FROM bulk_operations WHERE id = $1 AND state = 'running' AND next_chunk = $2 FOR UPDATE
+  ), chunk AS (
+    DELETE FROM bulk_operation_chunks c USING op WHERE c.operation_id = op.id AND c.chunk = $2 RETURNING c.job_ids
+  ), locked AS (
+    SELECT j.id, j.state, j.run_at FROM jobs j JOIN op ON j.tenant_id = op.tenant_id
+     WHERE j.id = ANY((SELECT job_ids FROM chunk)::bigint[]) ORDER BY j.id FOR UPDATE OF j
+  ), changed AS (${change})
+  UPDATE bulk_operations o
+     SET next_chunk = o.next_chunk + 1,
+         changed = o.changed + (SELECT count(*) FROM changed),
+         skipped = o.skipped + coalesce((SELECT cardinality(job_ids) FROM chunk), 0) - (SELECT count(*) FROM changed),
+         state = CASE WHEN o.next_chunk + 1 >= o.chunks THEN 'done' ELSE 'running' END,
+         finished_at = CASE WHEN o.next_chunk + 1 >= o.chunks THEN now() END
+    FROM op WHERE o.id = op.id
+  RETURNING o.state, (SELECT count(*) FROM changed)::int AS changed,
+    (coalesce((SELECT cardinality(job_ids) FROM chunk), 0) - (SELECT count(*) FROM changed))::int AS skipped,
+    (SELECT coalesce(json_agg(json_build_object('id', c.id::text, 'runAt', c.run_at, 'kind', c.kind)), '[]') FROM changed c WHERE c.state = 'q') AS hot`;
+}
+
+/** Cancels the chunk's unstarted jobs. $1 bigint operation · $2 int chunk. */
+export const APPLY_BULK_CANCEL_SQL = applyChunk(`
+    UPDATE jobs j SET state = 'c', finished_at = now() FROM locked l
+     WHERE j.id = l.id AND l.state IN ('s', 'q')
+    RETURNING j.id, j.state, j.run_at, j.kind`);
+
+/**
+ * Moves the chunk's unstarted jobs to the operation's `change.runAt`, or by its
+ * `change.shiftBySeconds`; each becomes queued if its new time is within the hot horizon (≤ $3),
+ * scheduled otherwise (the tier rule, tierFor). $1 bigint operation · $2 int chunk ·
+ * $3 timestamptz end of the hot horizon.
+ */
+export const APPLY_BULK_RESCHEDULE_SQL = applyChunk(`
+    UPDATE jobs j SET run_at = m.run_at, state = CASE WHEN m.run_at <= $3::timestamptz THEN 'q' ELSE 's' END
+      FROM (SELECT l.id, CASE WHEN op.change ? 'runAt' THEN (op.change->>'runAt')::timestamptz
+                              ELSE l.run_at + (op.change->>'shiftBySeconds')::float8 * interval '1 second' END AS run_at
+              FROM locked l CROSS JOIN op WHERE l.state IN ('s', 'q')) m
+     WHERE j.id = m.id
+    RETURNING j.id, j.state, j.run_at, j.kind`);
