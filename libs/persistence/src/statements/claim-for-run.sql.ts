@@ -10,6 +10,12 @@
  * measured ~10 ms → ~1 ms per commit here). Safe: if a crash loses the claim, the row is still
  * queued and is delivered again, as after a worker crash mid-handler. A completion is always
  * flushed, and flushing it flushes every earlier claim, so no completion outlives its claim.
+ *
+ * `state::text = 'q'`, not `state = 'q'`: the ids are found through the primary key, never
+ * through jobs_queued_due. A burst's due rows (promoted or inserted queued since the last
+ * ANALYZE, which at 10 M rows a 200,000-row burst never triggers) are estimated at a few dozen,
+ * and the planner then read every due queued row into a hash for each claim of 500: 72 ms
+ * instead of 9 with 100,000 due (bench/wal.ts), the claim's cost growing with the burst.
  */
 export const CLAIM_FOR_RUN_SQL = `WITH claimed AS (
          UPDATE jobs j
@@ -17,7 +23,7 @@ export const CLAIM_FOR_RUN_SQL = `WITH claimed AS (
                 lease_until = $2::timestamptz + $4 * interval '1 millisecond'
            FROM unnest($1::bigint[]) AS t(id),
                 (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
-          WHERE j.id = t.id AND j.state = 'q' AND j.run_at <= $3::timestamptz
+          WHERE j.id = t.id AND j.state::text = 'q' AND j.run_at <= $3::timestamptz
          RETURNING j.id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts, j.run_at, j.lease_until,
                    j.run_at <= $2::timestamptz AS counted
        ), lost AS (

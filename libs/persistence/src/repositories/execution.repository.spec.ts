@@ -1,0 +1,55 @@
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { CLAIM_FOR_RUN_SQL } from '../statements/claim-for-run.sql';
+import { QUEUED_IN_BULK_CHUNK_SQL } from '../statements/queued-in-bulk-chunk.sql';
+import { ExecutionRepository } from './execution.repository';
+
+const NOW = new Date('2026-12-02T09:00:00Z');
+
+describe('the claim with a burst of due rows the statistics have not seen (Postgres)', () => {
+  let db: TestDatabase;
+  let ids: string[];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // Deterministic stale statistics: analyzed while every row is cold, then the burst is
+    // promoted; autovacuum must not re-analyze meanwhile.
+    await db.dataSource.query(`ALTER TABLE jobs SET (autovacuum_enabled = false)`);
+    await db.dataSource.query(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state) SELECT 1, 'k' || g, 'noop', $1::timestamptz + interval '2 days', 's' FROM generate_series(1, 20000) g`,
+      [NOW],
+    );
+    await db.dataSource.query('ANALYZE jobs');
+    await db.dataSource.query(`UPDATE jobs SET state = 'q', run_at = $1`, [NOW]);
+    ids = (await db.dataSource.query<{ id: string }[]>(`SELECT id::text FROM jobs ORDER BY id LIMIT 500`)).map((r) => r.id);
+  });
+  afterAll(() => db.drop());
+
+  // Seq scans off: 20,000 rows are cheap to scan whole, ten million are not (the planner's
+  // choice at production size).
+  const plan = (sql: string, params: unknown[]) =>
+    db.dataSource.transaction(async (tx) => {
+      await tx.query('SET LOCAL enable_seqscan = off');
+      const rows: { 'QUERY PLAN': string }[] = await tx.query(`EXPLAIN ${sql}`, params);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+
+  it('finds the ids through the primary key, not by reading every due queued row (jobs_queued_due)', async () => {
+    const claim = await plan(CLAIM_FOR_RUN_SQL, [ids, NOW, new Date(NOW.getTime() + 1000), 30_000, 'lost']);
+    expect(claim).toMatch(/Index Scan using jobs_pkey/);
+    expect(claim).not.toMatch(/jobs_queued_due/);
+  });
+
+  it("so does a bulk operation's read of a chunk's queued rows", async () => {
+    await db.dataSource.query(`INSERT INTO tenants (name) VALUES ('t')`);
+    await db.dataSource.query(`INSERT INTO bulk_operations (tenant_id, action, filter) VALUES (1, 'cancel', '{}')`);
+    await db.dataSource.query(`INSERT INTO bulk_operation_chunks (operation_id, chunk, job_ids) VALUES (1, 0, $1::bigint[])`, [ids]);
+    expect(await plan(QUEUED_IN_BULK_CHUNK_SQL, ['1', 0])).not.toMatch(/jobs_queued_due/);
+  });
+
+  it('still claims exactly the due queued rows', async () => {
+    await db.dataSource.query(`UPDATE jobs SET state = 'c' WHERE id = $1`, [ids[0]]);
+    await db.dataSource.query(`UPDATE jobs SET run_at = $2 WHERE id = $1`, [ids[1], new Date(NOW.getTime() + 60_000)]);
+    const claimed = await new ExecutionRepository(db.dataSource).claimForRun(ids.slice(0, 10), NOW, 1000, 30_000);
+    expect(claimed.map((r) => r.id).sort()).toEqual(ids.slice(2, 10).sort());
+  });
+});
