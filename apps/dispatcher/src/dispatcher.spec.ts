@@ -211,7 +211,7 @@ describe('dispatcher', () => {
 
   it('a delivery whose dispatch failed leaves no hot job behind, so the sweeps can enqueue the row again', async () => {
     const [id] = await h.enqueue([{ kind: 'noop' }]);
-    jest.spyOn(h.dispatcher, 'dispatch').mockRejectedValueOnce(new Error('database is down'));
+    jest.spyOn(h.dispatcher, 'dispatchAside').mockRejectedValueOnce(new Error('database is down'));
     const failed = new Promise<void>((resolve) => h.hot.worker.once('failed', () => resolve()));
     h.hot.start();
     await failed;

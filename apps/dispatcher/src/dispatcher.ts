@@ -72,7 +72,21 @@ export class Dispatcher {
     this.lines = new FairLines({ ...o, onParked: (pool, items) => this.markParked(pool, items) });
   }
 
+  /** Dispatches a batch; resolves once every row is handed off, answered `full`, or parked. */
   async dispatch(batch: readonly HotDelivery[]): Promise<DispatchResult[]> {
+    const { results, parked } = await this.dispatchAside(batch);
+    await parked;
+    return results;
+  }
+
+  /**
+   * Dispatches a batch and answers as soon as every row's fate is decided and the hand-offs are
+   * in Redis; the rows to park are written by `parked`, which the caller awaits before it lets
+   * their hot jobs go. The hot consumer's batcher frees its slot without waiting for that INSERT:
+   * at a 200,000-row burst's start, 150,000 rows park in INSERTs of an envelope's 500, and a light
+   * tenant's job waited behind two of them for its turn in the batcher.
+   */
+  async dispatchAside(batch: readonly HotDelivery[]): Promise<{ results: DispatchResult[]; parked: Promise<void> }> {
     const { routes, ready, metrics, gate } = this.o;
     const byPool = new Map<string, Map<string, HotDelivery>>();
     for (const d of batch) {
@@ -123,11 +137,11 @@ export class Dispatcher {
         if (direct.length > 0) metrics.dispatched.inc({ pool, via: 'direct' }, direct.length);
       }),
     );
-    if (park.length > 0) {
-      await this.o.backlog.park(park);
-      for (const p of park) this.markParked(p.pool, [p]);
-    }
-    return batch.map((d) => results.get(d.id) as DispatchResult);
+    // Counted as parked before the INSERT lands: their flows' newer rows park behind them.
+    for (const p of park) this.markParked(p.pool, [p]);
+    const parked = park.length > 0 ? this.o.backlog.park(park) : Promise.resolve();
+    parked.catch(() => undefined); // the caller's await sees the failure; never unhandled meanwhile
+    return { results: batch.map((d) => results.get(d.id) as DispatchResult), parked };
   }
 
   /** Shutdown: rows waiting for room are parked now rather than when their pools drain. */

@@ -2,6 +2,9 @@ import { completed, defineHandler } from '@almanac/delivery';
 import type { TenantShare } from '@almanac/domain';
 import { DELIVERY_LEAD_MS, ManualClock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import type { HotJobData } from '@almanac/platform';
+import type { Job } from 'bullmq';
+import type { HotDelivery } from './dispatcher';
 import { fairFixtures } from './fair-fixtures';
 import { HANDOFF_AHEAD_MS } from './hot-consumer';
 
@@ -225,6 +228,31 @@ describe('fair dispatch between tenants', () => {
     h.dispatcher.stopWaiting();
     await rest;
     expect(await h.parkedIds()).not.toContain(one.id);
+  });
+
+  it("rows being parked do not hold the hot consumer's dispatch batcher: another tenant's job goes while their INSERTs wait", async () => {
+    const paused = await tenant('paused');
+    const other = await tenant('other');
+    await fx.tenants.setDisabled(paused, true);
+    await h.liveWorker({ concurrency: 10 }); // observes: reads the suspension (its rows park)
+    const held = await deliveries(paused, 2);
+    const [fine] = await deliveries(other, 1);
+    const hotJob = (d: HotDelivery) => ({ id: `j-${d.id}`, name: d.kind, data: { t: d.tenantId, d: d.dueMs } }) as unknown as Job<HotJobData, unknown, string>;
+    const blocker = await fx.lockBacklog();
+    try {
+      // One batch at a time, each blocked on its parking INSERT: both of the batcher's slots.
+      const parking = [];
+      for (const d of held) {
+        parking.push(h.hot.process(hotJob(d)));
+        await fx.insertsWaiting(parking.length);
+      }
+      expect(await h.hot.process(hotJob(fine))).toBe('handed_off'); // before: it waited for a slot, behind the lock
+      await blocker.commitTransaction();
+      expect(await Promise.all(parking)).toEqual(['parked', 'parked']);
+    } finally {
+      if (blocker.isTransactionActive) await blocker.rollbackTransaction();
+      await blocker.release();
+    }
   });
 
   it("a line's parking does not hold up its hand-off: a light tenant's job goes while the backlog's INSERT waits", async () => {

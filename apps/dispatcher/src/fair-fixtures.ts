@@ -20,6 +20,15 @@ export function fairFixtures(h: DeliveryHarness) {
       const ids = await h.enqueue(Array.from({ length: n }, () => ({ kind, tenantId })));
       return ids.map((id, i) => ({ id, kind, tenantId, dueMs: Date.now() + i, mayWait: opts.mayWait ?? true }));
     },
+    /** Resolves once `n` statements of this database wait on a lock (INSERTs behind lockBacklog). */
+    async insertsWaiting(n: number): Promise<void> {
+      for (let i = 0; i < 500; i++) {
+        const [{ waiting }]: { waiting: number }[] = await h.ds.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+        if (waiting >= n) return;
+        await new Promise((r) => setImmediate(r));
+      }
+      throw new Error(`${n} statements never waited on a lock`);
+    },
     /** Holds INSERTs into dispatch_backlog until the runner commits: a slow backlog. */
     async lockBacklog(): Promise<QueryRunner> {
       const blocker = h.ds.createQueryRunner();

@@ -65,11 +65,20 @@ interface HotIntake {
   deliveries: HotDelivery[];
 }
 
+/** One hot job's answer: its rows' results, and the parking of those that park (see dispatchAside). */
+interface IntakeAnswer {
+  results: DispatchResult[];
+  parked: Promise<void>;
+}
+
 /** Dispatches the hot jobs of one batch together; answers each its rows' results. */
-async function dispatchIntakes(dispatcher: Dispatcher, intakes: HotIntake[]): Promise<DispatchResult[][]> {
-  const results = await dispatcher.dispatch(intakes.flatMap((i) => i.deliveries));
+async function dispatchIntakes(dispatcher: Dispatcher, intakes: HotIntake[]): Promise<IntakeAnswer[]> {
+  const { results, parked } = await dispatcher.dispatchAside(intakes.flatMap((i) => i.deliveries));
   let at = 0;
-  return intakes.map((i) => results.slice(at, (at += i.rows)));
+  return intakes.map((i) => {
+    const mine = results.slice(at, (at += i.rows));
+    return { results: mine, parked: mine.some((r) => r.status === 'parked') ? parked : Promise.resolve() };
+  });
 }
 
 /**
@@ -79,7 +88,7 @@ async function dispatchIntakes(dispatcher: Dispatcher, intakes: HotIntake[]): Pr
  */
 @Processor(HOT_QUEUE_NAME, HOT_WORKER_OPTIONS)
 export class HotConsumer extends WorkerHost<Worker<HotJobData, unknown, string>> {
-  private readonly batcher: MicroBatcher<HotIntake, DispatchResult[]>;
+  private readonly batcher: MicroBatcher<HotIntake, IntakeAnswer>;
   private started = false;
   /** Hot jobs that may wait for a busy pool, reserved or waiting (see maxWaitingSlots). */
   private waitingSlots = 0;
@@ -164,13 +173,15 @@ export class HotConsumer extends WorkerHost<Worker<HotJobData, unknown, string>>
     if (mayWait) this.waitingSlots++;
     try {
       const deliveries = deliveriesOf(job, mayWait);
-      const answers = await this.batcher.submit({ tenantId: job.data.t, kind: job.name, rows: deliveries.length, deliveries });
+      const { results: answers, parked } = await this.batcher.submit({ tenantId: job.data.t, kind: job.name, rows: deliveries.length, deliveries });
       const full = deliveries.filter((_, i) => answers[i].status === 'full');
-      if (full.length === 0) return answers.length === 1 ? answers[0].status : 'dispatched';
       // A busy live pool: wait in its line (which parks the line if the pool stops freeing room).
       const pool = answers.find((a) => a.status === 'full')?.pool as string; // one kind per hot job
-      await this.dispatcher.waitForRoom(pool, full);
-      return 'dispatched';
+      // The hot job is done once its parked rows are in the backlog and its waiting rows handed
+      // off or parked, not before; either failing fails it (the sweeps re-deliver those rows).
+      const settled = await Promise.allSettled([parked, full.length > 0 ? this.dispatcher.waitForRoom(pool, full) : undefined]);
+      for (const s of settled) if (s.status === 'rejected') throw s.reason;
+      return full.length > 0 || answers.length > 1 ? 'dispatched' : answers[0].status;
     } finally {
       if (mayWait) this.waitingSlots--;
     }
