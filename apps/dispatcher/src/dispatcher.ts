@@ -1,12 +1,15 @@
 import type { DeliveryMetrics, KindCatalog, KindRoutes, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { fairSplit, type ShareClaim } from '@almanac/domain';
 import { type BacklogItem, type BacklogRepository, flowKey, flowOf } from '@almanac/persistence';
-import type { Clock } from '@almanac/platform';
+import { type Clock, MicroBatcher } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { FairLines, LineOutcome } from './fair-lines';
 import type { LimitGate } from './limit-gate';
 import type { PoolRoom } from './pool-room';
 import type { TenantShares } from './tenant-shares';
+
+/** Parking INSERTs take up to this many dispatch batches' rows (4 envelopes: 2,000 rows). */
+const MAX_PARK_CHUNKS = 4;
 
 /** One row a hot-queue job delivers (a job carries one row, `j-<id>`, or an envelope of rows). */
 export interface HotDelivery {
@@ -68,8 +71,20 @@ export class Dispatcher {
   /** Where the next refill starts among a pool's flows: each gets its turn to be first. */
   private turn = 0;
 
+  /**
+   * Rows a dispatch parks, written one INSERT at a time (the batches that come meanwhile go
+   * together, up to 2,000 rows): the hot consumer's batcher no longer waits for them, so without
+   * this bound a burst's 300 parking batches ran as many INSERTs at once as the pool had
+   * connections, and every other statement waited behind them.
+   */
+  private readonly parking: MicroBatcher<BacklogItem[], void>;
+
   constructor(private readonly o: DispatcherOptions) {
     this.lines = new FairLines({ ...o, onParked: (pool, items) => this.markParked(pool, items) });
+    this.parking = new MicroBatcher((chunks: BacklogItem[][]) => this.o.backlog.park(chunks.flat()).then(() => chunks.map(() => undefined)), {
+      maxBatch: MAX_PARK_CHUNKS,
+      maxInFlight: 1,
+    });
   }
 
   /** Dispatches a batch; resolves once every row is handed off, answered `full`, or parked. */
@@ -139,7 +154,7 @@ export class Dispatcher {
     );
     // Counted as parked before the INSERT lands: their flows' newer rows park behind them.
     for (const p of park) this.markParked(p.pool, [p]);
-    const parked = park.length > 0 ? this.o.backlog.park(park) : Promise.resolve();
+    const parked = park.length > 0 ? this.parking.submit(park) : Promise.resolve();
     parked.catch(() => undefined); // the caller's await sees the failure; never unhandled meanwhile
     return { results: batch.map((d) => results.get(d.id) as DispatchResult), parked };
   }

@@ -240,13 +240,13 @@ describe('fair dispatch between tenants', () => {
     const hotJob = (d: HotDelivery) => ({ id: `j-${d.id}`, name: d.kind, data: { t: d.tenantId, d: d.dueMs } }) as unknown as Job<HotJobData, unknown, string>;
     const blocker = await fx.lockBacklog();
     try {
-      // One batch at a time, each blocked on its parking INSERT: both of the batcher's slots.
-      const parking = [];
-      for (const d of held) {
-        parking.push(h.hot.process(hotJob(d)));
-        await fx.insertsWaiting(parking.length);
-      }
-      expect(await h.hot.process(hotJob(fine))).toBe('handed_off'); // before: it waited for a slot, behind the lock
+      // The first batch's parking INSERT blocks; the second batch parks a row too, beside another
+      // tenant's job. Before, each batch held one of the batcher's two slots until its INSERT landed.
+      const parking = [h.hot.process(hotJob(held[0]))];
+      await fx.insertsWaiting(1);
+      parking.push(h.hot.process(hotJob(held[1])));
+      expect(await h.hot.process(hotJob(fine))).toBe('handed_off');
+      expect(await fx.lockWaiters()).toBe(1); // one parking INSERT at a time: the second batch's row waits its turn in memory
       await blocker.commitTransaction();
       expect(await Promise.all(parking)).toEqual(['parked', 'parked']);
     } finally {

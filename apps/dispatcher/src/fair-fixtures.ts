@@ -20,11 +20,15 @@ export function fairFixtures(h: DeliveryHarness) {
       const ids = await h.enqueue(Array.from({ length: n }, () => ({ kind, tenantId })));
       return ids.map((id, i) => ({ id, kind, tenantId, dueMs: Date.now() + i, mayWait: opts.mayWait ?? true }));
     },
-    /** Resolves once `n` statements of this database wait on a lock (INSERTs behind lockBacklog). */
+    /** Statements of this database waiting on a lock now (INSERTs behind lockBacklog). */
+    async lockWaiters(): Promise<number> {
+      const [{ waiting }]: { waiting: number }[] = await h.ds.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      return waiting;
+    },
+    /** Resolves once `n` statements of this database wait on a lock. */
     async insertsWaiting(n: number): Promise<void> {
       for (let i = 0; i < 500; i++) {
-        const [{ waiting }]: { waiting: number }[] = await h.ds.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-        if (waiting >= n) return;
+        if ((await this.lockWaiters()) >= n) return;
         await new Promise((r) => setImmediate(r));
       }
       throw new Error(`${n} statements never waited on a lock`);
