@@ -78,6 +78,12 @@ export class Dispatcher {
    * connections, and every other statement waited behind them.
    */
   private readonly parking: MicroBatcher<BacklogItem[], void>;
+  /**
+   * Rows given to `parking` whose INSERT has not landed, per pool and flow: a refill that finds
+   * fewer rows than a flow counted keeps the flow while some are still on their way, or its newer
+   * rows would be handed off ahead of them until observe() noticed (found in review).
+   */
+  private readonly parkingFlows = new Map<string, number>();
 
   constructor(private readonly o: DispatcherOptions) {
     this.lines = new FairLines({ ...o, onParked: (pool, items) => this.markParked(pool, items) });
@@ -154,9 +160,22 @@ export class Dispatcher {
     );
     // Counted as parked before the INSERT lands: their flows' newer rows park behind them.
     for (const p of park) this.markParked(p.pool, [p]);
-    const parked = park.length > 0 ? this.parking.submit(park) : Promise.resolve();
+    const parked = park.length > 0 ? this.parkBeside(park) : Promise.resolve();
     parked.catch(() => undefined); // the caller's await sees the failure; never unhandled meanwhile
     return { results: batch.map((d) => results.get(d.id) as DispatchResult), parked };
+  }
+
+  private parkBeside(park: BacklogItem[]): Promise<void> {
+    const keys = park.map((p) => `${p.pool}|${flowKey(p)}`);
+    for (const k of keys) this.parkingFlows.set(k, (this.parkingFlows.get(k) ?? 0) + 1);
+    const done = () => {
+      for (const k of keys) {
+        const n = (this.parkingFlows.get(k) ?? 1) - 1;
+        if (n > 0) this.parkingFlows.set(k, n);
+        else this.parkingFlows.delete(k);
+      }
+    };
+    return this.parking.submit(park).finally(done);
   }
 
   /** Shutdown: rows waiting for room are parked now rather than when their pools drain. */
@@ -210,7 +229,7 @@ export class Dispatcher {
       for (const i of items) got.set(flowKey(i), (got.get(flowKey(i)) ?? 0) + 1);
       for (const [key, want] of wants) {
         const n = got.get(key) ?? 0;
-        if (n < want) flows.delete(key); // drained (observe() re-checks)
+        if (n < want && !this.parkingFlows.has(`${pool}|${key}`)) flows.delete(key); // drained (observe() re-checks)
         else flows.set(key, Math.max(0, (flows.get(key) ?? 0) - n));
       }
       if (flows.size === 0) this.backlogged.delete(pool);

@@ -255,6 +255,26 @@ describe('fair dispatch between tenants', () => {
     }
   });
 
+  it("a refill keeps a flow whose rows are still on their way to the backlog: its newer rows park behind them", async () => {
+    const t = await tenant('t');
+    const [first, second] = await deliveries(t, 2);
+    const hold = await fx.holdParkingInserts();
+    try {
+      const parked = h.dispatcher.dispatch([{ ...first, mayWait: false }]); // no live worker: parks
+      await fx.insertsWaiting(1);
+      await h.liveWorker({ concurrency: 10 }); // room now
+      expect(await h.dispatcher.refillOnce()).toBe(0); // its row has not landed: nothing to take yet
+      // Before, the refill dropped the flow and the newer row was handed off ahead of the older one.
+      const next = await h.dispatcher.dispatchAside([second]);
+      expect(next.results).toEqual([{ status: 'parked', pool: 'default' }]);
+      await hold.release();
+      expect(await parked).toEqual([{ status: 'parked', pool: 'default' }]);
+      await next.parked;
+    } finally {
+      await hold.release().catch(() => undefined);
+    }
+  });
+
   it("a line's parking does not hold up its hand-off: a light tenant's job goes while the backlog's INSERT waits", async () => {
     const { burst, one, rest } = await memoryFull();
     const blocker = await fx.lockBacklog(); // a slow backlog: its INSERTs wait

@@ -33,6 +33,25 @@ export function fairFixtures(h: DeliveryHarness) {
       }
       throw new Error(`${n} statements never waited on a lock`);
     },
+    /**
+     * Holds INSERTs into dispatch_backlog (a trigger waits on an advisory lock) until `release()`,
+     * while reads and the refill's DELETE go on: parking that is slow to land, nothing else.
+     */
+    async holdParkingInserts(): Promise<{ release(): Promise<void> }> {
+      await h.ds.query(`CREATE OR REPLACE FUNCTION test_hold_parking() RETURNS trigger LANGUAGE plpgsql AS $$
+                          BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$`);
+      await h.ds.query(`CREATE TRIGGER test_hold_parking BEFORE INSERT ON dispatch_backlog FOR EACH STATEMENT EXECUTE FUNCTION test_hold_parking()`);
+      const holder = h.ds.createQueryRunner();
+      await holder.connect();
+      await holder.query('SELECT pg_advisory_lock(4242)');
+      return {
+        async release() {
+          await holder.query('SELECT pg_advisory_unlock(4242)');
+          await holder.release();
+          await h.ds.query(`DROP TRIGGER test_hold_parking ON dispatch_backlog`);
+        },
+      };
+    },
     /** Holds INSERTs into dispatch_backlog until the runner commits: a slow backlog. */
     async lockBacklog(): Promise<QueryRunner> {
       const blocker = h.ds.createQueryRunner();

@@ -89,7 +89,9 @@ export class Claimer {
    */
   private async claimOrUndo(ids: string[], now: Date): Promise<RunnableJob[]> {
     try {
-      return await this.o.repo.claimForRun(ids, now, CLAIM_EARLY_MS, this.leaseMs);
+      // In id order, the order a bulk operation's chunk locks its rows in: two statements that
+      // lock overlapping rows in one order cannot deadlock each other.
+      return await this.o.repo.claimForRun([...ids].sort(byIdOrder), now, CLAIM_EARLY_MS, this.leaseMs);
     } catch (err) {
       await new Promise((r) => setTimeout(r, this.o.claimRetryPauseMs ?? 1000));
       await this.o.repo.unclaim(ids, now, this.leaseMs).catch((undoErr: unknown) =>
@@ -118,4 +120,9 @@ export class Claimer {
       }
     }
   }
+}
+
+/** Numeric order of decimal id strings (no leading zeros): shorter is smaller. */
+function byIdOrder(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

@@ -33,12 +33,14 @@ const OPEN_PER_RUN = 100;
  * step is guarded in the database (the operation row's lock and its next chunk), so replicas
  * may all run it and a crash resumes at the first chunk not applied.
  *
- * Hot-queue copies: the chunk's queued rows have theirs taken out first (best effort: a row in
- * an envelope, or a copy a dispatcher holds right now, is dropped by the worker's claim, which
- * wants a queued row due now); rows a reschedule leaves queued get a new copy at their new time.
+ * Hot-queue copies: once a chunk is applied, the copies of its rows that were queued are taken out
+ * (best effort: a row in an envelope, or a copy a dispatcher holds right now, is dropped by the
+ * worker's claim, which wants a queued row due now), and rows a reschedule leaves queued get a new
+ * copy at their new time.
  */
 export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   readonly name = 'bulk_operations' as const;
+  private rotation = 0;
 
   constructor(
     private readonly repo: BulkOperationsRepository,
@@ -49,6 +51,10 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   ) {}
 
   async runOnce(now: Date): Promise<BulkOperationsResult> {
+    const started = Date.now();
+    // A run may match and apply for seconds: each chunk's hot horizon and queue delays are
+    // reckoned from the run's time plus what has elapsed since.
+    const at = () => new Date(now.getTime() + (Date.now() - started));
     const ops = await this.repo.open(OPEN_PER_RUN);
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
     const turns: { op: BulkOperationRecord; next: number }[] = [];
@@ -61,11 +67,15 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
         if (state === 'running') turns.push({ op, next: 0 });
       } else turns.push({ op, next: op.nextChunk });
     }
+    // Each run starts its turns one operation further on, so with more open operations than
+    // chunks per run every one still gets a turn every few runs.
+    const first = turns.length > 0 ? this.rotation++ % turns.length : 0;
+    turns.push(...turns.splice(0, first));
     while (turns.length > 0 && result.chunks < this.o.chunksPerRun) {
       for (const turn of [...turns]) {
         if (result.chunks >= this.o.chunksPerRun) break;
         result.chunks++;
-        const more = await this.applyChunk(turn.op, turn.next, now, result);
+        const more = await this.applyChunk(turn.op, turn.next, at(), result);
         if (more) turn.next++;
         else turns.splice(turns.indexOf(turn), 1);
       }
@@ -73,24 +83,24 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     return { ...result, more: turns.length > 0 || ops.length === OPEN_PER_RUN };
   }
 
-  /** Applies one chunk; true when the operation has chunks left. */
+  /**
+   * Applies one chunk; true when the operation has chunks left. Redis is touched only by the
+   * replica whose statement applied the chunk, after its commit: the stale copies of the rows
+   * that were queued go first, then the new ones (same queue ids) of rows still queued.
+   */
   private async applyChunk(op: BulkOperationRecord, chunk: number, now: Date, result: BulkOperationsResult): Promise<boolean> {
-    const queued = await this.repo.queuedIn(op, chunk);
-    if (queued.length > 0) {
-      await this.hot.removeMany(queued).catch((err: unknown) => {
-        this.log.warn({ operationId: op.id, err }, 'could not take hot-queue copies out; the worker claim drops them');
-      });
-    }
     const out = await this.repo.apply(op, chunk, new Date(now.getTime() + this.o.hotHorizonMs));
     if (!out.applied) return false; // another replica applied it, or the operation ended
     result.changed += out.changed;
     this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'changed' }, out.changed);
     this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'skipped' }, out.skipped);
-    if (out.hot.length > 0) {
-      // Failing here leaves the rows queued without a copy: the overdue sweep re-enqueues them.
-      await this.hot.enqueue(out.hot.map((h) => ({ ...h, tenantId: op.tenantId })), now).catch((err: unknown) => {
-        this.log.warn({ operationId: op.id, err }, 'could not enqueue rescheduled jobs; the overdue sweep will');
-      });
+    // Failing here leaves stale copies (the worker's claim drops them or sends them to their new
+    // time) and rows queued without a copy (the overdue sweep re-enqueues them).
+    try {
+      if (out.wasQueued.length > 0) await this.hot.removeMany(out.wasQueued);
+      if (out.hot.length > 0) await this.hot.enqueue(out.hot.map((h) => ({ ...h, tenantId: op.tenantId })), now);
+    } catch (err) {
+      this.log.warn({ operationId: op.id, err }, 'could not update the hot queue for a bulk chunk; the claim and the overdue sweep will');
     }
     if (out.state !== 'running') this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state: out.state }, 'bulk operation finished');
     return out.state === 'running';

@@ -5,7 +5,6 @@ import { type Db, sql } from '../sql';
 import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL } from '../statements/apply-bulk-chunk.sql';
 import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
 import { MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
-import { QUEUED_IN_BULK_CHUNK_SQL } from '../statements/queued-in-bulk-chunk.sql';
 
 export interface BulkOperationRecord {
   id: string;
@@ -54,14 +53,20 @@ export interface BulkHotRow {
   kind: string;
 }
 
-export type BulkChunkOutcome = { applied: false } | { applied: true; state: BulkState; changed: number; skipped: number; hot: BulkHotRow[] };
+export type BulkChunkOutcome =
+  | { applied: false }
+  | { applied: true; state: BulkState; changed: number; skipped: number; wasQueued: string[]; hot: BulkHotRow[] };
 
 interface AppliedRow {
   state: BulkState;
   changed: number;
   skipped: number;
+  was_queued: string[];
   hot: { id: string; runAt: string; kind: string }[];
 }
+
+/** pg_advisory_xact_lock's first key for "a tenant's bulk operations are being created". */
+const BULK_CREATE_LOCK = 17_003;
 
 const STATE_CODES = { scheduled: 's', queued: 'q' } as const;
 
@@ -72,8 +77,13 @@ export class BulkOperationsRepository {
 
   /** Accepts an operation; null when the tenant already has `maxOpen` pending or running. */
   async create(tenantId: number, action: BulkAction, filter: BulkFilter, change: BulkChange | null, maxOpen: number): Promise<BulkOperationRecord | null> {
-    const { rows } = await sql<OperationRow>(this.db, CREATE_BULK_OPERATION_SQL, [tenantId, action, JSON.stringify(filter), change && JSON.stringify(change), maxOpen]);
-    return rows[0] ? toRecord(rows[0]) : null;
+    // Serialised per tenant, so concurrent requests cannot all see the count below the limit
+    // (the INSERT's own snapshot is taken after the lock).
+    return this.db.transaction(async (tx) => {
+      await sql(tx, `SELECT pg_advisory_xact_lock($1, $2)`, [BULK_CREATE_LOCK, tenantId]);
+      const { rows } = await sql<OperationRow>(tx, CREATE_BULK_OPERATION_SQL, [tenantId, action, JSON.stringify(filter), change && JSON.stringify(change), maxOpen]);
+      return rows[0] ? toRecord(rows[0]) : null;
+    });
   }
 
   /** One operation of one tenant (another tenant's id finds nothing). */
@@ -126,19 +136,14 @@ export class BulkOperationsRepository {
     return state;
   }
 
-  /** Ids of the chunk's jobs that are queued now (they have a hot-queue copy). */
-  async queuedIn(op: BulkOperationRecord, chunk: number): Promise<string[]> {
-    const { rows } = await sql<{ id: string }>(this.db, QUEUED_IN_BULK_CHUNK_SQL, [op.id, chunk]);
-    return rows.map((r) => r.id);
-  }
-
   /** Applies one chunk (see APPLY_BULK_CANCEL_SQL); `hotUntil` is the end of the hot horizon now. */
   async apply(op: BulkOperationRecord, chunk: number, hotUntil: Date, db: Db = this.db): Promise<BulkChunkOutcome> {
     const [text, params] = op.action === 'cancel' ? [APPLY_BULK_CANCEL_SQL, [op.id, chunk]] : [APPLY_BULK_RESCHEDULE_SQL, [op.id, chunk, hotUntil]];
     const { rows } = await sql<AppliedRow>(db, text, params);
     const r = rows[0];
     if (!r) return { applied: false };
-    return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, hot: r.hot.map((h) => ({ id: h.id, runAt: new Date(h.runAt), kind: h.kind })) };
+    const hot = r.hot.map((h) => ({ id: h.id, runAt: new Date(h.runAt), kind: h.kind }));
+    return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, wasQueued: r.was_queued, hot };
   }
 
   async fail(id: string, error: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { CLAIM_FOR_RUN_SQL } from '../statements/claim-for-run.sql';
-import { QUEUED_IN_BULK_CHUNK_SQL } from '../statements/queued-in-bulk-chunk.sql';
+import { APPLY_BULK_CANCEL_SQL } from '../statements/apply-bulk-chunk.sql';
 import { ExecutionRepository } from './execution.repository';
 
 const NOW = new Date('2026-12-02T09:00:00Z');
@@ -39,11 +39,14 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
     expect(claim).not.toMatch(/jobs_queued_due/);
   });
 
-  it("so does a bulk operation's read of a chunk's queued rows", async () => {
+  it("so does a bulk operation's chunk", async () => {
     await db.dataSource.query(`INSERT INTO tenants (name) VALUES ('t')`);
     await db.dataSource.query(`INSERT INTO bulk_operations (tenant_id, action, filter) VALUES (1, 'cancel', '{}')`);
     await db.dataSource.query(`INSERT INTO bulk_operation_chunks (operation_id, chunk, job_ids) VALUES (1, 0, $1::bigint[])`, [ids]);
-    expect(await plan(QUEUED_IN_BULK_CHUNK_SQL, ['1', 0])).not.toMatch(/jobs_queued_due/);
+    await db.dataSource.query(`UPDATE bulk_operations SET state = 'running', chunks = 1`);
+    const apply = await plan(APPLY_BULK_CANCEL_SQL, ['1', 0]);
+    expect(apply).toMatch(/jobs_pkey/);
+    expect(apply).not.toMatch(/jobs_queued_due/);
   });
 
   it('still claims exactly the due queued rows', async () => {

@@ -7,8 +7,12 @@
  * queued change (one that started meanwhile is skipped, never changed under its handler); and
  * the jobs must be the operation's tenant's.
  *
- * Returns the operation's new state, the chunk's changed and skipped counts, and the rows now queued as {id, runAt, kind} (a reschedule
- * into the hot horizon: the caller puts them on the hot queue); no row: nothing was applied.
+ * Returns the operation's new state, the chunk's changed and skipped counts, the ids of the rows
+ * that were queued (their hot-queue copies are stale now: the caller takes them out) and the rows
+ * now queued as {id, runAt, kind} (a reschedule into the hot horizon: the caller puts them on the
+ * hot queue, after the removal, since the new copy has the old one's id). No row: nothing was
+ * applied (another replica applied it, or the operation ended); the caller then touches nothing
+ * in Redis, so a late replica cannot take out the copies the first one just put back.
  */
 function applyChunk(change: string): string {
   return `WITH op AS (
@@ -28,6 +32,7 @@ function applyChunk(change: string): string {
     FROM op WHERE o.id = op.id
   RETURNING o.state, (SELECT count(*) FROM changed)::int AS changed,
     (coalesce((SELECT cardinality(job_ids) FROM chunk), 0) - (SELECT count(*) FROM changed))::int AS skipped,
+    (SELECT coalesce(array_agg(c.id::text), '{}') FROM changed c WHERE c.previous = 'q') AS was_queued,
     (SELECT coalesce(json_agg(json_build_object('id', c.id::text, 'runAt', c.run_at, 'kind', c.kind)), '[]') FROM changed c WHERE c.state = 'q') AS hot`;
 }
 
@@ -35,7 +40,7 @@ function applyChunk(change: string): string {
 export const APPLY_BULK_CANCEL_SQL = applyChunk(`
     UPDATE jobs j SET state = 'c', finished_at = now() FROM locked l
      WHERE j.id = l.id AND l.state IN ('s', 'q')
-    RETURNING j.id, j.state, j.run_at, j.kind`);
+    RETURNING j.id, j.state, j.run_at, j.kind, l.state AS previous`);
 
 /**
  * Moves the chunk's unstarted jobs to the operation's `change.runAt`, or by its
@@ -45,8 +50,8 @@ export const APPLY_BULK_CANCEL_SQL = applyChunk(`
  */
 export const APPLY_BULK_RESCHEDULE_SQL = applyChunk(`
     UPDATE jobs j SET run_at = m.run_at, state = CASE WHEN m.run_at <= $3::timestamptz THEN 'q' ELSE 's' END
-      FROM (SELECT l.id, CASE WHEN op.change ? 'runAt' THEN (op.change->>'runAt')::timestamptz
+      FROM (SELECT l.id, l.state AS previous, CASE WHEN op.change ? 'runAt' THEN (op.change->>'runAt')::timestamptz
                               ELSE l.run_at + (op.change->>'shiftBySeconds')::float8 * interval '1 second' END AS run_at
               FROM locked l CROSS JOIN op WHERE l.state IN ('s', 'q')) m
      WHERE j.id = m.id
-    RETURNING j.id, j.state, j.run_at, j.kind`);
+    RETURNING j.id, j.state, j.run_at, j.kind, m.previous`);
