@@ -125,6 +125,15 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await read(a, far.id)).toMatchObject({ state: 'done', changed: 4 });
   });
 
+  it('a shift that would move a job past the run times the API accepts leaves that job alone, counted as skipped', async () => {
+    const [late] = await insertJobs(db.dataSource, { tenantId: a, count: 1, start: new Date('9999-12-31T12:00:00Z') });
+    const [fine] = await insertJobs(db.dataSource, { tenantId: a, count: 1, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' }, { shiftBySeconds: 86_400 });
+    await sweep().runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'done', changed: 1, skipped: 1 });
+    expect(await runAts([late, fine])).toEqual([Date.parse('9999-12-31T12:00:00Z'), at(72 * HOUR).getTime()]);
+  });
+
   it("a replica that finds a chunk already applied leaves the hot queue alone (it cannot take out the first one's new copies)", async () => {
     const hot = await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(HOUR), stepMs: 1000, state: 'q' });
     await queue.enqueue(hot.map((id, i) => ({ id, runAt: at(HOUR + i * 1000), tenantId: a, kind: 'noop' })), NOW);

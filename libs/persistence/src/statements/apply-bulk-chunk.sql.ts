@@ -45,13 +45,14 @@ export const APPLY_BULK_CANCEL_SQL = applyChunk(`
 /**
  * Moves the chunk's unstarted jobs to the operation's `change.runAt`, or by its
  * `change.shiftBySeconds`; each becomes queued if its new time is within the hot horizon (≤ $3),
- * scheduled otherwise (the tier rule, tierFor). $1 bigint operation · $2 int chunk ·
- * $3 timestamptz end of the hot horizon.
+ * scheduled otherwise (the tier rule, tierFor). A shift that would take a job outside the run
+ * times the API accepts (1970 to 9999) leaves it as it is, counted as skipped. $1 bigint
+ * operation · $2 int chunk · $3 timestamptz end of the hot horizon.
  */
 export const APPLY_BULK_RESCHEDULE_SQL = applyChunk(`
     UPDATE jobs j SET run_at = m.run_at, state = CASE WHEN m.run_at <= $3::timestamptz THEN 'q' ELSE 's' END
       FROM (SELECT l.id, l.state AS previous, CASE WHEN op.change ? 'runAt' THEN (op.change->>'runAt')::timestamptz
                               ELSE l.run_at + (op.change->>'shiftBySeconds')::float8 * interval '1 second' END AS run_at
               FROM locked l CROSS JOIN op WHERE l.state IN ('s', 'q')) m
-     WHERE j.id = m.id
+     WHERE j.id = m.id AND m.run_at BETWEEN '1970-01-01T00:00:00Z' AND '9999-12-31T23:59:59Z'
     RETURNING j.id, j.state, j.run_at, j.kind, m.previous`);
