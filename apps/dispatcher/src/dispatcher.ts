@@ -8,6 +8,11 @@ import type { LimitGate } from './limit-gate';
 import type { PoolRoom } from './pool-room';
 import type { TenantShares } from './tenant-shares';
 
+/** A tenant with no direct hand-off to a pool for this long is sparse there (≤ 10 rows a second). */
+const SPARSE_GAP_MS = 100;
+/** Tenants remembered per pool before the ones past the gap are forgotten. */
+const MAX_DIRECT_TENANTS = 10_000;
+
 /** Parking INSERTs take up to this many dispatch batches' rows (4 envelopes: 2,000 rows). */
 const MAX_PARK_CHUNKS = 4;
 
@@ -84,6 +89,8 @@ export class Dispatcher {
    * rows would be handed off ahead of them until observe() noticed (found in review).
    */
   private readonly parkingFlows = new Map<string, number>();
+  /** Per pool, when each tenant last had a row handed over directly (see directSparse). */
+  private readonly lastDirect = new Map<string, Map<number, number>>();
 
   constructor(private readonly o: DispatcherOptions) {
     this.lines = new FairLines({ ...o, onParked: (pool, items) => this.markParked(pool, items) });
@@ -154,7 +161,10 @@ export class Dispatcher {
             results.set(d.id, { status: 'parked', pool });
           }
         }
-        await ready.push(pool, direct.map((d) => ({ id: d.id, dueMs: d.dueMs })));
+        const nowMs = this.o.clock.now().getTime();
+        const sparse = new Set(direct.filter((d) => this.directSparse(pool, d.tenantId, nowMs)));
+        const item = (d: HotDelivery) => ({ id: d.id, dueMs: d.dueMs });
+        await ready.push(pool, direct.filter((d) => !sparse.has(d)).map(item), direct.filter((d) => sparse.has(d)).map(item));
         if (direct.length > 0) metrics.dispatched.inc({ pool, via: 'direct' }, direct.length);
       }),
     );
@@ -163,6 +173,23 @@ export class Dispatcher {
     const parked = park.length > 0 ? this.parkBeside(park) : Promise.resolve();
     parked.catch(() => undefined); // the caller's await sees the failure; never unhandled meanwhile
     return { results: batch.map((d) => results.get(d.id) as DispatchResult), parked };
+  }
+
+  /**
+   * The sparse rule where no line is waiting: a row whose tenant had none handed to this pool
+   * directly for SPARSE_GAP_MS goes to the head of the ready list. The list may hold a pool's
+   * worth of a heavy tenant's refilled rows while the pool has room: a light tenant's job
+   * appended behind them waited 90–140 ms for a slot (a traced run of bench/fairness.ts, the
+   * worst quiet jobs). At most one row per tenant per gap goes first, so a tenant streaming rows
+   * never jumps its own older ones, nor keeps others behind it.
+   */
+  private directSparse(pool: string, tenantId: number, nowMs: number): boolean {
+    let last = this.lastDirect.get(pool);
+    if (!last) this.lastDirect.set(pool, (last = new Map()));
+    const before = last.get(tenantId);
+    last.set(tenantId, nowMs);
+    if (last.size > MAX_DIRECT_TENANTS) for (const [t, at] of last) if (nowMs - at >= SPARSE_GAP_MS) last.delete(t);
+    return before === undefined || nowMs - before >= SPARSE_GAP_MS;
   }
 
   private parkBeside(park: BacklogItem[]): Promise<void> {

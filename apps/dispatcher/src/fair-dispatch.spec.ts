@@ -70,6 +70,19 @@ describe('fair dispatch between tenants', () => {
     expect(new Set(await rest)).toEqual(new Set(['parked']));
   });
 
+  it("with no line waiting, a tenant's first job in a while goes to the head of the ready list; a stream of them does not", async () => {
+    const heavy = await tenant('heavy');
+    const quiet = await tenant('quiet');
+    await h.liveWorker({ concurrency: 16 }); // room 32: everything below goes directly
+    await h.dispatcher.dispatch(await deliveries(heavy, 20));
+    const [one, two] = await deliveries(quiet, 2);
+    await h.dispatcher.dispatch([one]);
+    await h.dispatcher.dispatch([two]); // the same tenant at once: not sparse any more
+    const ids = await h.readyIds();
+    expect(ids[0]).toBe(one.id); // before: behind the heavy tenant's 19 still waiting
+    expect(ids[ids.length - 1]).toBe(two.id);
+  });
+
   it("a light tenant's job goes to the pool's light lane though the pool has no room; a heavy tenant's do not", async () => {
     const heavy = await tenant('heavy');
     const quiet = await tenant('quiet');
