@@ -185,7 +185,7 @@ export class Dispatcher {
    */
   private directSparse(pool: string, tenantId: number, nowMs: number): boolean {
     let last = this.lastDirect.get(pool);
-    if (!last) this.lastDirect.set(pool, (last = new Map()));
+    if (!last) this.lastDirect.set(pool, (last = new Map<number, number>()));
     const before = last.get(tenantId);
     last.set(tenantId, nowMs);
     if (last.size > MAX_DIRECT_TENANTS) for (const [t, at] of last) if (nowMs - at >= SPARSE_GAP_MS) last.delete(t);
