@@ -26,13 +26,10 @@ import type { DataSource } from 'typeorm';
 import { BulkOperationsSweep } from '../apps/promoter/src/bulk/bulk-operations.sweep';
 import { SweepMetrics } from '../apps/promoter/src/sweeps/sweep-metrics';
 import { startPrivateRedis } from '../apps/promoter/src/testing/private-redis';
-import { createBenchDatabase } from './lib/bench-db';
+import { createBenchDatabase, walPosition } from './lib/bench-db';
+import { arg } from './lib/local';
 import { round, spread } from './lib/stats';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
 const opts = { runs: Number(arg('runs', '3')), jobs: Number(arg('jobs', '500000')), hotShare: Number(arg('hot-share', String(1 / 7))) };
 const HOUR = 3600e3;
 const WEEK = 7 * 24 * HOUR;
@@ -50,11 +47,6 @@ interface Phase {
   walBytesPerJob: number;
 }
 
-async function wal(ds: DataSource): Promise<bigint> {
-  const [r] = await ds.query<{ lsn: string }[]>(`SELECT pg_current_wal_lsn()::text AS lsn`);
-  const [hi, lo] = r.lsn.split('/');
-  return (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`);
-}
 
 /** `n` jobs of one tenant over the next week; the first `hot` of them queued. Returns nothing: ids come from the filter. */
 async function load(ds: DataSource, tenantId: number, prefix: string, n: number, hot: number, now: Date): Promise<void> {
@@ -82,7 +74,7 @@ async function hotCopies(queue: HotQueue): Promise<number> {
 async function operate(ds: DataSource, repo: BulkOperationsRepository, queue: HotQueue, tenantId: number, change: BulkChange | null, now: Date): Promise<Phase> {
   const sweep = new BulkOperationsSweep(repo, queue, { hotHorizonMs: 24 * HOUR, maxJobs: 1_000_000, chunksPerRun: 1 }, new SweepMetrics(new MetricsService()));
   const hotCopiesBefore = await hotCopies(queue);
-  const wal0 = await wal(ds);
+  const wal0 = await walPosition(ds);
   const t0 = performance.now();
   const op = (await repo.create(tenantId, change ? 'reschedule' : 'cancel', { keyPrefix: 'campaign:' }, change, 5))!;
   let matchSeconds = 0;
@@ -108,7 +100,7 @@ async function operate(ds: DataSource, repo: BulkOperationsRepository, queue: Ho
     changed: done.changed,
     hotCopiesBefore,
     hotCopiesAfter: await hotCopies(queue),
-    walBytesPerJob: round(Number((await wal(ds)) - wal0) / Math.max(1, done.changed)),
+    walBytesPerJob: round(Number((await walPosition(ds)) - wal0) / Math.max(1, done.changed)),
   };
 }
 
@@ -147,11 +139,11 @@ async function run(i: number) {
     const afterCancel = await states(ds, campaign);
     const untouched = await states(ds, other);
 
-    const wal0 = await wal(ds);
+    const wal0 = await walPosition(ds);
     const tb = performance.now();
     const [, baselineRows] = await ds.query(`UPDATE jobs SET state = 'c', finished_at = now() WHERE tenant_id = $1 AND key LIKE 'campaign:%' AND state IN ('s', 'q')`, [other]);
     const baselineSeconds = round((performance.now() - tb) / 1000, 2);
-    const baselineWal = round(Number((await wal(ds)) - wal0) / Math.max(1, Number(baselineRows)));
+    const baselineWal = round(Number((await walPosition(ds)) - wal0) / Math.max(1, Number(baselineRows)));
     log(`run ${i}: baseline, one UPDATE of ${Number(baselineRows).toLocaleString('en')} rows: ${baselineSeconds} s`);
     const dbBytes = Number((await ds.query(`SELECT pg_database_size(current_database()) AS b`))[0].b);
     return { run: i, reschedule, cancel, baselineSeconds, baselineWalBytesPerJob: baselineWal, afterReschedule, afterCancel, otherBeforeBaseline: untouched, dbBytes };

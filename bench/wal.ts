@@ -19,16 +19,12 @@
 import { ExecutionRepository, JobsRepository, SweepsRepository, TenantsRepository } from '@almanac/persistence';
 import { HotQueue } from '@almanac/platform';
 import { readFileSync } from 'node:fs';
-import type { DataSource } from 'typeorm';
 import { PromotionSweep } from '../apps/promoter/src/sweeps/promotion.sweep';
 import { startPrivateRedis } from '../apps/promoter/src/testing/private-redis';
-import { createBenchDatabase } from './lib/bench-db';
+import { createBenchDatabase, walPosition } from './lib/bench-db';
+import { arg } from './lib/local';
 import { round, spread } from './lib/stats';
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
 const opts = { runs: Number(arg('runs', '3')), jobs: Number(arg('jobs', '100000')), payloadBytes: Number(arg('payload-bytes', '200')), checkpoints: arg('checkpoints', '1') !== '0' };
 const HOUR = 3600e3;
 const STAGES = ['ingest', 'promote', 'claim', 'complete'] as const;
@@ -36,11 +32,6 @@ type Stage = (typeof STAGES)[number];
 const log = (m: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} wal: ${m}\n`);
 const TICKS_PER_SECOND = 100; // Linux USER_HZ
 
-async function lsn(ds: DataSource): Promise<bigint> {
-  const [r] = await ds.query<{ lsn: string }[]>(`SELECT pg_current_wal_lsn()::text AS lsn`);
-  const [hi, lo] = r.lsn.split('/');
-  return (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`);
-}
 
 /** CPU seconds the backend has used (utime + stime). */
 function backendCpu(pid: number): number {
@@ -71,9 +62,9 @@ async function run(i: number): Promise<StageFigures & { bytes: { jobsPerJob: num
     // completion, which follows its claim within seconds.
     const stage = async (name: Stage, work: () => Promise<void>) => {
       if (opts.checkpoints && name !== 'complete') await ds.query('CHECKPOINT');
-      const [w0, c0, t0] = [await lsn(ds), backendCpu(pid), performance.now()];
+      const [w0, c0, t0] = [await walPosition(ds), backendCpu(pid), performance.now()];
       await work();
-      const [w1, c1, t1] = [await lsn(ds), backendCpu(pid), performance.now()];
+      const [w1, c1, t1] = [await walPosition(ds), backendCpu(pid), performance.now()];
       out[name] = { walBytesPerJob: round(Number(w1 - w0) / opts.jobs), cpuMicrosPerJob: round(((c1 - c0) * 1e6) / opts.jobs), seconds: round((t1 - t0) / 1000, 2) };
       log(`run ${i}: ${name}: ${out[name].walBytesPerJob} B WAL, ${out[name].cpuMicrosPerJob} µs backend CPU per job (${out[name].seconds} s)`);
     };

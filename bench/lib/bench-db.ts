@@ -42,3 +42,10 @@ export async function createBenchDatabase(prefix: string, poolSize = 4): Promise
     },
   };
 }
+
+/** The server's current WAL position in bytes: the difference of two readings is the WAL written between them. */
+export async function walPosition(ds: DataSource): Promise<bigint> {
+  const [r] = await ds.query<{ lsn: string }[]>(`SELECT pg_current_wal_lsn()::text AS lsn`);
+  const [hi, lo] = r.lsn.split('/');
+  return (BigInt(`0x${hi}`) << 32n) + BigInt(`0x${lo}`);
+}
