@@ -34,8 +34,7 @@ describe('fair lines park beside their pump', () => {
       let settled = false;
       const done = h.dispatcher.settled().then(() => (settled = true));
       // The lines' INSERT is waiting for the lock: the pumps are done, the parking is not.
-      const blocked = `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO dispatch_backlog%'`;
-      while ((await h.ds.query(blocked))[0].n === 0) await new Promise((r) => setImmediate(r));
+      await fx.insertsWaiting(1);
       expect(settled).toBe(false);
       await blocker.commitTransaction();
       await done;

@@ -1,5 +1,5 @@
 import type { BulkAction, BulkChange, BulkFilter } from '@almanac/domain';
-import { BulkOperationsRepository, type TenantRecord } from '@almanac/persistence';
+import { BulkOperationsRepository, isJobIdString, type TenantRecord } from '@almanac/persistence';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, type ApiSettings } from '../api-settings';
@@ -31,7 +31,7 @@ export class OperationsService {
   }
 
   async get(tenant: TenantRecord, id: string): Promise<OperationView> {
-    const op = /^[1-9][0-9]{0,17}$/.test(id) ? await this.repo.findForTenant(tenant.id, id) : null;
+    const op = isJobIdString(id) ? await this.repo.findForTenant(tenant.id, id) : null;
     if (!op) throw notFound(`operation ${id}`);
     return operationView(op);
   }
