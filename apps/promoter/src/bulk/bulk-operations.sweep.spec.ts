@@ -1,5 +1,5 @@
 import { BULK_CHUNK_JOBS, type BulkChange, type BulkFilter } from '@almanac/domain';
-import { BulkOperationsRepository, TenantsRepository } from '@almanac/persistence';
+import { BULK_CREATE_LOCK, BulkOperationsRepository, TenantsRepository } from '@almanac/persistence';
 import { DELIVERY_LEAD_MS, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
@@ -24,6 +24,14 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   const operation = async (tenantId: number, filter: BulkFilter, change: BulkChange | null = null) =>
     (await repo.create(tenantId, change ? 'reschedule' : 'cancel', filter, change, 5))!;
   const read = async (tenantId: number, id: string) => (await repo.findForTenant(tenantId, id))!;
+  const someoneWaitsOnALock = async () => {
+    for (let i = 0; i < 500; i++) {
+      const [{ n }]: { n: number }[] = await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      if (n > 0) return;
+      await new Promise((r) => setImmediate(r));
+    }
+    throw new Error('no statement ever waited on a lock');
+  };
   const runAts = async (ids: string[]) =>
     (await db.dataSource.query<{ run_at: Date }[]>(`SELECT run_at FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).map((r) => r.run_at.getTime());
 
@@ -148,9 +156,22 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await inQueue(queue, hot)).toBe(3);
   });
 
-  it('counts the open-operations limit under a lock: concurrent requests cannot all slip under it', async () => {
-    const made = await Promise.all(Array.from({ length: 8 }, (_, i) => repo.create(a, 'cancel', { keyPrefix: `race-${i}` }, null, 3)));
-    expect(made.filter((m) => m !== null)).toHaveLength(3);
+  it('counts the open-operations limit under a lock: a request waits for one in flight and sees it', async () => {
+    // Another request, as far as its uncommitted INSERT: it holds the tenant's lock.
+    const inFlight = db.dataSource.createQueryRunner();
+    await inFlight.connect();
+    await inFlight.startTransaction();
+    try {
+      await inFlight.query(`SELECT pg_advisory_xact_lock($1, $2)`, [BULK_CREATE_LOCK, a]);
+      await inFlight.query(`INSERT INTO bulk_operations (tenant_id, action, filter) VALUES ($1, 'cancel', '{}')`, [a]);
+      const second = repo.create(a, 'cancel', { kind: 'noop' }, null, 1);
+      await someoneWaitsOnALock();
+      await inFlight.commitTransaction();
+      expect(await second).toBeNull(); // before: it counted no open operation and made a second
+    } finally {
+      if (inFlight.isTransactionActive) await inFlight.rollbackTransaction();
+      await inFlight.release();
+    }
   });
 
   it('starts each run one operation further on, so more open operations than chunks per run all get turns', async () => {

@@ -66,7 +66,7 @@ interface AppliedRow {
 }
 
 /** pg_advisory_xact_lock's first key for "a tenant's bulk operations are being created". */
-const BULK_CREATE_LOCK = 17_003;
+export const BULK_CREATE_LOCK = 17_003;
 
 const STATE_CODES = { scheduled: 's', queued: 'q' } as const;
 
