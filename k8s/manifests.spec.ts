@@ -243,6 +243,8 @@ describe('alert rules', () => {
       'AlmanacPromotionSweepFailing',
       'AlmanacPromotionSweepNotRunning',
       'AlmanacRedisMemoryHigh',
+      'AlmanacRetentionBehind',
+      'AlmanacRetentionSweepFailing',
       'AlmanacTenantLagHigh',
     ]);
   });

@@ -25,6 +25,8 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_overdue_requeued_total: { type: 'counter', labels: ['reason'] },
   almanac_schedule_occurrences_total: { type: 'counter', labels: ['outcome'] },
   almanac_lease_expired_dead_total: { type: 'counter', labels: [] },
+  almanac_retention_removed_total: { type: 'counter', labels: ['keys'] },
+  almanac_retention_behind_seconds: { type: 'gauge', labels: [] },
   // dispatcher and workers
   almanac_dispatch_lag_seconds: { type: 'histogram', labels: ['pool'] },
   almanac_dispatched_total: { type: 'counter', labels: ['pool', 'via'] },

@@ -1,4 +1,4 @@
-import { MAX_MISSED_ALL } from '@almanac/domain';
+import { DEFAULT_RETENTION_SECONDS, MAX_MISSED_ALL, MAX_RETENTION_SECONDS, MIN_RETENTION_SECONDS } from '@almanac/domain';
 import { Env, envInt } from '@almanac/platform';
 
 /** Feature settings of the promoter role, read and validated once at module init. */
@@ -38,6 +38,12 @@ export interface PromoterConfig {
   bulkMaxJobs: number;
   /** Chunks (BULK_CHUNK_JOBS jobs each) one bulk sweep run applies at most, over all operations. */
   bulkChunksPerRun: number;
+  /** How often finished jobs past retention are looked for (a run that hits its cap runs on at once). */
+  retentionIntervalMs: number;
+  /** Retention of a tenant that has none of its own (ALMANAC_RETENTION_DEFAULT_SECONDS). */
+  retentionDefaultSeconds: number;
+  retentionBatchSize: number;
+  retentionMaxPerRun: number;
 }
 
 const MIN = 60_000;
@@ -75,5 +81,13 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
     bulkIntervalMs: envInt(env, 'ALMANAC_BULK_INTERVAL_MS', 1000, { min: 100, max: DAY }),
     bulkMaxJobs: envInt(env, 'ALMANAC_BULK_MAX_JOBS', 1_000_000, { min: 1, max: 100_000_000 }),
     bulkChunksPerRun: envInt(env, 'ALMANAC_BULK_CHUNKS_PER_RUN', 10, { min: 1, max: 10_000 }),
+    retentionIntervalMs: envInt(env, 'ALMANAC_RETENTION_INTERVAL_MS', MIN, { min: 100, max: DAY }),
+    retentionDefaultSeconds: envInt(env, 'ALMANAC_RETENTION_DEFAULT_SECONDS', DEFAULT_RETENTION_SECONDS, {
+      min: MIN_RETENTION_SECONDS,
+      max: MAX_RETENTION_SECONDS,
+    }),
+    // 5,000 rows: one statement of ~0.1-0.2 s (bench/retention.ts prints the longest).
+    retentionBatchSize: envInt(env, 'ALMANAC_RETENTION_BATCH_SIZE', 5000, { min: 1, max: 50_000 }),
+    retentionMaxPerRun: envInt(env, 'ALMANAC_RETENTION_MAX_PER_RUN', 200_000, { min: 1 }),
   };
 }

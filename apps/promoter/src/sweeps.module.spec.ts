@@ -35,6 +35,8 @@ describe('PromoterModule wiring', () => {
       'almanac_overdue_requeued_total{reason="redis_lost"}',
       'almanac_schedule_occurrences_total{outcome="skipped"} 0',
       'almanac_promoted_total',
+      'almanac_retention_removed_total{keys="reserved"} 0',
+      'almanac_retention_behind_seconds 0',
       '# TYPE almanac_sweep_duration_seconds histogram',
       '# TYPE almanac_jobs gauge',
     ]) {
@@ -70,6 +72,10 @@ describe('promoterConfigFromEnv', () => {
       bulkIntervalMs: 1000,
       bulkMaxJobs: 1_000_000,
       bulkChunksPerRun: 10,
+      retentionIntervalMs: 60_000,
+      retentionDefaultSeconds: 30 * 86_400,
+      retentionBatchSize: 5000,
+      retentionMaxPerRun: 200_000,
     });
   });
 
@@ -77,5 +83,6 @@ describe('promoterConfigFromEnv', () => {
     expect(() => promoterConfigFromEnv({ ALMANAC_OVERDUE_INTERVAL_MS: 'soon' }, 1000)).toThrow(/ALMANAC_OVERDUE_INTERVAL_MS/);
     expect(() => promoterConfigFromEnv({ ALMANAC_PROMOTION_BATCH_SIZE: '0' }, 1000)).toThrow(/ALMANAC_PROMOTION_BATCH_SIZE/);
     expect(() => promoterConfigFromEnv({ ALMANAC_TENANT_METRICS_TOP: '500' }, 1000)).toThrow(/ALMANAC_TENANT_METRICS_TOP/);
+    expect(() => promoterConfigFromEnv({ ALMANAC_RETENTION_DEFAULT_SECONDS: '60' }, 1000)).toThrow(/ALMANAC_RETENTION_DEFAULT_SECONDS/);
   });
 });

@@ -1,5 +1,5 @@
 import { TenantLabels } from '@almanac/delivery';
-import { BulkOperationsRepository, SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
+import { BulkOperationsRepository, RetentionRepository, SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, SILENT_LOGGER } from '@almanac/platform';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import type IORedis from 'ioredis';
@@ -11,6 +11,7 @@ import { OverdueSweep } from './overdue/overdue.sweep';
 import { RedisEpoch } from './overdue/redis-epoch';
 import { PromoterConfig, promoterConfigFromEnv } from './promoter-config';
 import { RecurringSweep } from './recurring/recurring.sweep';
+import { RetentionSweep } from './retention/retention.sweep';
 import { SchedulePlanner } from './recurring/schedule-planner';
 import { JobStatesSweep } from './sweeps/job-states.sweep';
 import { PromotionSweep } from './sweeps/promotion.sweep';
@@ -90,7 +91,12 @@ export function buildSweeps(deps: {
     metrics,
     log('bulk-operations'),
   );
-  return { repo, promotion, recurring, overdue, jobStates, tenantBacklog, bulk };
+  const retention = new RetentionSweep(
+    new RetentionRepository(deps.dataSource),
+    { defaultSeconds: config.retentionDefaultSeconds, batchSize: config.retentionBatchSize, maxPerRun: config.retentionMaxPerRun },
+    metrics,
+  );
+  return { repo, promotion, recurring, overdue, jobStates, tenantBacklog, bulk, retention };
 }
 
 /** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
@@ -138,6 +144,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
             { sweep: s.jobStates, intervalMs: config.jobStatesIntervalMs },
             { sweep: s.tenantBacklog, intervalMs: TENANT_BACKLOG_INTERVAL_MS },
             { sweep: s.bulk, intervalMs: config.bulkIntervalMs },
+            { sweep: s.retention, intervalMs: config.retentionIntervalMs },
           ],
           clock,
           metrics,

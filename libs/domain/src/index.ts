@@ -13,3 +13,4 @@ export * from './fair-queue';
 export * from './attempt-error';
 export * from './outbound';
 export * from './bulk-operation';
+export * from './retention';

@@ -21,3 +21,4 @@ export * from './repositories/effects.repository';
 export * from './repositories/tenant-stats.repository';
 export * from './repositories/tenant-outbound.repository';
 export * from './repositories/bulk-operations.repository';
+export * from './repositories/retention.repository';

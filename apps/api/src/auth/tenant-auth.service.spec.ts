@@ -18,7 +18,7 @@ function viaTenant(fake: { findByApiKey: (k: string) => Promise<TenantRecord | n
 const NO_KEYS = { touch: async () => undefined } as unknown as TenantKeysRepository;
 
 describe('TenantAuthService', () => {
-  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE, disabled: false };
+  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE, disabled: false, retentionSeconds: null, keysAfterRetention: 'reserved' };
 
   /** A repository that knows one key, alm_good, and records every lookup. */
   function recordingRepo() {

@@ -1,4 +1,4 @@
-import { entryState, tierFor, type Tier } from '@almanac/domain';
+import { entryState, type JobState, tierFor, type Tier } from '@almanac/domain';
 import { type JobRecord, JobsRepository, type NewJob, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService, MicroBatcher } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
@@ -23,6 +23,8 @@ interface CommitEntry {
 type CommitResult =
   | { status: 'created' | 'existing'; job: JobRecord }
   | { status: 'conflict'; job: JobRecord; fields: string[] }
+  /** The key named a job retention removed; it stays reserved. */
+  | { status: 'retired'; key: string; removedOn: string; state: JobState }
   /** This tenant's insert failed; other tenants sharing the group commit are not affected. */
   | { status: 'failed'; error: unknown };
 
@@ -88,6 +90,7 @@ export class IngestService implements BeforeApplicationShutdown {
     });
     if (result.status === 'failed') throw result.error;
     if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
+    if (result.status === 'retired') throw retiredError(result);
     return { created: result.status === 'created', job: jobSummary(result.job, now, this.config.horizons) };
   }
 
@@ -116,6 +119,9 @@ export class IngestService implements BeforeApplicationShutdown {
       if (r.status === 'failed') return; // thrown above
       if (r.status === 'conflict') {
         const e = this.conflictError(valid[i].entry.input.key, r.fields);
+        results[index] = { index, status: 'error', error: { statusCode: 409, message: e.message, details: e.details } };
+      } else if (r.status === 'retired') {
+        const e = retiredError(r);
         results[index] = { index, status: 'error', error: { statusCode: 409, message: e.message, details: e.details } };
       } else {
         results[index] = { index, status: r.status, job: jobSummary(r.job, now, this.config.horizons) };
@@ -209,7 +215,7 @@ export class IngestService implements BeforeApplicationShutdown {
     const outcomes = await this.jobs.insertBatch(tenantId, rows);
     outcomes.forEach((o, k) => {
       const i = indices[k];
-      if (o.status === 'created') {
+      if (o.status === 'created' || o.status === 'retired') {
         results[i] = o;
         return;
       }
@@ -217,4 +223,13 @@ export class IngestService implements BeforeApplicationShutdown {
       results[i] = fields.length ? { status: 'conflict', job: o.job, fields } : o;
     });
   }
+}
+
+/** 409 for a replay of a key whose job retention removed: what it had become, and when it went. */
+function retiredError(r: { key: string; removedOn: string; state: JobState }): ApiError {
+  return conflict(
+    `key "${r.key}" named a job that ended ${r.state} and was removed by retention on ${r.removedOn}; the key stays reserved`,
+    'key',
+    'retired',
+  );
 }

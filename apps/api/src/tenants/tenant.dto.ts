@@ -67,6 +67,18 @@ export class UpdateTenantDto {
   disabled?: boolean;
 
   @ApiPropertyOptional({
+    example: 7_776_000, minimum: 3600, nullable: true, type: Number,
+    description: "How long the tenant's finished jobs (succeeded, dead, cancelled) and their attempts are kept, in seconds; null: the installation's default (ALMANAC_RETENTION_DEFAULT_SECONDS, 30 days).",
+  })
+  retentionSeconds?: number | null;
+
+  @ApiPropertyOptional({
+    enum: ['reserved', 'freed'], example: 'reserved',
+    description: "What becomes of a removed job's key. reserved (default): a replay is refused with 409 saying when the job was removed and how it ended. freed: the key may name a new job.",
+  })
+  keysAfterRetention?: 'reserved' | 'freed';
+
+  @ApiPropertyOptional({
     type: [String],
     nullable: true,
     maxItems: 100,
@@ -102,6 +114,12 @@ export class TenantDto {
 
   @ApiProperty({ example: false, description: 'suspended: its requests get 403 and its due jobs are held' })
   disabled!: boolean;
+
+  @ApiProperty({ example: null, nullable: true, type: Number, description: "its finished jobs' retention in seconds; null: the installation's default" })
+  retentionSeconds!: number | null;
+
+  @ApiProperty({ enum: ['reserved', 'freed'], example: 'reserved' })
+  keysAfterRetention!: 'reserved' | 'freed';
 
   @ApiPropertyOptional({ type: [String], example: ['https://hooks.acme.com'], description: "its `http` jobs' allow-list (in PATCH answers)" })
   httpAllowHosts?: string[];

@@ -1,5 +1,13 @@
-import { parseHostRules, type TenantShare, validateKindLimits, validateMaxConcurrency, validateWeight } from '@almanac/domain';
-import { type SigningSecretView, TenantOutboundRepository, type TenantRecord, TenantsRepository } from '@almanac/persistence';
+import {
+  parseHostRules,
+  type TenantShare,
+  validateKeyPolicy,
+  validateKindLimits,
+  validateMaxConcurrency,
+  validateRetentionSeconds,
+  validateWeight,
+} from '@almanac/domain';
+import { type RetentionPatch, type SigningSecretView, TenantOutboundRepository, type TenantRecord, TenantsRepository } from '@almanac/persistence';
 import { Body, Controller, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AuthEvents } from '../auth/auth-events';
@@ -102,25 +110,29 @@ export class TenantsController {
   async update(@Param('id') id: string, @Body() body: unknown): Promise<TenantDto> {
     const issues = new Issues();
     const patch: Partial<TenantShare> = {};
+    const retention: RetentionPatch = {};
     let hosts: string[] | undefined;
     if (!isPlainObject(body)) {
       issues.add('body', 'type', 'body must be a JSON object');
     } else {
-      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts'], issues);
+      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts', 'retentionSeconds', 'keysAfterRetention'], issues);
       if (body.disabled !== undefined && typeof body.disabled !== 'boolean') issues.add('disabled', 'type', 'disabled must be true or false');
       if (body.weight !== undefined) patch.weight = issues.run(() => validateWeight(body.weight));
       if (body.maxConcurrency !== undefined) patch.maxConcurrency = issues.run(() => validateMaxConcurrency(body.maxConcurrency));
       if (body.kindLimits !== undefined) patch.kindLimits = issues.run(() => validateKindLimits(body.kindLimits));
+      if (body.retentionSeconds !== undefined) retention.retentionSeconds = issues.run(() => validateRetentionSeconds(body.retentionSeconds));
+      if (body.keysAfterRetention !== undefined) retention.keysAfterRetention = issues.run(() => validateKeyPolicy(body.keysAfterRetention));
       if (body.httpAllowHosts !== undefined) {
         hosts = issues.run(() => (body.httpAllowHosts === null ? [] : parseHostRules(body.httpAllowHosts, 'httpAllowHosts').map((r) => r.text)));
       }
-      if (issues.ok && Object.keys(patch).length === 0 && body.disabled === undefined && hosts === undefined) {
-        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, httpAllowHosts or disabled');
+      if (issues.ok && Object.keys(patch).length === 0 && Object.keys(retention).length === 0 && body.disabled === undefined && hosts === undefined) {
+        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, retentionSeconds, keysAfterRetention, httpAllowHosts or disabled');
       }
     }
     if (!issues.ok) throw invalid(issues.list);
     const disabled = isPlainObject(body) && typeof body.disabled === 'boolean' ? body.disabled : undefined;
     let tenant = Object.keys(patch).length > 0 ? await this.tenants.updateShare(pathId(id), patch) : await this.tenants.findById(pathId(id));
+    if (tenant && Object.keys(retention).length > 0) tenant = await this.tenants.updateRetention(tenant.id, retention);
     if (tenant && disabled !== undefined && disabled !== tenant.disabled) {
       tenant = await this.tenants.setDisabled(tenant.id, disabled);
       if (tenant) await this.events.tenantChanged(tenant.id); // every replica reads its keys again: 403 within a second
@@ -176,5 +188,6 @@ function view(t: TenantRecord): TenantDto {
   return {
     id: t.id, name: t.name, rateLimitPerSecond: t.rateLimitPerSecond, maxSchedules: t.maxSchedules,
     weight: t.share.weight, maxConcurrency: t.share.maxConcurrency, kindLimits: t.share.kindLimits, disabled: t.disabled,
+    retentionSeconds: t.retentionSeconds, keysAfterRetention: t.keysAfterRetention,
   };
 }

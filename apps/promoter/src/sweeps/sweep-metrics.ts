@@ -1,5 +1,5 @@
 import { OTHER_TENANT } from '@almanac/delivery';
-import { BULK_ACTIONS } from '@almanac/domain';
+import { BULK_ACTIONS, KEY_POLICIES } from '@almanac/domain';
 import type { MetricsService } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { JobStateCounts } from '@almanac/persistence';
@@ -21,6 +21,8 @@ export class SweepMetrics {
   readonly tenantBacklog: Gauge<'tenant'>;
   readonly tenantOldestDue: Gauge<'tenant'>;
   readonly bulkJobs: Counter<'action' | 'outcome'>;
+  readonly retentionRemoved: Counter<'keys'>;
+  readonly retentionBehind: Gauge;
 
   constructor(metrics: MetricsService) {
     this.runs = metrics.counter({
@@ -72,6 +74,15 @@ export class SweepMetrics {
       help: 'Jobs matched by bulk operations, by action and outcome (changed; skipped = started or finished before their chunk ran)',
       labelNames: ['action', 'outcome'],
     });
+    this.retentionRemoved = metrics.counter({
+      name: 'almanac_retention_removed_total',
+      help: 'Finished jobs removed by retention, by what became of their keys (reserved or freed)',
+      labelNames: ['keys'],
+    });
+    this.retentionBehind = metrics.gauge({
+      name: 'almanac_retention_behind_seconds',
+      help: 'How far retention is behind: from the run time of the oldest expired job it has not reached yet to its cutoff (0: caught up)',
+    });
     this.zero();
   }
 
@@ -85,6 +96,8 @@ export class SweepMetrics {
     for (const action of BULK_ACTIONS) for (const outcome of ['changed', 'skipped']) this.bulkJobs.inc({ action, outcome }, 0);
     this.promoted.inc(0);
     this.leaseDead.inc(0);
+    for (const keys of KEY_POLICIES) this.retentionRemoved.inc({ keys }, 0);
+    this.retentionBehind.set(0);
     this.setTenantBacklog([{ tenant: OTHER_TENANT, backlog: 0, oldestDueSeconds: 0 }]);
   }
 

@@ -14,6 +14,7 @@ describe('AttemptsRepository (Postgres)', () => {
     db = await createTestDatabase();
     attempts = new AttemptsRepository(db.dataSource);
     const [o] = await new JobsRepository(db.dataSource).insertBatch(1, [{ kind: 'noop', key: 'k', runAt: T, state: 'queued' }]);
+    if (o.status === 'retired') throw new Error('a new key cannot be retired');
     jobId = o.job.id;
   });
   afterAll(async () => db.drop());

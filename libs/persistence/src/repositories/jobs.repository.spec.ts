@@ -2,7 +2,7 @@ import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db'
 import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
 import type { Db } from '../sql';
 import { COLD_CLAIM_SQL } from '../statements/cold-claim.sql';
-import { JobsRepository, type NewJob } from './jobs.repository';
+import { type InsertOutcome, JobsRepository, type NewJob } from './jobs.repository';
 
 const T1 = 1;
 const T2 = 2;
@@ -35,6 +35,14 @@ describe('JobsRepository (Postgres)', () => {
     }
   }
 
+  /** insertBatch for the cases where every outcome carries a job (no key here is retired). */
+  async function insertJobs(...args: Parameters<JobsRepository['insertBatch']>): Promise<Exclude<InsertOutcome, { status: 'retired' }>[]> {
+    return (await jobs.insertBatch(...args)).map((o) => {
+      if (o.status === 'retired') throw new Error(`unexpected retired key ${o.key}`);
+      return o;
+    });
+  }
+
   beforeAll(async () => {
     db = await createTestDatabase();
     jobs = new JobsRepository(db.dataSource);
@@ -44,7 +52,7 @@ describe('JobsRepository (Postgres)', () => {
   describe('insertBatch', () => {
     it('creates every new job and returns them in input order with ids and decoded creation time', async () => {
       const before = Date.now();
-      const out = await jobs.insertBatch(T1, [job('a1'), job('a2', { state: 'queued', maxAttempts: 7, payload: undefined })]);
+      const out = await insertJobs(T1, [job('a1'), job('a2', { state: 'queued', maxAttempts: 7, payload: undefined })]);
       expect(out.map((o) => [o.status, o.job.key, o.job.state])).toEqual([
         ['created', 'a1', 'scheduled'],
         ['created', 'a2', 'queued'],
@@ -58,8 +66,8 @@ describe('JobsRepository (Postgres)', () => {
     });
 
     it('reports a key that already exists as existing, with the stored row, untouched', async () => {
-      const [first] = await jobs.insertBatch(T1, [job('b1', { payload: { v: 1 } })]);
-      const out = await jobs.insertBatch(T1, [job('b2'), job('b1', { payload: { v: 2 }, kind: 'http' }), job('b3')]);
+      const [first] = await insertJobs(T1, [job('b1', { payload: { v: 1 } })]);
+      const out = await insertJobs(T1, [job('b2'), job('b1', { payload: { v: 2 }, kind: 'http' }), job('b3')]);
       expect(out.map((o) => o.status)).toEqual(['created', 'existing', 'created']);
       expect(out[1].job).toEqual(first.job);
       expect(out[1].job).toMatchObject({ kind: 'noop', payload: { v: 1 } });
@@ -67,26 +75,26 @@ describe('JobsRepository (Postgres)', () => {
     });
 
     it('lets the first occurrence of a key repeated inside one batch win', async () => {
-      const out = await jobs.insertBatch(T1, [job('c1', { payload: { v: 1 } }), job('c2'), job('c1', { payload: { v: 2 } })]);
+      const out = await insertJobs(T1, [job('c1', { payload: { v: 1 } }), job('c2'), job('c1', { payload: { v: 2 } })]);
       expect(out.map((o) => o.status)).toEqual(['created', 'created', 'existing']);
       expect(out[2].job.id).toBe(out[0].job.id);
       expect((await rowByKey(T1, 'c1'))?.payload).toEqual({ v: 1 });
     });
 
     it('scopes keys per tenant, and reports only the own tenant’s row as existing', async () => {
-      const [a] = await jobs.insertBatch(T1, [job('shared', { payload: { t: 1 } })]);
-      const [b] = await jobs.insertBatch(T2, [job('shared', { payload: { t: 2 } })]);
+      const [a] = await insertJobs(T1, [job('shared', { payload: { t: 1 } })]);
+      const [b] = await insertJobs(T2, [job('shared', { payload: { t: 2 } })]);
       expect([a.status, b.status]).toEqual(['created', 'created']);
       expect(a.job.id).not.toBe(b.job.id);
       expect(await rowById(b.job.id)).toMatchObject({ tenantId: T2, key: 'shared', payload: { t: 2 } });
-      const [again] = await jobs.insertBatch(T2, [job('shared')]);
+      const [again] = await insertJobs(T2, [job('shared')]);
       expect(again).toEqual({ status: 'existing', job: b.job });
       expect(await rowByKey(T1, 'shared')).toEqual(a.job);
     });
 
     it('gives concurrent batches with the same keys one row per key', async () => {
       const keys = Array.from({ length: 200 }, (_, i) => `race-${i}`);
-      const [x, y] = await Promise.all([jobs.insertBatch(T1, keys.map((k) => job(k))), jobs.insertBatch(T1, [...keys].reverse().map((k) => job(k)))]);
+      const [x, y] = await Promise.all([insertJobs(T1, keys.map((k) => job(k))), insertJobs(T1, [...keys].reverse().map((k) => job(k)))]);
       const created = [...x, ...y].filter((o) => o.status === 'created').length;
       expect(created).toBe(200);
       const ids = new Map(x.map((o) => [o.job.key, o.job.id]));
@@ -96,18 +104,18 @@ describe('JobsRepository (Postgres)', () => {
     });
 
     it('takes 1000 jobs in one call and refuses more', async () => {
-      const out = await jobs.insertBatch(T1, Array.from({ length: 1000 }, (_, i) => job(`k-${i}`)));
+      const out = await insertJobs(T1, Array.from({ length: 1000 }, (_, i) => job(`k-${i}`)));
       expect(out.filter((o) => o.status === 'created')).toHaveLength(1000);
-      await expect(jobs.insertBatch(T1, Array.from({ length: 1001 }, (_, i) => job(`m-${i}`)))).rejects.toThrow(RangeError);
+      await expect(insertJobs(T1, Array.from({ length: 1001 }, (_, i) => job(`m-${i}`)))).rejects.toThrow(RangeError);
       const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND key LIKE 'm-%'`, [T1]);
       expect(n).toBe(0);
-      expect(await jobs.insertBatch(T1, [])).toEqual([]);
+      expect(await insertJobs(T1, [])).toEqual([]);
     });
 
     it.each([
-      ['on its own connection (the unique-violation retry)', 'mid', (items: NewJob[]) => jobs.insertBatch(T1, items)],
+      ['on its own connection (the unique-violation retry)', 'mid', (items: NewJob[]) => insertJobs(T1, items)],
       // ON CONFLICT skipped the key and the caller's snapshot hides it: it is read back by key.
-      ['inside a caller transaction', 'mtx', (items: NewJob[]) => db.dataSource.transaction((tx) => jobs.insertBatch(T1, items, tx))],
+      ['inside a caller transaction', 'mtx', (items: NewJob[]) => db.dataSource.transaction((tx) => insertJobs(T1, items, tx))],
     ])('reports a key another transaction commits mid-statement as existing, %s', async (_how, prefix, insert) => {
       const qr = db.dataSource.createQueryRunner();
       await qr.startTransaction();
@@ -130,10 +138,10 @@ describe('JobsRepository (Postgres)', () => {
     });
 
     it('composes with a caller transaction and rolls back with it', async () => {
-      await jobs.insertBatch(T1, [job('tx-old')]);
+      await insertJobs(T1, [job('tx-old')]);
       await expect(
         db.dataSource.transaction(async (tx) => {
-          const out = await jobs.insertBatch(T1, [job('tx-new'), job('tx-old')], tx);
+          const out = await insertJobs(T1, [job('tx-new'), job('tx-old')], tx);
           expect(out.map((o) => o.status)).toEqual(['created', 'existing']);
           expect(await rowByKey(T1, 'tx-new', tx)).toEqual(out[0].job);
           throw new Error('abort');
@@ -145,7 +153,7 @@ describe('JobsRepository (Postgres)', () => {
 
     it('keeps array-literal look-alikes as plain keys', async () => {
       const keys = ['NULL', 'null', '{a,b}', 'a,b', ' spaced '];
-      const out = await jobs.insertBatch(T1, keys.map((k) => job(k)));
+      const out = await insertJobs(T1, keys.map((k) => job(k)));
       expect(out.map((o) => o.job.key)).toEqual(keys);
       expect(out.map((o) => o.status)).toEqual(keys.map(() => 'created'));
       const stored = await Promise.all(out.map((o) => rowById(o.job.id)));
@@ -153,7 +161,7 @@ describe('JobsRepository (Postgres)', () => {
     });
 
     it('fails a batch with an out-of-range value without echoing its payloads in the error', async () => {
-      const err: unknown = await jobs.insertBatch(T1, [job('bad-1', { maxAttempts: 100000, payload: { secret: 's3cr3t' } })]).catch((e: unknown) => e);
+      const err: unknown = await insertJobs(T1, [job('bad-1', { maxAttempts: 100000, payload: { secret: 's3cr3t' } })]).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(Error);
       expect(JSON.stringify(err)).not.toContain('s3cr3t');
       expect(String((err as { parameters?: unknown }).parameters)).toMatch(/redacted/);
@@ -161,13 +169,13 @@ describe('JobsRepository (Postgres)', () => {
     });
 
     it('refuses an invalid run time before touching the database', async () => {
-      await expect(jobs.insertBatch(T1, [job('nan-0'), job('nan-1', { runAt: new Date(NaN) })])).rejects.toThrow(/item 1: runAt/);
+      await expect(insertJobs(T1, [job('nan-0'), job('nan-1', { runAt: new Date(NaN) })])).rejects.toThrow(/item 1: runAt/);
       expect(await rowByKey(T1, 'nan-0')).toBeNull();
     });
 
     it('keeps unicode and quote-heavy keys and payloads intact', async () => {
       const key = `inv:"ü"\\'${'x'.repeat(5)}`;
-      const [o] = await jobs.insertBatch(T1, [job(key, { payload: { s: 'a"b\\c\u2028', n: [1, null, true] } })]);
+      const [o] = await insertJobs(T1, [job(key, { payload: { s: 'a"b\\c\u2028', n: [1, null, true] } })]);
       expect(await rowByKey(T1, key)).toMatchObject({ id: o.job.id, payload: { s: 'a"b\\c\u2028', n: [1, null, true] } });
     });
   });

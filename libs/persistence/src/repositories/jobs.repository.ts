@@ -3,9 +3,10 @@ import type { JobState } from '@almanac/domain';
 import { DataSource, EntityManager } from 'typeorm';
 import { type JobRecord, type JobRow, rowToJob } from '../job-record';
 import { createdAtFromJobId } from '../job-id';
-import { STATE_CODE } from '../job-state.codec';
+import { decodeState, STATE_CODE } from '../job-state.codec';
 import { type Db, sql } from '../sql';
 import { FIND_JOBS_BY_KEYS_SQL } from '../statements/find-jobs-by-keys.sql';
+import { FIND_RETIRED_KEYS_SQL } from '../statements/find-retired-keys.sql';
 import { INSERT_BATCH_ON_CONFLICT_SQL } from '../statements/insert-batch-on-conflict.sql';
 import { INSERT_BATCH_OPTIMISTIC_SQL } from '../statements/insert-batch-optimistic.sql';
 
@@ -27,9 +28,13 @@ export interface NewJob {
 /**
  * Per item, in input order. `existing` carries the stored row so the caller can compare
  * kind/runAt/payload (same body → 200, different → 409). A key repeated inside one batch:
- * the first occurrence wins; later ones are `existing` with the first one's job.
+ * the first occurrence wins; later ones are `existing` with the first one's job. `retired`: the
+ * key named a job removed by retention on `removedOn` (a UTC day), which had ended in `state`.
  */
-export type InsertOutcome = { status: 'created'; job: JobRecord } | { status: 'existing'; job: JobRecord };
+export type InsertOutcome =
+  | { status: 'created'; job: JobRecord }
+  | { status: 'existing'; job: JobRecord }
+  | { status: 'retired'; key: string; removedOn: string; state: JobState };
 
 /** Either the one aggregated row of created jobs (comma-joined ids, JSON array of keys) or an existing row. */
 interface InsertRow extends Omit<Partial<JobRow>, 'id'> {
@@ -66,7 +71,7 @@ export class JobsRepository {
     return items.map((item) => {
       const first = items[firstIndex.get(item.key)!];
       const outcome = byKey.get(item.key)!;
-      return first === item ? outcome : { status: 'existing', job: outcome.job };
+      return first === item || outcome.status === 'retired' ? outcome : { status: 'existing', job: outcome.job };
     });
   }
 
@@ -113,6 +118,8 @@ export class JobsRepository {
         for (const job of await this.findByKeys(tenantId, missing.map((j) => j.key), db)) {
           out.set(job.key, { status: 'existing', job });
         }
+        const unseen = missing.filter((j) => !out.has(j.key)).map((j) => j.key);
+        if (unseen.length > 0) for (const r of await this.findRetired(tenantId, unseen, db)) out.set(r.key, r);
       }
       pending = missing.filter((j) => !out.has(j.key));
     }
@@ -130,6 +137,12 @@ export class JobsRepository {
       if (!isUniqueViolation(err)) throw err;
       return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
     }
+  }
+
+  /** Which of `keys` retention removed, keeping them reserved (any order). */
+  private async findRetired(tenantId: number, keys: readonly string[], db: Db): Promise<Extract<InsertOutcome, { status: 'retired' }>[]> {
+    const { rows } = await sql<{ key: string; removed_on: string; state: string }>(db, FIND_RETIRED_KEYS_SQL, [tenantId, keys]);
+    return rows.map((r) => ({ status: 'retired', key: r.key, removedOn: r.removed_on, state: decodeState(r.state) }));
   }
 
   /** The tenant's stored jobs among `keys` (any order). */

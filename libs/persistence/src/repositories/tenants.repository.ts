@@ -1,4 +1,4 @@
-import { DEFAULT_SHARE, type KindLimit, type TenantShare } from '@almanac/domain';
+import { DEFAULT_SHARE, type KeyPolicy, type KindLimit, type TenantShare } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
@@ -17,6 +17,16 @@ export interface TenantRecord {
   share: TenantShare;
   /** Suspended: its requests are refused (403) and its due jobs held until it is enabled. */
   disabled: boolean;
+  /** How long its finished jobs are kept, in seconds; null: the installation's default. */
+  retentionSeconds: number | null;
+  /** What becomes of a removed job's key. */
+  keysAfterRetention: KeyPolicy;
+}
+
+/** A change of a tenant's retention (fields left undefined stay). */
+export interface RetentionPatch {
+  retentionSeconds?: number | null;
+  keysAfterRetention?: KeyPolicy;
 }
 
 export const API_KEY_PREFIX = 'alm_';
@@ -33,9 +43,11 @@ interface TenantRow {
   max_concurrency: number | null;
   kind_limits: Record<string, KindLimit> | null;
   disabled_at: Date | null;
+  retention_seconds: number | null;
+  frees_keys: boolean;
 }
 
-const COLUMNS = 'id, name, created_at, rate_limit_per_second, max_schedules, weight, max_concurrency, kind_limits, disabled_at';
+const COLUMNS = 'id, name, created_at, rate_limit_per_second, max_schedules, weight, max_concurrency, kind_limits, disabled_at, retention_seconds, frees_keys';
 const T_COLUMNS = COLUMNS.split(', ').map((c) => `t.${c}`).join(', ');
 
 /** A new API key: `alm_` and 32 random bytes in base64url; only its sha256 is stored. */
@@ -143,6 +155,23 @@ export class TenantsRepository {
     return rows.length ? toTenant(rows[0]) : null;
   }
 
+  /** Changes a tenant's retention; null when there is no such tenant. */
+  async updateRetention(id: number, patch: RetentionPatch, db: Db = this.dataSource): Promise<TenantRecord | null> {
+    if (!isSerialId(id)) return null;
+    const { rows } = await sql<TenantRow>(
+      db,
+      `UPDATE tenants SET retention_seconds = CASE WHEN $2 THEN $3::int ELSE retention_seconds END,
+                          frees_keys = CASE WHEN $4 THEN $5::boolean ELSE frees_keys END
+        WHERE id = $1 RETURNING ${COLUMNS}`,
+      [
+        id,
+        patch.retentionSeconds !== undefined, patch.retentionSeconds ?? null,
+        patch.keysAfterRetention !== undefined, patch.keysAfterRetention === 'freed',
+      ],
+    );
+    return rows.length ? toTenant(rows[0]) : null;
+  }
+
   /**
    * Every tenant whose share differs from the default (weight 1, no limits, not suspended): what
    * the dispatcher keeps in memory. Read once a second; tenants at the default are not read at all.
@@ -167,6 +196,7 @@ function toTenant(r: TenantRow): TenantRecord {
   return {
     id: r.id, name: r.name, createdAt: r.created_at, rateLimitPerSecond: r.rate_limit_per_second, maxSchedules: r.max_schedules,
     share: toShare(r), disabled: r.disabled_at !== null,
+    retentionSeconds: r.retention_seconds, keysAfterRetention: r.frees_keys ? 'freed' : 'reserved',
   };
 }
 

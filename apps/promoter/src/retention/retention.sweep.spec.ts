@@ -1,0 +1,123 @@
+import { JobsRepository, RetentionRepository, TenantsRepository } from '@almanac/persistence';
+import { MetricsService } from '@almanac/platform';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { SweepMetrics } from '../sweeps/sweep-metrics';
+import { insertJobs } from '../testing/fixtures';
+import { RetentionSweep } from './retention.sweep';
+
+const DAY = 86_400e3;
+const NOW = new Date('2026-12-02T10:00:00Z');
+const at = (ms: number) => new Date(NOW.getTime() + ms);
+
+describe('RetentionSweep (Postgres)', () => {
+  let db: TestDatabase;
+  let a: number;
+  let b: number;
+  let metrics: SweepMetrics;
+
+  const sweep = (o: { batchSize?: number; maxPerRun?: number } = {}) =>
+    new RetentionSweep(new RetentionRepository(db.dataSource), { defaultSeconds: 30 * 86_400, batchSize: o.batchSize ?? 1000, maxPerRun: o.maxPerRun ?? 100_000 }, metrics);
+  /** `count` finished jobs in `state`, run and finished `daysAgo` days before NOW, each with one attempt. */
+  const finished = async (tenantId: number, state: 'd' | 'x' | 'c', count: number, daysAgo: number, prefix = state) => {
+    const ids = await insertJobs(db.dataSource, { tenantId, count, start: at(-daysAgo * DAY), state, prefix, attempts: 1 });
+    await db.dataSource.query(`UPDATE jobs SET finished_at = run_at + interval '1 second' WHERE id = ANY($1::bigint[])`, [ids]);
+    await db.dataSource.query(
+      `INSERT INTO job_attempts (job_id, started_at, finished_at, tenant_id, attempt, outcome) SELECT id, run_at, finished_at, tenant_id, 1, 'succeeded' FROM jobs WHERE id = ANY($1::bigint[])`,
+      [ids],
+    );
+    return ids;
+  };
+  const left = async (ids: string[]) =>
+    (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::bigint[])`, [ids]))[0].n;
+  const attemptsLeft = async (ids: string[]) =>
+    (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM job_attempts WHERE job_id = ANY($1::bigint[])`, [ids]))[0].n;
+  const keyOf = async (id: string) => (await db.dataSource.query<{ key: string }[]>(`SELECT key FROM jobs WHERE id = $1`, [id]))[0].key;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    const tenants = new TenantsRepository(db.dataSource);
+    a = (await tenants.create('a')).tenant.id;
+    b = (await tenants.create('b')).tenant.id;
+  });
+  beforeEach(async () => {
+    metrics = new SweepMetrics(new MetricsService());
+    await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys');
+    await db.dataSource.query('UPDATE tenants SET retention_seconds = NULL, frees_keys = false');
+  });
+  afterAll(async () => db.drop());
+
+  it('removes finished jobs past retention with their attempts and effects, and nothing else', async () => {
+    const old = [...(await finished(a, 'd', 30, 31)), ...(await finished(a, 'x', 5, 40)), ...(await finished(a, 'c', 5, 60))];
+    const recent = await finished(a, 'd', 10, 29);
+    // Unfinished rows are never removed, however old their run time.
+    const unfinished = [
+      ...(await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(-90 * DAY), state: 'q' })),
+      ...(await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(-90 * DAY), state: 'r', leaseUntil: at(-89 * DAY) })),
+      ...(await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(-90 * DAY), state: 's' })),
+    ];
+    // A cancelled job that was due in the future waits for its run time as well.
+    const futureCancelled = await insertJobs(db.dataSource, { tenantId: a, count: 2, start: at(DAY), state: 'c' });
+    await db.dataSource.query(`UPDATE jobs SET finished_at = $2 WHERE id = ANY($1::bigint[])`, [futureCancelled, at(-60 * DAY)]);
+    await db.dataSource.query(`INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at) VALUES ($1, 'mail-1', $2, $3), ($1, 'mail-2', $4, $3)`, [
+      a, old[0], at(-31 * DAY), recent[0],
+    ]);
+
+    const r = await sweep().runOnce(NOW);
+
+    expect(r).toEqual({ removed: 40, behindSeconds: 0, more: false });
+    expect(await left(old)).toBe(0);
+    expect(await attemptsLeft(old)).toBe(0);
+    expect(await left(recent)).toBe(10);
+    expect(await attemptsLeft(recent)).toBe(10);
+    expect(await left(unfinished)).toBe(9);
+    expect(await left(futureCancelled)).toBe(2);
+    expect(await db.dataSource.query(`SELECT effect_key FROM job_effects`)).toEqual([{ effect_key: 'mail-2' }]);
+    expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM retired_keys`))[0].n).toBe(40);
+    expect(await metrics.retentionRemoved.get()).toMatchObject({ values: expect.arrayContaining([expect.objectContaining({ labels: { keys: 'reserved' }, value: 40 })]) });
+    expect((await sweep().runOnce(NOW)).removed).toBe(0);
+  });
+
+  it("keeps each tenant's own retention, and a replay of a removed key gets what happened unless the tenant frees keys", async () => {
+    await db.dataSource.query(`UPDATE tenants SET retention_seconds = 3600 WHERE id = $1`, [a]);
+    await db.dataSource.query(`UPDATE tenants SET retention_seconds = 7200, frees_keys = true WHERE id = $1`, [b]);
+    const [ofA] = await finished(a, 'x', 1, 0.1); // 2.4 h ago: past a's hour
+    const [ofB] = await finished(b, 'd', 1, 0.1); // past b's two hours
+    const [keepB] = await finished(b, 'd', 1, 0.05); // 1.2 h ago: within b's two hours
+    const keyA = await keyOf(ofA);
+    const keyB = await keyOf(ofB);
+
+    expect((await sweep().runOnce(NOW)).removed).toBe(2);
+    expect(await left([ofA, ofB, keepB])).toBe(1);
+
+    const jobs = new JobsRepository(db.dataSource);
+    const replay = (tenantId: number, key: string) => jobs.insertBatch(tenantId, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
+    expect(await replay(a, keyA)).toEqual([{ status: 'retired', key: keyA, removedOn: '2026-12-02', state: 'dead' }]);
+    // Reserved for its own tenant only, and on the retry path (inside a transaction) as well.
+    expect((await replay(b, keyA))[0].status).toBe('created');
+    const inTx = await db.dataSource.transaction((tx) => jobs.insertBatch(a, [{ kind: 'noop', key: keyA, runAt: NOW, state: 'scheduled' }], tx));
+    expect(inTx[0].status).toBe('retired');
+    // b frees its keys: the key names a new job.
+    expect((await replay(b, keyB))[0].status).toBe('created');
+  });
+
+  it('stops at its budget, says how far behind it is, and gives the next tenant the next turn', async () => {
+    const ofA = await finished(a, 'd', 70, 40);
+    const ofB = await finished(b, 'd', 5, 40);
+    const s = sweep({ batchSize: 20, maxPerRun: 30 });
+
+    const first = await s.runOnce(NOW);
+    // Run 1 spends its 30 on a (rows 40 days old, 10 days past the cutoff).
+    expect(first).toMatchObject({ removed: 30, more: true });
+    expect(first.behindSeconds).toBeGreaterThan(9 * 86_400);
+    expect((await metrics.retentionBehind.get()).values[0].value).toBe(first.behindSeconds);
+    expect(await left(ofB)).toBe(5);
+
+    // Run 2 starts with b, which is done before a's remaining rows take the rest of the budget.
+    expect(await s.runOnce(NOW)).toMatchObject({ removed: 30, more: true });
+    expect(await left(ofB)).toBe(0);
+    expect(await left(ofA)).toBe(15);
+
+    expect(await s.runOnce(NOW)).toEqual({ removed: 15, more: false, behindSeconds: 0 });
+    expect((await metrics.retentionBehind.get()).values[0].value).toBe(0);
+  });
+});

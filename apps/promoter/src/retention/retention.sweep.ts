@@ -1,0 +1,81 @@
+import { retentionBehindSeconds, retentionCutoff, utcDay } from '@almanac/domain';
+import type { RetentionPolicy, RetentionRepository } from '@almanac/persistence';
+import type { SweepMetrics } from '../sweeps/sweep-metrics';
+import type { Sweep, SweepResult } from '../sweeps/sweep';
+
+export interface RetentionOptions {
+  /** A tenant without its own retention keeps finished jobs this long. */
+  defaultSeconds: number;
+  /** Rows per statement: one short transaction each. */
+  batchSize: number;
+  /** Rows removed per run at most, over all tenants; the runner calls again at once when hit. */
+  maxPerRun: number;
+}
+
+export interface RetentionResult extends SweepResult {
+  removed: number;
+  /** The metric's value after the run: 0 when every tenant is caught up. */
+  behindSeconds: number;
+}
+
+/**
+ * Removes finished jobs past their tenant's retention, batch by batch (REMOVE_EXPIRED_JOBS_SQL:
+ * each batch is one statement and one short transaction, so no lock is held long and vacuum
+ * reuses the space; docs/architecture.md § Retention measures it). Tenants take turns: a run
+ * that stops at its budget resumes with the next tenant, so one tenant's millions of expired
+ * rows do not hold another's behind them. Every replica may run it: rows are taken with SKIP LOCKED.
+ */
+export class RetentionSweep implements Sweep<RetentionResult> {
+  readonly name = 'retention' as const;
+  /** Tenant id the next run starts at. */
+  private resumeAt = 0;
+  /** Per tenant cut off by a run's budget: how far behind it was left. */
+  private readonly behind = new Map<number, number>();
+
+  constructor(
+    private readonly repo: RetentionRepository,
+    private readonly o: RetentionOptions,
+    private readonly metrics?: SweepMetrics,
+  ) {}
+
+  async runOnce(now: Date): Promise<RetentionResult> {
+    const policies = await this.repo.policies(this.o.defaultSeconds);
+    const start = policies.findIndex((p) => p.tenantId >= this.resumeAt);
+    const turns = start <= 0 ? policies : [...policies.slice(start), ...policies.slice(0, start)];
+    let budget = this.o.maxPerRun;
+    let removed = 0;
+    let more = false;
+    for (const [i, policy] of turns.entries()) {
+      const left = await this.drain(policy, now, budget);
+      budget -= left.removed;
+      removed += left.removed;
+      if (left.behindSeconds > 0) this.behind.set(policy.tenantId, left.behindSeconds);
+      else this.behind.delete(policy.tenantId);
+      if (budget <= 0) {
+        more = true;
+        this.resumeAt = turns[(i + 1) % turns.length].tenantId;
+        break;
+      }
+    }
+    if (!more) this.resumeAt = 0;
+    const behindSeconds = Math.max(0, ...this.behind.values());
+    this.metrics?.retentionBehind.set(behindSeconds);
+    return { removed, behindSeconds, more };
+  }
+
+  /** One tenant's expired rows, up to `budget`; behind > 0 when the budget ran out first. */
+  private async drain(policy: RetentionPolicy, now: Date, budget: number): Promise<{ removed: number; behindSeconds: number }> {
+    const cutoff = retentionCutoff(now, policy.retentionSeconds);
+    const day = utcDay(now);
+    let removed = 0;
+    while (budget - removed > 0) {
+      const limit = Math.min(this.o.batchSize, budget - removed);
+      const r = await this.repo.removeExpired(policy, cutoff, limit, day);
+      removed += r.removed;
+      if (r.removed > 0) this.metrics?.retentionRemoved.inc({ keys: policy.freesKeys ? 'freed' : 'reserved' }, r.removed);
+      if (r.removed < limit) return { removed, behindSeconds: 0 };
+      if (budget - removed <= 0) return { removed, behindSeconds: retentionBehindSeconds(cutoff, r.lastRunAt) };
+    }
+    return { removed, behindSeconds: 0 };
+  }
+}

@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { type Db, sql } from '../sql';
+import { REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
+
+/** One tenant's retention, the installation default filled in. */
+export interface RetentionPolicy {
+  tenantId: number;
+  retentionSeconds: number;
+  freesKeys: boolean;
+}
+
+/** The retention sweep's view of the database. */
+@Injectable()
+export class RetentionRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** Every tenant's policy in id order (tenants are few and never hard-deleted). */
+  async policies(defaultSeconds: number, db: Db = this.dataSource): Promise<RetentionPolicy[]> {
+    const { rows } = await sql<{ id: number; retention_seconds: number; frees_keys: boolean }>(
+      db,
+      `SELECT id, coalesce(retention_seconds, $1)::int AS retention_seconds, frees_keys FROM tenants ORDER BY id`,
+      [defaultSeconds],
+    );
+    return rows.map((r) => ({ tenantId: r.id, retentionSeconds: r.retention_seconds, freesKeys: r.frees_keys }));
+  }
+
+  /**
+   * Removes up to `limit` of the tenant's finished jobs that ended and were due before `cutoff`,
+   * oldest first, with their attempts and effect records; retires their keys unless freed.
+   * `lastRunAt` is the run time of the last row removed (null when none was).
+   */
+  async removeExpired(
+    policy: RetentionPolicy,
+    cutoff: Date,
+    limit: number,
+    removedOn: string,
+    db: Db = this.dataSource,
+  ): Promise<{ removed: number; lastRunAt: Date | null }> {
+    const { rows } = await sql<{ removed: number; last_run_at: Date | null }>(db, REMOVE_EXPIRED_JOBS_SQL, [
+      policy.tenantId,
+      cutoff,
+      limit,
+      removedOn,
+      policy.freesKeys,
+    ]);
+    return { removed: rows[0].removed, lastRunAt: rows[0].last_run_at };
+  }
+}
