@@ -3,7 +3,8 @@
  * regenerates bench/REPORT.md with its charts.
  *
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
- *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk fairness
+ *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk fairness retention
+ *   npm run bench -- retention        # 60 simulated days of 1,000,000 jobs (about an hour; not in the default set)
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
  *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
@@ -24,6 +25,8 @@ import { join } from 'node:path';
 import { machine, versions, writeResult, type Figure, type PartResult } from './lib/report-env';
 import { PART_ORDER, writeReport } from './lib/report-md';
 import { fairnessFigures, writeFairnessResult, writeFairnessSection, type FairnessDoc } from './lib/report-fairness';
+import type { LineChart } from './lib/line-chart';
+import { retentionChart, type RetentionDay } from './lib/retention-chart';
 import type { Bar, BarChart } from './lib/svg-chart';
 
 const ROOT = join(__dirname, '..');
@@ -59,7 +62,7 @@ const one = (v: number): Spread => ({ median: v, min: v, max: v, runs: 1 });
 
 interface Parsed {
   figures: Figure[];
-  charts: { file: string; chart: BarChart }[];
+  charts: { file: string; chart: BarChart | LineChart }[];
   notes: string[];
   raw: unknown;
 }
@@ -448,6 +451,44 @@ const PARTS: Record<string, Part> = {
       };
     },
   },
+  retention: {
+    // Not in the default set (about an hour at full size): run it by name.
+    script: 'retention.ts',
+    invocations: (q) => [
+      q
+        ? ['--days', '8', '--per-day', '20000', '--retention-days', '3']
+        : ['--days', flag('days') ?? '60', '--per-day', flag('per-day') ?? '1000000', '--retention-days', flag('retention-days') ?? '30'],
+    ],
+    parse([out]) {
+      const r = lastJson(out) as unknown as {
+        inputs: { days: number; perDay: number; retentionDays: number; tenants: number };
+        summary: Record<string, number>;
+        days: (RetentionDay & { removed: number })[];
+      };
+      const s = r.summary;
+      const after = `after day ${r.inputs.retentionDays + 1}`;
+      return {
+        figures: [
+          fig(`database size ${after}: largest deviation from the median`, one(s.sizeDeviationPct), '%', '≤ ±10 %', (v) => v <= 10),
+          fig(`  database size ${after}: median`, one(s.steadyDbGiB), 'GiB'),
+          fig(`  database size: last day against day ${r.inputs.retentionDays + 2}`, one(s.sizeGrowthPct), '%'),
+          fig(`ingest ${after} / days 1-3`, one(Math.round((s.ingestSteady / s.ingestEarly) * 100)), '%', 'matches day 1 (≥ 90 %)', (v) => v >= 90),
+          fig(`  ingest jobs/s, days 1-3 → ${after}`, one(s.ingestSteady), 'jobs/s', '', undefined, `from ${s.ingestEarly}`),
+          fig(`promotion ${after} / days 2-4`, one(Math.round((s.promoteSteady / s.promoteEarly) * 100)), '%', 'matches day 1 (≥ 90 %)', (v) => v >= 90),
+          fig(`  promotion rows/s, days 2-4 → ${after}`, one(s.promoteSteady), 'rows/s', '', undefined, `from ${s.promoteEarly}`),
+          fig('longest retention statement (row locks held)', one(s.retainMaxStatementMs), 'ms', 'no lock held long (≤ 1 s)', (v) => v <= 1000),
+          fig('  retention: seconds per simulated day', one(s.retainSecondsSteady), 's', '', undefined, `${s.removedPerDaySteady.toLocaleString('en')} rows a day`),
+          fig('  VACUUM of jobs, job_attempts, retired_keys per simulated day', one(s.vacuumSecondsSteady), 's'),
+          fig('retired_keys: bytes per reserved key (heap and index)', one(s.retiredBytesPerKey), 'B'),
+        ],
+        charts: [{ file: 'retention.svg', chart: retentionChart(r.inputs, r.days) }],
+        notes: [
+          `In-process, on a fresh database: each simulated day ${r.inputs.perDay.toLocaleString('en')} jobs are ingested through the API's insert statement, promoted by the promoter's PromotionSweep, finished in set-based statements as workers would leave them (one attempt row each), and removed by the promoter's RetentionSweep at the day's end; then one plain VACUUM stands in for the autovacuum runs of a real day. The sweeps' clock is the simulated one.`,
+        ],
+        raw: r,
+      };
+    },
+  },
   fairness: {
     // scripts/cluster.js (which the script runs) builds dist/ itself when it is older than the sources.
     script: 'fairness.ts',
@@ -546,6 +587,8 @@ async function runPart(name: string, vers: Awaited<ReturnType<typeof versions>>)
 
 /** Every part, in report order; fairness (issue 15) has its own section, after the generated ones. */
 const ALL_PARTS = [...PART_ORDER, 'fairness'];
+/** Run by default: every part but retention (about an hour at full size; run it by name). */
+const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention');
 
 /** REPORT.md: the generated parts (report-md.ts), then the fairness section (report-fairness.ts). */
 function report(): string {
@@ -558,7 +601,7 @@ async function main(): Promise<void> {
     log(`wrote ${report()}`);
     return;
   }
-  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root']);
+  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   const unknown = named.filter((n) => !PARTS[n]);
   if (unknown.length) {
@@ -566,7 +609,7 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  const parts = named.length ? named : ALL_PARTS;
+  const parts = named.length ? named : DEFAULT_PARTS;
   const vers = await versions();
   const t0 = Date.now();
   const failed: string[] = [];

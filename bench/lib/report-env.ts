@@ -8,6 +8,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { benchServerUrl } from './bench-db';
+import type { LineChart } from './line-chart';
 import type { BarChart } from './svg-chart';
 
 export const BENCH_DIR = join(__dirname, '..');
@@ -37,7 +38,7 @@ export interface PartResult {
   machine: Machine;
   versions: Versions;
   figures: Figure[];
-  charts: { file: string; chart: BarChart }[];
+  charts: { file: string; chart: BarChart | LineChart }[];
   notes: string[];
   raw: unknown;
 }

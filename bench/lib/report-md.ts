@@ -6,9 +6,10 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_DIR, latestResults, type Figure, type PartResult } from './report-env';
+import { lineChartSvg } from './line-chart';
 import { barChartSvg } from './svg-chart';
 
-export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults', 'chaos', 'bulk'];
+export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults', 'chaos', 'bulk', 'retention'];
 
 const TITLES: Record<string, string> = {
   hold: 'Hold: N future jobs, Redis memory against plain BullMQ',
@@ -19,6 +20,8 @@ const TITLES: Record<string, string> = {
   recovery: 'Recovery from a Redis FLUSHALL',
   faults: 'Delivery under worker faults: outage, backlog, SIGKILL, rolling restart',
   chaos: 'Every role, Postgres and Redis killed, restarted or stalled under steady load',
+  bulk: 'Bulk cancel and reschedule of one tenant\'s 500,000 jobs',
+  retention: 'Retention in steady state: simulated days of ingest, execution and removal',
 };
 
 function num(n: number, unit: string): string {
@@ -80,7 +83,7 @@ export function writeReport(): string {
     for (const f of r.figures) lines.push(figureRow(f, r.quick));
     lines.push('');
     for (const c of r.charts) {
-      writeFileSync(join(chartsDir, c.file), barChartSvg(c.chart));
+      writeFileSync(join(chartsDir, c.file), 'panels' in c.chart ? lineChartSvg(c.chart) : barChartSvg(c.chart));
       lines.push(`![${c.chart.title}](charts/${c.file})`, '');
     }
     for (const n of r.notes) lines.push(`- ${n}`);

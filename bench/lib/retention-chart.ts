@@ -1,0 +1,41 @@
+import type { LineChart } from './line-chart';
+
+/** One simulated day of bench/retention.ts, as far as the chart needs it. */
+export interface RetentionDay {
+  day: number;
+  ingestPerSec: number;
+  promotePerSec: number | null;
+  dbBytes: number;
+  jobsBytes: number;
+  attemptsBytes: number;
+  retiredBytes: number;
+}
+
+/** Database size and the day's ingest and promotion rates over the simulated days. */
+export function retentionChart(inputs: { days: number; perDay: number; retentionDays: number }, days: readonly RetentionDay[]): LineChart {
+  const x = (f: (d: RetentionDay) => number) => days.map((d) => [d.day, f(d)] as [number, number]);
+  const gib = (b: number) => Math.round((b / 2 ** 30) * 1000) / 1000;
+  return {
+    title: `${inputs.days} simulated days of ${inputs.perDay.toLocaleString('en')} jobs with ${inputs.retentionDays}-day retention`,
+    xUnit: 'simulated day',
+    markers: [{ x: inputs.retentionDays + 2, label: 'first removals' }],
+    panels: [
+      {
+        unit: 'GiB',
+        series: [
+          { label: 'database', color: '#1f77b4', points: x((d) => gib(d.dbBytes)) },
+          { label: 'jobs', color: '#ff7f0e', points: x((d) => gib(d.jobsBytes)) },
+          { label: 'job_attempts', color: '#2ca02c', points: x((d) => gib(d.attemptsBytes)) },
+          { label: 'retired_keys', color: '#d62728', points: x((d) => gib(d.retiredBytes)) },
+        ],
+      },
+      {
+        unit: 'jobs/s',
+        series: [
+          { label: 'ingest', color: '#1f77b4', points: x((d) => d.ingestPerSec) },
+          { label: 'promotion', color: '#ff7f0e', points: days.filter((d) => d.promotePerSec !== null && d.day > 1).map((d) => [d.day, d.promotePerSec!] as [number, number]) },
+        ],
+      },
+    ],
+  };
+}
