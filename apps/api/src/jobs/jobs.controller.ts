@@ -39,7 +39,11 @@ export class JobsController {
   @ApiResponse({ status: 201, type: JobDto, description: 'Created' })
   @ApiResponse({ status: 200, type: JobDto, description: 'The same request was made before: the existing job' })
   @ApiResponse({ status: 400, type: ErrorDto })
-  @ApiResponse({ status: 409, type: ErrorDto, description: 'The key names a job with a different kind, runAt or payload' })
+  @ApiResponse({
+    status: 409,
+    type: ErrorDto,
+    description: 'The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended)',
+  })
   @ApiResponse({ status: 413, type: ErrorDto, description: 'payload over ALMANAC_MAX_PAYLOAD_BYTES' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant rate; see Retry-After' })
   async create(

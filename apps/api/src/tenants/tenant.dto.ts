@@ -67,14 +67,14 @@ export class UpdateTenantDto {
   disabled?: boolean;
 
   @ApiPropertyOptional({
-    example: 7_776_000, minimum: 3600, nullable: true, type: Number,
+    example: 7_776_000, minimum: 3600, maximum: 315_360_000, nullable: true, type: 'integer',
     description: "How long the tenant's finished jobs (succeeded, dead, cancelled) and their attempts are kept, in seconds; null: the installation's default (ALMANAC_RETENTION_DEFAULT_SECONDS, 30 days).",
   })
   retentionSeconds?: number | null;
 
   @ApiPropertyOptional({
     enum: ['reserved', 'freed'], example: 'reserved',
-    description: "What becomes of a removed job's key. reserved (default): a replay is refused with 409 saying when the job was removed and how it ended. freed: the key may name a new job.",
+    description: "What becomes of a removed job's key. reserved (default): a replay is refused with 409 saying when the job was removed and how it ended. freed: the key may name a new job once its old job is removed (keys retired while the tenant reserved them stay reserved).",
   })
   keysAfterRetention?: 'reserved' | 'freed';
 

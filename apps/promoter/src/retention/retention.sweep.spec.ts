@@ -31,6 +31,14 @@ describe('RetentionSweep (Postgres)', () => {
     (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::bigint[])`, [ids]))[0].n;
   const attemptsLeft = async (ids: string[]) =>
     (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM job_attempts WHERE job_id = ANY($1::bigint[])`, [ids]))[0].n;
+  const someoneWaitsOnALock = async () => {
+    for (let i = 0; i < 500; i++) {
+      const [{ n }]: { n: number }[] = await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      if (n > 0) return;
+      await new Promise((r) => setImmediate(r));
+    }
+    throw new Error('no statement ever waited on a lock');
+  };
   const keyOf = async (id: string) => (await db.dataSource.query<{ key: string }[]>(`SELECT key FROM jobs WHERE id = $1`, [id]))[0].key;
 
   beforeAll(async () => {
@@ -58,9 +66,15 @@ describe('RetentionSweep (Postgres)', () => {
     // A cancelled job that was due in the future waits for its run time as well.
     const futureCancelled = await insertJobs(db.dataSource, { tenantId: a, count: 2, start: at(DAY), state: 'c' });
     await db.dataSource.query(`UPDATE jobs SET finished_at = $2 WHERE id = ANY($1::bigint[])`, [futureCancelled, at(-60 * DAY)]);
-    await db.dataSource.query(`INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at) VALUES ($1, 'mail-1', $2, $3), ($1, 'mail-2', $4, $3)`, [
-      a, old[0], at(-31 * DAY), recent[0],
-    ]);
+    // A job due long ago that finished within the retention (a late retry) is kept.
+    const lateFinish = await finished(a, 'd', 2, 40);
+    await db.dataSource.query(`UPDATE jobs SET finished_at = $2 WHERE id = ANY($1::bigint[])`, [lateFinish, at(-DAY)]);
+    // Effect records expire by their own done_at, unless the job that last touched them is unfinished.
+    await db.dataSource.query(
+      `INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at, done_at) VALUES
+         ($1, 'mail-old', $2, $3, $3), ($1, 'mail-recent', $2, $4, $4), ($1, 'mail-live-job', $5, $3, $3), ($1, 'mail-claimed', $2, $3, NULL)`,
+      [a, recent[0], at(-31 * DAY), at(-DAY), unfinished[0]],
+    );
 
     const r = await sweep().runOnce(NOW);
 
@@ -71,7 +85,10 @@ describe('RetentionSweep (Postgres)', () => {
     expect(await attemptsLeft(recent)).toBe(10);
     expect(await left(unfinished)).toBe(9);
     expect(await left(futureCancelled)).toBe(2);
-    expect(await db.dataSource.query(`SELECT effect_key FROM job_effects`)).toEqual([{ effect_key: 'mail-2' }]);
+    expect(await left(lateFinish)).toBe(2);
+    expect((await db.dataSource.query<{ effect_key: string }[]>(`SELECT effect_key FROM job_effects ORDER BY 1`)).map((r) => r.effect_key)).toEqual([
+      'mail-claimed', 'mail-live-job', 'mail-recent',
+    ]);
     expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM retired_keys`))[0].n).toBe(40);
     expect(await metrics.retentionRemoved.get()).toMatchObject({ values: expect.arrayContaining([expect.objectContaining({ labels: { keys: 'reserved' }, value: 40 })]) });
     expect((await sweep().runOnce(NOW)).removed).toBe(0);
@@ -119,5 +136,43 @@ describe('RetentionSweep (Postgres)', () => {
 
     expect(await s.runOnce(NOW)).toEqual({ removed: 15, more: false, behindSeconds: 0 });
     expect((await metrics.retentionBehind.get()).values[0].value).toBe(0);
+  });
+
+  it('refuses a replay of a key whose job is being removed right now: the replay waits for the removal, then hears "retired"', async () => {
+    const [id] = await finished(a, 'd', 1, 40);
+    const key = await keyOf(id);
+    const repo = new RetentionRepository(db.dataSource);
+    const [policy] = (await repo.policies(30 * 86_400)).filter((p) => p.tenantId === a);
+    const removal = db.dataSource.createQueryRunner();
+    await removal.startTransaction();
+    try {
+      expect((await repo.removeExpired(policy, at(-30 * DAY), 10, '2026-12-02', removal.manager)).removed).toBe(1);
+      // The replay's INSERT meets the row being deleted on the unique index and waits for it.
+      const replay = new JobsRepository(db.dataSource).insertBatch(a, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
+      await someoneWaitsOnALock();
+      await removal.commitTransaction();
+      expect(await replay).toEqual([{ status: 'retired', key, removedOn: '2026-12-02', state: 'succeeded' }]);
+    } finally {
+      if (removal.isTransactionActive) await removal.rollbackTransaction();
+      await removal.release();
+    }
+    expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND key = $2`, [a, key]))[0].n).toBe(0);
+  });
+
+  it("goes on with the other tenants when one tenant's removal fails, and still reports the failure", async () => {
+    const ofA = await finished(a, 'd', 3, 40);
+    const ofB = await finished(b, 'd', 3, 40);
+    await db.dataSource.query(`CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$`);
+    await db.dataSource.query(`CREATE TRIGGER refuse_a BEFORE DELETE ON jobs FOR EACH ROW WHEN (OLD.tenant_id = ${a}) EXECUTE FUNCTION refuse_delete()`);
+    try {
+      const s = sweep();
+      await expect(s.runOnce(NOW)).rejects.toThrow(/disk full/);
+      expect(await left(ofB)).toBe(0);
+      expect(await left(ofA)).toBe(3);
+    } finally {
+      await db.dataSource.query(`DROP TRIGGER refuse_a ON jobs`);
+      await db.dataSource.query(`DROP FUNCTION refuse_delete()`);
+    }
+    expect((await sweep().runOnce(NOW)).removed).toBe(3);
   });
 });

@@ -1,5 +1,7 @@
 import { retentionBehindSeconds, retentionCutoff, utcDay } from '@almanac/domain';
 import type { RetentionPolicy, RetentionRepository } from '@almanac/persistence';
+import { SILENT_LOGGER } from '@almanac/platform';
+import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import type { Sweep, SweepResult } from '../sweeps/sweep';
 
@@ -21,21 +23,24 @@ export interface RetentionResult extends SweepResult {
 /**
  * Removes finished jobs past their tenant's retention, batch by batch (REMOVE_EXPIRED_JOBS_SQL:
  * each batch is one statement and one short transaction, so no lock is held long and vacuum
- * reuses the space; docs/architecture.md § Retention measures it). Tenants take turns: a run
- * that stops at its budget resumes with the next tenant, so one tenant's millions of expired
- * rows do not hold another's behind them. Every replica may run it: rows are taken with SKIP LOCKED.
+ * reuses the space; docs/architecture.md § Retention measures it), then the tenant's effect
+ * records done before the same cutoff. Tenants take turns: a run that stops at its budget resumes
+ * with the next tenant, so one tenant's millions of expired rows do not hold another's behind
+ * them, and a tenant whose removal fails is passed over (the run still reports the error). Every
+ * replica may run it: rows are taken with SKIP LOCKED.
  */
 export class RetentionSweep implements Sweep<RetentionResult> {
   readonly name = 'retention' as const;
   /** Tenant id the next run starts at. */
   private resumeAt = 0;
-  /** Per tenant cut off by a run's budget: how far behind it was left. */
+  /** Per tenant left behind by a run (its budget ran out): seconds from its oldest expired row to its cutoff. */
   private readonly behind = new Map<number, number>();
 
   constructor(
     private readonly repo: RetentionRepository,
     private readonly o: RetentionOptions,
     private readonly metrics?: SweepMetrics,
+    private readonly log: Logger = SILENT_LOGGER,
   ) {}
 
   async runOnce(now: Date): Promise<RetentionResult> {
@@ -45,25 +50,36 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     let budget = this.o.maxPerRun;
     let removed = 0;
     let more = false;
+    let failure: Error | undefined;
     for (const [i, policy] of turns.entries()) {
-      const left = await this.drain(policy, now, budget);
-      budget -= left.removed;
-      removed += left.removed;
-      if (left.behindSeconds > 0) this.behind.set(policy.tenantId, left.behindSeconds);
-      else this.behind.delete(policy.tenantId);
+      const next = turns[(i + 1) % turns.length].tenantId;
+      try {
+        const r = await this.drain(policy, now, budget);
+        budget -= r.removed;
+        removed += r.removed;
+        if (r.behindSeconds > 0) this.behind.set(policy.tenantId, r.behindSeconds);
+        else this.behind.delete(policy.tenantId);
+      } catch (err) {
+        // Another tenant's rows must not wait behind this one's failure: go on, start after it next run.
+        this.log.warn({ err, tenantId: policy.tenantId }, 'retention failed for a tenant; going on with the others');
+        failure ??= err instanceof Error ? err : new Error(String(err));
+        this.resumeAt = next;
+        continue;
+      }
       if (budget <= 0) {
         more = true;
-        this.resumeAt = turns[(i + 1) % turns.length].tenantId;
+        this.resumeAt = next;
         break;
       }
     }
-    if (!more) this.resumeAt = 0;
+    if (!more && failure === undefined) this.resumeAt = 0;
     const behindSeconds = Math.max(0, ...this.behind.values());
     this.metrics?.retentionBehind.set(behindSeconds);
+    if (failure !== undefined) throw failure;
     return { removed, behindSeconds, more };
   }
 
-  /** One tenant's expired rows, up to `budget`; behind > 0 when the budget ran out first. */
+  /** One tenant's expired rows, up to `budget`; then its expired effect records. */
   private async drain(policy: RetentionPolicy, now: Date, budget: number): Promise<{ removed: number; behindSeconds: number }> {
     const cutoff = retentionCutoff(now, policy.retentionSeconds);
     const day = utcDay(now);
@@ -73,9 +89,13 @@ export class RetentionSweep implements Sweep<RetentionResult> {
       const r = await this.repo.removeExpired(policy, cutoff, limit, day);
       removed += r.removed;
       if (r.removed > 0) this.metrics?.retentionRemoved.inc({ keys: policy.freesKeys ? 'freed' : 'reserved' }, r.removed);
-      if (r.removed < limit) return { removed, behindSeconds: 0 };
-      if (budget - removed <= 0) return { removed, behindSeconds: retentionBehindSeconds(cutoff, r.lastRunAt) };
+      if (r.removed < limit) break;
     }
+    if (budget - removed <= 0) {
+      // Cut off by the budget: how far behind is measured from the oldest expired row left.
+      return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff)) };
+    }
+    for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredEffects(policy.tenantId, cutoff, this.o.batchSize);
     return { removed, behindSeconds: 0 };
   }
 }

@@ -78,10 +78,20 @@ export class JobsRepository {
   private async insertUnique(tenantId: number, unique: NewJob[], db: Db): Promise<Map<string, InsertOutcome>> {
     const out = new Map<string, InsertOutcome>();
     let pending = unique;
+    const inTransaction = db instanceof EntityManager && !!db.queryRunner?.isTransactionActive;
+    // A retired key fails the INSERT (the jobs_refuse_retired_keys trigger, SQLSTATE AL001); the
+    // batch is then asked about and goes again without them. Inside a caller's transaction a
+    // failed statement would abort the transaction, so it asks first.
+    let askRetired = inTransaction;
     // A key committed by a concurrent insert after this statement's snapshot is skipped by
     // ON CONFLICT yet invisible to the existing-row read; fetch those in a second step.
     for (let round = 0; pending.length > 0; round++) {
-      if (round === 3) throw new Error(`insertBatch: ${pending.length} keys neither inserted nor found after 3 rounds`);
+      if (round === 4) throw new Error(`insertBatch: ${pending.length} keys neither inserted nor found after 4 rounds`);
+      if (askRetired) {
+        for (const r of await this.findRetired(tenantId, pending.map((j) => j.key), db)) out.set(r.key, r);
+        pending = pending.filter((j) => !out.has(j.key));
+        if (pending.length === 0) break;
+      }
       const n = pending.length;
       const keys = new Array<string>(n), kinds = new Array<string>(n), runAts = new Array<Date>(n);
       const payloads = new Array<unknown>(n), maxAttempts = new Array<number>(n), states = new Array<string>(n);
@@ -95,7 +105,11 @@ export class JobsRepository {
         states[i] = STATE_CODE[j.state];
       }
       const params = [tenantId, ...[keys, kinds, runAts, payloads, maxAttempts, states].map((a) => JSON.stringify(a))];
-      const rows = await this.insertStatement(db, round, params);
+      const rows = await this.insertStatement(db, round === 0 && !inTransaction, params);
+      if (rows === RETIRED) {
+        askRetired = true;
+        continue;
+      }
       const createdIds = new Map<string, string>();
       const existing = new Map<string, InsertRow>();
       for (const r of rows) {
@@ -118,24 +132,29 @@ export class JobsRepository {
         for (const job of await this.findByKeys(tenantId, missing.map((j) => j.key), db)) {
           out.set(job.key, { status: 'existing', job });
         }
-        const unseen = missing.filter((j) => !out.has(j.key)).map((j) => j.key);
-        if (unseen.length > 0) for (const r of await this.findRetired(tenantId, unseen, db)) out.set(r.key, r);
       }
       pending = missing.filter((j) => !out.has(j.key));
     }
     return out;
   }
 
-  private async insertStatement(db: Db, round: number, params: unknown[]): Promise<InsertRow[]> {
-    // A plain INSERT first, ON CONFLICT only after a unique violation (INSERT_BATCH_OPTIMISTIC_SQL
-    // says why). Inside a caller's transaction a failed statement would abort the whole transaction.
-    const fast = round === 0 && !(db instanceof EntityManager && db.queryRunner?.isTransactionActive);
-    if (!fast) return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
+  /**
+   * A plain INSERT first when `fast`, ON CONFLICT only after a unique violation
+   * (INSERT_BATCH_OPTIMISTIC_SQL says why); `fast` is never inside a caller's transaction, which a
+   * failed statement would abort. RETIRED: a key of the batch is retired (only outside a transaction).
+   */
+  private async insertStatement(db: Db, fast: boolean, params: unknown[]): Promise<InsertRow[] | typeof RETIRED> {
     try {
-      return (await sql<InsertRow>(db, INSERT_BATCH_OPTIMISTIC_SQL, params)).rows;
+      if (!fast) return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
+      try {
+        return (await sql<InsertRow>(db, INSERT_BATCH_OPTIMISTIC_SQL, params)).rows;
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+        return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
+      }
     } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
+      if (errorCode(err) === RETIRED_KEY_SQLSTATE && !(db instanceof EntityManager && db.queryRunner?.isTransactionActive)) return RETIRED;
+      throw err;
     }
   }
 
@@ -156,8 +175,16 @@ export class JobsRepository {
   }
 }
 
+/** Raised by the jobs_refuse_retired_keys trigger (migration 1764400076000). */
+const RETIRED_KEY_SQLSTATE = 'AL001';
+const RETIRED = Symbol('retired');
+
+function errorCode(err: unknown): unknown {
+  return typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+}
+
 function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+  return errorCode(err) === '23505';
 }
 
 function newJobRecord(tenantId: number, id: string, j: NewJob): JobRecord {

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
-import { REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
+import { REMOVE_EXPIRED_EFFECTS_SQL } from '../statements/remove-expired-effects.sql';
+import { EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
 
 /** One tenant's retention, the installation default filled in. */
 export interface RetentionPolicy {
@@ -27,7 +28,7 @@ export class RetentionRepository {
 
   /**
    * Removes up to `limit` of the tenant's finished jobs that ended and were due before `cutoff`,
-   * oldest first, with their attempts and effect records; retires their keys unless freed.
+   * oldest first, with their attempts; retires their keys unless freed.
    * `lastRunAt` is the run time of the last row removed (null when none was).
    */
   async removeExpired(
@@ -45,5 +46,17 @@ export class RetentionRepository {
       policy.freesKeys,
     ]);
     return { removed: rows[0].removed, lastRunAt: rows[0].last_run_at };
+  }
+
+  /** Removes up to `limit` of the tenant's effect records done before `cutoff`; how many went. */
+  async removeExpiredEffects(tenantId: number, cutoff: Date, limit: number, db: Db = this.dataSource): Promise<number> {
+    const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_EFFECTS_SQL, [tenantId, cutoff, limit]);
+    return rows[0].removed;
+  }
+
+  /** The run time of the tenant's oldest expired job still kept, or null (what "behind" is measured from). */
+  async oldestExpired(tenantId: number, cutoff: Date, db: Db = this.dataSource): Promise<Date | null> {
+    const { rows } = await sql<{ run_at: Date }>(db, `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} ORDER BY run_at LIMIT 1`, [tenantId, cutoff]);
+    return rows[0]?.run_at ?? null;
   }
 }

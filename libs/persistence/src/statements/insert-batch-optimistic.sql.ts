@@ -1,11 +1,6 @@
 /** The batch as rows: the six JSON arrays ($2 … $7) zipped. */
 export const INSERT_BATCH_INPUT = `ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json), json_array_elements_text($4::json),
                  json_array_elements($5::json), json_array_elements_text($6::json), json_array_elements_text($7::json)) AS i(k, n, r, p, m, s)`;
-/**
- * Keys of jobs removed by retention stay reserved (retired_keys, see find-retired-keys.sql.ts):
- * one probe of a bigint index per row, ~3 µs (bench/ingest figures in docs/architecture.md).
- */
-export const INSERT_BATCH_NOT_RETIRED = `WHERE NOT EXISTS (SELECT 1 FROM retired_keys r WHERE r.key_hash = hashtextextended(k, $1::int))`;
 /** One job row's values, $1 the tenant. */
 export const INSERT_BATCH_VALUES = `$1, k, n, r::timestamptz, CASE WHEN json_typeof(p) = 'null' THEN NULL ELSE p END, m::smallint, s::"char"`;
 
@@ -30,12 +25,13 @@ export const INSERT_BATCH_VALUES = `$1, k, n, r::timestamptz, CASE WHEN json_typ
  * transaction a plain INSERT goes first; if any key exists (a replay, or a concurrent batch
  * committed it) the statement fails as a whole with a unique violation and the batch is
  * retried with ON CONFLICT. Keys are sorted, so a replayed batch fails on its first row.
- * A retired key is neither created nor found: the caller asks find-retired-keys about it.
+ * A key retention removed fails the statement too (SQLSTATE AL001, the jobs_refuse_retired_keys
+ * trigger); the caller asks find-retired-keys about the batch.
  */
 export const INSERT_BATCH_OPTIMISTIC_SQL = `
 WITH ins AS (
   INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
-  SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT} ${INSERT_BATCH_NOT_RETIRED}
+  SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT}
   RETURNING id, key
 )
 SELECT true AS created, string_agg(id::text, ',') AS id, json_agg(key)::text AS key FROM ins`;

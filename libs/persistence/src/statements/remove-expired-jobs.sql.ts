@@ -1,12 +1,17 @@
+/** The expired rows of one tenant: finished (succeeded, dead, cancelled), due and ended before $2. */
+export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < $2 AND state IN ('d', 'x', 'c') AND finished_at < $2`;
+
 /**
  * Removes up to $3 of one tenant's finished jobs whose run time and finish are both before $2,
- * oldest run time first, with their attempts and effect records, and retires their keys unless
- * the tenant frees them. One statement, one short transaction: rows another transaction holds
- * (a retry of a dead job) are skipped, and FOR UPDATE re-checks the state of a row that changed.
+ * oldest run time first, with their attempts, and retires their keys unless the tenant frees
+ * them. One statement, one short transaction: rows another transaction holds (a retry of a dead
+ * job) are skipped, and FOR UPDATE re-checks the state of a row that changed. A replay of a key
+ * racing this statement is refused by the jobs_refuse_retired_keys trigger.
  *
- * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from its oldest entry, so
- * the cost is the batch, not the table. A cancelled job whose run time is still ahead waits for
- * it: it is removed once both times are past the cutoff.
+ * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from the tenant's oldest
+ * entry: the cost is the batch plus the unfinished or late-finished rows it steps over (rare:
+ * queued or running rows older than the retention). A cancelled job whose run time is still
+ * ahead waits for it: it is removed once both times are past the cutoff.
  *
  * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day ·
  * $5 boolean keys freed (no retired_keys row).
@@ -15,7 +20,7 @@
 export const REMOVE_EXPIRED_JOBS_SQL = `
 WITH doomed AS (
   SELECT id FROM jobs
-   WHERE tenant_id = $1 AND state <> 's' AND run_at < $2 AND state IN ('d', 'x', 'c') AND finished_at < $2
+   WHERE ${EXPIRED_JOBS_WHERE}
    ORDER BY run_at, id
    LIMIT $3
    FOR UPDATE SKIP LOCKED
@@ -23,8 +28,6 @@ WITH doomed AS (
   DELETE FROM jobs j USING doomed d WHERE j.id = d.id RETURNING j.id, j.key, j.state, j.run_at
 ), attempts AS (
   DELETE FROM job_attempts a USING gone g WHERE a.job_id = g.id
-), effects AS (
-  DELETE FROM job_effects e USING gone g WHERE e.job_id = g.id AND e.tenant_id = $1
 ), retired AS (
   INSERT INTO retired_keys (key_hash, removed_on, state)
   SELECT hashtextextended(g.key, $1::int), $4::date, g.state FROM gone g WHERE NOT $5::boolean
