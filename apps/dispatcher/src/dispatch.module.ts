@@ -1,8 +1,7 @@
 import { DeliveryMetrics, KindCatalog, KindRoutes, LimitSlots, ReadyLists, WorkerRoster } from '@almanac/delivery';
 import { BacklogRepository, KindsRepository, TenantsRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, MetricsService } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, MetricsService, type RedisClient } from '@almanac/platform';
 import { Module } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { DispatchService } from './dispatch.service';
@@ -50,7 +49,7 @@ const MAX_LINE_WAIT_MS = 10_000;
       useFactory: (
         settings: DispatcherSettings,
         config: AlmanacConfig,
-        redis: IORedis,
+        redis: RedisClient,
         backlog: BacklogRepository,
         kinds: KindsRepository,
         tenants: TenantsRepository,

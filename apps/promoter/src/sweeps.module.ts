@@ -1,8 +1,7 @@
 import { TenantLabels } from '@almanac/delivery';
 import { BulkOperationsRepository, RetentionRepository, SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, SILENT_LOGGER } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, SILENT_LOGGER } from '@almanac/platform';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
@@ -26,7 +25,7 @@ export function buildSweeps(deps: {
   config: PromoterConfig;
   dataSource: DataSource;
   queue: HotQueue;
-  redis: IORedis;
+  redis: RedisClient;
   prefix: string;
   metrics?: SweepMetrics;
   /** The role's logger; each sweep logs through a child with its `component`. */
@@ -66,7 +65,8 @@ export function buildSweeps(deps: {
   const overdue = new OverdueSweep(
     repo,
     deps.queue,
-    new RedisEpoch(deps.redis, deps.prefix),
+    // Beside the hot queue (its BullMQ prefix, hash-tagged on a cluster): a node that loses the queue loses the epoch too.
+    new RedisEpoch(deps.redis, deps.queue.prefix),
     promotion,
     {
       graceMs: config.overdueGraceMs,
@@ -95,6 +95,7 @@ export function buildSweeps(deps: {
     new RetentionRepository(deps.dataSource),
     { defaultSeconds: config.retentionDefaultSeconds, batchSize: config.retentionBatchSize, maxPerRun: config.retentionMaxPerRun },
     metrics,
+    log('retention'),
   );
   return { repo, promotion, recurring, overdue, jobStates, tenantBacklog, bulk, retention };
 }
@@ -128,7 +129,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
         core: AlmanacConfig,
         dataSource: DataSource,
         queue: HotQueue,
-        redis: IORedis,
+        redis: RedisClient,
         metricsService: MetricsService,
         clock: Clock,
         liveness: Liveness,

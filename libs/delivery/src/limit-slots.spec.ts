@@ -1,6 +1,6 @@
 import { DEFAULT_SHARE, type TenantShare } from '@almanac/domain';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
-import { KIND_SLOT, LimitSlots, type SlotAnswer, TENANT_SLOT } from './limit-slots';
+import { KIND_SLOT, limitKeyBase, LimitSlots, type SlotAnswer, TENANT_SLOT } from './limit-slots';
 
 describe('LimitSlots (Redis): limits every dispatcher replica sees alike', () => {
   let redis: TestRedis;
@@ -37,7 +37,7 @@ describe('LimitSlots (Redis): limits every dispatcher replica sees alike', () =>
     const token = tokenOf(held);
     expect((await ask(slots, ['2'], capped))[0].granted).toBe(false);
     // The holder died long ago: its slot's expiry is in the past.
-    const set = `${prefix}:almanac:limit:7:c`;
+    const set = `${limitKeyBase(prefix, 7)}:c`;
     await redis.connection.zadd(set, Date.now() - 1, `1.${token}`);
     await redis.connection.pexpire(set, 50); // and the set itself is about to go: no acquire for a while
     await slots.renew([{ id: '1', tenantId: 7, kind: 'http', mask: TENANT_SLOT, token }]); // a renewal brings both back…

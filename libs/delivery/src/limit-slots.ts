@@ -1,6 +1,6 @@
 import { kindLimitOf, rateBurst, type TenantShare } from '@almanac/domain';
-import type IORedis from 'ioredis';
-import { randomBytes } from 'node:crypto';
+import { isCluster, type RedisClient } from '@almanac/platform';
+import { createHash, randomBytes } from 'node:crypto';
 
 /** A hand-off that holds concurrency slots: released when its run ends (the worker), or by expiry. */
 export interface HeldSlots {
@@ -114,8 +114,6 @@ for i = 1, #KEYS do
 end
 return #KEYS`;
 
-type Cmd = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
-
 /**
  * Per-tenant and per-kind limits, counted in Redis so that every dispatcher replica sees the
  * same counts: the dispatcher acquires as it hands a limited tenant's job to a pool, the worker
@@ -123,20 +121,44 @@ type Cmd = (numKeys: number, ...args: (string | number)[]) => Promise<unknown>;
  */
 export class LimitSlots {
   constructor(
-    private readonly redis: IORedis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 
   /**
-   * Answers in request order; a refused request takes nothing. One script call per
-   * ACQUIRE_BATCH requests: a call blocks Redis while it runs (~8.7 µs per request measured).
+   * Answers in request order; a refused request takes nothing. One script call per ACQUIRE_BATCH
+   * requests (a call blocks Redis while it runs, ~8.7 µs per request measured). On a Redis
+   * Cluster a script may only touch keys of one slot, and a tenant's keys share the tag
+   * `{tenant:<id>}`: there each call takes one tenant's requests, the calls sent together (no
+   * limit spans tenants, so the answers are the same). If a call fails, what the others granted
+   * is released before the error is thrown.
    */
   async acquire(requests: readonly SlotRequest[]): Promise<SlotAnswer[]> {
-    const out: SlotAnswer[] = [];
-    for (let i = 0; i < requests.length; i += ACQUIRE_BATCH) out.push(...(await this.acquireBatch(requests.slice(i, i + ACQUIRE_BATCH))));
+    const groups: { indices: number[]; requests: SlotRequest[] }[] = [];
+    const open = new Map<number, { indices: number[]; requests: SlotRequest[] }>();
+    const cluster = isCluster(this.redis);
+    requests.forEach((r, i) => {
+      const by = cluster ? r.tenantId : 0;
+      let g = open.get(by);
+      if (!g || g.requests.length === ACQUIRE_BATCH) open.set(by, (g = groups[groups.push({ indices: [], requests: [] }) - 1]));
+      g.indices.push(i);
+      g.requests.push(r);
+    });
+    const settled = await Promise.allSettled(groups.map((g) => this.acquireBatch(g.requests)));
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) {
+      const granted = settled.flatMap((s, k) =>
+        s.status === 'fulfilled' ? s.value.flatMap((a, j) => (a.granted ? [held(groups[k].requests[j], a)] : [])) : [],
+      );
+      await this.release(granted).catch(() => undefined); // best effort: unreleased slots expire
+      throw failed.reason;
+    }
+    const out = new Array<SlotAnswer>(requests.length);
+    settled.forEach((s, k) => groups[k].indices.forEach((i, j) => (out[i] = (s as PromiseFulfilledResult<SlotAnswer[]>).value[j])));
     return out;
   }
 
+  /** One tenant's requests in one script call. */
   private async acquireBatch(requests: readonly SlotRequest[]): Promise<SlotAnswer[]> {
     const keys: string[] = [];
     const index = new Map<string, number>();
@@ -166,32 +188,28 @@ export class LimitSlots {
       tokens.push(token);
       args.push(member(r.id, token), parts.length / 4, ...parts);
     }
-    const replies = (await this.command('almanacAcquireSlots', ACQUIRE_LUA)(keys.length, ...keys, ...args)) as number[];
+    const replies = (await this.script(ACQUIRE, keys, args)) as number[];
     return replies.map((v, i) => (v < 0 ? { granted: true, mask: masks[i], token: tokens[i] } : { granted: false, retryMs: v }));
   }
 
+  /** Moves the expiry of what `held` holds: one script call (per tenant on a cluster, sent together). */
   async renew(held: readonly HeldSlots[]): Promise<void> {
-    const keys: string[] = [];
-    const ids: string[] = [];
+    const cluster = isCluster(this.redis);
+    const groups = new Map<number, { keys: string[]; ids: string[] }>();
     for (const h of held) {
       for (const which of slotsOf(h.mask)) {
-        keys.push(this.key(h.tenantId, which, h.kind));
-        ids.push(member(h.id, h.token));
+        const by = cluster ? h.tenantId : 0;
+        let g = groups.get(by);
+        if (!g) groups.set(by, (g = { keys: [], ids: [] }));
+        g.keys.push(this.key(h.tenantId, which, h.kind));
+        g.ids.push(member(h.id, h.token));
       }
     }
-    if (keys.length > 0) await this.command('almanacRenewSlots', RENEW_LUA)(keys.length, ...keys, SLOT_TTL_MS, ...ids);
+    await Promise.all([...groups.values()].map((g) => this.script(RENEW, g.keys, [SLOT_TTL_MS, ...g.ids])));
   }
 
   async release(held: readonly HeldSlots[]): Promise<void> {
-    const pipeline = this.redis.pipeline();
-    let n = 0;
-    for (const h of held) {
-      for (const which of slotsOf(h.mask)) {
-        pipeline.zrem(this.key(h.tenantId, which, h.kind), member(h.id, h.token));
-        n++;
-      }
-    }
-    if (n > 0) await pipeline.exec();
+    await Promise.all(held.flatMap((h) => slotsOf(h.mask).map((which) => this.redis.zrem(this.key(h.tenantId, which, h.kind), member(h.id, h.token)))));
   }
 
   /** Slots held now (tests, tools). */
@@ -200,21 +218,43 @@ export class LimitSlots {
   }
 
   private key(tenantId: number, which: number, kind: string): string {
-    return which === TENANT_SLOT ? `${this.prefix}:almanac:limit:${tenantId}:c` : `${this.prefix}:almanac:limit:${tenantId}:k:${kind}:c`;
+    const base = limitKeyBase(this.prefix, tenantId, isCluster(this.redis));
+    return which === TENANT_SLOT ? `${base}:c` : `${base}:k:${kind}:c`;
   }
 
   private rateKey(tenantId: number, kind: string): string {
-    return `${this.prefix}:almanac:limit:${tenantId}:k:${kind}:r`;
+    return `${limitKeyBase(this.prefix, tenantId, isCluster(this.redis))}:k:${kind}:r`;
   }
 
-  private command(name: string, lua: string): Cmd {
-    const r = this.redis as unknown as Record<string, Cmd | undefined>;
-    if (!r[name]) this.redis.defineCommand(name, { lua });
-    return (r[name] as Cmd).bind(this.redis);
+  /**
+   * EVALSHA, falling back to EVAL once per connection that lacks the script. Not defineCommand:
+   * ioredis routes a custom command by its first argument (the key count) when it auto-pipelines
+   * on a cluster, which put scripts for different nodes into one pipeline; EVALSHA is routed by
+   * its first key.
+   */
+  private async script(s: { lua: string; sha: string }, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(s.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return this.redis.eval(s.lua, keys.length, ...keys, ...args);
+    }
   }
 }
 
 const ACQUIRE_BATCH = 200;
+
+/** Every limit key of a tenant starts with this; on a cluster its tag keeps them in one slot. */
+export function limitKeyBase(prefix: string, tenantId: number, cluster = false): string {
+  return cluster ? `${prefix}:almanac:limit:{tenant:${tenantId}}` : `${prefix}:almanac:limit:${tenantId}`;
+}
+
+const ACQUIRE = { lua: ACQUIRE_LUA, sha: createHash('sha1').update(ACQUIRE_LUA).digest('hex') };
+const RENEW = { lua: RENEW_LUA, sha: createHash('sha1').update(RENEW_LUA).digest('hex') };
+
+function held(r: SlotRequest, a: { mask: number; token: string }): HeldSlots {
+  return { id: r.id, tenantId: r.tenantId, kind: r.kind, mask: a.mask, token: a.token };
+}
 
 function member(id: string, token: string): string {
   return `${id}.${token}`;

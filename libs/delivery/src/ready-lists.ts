@@ -1,4 +1,4 @@
-import type IORedis from 'ioredis';
+import { isCluster, type RedisClient } from '@almanac/platform';
 import type { HeldSlots } from './limit-slots';
 
 /**
@@ -13,8 +13,13 @@ export interface ReadyItem {
   slots?: Omit<HeldSlots, 'id'>;
 }
 
-export function readyListKey(prefix: string, pool: string, light = false): string {
-  return light ? `${prefix}:almanac:ready-light:${pool}` : `${prefix}:almanac:ready:${pool}`;
+/**
+ * On a Redis Cluster (`cluster`) a pool's two lists share the hash tag `{pool:<pool>}`: they live
+ * in one slot (one push writes both), and different pools spread over the nodes.
+ */
+export function readyListKey(prefix: string, pool: string, light = false, cluster = false): string {
+  const name = `${prefix}:almanac:${light ? 'ready-light' : 'ready'}`;
+  return cluster ? `${name}:{pool:${pool}}` : `${name}:${pool}`;
 }
 
 /**
@@ -57,13 +62,13 @@ function decode(s: string): ReadyItem {
  */
 export class ReadyLists {
   constructor(
-    readonly redis: IORedis,
+    readonly redis: RedisClient,
     readonly prefix: string,
   ) {}
 
   /** The pool's ready list, or its light lane's (`light`). */
   key(pool: string, light = false): string {
-    return readyListKey(this.prefix, pool, light);
+    return readyListKey(this.prefix, pool, light, isCluster(this.redis));
   }
 
   /**
@@ -88,13 +93,14 @@ export class ReadyLists {
     if (items.length > 0) await this.redis.lpush(this.key(pool, light), ...[...items].reverse().map(encode));
   }
 
-  /** Per pool, the lengths of its ready list and of its light lane's, in one round trip. */
+  /**
+   * Per pool, the lengths of its ready list and of its light lane's. Sent together (the delivery
+   * connection pipelines them into one write); not one pipeline, which on a cluster must stay
+   * within one node.
+   */
   async lengths(pools: readonly string[]): Promise<Map<string, { ready: number; light: number }>> {
-    if (pools.length === 0) return new Map();
-    const pipeline = this.redis.pipeline();
-    for (const p of pools) pipeline.llen(this.key(p)).llen(this.key(p, true));
-    const replies = (await pipeline.exec()) ?? [];
-    return new Map(pools.map((p, i) => [p, { ready: Number(replies[2 * i]?.[1] ?? 0), light: Number(replies[2 * i + 1]?.[1] ?? 0) }]));
+    const replies = await Promise.all(pools.map((p) => Promise.all([this.redis.llen(this.key(p)), this.redis.llen(this.key(p, true))])));
+    return new Map(pools.map((p, i) => [p, { ready: replies[i][0], light: replies[i][1] }]));
   }
 
   /** Up to `max` items, without waiting. */
@@ -108,7 +114,7 @@ export class ReadyLists {
    * Up to `max` items, waiting at most `blockSeconds` for the first one. Runs on `blocking`, a
    * connection of the caller's own: a blocked command holds its connection.
    */
-  async takeBlocking(blocking: IORedis, pool: string, max: number, blockSeconds: number, light = false): Promise<ReadyItem[]> {
+  async takeBlocking(blocking: RedisClient, pool: string, max: number, blockSeconds: number, light = false): Promise<ReadyItem[]> {
     if (max <= 0) return [];
     const reply = (await blocking.call('BLMPOP', String(blockSeconds), '1', this.key(pool, light), 'LEFT', 'COUNT', String(max))) as
       | [string, string[]]

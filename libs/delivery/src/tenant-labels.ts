@@ -1,5 +1,4 @@
-import { within } from '@almanac/platform';
-import type IORedis from 'ioredis';
+import { type RedisClient, within } from '@almanac/platform';
 
 /** How often the promoter publishes the top N and workers re-read it: Prometheus' scrape interval (the ServiceMonitor's 15 s). */
 export const TOP_TENANTS_REFRESH_MS = 15_000;
@@ -28,13 +27,13 @@ export class TenantLabels {
   private generation = 0;
 
   constructor(
-    private readonly redis: IORedis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly waitMs = REDIS_WAIT_MS,
   ) {}
 
   /** The promoter's side: replaces the published set. */
-  static async publish(redis: IORedis, prefix: string, tenantIds: readonly number[], waitMs = REDIS_WAIT_MS): Promise<void> {
+  static async publish(redis: RedisClient, prefix: string, tenantIds: readonly number[], waitMs = REDIS_WAIT_MS): Promise<void> {
     await within(waitMs, redis.set(topKey(prefix), tenantIds.slice(0, MAX_TOP).join(',')), 'publish top tenants');
   }
 

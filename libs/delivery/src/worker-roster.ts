@@ -1,4 +1,4 @@
-import type IORedis from 'ioredis';
+import { isCluster, type RedisClient } from '@almanac/platform';
 
 /** What one worker process says about one pool it serves, on every heartbeat. */
 export interface WorkerBeat {
@@ -55,16 +55,22 @@ export class WorkerRoster {
   private readonly sightings = new Map<string, Map<string, Sighting>>();
 
   constructor(
-    private readonly redis: IORedis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 
+  // On a Redis Cluster the roster's keys share the hash tag `{roster}`, so its pipelines stay in
+  // one slot (a few small hashes, written once a second per worker: no hot spot).
+  private get base(): string {
+    return isCluster(this.redis) ? `${this.prefix}:almanac:{roster}` : `${this.prefix}:almanac`;
+  }
+
   private poolKey(pool: string): string {
-    return `${this.prefix}:almanac:workers:${pool}`;
+    return `${this.base}:workers:${pool}`;
   }
 
   private get poolsKey(): string {
-    return `${this.prefix}:almanac:pools`;
+    return `${this.base}:pools`;
   }
 
   /** One pipeline: the worker's entry in each of its pools, and the pool set. */

@@ -3,7 +3,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import type IORedis from 'ioredis';
+import type { RedisClient } from './redis/redis';
 import { DataSource } from 'typeorm';
 import { LoggerModule, PinoLogger } from 'nestjs-pino';
 import { Clock, SystemClock } from './clock/clock';
@@ -17,15 +17,15 @@ import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { RedisMetrics } from './metrics/redis-metrics';
 import { HOT_QUEUE_NAME, HOT_QUEUE_WAIT_MS, HotQueue } from './queues/hot-queue';
-import { closeRedis, createDeliveryRedis, createRedis, DELIVERY_REDIS, REDIS } from './redis/redis';
+import { closeRedis, createDeliveryRedis, createRedis, DELIVERY_REDIS, hotQueuePrefix, REDIS, redisTarget } from './redis/redis';
 
 /**
  * What OpsModule opened, reachable from outside Nest: if app creation fails half-way Nest runs
  * no shutdown hooks, so the creator closes these itself (bootstrap in tests must not leak).
  */
 export class OpsResources {
-  redis?: IORedis;
-  deliveryRedis?: IORedis;
+  redis?: RedisClient;
+  deliveryRedis?: RedisClient;
   dataSource?: DataSource;
 
   async close(): Promise<void> {
@@ -51,8 +51,8 @@ export interface OpsModuleOptions {
 @Injectable()
 class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
   constructor(
-    @Inject(REDIS) private readonly redis: IORedis,
-    @Inject(DELIVERY_REDIS) private readonly deliveryRedis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisClient,
+    @Inject(DELIVERY_REDIS) private readonly deliveryRedis: RedisClient,
     private readonly hotQueue: HotQueue,
     private readonly redisMetrics: RedisMetrics,
   ) {}
@@ -88,7 +88,7 @@ export class OpsModule {
     const config = options.config ?? loadConfig(options.env ?? process.env);
     const role = options.role ?? 'almanac';
     const resources = options.resources ?? new OpsResources();
-    const deliveryRedis = () => (resources.deliveryRedis ??= createDeliveryRedis(config.redisUrl));
+    const deliveryRedis = () => (resources.deliveryRedis ??= createDeliveryRedis(redisTarget(config)));
     return {
       module: OpsModule,
       global: true,
@@ -108,7 +108,7 @@ export class OpsModule {
           },
         }),
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
-        BullModule.forRootAsync({ useFactory: () => ({ connection: deliveryRedis(), prefix: config.queuePrefix }) }),
+        BullModule.forRootAsync({ useFactory: () => ({ connection: deliveryRedis(), prefix: hotQueuePrefix(config.queuePrefix, config.redisClusterNodes !== null) }) }),
         BullModule.registerQueue({ name: HOT_QUEUE_NAME }),
       ],
       controllers: [HealthController, MetricsController],
@@ -118,7 +118,7 @@ export class OpsModule {
           provide: REDIS,
           inject: [PinoLogger],
           useFactory: (pino: PinoLogger) =>
-            (resources.redis = createRedis(config.redisUrl, { commandTimeoutMs: config.redisCommandTimeoutMs, logger: pino.logger.child({ component: 'redis' }) })),
+            (resources.redis = createRedis(redisTarget(config), { commandTimeoutMs: config.redisCommandTimeoutMs, logger: pino.logger.child({ component: 'redis' }) })),
         },
         { provide: DELIVERY_REDIS, useFactory: deliveryRedis },
         { provide: HOT_QUEUE_WAIT_MS, useValue: config.redisCommandTimeoutMs },

@@ -1,12 +1,11 @@
 import { type HeldSlots, LimitSlots, lightLaneSlots, type ReadyItem, type ReadyLists, RENEW_EVERY_MS } from '@almanac/delivery';
-import { within } from '@almanac/platform';
-import type IORedis from 'ioredis';
+import { duplicateRedis, type RedisClient, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { Executor } from './executor';
 
 export interface PoolTakerOptions {
   /** Used to open one blocking connection per pool (a blocked BLMPOP holds its connection). */
-  connection: IORedis;
+  connection: RedisClient;
   ready: ReadyLists;
   pools: readonly string[];
   /** Handlers running at once, per pool. */
@@ -40,7 +39,7 @@ interface Lane {
  */
 export class PoolTaker {
   private readonly lanes: Lane[] = [];
-  private readonly blocking: IORedis[] = [];
+  private readonly blocking: RedisClient[] = [];
   private readonly loops: Promise<void>[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
@@ -67,7 +66,7 @@ export class PoolTaker {
   start(): void {
     if (this.loops.length > 0 || this.closing) return;
     for (const lane of this.lanes) {
-      const conn = this.o.connection.duplicate({ enableAutoPipelining: false });
+      const conn = duplicateRedis(this.o.connection, { enableAutoPipelining: false });
       conn.on('error', () => undefined); // the shared connection's owner reports outages
       this.blocking.push(conn);
       this.loops.push(this.loop(lane, conn));
@@ -129,7 +128,7 @@ export class PoolTaker {
     return { released };
   }
 
-  private async loop(lane: Lane, conn: IORedis): Promise<void> {
+  private async loop(lane: Lane, conn: RedisClient): Promise<void> {
     const { pool, light } = lane;
     while (!this.closing) {
       const free = lane.concurrency - lane.running;

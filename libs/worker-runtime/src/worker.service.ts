@@ -1,8 +1,7 @@
 import { DeliveryMetrics, type HandlerDefinition, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyLists, TenantLabels, WorkerRoster } from '@almanac/delivery';
 import { ExecutionRepository, type KindRegistration, KindsRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS, type RedisClient } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
@@ -31,8 +30,8 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     @Inject(WORKER_SETTINGS) private readonly settings: WorkerSettings,
     @Inject(WORKER_HANDLERS) handlers: HandlerDefinition[],
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
-    @Inject(DELIVERY_REDIS) redis: IORedis,
-    @Inject(REDIS) commandRedis: IORedis,
+    @Inject(DELIVERY_REDIS) redis: RedisClient,
+    @Inject(REDIS) commandRedis: RedisClient,
     dataSource: DataSource,
     repo: ExecutionRepository,
     private readonly kinds: KindsRepository,

@@ -1,6 +1,5 @@
-import { ALMANAC_CONFIG, type AlmanacConfig, REDIS, within } from '@almanac/platform';
+import { ALMANAC_CONFIG, type AlmanacConfig, duplicateRedis, REDIS, type RedisClient, within } from '@almanac/platform';
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import type IORedis from 'ioredis';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { LAST_USED_EVERY_MS, TenantAuthService } from './tenant-auth.service';
 
@@ -18,11 +17,11 @@ const REDIS_WAIT_MS = 2000;
 export class AuthEvents implements OnModuleInit, OnModuleDestroy {
   @InjectPinoLogger('auth') private readonly log!: PinoLogger;
   private readonly channel: string;
-  private subscriber: IORedis | undefined;
+  private subscriber: RedisClient | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisClient,
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
     private readonly auth: TenantAuthService,
   ) {
@@ -30,7 +29,7 @@ export class AuthEvents implements OnModuleInit, OnModuleDestroy {
   }
 
   async onModuleInit(): Promise<void> {
-    const sub = (this.subscriber = this.redis.duplicate({ commandTimeout: undefined }));
+    const sub = (this.subscriber = duplicateRedis(this.redis, { commandTimeout: undefined }));
     sub.on('error', () => undefined); // the shared connection's owner reports outages
     sub.on('message', (_channel: string, message: string) => this.apply(message));
     // Queued by ioredis until Redis answers, and renewed by it after a reconnect.

@@ -1,8 +1,7 @@
 import { JobChangesRepository } from '@almanac/persistence';
-import { Clock, HotItem, HotQueue, MetricsService, REDIS } from '@almanac/platform';
+import { Clock, HotItem, HotQueue, MetricsService, REDIS, type RedisClient } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
-import type IORedis from 'ioredis';
 import type { Counter } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 
@@ -23,7 +22,7 @@ export class HotRoutingService {
     private readonly hotQueue: HotQueue,
     private readonly jobs: JobChangesRepository,
     private readonly clock: Clock,
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisClient,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     metrics: MetricsService,
   ) {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '@almanac/platform';
 
 /**
  * - `ok`: the sentinel is there and the server is the one we saw before;
@@ -22,7 +22,7 @@ export class RedisEpoch {
   readonly key: string;
 
   constructor(
-    private readonly redis: IORedis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.key = `${prefix}:almanac:epoch`;
@@ -52,8 +52,9 @@ export class RedisEpoch {
     return done === 1;
   }
 
+  /** The run_id of the server holding the marker: through a script on its key, so on a Redis Cluster it is that key's node. */
   private async runId(): Promise<string> {
-    const info = await this.redis.info('server');
+    const info = (await this.redis.eval(`return redis.call('INFO', 'server')`, 1, this.key)) as string;
     const m = /^run_id:(\S+)/m.exec(info);
     return m?.[1] ?? 'unknown';
   }

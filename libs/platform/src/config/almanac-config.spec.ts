@@ -14,6 +14,7 @@ describe('loadConfig', () => {
         statementTimeoutMs: 30_000, lockTimeoutMs: 5_000, idleInTransactionTimeoutMs: 600_000, acquireTimeoutMs: 5_000,
       },
       redisUrl: 'redis://127.0.0.1:6379',
+      redisClusterNodes: null,
       redisCommandTimeoutMs: 5000,
       adminToken: DEV_ADMIN_TOKEN,
       adminTokenIsDefault: true,
@@ -42,6 +43,7 @@ describe('loadConfig', () => {
       ALMANAC_HTTP_REQUEST_TIMEOUT_MS: '5000',
       ALMANAC_ADMIN_PORT: '8081',
       ALMANAC_METRICS_PORT: '9090',
+      ALMANAC_REDIS_CLUSTER_NODES: 'redis-0.redis:6379, 10.0.0.7:7001',
     });
     expect(c).toMatchObject({
       production: true,
@@ -50,6 +52,7 @@ describe('loadConfig', () => {
       metricsPort: 9090,
       database: { url: 'postgresql://u:p@db:5432/prod', poolSize: 20 },
       redisUrl: 'rediss://:pw@cache:6380/2',
+      redisClusterNodes: [{ host: 'redis-0.redis', port: 6379 }, { host: '10.0.0.7', port: 7001 }],
       adminToken: 'a-long-enough-admin-token',
       adminTokenIsDefault: false,
       logLevel: 'warn',
@@ -73,6 +76,8 @@ describe('loadConfig', () => {
     [{ REDIS_URL: 'http://cache:6379' }, 'REDIS_URL must start with redis:// or rediss:// (got http://)'],
     [{ DATABASE_URL: 'mysql://db/x' }, 'DATABASE_URL must start with postgres://'],
     [{ ALMANAC_LOG_LEVEL: 'verbose' }, 'ALMANAC_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent (got "verbose")'],
+    [{ ALMANAC_REDIS_CLUSTER_NODES: 'redis-0' }, 'ALMANAC_REDIS_CLUSTER_NODES must be host:port (got "redis-0")'],
+    [{ ALMANAC_REDIS_CLUSTER_NODES: 'a:6379,b:70000' }, 'ALMANAC_REDIS_CLUSTER_NODES: port out of range in "b:70000"'],
     [{ ALMANAC_QUEUE_PREFIX: 'a:b' }, 'ALMANAC_QUEUE_PREFIX must be 1-64 letters, digits, "_", "." or "-" (got "a:b")'],
     [{ ALMANAC_HOT_HORIZON_MS: 'soon' }, 'ALMANAC_HOT_HORIZON_MS must be an integer'],
     [{ ALMANAC_IMMEDIATE_HORIZON_MS: '-1' }, 'ALMANAC_IMMEDIATE_HORIZON_MS must be an integer from 0'],

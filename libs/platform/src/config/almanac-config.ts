@@ -1,5 +1,5 @@
 import { ConfigError, DatabaseConfig, databaseConfigFromEnv, redactUrl } from '@almanac/persistence';
-import { Env, envInt, envString, envUrl } from './env';
+import { Env, envInt, envList, envString, envUrl } from './env';
 import { refusePublishedSecrets } from './published-secrets';
 
 /** Nest injection token for the validated `AlmanacConfig`. */
@@ -21,6 +21,8 @@ export interface AlmanacConfig {
   metricsPort: number | undefined;
   database: DatabaseConfig;
   redisUrl: string;
+  /** Seed nodes of a Redis Cluster (ALMANAC_REDIS_CLUSTER_NODES); null: one server at redisUrl. */
+  redisClusterNodes: { host: string; port: number }[] | null;
   /** The process-wide Redis connection fails a command not answered within this (queues, health, sweeps). */
   redisCommandTimeoutMs: number;
   /** Secret: never log it. `describeConfig` leaves it out. */
@@ -66,6 +68,7 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
     metricsPort,
     database: databaseConfigFromEnv(env),
     redisUrl: envUrl(env, 'REDIS_URL', DEFAULT_REDIS_URL, ['redis:', 'rediss:']),
+    redisClusterNodes: clusterNodes(env),
     redisCommandTimeoutMs: envInt(env, 'ALMANAC_REDIS_COMMAND_TIMEOUT_MS', 5000, { min: 100, max: 600_000 }),
     adminToken: token,
     adminTokenIsDefault: isDefault,
@@ -83,6 +86,21 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
 }
 
 const PORT_RANGE = { min: 1, max: 65535 };
+
+/** ALMANAC_REDIS_CLUSTER_NODES: `host:port` seed nodes, comma-separated (any few of the cluster's). */
+function clusterNodes(env: Env): { host: string; port: number }[] | null {
+  const list = envList(env, 'ALMANAC_REDIS_CLUSTER_NODES', [], {
+    pattern: /^[A-Za-z0-9_.-]+:\d{1,5}$/,
+    describe: 'host:port',
+  });
+  if (list.length === 0) return null;
+  return list.map((entry) => {
+    const i = entry.lastIndexOf(':');
+    const port = Number(entry.slice(i + 1));
+    if (port < PORT_RANGE.min || port > PORT_RANGE.max) throw new ConfigError(`ALMANAC_REDIS_CLUSTER_NODES: port out of range in "${entry}"`);
+    return { host: entry.slice(0, i), port };
+  });
+}
 
 /** ALMANAC_ADMIN_PORT and ALMANAC_METRICS_PORT: unset, or a port of their own. */
 function extraPorts(env: Env, port: number): { adminPort: number | undefined; metricsPort: number | undefined } {
@@ -129,6 +147,7 @@ export function describeConfig(config: AlmanacConfig): Record<string, unknown> {
     databaseUrl: redactUrl(config.database.url),
     dbPoolSize: config.database.poolSize,
     redisUrl: redactUrl(config.redisUrl),
+    redisClusterNodes: config.redisClusterNodes?.map((n) => `${n.host}:${n.port}`) ?? null,
     logLevel: config.logLevel,
     queuePrefix: config.queuePrefix,
     horizons: config.horizons,

@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
+import { Cluster } from 'ioredis';
+import type { RedisClient } from '../redis/redis';
 import { REDIS } from '../redis/redis';
 import { MetricsService } from './metrics.service';
 
@@ -22,20 +23,19 @@ export class RedisMetrics implements OnModuleInit {
 
   constructor(
     private readonly metrics: MetricsService,
-    @Inject(REDIS) private readonly redis: IORedis,
+    @Inject(REDIS) private readonly redis: RedisClient,
   ) {}
 
   onModuleInit(): void {
     const up = this.metrics.gauge({ name: 'almanac_redis_up', help: '1 when INFO answered during this scrape, else 0' });
     this.metrics.gauge({
       name: 'almanac_redis_memory_bytes',
-      help: 'Redis used_memory as reported by INFO memory',
+      help: 'Redis used_memory as reported by INFO memory (summed over the masters of a cluster)',
       collect: async (gauge) => {
-        const info = await this.withTimeout(() => this.redis.info('memory'));
-        const used = info && /^used_memory:(\d+)/m.exec(info);
-        up.set(used ? 1 : 0);
+        const used = await this.withTimeout(() => this.usedMemory());
+        up.set(used !== undefined ? 1 : 0);
         // prom-client cannot omit an unlabelled sample; 0 with almanac_redis_up 0 means unknown.
-        gauge.set(used ? Number(used[1]) : 0);
+        gauge.set(used ?? 0);
       },
     });
     this.metrics.gauge({
@@ -48,6 +48,19 @@ export class RedisMetrics implements OnModuleInit {
         for (const r of rows) gauge.set({ queue: r.queue, state: r.state }, r.n);
       },
     });
+  }
+
+  /** used_memory of the server, or summed over a cluster's masters; undefined if any does not say. */
+  private async usedMemory(): Promise<number | undefined> {
+    const servers = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
+    const infos = await Promise.all(servers.map((s) => s.info('memory')));
+    let sum = 0;
+    for (const info of infos) {
+      const used = /^used_memory:(\d+)/m.exec(info);
+      if (!used) return undefined;
+      sum += Number(used[1]);
+    }
+    return sum;
   }
 
   /** Reports this queue's depth on /metrics. Tracking the same queue name twice is a no-op. */

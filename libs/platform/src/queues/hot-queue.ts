@@ -1,7 +1,7 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Queue } from 'bullmq';
-import type IORedis from 'ioredis';
+import type { RedisClient } from '../redis/redis';
 import { DELIVERY_REDIS } from '../redis/redis';
 import { within } from '../time/within';
 import { envelopeJobId, jobIdFromQueueJobId, queueJobId } from './queue-ids';
@@ -82,7 +82,7 @@ const DEFAULT_WAIT_MS = 5000;
 export class HotQueue {
   constructor(
     @InjectQueue(HOT_QUEUE_NAME) readonly queue: Queue<HotJobData, unknown, string>,
-    @Inject(DELIVERY_REDIS) private readonly redis: IORedis,
+    @Inject(DELIVERY_REDIS) private readonly redis: RedisClient,
     @Optional() @Inject(HOT_QUEUE_WAIT_MS) private readonly waitMs: number = DEFAULT_WAIT_MS,
   ) {
     // Connection errors are the connection owner's to report (once per outage); without a
@@ -91,7 +91,7 @@ export class HotQueue {
   }
 
   /** A hot queue outside Nest (tests, benches, tools) on `connection`, which its caller closes. */
-  static open(connection: IORedis, prefix: string, waitMs = DEFAULT_WAIT_MS): HotQueue {
+  static open(connection: RedisClient, prefix: string, waitMs = DEFAULT_WAIT_MS): HotQueue {
     return new HotQueue(new Queue<HotJobData, unknown, string>(HOT_QUEUE_NAME, { connection, prefix }), connection, waitMs);
   }
 

@@ -5,7 +5,7 @@ import { closeRedis, createRedis } from './redis';
 
 describe('the process-wide Redis connection', () => {
   it('fails a command Redis does not answer within the command timeout, instead of waiting forever', async () => {
-    const redis = createRedis(URL, { commandTimeoutMs: 200 });
+    const redis = createRedis({ url: URL }, { commandTimeoutMs: 200 });
     const admin = new IORedis(URL);
     try {
       // The timeout also runs while a command waits for the connection; on a loaded machine the
