@@ -3,22 +3,31 @@
  * the jobs_refuse_retired_keys trigger (one probe of retired_keys per new row) against the same
  * insert with the trigger disabled, in the same run, alternating, beside `--retired` keys.
  *
- *   node -r ./bench/lib/register.cjs bench/retired-keys.ts [--runs 3] [--retired 30000000] [--jobs 200000]
+ *   node -r ./bench/lib/register.cjs bench/retired-keys.ts [--runs 3] [--retired 30000000] [--jobs 200000] [--shared-buffers 4GB]
  *
- * On a fresh database: `--retired` retired keys (what 30 days of 1,000,000 removed jobs leave),
+ * On a fresh database (with --shared-buffers, on a private Postgres cluster so configured): `--retired` retired keys (what 30 days of 1,000,000 removed jobs leave),
  * then per run and variant `--jobs` new jobs through JobsRepository.insertBatch (1,000 per batch,
  * two lanes) into an emptied jobs table. Prints one JSON document (stdout) and a table (stderr).
  */
 import { JobsRepository, type NewJob, TenantsRepository } from '@almanac/persistence';
 import { createBenchDatabase } from './lib/bench-db';
 import { arg } from './lib/local';
+import { startPostgres } from './lib/private-postgres';
 import { round, spread } from './lib/stats';
 
-const opts = { runs: Number(arg('runs', '3')), retired: Number(arg('retired', '30000000')), jobs: Number(arg('jobs', '200000')) };
+const opts = {
+  runs: Number(arg('runs', '3')),
+  retired: Number(arg('retired', '30000000')),
+  jobs: Number(arg('jobs', '200000')),
+  /** Set: on a private Postgres with this shared_buffers (e.g. 4GB) instead of the shared server. */
+  sharedBuffers: arg('shared-buffers', ''),
+};
 const BATCH = 1000;
 const log = (m: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} retired-keys: ${m}\n`);
 
 async function main() {
+  const pg = opts.sharedBuffers ? await startPostgres({ shared_buffers: opts.sharedBuffers }) : undefined;
+  if (pg) process.env.ALMANAC_BENCH_PG_URL = pg.url;
   const db = await createBenchDatabase('almanac_bench_retired', 4);
   try {
     const ds = db.dataSource;
@@ -79,6 +88,7 @@ async function main() {
     );
   } finally {
     await db.drop();
+    pg?.stop();
   }
 }
 

@@ -18,9 +18,10 @@ export interface PrivatePostgres {
 
 /**
  * A throwaway PostgreSQL cluster of the bench's own, so a fault (SIGSTOP, restart) never touches
- * the shared server. initdb refuses root, so the cluster belongs to the `postgres` user.
+ * the shared server, and `settings` (`-c name=value`) change only this one. initdb refuses root,
+ * so the cluster belongs to the `postgres` user.
  */
-export async function startPostgres(): Promise<PrivatePostgres> {
+export async function startPostgres(settings: Record<string, string> = {}): Promise<PrivatePostgres> {
   const bins = findPostgres();
   if (!bins) throw new Error(installHint(['postgres']));
   const bin = { initdb: bins.initdb, pg_ctl: bins.pgCtl };
@@ -33,7 +34,7 @@ export async function startPostgres(): Promise<PrivatePostgres> {
   };
   if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir]);
   asPostgres('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  const opts = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c fsync=off -c synchronous_commit=off -c max_connections=200`;
+  const opts = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c fsync=off -c synchronous_commit=off -c max_connections=200${Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join('')}`;
   const ctl = (action: string) => asPostgres('pg_ctl', ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', '-m', 'fast', action]);
   ctl('start');
   return {
