@@ -1,4 +1,5 @@
 import { SweepsRepository } from '@almanac/persistence';
+import pino, { type Logger } from 'pino';
 import { DELIVERY_LEAD_MS, type HotItem, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
@@ -19,7 +20,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
   let repo: SweepsRepository;
   let metrics: SweepMetrics;
 
-  function build(connection: TestRedis['connection'], prefix: string, batchSize = 1000) {
+  function build(connection: TestRedis['connection'], prefix: string, batchSize = 1000, log?: Logger) {
     const queue = HotQueue.open(connection, prefix);
     const promotion = new PromotionSweep(repo, queue, { hotHorizonMs: 24 * HOUR, batchSize, maxPerRun: 1e6, concurrency: 2 }, metrics);
     const epoch = new RedisEpoch(connection, prefix);
@@ -30,6 +31,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       promotion,
       { graceMs: GRACE, lookaheadMs: 30_000, batchSize, maxPerRun: 100_000 },
       metrics,
+      log,
     );
     return { queue, sweep, epoch };
   }
@@ -55,6 +57,22 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       await sweep.runOnce(NOW); // first sight of this Redis: writes the epoch marker
     });
     afterEach(async () => queue.close());
+
+    it('warns that Redis lost its data only when queued jobs had to be put back (a brand-new install stays quiet)', async () => {
+      const lines: { level: number; msg: string }[] = [];
+      const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) });
+      const quiet = build(shared.connection, `${shared.prefix}-new-${Math.random().toString(36).slice(2, 8)}`, 1000, log);
+      expect((await quiet.sweep.runOnce(NOW)).redis).toBe('lost');
+      expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+      expect(lines.map((l) => l.msg)).toEqual(['Redis lost its data (or is new): no job was queued, marker written']);
+      await quiet.queue.close();
+
+      await insertJobs(db.dataSource, { count: 3, state: 'q', start: new Date(NOW.getTime() + HOUR) });
+      const flushed = build(shared.connection, `${shared.prefix}-lost-${Math.random().toString(36).slice(2, 8)}`, 1000, log);
+      await flushed.sweep.runOnce(NOW);
+      expect(lines.filter((l) => l.level >= 40).map((l) => l.msg)).toEqual(['Redis lost its data (or is new): re-enqueued 3 queued jobs']);
+      await flushed.queue.close();
+    });
 
     it('first run on a Redis without a marker treats it as lost; the next sees it ok', async () => {
       const fresh = build(shared.connection, `${shared.prefix}-fresh`);

@@ -83,12 +83,14 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       this.overdueCursor = scan.next;
       more ||= scan.next !== null;
     } else {
-      this.log.warn({ redis }, `Redis ${redis === 'lost' ? 'lost its data' : 'was restarted or replaced'}: re-enqueueing every queued job`);
       const epoch = await this.epoch.begin();
       requeued.redis_lost = (await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost', null)).seen;
       // A second loss during the scan leaves the marker missing: the next run starts over.
       more ||= !(await this.epoch.finish(epoch));
-      this.log.warn({ redis, requeued: requeued.redis_lost }, `re-enqueued ${requeued.redis_lost} queued jobs after Redis ${redis}`);
+      const what = redis === 'lost' ? 'Redis lost its data (or is new)' : 'Redis was restarted or replaced';
+      if (requeued.redis_lost > 0) this.log.warn({ redis, requeued: requeued.redis_lost }, `${what}: re-enqueued ${requeued.redis_lost} queued jobs`);
+      // A brand-new installation has no marker either: with nothing queued, nothing was lost.
+      else this.log.info({ redis }, `${what}: no job was queued, marker written`);
     }
 
     let dead = 0;
