@@ -8,6 +8,8 @@ import { Logger } from 'nestjs-pino';
 import pino from 'pino';
 import { AlmanacConfig, configWarnings, describeConfig, loadConfig } from '../config/almanac-config';
 import type { Env } from '../config/env';
+import { logTransport } from '../logging/logging';
+import { QuietBootLogger } from '../logging/quiet-boot-logger';
 import { type Listener, RouteListeners } from '../http/listeners';
 import { OpsModule, OpsResources } from '../ops.module';
 import { describePgError, MigrationError, runMigrationsFromEnv } from './migrate';
@@ -40,7 +42,7 @@ export async function bootstrapRole(roleModules: Type[], opts: BootstrapOptions)
 export async function startRole(roleModules: Type[], opts: BootstrapOptions): Promise<INestApplication> {
   const env = opts.env ?? process.env;
   const config = loadConfig(env);
-  const log = pino({ level: config.logLevel, base: { role: opts.role } });
+  const log = pino({ level: config.logLevel, base: { role: opts.role }, transport: logTransport(config) });
   for (const w of configWarnings(config)) log.warn(w);
   log.debug({ config: describeConfig(config) }, 'configuration');
   if (opts.migrate) {
@@ -181,7 +183,7 @@ export const NEST_HTTP_OPTIONS = { bodyParser: false } as const;
  * `Test.createTestingModule(...).createNestApplication(httpAdapter(config))`.
  */
 export function configureApp(app: NestFastifyApplication): void {
-  app.useLogger(app.get(Logger));
+  app.useLogger(new QuietBootLogger(app.get(Logger)));
   app.flushLogs();
 }
 

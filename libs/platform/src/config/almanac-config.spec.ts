@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       adminToken: DEV_ADMIN_TOKEN,
       adminTokenIsDefault: true,
       logLevel: 'info',
+      logFormat: 'json', // jest's workers write to a pipe, not a terminal
       queuePrefix: 'almanac',
       horizons: { immediateMs: 15 * 60_000, hotMs: 24 * 3600_000 },
       maxBodyBytes: 4 * 1024 * 1024,
@@ -90,6 +91,14 @@ describe('loadConfig', () => {
   ])('rejects %p', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('logs readable lines on a terminal and JSON elsewhere, unless ALMANAC_LOG_FORMAT says which', () => {
+    expect(loadConfig({}, true).logFormat).toBe('pretty');
+    expect(loadConfig({}, false).logFormat).toBe('json');
+    expect(loadConfig({ ALMANAC_LOG_FORMAT: 'json' }, true).logFormat).toBe('json');
+    expect(loadConfig({ ALMANAC_LOG_FORMAT: 'pretty' }, false).logFormat).toBe('pretty');
+    expect(() => loadConfig({ ALMANAC_LOG_FORMAT: 'xml' })).toThrow('ALMANAC_LOG_FORMAT must be one of auto, json, pretty (got "xml")');
   });
 
   it('leaves the admin and metrics ports unset when their variables are empty', () => {

@@ -30,6 +30,8 @@ export interface AlmanacConfig {
   /** True when no ALMANAC_ADMIN_TOKEN was given and the development default is in use. */
   adminTokenIsDefault: boolean;
   logLevel: LogLevel;
+  /** `pretty`: readable lines (pino-pretty), the default on a terminal; `json` elsewhere (ALMANAC_LOG_FORMAT). */
+  logFormat: 'json' | 'pretty';
   queuePrefix: string;
   horizons: { immediateMs: number; hotMs: number };
   maxBodyBytes: number;
@@ -48,7 +50,7 @@ const DAY_MS = 24 * 3600_000;
  * Reads and validates every core setting at once; the first bad one throws `ConfigError`
  * naming the variable. Warnings (not errors) are returned for the caller to log.
  */
-export function loadConfig(env: Env = process.env): AlmanacConfig {
+export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process.stdout.isTTY)): AlmanacConfig {
   const production = env.NODE_ENV === 'production';
   const immediateMs = envInt(env, 'ALMANAC_IMMEDIATE_HORIZON_MS', 15 * 60_000, { min: 0, max: 7 * DAY_MS });
   const hotMs = envInt(env, 'ALMANAC_HOT_HORIZON_MS', DAY_MS, { min: 1000, max: 30 * DAY_MS });
@@ -73,6 +75,7 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
     adminToken: token,
     adminTokenIsDefault: isDefault,
     logLevel: envString(env, 'ALMANAC_LOG_LEVEL', 'info', { oneOf: LOG_LEVELS }) as LogLevel,
+    logFormat: logFormat(envString(env, 'ALMANAC_LOG_FORMAT', 'auto', { oneOf: ['auto', 'json', 'pretty'] }), stdoutIsTty),
     // BullMQ builds keys as `<prefix>:<queue>:…`; keep the prefix to one plain segment.
     queuePrefix: envString(env, 'ALMANAC_QUEUE_PREFIX', 'almanac', {
       pattern: /^[A-Za-z0-9_.-]{1,64}$/,
@@ -86,6 +89,11 @@ export function loadConfig(env: Env = process.env): AlmanacConfig {
 }
 
 const PORT_RANGE = { min: 1, max: 65535 };
+
+function logFormat(chosen: string, stdoutIsTty: boolean): 'json' | 'pretty' {
+  if (chosen === 'auto') return stdoutIsTty ? 'pretty' : 'json';
+  return chosen === 'pretty' ? 'pretty' : 'json';
+}
 
 /** ALMANAC_REDIS_CLUSTER_NODES: `host:port` seed nodes, comma-separated (any few of the cluster's). */
 function clusterNodes(env: Env): { host: string; port: number }[] | null {

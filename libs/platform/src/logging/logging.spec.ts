@@ -7,7 +7,9 @@ import pinoHttp, { Options } from 'pino-http';
 import request from 'supertest';
 import { loadConfig } from '../config/almanac-config';
 import { httpAdapter, NEST_HTTP_OPTIONS } from '../bootstrap/bootstrap-role';
-import { loggerParams } from './logging';
+import pretty from 'pino-pretty';
+import pino from 'pino';
+import { loggerParams, logTransport, PRETTY_OPTIONS } from './logging';
 
 function capture(): { stream: Writable; lines: () => Record<string, unknown>[] } {
   const chunks: string[] = [];
@@ -44,6 +46,18 @@ describe('loggerParams', () => {
     expect(lines[0]).toMatchObject({ role: 'api', req: { headers: { authorization: '[redacted]', cookie: '[redacted]' } } });
     expect(text).not.toContain('tenant-secret-key');
     expect(text).not.toContain('the-payload-body');
+  });
+
+  it('names a request by method, path and status; pretty on a terminal, one readable line without the record', async () => {
+    const lines = await logRequest('/v1/jobs?x=1', {});
+    expect(lines[0]).toMatchObject({ msg: 'POST /v1/jobs?x=1 200' });
+    expect(logTransport(loadConfig({ ALMANAC_LOG_FORMAT: 'json' }))).toBeUndefined();
+    expect(logTransport(loadConfig({ ALMANAC_LOG_FORMAT: 'pretty' }))).toEqual({ target: 'pino-pretty', options: PRETTY_OPTIONS });
+    // The same options through pino-pretty itself (in-process here; the role runs it in pino's transport thread).
+    let text = '';
+    const out = pretty({ ...PRETTY_OPTIONS, colorize: false, destination: new Writable({ write: (c: Buffer, _e, done) => ((text += c.toString()), done()) }), sync: true });
+    pino({ base: { role: 'api' } }, out).child({ component: 'hot-routing' }).info({ req: { headers: { a: 1 } } }, 'POST /v1/jobs 201');
+    expect(text).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: api\/hot-routing: POST \/v1\/jobs 201\n$/);
   });
 
   it('redacts the parameters TypeORM attaches to a failed query (they carry payloads)', () => {
@@ -93,9 +107,13 @@ describe('loggerParams', () => {
     expect(JSON.stringify(lines)).not.toContain('tenant-secret-key');
   });
 
-  it('does not log probe and scrape requests', async () => {
+  it('does not log probe and scrape requests, nor the API docs page and its assets', async () => {
     expect(await logRequest('/health/ready', {})).toEqual([]);
     expect(await logRequest('/metrics', {})).toEqual([]);
+    expect(await logRequest('/docs', {})).toEqual([]);
+    expect(await logRequest('/docs/swagger-ui.css', {})).toEqual([]);
+    expect(await logRequest('/docs-json', {})).toEqual([]);
+    expect(await logRequest('/docsy', {})).toHaveLength(1);
   });
 
   it('takes its level from ALMANAC_LOG_LEVEL', () => {

@@ -1,11 +1,15 @@
 import { RequestMethod } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import type { Params } from 'nestjs-pino';
-import pino, { type Logger } from 'pino';
+import pino, { type Logger, type TransportSingleOptions } from 'pino';
 import type { AlmanacConfig } from '../config/almanac-config';
 
-/** Probe and scrape requests arrive every few seconds; logging them would drown the rest. */
+/**
+ * Probe and scrape requests arrive every few seconds, and the API docs page is a page and its
+ * assets: logging them would drown the rest. Each path with its query, and /docs with what is under it.
+ */
 const QUIET_PATHS = ['/health/live', '/health/ready', '/metrics'];
+const QUIET_TREES = ['/docs'];
 
 /**
  * JSON logs (pino) with the role on every line. Credentials in headers are redacted; request
@@ -19,6 +23,23 @@ const QUIET_PATHS = ['/health/live', '/health/ready', '/metrics'];
  */
 export const SILENT_LOGGER: Logger = pino({ level: 'silent' });
 
+/**
+ * Readable lines on a terminal (`npm start`), JSON elsewhere (a log pipeline reads JSON): pino-pretty
+ * in pino's transport thread, with the role and component before the message and a request's
+ * method, path and status as its message instead of its whole record.
+ */
+export function logTransport(config: Pick<AlmanacConfig, 'logFormat'>): TransportSingleOptions | undefined {
+  if (config.logFormat !== 'pretty') return undefined;
+  return { target: 'pino-pretty', options: PRETTY_OPTIONS };
+}
+
+export const PRETTY_OPTIONS = {
+  colorize: true,
+  translateTime: 'SYS:HH:MM:ss.l',
+  ignore: 'pid,hostname,role,component,req,res,responseTime',
+  messageFormat: '{role}{if component}/{component}{end}: {msg}',
+};
+
 export function loggerParams(config: AlmanacConfig, role: string): Params {
   return {
     // nestjs-pino's default route, `{/*splat}`, matches nothing on the Fastify adapter, which
@@ -30,6 +51,9 @@ export function loggerParams(config: AlmanacConfig, role: string): Params {
     pinoHttp: {
       level: config.logLevel,
       base: { role },
+      transport: logTransport(config),
+      // The line says what happened; the record (headers, timings) is still there in JSON.
+      customSuccessMessage: (req, res) => `${req.method} ${(req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url} ${res.statusCode}`,
       redact: {
         paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'res.headers["set-cookie"]', 'err.parameters'],
         censor: '[redacted]',
@@ -39,7 +63,10 @@ export function loggerParams(config: AlmanacConfig, role: string): Params {
           // Nest's Fastify middleware sees req.url with the matched route stripped; the full
           // path is in originalUrl there.
           const url = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url;
-          return QUIET_PATHS.some((p) => url === p || url?.startsWith(`${p}?`));
+          return (
+            QUIET_PATHS.some((p) => url === p || url?.startsWith(`${p}?`)) ||
+            QUIET_TREES.some((p) => url === p || url?.startsWith(`${p}/`) || url?.startsWith(`${p}?`) || url?.startsWith(`${p}-json`))
+          );
         },
       },
     },
