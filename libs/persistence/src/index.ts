@@ -22,3 +22,4 @@ export * from './repositories/tenant-stats.repository';
 export * from './repositories/tenant-outbound.repository';
 export * from './repositories/bulk-operations.repository';
 export * from './repositories/retention.repository';
+export * from './statements/due-cold-tenants.sql';

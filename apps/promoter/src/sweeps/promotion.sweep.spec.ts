@@ -1,4 +1,4 @@
-import { SweepsRepository } from '@almanac/persistence';
+import { DUE_COLD_TENANTS_SQL, SweepsRepository } from '@almanac/persistence';
 import { DELIVERY_LEAD_MS, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
@@ -247,6 +247,20 @@ describe('PromotionSweep (Postgres + Redis)', () => {
       expect(plan.match(/jobs_cold_due/g)).toHaveLength(1); // the earliest due hour only
       expect(plan).not.toMatch(/Bitmap|Seq Scan/);
     });
+  });
+
+  it('with nothing due, the fair share costs one probe of jobs_cold_due, not a scan (the idle overdue sweep)', async () => {
+    await db.dataSource.query(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state)
+       SELECT 1 + g % 1000, 'far-' || g, 'noop', $1::timestamptz + interval '2 days' + (g % 365) * interval '1 day', 's'
+         FROM generate_series(1, 200000) g`,
+      [NOW],
+    );
+    await db.dataSource.query('ANALYZE jobs');
+    const rows = await db.dataSource.query<{ 'QUERY PLAN': string }[]>(`EXPLAIN ${DUE_COLD_TENANTS_SQL}`, [new Date(NOW.getTime() + 30_000)]);
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).not.toMatch(/Seq Scan/);
+    expect(await repo.dueColdTenants(new Date(NOW.getTime() + 30_000))).toEqual([]);
   });
 
   it('scans jobs_cold_due by index range: cost follows the promoted rows, not the table', async () => {
