@@ -1,9 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import IORedis, { Cluster } from 'ioredis';
+import { freePort } from './free-port';
 
 /**
  * A throwaway Redis Cluster of `masters` nodes (no replicas) from the machine's redis-server,
@@ -20,18 +20,6 @@ export interface TestRedisCluster {
   /** A plain connection to the master that serves `key`'s slot (to flush or inspect that node alone). */
   nodeOf(key: string): Promise<IORedis>;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {

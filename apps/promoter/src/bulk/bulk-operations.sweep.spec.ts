@@ -1,6 +1,7 @@
 import { BULK_CHUNK_JOBS, type BulkChange, type BulkFilter } from '@almanac/domain';
 import { BULK_CREATE_LOCK, BulkOperationsRepository, TenantsRepository } from '@almanac/persistence';
 import { DELIVERY_LEAD_MS, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
+import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
@@ -24,14 +25,6 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   const operation = async (tenantId: number, filter: BulkFilter, change: BulkChange | null = null) =>
     (await repo.create(tenantId, change ? 'reschedule' : 'cancel', filter, change, 5))!;
   const read = async (tenantId: number, id: string) => (await repo.findForTenant(tenantId, id))!;
-  const someoneWaitsOnALock = async () => {
-    for (let i = 0; i < 500; i++) {
-      const [{ n }]: { n: number }[] = await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      if (n > 0) return;
-      await new Promise((r) => setImmediate(r));
-    }
-    throw new Error('no statement ever waited on a lock');
-  };
   const runAts = async (ids: string[]) =>
     (await db.dataSource.query<{ run_at: Date }[]>(`SELECT run_at FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).map((r) => r.run_at.getTime());
 
@@ -165,7 +158,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
       await inFlight.query(`SELECT pg_advisory_xact_lock($1, $2)`, [BULK_CREATE_LOCK, a]);
       await inFlight.query(`INSERT INTO bulk_operations (tenant_id, action, filter) VALUES ($1, 'cancel', '{}')`, [a]);
       const second = repo.create(a, 'cancel', { kind: 'noop' }, null, 1);
-      await someoneWaitsOnALock();
+      await someoneWaitsOnALock(db.dataSource);
       await inFlight.commitTransaction();
       expect(await second).toBeNull(); // before: it counted no open operation and made a second
     } finally {

@@ -1,5 +1,6 @@
 import { JobsRepository, RetentionRepository, TenantsRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
+import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { insertJobs } from '../testing/fixtures';
@@ -31,14 +32,6 @@ describe('RetentionSweep (Postgres)', () => {
     (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::bigint[])`, [ids]))[0].n;
   const attemptsLeft = async (ids: string[]) =>
     (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM job_attempts WHERE job_id = ANY($1::bigint[])`, [ids]))[0].n;
-  const someoneWaitsOnALock = async () => {
-    for (let i = 0; i < 500; i++) {
-      const [{ n }]: { n: number }[] = await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      if (n > 0) return;
-      await new Promise((r) => setImmediate(r));
-    }
-    throw new Error('no statement ever waited on a lock');
-  };
   const keyOf = async (id: string) => (await db.dataSource.query<{ key: string }[]>(`SELECT key FROM jobs WHERE id = $1`, [id]))[0].key;
 
   beforeAll(async () => {
@@ -149,7 +142,7 @@ describe('RetentionSweep (Postgres)', () => {
       expect((await repo.removeExpired(policy, at(-30 * DAY), 10, '2026-12-02', removal.manager)).removed).toBe(1);
       // The replay's INSERT meets the row being deleted on the unique index and waits for it.
       const replay = new JobsRepository(db.dataSource).insertBatch(a, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
-      await someoneWaitsOnALock();
+      await someoneWaitsOnALock(db.dataSource);
       await removal.commitTransaction();
       expect(await replay).toEqual([{ status: 'retired', key, removedOn: '2026-12-02', state: 'succeeded' }]);
     } finally {

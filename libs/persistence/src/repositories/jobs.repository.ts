@@ -105,7 +105,7 @@ export class JobsRepository {
         states[i] = STATE_CODE[j.state];
       }
       const params = [tenantId, ...[keys, kinds, runAts, payloads, maxAttempts, states].map((a) => JSON.stringify(a))];
-      const rows = await this.insertStatement(db, round === 0 && !inTransaction, params);
+      const rows = await this.insertStatement(db, round === 0 && !inTransaction, inTransaction, params);
       if (rows === RETIRED) {
         askRetired = true;
         continue;
@@ -143,7 +143,7 @@ export class JobsRepository {
    * (INSERT_BATCH_OPTIMISTIC_SQL says why); `fast` is never inside a caller's transaction, which a
    * failed statement would abort. RETIRED: a key of the batch is retired (only outside a transaction).
    */
-  private async insertStatement(db: Db, fast: boolean, params: unknown[]): Promise<InsertRow[] | typeof RETIRED> {
+  private async insertStatement(db: Db, fast: boolean, inTransaction: boolean, params: unknown[]): Promise<InsertRow[] | typeof RETIRED> {
     try {
       if (!fast) return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
       try {
@@ -153,7 +153,7 @@ export class JobsRepository {
         return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
       }
     } catch (err) {
-      if (errorCode(err) === RETIRED_KEY_SQLSTATE && !(db instanceof EntityManager && db.queryRunner?.isTransactionActive)) return RETIRED;
+      if (errorCode(err) === RETIRED_KEY_SQLSTATE && !inTransaction) return RETIRED;
       throw err;
     }
   }
