@@ -3,7 +3,7 @@
  * regenerates bench/REPORT.md with its charts.
  *
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
- *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk fairness retention
+ *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk due-soon fairness retention
  *   npm run bench -- retention        # 60 simulated days of 1,000,000 jobs (about an hour; not in the default set)
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
@@ -446,6 +446,30 @@ const PARTS: Record<string, Part> = {
         charts: [],
         notes: [
           `In-process: the promoter's BulkOperationsSweep (one chunk per run) on a fresh database and a private redis-server; ${n} jobs of the campaign tenant and as many of another, spread over a week, ${Math.round(r.inputs.hotShare * 100)} % of them queued with a hot-queue copy. The other tenant's jobs are the baseline's rows, untouched until then (checked).`,
+        ],
+        raw: r,
+      };
+    },
+  },
+  'due-soon': {
+    script: 'due-soon.ts',
+    invocations: (q) => [q ? ['--rows', '1000000', '--spike', '20000', '--runs', '3'] : ['--rows', flag('rows') ?? '10000000', '--spike', flag('spike') ?? '200000', '--runs', flag('runs') ?? '5']],
+    parse([out]) {
+      const r = lastJson(out) as unknown as {
+        inputs: { rows: number; spike: number; runs: number; tableSize: string };
+        summary: { spikeMs: Spread; quietMs: Spread; rowsReadSpike: number; rowsReadQuiet: number; usPerRowSpike: number };
+      };
+      const s = r.summary;
+      const n = (v: number) => v.toLocaleString('en');
+      return {
+        figures: [
+          fig(`due-soon sweep run, ${n(r.inputs.spike)} jobs due 10 min ahead (${n(s.rowsReadSpike)} rows due within the hour)`, { ...s.spikeMs, runs: r.inputs.runs }, 'ms', 'bounded: every 15 s'),
+          fig(`  the same, a quiet hour (${n(s.rowsReadQuiet)} rows)`, { ...s.quietMs, runs: r.inputs.runs }, 'ms'),
+          fig('  per row due within the hour', one(s.usPerRowSpike), 'µs'),
+        ],
+        charts: [],
+        notes: [
+          `In-process: the promoter's DueSoonSweep.runOnce (almanac_jobs_due{pool, within}, issue 19) on ${n(r.inputs.rows)} jobs (${r.inputs.tableSize}): the next 24 h queued (1 M), the rest cold over a year, 4 kinds in 2 pools; the sweep runs every 15 s, so its cost per minute is 4 runs.`,
         ],
         raw: r,
       };

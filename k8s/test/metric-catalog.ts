@@ -27,6 +27,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_lease_expired_dead_total: { type: 'counter', labels: [] },
   almanac_retention_removed_total: { type: 'counter', labels: ['keys'] },
   almanac_retention_behind_seconds: { type: 'gauge', labels: [] },
+  almanac_jobs_due: { type: 'gauge', labels: ['pool', 'within'] },
   // dispatcher and workers
   almanac_dispatch_lag_seconds: { type: 'histogram', labels: ['pool'] },
   almanac_dispatched_total: { type: 'counter', labels: ['pool', 'via'] },

@@ -44,6 +44,8 @@ export interface PromoterConfig {
   retentionDefaultSeconds: number;
   retentionBatchSize: number;
   retentionMaxPerRun: number;
+  /** Rows per state the due-soon sweep reads at most per run (almanac_jobs_due; ~1.5 µs a row). */
+  dueSoonScanRows: number;
 }
 
 const MIN = 60_000;
@@ -60,6 +62,7 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
     // Each tenant with its own label adds a lag histogram (17 series) per worker process.
     tenantMetricsTop: envInt(env, 'ALMANAC_TENANT_METRICS_TOP', 10, { min: 0, max: 100 }),
     tenantMetricsScanRows: envInt(env, 'ALMANAC_TENANT_METRICS_SCAN_ROWS', 100_000, { min: 1000, max: 10_000_000 }),
+    dueSoonScanRows: envInt(env, 'ALMANAC_DUE_SOON_SCAN_ROWS', 1_000_000, { min: 1000, max: 100_000_000 }),
     overdueGraceMs: envInt(env, 'ALMANAC_OVERDUE_GRACE_MS', 30_000, { min: 0, max: DAY }),
     promotionBatchSize: envInt(env, 'ALMANAC_PROMOTION_BATCH_SIZE', 5000, { min: 1, max: 100_000 }),
     promotionConcurrency: envInt(env, 'ALMANAC_PROMOTION_CONCURRENCY', 2, { min: 1, max: 16 }),

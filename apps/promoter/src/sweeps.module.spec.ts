@@ -71,6 +71,7 @@ describe('promoterConfigFromEnv', () => {
       lateToleranceMs: 300_000,
       bulkIntervalMs: 1000,
       bulkMaxJobs: 1_000_000,
+      dueSoonScanRows: 1_000_000,
       bulkChunksPerRun: 10,
       retentionIntervalMs: 60_000,
       retentionDefaultSeconds: 30 * 86_400,

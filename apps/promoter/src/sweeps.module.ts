@@ -1,5 +1,5 @@
 import { TenantLabels } from '@almanac/delivery';
-import { BulkOperationsRepository, RetentionRepository, SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
+import { BulkOperationsRepository, DueSoonRepository, RetentionRepository, SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, SILENT_LOGGER } from '@almanac/platform';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
@@ -16,6 +16,7 @@ import { JobStatesSweep } from './sweeps/job-states.sweep';
 import { PromotionSweep } from './sweeps/promotion.sweep';
 import { SweepMetrics } from './sweeps/sweep-metrics';
 import { SweepRunner } from './sweeps/sweep-runner';
+import { DUE_SOON_INTERVAL_MS, DueSoonSweep } from './sweeps/due-soon.sweep';
 import { TENANT_BACKLOG_INTERVAL_MS, TenantBacklogSweep } from './sweeps/tenant-backlog.sweep';
 
 export const PROMOTER_CONFIG = Symbol('PROMOTER_CONFIG');
@@ -78,6 +79,7 @@ export function buildSweeps(deps: {
     log('overdue-sweep'),
   );
   const jobStates = new JobStatesSweep(repo, metrics);
+  const dueSoon = new DueSoonSweep(new DueSoonRepository(deps.dataSource), config.dueSoonScanRows, metrics);
   const tenantBacklog = new TenantBacklogSweep(
     new TenantStatsRepository(deps.dataSource),
     (ids) => TenantLabels.publish(deps.redis, deps.prefix, ids),
@@ -97,7 +99,7 @@ export function buildSweeps(deps: {
     metrics,
     log('retention'),
   );
-  return { repo, promotion, recurring, overdue, jobStates, tenantBacklog, bulk, retention };
+  return { repo, promotion, recurring, overdue, jobStates, tenantBacklog, bulk, retention, dueSoon };
 }
 
 /** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
@@ -146,6 +148,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
             { sweep: s.tenantBacklog, intervalMs: TENANT_BACKLOG_INTERVAL_MS },
             { sweep: s.bulk, intervalMs: config.bulkIntervalMs },
             { sweep: s.retention, intervalMs: config.retentionIntervalMs },
+            { sweep: s.dueSoon, intervalMs: DUE_SOON_INTERVAL_MS },
           ],
           clock,
           metrics,

@@ -14,3 +14,4 @@ export * from './attempt-error';
 export * from './outbound';
 export * from './bulk-operation';
 export * from './retention';
+export * from './due-soon';

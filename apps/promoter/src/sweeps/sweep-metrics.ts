@@ -1,5 +1,5 @@
 import { OTHER_TENANT } from '@almanac/delivery';
-import { BULK_ACTIONS, KEY_POLICIES } from '@almanac/domain';
+import { BULK_ACTIONS, DUE_WINDOWS, type DueWindowLabel, KEY_POLICIES } from '@almanac/domain';
 import type { MetricsService } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { JobStateCounts } from '@almanac/persistence';
@@ -23,6 +23,7 @@ export class SweepMetrics {
   readonly bulkJobs: Counter<'action' | 'outcome'>;
   readonly retentionRemoved: Counter<'keys'>;
   readonly retentionBehind: Gauge;
+  readonly jobsDue: Gauge<'pool' | 'within'>;
 
   constructor(metrics: MetricsService) {
     this.runs = metrics.counter({
@@ -83,6 +84,11 @@ export class SweepMetrics {
       name: 'almanac_retention_behind_seconds',
       help: 'How far retention is behind: from the run time of the oldest expired job it has not reached yet to its cutoff (0: caught up)',
     });
+    this.jobsDue = metrics.gauge({
+      name: 'almanac_jobs_due',
+      help: 'Unfinished jobs per pool coming due within the window (1m, 5m, 15m, 1h), cold rows included: what autoscaling plans for (see the due-soon sweep)',
+      labelNames: ['pool', 'within'],
+    });
     this.zero();
   }
 
@@ -99,6 +105,7 @@ export class SweepMetrics {
     for (const keys of KEY_POLICIES) this.retentionRemoved.inc({ keys }, 0);
     this.retentionBehind.set(0);
     this.setTenantBacklog([{ tenant: OTHER_TENANT, backlog: 0, oldestDueSeconds: 0 }]);
+    this.setJobsDue(new Map());
   }
 
   /** Replaces every tenant series at once: a tenant that left the top N loses its series. */
@@ -108,6 +115,18 @@ export class SweepMetrics {
     for (const r of rows) {
       this.tenantBacklog.set({ tenant: r.tenant }, r.backlog);
       this.tenantOldestDue.set({ tenant: r.tenant }, r.oldestDueSeconds);
+    }
+  }
+
+  /**
+   * Replaces every pool's due-soon series at once. A pool with nothing due keeps its series at 0
+   * (`default` always has one), so a scaling query never sees "no data" for an idle pool.
+   */
+  setJobsDue(byPool: ReadonlyMap<string, Record<DueWindowLabel, number>>): void {
+    this.jobsDue.reset();
+    const pools = new Set(['default', ...byPool.keys()]);
+    for (const pool of pools) {
+      for (const w of DUE_WINDOWS) this.jobsDue.set({ pool, within: w.label }, byPool.get(pool)?.[w.label] ?? 0);
     }
   }
 
