@@ -157,6 +157,7 @@ async function main() {
     `  health   ${baseUrl}/health/ready   metrics ${baseUrl}/metrics`];
   const docs = await fetch(`${baseUrl}/docs`).then((r) => r.status, () => 0);
   if (docs === 200) lines.push(`  API docs ${baseUrl}/docs`);
+  lines.push(`  console  ${baseUrl}/console   (sign in with a tenant's API key, or the admin token for every tenant)`);
   if (generatedToken) lines.push(`  admin token for this session: ALMANAC_ADMIN_TOKEN=${adminToken}`);
 
   let demo = null;

@@ -42,7 +42,9 @@ const REPOSITORIES = [
     { provide: API_SETTINGS, useFactory: () => loadApiSettings(process.env) },
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
     { provide: APP_INTERCEPTOR, useClass: RequestDeadlineInterceptor },
-    { provide: APP_INTERCEPTOR, useClass: ReadRateLimiter },
+    // One instance: the interceptor on /v1 reads, and the console's pages (ReadRateLimiter.take).
+    ReadRateLimiter,
+    { provide: APP_INTERCEPTOR, useExisting: ReadRateLimiter },
     ...REPOSITORIES,
     TenantAuthService,
     AuthEvents,
@@ -55,6 +57,6 @@ const REPOSITORIES = [
     EarlyAuthHook,
     RequestClockHook,
   ],
-  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, HotRoutingService, KindsService],
+  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, ReadRateLimiter, HotRoutingService, KindsService],
 })
 export class ApiCommonModule {}

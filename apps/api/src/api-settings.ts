@@ -1,5 +1,5 @@
 import { KIND_PATTERN } from '@almanac/domain';
-import { envInt, envList, type Env } from '@almanac/platform';
+import { envBool, envInt, envList, type Env } from '@almanac/platform';
 
 /** API-only settings (ALMANAC_* variables read here, validated at module init). */
 export interface ApiSettings {
@@ -27,6 +27,8 @@ export interface ApiSettings {
   readRateLimitPerSecond: number;
   /** Bulk operations a tenant may have pending or running at once. */
   maxOpenBulkOperations: number;
+  /** The console's session cookie is `Secure` (sent over TLS only), except to a loopback host. */
+  consoleSecureCookie: boolean;
 }
 
 export const API_SETTINGS = Symbol('API_SETTINGS');
@@ -55,6 +57,9 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     maxSchedulesPerTenant: envInt(env, 'ALMANAC_MAX_SCHEDULES_PER_TENANT', 10_000, { min: 1, max: 100_000_000 }),
     readRateLimitPerSecond: envInt(env, 'ALMANAC_READ_RATE_LIMIT_PER_SECOND', 200, { min: 0, max: 1_000_000 }),
     maxOpenBulkOperations: envInt(env, 'ALMANAC_BULK_MAX_OPEN', 5, { min: 1, max: 1000 }),
+    // Almanac does not terminate TLS and sits behind a proxy that does, so the request cannot
+    // tell whether the browser used https: the cookie holding the secret is Secure unless told.
+    consoleSecureCookie: envBool(env, 'ALMANAC_CONSOLE_SECURE_COOKIE', true),
   };
 }
 

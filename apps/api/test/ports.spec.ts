@@ -49,6 +49,19 @@ describe('admin and metrics on their own ports', () => {
     expect([await refused(adminPort), await refused(metricsPort)]).toEqual([true, true]);
   });
 
+  it('serves the console on both ports; the admin token signs in to it only on the admin port', async () => {
+    const created = await admin(request(adminUrl).post('/v1/admin/tenants')).send({ name: 'console-ports' }).expect(201);
+    const { apiKey } = created.body as { apiKey: string };
+    await h.http().post('/console/sign-in').type('form').send({ token: ADMIN_TOKEN }).expect(401);
+    const signedIn = await request(adminUrl).post('/console/sign-in').type('form').send({ token: ADMIN_TOKEN }).expect(303);
+    const cookie = String(signedIn.headers['set-cookie']).split(';')[0];
+    await request(adminUrl).get('/console/tenants').set('Cookie', cookie).expect(200);
+    // Cookies ignore ports: the operator's cookie reaching PORT is no session there.
+    expect((await h.http().get('/console/tenants').set('Cookie', cookie).expect(303)).headers.location).toBe('/console/sign-in');
+    await h.http().post('/console/sign-in').type('form').send({ token: apiKey }).expect(303);
+    await request(adminUrl).post('/console/sign-in').type('form').send({ token: apiKey }).expect(303);
+  });
+
   it('answers admin routes on the admin port, with the admin token as before', async () => {
     await request(adminUrl).post('/v1/admin/tenants').send({ name: 'acme' }).expect(401);
     const created = await admin(request(adminUrl).post('/v1/admin/tenants')).send({ name: 'acme' }).expect(201);

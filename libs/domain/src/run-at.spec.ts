@@ -1,4 +1,4 @@
-import { parseRunAt } from './run-at';
+import { asUtcIfZoneless, parseRunAt } from './run-at';
 import { DomainValidationError, InvalidRunAtError } from './errors';
 
 function rule(raw: unknown): string {
@@ -79,5 +79,14 @@ describe('parseRunAt', () => {
 
   it('names the field it is given', () => {
     expect(() => parseRunAt('nope', 'jobs[0].runAt')).toThrow(/^jobs\[0\]\.runAt /);
+  });
+});
+
+describe('asUtcIfZoneless', () => {
+  it('reads a datetime-local value as UTC and leaves anything else for parseRunAt', () => {
+    expect(parseRunAt(asUtcIfZoneless('2026-12-02T10:15')).toISOString()).toBe('2026-12-02T10:15:00.000Z');
+    expect(parseRunAt(asUtcIfZoneless('2026-12-02T10:15:30')).toISOString()).toBe('2026-12-02T10:15:30.000Z');
+    expect(asUtcIfZoneless('2026-12-02T10:15:00+01:00')).toBe('2026-12-02T10:15:00+01:00');
+    expect(asUtcIfZoneless('tomorrow')).toBe('tomorrow');
   });
 });

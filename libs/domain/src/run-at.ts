@@ -11,13 +11,24 @@ import { InvalidRunAtError, describeValue } from './errors';
 const RUN_AT =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
+/** A date-time written without a zone (`2026-11-30T09:00`, what an HTML datetime-local field sends). */
+const ZONELESS = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/;
+
+/**
+ * A zoneless date-time read as UTC (the console's datetime-local fields say UTC beside them);
+ * any other text is returned as it came, for parseRunAt to accept or to name what is wrong.
+ */
+export function asUtcIfZoneless(raw: string): string {
+  return ZONELESS.test(raw) ? `${raw}Z` : raw;
+}
+
 export function parseRunAt(raw: unknown, field = 'runAt'): Date {
   if (typeof raw !== 'string') {
     throw new InvalidRunAtError(field, 'type', `${field} must be an ISO 8601 date-time string, got ${describeValue(raw)}`);
   }
   const m = raw.length <= 64 ? RUN_AT.exec(raw) : null;
   if (!m) {
-    const rule = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(raw) ? 'missing_zone' : 'format';
+    const rule = ZONELESS.test(raw) ? 'missing_zone' : 'format';
     const why = rule === 'missing_zone' ? 'must include a UTC offset or Z' : 'must be an ISO 8601 date-time with a UTC offset or Z';
     throw new InvalidRunAtError(field, rule, `${field} ${why} (e.g. 2026-11-30T09:00:00Z), got ${describeValue(raw)}`);
   }

@@ -19,6 +19,7 @@ export * from './repositories/backlog.repository';
 export * from './repositories/kinds.repository';
 export * from './repositories/effects.repository';
 export * from './repositories/due-soon.repository';
+export * from './repositories/tenant-overview.repository';
 export * from './repositories/tenant-stats.repository';
 export * from './repositories/tenant-outbound.repository';
 export * from './repositories/bulk-operations.repository';

@@ -9,5 +9,6 @@ import { JobsController } from './jobs.controller';
   imports: [ApiCommonModule],
   controllers: [JobsController],
   providers: [IngestService, JobQueriesService, JobChangesService],
+  exports: [JobQueriesService, JobChangesService], // the console reads and acts through the same rules
 })
 export class JobsModule {}

@@ -23,11 +23,19 @@ export class ReadRateLimiter implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const req = context.switchToHttp().getRequest<FastifyRequest & { tenant?: TenantRecord }>();
-    const rate = this.settings.readRateLimitPerSecond;
-    if (rate > 0 && req.method === 'GET' && req.tenant) {
-      const res = this.buckets.take(req.tenant.id, 1, rate, rate, this.clock.now().getTime());
-      if (!res.ok) throw overLimit(429, `read rate limit of ${rate} requests/s exceeded`, 'tenant', 'read_rate_limit', res.retryAfterMs);
-    }
+    if (req.method === 'GET' && req.tenant) this.take(req.tenant.id, 1);
     return next.handle();
+  }
+
+  /**
+   * Spends `cost` reads of the tenant's budget or throws 429 with Retry-After. The console calls
+   * it once it knows whose page it draws (its session is a cookie, read after this interceptor),
+   * so a tenant's pages and its API reads share one budget.
+   */
+  take(tenantId: number, cost: number): void {
+    const rate = this.settings.readRateLimitPerSecond;
+    if (rate <= 0) return;
+    const res = this.buckets.take(tenantId, cost, rate, rate, this.clock.now().getTime());
+    if (!res.ok) throw overLimit(429, `read rate limit of ${rate} requests/s exceeded`, 'tenant', 'read_rate_limit', res.retryAfterMs);
   }
 }

@@ -7,5 +7,6 @@ import { SchedulesService } from './schedules.service';
   imports: [ApiCommonModule],
   controllers: [SchedulesController],
   providers: [SchedulesService],
+  exports: [SchedulesService], // the console pauses and resumes through the same rules
 })
 export class SchedulesModule {}

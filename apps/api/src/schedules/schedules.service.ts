@@ -159,6 +159,13 @@ export class SchedulesService {
     return { timezone: s.timezone, items: at.map((d) => ({ at: d.toISOString(), local: formatInZone(d, s.timezone) })) };
   }
 
+  /** A schedule's next `count` runs as its own zone shows them ([] if its timing no longer parses). */
+  nextRunsLocal(s: Pick<ScheduleView, 'cron' | 'timezone'>, count: number): string[] {
+    const t = parseTiming(s.cron, s.timezone);
+    if (!t.ok) return [];
+    return nextOccurrences(t.value, this.clock.now(), count).map((d) => formatInZone(d, s.timezone));
+  }
+
   private async find(tenant: TenantRecord, id: string): Promise<ScheduleView> {
     const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
     if (!s) throw notFound(`schedule ${id}`);

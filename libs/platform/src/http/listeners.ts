@@ -31,6 +31,20 @@ const SERVER_SETTINGS = ['requestTimeout', 'headersTimeout', 'keepAliveTimeout',
 /** How long closing waits for requests in progress on an extra port before cutting them. */
 const CLOSE_GRACE_MS = 5_000;
 
+/**
+ * Routes answered on the admin port as well as on PORT: the console (/console), where a tenant
+ * signs in anywhere and the operator, once ALMANAC_ADMIN_PORT is set, only on the admin port
+ * (the console asks `listenerOf`).
+ */
+function onBoth(pattern: string | undefined): boolean {
+  return pattern !== undefined && (pattern === '/console' || pattern.startsWith('/console/'));
+}
+
+/** The listener that took a request: 'public' unless an extra port did. */
+export function listenerOf(req: FastifyRequest): Listener {
+  return (req.raw as TaggedRequest)[LISTENER] ?? 'public';
+}
+
 /** The listener a route belongs to when it has a port of its own, by its route pattern. */
 export function routeGroup(pattern: string | undefined): Listener {
   if (pattern === undefined) return 'public';
@@ -75,8 +89,9 @@ export class RouteListeners {
       if (routeGroup(route.url) === 'admin') this.hasAdminRoutes = true;
     });
     fastify.addHook('onRequest', (req: FastifyRequest, reply: FastifyReply, done: () => void) => {
-      const took = (req.raw as TaggedRequest)[LISTENER] ?? 'public';
+      const took = listenerOf(req);
       if (took === this.homeOf(routeGroup(req.routeOptions.url))) return done();
+      if (took === 'admin' && onBoth(req.routeOptions.url)) return done();
       // Not done(): the not-found handler answers, and no later hook runs.
       reply.callNotFound();
     });

@@ -9,7 +9,7 @@ import type { AlmanacConfig } from '../config/almanac-config';
  * assets: logging them would drown the rest. Each path with its query, and /docs with what is under it.
  */
 const QUIET_PATHS = ['/health/live', '/health/ready', '/metrics'];
-const QUIET_TREES = ['/docs'];
+const QUIET_TREES = ['/docs', '/console/assets'];
 
 /**
  * JSON logs (pino) with the role on every line. Credentials in headers are redacted; request

@@ -1,0 +1,39 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { errorCodes, type FastifyInstance } from 'fastify';
+import { CONSOLE_PATH } from './console-viewer';
+
+/** A console form is a sign-in or a button: anything larger is not one. */
+const MAX_FORM_BYTES = 4096;
+
+/**
+ * Reads the console's HTML forms (application/x-www-form-urlencoded) into a flat object. Only
+ * under /console: every other route stays JSON-only (a form body elsewhere is still a 415), and
+ * it is one parser call, so no plugin (@fastify/formbody would apply to every route).
+ */
+@Injectable()
+export class ConsoleFormParser implements OnModuleInit {
+  constructor(private readonly adapterHost: HttpAdapterHost) {}
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
+    if (!fastify) return;
+    fastify.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string' },
+      (req, body, done) => {
+        const path = req.url.split('?', 1)[0];
+        if (path !== CONSOLE_PATH && !path.startsWith(`${CONSOLE_PATH}/`)) {
+          // The very error Fastify gives a content type it has no parser for, so the API's
+          // answer to a form body is what it was before the console existed.
+          done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(req.headers['content-type']), undefined);
+          return;
+        }
+        const text = typeof body === 'string' ? body : body.toString('utf8');
+        // Checked here, not as the parser's bodyLimit, which would apply to /v1 bodies too.
+        if (text.length > MAX_FORM_BYTES) return done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(), undefined);
+        done(null, Object.fromEntries(new URLSearchParams(text)));
+      },
+    );
+  }
+}

@@ -1,0 +1,106 @@
+import { TenantsRepository } from '@almanac/persistence';
+import { ALMANAC_CONFIG, type AlmanacConfig, listenerOf } from '@almanac/platform';
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { API_SETTINGS, type ApiSettings } from '../api-settings';
+import { AdminAuthGuard } from '../auth/guards';
+import { TenantAuthService } from '../auth/tenant-auth.service';
+import { type ConsoleViewer, CONSOLE_PATH } from './console-viewer';
+
+/** The cookie that carries the signed-in secret; sent by the browser only to /console. */
+export const SESSION_COOKIE = 'almanac_console';
+
+/** Why a secret did not sign in (the sign-in page says which). */
+export type SignInRefusal = 'unknown' | 'suspended';
+
+/** Tenant ids are int4: a larger `tenant=` names no tenant rather than failing the query. */
+const MAX_TENANT_ID = 2_147_483_647;
+
+function readCookie(req: FastifyRequest, name: string): string | null {
+  const header = req.headers.cookie;
+  if (typeof header !== 'string') return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        return null;
+      }
+    }
+  }
+  return null;
+}
+
+function isLoopback(host: string | undefined): boolean {
+  const name = (host ?? '').replace(/:\d+$/, '');
+  return name === 'localhost' || name === '127.0.0.1' || name === '[::1]';
+}
+
+/**
+ * The console's sign-in. The secret itself (a tenant API key or the admin token) is the
+ * session: kept in an HttpOnly, SameSite=Lax, Secure cookie scoped to /console, so no script on
+ * the page can read it, no other site's form post carries it (posts also check Origin), and the
+ * API's own routes never see it. Each request resolves it exactly as the API resolves a bearer
+ * key (TenantAuthService: cached, revocations and suspensions honoured at once), so signing in
+ * adds no second kind of credential to rotate or leak. Where ALMANAC_ADMIN_PORT separates the
+ * admin routes, the admin token signs in only there, as the admin API answers only there.
+ */
+@Injectable()
+export class ConsoleSession {
+  constructor(
+    private readonly auth: TenantAuthService,
+    private readonly admin: AdminAuthGuard,
+    private readonly tenants: TenantsRepository,
+    @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
+  ) {}
+
+  /** The viewer this secret signs in as on this request's port, or why it does not. */
+  async resolve(secret: string, req: FastifyRequest): Promise<ConsoleViewer | SignInRefusal> {
+    if (secret.length === 0 || secret.length > 512) return 'unknown';
+    if (this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
+    const tenant = await this.auth.authenticate(secret);
+    if (!tenant) return 'unknown';
+    return tenant.disabled ? 'suspended' : { role: 'tenant', tenant };
+  }
+
+  /**
+   * The viewer of a request, or null when it is not signed in (or its key was revoked since).
+   * The operator's `tenant` query parameter picks the tenant it looks at; unknown ids show none.
+   */
+  async viewer(req: FastifyRequest, tenantParam: unknown): Promise<ConsoleViewer | null> {
+    const secret = readCookie(req, SESSION_COOKIE);
+    if (!secret) return null;
+    const viewer = await this.resolve(secret, req);
+    if (typeof viewer === 'string') return null;
+    if (viewer.role === 'admin' && typeof tenantParam === 'string' && /^[1-9][0-9]{0,9}$/.test(tenantParam)) {
+      const id = Number(tenantParam);
+      return { role: 'admin', tenant: id <= MAX_TENANT_ID ? await this.tenants.findById(id) : null };
+    }
+    return viewer;
+  }
+
+  start(reply: FastifyReply, req: FastifyRequest, secret: string): void {
+    void reply.header('Set-Cookie', `${SESSION_COOKIE}=${encodeURIComponent(secret)}; ${this.attributes(req)}`);
+  }
+
+  end(reply: FastifyReply, req: FastifyRequest): void {
+    void reply.header('Set-Cookie', `${SESSION_COOKIE}=; Max-Age=0; ${this.attributes(req)}`);
+  }
+
+  private adminAllowed(req: FastifyRequest): boolean {
+    return this.config.adminPort === undefined || listenerOf(req) === 'admin';
+  }
+
+  /**
+   * No Max-Age: the session ends with the browser. Lax, not Strict: a link to a job from chat or
+   * a dashboard opens it signed in (GETs change nothing; posts are Origin-checked). Secure
+   * always, since Almanac cannot see the TLS its proxy ends, except towards a loopback host
+   * (a developer's http://localhost) or when ALMANAC_CONSOLE_SECURE_COOKIE=false.
+   */
+  private attributes(req: FastifyRequest): string {
+    const secure = this.settings.consoleSecureCookie && !isLoopback(req.headers.host);
+    return `Path=${CONSOLE_PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  }
+}

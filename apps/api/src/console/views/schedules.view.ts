@@ -1,0 +1,39 @@
+import { type ConsoleViewer, consoleHref } from '../console-viewer';
+import { html, type SafeHtml } from './html';
+
+export interface ScheduleRow {
+  id: string;
+  key: string;
+  kind: string;
+  cron: string;
+  timezone: string;
+  paused: boolean;
+  /** the next runs as the schedule's own zone shows them (already formatted) */
+  nextLocal: string[];
+}
+
+/** Schedules in key order: when each runs next in its own zone, and pause or resume. */
+export function schedulesView(viewer: ConsoleViewer, rows: ScheduleRow[], next: string | null, paged: boolean): SafeHtml {
+  const tenantField = viewer.role === 'admin' && viewer.tenant ? html`<input type="hidden" name="tenant" value="${viewer.tenant.id}">` : '';
+  const body = rows.map((s) => {
+    const verb = s.paused ? 'resume' : 'pause';
+    return html`<tr>
+      <td class="key">${s.key}</td>
+      <td>${s.kind}</td>
+      <td><code>${s.cron}</code></td>
+      <td>${s.timezone}</td>
+      <td>${s.paused ? html`<span class="state state-cancelled">paused</span>` : s.nextLocal.length > 0 ? html`<ul class="plain">${s.nextLocal.map((t) => html`<li>${t}</li>`)}</ul>` : '—'}</td>
+      <td><form method="post" action="${consoleHref(viewer, `/schedules/${s.id}/${verb}`).split('?')[0]}">${tenantField}<button type="submit">${s.paused ? 'Resume' : 'Pause'}</button></form></td>
+    </tr>`;
+  });
+  return html`<h1>Schedules</h1>
+<table class="rows" data-rows>
+  <thead><tr><th>Key</th><th>Kind</th><th>Cron</th><th>Zone</th><th>Next runs (in its zone)</th><th></th></tr></thead>
+  <tbody>${body}</tbody>
+</table>
+${rows.length === 0 ? html`<p class="empty">No schedules.</p>` : ''}
+<p class="pager">
+  ${paged ? html`<a href="${consoleHref(viewer, '/schedules')}">← First page</a>` : ''}
+  ${next ? html`<a href="${consoleHref(viewer, '/schedules', { cursor: next })}" rel="next">Next page →</a>` : ''}
+</p>`;
+}

@@ -1,0 +1,195 @@
+import { ADMIN_TOKEN, type ApiHarness, DAY, HOUR, inMs, startApi } from './api-harness';
+
+/** The console over HTTP: sign-in, tenant scoping, escaping, actions and their guards. */
+describe('console (/console)', () => {
+  let h: ApiHarness;
+  let acme: { id: number; apiKey: string };
+  let globex: { id: number; apiKey: string };
+
+  beforeAll(async () => {
+    h = await startApi();
+    acme = await h.createTenant('acme');
+    globex = await h.createTenant('globex');
+  });
+  afterAll(() => h.close());
+
+  const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
+  const create = async (key: string, runAt: string, apiKey = acme.apiKey) =>
+    (await h.http().post('/v1/jobs').set(bearer(apiKey)).send({ kind: 'noop', key, runAt, payload: { note: key } }).expect(201)).body as { id: string };
+
+  /** Signs in through the form and returns the session cookie as the browser would send it. */
+  async function signIn(token: string): Promise<string> {
+    const res = await h.http().post('/console/sign-in').type('form').send({ token }).expect(303);
+    const cookie = String(res.headers['set-cookie']);
+    return cookie.split(';')[0];
+  }
+
+  it('sends a visitor without a session to sign in, and refuses a wrong secret without a cookie', async () => {
+    const home = await h.http().get('/console').expect(303);
+    expect(home.headers.location).toBe('/console/sign-in');
+    const form = await h.http().get('/console/sign-in').expect(200);
+    expect(form.text).toContain('name="token"');
+    const wrong = await h.http().post('/console/sign-in').type('form').send({ token: 'alm_nope' }).expect(401);
+    expect(wrong.text).toContain('neither a tenant API key nor the admin token');
+    expect(wrong.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('keeps the key in an HttpOnly, SameSite=Lax cookie scoped to /console, and never writes it into a page', async () => {
+    const res = await h.http().post('/console/sign-in').type('form').send({ token: acme.apiKey }).expect(303);
+    expect(res.headers.location).toBe('/console');
+    const cookie = String(res.headers['set-cookie']);
+    expect(cookie).toMatch(/^almanac_console=alm_/);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Lax');
+    expect(cookie).not.toContain('Secure'); // a loopback host: a developer's http://localhost
+    expect(cookie).toContain('Path=/console');
+    const page = await h.http().get('/console').set('Cookie', cookie.split(';')[0]).expect(200);
+    expect(page.text).not.toContain(acme.apiKey);
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.headers['cache-control']).toBe('no-store');
+  });
+
+  it('shows the overview from the tenant\'s own rows: due soon, states, dead jobs', async () => {
+    const cookie = await signIn(acme.apiKey);
+    await create('ov-soon-1', inMs(10 * 60_000));
+    await create('ov-soon-2', inMs(20 * 60_000));
+    await create('ov-later', inMs(3 * HOUR));
+    const dead = await create('ov-dead', inMs(-HOUR));
+    await h.db.dataSource.query(`UPDATE jobs SET state = 'x', finished_at = now() WHERE id = $1`, [dead.id]);
+    const page = await h.http().get('/console').set('Cookie', cookie).expect(200);
+    const stat = (label: string) => new RegExp(`${label}</span><(?:span|a)[^>]*class="value"[^>]*>([0-9,+]+)`).exec(page.text)?.[1];
+    expect(stat('due in the next hour')).toBe('2');
+    expect(stat('due in the next day')).toBe('3');
+    expect(stat('dead')).toBe('1');
+    expect(stat('queued')).toBe('0');
+    expect(page.text).toContain('ov-dead');
+    expect(page.text).toContain('<svg class="spark"');
+  });
+
+  it('escapes the tenant\'s text: a payload, an error and a tenant name are shown, never run', async () => {
+    const evil = '<img src=x onerror=alert(1)>';
+    const cookie = await signIn(acme.apiKey);
+    const { id } = (await h.http().post('/v1/jobs').set(bearer(acme.apiKey)).send({ kind: 'noop', key: 'xss-1', runAt: inMs(-HOUR), payload: { note: evil } }).expect(201)).body as { id: string };
+    await h.db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = 1, last_error = $2 WHERE id = $1`, [id, evil]);
+    await h.db.dataSource.query(`INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome, error) VALUES ($1, $2, 1, now(), now(), 'failed', $3)`, [id, acme.id, evil]);
+    const one = await h.http().get(`/console/jobs/${id}`).set('Cookie', cookie).expect(200);
+    expect(one.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(one.text).not.toContain(evil);
+    const named = (await h.http().post('/v1/admin/tenants').set(bearer(ADMIN_TOKEN)).send({ name: evil }).expect(201)).body as { id: number };
+    const admin = await signIn(ADMIN_TOKEN);
+    const tenants = await h.http().get('/console/tenants').set('Cookie', admin).expect(200);
+    expect(tenants.text).not.toContain(evil);
+    const theirs = await h.http().get('/console/jobs').query({ tenant: String(named.id) }).set('Cookie', admin).expect(200);
+    expect(theirs.text).not.toContain(evil);
+  });
+
+  it('finds a job by key, shows another tenant\'s job as not found, and names a bad filter', async () => {
+    const cookie = await signIn(acme.apiKey);
+    const { id } = await create('find-me', inMs(2 * DAY));
+    const found = await h.http().get('/console/jobs').query({ key: 'find-me' }).set('Cookie', cookie).expect(303);
+    expect(found.headers.location).toBe(`/console/jobs/${id}`);
+    const theirs = await create('theirs', inMs(2 * DAY), globex.apiKey);
+    const other = await h.http().get(`/console/jobs/${theirs.id}`).set('Cookie', cookie).expect(404);
+    expect(other.text).not.toContain('theirs');
+    await h.http().get('/console/jobs').query({ key: 'no-such-key' }).set('Cookie', cookie).expect(404);
+    const bad = await h.http().get('/console/jobs').query({ state: 'exploded' }).set('Cookie', cookie).expect(400);
+    expect(bad.text).toContain('state must be one of');
+  });
+
+  it('cancels, reschedules and retries through the API\'s rules, and refuses a post from another site', async () => {
+    const cookie = await signIn(acme.apiKey);
+    const job = await create('act-1', inMs(2 * DAY));
+    const refused = await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).set('Origin', 'https://evil.example').type('form').send({}).expect(403);
+    expect(refused.text).toContain('another site');
+    await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).set('Sec-Fetch-Site', 'cross-site').type('form').send({}).expect(403);
+    const moved = await h.http().post(`/console/jobs/${job.id}/reschedule`).set('Cookie', cookie).type('form').send({ runAt: '2031-01-02T03:04' }).expect(303);
+    expect(moved.headers.location).toBe(`/console/jobs/${job.id}?done=rescheduled`);
+    const bad = await h.http().post(`/console/jobs/${job.id}/reschedule`).set('Cookie', cookie).type('form').send({ runAt: 'tomorrow-ish' }).expect(400);
+    expect(bad.text).toContain('runAt');
+    const cancelled = await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).type('form').send({}).expect(303);
+    const after = await h.http().get(cancelled.headers.location).set('Cookie', cookie).expect(200);
+    expect(after.text).toContain('Job cancelled.');
+    const api = await h.http().get(`/v1/jobs/${job.id}`).set(bearer(acme.apiKey)).expect(200);
+    expect(api.body).toMatchObject({ state: 'cancelled', runAt: '2031-01-02T03:04:00.000Z' });
+    await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).type('form').send({}).expect(303); // already cancelled: same answer as the API
+    const again = await h.http().post(`/console/jobs/${job.id}/retry`).set('Cookie', cookie).type('form').send({}).expect(409);
+    expect(again.text).toContain('only dead jobs can be retried');
+  });
+
+  it('lets the operator list tenants and look at any one; a tenant cannot', async () => {
+    const admin = await signIn(ADMIN_TOKEN);
+    const tenants = await h.http().get('/console/tenants').set('Cookie', admin).expect(200);
+    expect(tenants.text).toContain('acme');
+    expect(tenants.text).toContain('globex');
+    await create('globex-only', inMs(2 * DAY), globex.apiKey);
+    const jobs = await h.http().get('/console/jobs').query({ tenant: String(globex.id), state: 'scheduled' }).set('Cookie', admin).expect(200);
+    expect(jobs.text).toContain('globex-only');
+    expect(jobs.text).toContain(`name="tenant" value="${globex.id}"`);
+    await h.http().get('/console/jobs').query({ tenant: '999999' }).set('Cookie', admin).expect(404);
+    const tenant = await signIn(globex.apiKey);
+    await h.http().get('/console/tenants').set('Cookie', tenant).expect(404);
+    // A tenant's `tenant=` parameter is ignored: its key decides.
+    const own = await h.http().get('/console/jobs').query({ tenant: String(acme.id), state: 'scheduled' }).set('Cookie', tenant).expect(200);
+    expect(own.text).toContain('globex-only');
+    expect(own.text).not.toContain('find-me');
+  });
+
+  it('shows schedules\' next runs in their own zone, and pauses one', async () => {
+    const cookie = await signIn(acme.apiKey);
+    const s = await h.http().post('/v1/schedules').set(bearer(acme.apiKey))
+      .send({ key: 'nightly', kind: 'noop', cron: '30 2 * * *', timezone: 'America/New_York', payload: {} }).expect(201);
+    const page = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
+    expect(page.text).toContain('America/New_York');
+    expect(page.text).toMatch(/02:30/);
+    await h.http().post(`/console/schedules/${s.body.id}/pause`).set('Cookie', cookie).type('form').send({}).expect(303);
+    const api = await h.http().get(`/v1/schedules/${s.body.id}`).set(bearer(acme.apiKey)).expect(200);
+    expect(api.body.paused).toBe(true);
+  });
+
+  it('ends a session whose key was revoked, and on sign-out', async () => {
+    const made = await h.http().post(`/v1/admin/tenants/${acme.id}/keys`).set(bearer(ADMIN_TOKEN)).expect(201);
+    const cookie = await signIn(made.body.apiKey);
+    await h.http().get('/console').set('Cookie', cookie).expect(200);
+    await h.http().delete(`/v1/admin/tenants/${acme.id}/keys/${made.body.id}`).set(bearer(ADMIN_TOKEN)).expect(204);
+    const gone = await h.http().get('/console').set('Cookie', cookie).expect(303);
+    expect(gone.headers.location).toBe('/console/sign-in');
+    const out = await h.http().post('/console/sign-out').set('Cookie', cookie).expect(303);
+    expect(String(out.headers['set-cookie'])).toContain('Max-Age=0');
+  });
+
+  it('reads forms only under /console: the API still answers a form body with its 415', async () => {
+    const res = await h.http().post('/v1/jobs').set(bearer(acme.apiKey)).type('form').send({ kind: 'noop', key: 'f', runAt: inMs(DAY) }).expect(415);
+    expect(res.body).toMatchObject({ statusCode: 415, details: [{ field: 'content-type' }] });
+  });
+
+  it('serves its assets by content hash, cacheable, and nothing else', async () => {
+    const page = await h.http().get('/console/sign-in').expect(200);
+    const css = /href="(\/console\/assets\/console\.[0-9a-f]{12}\.css)"/.exec(page.text)?.[1] as string;
+    const js = /src="(\/console\/assets\/console\.[0-9a-f]{12}\.js)"/.exec(page.text)?.[1] as string;
+    const c = await h.http().get(css).expect(200);
+    expect(c.headers['cache-control']).toContain('immutable');
+    expect(c.headers['content-type']).toContain('text/css');
+    await h.http().get(js).expect(200);
+    await h.http().get('/console/assets/..%2F..%2Fpackage.json').expect(404);
+  });
+});
+
+describe('console pages spend the tenant\'s read budget', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_READ_RATE_LIMIT_PER_SECOND: '6' });
+  });
+  afterAll(() => h.close());
+
+  it('answers 429 with Retry-After once a tenant\'s overviews exceed its reads per second', async () => {
+    const t = await h.createTenant('poller');
+    const res = await h.http().post('/console/sign-in').type('form').send({ token: t.apiKey }).expect(303);
+    const cookie = String(res.headers['set-cookie']).split(';')[0];
+    await h.http().get('/console').set('Cookie', cookie).expect(200); // 5 of the 6
+    const over = await h.http().get('/console').set('Cookie', cookie).expect(429);
+    expect(over.headers['retry-after']).toBe('1');
+    expect(over.text).toContain('read rate limit');
+    expect(over.headers['content-type']).toContain('text/html');
+  });
+});
