@@ -14,4 +14,4 @@ export * from './redis/redis';
 export * from './batching/micro-batcher';
 export * from './time/within';
 export * from './health/liveness';
-export { listenerOf, type Listener } from './http/listeners';
+export { listenerOf } from './http/listeners';
