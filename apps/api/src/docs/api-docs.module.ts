@@ -5,6 +5,7 @@ import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swag
 import { ApiCommonModule } from '../api-common.module';
 import { KindsService } from '../kinds/kinds.service';
 import { withKindSchemas } from './kind-schemas';
+import { withTextQueryParameters } from './query-parameters';
 
 export const DOCS_PATH = 'docs';
 
@@ -50,7 +51,7 @@ class ApiDocsInstaller implements OnModuleInit {
       useStaticAssets: (path: string, options: unknown) =>
         (httpAdapter as unknown as { useStaticAssets(p: string, o: unknown): void }).useStaticAssets(path, options),
     } as unknown as INestApplication;
-    SwaggerModule.setup(DOCS_PATH, app, () => SwaggerModule.createDocument(app, openApiConfig()), {
+    SwaggerModule.setup(DOCS_PATH, app, () => withTextQueryParameters(SwaggerModule.createDocument(app, openApiConfig())), {
       jsonDocumentUrl: `${DOCS_PATH}-json`,
       patchDocumentOnRequest: async (_req, _res, document) => {
         await this.kinds.lookup([]);

@@ -1,10 +1,12 @@
 import { JOB_STATES } from '@almanac/domain';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { anyJson } from '../docs/any-json';
+import { FieldIssueDto } from '../http/error.dto';
 
 const TIERS = ['immediate', 'hot', 'cold'];
 
 export class CreateJobDto {
-  @ApiProperty({ example: 'charge', description: 'A kind a worker has registered (GET /v1/kinds; built in: noop, http, charge).' })
+  @ApiProperty({ example: 'charge', description: 'A kind a worker has registered (GET /v1/kinds; built in: noop, charge, ledger-transfer, http, and email where SMTP is set).' })
   kind!: string;
 
   @ApiProperty({
@@ -17,13 +19,16 @@ export class CreateJobDto {
   @ApiProperty({ example: '2026-11-30T09:00:00+01:00', description: 'ISO 8601 with a UTC offset or Z.' })
   runAt!: string;
 
-  @ApiPropertyOptional({
-    example: { url: 'https://billing.example.com/hooks/invoice', body: { customer: 42 } },
-    description: 'Any JSON, at most ALMANAC_MAX_PAYLOAD_BYTES (64 KiB) serialised; larger is 413.',
-  })
+  @ApiPropertyOptional(
+    anyJson(
+      "Any JSON value (object, array, string, number, boolean or null; absent is null), at most ALMANAC_MAX_PAYLOAD_BYTES (64 KiB) serialised (larger is 413) and nested at most 64 deep. It must match the kind's payload schema (GET /v1/kinds; CreateJob.<kind> here).",
+      { url: 'https://billing.example.com/hooks/invoice', body: { customer: 42 } },
+    ),
+  )
   payload?: unknown;
 
-  @ApiPropertyOptional({ example: 5, minimum: 1, maximum: 100, default: 3 })
+  // Defaults are said in words, not `default`: generators make a property with a default required.
+  @ApiPropertyOptional({ example: 5, minimum: 1, maximum: 100, description: 'Attempts in all; when absent ALMANAC_DEFAULT_MAX_ATTEMPTS (3).' })
   maxAttempts?: number;
 }
 
@@ -84,14 +89,17 @@ export class AttemptDto {
     description: 'handler (the reason the handler gave), invalid_payload, timeout, handler_error, unknown_kind, shutdown, lost, released',
   })
   errorCode!: string | null;
+
+  @ApiProperty(anyJson('What the attempt returned (any JSON; null when it returned nothing or failed).', { status: 200 }))
+  result!: unknown;
 }
 
 export class JobDetailDto extends JobDto {
-  @ApiPropertyOptional({ example: { url: 'https://billing.example.com/hooks/invoice' } })
-  payload?: unknown;
+  @ApiProperty(anyJson('The payload as stored (any JSON; null when none was sent).', { url: 'https://billing.example.com/hooks/invoice' }))
+  payload!: unknown;
 
-  @ApiPropertyOptional({ example: { status: 200 } })
-  result?: unknown;
+  @ApiProperty(anyJson("The handler's result (any JSON; null until it succeeded).", { status: 200 }))
+  result!: unknown;
 
   @ApiProperty({ example: null, nullable: true, type: String })
   lastError!: string | null;
@@ -113,8 +121,8 @@ export class BatchItemErrorDto {
   @ApiProperty({ example: 'kind "nope" has no handler (known: noop, http, charge)' })
   message!: string;
 
-  @ApiProperty({ example: [{ field: 'kind', rule: 'unknown_kind', message: 'kind "nope" has no handler' }] })
-  details!: unknown[];
+  @ApiProperty({ type: [FieldIssueDto] })
+  details!: FieldIssueDto[];
 }
 
 export class BatchItemDto {
@@ -166,8 +174,7 @@ export class RetryJobDto {
     example: 1,
     minimum: 1,
     maximum: 100,
-    default: 1,
-    description: 'Attempts granted on top of those used (maxAttempts becomes attempts + extraAttempts).',
+    description: 'Attempts granted on top of those used (maxAttempts becomes attempts + extraAttempts); default 1.',
   })
   extraAttempts?: number;
 }

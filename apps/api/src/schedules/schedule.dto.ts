@@ -1,4 +1,9 @@
+import { MISSED_POLICIES } from '@almanac/domain';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { anyJson } from '../docs/any-json';
+
+const PAYLOAD = "Any JSON value, as a job's payload takes (POST /v1/jobs): each occurrence's job gets it. It must match the kind's payload schema (CreateSchedule.<kind> here).";
+const EXAMPLE_PAYLOAD = { url: 'https://reports.example.com/run' };
 
 export class CreateScheduleDto {
   @ApiProperty({ example: 'nightly-report', description: 'Unique per tenant; same rules as job keys.' })
@@ -13,10 +18,10 @@ export class CreateScheduleDto {
   @ApiProperty({ example: 'Europe/Berlin', description: 'IANA time zone.' })
   timezone!: string;
 
-  @ApiPropertyOptional({ example: { url: 'https://reports.example.com/run' } })
+  @ApiPropertyOptional(anyJson(PAYLOAD, EXAMPLE_PAYLOAD))
   payload?: unknown;
 
-  @ApiPropertyOptional({ enum: ['skip', 'latest', 'all'], default: 'skip', description: 'What to do with occurrences missed while down or paused.' })
+  @ApiPropertyOptional({ enum: MISSED_POLICIES, description: 'What to do with occurrences missed while down or paused; default skip.' })
   missed?: string;
 
   @ApiPropertyOptional({ example: 3, minimum: 1, maximum: 100 })
@@ -33,10 +38,10 @@ export class UpdateScheduleDto {
   @ApiPropertyOptional({ example: 'America/New_York' })
   timezone?: string;
 
-  @ApiPropertyOptional({ example: { url: 'https://reports.example.com/run' } })
+  @ApiPropertyOptional(anyJson(`${PAYLOAD} Checked against the new kind when kind changes too, else the schedule's.`, EXAMPLE_PAYLOAD))
   payload?: unknown;
 
-  @ApiPropertyOptional({ enum: ['skip', 'latest', 'all'] })
+  @ApiPropertyOptional({ enum: MISSED_POLICIES })
   missed?: string;
 
   @ApiPropertyOptional({ example: 5 })
@@ -59,10 +64,10 @@ export class ScheduleDto {
   @ApiProperty({ example: 'Europe/Berlin' })
   timezone!: string;
 
-  @ApiPropertyOptional({ example: { url: 'https://reports.example.com/run' } })
-  payload?: unknown;
+  @ApiProperty(anyJson('The payload each occurrence gets (any JSON; null when none).', EXAMPLE_PAYLOAD))
+  payload!: unknown;
 
-  @ApiProperty({ example: 'skip' })
+  @ApiProperty({ enum: MISSED_POLICIES, example: 'skip' })
   missed!: string;
 
   @ApiProperty({ example: 3 })
@@ -82,6 +87,9 @@ export class ScheduleDto {
 
   @ApiProperty({ example: '2026-11-29T10:00:00.000Z' })
   updatedAt!: string;
+
+  @ApiPropertyOptional({ example: 2, description: 'In PATCH and DELETE answers: occurrences not yet run that the change removed.' })
+  removedOccurrences?: number;
 }
 
 export class SchedulePageDto {
