@@ -19,14 +19,15 @@ module.exports = {
   roots: ['<rootDir>/apps', '<rootDir>/libs', '<rootDir>/examples', '<rootDir>/test', '<rootDir>/k8s', '<rootDir>/bench'],
   testMatch: ['**/*.spec.ts'],
   transform: { '^.+\\.(t|j|mj)s$': swc },
-  // Nest 12 (and @fastify/static's content-disposition) ship ESM only; swc compiles them for Jest.
-  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@fastify/static|croner|content-disposition)/)'],
+  // Nest 12 (and @fastify/static's content-disposition, swagger-parser's ref parser) ship ESM only; swc compiles them for Jest.
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@fastify/static|croner|content-disposition|@apidevtools/json-schema-ref-parser)/)'],
   moduleNameMapper: {
     '^@almanac/delivery$': '<rootDir>/libs/delivery/src/index.ts',
     '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',
     '^@almanac/persistence$': '<rootDir>/libs/persistence/src/index.ts',
     '^@almanac/platform$': '<rootDir>/libs/platform/src/index.ts',
     '^@almanac/worker-runtime$': '<rootDir>/libs/worker-runtime/src/index.ts',
+    '^@almanac/client$': '<rootDir>/libs/client/src/index.ts',
     // Test support (real databases, queues, the delivery harness): tests only, never built.
     '^@almanac/testing/(.*)$': '<rootDir>/test/support/$1',
   },

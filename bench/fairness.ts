@@ -11,7 +11,8 @@
  * first when dist/ is older than the sources), pointed at a fresh database on
  * ALMANAC_BENCH_PG_URL (`almanac_bench_fairness_<random>`) and a private redis-server on a free
  * port; `--root` runs another checkout's cluster.js and dist/ (an A/B against an older commit).
- * Tenants are made through `POST /v1/admin/tenants`; every job is a `noop` whose payload
+ * Tenants are made and jobs posted through @almanac/client (`POST /v1/admin/tenants`,
+ * `POST /v1/jobs/batch`); every job is a `noop` whose payload
  * `{"sleepMs": --sleep-ms}` gives the handler a duration, so "running jobs" means something.
  *
  * A warm-up (10,000 jobs through the same API, run and then truncated) warms the processes and
@@ -44,6 +45,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
 import { Client, Pool } from 'pg';
+// The client's source, not '@almanac/client': .swcrc (which bench/lib/register.cjs compiles with) maps only the server's libs.
+import { type AdminClient, type AlmanacClient, type BuiltInKindPayloads, createAdminClient, createClient, type CreateJobRequest, NotFoundError } from '@almanac/client';
 import { benchServerUrl } from './lib/bench-db';
 import { lineChartSvg, type Panel } from './lib/line-chart';
 import { arg, freePort, median, ROOT, sleep, startRedis, type PrivateRedis } from './lib/local';
@@ -167,57 +170,37 @@ async function emptyDatabase(): Promise<Db> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The API, as a client uses it.
+// The API, through @almanac/client as a producer uses it.
 
-interface Tenant { id: number; name: string; apiKey: string }
+interface Tenant { id: number; name: string; client: AlmanacClient }
 
-async function call(url: string, init: RequestInit): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: res.status, body };
-}
+/** A minute per request: a 1,000-job batch on a loaded machine is slow, not lost. */
+const TIMEOUT_MS = 60_000;
 
-const adminHeaders = { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' };
+const adminOf = (apiUrl: string): AdminClient => createAdminClient({ baseUrl: apiUrl, adminToken: ADMIN, timeoutMs: TIMEOUT_MS });
 
 async function createTenant(apiUrl: string, name: string): Promise<Tenant> {
-  const r = await call(`${apiUrl}/v1/admin/tenants`, { method: 'POST', headers: adminHeaders, body: JSON.stringify({ name }) });
-  if (r.status !== 201) throw new Error(`POST /v1/admin/tenants answered ${r.status}: ${JSON.stringify(r.body)}`);
-  const t = r.body as { id: number; apiKey: string };
-  return { id: t.id, name, apiKey: t.apiKey };
+  const t = await adminOf(apiUrl).tenants.create({ name });
+  return { id: t.id, name, client: createClient({ baseUrl: apiUrl, apiKey: t.apiKey, timeoutMs: TIMEOUT_MS }) };
 }
 
-async function patchTenant(apiUrl: string, id: number, body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
-  return call(`${apiUrl}/v1/admin/tenants/${id}`, { method: 'PATCH', headers: adminHeaders, body: JSON.stringify(body) });
-}
-
-interface JobBody { kind: 'noop'; key: string; runAt: string; payload: { sleepMs: number } }
+type JobBody = CreateJobRequest<BuiltInKindPayloads>;
 
 /** POSTs the jobs through /v1/jobs/batch, 1,000 per request, `connections` requests at once. */
-async function postJobs(apiUrl: string, tenant: Tenant, jobs: JobBody[]): Promise<void> {
+async function postJobs(tenant: Tenant, jobs: JobBody[]): Promise<void> {
   let next = 0;
   const lane = async (): Promise<void> => {
     for (let i = next++ * BATCH; i < jobs.length; i = next++ * BATCH) {
       const batch = jobs.slice(i, i + BATCH);
-      const r = await call(`${apiUrl}/v1/jobs/batch`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${tenant.apiKey}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ jobs: batch }),
-      });
-      const created = (r.body as { created?: number }).created;
-      if (r.status !== 200 || created !== batch.length) throw new Error(`POST /v1/jobs/batch for ${tenant.name} answered ${r.status}: ${JSON.stringify(r.body).slice(0, 500)}`);
+      const r = await tenant.client.jobs.batch(batch);
+      if (r.created !== batch.length) throw new Error(`POST /v1/jobs/batch for ${tenant.name} created ${r.created} of ${batch.length}: ${JSON.stringify(r.results.find((x) => x.error)).slice(0, 500)}`);
     }
   };
   await Promise.all(Array.from({ length: opts.connections }, lane));
 }
 
 const burst = (tag: string, n: number, dueMs: number): JobBody[] =>
-  Array.from({ length: n }, (_, i) => ({ kind: 'noop', key: `${tag}-${i}`, runAt: new Date(dueMs).toISOString(), payload: { sleepMs: opts.sleepMs } }));
+  Array.from({ length: n }, (_, i) => ({ kind: 'noop', key: `${tag}-${i}`, runAt: new Date(dueMs), payload: { sleepMs: opts.sleepMs } }));
 
 // ---------------------------------------------------------------------------------------------
 // Reading the durable record back.
@@ -326,15 +309,15 @@ async function truncate(db: Db): Promise<void> {
  * One phase: the given tenants' jobs posted (non-burst tenants first, each in batches), due at
  * T + their offsets; waits for every job to finish; reads the record back.
  */
-async function phase(scenario: string, db: Db, apiUrl: string, ingestPerSecond: number, tag: string, members: PhaseTenant[]): Promise<PhaseResult> {
+async function phase(scenario: string, db: Db, ingestPerSecond: number, tag: string, members: PhaseTenant[]): Promise<PhaseResult> {
   const total = members.reduce((n, m) => n + m.jobs, 0);
   // Loading ends ~3 s before T at the warm-up's rate (with half again as margin).
   const T = Date.now() + Math.max(4000, (total / ingestPerSecond) * 1500 + 3000);
   const ordered = [...members].sort((a, b) => Number(a.burst) - Number(b.burst));
   const l0 = Date.now();
   for (const m of ordered) {
-    const jobs = Array.from({ length: m.jobs }, (_, i): JobBody => ({ kind: 'noop', key: `${tag}-${m.tenant.name}-${i}`, runAt: new Date(T + m.dueOffsets(i)).toISOString(), payload: { sleepMs: opts.sleepMs } }));
-    await postJobs(apiUrl, m.tenant, jobs);
+    const jobs = Array.from({ length: m.jobs }, (_, i): JobBody => ({ kind: 'noop', key: `${tag}-${m.tenant.name}-${i}`, runAt: new Date(T + m.dueOffsets(i)), payload: { sleepMs: opts.sleepMs } }));
+    await postJobs(m.tenant, jobs);
   }
   const loadEnd = Date.now();
   const loadEndBeforeDueMs = T - loadEnd;
@@ -510,7 +493,7 @@ async function main(): Promise<void> {
       const warm = await createTenant(api, 'warm-up');
       const w0 = Date.now();
       const warmJobs = Math.min(10_000, opts.noisy);
-      await postJobs(api, warm, burst('warm', warmJobs, Date.now() + 1000));
+      await postJobs(warm, burst('warm', warmJobs, Date.now() + 1000));
       const ingestPerSecond = warmJobs / ((Date.now() - w0) / 1000);
       for (;;) {
         await sleep(500);
@@ -527,7 +510,7 @@ async function main(): Promise<void> {
       const order = run % 2 ? ['shared', 'alone'] : ['alone', 'shared'];
       const r: (typeof runs)[number] = { run, order: order.filter((o) => opts.only.includes(o)) };
       for (const scenario of r.order) {
-        const p = await phase(scenario, db, api, ingestPerSecond, `r${run}-${scenario}`, scenario === 'shared' ? [quietTrickle, noisyBurst] : [noisyBurst]);
+        const p = await phase(scenario, db, ingestPerSecond, `r${run}-${scenario}`, scenario === 'shared' ? [quietTrickle, noisyBurst] : [noisyBurst]);
         log(describe(p));
         if (scenario === 'shared') r.shared = p;
         else r.alone = p;
@@ -538,20 +521,21 @@ async function main(): Promise<void> {
       if (run === opts.runs && (opts.only.includes('weights') || opts.only.includes('cap'))) {
         // A failure here keeps the runs above: it is reported, not thrown.
         try {
-          const probe = await patchTenant(api, noisy.id, { weight: 1 });
-          if (probe.status !== 200) {
-            extrasSkipped = `PATCH /v1/admin/tenants/:id answered ${probe.status} (${JSON.stringify(probe.body).slice(0, 200)}): no per-tenant weights or limits in this build; the weights and cap scenarios are skipped`;
+          const admin = adminOf(api);
+          const probe = await admin.tenants.update(noisy.id, { weight: 1 }).catch((err: unknown) => {
+            if (err instanceof NotFoundError) return err;
+            throw err;
+          });
+          if (probe instanceof NotFoundError) {
+            extrasSkipped = `PATCH /v1/admin/tenants/:id answered 404 (${probe.message}): no per-tenant weights or limits in this build; the weights and cap scenarios are skipped`;
             log(extrasSkipped);
           } else {
             if (opts.only.includes('weights')) {
               const a = await createTenant(api, 'weight-1');
               const b = await createTenant(api, 'weight-3');
-              for (const [t, weight] of [[a, 1], [b, 3]] as const) {
-                const res = await patchTenant(api, t.id, { weight });
-                if (res.status !== 200) throw new Error(`PATCH weight ${weight} answered ${res.status}: ${JSON.stringify(res.body)}`);
-              }
+              for (const [t, weight] of [[a, 1], [b, 3]] as const) await admin.tenants.update(t.id, { weight });
               const half = Math.floor(opts.noisy / 2);
-              const p = await phase('weights', db, api, ingestPerSecond, 'weights', [
+              const p = await phase('weights', db, ingestPerSecond, 'weights', [
                 { tenant: a, jobs: half, dueOffsets: () => 0, burst: true, weight: 1 },
                 { tenant: b, jobs: half, dueOffsets: () => 0, burst: true, weight: 3 },
               ]);
@@ -562,9 +546,8 @@ async function main(): Promise<void> {
             if (opts.only.includes('cap')) {
               const capped = await createTenant(api, 'capped');
               const free = await createTenant(api, 'uncapped');
-              const res = await patchTenant(api, capped.id, { maxConcurrency: 50 });
-              if (res.status !== 200) throw new Error(`PATCH maxConcurrency answered ${res.status}: ${JSON.stringify(res.body)}`);
-              const p = await phase('cap', db, api, ingestPerSecond, 'cap', [
+              await admin.tenants.update(capped.id, { maxConcurrency: 50 });
+              const p = await phase('cap', db, ingestPerSecond, 'cap', [
                 { tenant: capped, jobs: opts.capJobs, dueOffsets: () => 0, burst: true, maxConcurrency: 50 },
                 { tenant: free, jobs: Math.floor(opts.noisy / 2), dueOffsets: () => 0, burst: true },
               ]);

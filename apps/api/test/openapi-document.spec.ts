@@ -1,0 +1,71 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { type ApiHarness, startApi } from './api-harness';
+
+/** @almanac/client's types, made by openapi-typescript from the document this API serves. */
+const GENERATED = join(__dirname, '../../../libs/client/src/generated/openapi.ts');
+const REGENERATE = 'npm run generate:client';
+/** Set by `npm run generate:client`: write the file instead of comparing with it. */
+const WRITE = process.env.ALMANAC_WRITE_CLIENT_TYPES === '1';
+
+type OpenApiDocument = Exclude<Parameters<typeof SwaggerParser.validate>[1], string>;
+
+/** openapi-typescript's CLI on `document`, as a generator outside this repo would run it. */
+function openapiTypescript(document: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), 'almanac-openapi-'));
+  try {
+    const input = join(dir, 'openapi.json');
+    const output = join(dir, 'openapi.ts');
+    writeFileSync(input, JSON.stringify(document));
+    // Its package's exports map bin/cli.js to a .mjs that does not exist: found from package.json instead.
+    const cli = join(dirname(require.resolve('openapi-typescript/package.json')), 'bin/cli.js');
+    execFileSync(process.execPath, [cli, input, '--output', output], { stdio: 'pipe' });
+    return readFileSync(output, 'utf8');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The first line where two texts differ, with its neighbours, for the failure message. */
+function firstDifference(expected: string, actual: string): string {
+  const a = expected.split('\n');
+  const b = actual.split('\n');
+  const i = a.findIndex((line, n) => line !== b[n]);
+  const at = i === -1 ? a.length : i;
+  return `line ${at + 1}:\n  committed: ${JSON.stringify(a[at])}\n  generated: ${JSON.stringify(b[at])}`;
+}
+
+describe('the OpenAPI document (with the built-in kinds registered)', () => {
+  let h: ApiHarness;
+  let document: OpenApiDocument;
+
+  beforeAll(async () => {
+    h = await startApi();
+    document = (await h.http().get('/docs-json').expect(200)).body;
+  });
+  afterAll(() => h.close());
+
+  it('is valid OpenAPI 3.0 to @apidevtools/swagger-parser', async () => {
+    // validate() dereferences in place: it gets a copy.
+    await expect(SwaggerParser.validate(structuredClone(document))).resolves.toMatchObject({ openapi: expect.stringMatching(/^3\.0\./) });
+  });
+
+  it(`is what libs/client/src/generated/openapi.ts was generated from (${REGENERATE} regenerates it)`, () => {
+    const generated = openapiTypescript(document);
+    if (WRITE) {
+      writeFileSync(GENERATED, generated);
+      return;
+    }
+    const committed = existsSync(GENERATED) ? readFileSync(GENERATED, 'utf8') : '';
+    if (generated !== committed) {
+      throw new Error(
+        `libs/client/src/generated/openapi.ts is out of date with the API's OpenAPI document ` +
+          `(a DTO, a route or a built-in kind's payload schema changed). Regenerate it and commit the result:\n\n` +
+          `  ${REGENERATE}\n\nFirst difference at ${firstDifference(committed, generated)}`,
+      );
+    }
+  });
+});

@@ -1,0 +1,122 @@
+import type { FieldIssue } from './api-types';
+
+/** What every error answer carries, plus the request it answered. */
+export interface ErrorAnswer {
+  status: number;
+  /** The reason phrase (`Not Found`), as the API's `error` field says it. */
+  error: string;
+  message: string;
+  details: FieldIssue[];
+  method: string;
+  path: string;
+  /** From Retry-After, for 429 and 503. */
+  retryAfterMs?: number;
+}
+
+/** The API answered with an error: `{statusCode, error, message, details: [{field, rule, message}]}`. */
+export class AlmanacError extends Error {
+  override name = 'AlmanacError';
+  readonly status: number;
+  readonly error: string;
+  readonly details: FieldIssue[];
+  readonly method: string;
+  readonly path: string;
+
+  constructor(answer: ErrorAnswer) {
+    super(answer.message);
+    this.status = answer.status;
+    this.error = answer.error;
+    this.details = answer.details;
+    this.method = answer.method;
+    this.path = answer.path;
+  }
+
+  /** The fields the API named (`["runAt", "payload.amountCents"]`). */
+  get fields(): string[] {
+    return this.details.map((d) => d.field);
+  }
+}
+
+/** 400: the request was refused; `details` names each field and rule. */
+export class ValidationError extends AlmanacError {
+  override name = 'ValidationError';
+}
+
+/** 401: no key, or one the API does not know (revoked keys too). */
+export class UnauthorizedError extends AlmanacError {
+  override name = 'UnauthorizedError';
+}
+
+/** 403: a suspended tenant, or a quota reached (`details[0].rule`, e.g. `quota`). */
+export class ForbiddenError extends AlmanacError {
+  override name = 'ForbiddenError';
+}
+
+/** 404: no such job, schedule or operation for this tenant (another tenant's ids are 404 too). */
+export class NotFoundError extends AlmanacError {
+  override name = 'NotFoundError';
+}
+
+/** 409: the key names a different job, or the job's state does not allow the change. */
+export class ConflictError extends AlmanacError {
+  override name = 'ConflictError';
+}
+
+/** 413: a payload or body over the API's size limit. */
+export class PayloadTooLargeError extends AlmanacError {
+  override name = 'PayloadTooLargeError';
+}
+
+/** 429: over a rate or an open-operations limit; the client retried as long as it was allowed to. */
+export class RateLimitedError extends AlmanacError {
+  override name = 'RateLimitedError';
+  /** How long the API asked to wait (Retry-After), if it said. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(answer: ErrorAnswer) {
+    super(answer);
+    this.retryAfterMs = answer.retryAfterMs;
+  }
+}
+
+/** 503: the API could not do it now (its budget, the database or Redis); a replay with the same key is safe. */
+export class UnavailableError extends AlmanacError {
+  override name = 'UnavailableError';
+  readonly retryAfterMs: number | undefined;
+
+  constructor(answer: ErrorAnswer) {
+    super(answer);
+    this.retryAfterMs = answer.retryAfterMs;
+  }
+}
+
+/** No answer within the client's timeout (the caller's own signal aborts with its own reason). */
+export class RequestTimeoutError extends Error {
+  override name = 'RequestTimeoutError';
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly timeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`${method} ${path}: no answer within ${timeoutMs} ms`, options);
+  }
+}
+
+const BY_STATUS: Record<number, new (answer: ErrorAnswer) => AlmanacError> = {
+  400: ValidationError,
+  401: UnauthorizedError,
+  403: ForbiddenError,
+  404: NotFoundError,
+  409: ConflictError,
+  413: PayloadTooLargeError,
+  429: RateLimitedError,
+  503: UnavailableError,
+};
+
+/** The typed error for an answer's status (AlmanacError for the others). */
+export function errorFor(answer: ErrorAnswer): AlmanacError {
+  const Type = BY_STATUS[answer.status] ?? AlmanacError;
+  return new Type(answer);
+}

@@ -1,0 +1,21 @@
+// @almanac/client: a typed client for the Almanac HTTP API, with no dependency beyond fetch.
+export * from './admin-client';
+export * from './api-types';
+export * from './client';
+export {
+  AlmanacError,
+  ConflictError,
+  type ErrorAnswer,
+  ForbiddenError,
+  NotFoundError,
+  PayloadTooLargeError,
+  RateLimitedError,
+  RequestTimeoutError,
+  UnauthorizedError,
+  UnavailableError,
+  ValidationError,
+} from './errors';
+export type { CreatedJob, JobsApi } from './jobs-api';
+export type { AnyKindPayloads, BuiltInKindPayloads, CreateJobRequest, CreateScheduleRequest, KindName, UpdateScheduleRequest } from './kind-payloads';
+export type { CreatedSchedule, SchedulesApi } from './schedules-api';
+export type { CallOptions, ClientOptions } from './transport';

@@ -1,0 +1,78 @@
+import type { BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, Operation, RetryJob } from './api-types';
+import type { CreateJobRequest } from './kind-payloads';
+import { eachItem } from './pages';
+import type { CallOptions, Transport } from './transport';
+
+/** A create's answer: the job, and whether this request made it (false: a replay of the same request). */
+export interface CreatedJob {
+  created: boolean;
+  job: Job;
+}
+
+const path = (id: string) => `/v1/jobs/${encodeURIComponent(id)}`;
+
+/** /v1/jobs: create (one or a batch), look up, list, change, and bulk changes by filter. */
+export class JobsApi<P extends object> {
+  constructor(private readonly http: Transport) {}
+
+  /** Idempotent by key: the same request again answers the same job (created: false); a different one with that key is a ConflictError. */
+  async create(job: CreateJobRequest<P>, options?: CallOptions): Promise<CreatedJob> {
+    const res = await this.http.request<Job>({ method: 'POST', path: '/v1/jobs', body: job, idempotent: true, ...options });
+    return { created: res.status === 201, job: res.body };
+  }
+
+  /** Up to 1,000 jobs; one result per job, in order (an invalid job is its item's error, not a throw). */
+  async batch(jobs: readonly CreateJobRequest<P>[], options?: CallOptions): Promise<BatchResult> {
+    return (await this.http.request<BatchResult>({ method: 'POST', path: '/v1/jobs/batch', body: { jobs }, idempotent: true, ...options })).body;
+  }
+
+  /** The job with its payload, result and attempts; NotFoundError for another tenant's id. */
+  async get(id: string, options?: CallOptions): Promise<JobDetail> {
+    return (await this.http.request<JobDetail>({ method: 'GET', path: path(id), idempotent: true, ...options })).body;
+  }
+
+  /** The job for a key (did it run?); NotFoundError when there is none. */
+  async findByKey(key: string, options?: CallOptions): Promise<JobDetail> {
+    return (await this.http.request<JobDetail>({ method: 'GET', path: '/v1/jobs', query: { key }, idempotent: true, ...options })).body;
+  }
+
+  /** One page, ordered by (runAt, id); pass `nextCursor` back as `cursor`, or use iterate(). */
+  async list(query: JobListQuery = {}, options?: CallOptions): Promise<JobPage> {
+    return (await this.http.request<JobPage>({ method: 'GET', path: '/v1/jobs', query, idempotent: true, ...options })).body;
+  }
+
+  /** Every job that matches, page by page: `for await (const job of client.jobs.iterate({ state: 'dead' }))`. */
+  iterate(query: Omit<JobListQuery, 'cursor'> = {}, options?: CallOptions): AsyncGenerator<Job, void, undefined> {
+    return eachItem(async (cursor) => {
+      const page = await this.list({ ...query, cursor }, options);
+      return { items: page.items, next: page.nextCursor };
+    });
+  }
+
+  /** Cancels a job that has not started (cancelling again is fine); ConflictError once it runs or ran. */
+  async cancel(id: string, options?: CallOptions): Promise<Job> {
+    return (await this.http.request<Job>({ method: 'DELETE', path: path(id), idempotent: true, ...options })).body;
+  }
+
+  /** Moves a job that has not started to `runAt`; ConflictError once it runs or ran. */
+  async reschedule(id: string, runAt: string | Date, options?: CallOptions): Promise<Job> {
+    return (await this.http.request<Job>({ method: 'PATCH', path: path(id), body: { runAt }, idempotent: true, ...options })).body;
+  }
+
+  /** Runs a dead job again (at `runAt`, default now, with `extraAttempts`, default 1); ConflictError unless it is dead. */
+  async retry(id: string, change?: Omit<RetryJob, 'runAt'> & { runAt?: string | Date }, options?: CallOptions): Promise<Job> {
+    // Not replayed after a 503: a retry that went through would answer a second one with a 409.
+    return (await this.http.request<Job>({ method: 'POST', path: `${path(id)}/retry`, body: change, idempotent: false, ...options })).body;
+  }
+
+  /** Starts cancelling every not-yet-started job that matches; follow the operation with operations.get(id). */
+  async bulkCancel(filter: BulkFilter, options?: CallOptions): Promise<Operation> {
+    return (await this.http.request<Operation>({ method: 'POST', path: '/v1/jobs/bulk-cancel', body: { filter }, idempotent: false, ...options })).body;
+  }
+
+  /** Starts moving every not-yet-started job that matches, to `runAt` or by `shiftBySeconds`. */
+  async bulkReschedule(change: BulkReschedule, options?: CallOptions): Promise<Operation> {
+    // A shift replayed after a 503 would move the jobs twice: never retried then.
+    return (await this.http.request<Operation>({ method: 'POST', path: '/v1/jobs/bulk-reschedule', body: change, idempotent: false, ...options })).body;
+  }
+}

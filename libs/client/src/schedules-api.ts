@@ -1,0 +1,65 @@
+import type { OccurrencePreview, Schedule, ScheduleListQuery, SchedulePage } from './api-types';
+import type { CreateScheduleRequest, UpdateScheduleRequest } from './kind-payloads';
+import { eachItem } from './pages';
+import type { CallOptions, Transport } from './transport';
+
+/** A create's answer: the schedule, and whether this request made it (false: a replay of the same request). */
+export interface CreatedSchedule {
+  created: boolean;
+  schedule: Schedule;
+}
+
+const path = (id: string) => `/v1/schedules/${encodeURIComponent(id)}`;
+
+/** /v1/schedules: recurring jobs by cron, in an IANA time zone. */
+export class SchedulesApi<P extends object> {
+  constructor(private readonly http: Transport) {}
+
+  /** Idempotent by key, as job creates are. */
+  async create(schedule: CreateScheduleRequest<P>, options?: CallOptions): Promise<CreatedSchedule> {
+    const res = await this.http.request<Schedule>({ method: 'POST', path: '/v1/schedules', body: schedule, idempotent: true, ...options });
+    return { created: res.status === 201, schedule: res.body };
+  }
+
+  /** One page, by key; pass `nextCursor` back as `cursor`, or use iterate(). */
+  async list(query: ScheduleListQuery = {}, options?: CallOptions): Promise<SchedulePage> {
+    return (await this.http.request<SchedulePage>({ method: 'GET', path: '/v1/schedules', query, idempotent: true, ...options })).body;
+  }
+
+  /** Every schedule, page by page. */
+  iterate(query: Omit<ScheduleListQuery, 'cursor'> = {}, options?: CallOptions): AsyncGenerator<Schedule, void, undefined> {
+    return eachItem(async (cursor) => {
+      const page = await this.list({ ...query, cursor }, options);
+      return { items: page.items, next: page.nextCursor };
+    });
+  }
+
+  async get(id: string, options?: CallOptions): Promise<Schedule> {
+    return (await this.http.request<Schedule>({ method: 'GET', path: path(id), idempotent: true, ...options })).body;
+  }
+
+  /** The next `count` run times (default 10), in UTC and in the schedule's zone. */
+  async nextRuns(id: string, count?: number, options?: CallOptions): Promise<OccurrencePreview> {
+    return (await this.http.request<OccurrencePreview>({ method: 'GET', path: `${path(id)}/next`, query: { count }, idempotent: true, ...options })).body;
+  }
+
+  /** A cron or zone change bumps `version` and replaces the occurrences that have not run. */
+  async update(id: string, change: UpdateScheduleRequest<P>, options?: CallOptions): Promise<Schedule> {
+    return (await this.http.request<Schedule>({ method: 'PATCH', path: path(id), body: change, idempotent: true, ...options })).body;
+  }
+
+  /** Deletes the schedule and its occurrences that have not run. */
+  async delete(id: string, options?: CallOptions): Promise<Schedule> {
+    return (await this.http.request<Schedule>({ method: 'DELETE', path: path(id), idempotent: true, ...options })).body;
+  }
+
+  /** Stops making occurrences; the next run time is kept. */
+  async pause(id: string, options?: CallOptions): Promise<Schedule> {
+    return (await this.http.request<Schedule>({ method: 'POST', path: `${path(id)}/pause`, idempotent: true, ...options })).body;
+  }
+
+  /** Makes occurrences again; those missed while paused follow the schedule's `missed` policy. */
+  async resume(id: string, options?: CallOptions): Promise<Schedule> {
+    return (await this.http.request<Schedule>({ method: 'POST', path: `${path(id)}/resume`, idempotent: true, ...options })).body;
+  }
+}
