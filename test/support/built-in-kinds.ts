@@ -5,12 +5,14 @@ import { allHandlers } from '../../apps/worker/src/handlers';
 import { handlerSettingsFromEnv } from '../../apps/worker/src/handlers/handler-settings';
 
 /**
- * Registers the built-in kinds (noop, http, charge) with their real pools, timeouts and payload
+ * Registers the built-in kinds (noop, http, charge, ledger-transfer; email too when `env` has
+ * ALMANAC_SMTP_URL) with their real pools, timeouts and payload
  * schemas, as a worker does at boot: for API tests, which run no worker. It lives under test/
  * because it reaches into the worker app, which the api app may not.
  */
-export async function registerBuiltInKinds(dataSource: DataSource, now = new Date()): Promise<string[]> {
-  const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv({})));
+export async function registerBuiltInKinds(dataSource: DataSource, now = new Date(), env: Record<string, string | undefined> = {}): Promise<string[]> {
+  // A worker's environment decides some kinds: with ALMANAC_SMTP_URL it also runs `email`.
+  const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv(env)));
   const routes = KindRoutes.forHandlers(new Map(), registry.all());
   const registrations = kindRegistrations(registry, routes, registry.all().map((h) => routes.pool(h.kind)));
   await new KindsRepository(dataSource).register(registrations, 'test-built-in-kinds', now);

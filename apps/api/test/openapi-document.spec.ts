@@ -38,12 +38,13 @@ function firstDifference(expected: string, actual: string): string {
   return `line ${at + 1}:\n  committed: ${JSON.stringify(a[at])}\n  generated: ${JSON.stringify(b[at])}`;
 }
 
-describe('the OpenAPI document (with the built-in kinds registered)', () => {
+describe('the OpenAPI document (with every built-in kind registered)', () => {
   let h: ApiHarness;
   let document: OpenApiDocument;
 
   beforeAll(async () => {
-    h = await startApi();
+    // Every built-in kind: a worker with SMTP configured also registers `email`.
+    h = await startApi({ ALMANAC_SMTP_URL: 'smtp://127.0.0.1:2525' });
     document = (await h.http().get('/docs-json').expect(200)).body;
   });
   afterAll(() => h.close());

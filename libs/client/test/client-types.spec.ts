@@ -16,6 +16,7 @@ export async function sample(): Promise<void> {
   const { created, job } = await client.jobs.create({ kind: 'http', key: 'hook:1', runAt, payload: { url: 'https://hooks.acme.com/x', body: [1, 2] } });
   await client.jobs.create({ kind: 'charge', key: 'inv:1', runAt: new Date(), payload: { invoiceId: 'inv_1', amountCents: 1299 } });
   await client.jobs.create({ kind: 'noop', key: 'ping', runAt });
+  await client.jobs.create({ kind: 'email', key: 'welcome:1', runAt, payload: { to: ['a@acme.com'], subject: 'Hi', text: 'Welcome' } });
   await client.jobs.batch([{ kind: 'ledger-transfer', key: 'move:1', runAt, payload: { from: 'a', to: 'b', amountCents: 1 } }]);
   for await (const dead of client.jobs.iterate({ state: 'dead' })) void dead.key;
   await client.jobs.reschedule(job.id, new Date());
@@ -38,6 +39,7 @@ export async function mistakes(): Promise<void> {
   await client.jobs.batch([{ kind: 'ledger-transfer', key: 'e', runAt, payload: { from: 'a', to: 'b' } }]); // rejected
   await client.schedules.create({ kind: 'charge', key: 'f', cron: '0 2 * * *', timezone: 'UTC', payload: { invoiceId: 1 } }); // rejected
   await client.jobs.iterate({ state: 'failed' }).next(); // rejected
+  await client.jobs.create({ kind: 'email', key: 'g', runAt, payload: { to: 'a@acme.com', text: 'no subject' } }); // rejected
 }
 `;
 

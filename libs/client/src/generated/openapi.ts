@@ -748,7 +748,7 @@ export interface components {
             createdAt: string;
         };
         CreateJobBatchDto: {
-            jobs: (components["schemas"]["CreateJob.charge"] | components["schemas"]["CreateJob.http"] | components["schemas"]["CreateJob.ledger-transfer"] | components["schemas"]["CreateJob.noop"])[];
+            jobs: (components["schemas"]["CreateJob.charge"] | components["schemas"]["CreateJob.email"] | components["schemas"]["CreateJob.http"] | components["schemas"]["CreateJob.ledger-transfer"] | components["schemas"]["CreateJob.noop"])[];
         };
         BatchItemErrorDto: {
             /** @example 400 */
@@ -1112,6 +1112,23 @@ export interface components {
              */
             kind: "charge";
         };
+        /** @description A email job (runs in pool default, 30000 ms per attempt). */
+        "CreateJob.email": components["schemas"]["CreateJobDto"] & {
+            /** @enum {string} */
+            kind?: "email";
+            payload: {
+                to: string | string[];
+                html?: string;
+                text: string;
+                subject: string;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "email";
+        };
         /** @description A http job (runs in pool default, 30000 ms per attempt). */
         "CreateJob.http": components["schemas"]["CreateJobDto"] & {
             /** @enum {string} */
@@ -1183,6 +1200,23 @@ export interface components {
              * @enum {string}
              */
             kind: "charge";
+        };
+        /** @description A schedule of email jobs. */
+        "CreateSchedule.email": components["schemas"]["CreateScheduleDto"] & {
+            /** @enum {string} */
+            kind?: "email";
+            payload: {
+                to: string | string[];
+                html?: string;
+                text: string;
+                subject: string;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "email";
         };
         /** @description A schedule of http jobs. */
         "CreateSchedule.http": components["schemas"]["CreateScheduleDto"] & {
@@ -1908,7 +1942,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateJob.charge"] | components["schemas"]["CreateJob.http"] | components["schemas"]["CreateJob.ledger-transfer"] | components["schemas"]["CreateJob.noop"];
+                "application/json": components["schemas"]["CreateJob.charge"] | components["schemas"]["CreateJob.email"] | components["schemas"]["CreateJob.http"] | components["schemas"]["CreateJob.ledger-transfer"] | components["schemas"]["CreateJob.noop"];
             };
         };
         responses: {
@@ -2320,7 +2354,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateSchedule.charge"] | components["schemas"]["CreateSchedule.http"] | components["schemas"]["CreateSchedule.ledger-transfer"] | components["schemas"]["CreateSchedule.noop"];
+                "application/json": components["schemas"]["CreateSchedule.charge"] | components["schemas"]["CreateSchedule.email"] | components["schemas"]["CreateSchedule.http"] | components["schemas"]["CreateSchedule.ledger-transfer"] | components["schemas"]["CreateSchedule.noop"];
             };
         };
         responses: {
