@@ -147,7 +147,7 @@ export class ConsoleController {
   @Get('jobs/:id')
   async job(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: Query, @Param('id') id: string): Promise<void> {
     await this.show(req, reply, q, async (v) => {
-      const job = (await this.queries.get(v.tenant, id)) as JobDetailView;
+      const job = await this.queries.get(v.tenant, id);
       return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now()), notice: notice(q.done) };
     });
   }
@@ -161,7 +161,7 @@ export class ConsoleController {
       else return null;
       return consoleHref(v, `/jobs/${id}`, { done: JOB_DONE.get(verb) });
     }, async (v) => {
-      const job = (await this.queries.get(v.tenant, id)) as JobDetailView;
+      const job = await this.queries.get(v.tenant, id);
       return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now()) };
     });
   }

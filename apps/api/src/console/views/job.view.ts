@@ -1,35 +1,11 @@
+import { type jobDetail } from '../../jobs/job-view';
 import { type ConsoleViewer, consoleHref } from '../console-viewer';
 import { durationMs, prettyJson, relativeTime, utcTime } from './format';
 import { html, type SafeHtml } from './html';
 import { stateBadge } from './jobs.view';
 
-export interface AttemptView {
-  attempt: number;
-  startedAt: string;
-  finishedAt: string | null;
-  outcome: string | null;
-  error: string | null;
-  errorCode: string | null;
-  result: unknown;
-}
-
-export interface JobDetailView {
-  id: string;
-  key: string;
-  kind: string;
-  state: string;
-  tier: string;
-  runAt: string;
-  attempts: number;
-  maxAttempts: number;
-  createdAt: string;
-  finishedAt: string | null;
-  payload: unknown;
-  result: unknown;
-  lastError: string | null;
-  lastErrorCode: string | null;
-  history: AttemptView[];
-}
+/** A job as `GET /v1/jobs/:id` answers it: the console shows what the API would. */
+export type JobDetailView = ReturnType<typeof jobDetail>;
 
 /** What can be done to a job in its state (the API decides again; this only offers it). */
 function actions(viewer: ConsoleViewer, j: JobDetailView): SafeHtml {
