@@ -21,9 +21,12 @@ export class AlmanacError extends Error {
   readonly details: FieldIssue[];
   readonly method: string;
   readonly path: string;
+  /** How long the API asked to wait (Retry-After, on 429 and 503), if it said. */
+  readonly retryAfterMs: number | undefined;
 
   constructor(answer: ErrorAnswer) {
     super(answer.message);
+    this.retryAfterMs = answer.retryAfterMs;
     this.status = answer.status;
     this.error = answer.error;
     this.details = answer.details;
@@ -70,24 +73,11 @@ export class PayloadTooLargeError extends AlmanacError {
 /** 429: over a rate or an open-operations limit; the client retried as long as it was allowed to. */
 export class RateLimitedError extends AlmanacError {
   override name = 'RateLimitedError';
-  /** How long the API asked to wait (Retry-After), if it said. */
-  readonly retryAfterMs: number | undefined;
-
-  constructor(answer: ErrorAnswer) {
-    super(answer);
-    this.retryAfterMs = answer.retryAfterMs;
-  }
 }
 
 /** 503: the API could not do it now (its budget, the database or Redis); a replay with the same key is safe. */
 export class UnavailableError extends AlmanacError {
   override name = 'UnavailableError';
-  readonly retryAfterMs: number | undefined;
-
-  constructor(answer: ErrorAnswer) {
-    super(answer);
-    this.retryAfterMs = answer.retryAfterMs;
-  }
 }
 
 /** No answer within the client's timeout (the caller's own signal aborts with its own reason). */

@@ -1,7 +1,5 @@
-import { DomainValidationError } from '@almanac/domain';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../http/api-error';
-import { isTransientDependencyError } from '../http/dependency-errors';
+import { expectedFailure } from '../http/expected-failure';
 
 /**
  * Pages load only what the api role serves: no inline script or style (the one script and the
@@ -60,14 +58,8 @@ export interface Failure {
   headers: Record<string, string>;
 }
 
-/**
- * A refusal the API's services make (not found, conflict, invalid input, over a limit) or a
- * database that is not answering, as the page tells it; null for anything else (a defect: the
- * exception filter logs it and answers 500).
- */
+/** What the page tells of a failure the API answers on purpose (expectedFailure); null for a defect. */
 export function describeFailure(err: unknown): Failure | null {
-  if (err instanceof ApiError) return { status: err.status, message: err.message, headers: err.headers };
-  if (err instanceof DomainValidationError) return { status: 400, message: err.message, headers: {} };
-  if (isTransientDependencyError(err)) return { status: 503, message: 'the database is not answering in time; try again shortly', headers: { 'retry-after': '1' } };
-  return null;
+  const e = expectedFailure(err);
+  return e && { status: e.status, message: e.message, headers: e.headers };
 }

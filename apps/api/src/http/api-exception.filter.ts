@@ -4,7 +4,8 @@ import { ArgumentsHost, Catch, HttpException, Inject } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { BaseExceptionFilter } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, ErrorBody, invalid, reasonPhrase, unavailable } from './api-error';
+import { ApiError, ErrorBody, reasonPhrase } from './api-error';
+import { expectedFailure } from './expected-failure';
 import { isTransientDependencyError } from './dependency-errors';
 
 /**
@@ -29,9 +30,9 @@ export class ApiExceptionFilter extends BaseExceptionFilter {
   }
 
   private toBody(exception: unknown, method: string, path: string): { body: ErrorBody; headers: Record<string, string> } {
-    if (exception instanceof ApiError) return { body: exception.body, headers: exception.headers };
-    if (exception instanceof DomainValidationError) {
-      return { body: invalid([{ field: exception.field, rule: exception.rule, message: exception.message }]).body, headers: {} };
+    if (exception instanceof ApiError || exception instanceof DomainValidationError) {
+      const e = expectedFailure(exception) as ApiError;
+      return { body: e.body, headers: e.headers };
     }
     // Nest may hand a Fastify error over wrapped in an HttpException, keeping it as `cause`.
     const parser = bodyError(exception, this.config.maxBodyBytes) ?? (exception instanceof HttpException ? bodyError(exception.cause, this.config.maxBodyBytes) : null);
@@ -46,7 +47,7 @@ export class ApiExceptionFilter extends BaseExceptionFilter {
     if (isTransientDependencyError(exception)) {
       // Logged without the error object: a driver error may carry connection details.
       this.log.warn({ method, path, reason: (exception as Error).message?.slice(0, 200) }, 'dependency unavailable: answered 503');
-      const e = unavailable('the database or the queue is not answering in time; retry shortly (the same job key is safe to resend)');
+      const e = expectedFailure(exception) as ApiError;
       return { body: e.body, headers: e.headers };
     }
     this.log.error({ err: exception, method, path }, 'unhandled error');
