@@ -33,7 +33,7 @@ describe('DueSoonSweep', () => {
     return { sweep, series };
   }
 
-  it('counts each pool\'s unfinished jobs due within 1m, 5m, 15m and 1h, cold rows included', async () => {
+  it('counts each pool\'s unfinished jobs due within 1m, 5m, 10m, 15m and 1h, cold rows included', async () => {
     await rows(2, 30_000, 'q', 'http'); // within 1m
     await rows(3, 4 * MIN, 's', 'http'); // cold, due across the hour boundary (09:00 falls in the hour)
     await rows(4, 20 * MIN, 's', 'charge'); // 09:10, next hour bucket
@@ -47,9 +47,9 @@ describe('DueSoonSweep', () => {
 
     expect(res.truncated).toBe(false);
     expect(await series()).toEqual({
-      'default/1m': 0, 'default/5m': 1, 'default/15m': 1, 'default/1h': 1,
-      'io/1m': 2, 'io/5m': 5, 'io/15m': 5, 'io/1h': 5,
-      'billing/1m': 0, 'billing/5m': 0, 'billing/15m': 0, 'billing/1h': 4,
+      'default/1m': 0, 'default/5m': 1, 'default/10m': 1, 'default/15m': 1, 'default/1h': 1,
+      'io/1m': 2, 'io/5m': 5, 'io/10m': 5, 'io/15m': 5, 'io/1h': 5,
+      'billing/1m': 0, 'billing/5m': 0, 'billing/10m': 0, 'billing/15m': 0, 'billing/1h': 4,
     });
   });
 
@@ -61,6 +61,6 @@ describe('DueSoonSweep', () => {
 
     await db.dataSource.query('DELETE FROM jobs');
     await sweep.runOnce(new Date(NOW + 15_000));
-    expect(await series()).toEqual({ 'default/1m': 0, 'default/5m': 0, 'default/15m': 0, 'default/1h': 0 });
+    expect(await series()).toEqual({ 'default/1m': 0, 'default/5m': 0, 'default/10m': 0, 'default/15m': 0, 'default/1h': 0 });
   });
 });

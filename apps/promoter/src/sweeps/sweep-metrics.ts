@@ -86,7 +86,7 @@ export class SweepMetrics {
     });
     this.jobsDue = metrics.gauge({
       name: 'almanac_jobs_due',
-      help: 'Unfinished jobs per pool coming due within the window (1m, 5m, 15m, 1h), cold rows included: what autoscaling plans for (see the due-soon sweep)',
+      help: 'Unfinished jobs per pool coming due within the window (1m, 5m, 10m, 15m, 1h), cold rows included: what autoscaling plans for (see the due-soon sweep)',
       labelNames: ['pool', 'within'],
     });
     this.zero();
