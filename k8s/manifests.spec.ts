@@ -12,8 +12,9 @@ import {
   checkWritableTmp,
 } from './test/project-checks';
 import { literalValues, promqlRefs } from './test/promql';
-import { DASHBOARD_FILE, dashboardQueries, Query, RULES_FILE, RULES_TEST_FILE, ruleQueries, scaledObjectQueries } from './test/queries';
+import { DASHBOARD_FILE, dashboardQueries, Query, recordedSeries, RULES_FILE, RULES_TEST_FILE, ruleQueries, SCALED_OBJECT_FILE, scaledObjectQueries } from './test/queries';
 import { kubectlAvailable, kustomize } from './test/render';
+import { checkScalingQueries } from './test/scaling-checks';
 import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './test/validate';
 
 /**
@@ -60,11 +61,11 @@ function configFromEnvFile(text: string): Record<string, string> {
 
 /** Problems with one query: unknown series, or labels that none of its series carry. */
 function queryProblems(q: Query): string[] {
-  const index = seriesIndex();
+  const index = new Map([...seriesIndex(), ...recordedSeries()]);
   const refs = promqlRefs(q.expr);
   const problems: string[] = [];
   if (refs.series.length === 0) problems.push(`${q.where}: names no metric`);
-  const known = new Set<string>(TARGET_LABELS);
+  const known = new Set<string>([...TARGET_LABELS, ...refs.created]);
   for (const s of refs.series) {
     const entry = index.get(s);
     if (!entry) problems.push(`${q.where}: ${s} is not in k8s/test/metric-catalog.ts`);
@@ -108,6 +109,7 @@ describe('raw YAML under k8s/', () => {
       ...checkWorkerGracePeriod(objects, config),
       ...checkWorkerPools(objects),
       ...checkServiceMonitors(objects),
+      ...checkScalingQueries(objects),
     ]).toEqual([]);
   });
 });
@@ -165,6 +167,21 @@ describe('the project checks catch what they are for', () => {
     expect(checkWiring(objects)).toContain('Service almanac-api-internal port metrics: targetPort must be the named container port metrics (got http)');
   });
 
+  it('flags a ScaledObject whose query is not the one for its pool, lead and window, or whose ceiling disagrees with its workers', () => {
+    const objects = rawObjects.map((r) => clone(r.object));
+    const so = objects.find((o) => o.kind === 'ScaledObject')!;
+    expect(checkScalingQueries(objects)).toEqual([]);
+    const spec = so.spec as { maxReplicaCount: number; triggers: { metadata: { query: string } }[] };
+    spec.triggers[0].metadata.query = spec.triggers[0].metadata.query.replace('* 300', '* 600');
+    spec.maxReplicaCount = 30;
+    (so.metadata as { annotations: Record<string, string> }).annotations['almanac.io/scaling-lead'] = '7m';
+    const problems = checkScalingQueries(objects);
+    expect(problems).toHaveLength(3);
+    expect(problems[0]).toBe('ScaledObject almanac-worker: almanac_jobs_due has no window 7m, 12m (it exports 1m, 5m, 10m, 15m, 1h)');
+    expect(problems[1]).toMatch(/^ScaledObject almanac-worker: query differs from `node k8s\/worker\/scaling-query.js --pool default --lead 7m --window 5m`/);
+    expect(problems[2]).toBe("ScaledObject almanac-worker: maxReplicaCount 30 differs from almanac-worker's ALMANAC_WORKER_MAX_REPLICAS 20");
+  });
+
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
     const d = worker();
     pod(d).terminationGracePeriodSeconds = 29;
@@ -204,6 +221,7 @@ describe('rendered overlays (kubectl kustomize)', () => {
       ...checkWiring(objects),
       ...checkReferences(objects),
       ...checkServiceMonitors(objects),
+      ...checkScalingQueries(objects),
     ]).toEqual([]);
     // The public Service carries the API only; metrics and admin have an internal one.
     const services = objects.filter((o) => o.kind === 'Service');
@@ -245,6 +263,7 @@ describe('alert rules', () => {
       'AlmanacRedisMemoryHigh',
       'AlmanacRetentionBehind',
       'AlmanacRetentionSweepFailing',
+      'AlmanacSpikeBeyondCapacity',
       'AlmanacTenantLagHigh',
     ]);
   });
@@ -263,6 +282,15 @@ describe('alert rules', () => {
     const firing = new Set(tests.tests.flatMap((t) => (t.alert_rule_test ?? []).filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname)));
     const quiet = new Set(tests.tests.flatMap((t) => (t.alert_rule_test ?? []).filter((a) => a.exp_alerts.length === 0).map((a) => a.alertname)));
     expect(alerts.filter((a) => !firing.has(a) || !quiet.has(a))).toEqual([]);
+  });
+
+  it('are unit-tested against the worker ScaledObject\'s own query', () => {
+    const so = readYaml(SCALED_OBJECT_FILE).map((d) => d.value as KubeObject).find((o) => o.kind === 'ScaledObject')!;
+    const query = (so.spec as { triggers: { metadata: { query: string } }[] }).triggers[0].metadata.query;
+    const tests = readYaml(RULES_TEST_FILE)[0].value as { tests: { promql_expr_test?: { expr: string }[] }[] };
+    const exprs = tests.tests.flatMap((t) => (t.promql_expr_test ?? []).map((e) => e.expr));
+    expect(exprs.filter((e) => e.includes('"term", "ahead"'))).toEqual(expect.arrayContaining([query]));
+    expect(exprs.filter((e) => e.includes('"term", "ahead"') && e !== query)).toEqual([]);
   });
 
   it('link to a runbook section that exists in docs/operations.md', () => {
@@ -296,13 +324,15 @@ describe('Grafana dashboard', () => {
 describe('PromQL in dashboards, alerts and KEDA triggers', () => {
   it('reads metric names and labels out of an expression', () => {
     expect(promqlRefs('histogram_quantile(0.99, sum by (pool, le) (rate(almanac_dispatch_lag_seconds_bucket[$__rate_interval]))) > 1e3')).toEqual({
-      series: ['almanac_dispatch_lag_seconds_bucket'], matchers: [], grouping: ['pool', 'le'],
+      series: ['almanac_dispatch_lag_seconds_bucket'], matchers: [], grouping: ['pool', 'le'], created: [],
     });
     expect(promqlRefs('max by (queue) (x{queue=~"pool-.+",state="a,b"}) > 0 and on (queue) y offset 5m == 0 or vector(0)')).toEqual({
       series: ['x', 'y'],
       matchers: [{ series: 'x', label: 'queue', op: '=~', value: 'pool-.+' }, { series: 'x', label: 'state', op: '=', value: 'a,b' }],
-      grouping: ['queue'],
+      grouping: ['queue'], created: [],
     });
+    expect(promqlRefs('sum by (pool) (label_replace(rate(x[1m]), "pool", "$1", "w", "(.+)")) / on (pool) max(label_replace(y, "term", "a", "", ""))').created)
+      .toEqual(['pool', 'term']);
   });
 
   it('reads the literal values a matcher selects', () => {

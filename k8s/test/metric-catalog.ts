@@ -34,6 +34,9 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_dispatch_dropped_total: { type: 'counter', labels: ['reason'] },
   almanac_executions_total: { type: 'counter', labels: ['kind', 'outcome'] },
   almanac_handler_duration_seconds: { type: 'histogram', labels: ['kind'] },
+  // workers: their pools' autoscaling settings (every replica the same: use max)
+  almanac_pool_default_throughput: { type: 'gauge', labels: ['pool'] },
+  almanac_pool_max_replicas: { type: 'gauge', labels: ['pool'] },
   // per tenant: the promoter's top N by due backlog and "other" (workers: lag; promoters: backlog, use max)
   almanac_tenant_lag_seconds: { type: 'histogram', labels: ['tenant'] },
   almanac_tenant_backlog: { type: 'gauge', labels: ['tenant'] },

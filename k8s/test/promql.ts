@@ -12,6 +12,29 @@ export interface PromqlRefs {
   matchers: { series: string; label: string; op: string; value: string }[];
   /** Label names in by/without/on/ignoring/group_* clauses. */
   grouping: string[];
+  /** Labels the expression makes itself: label_replace's destination. */
+  created: string[];
+}
+
+/** The destination label (second argument) of every label_replace call. */
+function labelReplaceTargets(expr: string): string[] {
+  const out: string[] = [];
+  for (const m of expr.matchAll(/\blabel_replace\s*\(/g)) {
+    let depth = 0;
+    let commas = 0;
+    for (let i = m.index + m[0].length; i < expr.length; i++) {
+      const c = expr[i];
+      if (c === '(' || c === '[' || c === '{') depth++;
+      else if (c === ')' || c === ']' || c === '}') {
+        if (depth-- === 0) break;
+      } else if (c === ',' && depth === 0 && ++commas === 1) {
+        const dst = /^\s*"([a-zA-Z_][a-zA-Z0-9_]*)"/.exec(expr.slice(i + 1));
+        if (dst) out.push(dst[1]);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 /** Grafana's interval variables become a plain duration so the rest reads as PromQL. */
@@ -21,6 +44,7 @@ export function withoutGrafanaVariables(expr: string): string {
 
 export function promqlRefs(rawExpr: string): PromqlRefs {
   let expr = withoutGrafanaVariables(rawExpr).replace(/#[^\n]*/g, '');
+  const created = labelReplaceTargets(expr);
   const matchers: PromqlRefs['matchers'] = [];
   // Selector with matchers: name{a="x", b=~"y"}; a bare {…} (no name) is read too.
   expr = expr.replace(/([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*\{([^}]*)\}/g, (_m, name: string | undefined, body: string) => {
@@ -45,7 +69,7 @@ export function promqlRefs(rawExpr: string): PromqlRefs {
     if (/^\d/.test(word) || /^[eE]\d*$/.test(word)) continue;
     series.push(word);
   }
-  return { series: [...new Set(series)], matchers, grouping: [...new Set(grouping)] };
+  return { series: [...new Set(series)], matchers, grouping: [...new Set(grouping)], created: [...new Set(created)] };
 }
 
 /**

@@ -17,6 +17,16 @@ export function dashboardQueries(): Query[] {
   return dash.panels.flatMap((p) => (p.targets ?? []).map((t, i) => ({ where: `dashboard panel "${p.title}" target ${i}`, expr: t.expr ?? '' })));
 }
 
+/**
+ * Series the recording rules make, with the labels they keep: a rule named `pool:…` keeps `pool`
+ * (Prometheus' level:metric:operations naming, the level being the labels aggregated by).
+ */
+export function recordedSeries(): Map<string, { metric: string; labels: readonly string[] }> {
+  const rules = readYaml(RULES_FILE)[0].value as { groups: { rules: { record?: string }[] }[] };
+  const names = rules.groups.flatMap((g) => g.rules.flatMap((r) => (r.record ? [r.record] : [])));
+  return new Map(names.map((name) => [name, { metric: name, labels: name.split(':')[0].split('_').filter(Boolean) }]));
+}
+
 export function ruleQueries(): Query[] {
   const rules = readYaml(RULES_FILE)[0].value as { groups: { rules: { alert?: string; record?: string; expr: string }[] }[] };
   return rules.groups.flatMap((g) => g.rules.map((r) => ({ where: `rule ${r.alert ?? r.record}`, expr: r.expr })));

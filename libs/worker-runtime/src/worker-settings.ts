@@ -14,17 +14,28 @@ export interface WorkerSettings {
   leaseMs: number;
   /** How long before its run time a delivery is claimed (see CLAIM_LEAD_MS). */
   claimLeadMs: number;
+  /** What the pool's autoscaling reads from this worker (PoolScalingGauges). */
+  scaling: PoolScalingSettings;
+}
+
+/** Per replica of this worker's pools, for k8s/worker/scaledobject.yaml and its alert (issue 19). */
+export interface PoolScalingSettings {
+  /** Executions per second one replica is assumed to run until its pool has been measured saturated. */
+  defaultThroughput: number;
+  /** The pool's ceiling, as its ScaledObject's maxReplicaCount says (k8s/manifests.spec.ts checks they agree). */
+  maxReplicas: number;
 }
 
 /** Worker role settings; a bad value stops the process at boot with the variable's name. */
 export function workerSettingsFromEnv(env: Env): WorkerSettings {
+  // Handlers are mostly I/O-bound and rows are claimed and completed in batches: more in flight
+  // means bigger batches. 20,000 due noop jobs, one worker: 9,673 jobs/s at 200 against 6,642
+  // at 100 (bench/throughput.ts, same hour). Handlers that use ctx.tx() each hold a database
+  // connection while they run.
+  const concurrency = envInt(env, 'ALMANAC_WORKER_CONCURRENCY', 200, { min: 1, max: 10_000 });
   return {
     pools: envList(env, 'ALMANAC_WORKER_POOLS', ['default'], { pattern: POOL_NAME_PATTERN, describe: 'pool names (a-z, 0-9, _ -)' }),
-    // Handlers are mostly I/O-bound and rows are claimed and completed in batches: more in flight
-    // means bigger batches. 20,000 due noop jobs, one worker: 9,673 jobs/s at 200 against 6,642
-    // at 100 (bench/throughput.ts, same hour). Handlers that use ctx.tx() each hold a database
-    // connection while they run.
-    concurrency: envInt(env, 'ALMANAC_WORKER_CONCURRENCY', 200, { min: 1, max: 10_000 }),
+    concurrency,
     shutdownMs: envInt(env, 'ALMANAC_WORKER_SHUTDOWN_MS', 25_000, { min: 0, max: 3600_000 }),
     workerId: envString(env, 'ALMANAC_WORKER_ID', `${hostname()}-${process.pid}`, { pattern: /^[\w.:-]{1,100}$/ }),
     retryPolicy: retryPolicyFromEnv(env),
@@ -32,6 +43,18 @@ export function workerSettingsFromEnv(env: Env): WorkerSettings {
     // interval), whatever the kind's timeout: long handlers keep their lease by heartbeat.
     leaseMs: envInt(env, 'ALMANAC_LEASE_MS', 30_000, { min: 2000, max: 3600_000 }), // > 1 heartbeat
     claimLeadMs: envInt(env, 'ALMANAC_CLAIM_LEAD_MS', CLAIM_LEAD_MS, { min: 0, max: 1000 }),
+    scaling: poolScalingFromEnv(env, concurrency),
+  };
+}
+
+/**
+ * Until a pool has been seen saturated, its autoscaling assumes handlers of about a second: a
+ * replica runs `concurrency` jobs a second. Set the default nearer the truth for slow handlers.
+ */
+function poolScalingFromEnv(env: Env, concurrency: number): PoolScalingSettings {
+  return {
+    defaultThroughput: envInt(env, 'ALMANAC_WORKER_DEFAULT_THROUGHPUT', concurrency, { min: 1, max: 1_000_000 }),
+    maxReplicas: envInt(env, 'ALMANAC_WORKER_MAX_REPLICAS', 20, { min: 1, max: 10_000 }),
   };
 }
 

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { Executor } from './executor';
 import { Heartbeat } from './heartbeat';
+import { exportPoolScaling } from './pool-scaling-gauges';
 import { PoolTaker } from './pool-taker';
 import type { WorkerSettings } from './worker-settings';
 
@@ -65,6 +66,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
       workerId: settings.workerId, pools: settings.pools, concurrency: settings.concurrency,
       liveness,
     });
+    exportPoolScaling(metrics, settings.pools, settings.scaling);
   }
 
   /** Registers this worker's kinds before it takes work, so the API accepts them and the dispatcher routes them. */

@@ -1,0 +1,55 @@
+import { DUE_WINDOWS } from '@almanac/domain';
+import { scalingQuery, windowsRead } from '../worker/scaling-query';
+import type { KubeObject } from './validate';
+
+/** What the worker Deployment reports as its pool's ceiling when ALMANAC_WORKER_MAX_REPLICAS is unset. */
+const DEFAULT_MAX_REPLICAS = '20';
+
+interface ScaledObjectSpec {
+  scaleTargetRef?: { name?: string };
+  maxReplicaCount?: number;
+  triggers?: { metadata?: { query?: string } }[];
+}
+interface WorkerDeployment extends KubeObject {
+  spec: { template: { metadata?: { labels?: Record<string, string> }; spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
+}
+
+/**
+ * Every worker ScaledObject (issue 19) carries exactly the query scaling-query.js writes for its
+ * pool, lead and window (annotations almanac.io/scaling-lead and -window), reads due windows the
+ * promoter exports, and has the maxReplicaCount its Deployment reports to the spike alert.
+ */
+export function checkScalingQueries(objects: KubeObject[]): string[] {
+  const errors: string[] = [];
+  const exported = new Set<string>(DUE_WINDOWS.map((w) => w.label));
+  for (const so of objects.filter((o) => o.kind === 'ScaledObject')) {
+    const at = `ScaledObject ${so.metadata.name}`;
+    const spec = so.spec as ScaledObjectSpec;
+    const dep = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === spec.scaleTargetRef?.name) as WorkerDeployment | undefined;
+    const pool = dep?.spec.template.metadata?.labels?.['almanac.io/pool'];
+    const annotations = (so.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+    const lead = annotations['almanac.io/scaling-lead'];
+    const window = annotations['almanac.io/scaling-window'];
+    if (!dep || !pool || !lead || !window) {
+      errors.push(`${at}: needs a worker Deployment with an almanac.io/pool label, and almanac.io/scaling-lead and -window annotations`);
+      continue;
+    }
+    let want: string;
+    try {
+      want = scalingQuery({ pool, lead, window });
+    } catch (err) {
+      errors.push(`${at}: ${(err as Error).message}`);
+      continue;
+    }
+    const missing = windowsRead(lead, window).filter((w) => !exported.has(w));
+    if (missing.length) errors.push(`${at}: almanac_jobs_due has no window ${missing.join(', ')} (it exports ${[...exported].join(', ')})`);
+    if (spec.triggers?.[0]?.metadata?.query !== want) {
+      errors.push(`${at}: query differs from \`node k8s/worker/scaling-query.js --pool ${pool} --lead ${lead} --window ${window}\`:\n${want}`);
+    }
+    const env = dep.spec.template.spec.containers[0]?.env?.find((e) => e.name === 'ALMANAC_WORKER_MAX_REPLICAS')?.value ?? DEFAULT_MAX_REPLICAS;
+    if (String(spec.maxReplicaCount) !== env) {
+      errors.push(`${at}: maxReplicaCount ${spec.maxReplicaCount} differs from ${dep.metadata.name}'s ALMANAC_WORKER_MAX_REPLICAS ${env}`);
+    }
+  }
+  return errors;
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+// @ts-check
+'use strict';
+// The query of a worker pool's ScaledObject (issue 19), in one place. k8s/manifests.spec.ts
+// checks that every ScaledObject carries exactly this query for its pool, lead and window (its
+// almanac.io/scaling-lead and almanac.io/scaling-window annotations). To change them, print the
+// query and paste it into the ScaledObject (or the pool's patch):
+//   node k8s/worker/scaling-query.js --pool http --lead 10m --window 5m
+//
+// With threshold "1", KEDA asks for ceil(value) replicas, the larger of two terms, both in
+// replicas of measured throughput (pool:almanac_replica_throughput:per_second, a recording rule
+// in k8s/monitoring/rules/almanac.rules.yml):
+//   now    the backlog and the jobs in flight, run within one window;
+//   ahead  the jobs coming due in the window after the lead time, run within that window; kept
+//          for the lead time (and a minute) by max_over_time, so a spike keeps its replicas
+//          until it is due, when the backlog term takes over.
+// Steady load at r jobs/s asks for r / throughput replicas; a spike of n jobs is asked for a
+// lead time (plus up to one window) before it is due, as n / (throughput × window) replicas.
+// Lead and lead + window must both be windows of almanac_jobs_due (libs/domain/src/due-soon.ts).
+
+/**
+ * The ahead term is held a minute past the lead time: the due gauge and the backlog gauge are
+ * sampled 15 s apart, and the spike must not fall between them as it turns from due to backlog.
+ */
+const HOLD_MARGIN_S = 60;
+
+/** @param {string} w a duration like 5m or 1h @returns {number} seconds */
+function seconds(w) {
+  const m = /^(\d+)(m|h)$/.exec(w);
+  if (!m) throw new Error(`not a window: ${w} (use minutes or hours, like 5m or 1h)`);
+  return Number(m[1]) * (m[2] === 'h' ? 3600 : 60);
+}
+
+/** @param {number} s seconds @returns {string} the almanac_jobs_due window label */
+function label(s) {
+  return s % 3600 === 0 ? `${s / 3600}h` : `${s / 60}m`;
+}
+
+/**
+ * @param {{ pool: string; lead: string; window: string }} o
+ * @returns {string}
+ */
+function scalingQuery({ pool, lead, window }) {
+  const leadS = seconds(lead);
+  const windowS = seconds(window);
+  const p = `pool="${pool}"`;
+  const capacity = `(max(pool:almanac_replica_throughput:per_second{${p}}) * ${windowS})`;
+  return [
+    'max(',
+    '  label_replace(',
+    `    (max(almanac_pool_backlog{${p}}) + max(almanac_pool_in_flight{${p}}))`,
+    `      / ${capacity},`,
+    '    "term", "now", "", "")',
+    '  or',
+    '  label_replace(',
+    '    max_over_time((',
+    `      (max(almanac_jobs_due{${p},within="${label(leadS + windowS)}"}) - max(almanac_jobs_due{${p},within="${label(leadS)}"}))`,
+    `        / ${capacity}`,
+    `    )[${label(leadS + HOLD_MARGIN_S)}:15s]),`,
+    '    "term", "ahead", "", "")',
+    ')',
+  ].join('\n');
+}
+
+/** The due windows a query for this lead and window reads. @param {string} lead @param {string} window */
+function windowsRead(lead, window) {
+  return [label(seconds(lead)), label(seconds(lead) + seconds(window))];
+}
+
+module.exports = { scalingQuery, windowsRead };
+
+if (require.main === module) {
+  const arg = (/** @type {string} */ name, /** @type {string} */ fallback) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+  };
+  process.stdout.write(`${scalingQuery({ pool: arg('pool', 'default'), lead: arg('lead', '5m'), window: arg('window', '5m') })}\n`);
+}
