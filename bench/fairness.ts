@@ -38,18 +38,15 @@
  * any instant from the exact intervals). Medians over --runs. SVG charts go to
  * bench/charts/fairness-<label>-*.svg (the median run). JSON on stdout, a table on stderr.
  */
-import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync, type WriteStream } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { randomBytes } from 'node:crypto';
-import { Client, Pool } from 'pg';
 // The client's source, not '@almanac/client': .swcrc (which bench/lib/register.cjs compiles with) maps only the server's libs.
 import { type AdminClient, type AlmanacClient, type BuiltInKindPayloads, createAdminClient, createClient, type CreateJobRequest, NotFoundError } from '@almanac/client';
-import { benchServerUrl } from './lib/bench-db';
+import { type BenchDb, ClusterProcess, emptyDatabase } from './lib/cluster-process';
 import { lineChartSvg, type Panel } from './lib/line-chart';
-import { arg, freePort, median, ROOT, sleep, startRedis, type PrivateRedis } from './lib/local';
+import { arg, median, ROOT, sleep, startRedis, type PrivateRedis } from './lib/local';
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} fairness: ${msg}\n`);
 const ADMIN = 'fairness-admin-token-0123456789';
@@ -70,104 +67,6 @@ const opts = {
   only: arg('only', 'shared,alone,weights,cap').split(',').filter(Boolean),
   verbose: process.argv.includes('--verbose'),
 };
-
-// ---------------------------------------------------------------------------------------------
-// The cluster: scripts/cluster.js as a child, its instances read from what it prints.
-
-interface Instance { name: string; pid: number; port: number }
-
-class ClusterRun {
-  private child!: ChildProcess;
-  readonly instances: Instance[] = [];
-  apiUrl = '';
-  private readonly tail: string[] = [];
-  private logFile?: WriteStream;
-
-  constructor(private readonly env: Record<string, string>) {}
-
-  async start(): Promise<void> {
-    const basePort = await freePort();
-    const args = [join(opts.root, 'scripts/cluster.js'), '--workers', String(opts.workers), '--base-port', String(Math.min(basePort, 64_000))];
-    const logDir = process.env.FAIRNESS_LOG_DIR;
-    if (logDir) {
-      mkdirSync(logDir, { recursive: true });
-      this.logFile = createWriteStream(join(logDir, `cluster-${Date.now()}.log`));
-    }
-    this.child = spawn(process.execPath, args, { cwd: opts.root, env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let ready: () => void;
-    const isReady = new Promise<void>((r) => (ready = r));
-    const keep = (line: string) => {
-      this.tail.push(line);
-      if (this.tail.length > 200) this.tail.shift();
-      this.logFile?.write(`${line}\n`);
-      // cluster.js's own lines ([almanac] …: build, migrations, warnings) and, with --verbose, the roles'.
-      if (opts.verbose || line.startsWith('[almanac]')) process.stderr.write(`  cluster | ${line}\n`);
-    };
-    createInterface({ input: this.child.stdout! }).on('line', (line) => {
-      keep(line);
-      const m = /^\s+(\S+)\s+pid (\d+)\s+http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(line);
-      if (m) this.instances.push({ name: m[1], pid: Number(m[2]), port: Number(m[3]) });
-      const api = /^\s+API: (http:\/\/\S+)/.exec(line);
-      if (api) this.apiUrl = api[1];
-      if (line.startsWith('Ctrl-C stops them all')) ready();
-    });
-    createInterface({ input: this.child.stderr! }).on('line', keep);
-    const exited = new Promise<never>((_, reject) => this.child.once('exit', (code) => reject(new Error(`scripts/cluster.js exited (${code}) before it was ready:\n${this.tail.join('\n')}`))));
-    const timeout = sleep(180_000).then(() => { throw new Error(`scripts/cluster.js not ready after 180 s:\n${this.tail.join('\n')}`); });
-    await Promise.race([isReady, exited, timeout]);
-    if (!this.apiUrl) throw new Error('scripts/cluster.js did not print the API address');
-  }
-
-  /** One SIGTERM, as Ctrl-C does: cluster.js stops every role (each drains) and exits. */
-  async stop(): Promise<void> {
-    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = new Promise((r) => this.child.once('exit', r));
-    this.child.kill('SIGTERM');
-    const force = setTimeout(() => this.child.kill('SIGKILL'), 60_000);
-    await exited;
-    clearTimeout(force);
-    this.logFile?.end();
-  }
-
-  lastLines(): string {
-    return this.tail.slice(-40).join('\n');
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The database: created empty and migrated by cluster.js with the --root checkout's own
-// migrations (a database migrated by this checkout's would mix schemas in an A/B).
-
-interface Db {
-  url: string;
-  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
-  drop(): Promise<void>;
-}
-
-async function emptyDatabase(): Promise<Db> {
-  const server = benchServerUrl();
-  const name = `almanac_bench_fairness_${randomBytes(4).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const c = new Client({ connectionString: `${server}/postgres` });
-    await c.connect();
-    try {
-      await c.query(sql);
-    } finally {
-      await c.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = `${server}/${name}`;
-  const pool = new Pool({ connectionString: url, max: 2 });
-  return {
-    url,
-    query: async <T>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as T[],
-    async drop() {
-      await pool.end();
-      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    },
-  };
-}
 
 // ---------------------------------------------------------------------------------------------
 // The API, through @almanac/client as a producer uses it.
@@ -207,7 +106,7 @@ const burst = (tag: string, n: number, dueMs: number): JobBody[] =>
 
 interface Attempt { tenant: number; attempt: number; outcome: string; due: number; start: number; finish: number }
 
-async function attempts(db: Db, t0: number): Promise<Attempt[]> {
+async function attempts(db: BenchDb, t0: number): Promise<Attempt[]> {
   // Milliseconds relative to T, so float8 keeps sub-millisecond precision.
   const rows: { tenant: number; attempt: number; outcome: string | null; due: number; start: number; finish: number | null }[] = await db.query(
     `SELECT j.tenant_id AS tenant, a.attempt, a.outcome,
@@ -301,7 +200,7 @@ interface PhaseResult {
 
 interface PhaseTenant { tenant: Tenant; jobs: number; dueOffsets: (i: number) => number; burst: boolean; weight?: number; maxConcurrency?: number }
 
-async function truncate(db: Db): Promise<void> {
+async function truncate(db: BenchDb): Promise<void> {
   await db.query('TRUNCATE jobs, job_attempts, dispatch_backlog');
 }
 
@@ -309,7 +208,7 @@ async function truncate(db: Db): Promise<void> {
  * One phase: the given tenants' jobs posted (non-burst tenants first, each in batches), due at
  * T + their offsets; waits for every job to finish; reads the record back.
  */
-async function phase(scenario: string, db: Db, ingestPerSecond: number, tag: string, members: PhaseTenant[]): Promise<PhaseResult> {
+async function phase(scenario: string, db: BenchDb, ingestPerSecond: number, tag: string, members: PhaseTenant[]): Promise<PhaseResult> {
   const total = members.reduce((n, m) => n + m.jobs, 0);
   // Loading ends ~3 s before T at the warm-up's rate (with half again as margin).
   const T = Date.now() + Math.max(4000, (total / ingestPerSecond) * 1500 + 3000);
@@ -477,15 +376,18 @@ async function main(): Promise<void> {
   const extras: PhaseResult[] = [];
   let extrasSkipped: string | undefined;
   for (let run = 1; run <= opts.runs; run++) {
-    const db = await emptyDatabase();
+    const db = await emptyDatabase('almanac_bench_fairness');
     let redis: PrivateRedis | undefined;
-    let cluster: ClusterRun | undefined;
+    let cluster: ClusterProcess | undefined;
     try {
       redis = await startRedis(opts.hz);
-      cluster = new ClusterRun({
+      cluster = new ClusterProcess(opts.root, opts.workers, {
         NODE_ENV: 'production', DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_ADMIN_TOKEN: ADMIN,
         ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0', ALMANAC_LOG_LEVEL: process.env.ALMANAC_LOG_LEVEL ?? 'warn',
-      });
+      }, (line) => {
+        // cluster.js's own lines ([almanac] …: build, migrations, warnings) and, with --verbose, the roles'.
+        if (opts.verbose || line.startsWith('[almanac]')) process.stderr.write(`  cluster | ${line}\n`);
+      }, process.env.FAIRNESS_LOG_DIR);
       await cluster.start();
       const api = cluster.apiUrl;
       log(`run ${run}: cluster up (${cluster.instances.map((i) => `${i.name} ${i.pid}`).join(', ')})`);

@@ -3,8 +3,9 @@
  * regenerates bench/REPORT.md with its charts.
  *
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
- *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk due-soon fairness retention
+ *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk due-soon autoscale fairness retention
  *   npm run bench -- retention        # 60 simulated days of 1,000,000 jobs (about an hour; not in the default set)
+ *   npm run bench -- autoscale        # the ScaledObject asks before a spike (issue 19; ~20 min, not in the default set) [--root <checkout>]
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
  *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
@@ -27,6 +28,7 @@ import { PART_ORDER, writeReport } from './lib/report-md';
 import { fairnessFigures, writeFairnessResult, writeFairnessSection, type FairnessDoc } from './lib/report-fairness';
 import type { LineChart } from './lib/line-chart';
 import { retentionChart, type RetentionDay } from './lib/retention-chart';
+import { autoscaleChart, type AutoscaleDoc } from './lib/autoscale-chart';
 import type { Bar, BarChart } from './lib/svg-chart';
 
 const ROOT = join(__dirname, '..');
@@ -475,6 +477,42 @@ const PARTS: Record<string, Part> = {
       };
     },
   },
+  autoscale: {
+    // Not in the default set (about 20 minutes: the spike is scheduled 10 minutes ahead): run it by name.
+    // Quick sizes keep the lead above 5 minutes (the point) and shrink the pool's rate instead.
+    script: 'autoscale.ts',
+    invocations: (q) => {
+      const root = flag('root');
+      const common = root ? ['--root', root] : [];
+      return [q
+        ? ['--spike', flag('spike') ?? '12000', '--capacity-jobs', '12000', '--concurrency', '10', '--lead-minutes', '6', ...common]
+        : ['--spike', flag('spike') ?? '200000', '--lead-minutes', flag('lead-minutes') ?? '10', ...common]];
+    },
+    parse([out]) {
+      const r = lastJson(out) as unknown as AutoscaleDoc;
+      const { summary: s, scaledObject: so, capacity: c, spike } = r;
+      const n = spike.jobs.toLocaleString('en');
+      const maybe = (v: number | null) => one(v ?? NaN);
+      return {
+        figures: [
+          fig(`first ask for the ${s.neededReplicas} replicas ${n} jobs need, before they are due`, maybe(s.firstAskBeforeTS), 's', '≥ 300 s', (v) => v >= 300),
+          fig('  polls asking for fewer between that ask and the spike', one(s.pollsBelowNeededBeforeT), '', '0', (v) => v === 0),
+          fig('  peak desired replicas', one(s.peakDesired), '', `≤ max ${so.maxReplicas}`, (v) => v <= so.maxReplicas),
+          fig(`back at the floor (${so.minReplicas} replica) for good, after the spike was due`, maybe(s.backToFloorAfterTS), 's', 'falls back after the spike', Number.isFinite),
+          fig('  the same, after the last spike job finished (negative: before; the HPA\'s scale-down window comes on top)', maybe(s.backToFloorAfterDrainS), 's'),
+          fig(`per-replica throughput the query divides by (${c.stands})`, maybe(c.throughputRule), 'jobs/s', '', undefined, `default ${c.defaultThroughput}, ${c.perReplicaFromAttempts} from job_attempts`),
+          fig(`posting the spike (${n} jobs, 1,000 per request)`, one(spike.postSeconds), 's'),
+        ],
+        charts: [{ file: 'autoscale.svg', chart: autoscaleChart(r) }],
+        notes: [
+          `scripts/cluster.js with ${r.inputs.workers} workers (ALMANAC_WORKER_CONCURRENCY ${r.inputs.concurrency}, noop jobs of ${r.inputs.sleepMs} ms), a fresh database and a private redis-server; a private Prometheus scraping it every 5 s and evaluating k8s/monitoring/rules/almanac.rules.yml every 15 s (rule groups: ${r.ruleGroups.join(', ')}).`,
+          `The query is the rendered ScaledObject's (\`kubectl kustomize k8s/worker\`), evaluated every ${so.pollingSeconds} s through /api/v1/query: \`${so.query.replace(/\s+/g, ' ')}\`. Desired = min(${so.maxReplicas}, max(${so.minReplicas}, ceil(value / ${so.threshold}))), KEDA's AverageValue as the HPA reads it; the HPA's 10 % tolerance and its ${so.scaleDownStabilizationSeconds ?? 0} s scale-down stabilization (which holds replicas that much longer) are not applied. ${s.emptyAnswers} of ${s.polls} answers were empty (counted as 0, as KEDA does), ${s.errorAnswers} errors.`,
+          `Capacity first: ${c.jobs.toLocaleString('en')} jobs due at once kept the pool busy for ${c.drainSeconds} s, so the recording rules measured a replica (${c.saturatedSamples} saturated samples). Needed = ceil(${n} / (${s.throughputUsed} × 300)) = ${s.neededReplicas}. The spike was posted in ${spike.postSeconds} s, ending ${spike.postEndBeforeWindowS} s before T − ${r.inputs.leadMinutes} min; ${spike.succeeded.toLocaleString('en')} of ${n} succeeded, the last finishing at T+${spike.lastFinishS} s.`,
+        ],
+        raw: r,
+      };
+    },
+  },
   retention: {
     // Not in the default set (about an hour at full size): run it by name.
     script: 'retention.ts',
@@ -617,8 +655,8 @@ async function runPart(name: string, vers: Awaited<ReturnType<typeof versions>>)
 
 /** Every part, in report order; fairness (issue 15) has its own section, after the generated ones. */
 const ALL_PARTS = [...PART_ORDER, 'fairness'];
-/** Run by default: every part but retention (about an hour at full size; run it by name). */
-const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention');
+/** Run by default: every part but retention (about an hour at full size) and autoscale (~20 min of mostly waiting): run them by name. */
+const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention' && p !== 'autoscale');
 
 /** REPORT.md: the generated parts (report-md.ts), then the fairness section (report-fairness.ts). */
 function report(): string {
@@ -631,7 +669,7 @@ async function main(): Promise<void> {
     log(`wrote ${report()}`);
     return;
   }
-  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days']);
+  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   const unknown = named.filter((n) => !PARTS[n]);
   if (unknown.length) {

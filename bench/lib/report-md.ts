@@ -9,7 +9,7 @@ import { BENCH_DIR, latestResults, type Figure, type PartResult } from './report
 import { lineChartSvg } from './line-chart';
 import { barChartSvg } from './svg-chart';
 
-export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults', 'chaos', 'bulk', 'due-soon', 'retention'];
+export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults', 'chaos', 'bulk', 'due-soon', 'autoscale', 'retention'];
 
 const TITLES: Record<string, string> = {
   hold: 'Hold: N future jobs, Redis memory against plain BullMQ',
@@ -22,6 +22,7 @@ const TITLES: Record<string, string> = {
   chaos: 'Every role, Postgres and Redis killed, restarted or stalled under steady load',
   bulk: 'Bulk cancel and reschedule of one tenant\'s 500,000 jobs',
   'due-soon': 'Due soon: what the autoscaling look-ahead costs on 10 M rows',
+  autoscale: 'Autoscale: the ScaledObject asks for a spike\'s replicas before it is due',
   retention: 'Retention in steady state: simulated days of ingest, execution and removal',
 };
 
