@@ -23,7 +23,7 @@
  *    posting end before T − lead, so the whole spike is on the books when it enters the window.
  * 5. From the first POST, every pollingInterval: the query through /api/v1/query (KEDA's poll),
  *    desired = min(max, max(min, ceil(value / threshold))) (KEDA's AverageValue; an empty answer
- *    counts as 0, as KEDA's ignoreNullValues does), the due curve and backlog + in flight; until
+ *    counts as the floor here; the ScaledObject's ignoreNullValues "false" makes it an error for KEDA, which then applies its fallback), the due curve and backlog + in flight; until
  *    the spike has drained and desired has stayed at the floor for --floor-minutes (at most
  *    --timeout-minutes after T).
  *
@@ -148,8 +148,9 @@ async function evaluate(prom: PrivatePrometheus, so: ScaledObjectSpec, T: number
     throughput: throughput === null ? null : round(throughput, 2),
     executionsPerSecond: executionsPerSecond === null ? null : round(executionsPerSecond),
   };
-  // KEDA's prometheus scaler: no element is 0 (ignoreNullValues), more than one or a non-number is
-  // an error, and on an error the HPA keeps its count (the fallback only after 3 failures).
+  // KEDA's prometheus scaler: no element (with ignoreNullValues "false"; counted as the floor
+  // here), more than one or a non-number is an error, and on an error the HPA keeps its count
+  // (the fallback only after 3 failures).
   if ('err' in answer) return { ...sample, answer: 'error', error: answer.err };
   if (answer.r.length === 0) return { ...sample, answer: 'empty', desired: desiredReplicas(so, 0) };
   if (answer.r.length > 1) return { ...sample, answer: 'error', error: `${answer.r.length} elements` };

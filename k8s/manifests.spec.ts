@@ -180,6 +180,9 @@ describe('the project checks catch what they are for', () => {
     expect(problems[0]).toBe('ScaledObject almanac-worker: almanac_jobs_due has no window 7m, 12m (it exports 1m, 5m, 10m, 15m, 1h)');
     expect(problems[1]).toMatch(/^ScaledObject almanac-worker: query differs from `node k8s\/worker\/scaling-query.js --pool default --lead 7m --window 5m`/);
     expect(problems[2]).toBe("ScaledObject almanac-worker: maxReplicaCount 30 differs from almanac-worker's ALMANAC_WORKER_MAX_REPLICAS 20");
+    const hpa = objects.find((o) => o.kind === 'HorizontalPodAutoscaler')!;
+    (hpa.spec as { maxReplicas: number }).maxReplicas = 25;
+    expect(checkScalingQueries(objects)).toContain("HorizontalPodAutoscaler almanac-worker: maxReplicas 25 differs from almanac-worker's ALMANAC_WORKER_MAX_REPLICAS 20");
   });
 
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
@@ -289,8 +292,8 @@ describe('alert rules', () => {
     const query = (so.spec as { triggers: { metadata: { query: string } }[] }).triggers[0].metadata.query;
     const tests = readYaml(RULES_TEST_FILE)[0].value as { tests: { promql_expr_test?: { expr: string }[] }[] };
     const exprs = tests.tests.flatMap((t) => (t.promql_expr_test ?? []).map((e) => e.expr));
-    expect(exprs.filter((e) => e.includes('"term", "ahead"'))).toEqual(expect.arrayContaining([query]));
-    expect(exprs.filter((e) => e.includes('"term", "ahead"') && e !== query)).toEqual([]);
+    expect(exprs.filter((e) => e.includes('"term", "coming"'))).toEqual(expect.arrayContaining([query]));
+    expect(exprs.filter((e) => e.includes('"term", "coming"') && e !== query)).toEqual([]);
   });
 
   it('link to a runbook section that exists in docs/operations.md', () => {

@@ -17,7 +17,8 @@ interface WorkerDeployment extends KubeObject {
 /**
  * Every worker ScaledObject (issue 19) carries exactly the query scaling-query.js writes for its
  * pool, lead and window (annotations almanac.io/scaling-lead and -window), reads due windows the
- * promoter exports, and has the maxReplicaCount its Deployment reports to the spike alert.
+ * promoter exports, and has the maxReplicaCount its Deployment reports to the spike alert (as
+ * has every HPA on the CPU fallback).
  */
 export function checkScalingQueries(objects: KubeObject[]): string[] {
   const errors: string[] = [];
@@ -46,10 +47,23 @@ export function checkScalingQueries(objects: KubeObject[]): string[] {
     if (spec.triggers?.[0]?.metadata?.query !== want) {
       errors.push(`${at}: query differs from \`node k8s/worker/scaling-query.js --pool ${pool} --lead ${lead} --window ${window}\`:\n${want}`);
     }
-    const env = dep.spec.template.spec.containers[0]?.env?.find((e) => e.name === 'ALMANAC_WORKER_MAX_REPLICAS')?.value ?? DEFAULT_MAX_REPLICAS;
+    const env = maxReplicasEnv(dep);
     if (String(spec.maxReplicaCount) !== env) {
       errors.push(`${at}: maxReplicaCount ${spec.maxReplicaCount} differs from ${dep.metadata.name}'s ALMANAC_WORKER_MAX_REPLICAS ${env}`);
     }
   }
+  // A pool on the CPU HPA fallback reports its ceiling for the spike alert just the same.
+  for (const hpa of objects.filter((o) => o.kind === 'HorizontalPodAutoscaler')) {
+    const spec = hpa.spec as { scaleTargetRef?: { name?: string }; maxReplicas?: number };
+    const dep = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === spec.scaleTargetRef?.name) as WorkerDeployment | undefined;
+    if (!dep) continue;
+    const env = maxReplicasEnv(dep);
+    if (String(spec.maxReplicas) !== env) errors.push(`HorizontalPodAutoscaler ${hpa.metadata.name}: maxReplicas ${spec.maxReplicas} differs from ${dep.metadata.name}'s ALMANAC_WORKER_MAX_REPLICAS ${env}`);
+  }
   return errors;
+}
+
+/** As the worker reads it: the container's env (a ConfigMap value is not seen here; set it on the Deployment). */
+function maxReplicasEnv(dep: WorkerDeployment): string {
+  return dep.spec.template.spec.containers[0]?.env?.find((e) => e.name === 'ALMANAC_WORKER_MAX_REPLICAS')?.value ?? DEFAULT_MAX_REPLICAS;
 }

@@ -7,19 +7,24 @@
 // query and paste it into the ScaledObject (or the pool's patch):
 //   node k8s/worker/scaling-query.js --pool http --lead 10m --window 5m
 //
-// With threshold "1", KEDA asks for ceil(value) replicas, the larger of two terms, both in
-// replicas of measured throughput (pool:almanac_replica_throughput:per_second, a recording rule
-// in k8s/monitoring/rules/almanac.rules.yml):
-//   now    the backlog and the jobs in flight, run within one window;
-//   ahead  the jobs coming due in the window after the lead time, run within that window; kept
-//          for the lead time (and a minute) by max_over_time, so a spike keeps its replicas
-//          until it is due, when the backlog term takes over.
-// Steady load at r jobs/s asks for r / throughput replicas; a spike of n jobs is asked for a
-// lead time (plus up to one window) before it is due, as n / (throughput × window) replicas.
-// Lead and lead + window must both be windows of almanac_jobs_due (libs/domain/src/due-soon.ts).
+// With threshold "1", KEDA asks for ceil(value) replicas: the larger of two terms, in replicas
+// of measured throughput T (pool:almanac_replica_throughput:per_second, a recording rule in
+// k8s/monitoring/rules/almanac.rules.yml):
+//   now     the backlog and the jobs in flight, run within one window;
+//   coming  the rate of work arriving: the jobs coming due in the window after the lead time
+//           (the schedule; held for the lead time and a minute by max_over_time, so a spike
+//           keeps its replicas until it is due, when the now term takes over), plus the jobs
+//           that reached the pool in the last minute without having been announced a minute
+//           before (enqueued to run now: hand-offs plus backlog growth, less what was due
+//           within a minute a minute ago).
+// Steady load at r jobs/s, scheduled or not, asks for r / T replicas; a spike of n jobs is asked
+// for a lead time (plus up to one window) before it is due, as n / (T × window) replicas.
+// Lead and lead + window must be windows of almanac_jobs_due (libs/domain/src/due-soon.ts).
+// Without T (the rules not installed, no worker reporting a default) the query answers nothing;
+// the ScaledObject sets ignoreNullValues "false" so KEDA's fallback replicas apply.
 
 /**
- * The ahead term is held a minute past the lead time: the due gauge and the backlog gauge are
+ * The schedule's part is held a minute past the lead time: the due gauge and the backlog gauge are
  * sampled 15 s apart, and the spike must not fall between them as it turns from due to backlog.
  */
 const HOLD_MARGIN_S = 60;
@@ -44,27 +49,32 @@ function scalingQuery({ pool, lead, window }) {
   const leadS = seconds(lead);
   const windowS = seconds(window);
   const p = `pool="${pool}"`;
-  const capacity = `(max(pool:almanac_replica_throughput:per_second{${p}}) * ${windowS})`;
+  const throughput = `max(pool:almanac_replica_throughput:per_second{${p}})`;
+  const due = (/** @type {number} */ s) => `max(almanac_jobs_due{${p},within="${label(s)}"})`;
   return [
     'max(',
     '  label_replace(',
     `    (max(almanac_pool_backlog{${p}}) + max(almanac_pool_in_flight{${p}}))`,
-    `      / ${capacity},`,
+    `      / (${throughput} * ${windowS}),`,
     '    "term", "now", "", "")',
     '  or',
     '  label_replace(',
-    '    max_over_time((',
-    `      (max(almanac_jobs_due{${p},within="${label(leadS + windowS)}"}) - max(almanac_jobs_due{${p},within="${label(leadS)}"}))`,
-    `        / ${capacity}`,
-    `    )[${label(leadS + HOLD_MARGIN_S)}:15s]),`,
-    '    "term", "ahead", "", "")',
+    '    (',
+    `      max_over_time(((${due(leadS + windowS)} - ${due(leadS)}) or vector(0))[${label(leadS + HOLD_MARGIN_S)}:15s]) / ${windowS}`,
+    '      + clamp_min(',
+    `          (sum(increase(almanac_dispatched_total{${p}}[1m])) or vector(0))`,
+    `          + (max(almanac_pool_backlog{${p}}) - max(almanac_pool_backlog{${p}} offset 1m) or vector(0))`,
+    `          - (max(almanac_jobs_due{${p},within="1m"} offset 1m) or vector(0)),`,
+    '        0) / 60',
+    `    ) / ${throughput},`,
+    '    "term", "coming", "", "")',
     ')',
   ].join('\n');
 }
 
 /** The due windows a query for this lead and window reads. @param {string} lead @param {string} window */
 function windowsRead(lead, window) {
-  return [label(seconds(lead)), label(seconds(lead) + seconds(window))];
+  return ['1m', label(seconds(lead)), label(seconds(lead) + seconds(window))];
 }
 
 module.exports = { scalingQuery, windowsRead };

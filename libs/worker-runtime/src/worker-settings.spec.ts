@@ -6,8 +6,8 @@ describe('workerSettingsFromEnv: what a pool tells its autoscaling', () => {
   });
 
   it('takes the default throughput and the ceiling from the environment', () => {
-    const env = { ALMANAC_WORKER_DEFAULT_THROUGHPUT: '8', ALMANAC_WORKER_MAX_REPLICAS: '40' };
-    expect(workerSettingsFromEnv(env).scaling).toEqual({ defaultThroughput: 8, maxReplicas: 40 });
+    const env = { ALMANAC_WORKER_DEFAULT_THROUGHPUT: '0.083', ALMANAC_WORKER_MAX_REPLICAS: '40' };
+    expect(workerSettingsFromEnv(env).scaling).toEqual({ defaultThroughput: 0.083, maxReplicas: 40 });
   });
 
   it('refuses a bad value by its variable name', () => {

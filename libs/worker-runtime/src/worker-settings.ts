@@ -1,4 +1,4 @@
-import { Env, envInt, envList, envString } from '@almanac/platform';
+import { Env, envInt, envList, envNumber, envString } from '@almanac/platform';
 import { hostname } from 'node:os';
 import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
 import { POOL_NAME_PATTERN } from '@almanac/delivery';
@@ -53,7 +53,8 @@ export function workerSettingsFromEnv(env: Env): WorkerSettings {
  */
 function poolScalingFromEnv(env: Env, concurrency: number): PoolScalingSettings {
   return {
-    defaultThroughput: envInt(env, 'ALMANAC_WORKER_DEFAULT_THROUGHPUT', concurrency, { min: 1, max: 1_000_000 }),
+    // Decimal: five handlers of a minute each run 0.083 jobs/s.
+    defaultThroughput: envNumber(env, 'ALMANAC_WORKER_DEFAULT_THROUGHPUT', concurrency, { min: 0.001, max: 1_000_000 }),
     maxReplicas: envInt(env, 'ALMANAC_WORKER_MAX_REPLICAS', 20, { min: 1, max: 10_000 }),
   };
 }

@@ -1,9 +1,19 @@
 import { ConfigError as PersistenceConfigError } from '@almanac/persistence';
-import { ConfigError, envBool, envInt, envList, envString, envUrl } from './env';
+import { ConfigError, envBool, envInt, envList, envNumber, envString, envUrl } from './env';
 
 describe('env readers', () => {
   it('share one ConfigError class with persistence', () => {
     expect(ConfigError).toBe(PersistenceConfigError);
+  });
+
+  describe('envNumber', () => {
+    it('reads decimals within the range and names the variable otherwise', () => {
+      expect(envNumber({}, 'N', 7)).toBe(7);
+      expect(envNumber({ N: '0.25' }, 'N', 7, { min: 0.001 })).toBe(0.25);
+      expect(envNumber({ N: '1e3' }, 'N', 7)).toBe(1000);
+      expect(() => envNumber({ N: '0' }, 'N', 7, { min: 0.001, max: 10 })).toThrow('N must be a number from 0.001 to 10 (got "0")');
+      expect(() => envNumber({ N: 'fast' }, 'N', 7)).toThrow('N must be a number (got "fast")');
+    });
   });
 
   describe('envInt', () => {

@@ -37,6 +37,17 @@ export function envInt(env: Env, name: string, fallback: number, range: IntRange
   return n;
 }
 
+/** A decimal number (`0.5`, `12`, `1e3`) within `range`. */
+export function envNumber(env: Env, name: string, fallback: number, range: IntRange = {}): number {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  const n = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(value) ? Number(value) : NaN;
+  if (!Number.isFinite(n) || n < (range.min ?? -Infinity) || n > (range.max ?? Infinity)) {
+    throw new ConfigError(`${name} must be a number ${describeRange(range)}(got ${quote(value)})`);
+  }
+  return n;
+}
+
 function describeRange({ min, max }: IntRange): string {
   if (min !== undefined && max !== undefined) return `from ${min} to ${max} `;
   if (min !== undefined) return `>= ${min} `;
