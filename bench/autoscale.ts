@@ -340,7 +340,7 @@ async function main(): Promise<void> {
       `| peak desired (value) | ${s.peakDesired} (${s.peakValue}) |\n` +
       `| back at the floor for good | ${s.backToFloorAfterTS === null ? 'not within the run' : `T+${s.backToFloorAfterTS} s, ${Math.abs(s.backToFloorAfterDrainS ?? 0)} s ${(s.backToFloorAfterDrainS ?? 0) < 0 ? 'before' : 'after'} the last spike job finished (T+${spike.lastFinishS} s)`} |\n` +
       `| spike | ${succeeded.toLocaleString('en')} of ${opts.spike.toLocaleString('en')} succeeded; posted in ${spike.postSeconds} s, ${postEndBeforeWindowS} s before T − ${opts.leadMinutes} min |\n` +
-      `| answers | ${s.polls} polls, ${s.emptyAnswers} empty (counted as 0), ${s.errorAnswers} errors |\n` +
+      `| answers | ${s.polls} polls, ${s.emptyAnswers} empty (counted as the floor), ${s.errorAnswers} errors |\n` +
       'chart: bench/charts/autoscale.svg\n',
     );
     process.stdout.write(`${JSON.stringify({
