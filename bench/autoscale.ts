@@ -27,14 +27,13 @@
  *    the spike has drained and desired has stayed at the floor for --floor-minutes (at most
  *    --timeout-minutes after T).
  *
- * Needed replicas = ceil(spike / (throughput × 300)): a replica's work over the 5-minute lead
- * time. JSON on stdout, a table on stderr, the chart in bench/charts/autoscale.svg.
+ * Needed replicas = ceil(spike / (throughput × window)): what runs the spike within the window
+ * the ScaledObject plans for (its almanac.io/scaling-window annotation, 5 minutes). JSON on stdout, a table on stderr, the chart in bench/charts/autoscale.svg.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { type AlmanacClient, type BuiltInKindPayloads, createAdminClient, createClient, type CreateJobRequest } from '@almanac/client';
+import { type BenchTenant, checkoutInfo, createBenchTenant, type JobBody, postInBatches } from './lib/bench-tenants';
 import { autoscaleChart, type AutoscaleDoc, type AutoscaleSample } from './lib/autoscale-chart';
 import { type BenchDb, ClusterProcess, emptyDatabase } from './lib/cluster-process';
 import { type PrivatePrometheus, startPrometheus } from './lib/autoscale-prometheus';
@@ -44,10 +43,6 @@ import { arg, ROOT, sleep, startRedis, type PrivateRedis } from './lib/local';
 
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} autoscale: ${msg}\n`);
 const ADMIN = 'autoscale-admin-token-0123456789';
-const BATCH = 1000;
-/** The lead the ScaledObject plans for: needed replicas run the spike within 5 minutes. */
-const LEAD_SECONDS = 300;
-const TIMEOUT_MS = 60_000;
 
 const opts = {
   spike: Number(arg('spike', '200000')),
@@ -70,26 +65,11 @@ const roundOrNull = (v: number | null) => (v === null ? null : round(v, 2));
 // ---------------------------------------------------------------------------------------------
 // Posting jobs through @almanac/client, as a producer does.
 
-interface Tenant { id: number; client: AlmanacClient }
-
-async function createTenant(apiUrl: string, name: string): Promise<Tenant> {
-  const t = await createAdminClient({ baseUrl: apiUrl, adminToken: ADMIN, timeoutMs: TIMEOUT_MS }).tenants.create({ name });
-  return { id: t.id, client: createClient({ baseUrl: apiUrl, apiKey: t.apiKey, timeoutMs: TIMEOUT_MS }) };
-}
-
 /** `n` noop jobs due at `dueMs`, POSTed 1,000 per request, --connections requests at once; returns the seconds it took. */
-async function postJobs(tenant: Tenant, tag: string, n: number, dueMs: number): Promise<number> {
+async function postJobs(tenant: BenchTenant, tag: string, n: number, dueMs: number): Promise<number> {
   const t0 = Date.now();
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    for (let from = next++ * BATCH; from < n; from = next++ * BATCH) {
-      const batch: CreateJobRequest<BuiltInKindPayloads>[] = [];
-      for (let i = from; i < Math.min(n, from + BATCH); i++) batch.push({ kind: 'noop', key: `${tag}-${i}`, runAt: new Date(dueMs), payload: { sleepMs: opts.sleepMs } });
-      const r = await tenant.client.jobs.batch(batch);
-      if (r.created !== batch.length) throw new Error(`POST /v1/jobs/batch created ${r.created} of ${batch.length}`);
-    }
-  };
-  await Promise.all(Array.from({ length: opts.connections }, lane));
+  const jobs = Array.from({ length: n }, (_, i): JobBody => ({ kind: 'noop', key: `${tag}-${i}`, runAt: new Date(dueMs), payload: { sleepMs: opts.sleepMs } }));
+  await postInBatches(tenant, jobs, opts.connections);
   return (Date.now() - t0) / 1000;
 }
 
@@ -161,18 +141,10 @@ async function evaluate(prom: PrivatePrometheus, so: ScaledObjectSpec, T: number
 
 // ---------------------------------------------------------------------------------------------
 
-function commitOf(root: string): string {
-  try {
-    return execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'not a git checkout';
-  }
-}
-
 async function main(): Promise<void> {
   const load0 = loadavg();
   const so = renderWorkerScaledObject(opts.root);
-  log(`${opts.root} (${commitOf(opts.root)}): ScaledObject ${so.name}: min ${so.minReplicas}, max ${so.maxReplicas}, threshold ${so.threshold} (${so.metricType}), every ${so.pollingSeconds} s; query:\n    ${so.query.replace(/\n/g, '\n    ')}`);
+  log(`${opts.root} (${checkoutInfo(opts.root).commit}): ScaledObject ${so.name}: min ${so.minReplicas}, max ${so.maxReplicas}, threshold ${so.threshold} (${so.metricType}), every ${so.pollingSeconds} s; query:\n    ${so.query.replace(/\n/g, '\n    ')}`);
   const rulesFile = join(opts.root, 'k8s/monitoring/rules/almanac.rules.yml');
 
   let db: BenchDb | undefined;
@@ -212,7 +184,7 @@ async function main(): Promise<void> {
     if (!ruleGroups.includes('almanac-capacity')) log('WARNING: no almanac-capacity rule group: the throughput series are missing and the query may answer nothing (counted as 0)');
 
     // --- 3. Capacity: the pool saturated for over two minutes, so its throughput is measured.
-    const capacityTenant = await createTenant(cluster.apiUrl, 'capacity');
+    const capacityTenant = await createBenchTenant(cluster.apiUrl, ADMIN, 'capacity');
     const c0 = Date.now();
     const capacityPostS = await postJobs(capacityTenant, 'capacity', opts.capacityJobs, c0);
     const ingestPerSecond = opts.capacityJobs / capacityPostS;
@@ -241,11 +213,11 @@ async function main(): Promise<void> {
     log(`capacity: drained in ${drainSeconds.toFixed(0)} s, ${perReplicaFromAttempts} jobs/s per worker from job_attempts; ` +
       `pool:almanac_replica_throughput:per_second = ${capacity.throughputRule} (${stands}; default ${defaultThroughput}, ${saturatedSamples} saturated samples, median ${capacity.saturatedMedian})`);
     const throughputUsed = throughputRule ?? perReplicaFromAttempts;
-    const neededReplicas = Math.ceil(opts.spike / (throughputUsed * LEAD_SECONDS));
+    const neededReplicas = Math.ceil(opts.spike / (throughputUsed * so.windowSeconds));
     if (neededReplicas <= so.minReplicas) log(`WARNING: the spike needs ${neededReplicas} replicas, no more than the floor ${so.minReplicas}: nothing to show`);
 
     // --- 4 and 5. The spike due at T, the query polled from the first POST on.
-    const spikeTenant = await createTenant(cluster.apiUrl, 'spike');
+    const spikeTenant = await createBenchTenant(cluster.apiUrl, ADMIN, 'spike');
     const floorAt = Date.now();
     const floorSample = await evaluate(prom, so, floorAt, so.minReplicas);
     // The margin lets the posting end before T − lead at the capacity phase's ingest rate (and half again).
@@ -320,7 +292,7 @@ async function main(): Promise<void> {
       errorAnswers: samples.filter((s) => s.answer === 'error').length,
     };
     const doc: AutoscaleDoc = {
-      bench: 'autoscale', at: new Date().toISOString(), code: { root: opts.root, commit: commitOf(opts.root) },
+      bench: 'autoscale', at: new Date().toISOString(), code: { root: opts.root, commit: checkoutInfo(opts.root).commit },
       inputs: { spike: opts.spike, leadMinutes: opts.leadMinutes, capacityJobs: opts.capacityJobs, workers: opts.workers, concurrency: opts.concurrency, sleepMs: opts.sleepMs, connections: opts.connections, floorMinutes: opts.floorMinutes },
       scaledObject: so, ruleGroups, capacity, spike, summary, samples,
     };

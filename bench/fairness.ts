@@ -38,12 +38,11 @@
  * any instant from the exact intervals). Medians over --runs. SVG charts go to
  * bench/charts/fairness-<label>-*.svg (the median run). JSON on stdout, a table on stderr.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-// The client's source, not '@almanac/client': .swcrc (which bench/lib/register.cjs compiles with) maps only the server's libs.
-import { type AdminClient, type AlmanacClient, type BuiltInKindPayloads, createAdminClient, createClient, type CreateJobRequest, NotFoundError } from '@almanac/client';
+import { type AdminClient, createAdminClient, NotFoundError } from '@almanac/client';
+import { type BenchTenant as Tenant, checkoutInfo, createBenchTenant, type JobBody, postInBatches } from './lib/bench-tenants';
 import { type BenchDb, ClusterProcess, emptyDatabase } from './lib/cluster-process';
 import { lineChartSvg, type Panel } from './lib/line-chart';
 import { arg, median, ROOT, sleep, startRedis, type PrivateRedis } from './lib/local';
@@ -51,7 +50,6 @@ import { arg, median, ROOT, sleep, startRedis, type PrivateRedis } from './lib/l
 const log = (msg: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} fairness: ${msg}\n`);
 const ADMIN = 'fairness-admin-token-0123456789';
 const STEP_MS = 100;
-const BATCH = 1000;
 
 const opts = {
   runs: Number(arg('runs', '3')),
@@ -71,32 +69,9 @@ const opts = {
 // ---------------------------------------------------------------------------------------------
 // The API, through @almanac/client as a producer uses it.
 
-interface Tenant { id: number; name: string; client: AlmanacClient }
-
-/** A minute per request: a 1,000-job batch on a loaded machine is slow, not lost. */
-const TIMEOUT_MS = 60_000;
-
-const adminOf = (apiUrl: string): AdminClient => createAdminClient({ baseUrl: apiUrl, adminToken: ADMIN, timeoutMs: TIMEOUT_MS });
-
-async function createTenant(apiUrl: string, name: string): Promise<Tenant> {
-  const t = await adminOf(apiUrl).tenants.create({ name });
-  return { id: t.id, name, client: createClient({ baseUrl: apiUrl, apiKey: t.apiKey, timeoutMs: TIMEOUT_MS }) };
-}
-
-type JobBody = CreateJobRequest<BuiltInKindPayloads>;
-
-/** POSTs the jobs through /v1/jobs/batch, 1,000 per request, `connections` requests at once. */
-async function postJobs(tenant: Tenant, jobs: JobBody[]): Promise<void> {
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    for (let i = next++ * BATCH; i < jobs.length; i = next++ * BATCH) {
-      const batch = jobs.slice(i, i + BATCH);
-      const r = await tenant.client.jobs.batch(batch);
-      if (r.created !== batch.length) throw new Error(`POST /v1/jobs/batch for ${tenant.name} created ${r.created} of ${batch.length}: ${JSON.stringify(r.results.find((x) => x.error)).slice(0, 500)}`);
-    }
-  };
-  await Promise.all(Array.from({ length: opts.connections }, lane));
-}
+const adminOf = (apiUrl: string): AdminClient => createAdminClient({ baseUrl: apiUrl, adminToken: ADMIN, timeoutMs: 60_000 });
+const createTenant = (apiUrl: string, name: string): Promise<Tenant> => createBenchTenant(apiUrl, ADMIN, name);
+const postJobs = (tenant: Tenant, jobs: JobBody[]): Promise<void> => postInBatches(tenant, jobs, opts.connections);
 
 const burst = (tag: string, n: number, dueMs: number): JobBody[] =>
   Array.from({ length: n }, (_, i) => ({ kind: 'noop', key: `${tag}-${i}`, runAt: new Date(dueMs), payload: { sleepMs: opts.sleepMs } }));
@@ -299,18 +274,6 @@ function describe(p: PhaseResult): string {
   return `${p.scenario}: drain ${p.drainSeconds} s, ${p.totalJobsPerSecond} jobs/s${share}\n    ${parts.join('\n    ')}`;
 }
 
-function gitInfo(root: string): { commit: string; dirty: boolean | null } {
-  try {
-    const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--', 'apps', 'libs'], { encoding: 'utf8' }).trim() !== '';
-    return { commit, dirty };
-  } catch {
-    // An exported tree (git archive): the commit written beside it, if any (bench/README.md).
-    const noted = existsSync(join(root, '.bench-commit')) ? readFileSync(join(root, '.bench-commit'), 'utf8').trim() : 'not a git checkout';
-    return { commit: noted, dirty: null };
-  }
-}
-
 const COLORS = { noisy: '#e45756', quiet: '#4c78a8', alone: '#bbbbbb', a: '#f58518', b: '#54a24b' };
 
 function charts(label: string, shared: PhaseResult | undefined, alone: PhaseResult | undefined, extras: PhaseResult[]): string[] {
@@ -370,7 +333,7 @@ function spreadOf(xs: number[]): { median: number; min: number; max: number; run
 
 async function main(): Promise<void> {
   const load0 = loadavg();
-  const code = gitInfo(opts.root);
+  const code = checkoutInfo(opts.root);
   log(`cluster from ${opts.root} (${code.commit}${code.dirty ? ', uncommitted changes in apps/ or libs/' : ''}); ${opts.runs} run(s), ${opts.noisy.toLocaleString('en')} noisy jobs, handler ${opts.sleepMs} ms, ${opts.workers} workers`);
   const runs: { run: number; order: string[]; shared?: PhaseResult; alone?: PhaseResult; ratio?: number }[] = [];
   const extras: PhaseResult[] = [];

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { seconds } from '../../k8s/worker/scaling-query';
 
 /** What KEDA reads from the worker pool's rendered ScaledObject (k8s/worker/scaledobject.yaml). */
 export interface ScaledObjectSpec {
@@ -12,13 +13,15 @@ export interface ScaledObjectSpec {
   minReplicas: number;
   maxReplicas: number;
   pollingSeconds: number;
+  /** The window its query runs a spike within (annotation almanac.io/scaling-window): needed replicas = spike / (throughput × this). */
+  windowSeconds: number;
   /** The HPA's scale-down stabilization (it delays the floor after the desired count falls). */
   scaleDownStabilizationSeconds: number | null;
 }
 
 interface RenderedScaledObject {
   kind?: string;
-  metadata?: { name?: string };
+  metadata?: { name?: string; annotations?: Record<string, string> };
   spec?: {
     minReplicaCount?: number;
     maxReplicaCount?: number;
@@ -45,6 +48,7 @@ export function renderWorkerScaledObject(root: string): ScaledObjectSpec {
     minReplicas: so.spec.minReplicaCount ?? 0,
     maxReplicas: so.spec.maxReplicaCount ?? 100,
     pollingSeconds: so.spec.pollingInterval ?? 30,
+    windowSeconds: seconds(so.metadata?.annotations?.['almanac.io/scaling-window'] ?? ''),
     scaleDownStabilizationSeconds: so.spec.advanced?.horizontalPodAutoscalerConfig?.behavior?.scaleDown?.stabilizationWindowSeconds ?? null,
   };
 }

@@ -77,7 +77,7 @@ function windowsRead(lead, window) {
   return ['1m', label(seconds(lead)), label(seconds(lead) + seconds(window))];
 }
 
-module.exports = { scalingQuery, windowsRead };
+module.exports = { scalingQuery, windowsRead, seconds };
 
 if (require.main === module) {
   const arg = (/** @type {string} */ name, /** @type {string} */ fallback) => {
