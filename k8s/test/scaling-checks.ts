@@ -1,9 +1,10 @@
 import { DUE_WINDOWS } from '@almanac/domain';
+import { workerSettingsFromEnv } from '../../libs/worker-runtime/src/worker-settings';
 import { scalingQuery, windowsRead } from '../worker/scaling-query';
 import type { KubeObject } from './validate';
 
 /** What the worker Deployment reports as its pool's ceiling when ALMANAC_WORKER_MAX_REPLICAS is unset. */
-const DEFAULT_MAX_REPLICAS = '20';
+const DEFAULT_MAX_REPLICAS = String(workerSettingsFromEnv({}).scaling.maxReplicas);
 
 interface ScaledObjectSpec {
   scaleTargetRef?: { name?: string };
