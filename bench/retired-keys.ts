@@ -1,14 +1,20 @@
 /**
  * What keeping removed jobs' keys reserved costs ingest (issue 17 item 1): the API's insert with
- * the jobs_refuse_retired_keys trigger (one probe of retired_keys per new row) against the same
- * insert with the trigger disabled, in the same run, alternating, beside `--retired` keys.
+ * the jobs_refuse_retired_keys trigger against the same insert with the trigger disabled, in the
+ * same run, alternating, beside `--retired` keys.
  *
- *   node -r ./bench/lib/register.cjs bench/retired-keys.ts [--runs 3] [--retired 30000000] [--jobs 200000] [--shared-buffers 4GB]
+ *   node -r ./bench/lib/register.cjs bench/retired-keys.ts [--runs 3] [--retired 30000000] [--jobs 200000]
+ *        [--keys dated|random] [--shared-buffers 4GB]
  *
- * On a fresh database (with --shared-buffers, on a private Postgres cluster so configured): `--retired` retired keys (what 30 days of 1,000,000 removed jobs leave),
- * then per run and variant `--jobs` new jobs through JobsRepository.insertBatch (1,000 per batch,
- * two lanes) into an emptied jobs table. Prints one JSON document (stdout) and a table (stderr).
+ * On a fresh database (with --shared-buffers, on a private Postgres cluster so configured):
+ * `--retired` retired keys (what 30 days of 1,000,000 removed jobs leave), then per run and
+ * variant `--jobs` new jobs through JobsRepository.insertBatch (1,000 per batch, two lanes) into
+ * an emptied jobs table. `--keys dated`: keys like the retention bench's, `inv:<day>:<hash>:<n>`,
+ * 30 days of them retired and the new ones of a later day (a batch's keys share a stretch of the
+ * key order); `--keys random`: UUIDv4 keys on both sides, the worst case (every key its own
+ * lookup). Prints one JSON document (stdout) and a table (stderr).
  */
+import { randomUUID } from 'node:crypto';
 import { JobsRepository, type NewJob, TenantsRepository } from '@almanac/persistence';
 import { createBenchDatabase } from './lib/bench-db';
 import { arg } from './lib/local';
@@ -19,10 +25,19 @@ const opts = {
   runs: Number(arg('runs', '3')),
   retired: Number(arg('retired', '30000000')),
   jobs: Number(arg('jobs', '200000')),
+  keys: arg('keys', 'dated') as 'dated' | 'random',
   /** Set: on a private Postgres with this shared_buffers (e.g. 4GB) instead of the shared server. */
   sharedBuffers: arg('shared-buffers', ''),
 };
 const BATCH = 1000;
+const PER_DAY = 1_000_000;
+if (opts.keys !== 'dated' && opts.keys !== 'random') throw new Error(`--keys: dated or random, not ${String(opts.keys)}`);
+
+/** The retired keys' texts, as SQL over generate_series' g (the retention bench's shape, or UUIDv4), and the day each was removed. */
+const RETIRED_DAY_SQL = opts.keys === 'dated' ? `(1 + g / ${PER_DAY})` : `(g % 30)`;
+const RETIRED_KEY_SQL = opts.keys === 'dated' ? `'inv:' || (1 + g / ${PER_DAY}) || ':' || to_hex((g * 2654435761) % 4294967296) || ':' || g` : `gen_random_uuid()::text`;
+/** The n-th new key of run `seq`: a day after the retired ones, or UUIDv4. */
+const newKey = (seq: number, n: number): string => (opts.keys === 'dated' ? `inv:${31 + seq}:${((n * 2654435761) >>> 0).toString(36)}:${n}` : randomUUID());
 const log = (m: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} retired-keys: ${m}\n`);
 
 async function main() {
@@ -33,16 +48,20 @@ async function main() {
     const ds = db.dataSource;
     const tenantId = (await new TenantsRepository(ds).create('bench')).tenant.id;
     let t = performance.now();
-    // Loaded without the index, then indexed: what years of removals leave, in minutes.
+    // Loaded without the index, then indexed: what years of removals leave, in minutes. The
+    // ranges are what the retention sweep would have merged them into: one per day of dated
+    // keys, one for random keys.
     await ds.query(`DROP INDEX retired_keys_hash`);
     await ds.query(
-      `INSERT INTO retired_keys (key_hash, removed_on, state) SELECT hashtextextended('old:' || g, $1), DATE '2026-11-01' + (g % 30), 'd' FROM generate_series(1, $2) g`,
+      `WITH k AS MATERIALIZED (SELECT ${RETIRED_DAY_SQL} AS day, ${RETIRED_KEY_SQL} AS key FROM generate_series(0, $2 - 1) g),
+            h AS (INSERT INTO retired_keys (key_hash, removed_on, state) SELECT hashtextextended(key, $1), DATE '2026-11-01' + day, 'd' FROM k)
+       INSERT INTO retired_key_ranges (tenant_id, lo, hi) SELECT $1, min(key), max(key) FROM k GROUP BY ${opts.keys === 'dated' ? 'day' : '()'}`,
       [tenantId, opts.retired],
     );
     await ds.query(`CREATE INDEX retired_keys_hash ON retired_keys (key_hash)`);
     await ds.query(`VACUUM ANALYZE retired_keys`);
     const bytes = Number((await ds.query(`SELECT pg_total_relation_size('retired_keys') AS b`))[0].b);
-    log(`${opts.retired.toLocaleString('en')} retired keys in ${round((performance.now() - t) / 1000, 1)} s: ${round(bytes / Math.max(1, opts.retired), 1)} B per key`);
+    log(`${opts.retired.toLocaleString('en')} retired keys (${opts.keys}) in ${round((performance.now() - t) / 1000, 1)} s: ${round(bytes / Math.max(1, opts.retired), 1)} B per key`);
     const jobs = new JobsRepository(ds);
     const rates: Record<'trigger' | 'none', number[]> = { trigger: [], none: [] };
     let seq = 0;
@@ -57,7 +76,7 @@ async function main() {
           for (let b = next++; b < batches; b = next++) {
             const items: NewJob[] = Array.from({ length: Math.min(BATCH, opts.jobs - b * BATCH) }, (_, k) => ({
               kind: 'charge',
-              key: `new:${base}:${((b * BATCH + k) * 2654435761) >>> 0}:${b * BATCH + k}`,
+              key: newKey(base, b * BATCH + k),
               runAt: new Date(Date.now() + 86_400_000),
               payload: { invoice: k, amountCents: 1250, currency: 'EUR' },
               state: 'scheduled',
@@ -77,7 +96,7 @@ async function main() {
     const without = spread(rates.none);
     const ratio = spread(rates.trigger.map((r, i) => round(r / rates.none[i], 3)));
     process.stderr.write(
-      `\n| insert ${opts.jobs.toLocaleString('en')} jobs beside ${opts.retired.toLocaleString('en')} retired keys, median of ${opts.runs} | jobs/s |\n|---|---|\n` +
+      `\n| insert ${opts.jobs.toLocaleString('en')} jobs beside ${opts.retired.toLocaleString('en')} retired keys (${opts.keys}), median of ${opts.runs} | jobs/s |\n|---|---|\n` +
         `| with jobs_refuse_retired_keys | ${withTrigger.median} (${withTrigger.min}–${withTrigger.max}) |\n` +
         `| trigger disabled | ${without.median} (${without.min}–${without.max}) |\n` +
         `| ratio | ${ratio.median} |\n` +

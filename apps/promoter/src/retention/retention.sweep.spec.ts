@@ -19,7 +19,7 @@ describe('RetentionSweep (Postgres)', () => {
   const sweep = (o: { batchSize?: number; maxPerRun?: number } = {}) =>
     new RetentionSweep(new RetentionRepository(db.dataSource), { defaultSeconds: 30 * 86_400, batchSize: o.batchSize ?? 1000, maxPerRun: o.maxPerRun ?? 100_000 }, metrics);
   /** `count` finished jobs in `state`, run and finished `daysAgo` days before NOW, each with one attempt. */
-  const finished = async (tenantId: number, state: 'd' | 'x' | 'c', count: number, daysAgo: number, prefix = state) => {
+  const finished = async (tenantId: number, state: 'd' | 'x' | 'c', count: number, daysAgo: number, prefix: string = state) => {
     const ids = await insertJobs(db.dataSource, { tenantId, count, start: at(-daysAgo * DAY), state, prefix, attempts: 1 });
     await db.dataSource.query(`UPDATE jobs SET finished_at = run_at + interval '1 second' WHERE id = ANY($1::bigint[])`, [ids]);
     await db.dataSource.query(
@@ -42,7 +42,7 @@ describe('RetentionSweep (Postgres)', () => {
   });
   beforeEach(async () => {
     metrics = new SweepMetrics(new MetricsService());
-    await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys');
+    await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys, retired_key_ranges');
     await db.dataSource.query('UPDATE tenants SET retention_seconds = NULL, frees_keys = false');
   });
   afterAll(async () => db.drop());
@@ -108,6 +108,29 @@ describe('RetentionSweep (Postgres)', () => {
     expect(inTx[0].status).toBe('retired');
     // b frees its keys: the key names a new job.
     expect((await replay(b, keyB))[0].status).toBe('created');
+  });
+
+  it("records the range of each batch's keys, merged with the tenant's ranges it overlaps, and none for a tenant that frees keys", async () => {
+    await db.dataSource.query(`UPDATE tenants SET frees_keys = true WHERE id = $1`, [b]);
+    const keysOf = async (ids: string[]) => (await db.dataSource.query<{ key: string }[]>(`SELECT key FROM jobs WHERE id = ANY($1::bigint[])`, [ids])).map((r) => r.key).sort();
+    // Two stretches of a's keys, 30 each, removed 10 at a time: a stretch's batches overlap in key
+    // order ('jan-…-0' … '…-9' holds '…-10' … '…-29'), the two stretches do not.
+    const jan = await keysOf(await finished(a, 'd', 30, 40, 'jan'));
+    const mar = await keysOf(await finished(a, 'd', 30, 40, 'mar'));
+    await finished(b, 'd', 10, 40);
+
+    expect((await sweep({ batchSize: 10 }).runOnce(NOW)).removed).toBe(70);
+
+    const ranges = await db.dataSource.query(`SELECT tenant_id, lo, hi FROM retired_key_ranges ORDER BY tenant_id, lo`);
+    expect(ranges).toEqual([
+      { tenant_id: a, lo: jan[0], hi: jan.at(-1) },
+      { tenant_id: a, lo: mar[0], hi: mar.at(-1) },
+    ]);
+    // A later batch that reaches into both stretches merges them.
+    const feb = await finished(a, 'x', 2, 35, 'jan');
+    await db.dataSource.query(`UPDATE jobs SET key = CASE WHEN id = $1 THEN 'jan' ELSE 'mar~' END WHERE id = ANY($2::bigint[])`, [feb[0], feb]);
+    expect((await sweep().runOnce(NOW)).removed).toBe(2);
+    expect(await db.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1`, [a])).toEqual([{ lo: 'jan', hi: 'mar~' }]);
   });
 
   it('stops at its budget, says how far behind it is, and gives the next tenant the next turn', async () => {
