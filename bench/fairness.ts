@@ -4,7 +4,10 @@
  *
  *   node -r ./bench/lib/register.cjs bench/fairness.ts [--runs 3] [--noisy 200000] [--quiet-seconds 60]
  *        [--sleep-ms 50] [--workers 2] [--connections 4] [--hz 10] [--label latest] [--root <checkout>]
- *        [--only shared,alone,weights,cap] [--cap-jobs 10000] [--verbose]
+ *        [--only shared,alone,weights,cap] [--cap-jobs 10000] [--co-load 0] [--verbose]
+ *
+ * `--co-load N` runs N busy-loop processes beside the bench for its whole length: a noisy
+ * neighbour on this shared machine, made on purpose, so the figures can be compared with one.
  *
  * Each run starts Almanac as `npm run cluster` does: `node scripts/cluster.js --workers 2`
  * (api, promoter, dispatcher and the workers as separate processes from dist/; cluster.js builds
@@ -38,6 +41,7 @@
  * any instant from the exact intervals). Medians over --runs. SVG charts go to
  * bench/charts/fairness-<label>-*.svg (the median run). JSON on stdout, a table on stderr.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +67,7 @@ const opts = {
   label: arg('label', 'latest'),
   root: arg('root', ROOT),
   only: arg('only', 'shared,alone,weights,cap').split(',').filter(Boolean),
+  coLoad: Number(arg('co-load', '0')),
   verbose: process.argv.includes('--verbose'),
 };
 
@@ -331,7 +336,21 @@ function spreadOf(xs: number[]): { median: number; min: number; max: number; run
   return { median: f.length ? median(f) : NaN, min: Math.min(...f), max: Math.max(...f), runs: xs };
 }
 
+/** N processes that spin for the bench's length (--co-load): a noisy neighbour made on purpose. */
+function startCoLoad(n: number): ChildProcess[] {
+  return Array.from({ length: n }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+}
+
 async function main(): Promise<void> {
+  const coLoad = startCoLoad(opts.coLoad);
+  try {
+    await measure();
+  } finally {
+    for (const p of coLoad) p.kill('SIGKILL');
+  }
+}
+
+async function measure(): Promise<void> {
   const load0 = loadavg();
   const code = checkoutInfo(opts.root);
   log(`cluster from ${opts.root} (${code.commit}${code.dirty ? ', uncommitted changes in apps/ or libs/' : ''}); ${opts.runs} run(s), ${opts.noisy.toLocaleString('en')} noisy jobs, handler ${opts.sleepMs} ms, ${opts.workers} workers`);
@@ -480,7 +499,10 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify({
     bench: 'fairness', at: new Date().toISOString(), label: opts.label, command: process.argv.slice(2),
     code: { root: opts.root, ...code },
-    machine: { cpus: cpus().length, loadAverageBefore: load0.map((x) => Math.round(x * 100) / 100), loadAverageAfter: loadavg().map((x) => Math.round(x * 100) / 100) },
+    machine: {
+      cpus: cpus().length, loadAverageBefore: load0.map((x) => Math.round(x * 100) / 100), loadAverageAfter: loadavg().map((x) => Math.round(x * 100) / 100),
+      ...(opts.coLoad > 0 ? { coLoad: `${opts.coLoad} busy-loop process(es) beside the bench throughout (--co-load)` } : {}),
+    },
     inputs: { runs: opts.runs, noisyJobs: opts.noisy, quietJobs: opts.quietSeconds, quietRatePerSecond: 1, handlerSleepMs: opts.sleepMs, workers: opts.workers, connections: opts.connections, redisHz: opts.hz, capJobs: opts.capJobs, only: opts.only },
     summary, runs, extras, extrasSkipped: extrasSkipped ?? null, charts: chartFiles,
   })}\n`);

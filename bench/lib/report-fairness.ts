@@ -22,7 +22,7 @@ export interface FairnessDoc {
   label: string;
   command?: string[];
   code: { root: string; commit: string; dirty: boolean | null };
-  machine?: { cpus: number; loadAverageBefore: number[]; loadAverageAfter: number[] };
+  machine?: { cpus: number; loadAverageBefore: number[]; loadAverageAfter: number[]; coLoad?: string };
   inputs: { runs: number; noisyJobs: number; quietJobs: number; handlerSleepMs: number; workers: number; connections: number; redisHz: number };
   summary: Record<'quietLagP50Ms' | 'quietLagP99Ms' | 'quietLagMaxMs' | 'quietLagP99DuringDrainMs' | 'quietJobsDueDuringDrain' | 'noisyLagP99Ms' | 'drainSharedS' | 'drainAloneS' | 'jobsPerSecondShared' | 'jobsPerSecondAlone' | 'throughputRatio', Spread>;
   extras: PhaseDoc[];
@@ -128,7 +128,7 @@ export function fairnessSection(): string[] {
     const cmd = d.command ? `node -r ./bench/lib/register.cjs bench/fairness.ts ${d.command.join(' ')}` : 'bench/fairness.ts';
     lines.push(
       `- Command: \`flock /tmp/almanac-bench.lock ${cmd}\`; cluster from \`${d.code.root}\` (${d.code.commit}). Inputs: ${i.runs} run(s), ${i.noisyJobs.toLocaleString('en')} noisy jobs due at T, ${i.quietJobs} quiet jobs due T+0.5 s … 1/s, noop handler ${i.handlerSleepMs} ms, ${i.workers} worker processes (concurrency 200 each), ${i.connections} ingest connections, Redis hz ${i.redisHz}.` +
-        (d.machine ? ` Machine: ${d.machine.cpus} cores, load average ${d.machine.loadAverageBefore.join(' / ')} before, ${d.machine.loadAverageAfter.join(' / ')} after.` : '') +
+        (d.machine ? ` Machine: ${d.machine.cpus} cores, load average ${d.machine.loadAverageBefore.join(' / ')} before, ${d.machine.loadAverageAfter.join(' / ')} after${d.machine.coLoad ? `; ${d.machine.coLoad}` : ''}.` : '') +
         ` Raw: \`bench/results/${d.file}\`.`,
       '',
     );
