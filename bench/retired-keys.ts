@@ -49,8 +49,8 @@ async function main() {
     const tenantId = (await new TenantsRepository(ds).create('bench')).tenant.id;
     let t = performance.now();
     // Loaded without the index, then indexed: what years of removals leave, in minutes. The
-    // ranges are what the retention sweep would have merged them into: one per day of dated
-    // keys, one for random keys.
+    // ranges are what the retention sweep merges such keys into (an hour's keys span their
+    // day's, or with random keys everything): one per day of dated keys, one for random keys.
     await ds.query(`DROP INDEX retired_keys_hash`);
     await ds.query(
       `WITH k AS MATERIALIZED (SELECT ${RETIRED_DAY_SQL} AS day, ${RETIRED_KEY_SQL} AS key FROM generate_series(0, $2 - 1) g),

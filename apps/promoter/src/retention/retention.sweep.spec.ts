@@ -110,14 +110,15 @@ describe('RetentionSweep (Postgres)', () => {
     expect((await replay(b, keyB))[0].status).toBe('created');
   });
 
-  it("records the range of each batch's keys, merged with the tenant's ranges it overlaps, and none for a tenant that frees keys", async () => {
-    await db.dataSource.query(`UPDATE tenants SET frees_keys = true WHERE id = $1`, [b]);
+  it("records the range of each batch's keys, merged with the tenant's ranges it overlaps (the jobs_range_removed_keys trigger)", async () => {
     const keysOf = async (ids: string[]) => (await db.dataSource.query<{ key: string }[]>(`SELECT key FROM jobs WHERE id = ANY($1::bigint[])`, [ids])).map((r) => r.key).sort();
     // Two stretches of a's keys, 30 each, removed 10 at a time: a stretch's batches overlap in key
     // order ('jan-…-0' … '…-9' holds '…-10' … '…-29'), the two stretches do not.
     const jan = await keysOf(await finished(a, 'd', 30, 40, 'jan'));
     const mar = await keysOf(await finished(a, 'd', 30, 40, 'mar'));
-    await finished(b, 'd', 10, 40);
+    // A tenant that frees its keys gets ranges too (harmless: there are no hashes to find in them).
+    await db.dataSource.query(`UPDATE tenants SET frees_keys = true WHERE id = $1`, [b]);
+    const ofB = await keysOf(await finished(b, 'd', 10, 40));
 
     expect((await sweep({ batchSize: 10 }).runOnce(NOW)).removed).toBe(70);
 
@@ -125,12 +126,46 @@ describe('RetentionSweep (Postgres)', () => {
     expect(ranges).toEqual([
       { tenant_id: a, lo: jan[0], hi: jan.at(-1) },
       { tenant_id: a, lo: mar[0], hi: mar.at(-1) },
+      { tenant_id: b, lo: ofB[0], hi: ofB.at(-1) },
     ]);
     // A later batch that reaches into both stretches merges them.
     const feb = await finished(a, 'x', 2, 35, 'jan');
     await db.dataSource.query(`UPDATE jobs SET key = CASE WHEN id = $1 THEN 'jan' ELSE 'mar~' END WHERE id = ANY($2::bigint[])`, [feb[0], feb]);
     expect((await sweep().runOnce(NOW)).removed).toBe(2);
     expect(await db.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1`, [a])).toEqual([{ lo: 'jan', hi: 'mar~' }]);
+  });
+
+  it('gives a batch one range per hour of run time, so one straddling two days does not cover the days between', async () => {
+    const [d9] = await finished(a, 'd', 1, 40, 'inv:9:x');
+    const [d10] = await finished(a, 'd', 1, 40, 'inv:10:x');
+    const [k9, k10] = [await keyOf(d9), await keyOf(d10)];
+    // Two hours apart, one batch: unpadded days sort 'inv:10:…' < 'inv:3…' < 'inv:9:…'.
+    await db.dataSource.query(`UPDATE jobs SET run_at = run_at + interval '2 hours', finished_at = finished_at + interval '2 hours' WHERE id = $1`, [d10]);
+    expect((await sweep().runOnce(NOW)).removed).toBe(2);
+    expect(await db.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1 ORDER BY lo`, [a])).toEqual([
+      { lo: k10, hi: k10 },
+      { lo: k9, hi: k9 },
+    ]);
+    expect((await new JobsRepository(db.dataSource).insertBatch(a, [{ kind: 'noop', key: 'inv:31:x', runAt: NOW, state: 'scheduled' }]))[0].status).toBe('created');
+  });
+
+  it('keeps ranges disjoint when two replicas remove one tenant at once: the second waits for the first and merges with its range', async () => {
+    await finished(a, 'd', 20, 40, 'jan'); // keys …-0 … …-19: the two batches of 10 overlap in key order
+    const repo = new RetentionRepository(db.dataSource);
+    const [policy] = (await repo.policies(30 * 86_400)).filter((p) => p.tenantId === a);
+    const first = db.dataSource.createQueryRunner();
+    await first.startTransaction();
+    try {
+      expect((await repo.removeExpired(policy, at(-30 * DAY), 10, '2026-12-02', first.manager)).removed).toBe(10);
+      const second = repo.removeExpired(policy, at(-30 * DAY), 10, '2026-12-02');
+      await someoneWaitsOnALock(db.dataSource);
+      await first.commitTransaction();
+      expect((await second).removed).toBe(10);
+    } finally {
+      if (first.isTransactionActive) await first.rollbackTransaction();
+      await first.release();
+    }
+    expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM retired_key_ranges WHERE tenant_id = $1`, [a])).toEqual([{ n: 1 }]);
   });
 
   it('stops at its budget, says how far behind it is, and gives the next tenant the next turn', async () => {

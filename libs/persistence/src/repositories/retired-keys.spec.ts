@@ -5,7 +5,7 @@ import { TenantsRepository } from './tenants.repository';
 
 const RUN_AT = new Date('2026-12-04T09:00:00Z');
 const job = (key: string): NewJob => ({ kind: 'noop', key, runAt: RUN_AT, payload: null, state: 'scheduled' });
-const NOVEMBER = Array.from({ length: 300 }, (_, i) => `inv:2026-11-${String((i % 30) + 1).padStart(2, '0')}:${i}`);
+const day = (d: string, n: number) => Array.from({ length: n }, (_, i) => `inv:2026-${d}:${i}`);
 
 /**
  * The jobs_refuse_retired_keys trigger (migration 1764400080000) through insertBatch: a batch
@@ -18,7 +18,7 @@ describe('reserved keys at insert (Postgres)', () => {
   let a: number;
   let b: number;
 
-  /** What the retention sweep leaves: each key's hash, and a range covering them. */
+  /** What the retention sweep leaves: each key's hash, and one range over them (disjoint from the tenant's others). */
   const retire = (tenantId: number, keys: string[], hi: string | null = [...keys].sort().at(-1)!) =>
     db.dataSource.query(
       `WITH k AS (INSERT INTO retired_keys (key_hash, removed_on, state) SELECT hashtextextended(k, $1), '2026-11-02', 'd' FROM unnest($2::text[]) k)
@@ -27,12 +27,18 @@ describe('reserved keys at insert (Postgres)', () => {
     );
   const statuses = async (tenantId: number, keys: string[]) =>
     Object.fromEntries((await jobs.insertBatch(tenantId, keys.map(job))).map((o, i) => [keys[i], o.status]));
-  /** The batch's outcomes, and how often the insert looked into retired_keys. */
-  const lookups = (tenantId: number, keys: string[]) =>
-    db.dataSource.transaction(async (m) => {
-      await m.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) SELECT $1, k, 'noop', now(), 's' FROM unnest($2::text[]) k`, [tenantId, keys]);
-      return (await m.query(`SELECT coalesce(sum(seq_scan + idx_scan), 0)::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'retired_keys'`))[0].n as number;
-    });
+  /** How often an insert of these keys looked into retired_keys (the insert is rolled back). */
+  async function lookups(tenantId: number, keys: string[]): Promise<number> {
+    const q = db.dataSource.createQueryRunner();
+    await q.startTransaction();
+    try {
+      await q.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) SELECT $1, k, 'noop', now(), 's' FROM unnest($2::text[]) k`, [tenantId, keys]);
+      return (await q.query(`SELECT coalesce(sum(seq_scan + idx_scan), 0)::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'retired_keys'`))[0].n;
+    } finally {
+      await q.rollbackTransaction();
+      await q.release();
+    }
+  }
 
   beforeAll(async () => {
     db = await createTestDatabase(2);
@@ -40,23 +46,33 @@ describe('reserved keys at insert (Postgres)', () => {
     const tenants = new TenantsRepository(db.dataSource);
     a = (await tenants.create('a')).tenant.id;
     b = (await tenants.create('b')).tenant.id;
-    await retire(a, NOVEMBER); // a month of a's invoices, removed
+    // Three days of a's invoices removed, with a day between each two still kept.
+    for (const d of ['11-01', '11-03', '11-05']) await retire(a, day(d, 100));
   });
   beforeEach(() => db.dataSource.query('TRUNCATE jobs'));
   afterAll(() => db.drop());
 
   it("does not look up a batch whose keys lie outside the tenant's retired ranges", async () => {
-    expect(await lookups(a, ['inv:2026-12-03:1', 'inv:2026-12-03:2'])).toBe(0);
-    expect(await lookups(b, ['inv:2026-11-15:14'])).toBe(0); // another tenant's range
-    expect(await lookups(a, ['inv:2026-10-31:1', 'inv:2026-12-03:3'])).toBeGreaterThan(0); // spans November
+    expect(await lookups(a, ['inv:2026-12-03:1', 'inv:2026-12-03:2'])).toBe(0); // after them all
+    expect(await lookups(a, ['inv:2026-10-31:1'])).toBe(0); // before them all
+    expect(await lookups(a, ['inv:2026-11-02:1', 'inv:2026-11-02:2'])).toBe(0); // between two
+    expect(await lookups(a, ['inv:2026-11-01:99~', 'inv:2026-11-02:5'])).toBe(0); // just past one's end
+    expect(await lookups(b, ['inv:2026-11-01:14'])).toBe(0); // another tenant's range
+  });
+
+  it('looks up a batch that meets a range, at its start, its end or across it', async () => {
+    expect(await lookups(a, ['inv:2026-11-02:1', 'inv:2026-11-03:00'])).toBeGreaterThan(0); // reaches just past a range's lowest key
+    expect(await lookups(a, ['inv:2026-11-05:98~', 'inv:2026-11-06:1'])).toBeGreaterThan(0); // starts just before its highest
+    expect(await lookups(a, ['inv:2026-11-02:1', 'inv:2026-11-04:1'])).toBeGreaterThan(0); // spans one
+    expect(await lookups(a, ['inv:2026-11-03:5x'])).toBeGreaterThan(0); // inside one
   });
 
   it('refuses the retired key of a batch that meets a range, and creates the others, for its own tenant only', async () => {
-    const keys = ['inv:2026-11-15:new', 'inv:2026-11-15:14', 'inv:2026-12-03:1'];
-    expect(await statuses(a, keys)).toEqual({ 'inv:2026-11-15:new': 'created', 'inv:2026-11-15:14': 'retired', 'inv:2026-12-03:1': 'created' });
-    expect(await statuses(b, ['inv:2026-11-15:14'])).toEqual({ 'inv:2026-11-15:14': 'created' });
+    const keys = ['inv:2026-11-03:new', 'inv:2026-11-03:14', 'inv:2026-12-03:1'];
+    expect(await statuses(a, keys)).toEqual({ 'inv:2026-11-03:new': 'created', 'inv:2026-11-03:14': 'retired', 'inv:2026-12-03:1': 'created' });
+    expect(await statuses(b, ['inv:2026-11-03:14'])).toEqual({ 'inv:2026-11-03:14': 'created' });
     // Inside a caller's transaction the batch is asked about first; the answer is the same.
-    const inTx = await db.dataSource.transaction((m) => jobs.insertBatch(a, [job('inv:2026-11-20:19'), job('inv:2026-12-03:2')], m));
+    const inTx = await db.dataSource.transaction((m) => jobs.insertBatch(a, [job('inv:2026-11-05:19'), job('inv:2026-12-03:2')], m));
     expect(inTx.map((o) => o.status)).toEqual(['retired', 'created']);
   });
 
@@ -70,7 +86,7 @@ describe('reserved keys at insert (Postgres)', () => {
     }
   });
 
-  it('gives every tenant an unbounded range when keys were retired before the ranges existed (the migration, down and up)', async () => {
+  it('covers keys retired before the migration with an unbounded range per tenant, and any later DELETE of finished jobs with their ranges (the migration, down and up)', async () => {
     const old = await createTestDatabase(2);
     try {
       const migration = new RetiredKeyRanges1764400080000();
@@ -79,15 +95,26 @@ describe('reserved keys at insert (Postgres)', () => {
       const tenants = new TenantsRepository(old.dataSource);
       const t1 = (await tenants.create('t1')).tenant.id;
       const t2 = (await tenants.create('t2')).tenant.id;
-      await old.dataSource.query(`INSERT INTO retired_keys (key_hash, removed_on, state) VALUES (hashtextextended('old:1', $1), '2026-11-20', 'x')`, [t1]);
+      // What the removal statement of the release before wrote: the hash, and no range.
+      const oldRetire = `INSERT INTO retired_keys (key_hash, removed_on, state) VALUES (hashtextextended($2, $1), '2026-11-20', 'x')`;
+      await old.dataSource.query(oldRetire, [t1, 'old:1']);
       await migration.up(q);
       await q.release();
       expect(await old.dataSource.query(`SELECT tenant_id, lo, hi FROM retired_key_ranges ORDER BY tenant_id`)).toEqual([
         { tenant_id: t1, lo: '', hi: null },
         { tenant_id: t2, lo: '', hi: null },
       ]);
-      const outcomes = await new JobsRepository(old.dataSource).insertBatch(t1, [job('old:1'), job('zzz')]);
-      expect(outcomes.map((o) => o.status)).toEqual(['retired', 'created']);
+      const repo = new JobsRepository(old.dataSource);
+      expect((await repo.insertBatch(t1, [job('old:1'), job('zzz')])).map((o) => o.status)).toEqual(['retired', 'created']);
+      // A tenant made since, whose finished job a promoter of the release before removes: the
+      // database records the range, so the key is still refused.
+      const t3 = (await tenants.create('t3')).tenant.id;
+      await old.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state, finished_at) VALUES ($1, 'k:7', 'noop', now(), 'd', now()), ($1, 'k:8', 'noop', now(), 's', NULL)`, [t3]);
+      await old.dataSource.query(`WITH gone AS (DELETE FROM jobs WHERE tenant_id = $1 AND key = 'k:7' RETURNING key) ${oldRetire.replace("VALUES (hashtextextended($2, $1), '2026-11-20', 'x')", "SELECT hashtextextended(key, $1), '2026-11-20', 'x' FROM gone")}`, [t3]);
+      // A job deleted unfinished (a schedule's unrun occurrence) leaves no range.
+      await old.dataSource.query(`DELETE FROM jobs WHERE tenant_id = $1 AND key = 'k:8'`, [t3]);
+      expect(await old.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1`, [t3])).toEqual([{ lo: 'k:7', hi: 'k:7' }]);
+      expect((await repo.insertBatch(t3, [job('k:7')]))[0].status).toBe('retired');
     } finally {
       await old.drop();
     }

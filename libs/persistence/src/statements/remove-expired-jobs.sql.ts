@@ -6,12 +6,9 @@ export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < 
  * oldest run time first, with their attempts, and retires their keys unless the tenant frees
  * them. One statement, one short transaction: rows another transaction holds (a retry of a dead
  * job) are skipped, and FOR UPDATE re-checks the state of a row that changed. A replay of a key
- * racing this statement is refused by the jobs_refuse_retired_keys trigger.
- *
- * Retired keys are recorded twice: by hash in `retired_keys` (what a lookup finds), and as the
- * range [lowest, highest] of the batch's keys in `retired_key_ranges`, merged with the tenant's
- * ranges it overlaps (what tells an insert whether to look at all; migration 1764400080000). Both
- * commit together, so no retired key is ever outside the ranges an insert sees.
+ * racing this statement is refused by the jobs_refuse_retired_keys trigger, and the
+ * jobs_range_removed_keys trigger records the ranges the removed keys lie in, which tell an insert
+ * whether to look its keys up at all (migration 1764400080000).
  *
  * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from the tenant's oldest
  * entry: the cost is the batch plus the unfinished or late-finished rows it steps over (rare:
@@ -36,15 +33,5 @@ WITH doomed AS (
 ), retired AS (
   INSERT INTO retired_keys (key_hash, removed_on, state)
   SELECT hashtextextended(g.key, $1::int), $4::date, g.state FROM gone g WHERE NOT $5::boolean
-), span AS (
-  SELECT min(key) AS lo, max(key) AS hi FROM gone WHERE NOT $5::boolean HAVING count(*) > 0
-), merged AS (
-  DELETE FROM retired_key_ranges r USING span s
-   WHERE r.tenant_id = $1 AND r.lo <= s.hi AND (r.hi IS NULL OR r.hi >= s.lo)
-  RETURNING r.lo, r.hi
-), ranged AS (
-  INSERT INTO retired_key_ranges (tenant_id, lo, hi)
-  SELECT $1, least(s.lo, m.lo), CASE WHEN m.unbounded THEN NULL ELSE greatest(s.hi, m.hi) END
-    FROM span s, (SELECT min(lo) AS lo, max(hi) AS hi, bool_or(hi IS NULL) AS unbounded FROM merged) m
 )
 SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
