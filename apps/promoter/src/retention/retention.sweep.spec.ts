@@ -150,7 +150,7 @@ describe('RetentionSweep (Postgres)', () => {
   });
 
   it('keeps ranges disjoint when two replicas remove one tenant at once: the second waits for the first and merges with its range', async () => {
-    await finished(a, 'd', 20, 40, 'jan'); // keys …-0 … …-19: the two batches of 10 overlap in key order
+    const keys = await Promise.all((await finished(a, 'd', 20, 40, 'jan')).map(keyOf)); // …-0 … …-19: the two batches of 10 overlap in key order
     const repo = new RetentionRepository(db.dataSource);
     const [policy] = (await repo.policies(30 * 86_400)).filter((p) => p.tenantId === a);
     const first = db.dataSource.createQueryRunner();
@@ -166,6 +166,32 @@ describe('RetentionSweep (Postgres)', () => {
       await first.release();
     }
     expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM retired_key_ranges WHERE tenant_id = $1`, [a])).toEqual([{ n: 1 }]);
+    const replays = await new JobsRepository(db.dataSource).insertBatch(a, keys.map((key) => ({ kind: 'noop', key, runAt: NOW, state: 'scheduled' as const })));
+    expect(new Set(replays.map((o) => o.status))).toEqual(new Set(['retired']));
+  });
+
+  it('leaves disjoint ranges that refuse every removed key, whatever the keys look like and however they are batched', async () => {
+    // b has keys retired before the ranges existed: its unbounded range absorbs every new one.
+    await db.dataSource.query(`INSERT INTO retired_key_ranges (tenant_id, lo, hi) VALUES ($1, '', NULL)`, [b]);
+    const ids: string[] = [];
+    for (const [i, prefix] of ['inv:2026-11-02', 'inv:2026-11-01', 'a', 'zz', 'inv:2026-11-01:z', 'order:0001', 'order:0002', 'm'].entries()) {
+      ids.push(...(await finished(i % 3 === 2 ? b : a, (['d', 'x', 'c'] as const)[i % 3], 7, 40 - i, prefix)));
+    }
+    await db.dataSource.query(`UPDATE jobs SET run_at = run_at + (id % 5) * interval '37 minutes', finished_at = finished_at + interval '3 hours' WHERE id = ANY($1::bigint[])`, [ids]);
+    const removed = await db.dataSource.query<{ tenant_id: number; key: string }[]>(`SELECT tenant_id, key FROM jobs WHERE id = ANY($1::bigint[])`, [ids]);
+    for (const batchSize of [3, 5, 11]) await sweep({ batchSize, maxPerRun: 9 }).runOnce(NOW);
+    while ((await sweep({ batchSize: 4 }).runOnce(NOW)).removed > 0);
+    expect(await left(ids)).toBe(0);
+    const overlapping = await db.dataSource.query(
+      `SELECT x.tenant_id, x.lo, y.lo AS other FROM retired_key_ranges x JOIN retired_key_ranges y
+         ON x.tenant_id = y.tenant_id AND x.lo < y.lo AND (x.hi IS NULL OR x.hi >= y.lo)`,
+    );
+    expect(overlapping).toEqual([]);
+    expect(await db.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1`, [b])).toEqual([{ lo: '', hi: null }]);
+    const jobs = new JobsRepository(db.dataSource);
+    for (const r of removed) {
+      expect([r.key, (await jobs.insertBatch(r.tenant_id, [{ kind: 'noop', key: r.key, runAt: NOW, state: 'scheduled' }]))[0].status]).toEqual([r.key, 'retired']);
+    }
   });
 
   it('stops at its budget, says how far behind it is, and gives the next tenant the next turn', async () => {

@@ -16,8 +16,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   Per tenant and hour of run time (keys that carry time cluster by it: a batch straddling
  *   midnight gives two ranges, not one spanning every day between), merged with the ranges
  *   they overlap. It runs in the deleting statement's transaction, so the hashes and their
- *   ranges commit together; it takes the tenant's advisory lock first, so the next writer's
- *   queries see its ranges and they stay disjoint.
+ *   ranges commit together. It takes one advisory lock (held from the end of the deleting
+ *   statement to its commit) before it reads the ranges, under READ COMMITTED only, so each
+ *   writer sees the last one's ranges and they stay disjoint.
  * - Read by the reserved-key check: per tenant in the inserting statement, the range with the
  *   greatest `lo` not above the batch's highest key (one descent of the primary key); the
  *   ranges being disjoint, the batch can meet a range only if it meets that one. Only then are
@@ -41,11 +42,18 @@ export class RetiredKeyRanges1764400080000 implements MigrationInterface {
       )`);
     await q.query(`
       CREATE FUNCTION almanac_range_removed_keys() RETURNS trigger LANGUAGE plpgsql AS $$
-      DECLARE t integer;
       BEGIN
-        FOR t IN SELECT DISTINCT g.tenant_id FROM gone_jobs g WHERE g.state IN ('d', 'x', 'c') ORDER BY 1 LOOP
-          PERFORM pg_advisory_xact_lock(1764400080, t); -- released at commit; the queries below see the last holder's ranges
-        END LOOP;
+        IF NOT EXISTS (SELECT 1 FROM gone_jobs WHERE state IN ('d', 'x', 'c')) THEN
+          RETURN NULL;
+        END IF;
+        -- Under REPEATABLE READ the query below would read ranges from before the lock wait, and
+        -- two writers could leave overlapping ranges, which the reserved-key check trusts not to be.
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+          RAISE EXCEPTION 'finished jobs are deleted under READ COMMITTED only (retired_key_ranges)' USING ERRCODE = 'AL002';
+        END IF;
+        -- One writer of ranges at a time, from here to its commit (milliseconds); the query below
+        -- takes its snapshot after the wait, so it sees the ranges the last holder committed.
+        PERFORM pg_advisory_xact_lock(1764400080);
         WITH spans AS (
           SELECT tenant_id, min(key) AS lo, max(key) AS hi FROM gone_jobs
            WHERE state IN ('d', 'x', 'c') GROUP BY tenant_id, date_trunc('hour', run_at)

@@ -86,6 +86,22 @@ describe('reserved keys at insert (Postgres)', () => {
     }
   });
 
+  it('refuses to delete finished jobs outside READ COMMITTED, where the ranges could come to overlap', async () => {
+    const [{ id }] = await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state, finished_at) VALUES ($1, 'rr:1', 'noop', now(), 'd', now()) RETURNING id`, [b]);
+    const q = db.dataSource.createQueryRunner();
+    try {
+      await q.startTransaction('REPEATABLE READ');
+      await expect(q.query(`DELETE FROM jobs WHERE id = $1`, [id])).rejects.toThrow(/READ COMMITTED/);
+      await q.rollbackTransaction();
+      await q.query(`DELETE FROM jobs WHERE id = $1`, [id]); // READ COMMITTED: recorded
+    } finally {
+      if (q.isTransactionActive) await q.rollbackTransaction();
+      await q.release();
+    }
+    expect(await db.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1`, [b])).toEqual([{ lo: 'rr:1', hi: 'rr:1' }]);
+    await db.dataSource.query(`DELETE FROM retired_key_ranges WHERE tenant_id = $1`, [b]);
+  });
+
   it('covers keys retired before the migration with an unbounded range per tenant, and any later DELETE of finished jobs with their ranges (the migration, down and up)', async () => {
     const old = await createTestDatabase(2);
     try {
