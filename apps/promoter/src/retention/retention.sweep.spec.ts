@@ -32,6 +32,7 @@ describe('RetentionSweep (Postgres)', () => {
     (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::bigint[])`, [ids]))[0].n;
   const attemptsLeft = async (ids: string[]) =>
     (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM job_attempts WHERE job_id = ANY($1::bigint[])`, [ids]))[0].n;
+  const policyOf = async (repo: RetentionRepository, tenantId: number) => (await repo.policies(30 * 86_400)).find((p) => p.tenantId === tenantId)!;
   const keyOf = async (id: string) => (await db.dataSource.query<{ key: string }[]>(`SELECT key FROM jobs WHERE id = $1`, [id]))[0].key;
 
   beforeAll(async () => {
@@ -152,7 +153,7 @@ describe('RetentionSweep (Postgres)', () => {
   it('keeps ranges disjoint when two replicas remove one tenant at once: the second waits for the first and merges with its range', async () => {
     const keys = await Promise.all((await finished(a, 'd', 20, 40, 'jan')).map(keyOf)); // …-0 … …-19: the two batches of 10 overlap in key order
     const repo = new RetentionRepository(db.dataSource);
-    const [policy] = (await repo.policies(30 * 86_400)).filter((p) => p.tenantId === a);
+    const policy = await policyOf(repo, a);
     const first = db.dataSource.createQueryRunner();
     await first.startTransaction();
     try {
@@ -219,7 +220,7 @@ describe('RetentionSweep (Postgres)', () => {
     const [id] = await finished(a, 'd', 1, 40);
     const key = await keyOf(id);
     const repo = new RetentionRepository(db.dataSource);
-    const [policy] = (await repo.policies(30 * 86_400)).filter((p) => p.tenantId === a);
+    const policy = await policyOf(repo, a);
     const removal = db.dataSource.createQueryRunner();
     await removal.startTransaction();
     try {
