@@ -1,4 +1,4 @@
-import { limitKeyBase, LimitSlots, readyListKey } from '@almanac/delivery';
+import { ReadyQueues } from '@almanac/delivery';
 import { DEFAULT_SHARE } from '@almanac/domain';
 import { closeRedis, createDeliveryRedis, createRoleApp, loadConfig } from '@almanac/platform';
 import { registerBuiltInKinds } from '@almanac/testing/built-in-kinds';
@@ -16,9 +16,9 @@ const ADMIN = 'cluster-test-admin-token-0123';
 
 /**
  * Every role in one process, as `npm start` runs them, on a real three-master Redis Cluster
- * (ALMANAC_REDIS_CLUSTER_NODES): jobs are ingested, dispatched through the hot queue and the
- * ready lists, limited per tenant and run; then the node holding the hot queue loses its data
- * and every queued job still runs, once.
+ * (ALMANAC_REDIS_CLUSTER_NODES): jobs are ingested, handed through the hot queue to their pools'
+ * ready lists, taken within per-tenant limits and run; then the node holding the hot queue loses
+ * its data and every queued job still runs, once.
  */
 describe('Almanac on a Redis Cluster (three masters)', () => {
   let cluster: TestRedisCluster;
@@ -71,35 +71,38 @@ describe('Almanac on a Redis Cluster (three masters)', () => {
     process.env = saved;
   });
 
-  it('puts different pools on different nodes, each pool’s two lists in one slot', async () => {
+  it("puts different pools on different nodes, and everything a pool's scripts touch in its slot", async () => {
+    const ready = new ReadyQueues(cluster.client, prefix);
     const nodes = new Set<number>();
     for (const pool of ['default', 'reports', 'mail', 'billing', 'ledger', 'webhooks']) {
-      const main = await cluster.nodeOf(readyListKey(prefix, pool, false, true));
-      expect(await cluster.client.cluster('KEYSLOT', readyListKey(prefix, pool, true, true))).toBe(await cluster.client.cluster('KEYSLOT', readyListKey(prefix, pool, false, true)));
-      nodes.add(main.options.port!);
+      const base = ready.base(pool);
+      const slot = await cluster.client.cluster('KEYSLOT', `${base}:tenants`);
+      for (const key of [`${base}:q:7:noop`, `${base}:kinds:7`, `${base}:taken:3`, `${base}:limit:7:c`, `${base}:limit:7:noop:r`]) {
+        expect(await cluster.client.cluster('KEYSLOT', key)).toBe(slot);
+      }
+      nodes.add((await cluster.nodeOf(`${base}:tenants`)).options.port!);
     }
     expect(nodes.size).toBeGreaterThan(1);
   });
 
-  it('takes, renews and releases limit slots of several tenants in one call (a script per tenant, each in its slot)', async () => {
+  it('pushes, takes within limits, finishes and gives back on pools of different nodes through one auto-pipelined connection', async () => {
     // The delivery connection, as the dispatcher and workers use it: auto-pipelined, so calls for
     // different nodes made in one tick must not share a pipeline.
     const delivery = createDeliveryRedis({ url: 'redis://127.0.0.1:1', clusterNodes: cluster.nodes });
     onTeardown.push(() => closeRedis(delivery));
-    const slots = new LimitSlots(delivery, `${prefix}-slots`);
-    // Tenants 1-3's keys are spread over more than one node, or this would prove nothing.
-    const owners = await Promise.all([1, 2, 3].map(async (t) => (await cluster.nodeOf(limitKeyBase(`${prefix}-slots`, t, true))).options.port));
-    expect(new Set(owners).size).toBeGreaterThan(1);
-    const share = (maxConcurrency: number) => ({ ...DEFAULT_SHARE, maxConcurrency });
-    const requests = [1, 2, 3, 1, 2, 3, 1].map((tenantId, i) => ({ id: String(i), tenantId, kind: 'noop', share: share(2) }));
-    const answers = await slots.acquire(requests);
-    // Two each; the third of tenant 1 waits. Answers come back in request order.
-    expect(answers.map((a) => a.granted)).toEqual([true, true, true, true, true, true, false]);
-    const held = answers.flatMap((a, i) => (a.granted ? [{ id: requests[i].id, tenantId: requests[i].tenantId, kind: 'noop', mask: a.mask, token: a.token }] : []));
-    await slots.renew(held);
-    expect(await Promise.all([1, 2, 3].map((t) => slots.held(t)))).toEqual([2, 2, 2]);
-    await slots.release(held);
-    expect(await Promise.all([1, 2, 3].map((t) => slots.held(t)))).toEqual([0, 0, 0]);
+    const ready = new ReadyQueues(delivery, `${prefix}-ready`);
+    const pools = ['default', 'reports', 'mail'];
+    expect(new Set(await Promise.all(pools.map(async (p) => (await cluster.nodeOf(`${ready.base(p)}:tenants`)).options.port))).size).toBeGreaterThan(1);
+    await Promise.all(pools.map((p) => ready.syncShares(p, new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 2 }]]))));
+    const hints = (p: number) => Array.from({ length: 3 }, (_, i) => ({ id: String(p * 10 + i + 1), tenantId: 1, kind: 'noop', dueMs: Date.now() }));
+    await Promise.all(pools.map((p, i) => ready.push(p, hints(i))));
+    const takes = await Promise.all(pools.map((p) => ready.take(p, 10, Date.now(), 'w1')));
+    // Per pool, on a cluster: two each (the third of each pool waits for a slot).
+    expect(takes.map((t) => t.hints.length)).toEqual([2, 2, 2]);
+    await Promise.all(pools.map((p, i) => ready.finish(p, 'w1', [takes[i].hints[0].id])));
+    expect((await Promise.all(pools.map((p) => ready.take(p, 10, Date.now() + 1000, 'w1')))).map((t) => t.hints.length)).toEqual([1, 1, 1]);
+    expect((await Promise.all(pools.map((p) => ready.giveBack(p, 'w1', 'all')))).map((ids) => ids.length)).toEqual([2, 2, 2]);
+    expect(await ready.waiting(pools)).toEqual(new Map(pools.map((p) => [p, 2])));
   });
 
   it('ingests, dispatches within per-tenant limits and runs every job once', async () => {

@@ -1,25 +1,24 @@
-import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes, LimitSlots, ReadyLists, WorkerRoster } from '@almanac/delivery';
-import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
-import { BacklogRepository, ExecutionRepository, KindsRepository, TenantsRepository } from '@almanac/persistence';
-import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, queueJobId, SystemClock } from '@almanac/platform';
+import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes, ReadyQueues } from '@almanac/delivery';
+import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, type Hint, RetryPolicy } from '@almanac/domain';
+import { ExecutionRepository, KindsRepository, SweepsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
+import { Clock, hintsOf, HOT_QUEUE_NAME, HotQueue, MetricsService, SystemClock } from '@almanac/platform';
+import { Executor, Heartbeat, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
 import { BullModule } from '@nestjs/bullmq';
 import { Test, TestingModule } from '@nestjs/testing';
 import pino from 'pino';
 import type { DataSource } from 'typeorm';
 import { Dispatcher } from '../../apps/dispatcher/src/dispatcher';
-import { DispatcherLoop } from '../../apps/dispatcher/src/dispatcher-loop';
-import { DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, HotConsumerSettings } from '../../apps/dispatcher/src/hot-consumer';
-import { LimitGate } from '../../apps/dispatcher/src/limit-gate';
-import { PoolRoom } from '../../apps/dispatcher/src/pool-room';
-import { TenantShares } from '../../apps/dispatcher/src/tenant-shares';
-import { Executor, Heartbeat, PoolTaker } from '@almanac/worker-runtime';
+import { DISPATCHER_CLOCK, DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, HotConsumerSettings } from '../../apps/dispatcher/src/hot-consumer';
+import { PoolObserver } from '../../apps/dispatcher/src/pool-observer';
+import { LostHints } from '../../apps/promoter/src/overdue/lost-hints';
+import { RescueSweep } from '../../apps/promoter/src/rescue/rescue.sweep';
 import { createTestDatabase, TestDatabase } from './test-db';
 import { createTestRedis, TestRedis } from './test-redis';
 
 /**
  * Real Postgres (a database per test file) and real Redis (a prefix per test file) with the
- * dispatcher and workers wired as in production, driven one tick at a time with runOnce().
- * It lives under test/ because it composes two apps, which no app may do.
+ * dispatcher, workers and the promoter's rescue wired as in production, driven one tick at a
+ * time with runOnce(). It lives under test/ because it composes apps, which no app may do.
  */
 export interface JobSeed {
   kind: string;
@@ -36,6 +35,7 @@ export interface JobRowView {
   attempts: number;
   run_at: Date;
   lease_until: Date | null;
+  claimed_by: number | null;
   finished_at: Date | null;
   result: unknown;
   last_error: string | null;
@@ -52,6 +52,7 @@ export interface AttemptRowView {
 }
 
 export interface WorkerRig {
+  identity: WorkerIdentity;
   executor: Executor;
   taker: PoolTaker;
   heartbeat: Heartbeat;
@@ -61,16 +62,16 @@ export interface WorkerRig {
 
 export class DeliveryHarness {
   readonly repo: ExecutionRepository;
-  readonly backlog: BacklogRepository;
   readonly hotQueue: HotQueue;
-  readonly ready: ReadyLists;
-  readonly roster: WorkerRoster;
+  readonly ready: ReadyQueues;
+  readonly workers: WorkersRepository;
+  readonly routes: KindRoutes;
   readonly dispatcher: Dispatcher;
-  /** Tenants' weights and limits as the dispatcher reads them (observe() refreshes). */
-  readonly shares: TenantShares;
-  readonly slots: LimitSlots;
-  /** The dispatcher's refill-and-observe turn. */
-  readonly loop: DispatcherLoop;
+  /** Tenants' weights and limits as the observer reads them and copies them into the pools. */
+  /** The dispatcher's once-a-second look: routes, shares, gauges. */
+  readonly observer: PoolObserver;
+  /** The promoter's rescue of dead workers' work (see rescueWith for a sweep with another watch). */
+  readonly rescue: RescueSweep;
   /** The hot queue's @Processor, its Worker created by BullModule as in the dispatcher role (see init). */
   hot!: HotConsumer;
   private nest?: TestingModule;
@@ -87,22 +88,28 @@ export class DeliveryHarness {
     readonly clock: Clock,
     readonly poolMap: ReadonlyMap<string, string>,
     readonly leaseMs: number,
-    /** How long a delivery may wait in a dispatcher line before it parks (production: 10 s). */
-    maxLineWaitMs = 10_000,
   ) {
     this.repo = new ExecutionRepository(db.dataSource);
-    this.backlog = new BacklogRepository(db.dataSource);
     this.hotQueue = HotQueue.open(redis.connection, redis.prefix);
-    this.ready = new ReadyLists(redis.connection, redis.prefix);
-    this.roster = new WorkerRoster(redis.connection, redis.prefix);
-    this.shares = new TenantShares(new TenantsRepository(db.dataSource));
-    this.slots = new LimitSlots(redis.connection, redis.prefix);
-    this.dispatcher = new Dispatcher({
-      routes: new KindRoutes(poolMap), catalog: new KindCatalog(new KindsRepository(db.dataSource), { maxAgeMs: 0, missRefreshMs: 0 }), ready: this.ready, roster: this.roster, backlog: this.backlog,
-      shares: this.shares, gate: new LimitGate(this.slots, this.shares),
-      room: new PoolRoom(this.roster, this.ready, 2), clock, metrics: this.metrics, logger: this.logger, maxRefill: 500, maxWaiting: 50, stallMs: 500, maxWaitMs: maxLineWaitMs,
+    this.ready = new ReadyQueues(redis.connection, redis.prefix);
+    this.workers = new WorkersRepository(db.dataSource);
+    this.routes = new KindRoutes(poolMap);
+    this.dispatcher = new Dispatcher(this.routes, this.ready, this.metrics);
+    this.observer = new PoolObserver({
+      routes: this.routes, ready: this.ready, workers: this.workers, metrics: this.metrics, clock, logger: this.logger, tenants: new TenantsRepository(db.dataSource),
+      catalog: new KindCatalog(new KindsRepository(db.dataSource), { maxAgeMs: 0, missRefreshMs: 0 }),
     });
-    this.loop = new DispatcherLoop(this.dispatcher, this.logger);
+    this.rescue = new RescueSweep(this.workers, new SweepsRepository(db.dataSource), this.ready, this.hotQueue, { batchSize: 500 });
+  }
+
+  /** The overdue sweep's view of which overdue rows have lost their hint. */
+  lostHints(): LostHints {
+    return new LostHints(this.routes, new KindCatalog(new KindsRepository(this.ds), { maxAgeMs: 0, missRefreshMs: 0 }), this.ready);
+  }
+
+  /** A rescue sweep whose watch finds dead whom `look` says (the real one waits WORKER_DEAD_AFTER_MS of unbroken watch). */
+  rescueWith(look: () => number[]): RescueSweep {
+    return new RescueSweep(this.workers, new SweepsRepository(this.ds), this.ready, this.hotQueue, { batchSize: 500, watch: { look } });
   }
 
   /** Builds the hot consumer the way the dispatcher role does: BullModule on this test's connection and prefix. */
@@ -110,7 +117,8 @@ export class DeliveryHarness {
     // The handlers' kinds, registered as their workers would at boot (each in its routed pool).
     const routes = KindRoutes.forHandlers(this.poolMap, this.registry.all());
     await this.registerKinds(this.registry.all().map((h) => routes.pool(h.kind)), 'test-harness');
-    const settings: HotConsumerSettings = { concurrency: 100, maxWaitingSlots: 50 };
+    await this.observer.runOnce();
+    const settings: HotConsumerSettings = { concurrency: 100 };
     this.nest = await Test.createTestingModule({
       imports: [
         BullModule.forRoot({ connection: this.redis.connection, prefix: this.redis.prefix }),
@@ -118,6 +126,8 @@ export class DeliveryHarness {
       ],
       providers: [
         { provide: Dispatcher, useValue: this.dispatcher },
+        { provide: HotQueue, useValue: this.hotQueue },
+        { provide: DISPATCHER_CLOCK, useValue: this.clock },
         { provide: HOT_CONSUMER_SETTINGS, useValue: settings },
         { provide: DISPATCHER_LOGGER, useValue: this.logger },
         HotConsumer,
@@ -139,63 +149,54 @@ export class DeliveryHarness {
   }
 
   /**
-   * A worker serving `pools`, as one worker process would. It is not alive for the dispatcher
-   * until its heartbeat has run once (`rig.heartbeat.runOnce()`, or `liveWorker`). With
-   * `dataSource`, it has its own Postgres connections (a process of its own, as far as the
-   * database can tell: the double-run kit kills them to crash it).
+   * A worker serving `pools`, as one worker process would; it registers itself (its row in
+   * `workers`) on its first turn. With `dataSource`, it has its own Postgres connections (a
+   * process of its own, as far as the database can tell: the double-run kit kills them).
    */
   worker(
-    opts: { pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimLeadMs?: number; claimRetryPauseMs?: number; dataSource?: DataSource } = {},
+    opts: { pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimRetryForMs?: number; dataSource?: DataSource } = {},
   ): WorkerRig {
     const metricsService = new MetricsService();
     const metrics = new DeliveryMetrics(metricsService);
-    const workerId = opts.workerId ?? `test-worker-${this.rigs.length + 1}`;
+    const name = opts.workerId ?? `test-worker-${this.rigs.length + 1}`;
     const pools = opts.pools ?? ['default'];
     const concurrency = opts.concurrency ?? 10;
+    const ds = opts.dataSource ?? this.ds;
+    const identity = new WorkerIdentity(new WorkersRepository(ds), name, pools, concurrency, this.logger);
     const executor = new Executor({
-      repo: opts.dataSource ? new ExecutionRepository(opts.dataSource) : this.repo, dataSource: opts.dataSource ?? this.ds, registry: this.registry, hotQueue: this.hotQueue, ready: this.ready,
-      clock: this.clock, logger: this.logger, metrics, workerId, leaseMs: this.leaseMs,
-      horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimLeadMs: opts.claimLeadMs,
-      claimRetryPauseMs: opts.claimRetryPauseMs,
+      repo: opts.dataSource ? new ExecutionRepository(opts.dataSource) : this.repo, dataSource: ds, registry: this.registry, hotQueue: this.hotQueue,
+      clock: this.clock, logger: this.logger, metrics, identity, leaseMs: this.leaseMs,
+      horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimRetryForMs: opts.claimRetryForMs,
     });
-    const taker = new PoolTaker({ connection: this.redis.connection, ready: this.ready, pools, concurrency, executor, logger: this.logger });
-    const heartbeat = new Heartbeat({
-      roster: this.roster, taker, executor, clock: this.clock, logger: this.logger, workerId, pools, concurrency,
-    });
-    const rig = { executor, taker, heartbeat, metrics, metricsService };
+    const taker = new PoolTaker({ connection: this.redis.connection, ready: this.ready, pools, concurrency, executor, identity, clock: this.clock, logger: this.logger });
+    const heartbeat = new Heartbeat({ identity, taker, executor, logger: this.logger });
+    const rig = { identity, executor, taker, heartbeat, metrics, metricsService };
     this.rigs.push(rig);
     return rig;
   }
 
-  /** A worker that has registered its kinds and announced itself (one heartbeat), and a dispatcher that has seen it. */
+  /** A worker that has registered its kinds and itself (one heartbeat), and a dispatcher that has seen it. */
   async liveWorker(opts: Parameters<DeliveryHarness['worker']>[0] = {}): Promise<WorkerRig> {
     const rig = this.worker(opts);
     await this.registerKinds(opts.pools ?? ['default'], 'test-worker');
     await rig.heartbeat.runOnce();
-    await this.dispatcher.observe();
+    await this.observer.runOnce();
     return rig;
   }
 
-  /**
-   * One turn of a worker as its process would run it: heartbeat (so the dispatcher sees it),
-   * a dispatcher refill from the backlog, then everything in the ready lists, run to completion.
-   */
+  /** One turn of a worker as its process would run it: a heartbeat, then everything its pools hold, run to completion. */
   async runWorker(rig: WorkerRig, max?: number): Promise<number> {
     await rig.heartbeat.runOnce();
-    await this.dispatcher.observe();
-    await this.dispatcher.refillOnce();
     return rig.taker.runOnce(max);
   }
 
   /** As runWorker, but starts the worker's own take loop instead of one pass. */
   async startWorker(rig: WorkerRig): Promise<void> {
     await rig.heartbeat.runOnce();
-    await this.dispatcher.observe();
-    await this.dispatcher.refillOnce();
     rig.taker.start();
   }
 
-  /** Inserts queued rows due now (or at runAt) and puts them on the hot queue, as the API does. */
+  /** Inserts queued rows due now (or at runAt) and gives them hints on the hot queue, as the API does. */
   async enqueue(seeds: JobSeed[]): Promise<string[]> {
     const now = this.clock.now();
     const rows: { id: string }[] = await this.ds.query(
@@ -212,16 +213,18 @@ export class DeliveryHarness {
         seeds.map(() => 'q'),
       ],
     );
-    await this.hotQueue.enqueue(
-      rows.map((r, i) => ({ id: r.id, runAt: seeds[i].runAt ?? now, tenantId: seeds[i].tenantId ?? 1, kind: seeds[i].kind })),
-      now,
-    );
+    await this.hotQueue.enqueue(rows.map((r, i) => this.hint(r.id, seeds[i], now)), now);
     return rows.map((r) => r.id);
+  }
+
+  /** A hint of a row as `enqueue` seeded it. */
+  hint(id: string, seed: JobSeed, now = this.clock.now()): Hint {
+    return { id, tenantId: seed.tenantId ?? 1, kind: seed.kind, dueMs: (seed.runAt ?? now).getTime() };
   }
 
   async job(id: string): Promise<JobRowView> {
     const rows: JobRowView[] = await this.ds.query(
-      `SELECT id::text AS id, state, attempts, run_at, lease_until, finished_at, result, last_error FROM jobs WHERE id = $1`,
+      `SELECT id::text AS id, state, attempts, run_at, lease_until, claimed_by, finished_at, result, last_error FROM jobs WHERE id = $1`,
       [id],
     );
     return rows[0];
@@ -234,21 +237,18 @@ export class DeliveryHarness {
     );
   }
 
-  /** State of the row's hot-queue copy: `j-<id>`, or the worker's re-enqueue after `afterAttempt`. */
-  async hotJobState(id: string, afterAttempt?: number): Promise<string> {
-    const job = await this.hotQueue.queue.getJob(queueJobId(id, afterAttempt));
-    return job ? await job.getState() : 'absent';
+  /** Row ids with a hint in the hot queue, by BullMQ state (`delayed` or `waiting`). */
+  async hotIds(state: 'delayed' | 'waiting'): Promise<string[]> {
+    const jobs = state === 'delayed' ? await this.hotQueue.queue.getDelayed() : await this.hotQueue.queue.getWaiting();
+    return jobs.flatMap((j) => hintsOf(j.data).map((h) => h.id));
   }
 
-  /** Ids waiting in a pool's ready list, in order. */
+  /** Ids waiting in a pool's flows, flow by flow in order. */
   async readyIds(pool = 'default'): Promise<string[]> {
-    const items: string[] = await this.redis.connection.lrange(this.ready.key(pool), 0, -1);
-    return items.map((i) => i.split(':')[0]);
-  }
-
-  async parkedIds(pool = 'default'): Promise<string[]> {
-    const rows: { id: string }[] = await this.ds.query(`SELECT job_id::text AS id FROM dispatch_backlog WHERE pool = $1 ORDER BY run_at, job_id`, [pool]);
-    return rows.map((r) => r.id);
+    const keys = (await this.redis.connection.keys(`${this.ready.base(pool)}:q:*`)).sort();
+    const out: string[] = [];
+    for (const key of keys) for (const item of await this.redis.connection.lrange(key, 0, -1)) out.push(item.split(':')[0]);
+    return out;
   }
 
   async close(): Promise<void> {
@@ -256,7 +256,6 @@ export class DeliveryHarness {
       await r.heartbeat.stop();
       await r.taker.close(0).catch(() => undefined);
     }
-    await this.loop.stop();
     await this.hot?.close().catch(() => undefined);
     await this.nest?.close();
     await this.hotQueue.close();
@@ -268,11 +267,10 @@ export async function createHarness(opts: {
   clock?: Clock;
   poolMap?: ReadonlyMap<string, string>;
   leaseMs?: number;
-  maxLineWaitMs?: number;
 }): Promise<DeliveryHarness> {
   const db = await createTestDatabase(12);
   const redis: TestRedis = await createTestRedis();
-  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000, opts.maxLineWaitMs).init();
+  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000).init();
 }
 
 export async function destroyHarness(h: DeliveryHarness | undefined): Promise<void> {

@@ -1,6 +1,5 @@
-import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { defineHandler, type HandlerContext, type HandlerDefinition, type HandlerOutcome } from '@almanac/delivery';
-import { SweepsRepository, createDataSource } from '@almanac/persistence';
+import { createDataSource } from '@almanac/persistence';
 import { within } from '@almanac/platform';
 import type { DataSource } from 'typeorm';
 import { type AttemptRowView, createHarness, type DeliveryHarness, destroyHarness, type WorkerRig } from './delivery-harness';
@@ -91,8 +90,9 @@ const PLAYS: Record<DoubleRunMode, Play> = {
   async sequential(s) {
     await runToEnd(s.h, await worker(s, 'double-run-a')); // effect, then the attempt fails
     await runToEnd(s.h, await worker(s, 'double-run-b')); // the retry
-    // And the finished job delivered once more (a duplicate queue copy): nothing may run.
-    await s.h.ready.push(s.pool, [{ id: s.id, dueMs: Date.now() }]);
+    // And the finished job delivered once more (a duplicate hint): nothing may run.
+    const [{ tenant_id: tenantId, kind }] = await s.h.ds.query(`SELECT tenant_id, kind FROM jobs WHERE id = $1`, [s.id]);
+    await s.h.ready.push(s.pool, [{ id: s.id, tenantId, kind, dueMs: Date.now() }]);
     await runToEnd(s.h, await worker(s, 'double-run-c'));
   },
 
@@ -132,14 +132,13 @@ async function runToEnd(h: DeliveryHarness, rig: WorkerRig): Promise<void> {
   await h.runWorker(rig);
 }
 
-/** The running attempt's lease runs out (moved into the past, not waited for) and the rescue re-queues the job. */
+/** The running attempt's lease runs out (moved into the past, not waited for) and the rescue re-queues the job with a hint. */
 async function rescueLease(h: DeliveryHarness, id: string): Promise<void> {
   await h.ds.query(`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1 AND state = 'r'`, [id]);
   // A dead run's effect claims go stale too, in time (the kind's timeout plus 30 s).
   await h.ds.query(`UPDATE job_effects SET claimed_at = claimed_at - interval '1 day' WHERE job_id = $1 AND done_at IS NULL`, [id]);
-  const rescue = await new SweepsRepository(h.ds).rescueExpiredLeases(new Date(), 100, LOST_ATTEMPT_ERROR);
-  if (!rescue.requeued.some((r) => r.id === id)) throw new DoubleRunError(`the lease rescue did not re-queue job ${id}`);
-  await h.hotQueue.enqueue(rescue.requeued, new Date());
+  const rescue = await h.rescue.putBack([], new Date());
+  if (rescue.requeued !== 1) throw new DoubleRunError(`the lease rescue did not re-queue job ${id}`);
 }
 
 /** What the wrapped handler does around the real one, per mode and attempt. */

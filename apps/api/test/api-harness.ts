@@ -1,4 +1,4 @@
-import { createRoleApp, loadConfig } from '@almanac/platform';
+import { createRoleApp, type EnvelopeData, hintsOf, loadConfig } from '@almanac/platform';
 import type { INestApplication } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import request from 'supertest';
@@ -13,7 +13,9 @@ export interface ApiHarness {
   app: INestApplication;
   db: TestDatabase;
   redis: TestRedis;
-  hot: Queue;
+  hot: Queue<EnvelopeData>;
+  /** The hints of row `id` on the hot queue: when each says it is due, and its envelope's state. */
+  hints(id: string): Promise<{ dueMs: number; state: string }[]>;
   /** Base URL of the listening API, for clients other than supertest. */
   url: string;
   http: () => ReturnType<typeof request>;
@@ -47,7 +49,7 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
   await app.listen(0, '127.0.0.1');
   // One listening server: supertest on a bare http.Server would listen anew per request.
   const server = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-  const hot = new Queue('hot', { connection: redis.connection, prefix: redis.prefix });
+  const hot = new Queue<EnvelopeData>('hot', { connection: redis.connection, prefix: redis.prefix });
   const http = () => request(server);
   const replicas: INestApplication[] = [];
   return {
@@ -55,6 +57,13 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
     db,
     redis,
     hot,
+    async hints(id: string) {
+      const out: { dueMs: number; state: string }[] = [];
+      for (const j of await hot.getJobs(['waiting', 'delayed'])) {
+        for (const x of hintsOf(j.data)) if (x.id === id) out.push({ dueMs: x.dueMs, state: await j.getState() });
+      }
+      return out.sort((a, b) => a.dueMs - b.dueMs);
+    },
     url: server,
     http,
     async createTenant(name = 'acme', rateLimitPerSecond?: number) {

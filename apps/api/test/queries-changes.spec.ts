@@ -23,7 +23,6 @@ describe('job queries and changes', () => {
     expect(created).toBe(true);
     return job;
   };
-  const hotState = async (id: string) => (await h.hot.getJob(`j-${id}`))?.getState();
   const setState = (id: string, state: string) => h.db.dataSource.query(`UPDATE jobs SET state = $2 WHERE id = $1`, [id, state]);
 
   it('GET /v1/jobs/:id returns the job with payload and attempts; ?key= finds it; unknown ids are 404', async () => {
@@ -70,11 +69,10 @@ describe('job queries and changes', () => {
     expect(bad.body.details.map((d: { field: string }) => d.field).sort()).toEqual(['cursor', 'from', 'limit', 'state']);
   });
 
-  it('cancels a queued job (and removes it from the hot queue); 409 once running; idempotent when cancelled', async () => {
+  it('cancels a queued job (its hint stays, stale: the claim drops it); 409 once running; idempotent when cancelled', async () => {
     const { id } = await create('c-1', inMs(HOUR));
-    expect(await hotState(id)).toBe('delayed');
+    expect(await h.hints(id)).toEqual([expect.objectContaining({ state: 'delayed' })]);
     expect((await client.jobs.cancel(id)).state).toBe('cancelled');
-    expect(await h.hot.getJob(`j-${id}`)).toBeUndefined();
     expect((await client.jobs.cancel(id)).state).toBe('cancelled');
     const running = await create('c-2', inMs(3 * DAY));
     await setState(running.id, 'r');
@@ -84,17 +82,17 @@ describe('job queries and changes', () => {
     await expect(client.jobs.reschedule(running.id, inMs(DAY))).rejects.toBeInstanceOf(ConflictError);
   });
 
-  it('reschedules with re-tiering: hot → cold leaves Redis, cold → hot enters it', async () => {
-    const { id } = await create('r-1', inMs(2 * HOUR));
-    expect(await hotState(id)).toBe('delayed');
+  it('reschedules with re-tiering: a move into the hot horizon gives the row a hint at its new time, one out of it none', async () => {
+    const at = inMs(2 * HOUR);
+    const { id } = await create('r-1', at);
+    expect((await h.hints(id)).map((x) => x.dueMs)).toEqual([Date.parse(at)]);
     expect(await client.jobs.reschedule(id, inMs(30 * DAY))).toMatchObject({ tier: 'cold', state: 'scheduled' });
-    expect(await h.hot.getJob(`j-${id}`)).toBeUndefined();
+    expect((await h.hints(id)).map((x) => x.dueMs)).toEqual([Date.parse(at)]); // no new one; the old is stale
     const soon = inMs(5 * MINUTE);
     expect(await client.jobs.reschedule(id, soon)).toMatchObject({ tier: 'immediate', state: 'queued', runAt: soon });
-    expect((await h.hot.getJob(`j-${id}`))?.data).toMatchObject({ d: Date.parse(soon) });
     const later = new Date(Date.now() + 6 * HOUR);
     await client.jobs.reschedule(id, later);
-    expect((await h.hot.getJob(`j-${id}`))?.data).toMatchObject({ d: later.getTime() });
+    expect((await h.hints(id)).map((x) => x.dueMs)).toEqual([Date.parse(soon), Date.parse(at), later.getTime()]);
     const bad = await client.jobs.reschedule(id, '2026-13-01T00:00:00Z').catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(ValidationError);
     expect((bad as ValidationError).details[0]).toMatchObject({ field: 'runAt' });
@@ -104,7 +102,7 @@ describe('job queries and changes', () => {
     const { id } = await create('d-1', inMs(3 * DAY));
     await h.db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = 3, max_attempts = 3, finished_at = now() WHERE id = $1`, [id]);
     expect(await client.jobs.retry(id, { extraAttempts: 2 })).toMatchObject({ state: 'queued', attempts: 3, maxAttempts: 5, tier: 'immediate' });
-    expect(await hotState(id)).toBe('waiting');
+    expect(await h.hints(id)).toEqual([expect.objectContaining({ state: 'waiting' })]);
     const again = await client.jobs.retry(id).catch((e: unknown) => e);
     expect(again).toBeInstanceOf(ConflictError);
     expect((again as ConflictError).details[0]).toMatchObject({ rule: 'not_dead' });

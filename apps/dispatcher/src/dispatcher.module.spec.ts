@@ -1,3 +1,4 @@
+import { ReadyQueues } from '@almanac/delivery';
 import { KindsRepository } from '@almanac/persistence';
 import { createRoleApp, HotQueue, loadConfig } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
@@ -27,18 +28,19 @@ describe('DispatcherModule wiring (the role as it boots)', () => {
       `INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, 'boot-1', 'report', now(), 'q') RETURNING id::text AS id`,
     );
     const hot = HotQueue.open(redis.connection, redis.prefix);
-    await hot.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'report' }], new Date());
+    await hot.enqueue([{ id, dueMs: Date.now(), tenantId: 1, kind: 'report' }], new Date());
     await hot.close();
 
     const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: redis.prefix, ALMANAC_LOG_LEVEL: 'silent' };
     app = await createRoleApp([DispatcherModule], { config: loadConfig(env), role: 'dispatcher' });
     await app.init(); // the consumer starts here, with the job already waiting
     const consumer = app.get(DispatchService).consumer;
-    // No live worker in either pool: the job parks, under the pool it was routed to.
+    const ready = new ReadyQueues(redis.connection, redis.prefix);
+    // No live worker in either pool: the job waits in the pool it was routed to.
     for (let i = 0; i < 200; i++) {
-      const rows = await db.dataSource.query<{ pool: string }[]>(`SELECT pool FROM dispatch_backlog WHERE job_id = $1`, [id]);
-      if (rows.length > 0) {
-        expect(rows.map((r) => r.pool)).toEqual(['reports']);
+      const [inReports, inDefault] = await Promise.all(['reports', 'default'].map((p) => redis.connection.llen(`${ready.base(p)}:q:1:report`)));
+      if (inReports + inDefault > 0) {
+        expect([inReports, inDefault]).toEqual([1, 0]);
         return;
       }
       await consumer.runOnce(); // takes nothing the running worker already took; a tick if it is idle

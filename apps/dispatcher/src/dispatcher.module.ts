@@ -1,12 +1,54 @@
+import { DeliveryMetrics, KindCatalog, KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
+import { KindsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, envInt, Liveness, MetricsService, type RedisClient } from '@almanac/platform';
 import { Module } from '@nestjs/common';
-import { DispatchModule } from './dispatch.module';
+import { PinoLogger } from 'nestjs-pino';
+import type { Logger } from 'pino';
+import { DispatchService } from './dispatch.service';
+import { Dispatcher } from './dispatcher';
+import { DISPATCHER_CLOCK, DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, type HotConsumerSettings } from './hot-consumer';
+import { PoolObserver } from './pool-observer';
 
 /**
- * Root of the dispatcher role. bootstrapRole adds OpsModule (config, DataSource, Redis, logging,
- * metrics, health, Clock, HotQueue), all global: do not import it here. Feature modules of
- * this role go in `imports`.
+ * Root of the dispatcher role: moves due hints from the hot queue to their pools' ready
+ * structures. bootstrapRole adds OpsModule (config, DataSource, Redis, logging, metrics, health,
+ * Clock, HotQueue), all global. HotConsumer is the hot queue's @Processor: BullModule creates its
+ * Worker. Settings are read at boot; a bad value stops the process with the variable's name.
  */
 @Module({
-  imports: [DispatchModule],
+  providers: [
+    {
+      provide: DISPATCHER_LOGGER,
+      inject: [PinoLogger],
+      useFactory: (pino: PinoLogger): Logger => pino.logger.child({ component: 'dispatcher' }),
+    },
+    { provide: DISPATCHER_CLOCK, useExisting: Clock },
+    {
+      provide: HOT_CONSUMER_SETTINGS,
+      // A 200,000-row burst is 200 envelopes, all out of the delayed set together.
+      useFactory: (): HotConsumerSettings => ({ concurrency: envInt(process.env, 'ALMANAC_DISPATCH_CONCURRENCY', 500, { min: 1, max: 10_000 }) }),
+    },
+    { provide: ReadyQueues, inject: [ALMANAC_CONFIG, DELIVERY_REDIS], useFactory: (c: AlmanacConfig, redis: RedisClient) => new ReadyQueues(redis, c.queuePrefix) },
+    { provide: DeliveryMetrics, inject: [MetricsService], useFactory: (m: MetricsService) => new DeliveryMetrics(m) },
+    { provide: KindRoutes, useFactory: () => new KindRoutes(parsePoolMap(process.env)) },
+    {
+      provide: Dispatcher,
+      inject: [KindRoutes, ReadyQueues, DeliveryMetrics],
+      useFactory: (routes: KindRoutes, ready: ReadyQueues, metrics: DeliveryMetrics) => new Dispatcher(routes, ready, metrics),
+    },
+    {
+      provide: PoolObserver,
+      inject: [KindRoutes, ReadyQueues, DeliveryMetrics, KindsRepository, TenantsRepository, WorkersRepository, Clock, DISPATCHER_LOGGER, Liveness],
+      useFactory: (
+        routes: KindRoutes, ready: ReadyQueues, metrics: DeliveryMetrics, kinds: KindsRepository, tenants: TenantsRepository,
+        workers: WorkersRepository, clock: Clock, logger: Logger, liveness: Liveness,
+      ) => new PoolObserver({ routes, ready, metrics, workers, tenants, clock, logger, liveness, catalog: new KindCatalog(kinds, { maxAgeMs: 0, missRefreshMs: 0 }) }),
+    },
+    KindsRepository,
+    TenantsRepository,
+    WorkersRepository,
+    HotConsumer,
+    DispatchService,
+  ],
 })
 export class DispatcherModule {}

@@ -1,5 +1,5 @@
 import { completed, defineHandler } from '@almanac/delivery';
-import { ManualClock } from '@almanac/platform';
+import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, HANDOFF_AHEAD_MS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 
 // The dispatcher never runs handlers: stand-ins for the worker's kinds are enough here.
@@ -19,90 +19,52 @@ describe('dispatcher', () => {
   });
   afterEach(() => destroyHarness(h));
 
-  it('hands due jobs to their pools without touching the rows: no attempt, no lease until a handler starts', async () => {
-    await h.liveWorker({ pools: ['default', 'billing'] });
+  it('hands due rows to their pools without touching them (no attempt, no lease) and leaves nothing of the envelope behind', async () => {
     const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }, { kind: 'charge', payload: { invoiceId: 'i', amountCents: 1 } }]);
+    expect(await h.hotQueue.queue.getJobCountByTypes('waiting')).toBe(1); // one envelope, whatever the kinds
     expect(await h.hot.runOnce()).toBe(3);
-    for (const id of ids) {
-      expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0, lease_until: null });
-      expect(await h.hotJobState(id)).toBe('absent'); // removeOnComplete
-    }
+    for (const id of ids) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0, lease_until: null, claimed_by: null });
+    expect(await h.hotQueue.queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed')).toBe(0);
     expect(await h.readyIds('default')).toEqual(ids.slice(0, 2));
     expect(await h.readyIds('billing')).toEqual([ids[2]]);
   });
 
-  it('a burst due at one instant arrives as one envelope and is handed off row by row as far as the pool has room', async () => {
-    await h.liveWorker({ concurrency: 2 }); // room 4
-    const ids = await h.enqueue(Array.from({ length: 20 }, () => ({ kind: 'noop' })));
-    expect(await h.hotQueue.queue.getJobCountByTypes('prioritized')).toBe(1); // an envelope: fetched after single rows
-    expect(await h.hot.runOnce()).toBe(20);
-    expect(await h.readyIds()).toEqual(ids.slice(0, 4));
-    expect(await h.parkedIds()).toEqual(ids.slice(4));
-    expect(await h.hotQueue.queue.getJobCountByTypes('waiting', 'active', 'completed')).toBe(0);
-  });
-
-  it('with no live worker, due jobs wait as queued rows in the backlog, in due order, costing no attempt', async () => {
-    const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }]);
-    expect(await h.hot.runOnce()).toBe(2);
-    expect(await h.readyIds()).toEqual([]);
-    expect(await h.parkedIds()).toEqual(ids);
-    await h.dispatcher.observe();
+  it('with no live worker, a burst waits whole in its pool in Redis, in due order, costing no attempt', async () => {
+    const t0 = Date.now();
+    const ids = await h.enqueue(Array.from({ length: 1500 }, (_, i) => ({ kind: 'noop', runAt: new Date(t0 - 1500 + i) })));
+    expect(await h.hot.runOnce()).toBe(1500);
+    expect(await h.readyIds()).toEqual(ids);
+    await h.observer.runOnce();
     expect(await gauge(h, 'poolWorkers')).toBe(0);
-    expect(await gauge(h, 'poolBacklog')).toBe(2);
-    for (const id of ids) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+    expect(await gauge(h, 'poolBacklog')).toBe(1500);
+    const [{ q }] = await h.ds.query(`SELECT count(*) FILTER (WHERE state = 'q' AND attempts = 0)::int AS q FROM jobs`);
+    expect(q).toBe(1500);
   });
 
-  it('follows capacity: a pool is handed at most its live capacity × prefetch, the rest is refilled as room frees', async () => {
-    const w = await h.liveWorker({ concurrency: 2 }); // room = 2 × 2 = 4
-    const ids = await h.enqueue(Array.from({ length: 10 }, () => ({ kind: 'noop' })));
+  it("gauges a pool from its workers' beats and its ready lists: capacity, jobs in flight, jobs waiting", async () => {
+    const w = await h.liveWorker({ concurrency: 2 });
+    await h.enqueue(Array.from({ length: 5 }, () => ({ kind: 'noop' })));
     await h.hot.runOnce();
-    expect(await h.readyIds()).toHaveLength(4);
-    expect(await h.parkedIds()).toHaveLength(6);
-    await h.dispatcher.observe();
-    expect(await gauge(h, 'poolCapacity')).toBe(2);
-    expect(await gauge(h, 'poolInFlight')).toBe(4);
-    expect(await gauge(h, 'poolBacklog')).toBe(6);
-    expect(await w.taker.runOnce()).toBe(4);
-    expect(await h.dispatcher.refillOnce()).toBe(4);
-    expect(await h.parkedIds()).toHaveLength(2);
-    let runs = 0;
-    while ((await h.runWorker(w)) > 0) runs++;
-    expect(runs).toBe(2);
-    for (const id of ids) expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
-    expect(await h.parkedIds()).toEqual([]);
+    await h.observer.runOnce();
+    expect([await gauge(h, 'poolWorkers'), await gauge(h, 'poolCapacity'), await gauge(h, 'poolInFlight'), await gauge(h, 'poolBacklog')]).toEqual([1, 2, 0, 5]);
+    await w.heartbeat.leave(); // SIGTERM: draining, its capacity no longer counts
+    await h.observer.runOnce();
+    expect([await gauge(h, 'poolWorkers'), await gauge(h, 'poolCapacity')]).toEqual([0, 0]);
   });
 
-  it('a pool with a backlog gets new jobs parked behind it, so it drains in due order', async () => {
-    const early = await h.enqueue([{ kind: 'noop', runAt: new Date(Date.now() - 5000) }]);
-    await h.hot.runOnce(); // no worker yet: parked
-    await h.liveWorker();
-    const late = await h.enqueue([{ kind: 'noop' }]);
-    await h.hot.runOnce();
-    expect(await h.readyIds()).toEqual([]);
-    expect(await h.parkedIds()).toEqual([...early, ...late]);
-    await h.dispatcher.refillOnce();
-    expect(await h.readyIds()).toEqual([...early, ...late]);
+  it('counts a worker of two pools in flight in the pool its handlers run in, and its capacity in both', async () => {
+    const w = await h.liveWorker({ pools: ['default', 'billing'], concurrency: 4 });
+    await w.identity.beat([3, 0], false); // three handlers running in `default`, none in `billing`
+    await h.observer.runOnce();
+    expect([await gauge(h, 'poolInFlight'), await gauge(h, 'poolInFlight', 'billing')]).toEqual([3, 0]);
+    expect([await gauge(h, 'poolCapacity'), await gauge(h, 'poolCapacity', 'billing')]).toEqual([4, 4]);
   });
 
-  it('a worker that stops beating is no capacity: its pool parks again once the heartbeat expires', async () => {
-    const clock = new ManualClock(Date.now());
-    await destroyHarness(h);
-    h = await createHarness({ handlers: [noop], clock });
+  it("a worker whose beat is older than the dead limit by the database's clock is no capacity", async () => {
     await h.liveWorker();
-    await h.enqueue([{ kind: 'noop' }]);
-    clock.advance(6000); // five missed beats: the entry has expired
-    await h.dispatcher.observe();
+    await h.ds.query(`UPDATE workers SET beat_at = now() - interval '6 seconds'`);
+    await h.observer.runOnce();
     expect(await gauge(h, 'poolWorkers')).toBe(0);
-    await h.hot.runOnce();
-    expect(await h.readyIds()).toEqual([]);
-    expect(await h.parkedIds()).toHaveLength(1);
-  });
-
-  it('a worker shutting down leaves its pools at once', async () => {
-    const w = await h.liveWorker();
-    await w.heartbeat.stop();
-    await h.dispatcher.observe();
-    expect(await gauge(h, 'poolCapacity')).toBe(0);
   });
 
   it('routes a kind to the pool its worker registered, without the dispatcher knowing the handler', async () => {
@@ -114,112 +76,68 @@ describe('dispatcher', () => {
     expect(await h.readyIds('reports')).toEqual([id]);
   });
 
-  it('two dispatchers refilling one backlog hand each job over once', async () => {
-    await h.enqueue(Array.from({ length: 50 }, () => ({ kind: 'noop' })));
-    await h.hot.runOnce();
-    await h.liveWorker({ concurrency: 100 });
-    const [a, b] = await Promise.all([h.backlog.take('default', new Map([['1:noop', 50]])), h.backlog.take('default', new Map([['1:noop', 50]]))]);
-    expect(a.length + b.length).toBe(50);
-    expect(new Set([...a, ...b].map((i) => i.id)).size).toBe(50);
-  });
-
-  it('a busy live pool answers full for deliveries that may wait; they wait in its line and are handed off in order as room frees', async () => {
-    await h.liveWorker({ concurrency: 1 }); // room 2
-    const ids = await h.enqueue(Array.from({ length: 6 }, () => ({ kind: 'noop' })));
-    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: i < 4 }));
-    const answers = await h.dispatcher.dispatch(deliveries);
-    expect(answers.map((a) => a.status)).toEqual(['handed_off', 'handed_off', 'full', 'full', 'parked', 'parked']);
-    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2, 4));
-    expect(h.dispatcher.waitingCount).toBe(2);
-    await h.redis.connection.del(h.ready.key('default')); // the worker took the first two
-    expect(await waiting).toEqual(['handed_off', 'handed_off']);
-    expect(await h.readyIds()).toEqual(ids.slice(2, 4));
-    expect(h.dispatcher.waitingCount).toBe(0);
-  });
-
-  it('a waiting line whose pool loses its workers is parked, and new jobs park behind it', async () => {
-    const w = await h.liveWorker({ concurrency: 1 });
-    const ids = await h.enqueue(Array.from({ length: 4 }, () => ({ kind: 'noop' })));
-    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: true }));
-    await h.dispatcher.dispatch(deliveries);
-    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2));
-    await w.heartbeat.stop();
-    expect(await waiting).toEqual(['parked', 'parked']);
-    expect(await h.parkedIds()).toEqual(ids.slice(2));
-    expect(h.dispatcher.backloggedPools).toEqual(['default']);
-  });
-
-  it('a delivery that has waited its limit in a line parks though the pool is alive (before the overdue grace could send a second copy)', async () => {
-    await destroyHarness(h);
-    h = await createHarness({ handlers: [noop], maxLineWaitMs: 100 });
-    await h.liveWorker({ concurrency: 1 }); // room 2; alive throughout (heartbeat TTL 5 s)
-    const ids = await h.enqueue(Array.from({ length: 4 }, () => ({ kind: 'noop' })));
-    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: true }));
-    await h.dispatcher.dispatch(deliveries);
-    const t0 = Date.now();
-    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2));
-    expect(await waiting).toEqual(['parked', 'parked']);
-    expect(Date.now() - t0).toBeLessThan(450); // the stall rule alone would take 500 ms
-    expect(await h.parkedIds()).toEqual(ids.slice(2));
-  });
-
-  it('on shutdown the waiting lines park what they hold at once, not when the pool drains or stalls', async () => {
-    await h.liveWorker({ concurrency: 1 }); // room 2; the pool stays alive throughout
-    const ids = await h.enqueue(Array.from({ length: 4 }, () => ({ kind: 'noop' })));
-    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: true }));
-    await h.dispatcher.dispatch(deliveries);
-    const waiting = h.dispatcher.waitForRoom('default', deliveries.slice(2));
-    const t0 = Date.now();
-    h.dispatcher.stopWaiting();
-    expect(await waiting).toEqual(['parked', 'parked']);
-    expect(Date.now() - t0).toBeLessThan(250); // the stall rule alone would take 500 ms
-    expect(await h.parkedIds()).toEqual(ids.slice(2));
-  });
-
-  it('a line that cannot hand off fails its waiters (their hot jobs fail, the sweeps re-deliver the rows) and leaves none counted', async () => {
-    await h.liveWorker({ concurrency: 1 });
-    const ids = await h.enqueue(Array.from({ length: 3 }, () => ({ kind: 'noop' })));
-    const deliveries = ids.map((id, i) => ({ id, kind: 'noop', tenantId: 1, dueMs: Date.now() + i, mayWait: true }));
-    await h.dispatcher.dispatch(deliveries);
-    jest.spyOn(h.ready, 'push').mockRejectedValueOnce(new Error('redis is down'));
-    // Expected at once: a tenant's only waiting job may go by the light lane without waiting for
-    // room, so the hand-off (and its failure) can come before the room below.
-    const waiting = expect(h.dispatcher.waitForRoom('default', deliveries.slice(2))).rejects.toThrow('redis is down');
-    await h.redis.connection.del(h.ready.key('default'));
-    await waiting;
-    expect(h.dispatcher.waitingCount).toBe(0);
-  });
-
-  it('at most maxWaitingSlots hot jobs wait for a busy pool at once; the rest park, so other pools keep moving', async () => {
-    await h.liveWorker({ concurrency: 1 }); // room 2, and nothing takes from the ready list
-    // 60 single rows, each due at its own millisecond (no envelope); the consumer takes up to 100 at once.
-    const t0 = Date.now();
-    await h.enqueue(Array.from({ length: 60 }, (_, i) => ({ kind: 'noop', runAt: new Date(t0 - 60 + i) })));
-    let most = 0;
+  it('holds an envelope until just before its first row is due, then hands it over', async () => {
+    const dueMs = Date.now() + 400;
+    const [id] = await h.enqueue([{ kind: 'noop', runAt: new Date(dueMs) }]);
     h.hot.start();
-    for (const until = Date.now() + 5000; Date.now() < until; ) {
-      most = Math.max(most, h.hot.slotsWaiting);
-      const parked = (await h.parkedIds()).length;
-      if (parked + h.dispatcher.waitingCount + 2 >= 60 && parked > 0) break;
-      await new Promise((r) => setImmediate(r));
+    let seenAt = 0;
+    for (const until = dueMs + 2000; Date.now() < until && seenAt === 0; ) {
+      if ((await h.readyIds()).includes(id)) seenAt = Date.now();
+      else await new Promise((r) => setTimeout(r, 2));
     }
-    expect(most).toBeLessThanOrEqual(50); // the harness's maxWaitingSlots
-    expect(h.dispatcher.waitingCount).toBeLessThanOrEqual(50);
-    expect((await h.parkedIds()).length).toBeGreaterThanOrEqual(8);
-    await h.hot.close();
+    expect(seenAt).toBeGreaterThanOrEqual(dueMs - HANDOFF_AHEAD_MS - 5);
+    expect(seenAt).toBeLessThan(dueMs + 100);
   });
 
-  it('a delivery whose dispatch failed leaves no hot job behind, so the sweeps can enqueue the row again', async () => {
+  it('sends the rows of a coarse envelope back in fine ones when its minute comes near', async () => {
+    const clock = new ManualClock(Date.now());
+    await destroyHarness(h);
+    h = await createHarness({ handlers: [noop], clock });
+    const minute = Math.floor((Date.now() + 3 * COARSE_WINDOW_MS) / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
+    const ids = await h.enqueue([{ kind: 'noop', runAt: new Date(minute + 10) }, { kind: 'noop', runAt: new Date(minute + 40_000) }]);
+    const [coarse, ...none] = await h.hotQueue.queue.getDelayed();
+    expect(none).toEqual([]);
+    expect(hintsOf(coarse.data).map((x) => x.id)).toEqual(ids);
+    clock.set(minute - REFINE_LEAD_MS); // it comes out REFINE_LEAD_MS before its minute
+    await coarse.promote();
+    expect(await h.hot.runOnce()).toBe(0);
+    const fine = (await h.hotQueue.queue.getDelayed()).sort((x, y) => (x.opts.delay ?? 0) - (y.opts.delay ?? 0));
+    expect(fine.map((j) => hintsOf(j.data).map((x) => x.id))).toEqual([[ids[0]], [ids[1]]]);
+    expect(fine.map((j) => j.opts.delay)).toEqual([REFINE_LEAD_MS + 10 - DELIVERY_LEAD_MS, REFINE_LEAD_MS + 40_000 - DELIVERY_LEAD_MS]);
+  });
+
+  it('a repair adds only rows that cannot be waiting in their pool already, and all of a flow that was lost', async () => {
+    const t0 = Date.now();
+    const [a, b] = await h.enqueue([{ kind: 'noop', runAt: new Date(t0 - 1000) }, { kind: 'noop', runAt: new Date(t0) }]);
+    await h.hot.runOnce();
+    const [{ id: lost }] = await h.ds.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, 'lost', 'noop', $1, 'q') RETURNING id::text AS id`, [new Date(t0 - 60_000)]);
+    const hints = [
+      { id: lost, tenantId: 1, kind: 'noop', dueMs: t0 - 60_000 },
+      { id: a, tenantId: 1, kind: 'noop', dueMs: t0 - 1000 },
+      { id: b, tenantId: 1, kind: 'noop', dueMs: t0 },
+    ];
+    await h.hotQueue.enqueue(hints, new Date(), { repair: true });
+    await h.hot.runOnce();
+    expect(await h.readyIds()).toEqual([lost, a, b]);
+    await h.redis.connection.del(`${h.ready.base('default')}:q:1:noop`); // the pool's lists lost
+    await h.hotQueue.enqueue(hints.slice(1), new Date(Date.now() + 1), { repair: true });
+    await h.hot.runOnce();
+    expect(await h.readyIds()).toEqual([a, b]);
+    expect((await h.metrics.dispatched.get()).values.find((v) => v.labels.via === 'repair')?.value).toBe(3);
+  });
+
+  it('an envelope whose hand-off failed leaves nothing behind, so the same hints can be added again', async () => {
     const [id] = await h.enqueue([{ kind: 'noop' }]);
-    jest.spyOn(h.dispatcher, 'dispatchAside').mockRejectedValueOnce(new Error('database is down'));
+    const [envelope] = await h.hotQueue.queue.getWaiting();
+    jest.spyOn(h.dispatcher, 'handOff').mockRejectedValueOnce(new Error('redis is down'));
     const failed = new Promise<void>((resolve) => h.hot.worker.once('failed', () => resolve()));
     h.hot.start();
     await failed;
     await h.hot.close();
-    // A failed job kept under j-<id> would turn every re-enqueue of the row into a no-op.
-    expect(await h.hotJobState(id)).toBe('absent');
+    // A failed envelope kept under its id would turn a re-add of the same rows into a no-op.
+    expect(await h.hotQueue.queue.getJob(envelope.id as string)).toBeUndefined();
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
-    await h.hotQueue.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'noop' }], new Date());
-    expect(await h.hotJobState(id)).toBe('waiting');
+    await h.hotQueue.enqueue(hintsOf(envelope.data), new Date());
+    expect(await h.hotIds('waiting')).toEqual([id]);
   });
 });

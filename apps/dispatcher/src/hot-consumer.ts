@@ -1,24 +1,19 @@
-import { CONSUMER_REMOVAL, DELIVERY_LEAD_MS, HOT_QUEUE_NAME, HotJobData, hotJobRowIds, MicroBatcher } from '@almanac/platform';
+import { CONSUMER_REMOVAL, type Clock, type EnvelopeData, type EnvelopeFlow, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { Dispatcher, DispatchResult, HotDelivery } from './dispatcher';
-import { TenantFairOrder } from './tenant-fair-order';
+import { Dispatcher } from './dispatcher';
 
 export const HOT_CONSUMER_SETTINGS = Symbol('HOT_CONSUMER_SETTINGS');
 /** The dispatcher role's pino logger (`component: dispatcher`). */
 export const DISPATCHER_LOGGER = Symbol('DISPATCHER_LOGGER');
+/** The clock the consumer holds envelopes by. */
+export const DISPATCHER_CLOCK = Symbol('DISPATCHER_CLOCK');
 
 export interface HotConsumerSettings {
-  /** Hot jobs taken at once; also the rows of one dispatch batch (give or take one hot job). */
+  /** Envelopes held at once, each until its hand-off: a burst's envelopes all come out together. */
   concurrency: number;
-  /**
-   * Hot jobs that may wait for a busy pool at once. Below `concurrency`, so busy pools never
-   * hold all of its slots: the rest keep moving (parking what cannot wait), and other pools'
-   * jobs behind a burst still get through.
-   */
-  maxWaitingSlots: number;
 }
 
 /**
@@ -28,88 +23,33 @@ export interface HotConsumerSettings {
  */
 const HOT_WORKER_OPTIONS = {
   autorun: false,
-  // A killed dispatcher's active hot jobs go back to waiting once their lock lapses and a
-  // stalled check runs: with BullMQ's 30 s / 30 s that made jobs up to 62 s late in the chaos
-  // bench. Locks are renewed in one call for all active jobs every 5 s.
+  // A killed dispatcher's envelopes go back to waiting once their lock lapses and a stalled
+  // check runs: with BullMQ's 30 s / 30 s that made jobs up to 62 s late in the chaos bench.
   lockDuration: 10_000,
   stalledInterval: 5_000,
   ...CONSUMER_REMOVAL,
 };
 
 /**
- * The hop to the worker pool and the worker's claim take a few ms (tens at p99 on a busy
- * machine): a job is handed off this long before its run time and the worker waits out the
- * rest, so the handler starts on time while a worker slot is held only briefly. Measured at
- * 500 jobs/s (bench/lag.ts): 25 ms gave p99 lag 14-16 ms, 50 ms gives 7 ms.
- */
-export const HANDOFF_AHEAD_MS = 50;
-
-/** A busy pool's waiting line is parked once no room has freed in it for this long. */
-export const MAX_ROOM_WAIT_MS = 500;
-
-/** The deliveries one hot-queue job carries: one row, or an envelope's rows (a burst). */
-function deliveriesOf(job: Job<HotJobData, unknown, string>, mayWait?: boolean): HotDelivery[] {
-  return hotJobRowIds(job.id as string, job.data).map((id) => ({ id, kind: job.name, tenantId: job.data.t, dueMs: job.data.d, mayWait }));
-}
-
-/**
- * One hot job's rows, submitted to the batcher as one item. Submitting row by row cost a promise
- * and a copy per row: a 200,000-row burst's 400 envelopes, whose timers all fire at once, held
- * the dispatcher's event loop for 1.2 s (a CPU profile: promises, copies and their GC), and a
- * quiet tenant's job due in that second waited behind it.
- */
-interface HotIntake {
-  tenantId: number;
-  kind: string;
-  rows: number;
-  deliveries: HotDelivery[];
-}
-
-/** One hot job's answer: its rows' results, and the parking of those that park (see dispatchAside). */
-interface IntakeAnswer {
-  results: DispatchResult[];
-  parked: Promise<void>;
-}
-
-/** Dispatches the hot jobs of one batch together; answers each its rows' results. */
-async function dispatchIntakes(dispatcher: Dispatcher, intakes: HotIntake[]): Promise<IntakeAnswer[]> {
-  const { results, parked } = await dispatcher.dispatchAside(intakes.flatMap((i) => i.deliveries));
-  let at = 0;
-  return intakes.map((i) => {
-    const mine = results.slice(at, (at += i.rows));
-    return { results: mine, parked: mine.some((r) => r.status === 'parked') ? parked : Promise.resolve() };
-  });
-}
-
-/**
- * Consumes the hot queue as jobs come due: the hot queue's @Processor, whose BullMQ Worker
- * Nest creates. BullMQ hands over one job per `process` call; the batcher gathers the calls in
- * flight into one dispatch, so Redis and the backlog see batches.
+ * Consumes the hot queue as envelopes come due: the hot queue's @Processor, whose BullMQ Worker
+ * Nest creates. An envelope leaves the delayed set DELIVERY_LEAD_MS before its first row is due;
+ * its rows due within MAX_HOLD_MS are handed to their pools HANDOFF_AHEAD_MS before the first is
+ * due (the hold is the hand-off: the envelope stays active in BullMQ until the push landed, so a
+ * dispatcher killed meanwhile loses nothing). Rows due later (a coarse envelope) go back on the
+ * hot queue in fine envelopes.
  */
 @Processor(HOT_QUEUE_NAME, HOT_WORKER_OPTIONS)
-export class HotConsumer extends WorkerHost<Worker<HotJobData, unknown, string>> {
-  private readonly batcher: MicroBatcher<HotIntake, IntakeAnswer>;
+export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string>> {
   private started = false;
-  /** Hot jobs that may wait for a busy pool, reserved or waiting (see maxWaitingSlots). */
-  private waitingSlots = 0;
-
-  /** Hot-consumer slots reserved for waiting now (tests, tools). */
-  get slotsWaiting(): number {
-    return this.waitingSlots;
-  }
 
   constructor(
     private readonly dispatcher: Dispatcher,
+    private readonly hotQueue: HotQueue,
+    @Inject(DISPATCHER_CLOCK) private readonly clock: Clock,
     @Inject(HOT_CONSUMER_SETTINGS) private readonly settings: HotConsumerSettings,
     @Inject(DISPATCHER_LOGGER) private readonly logger: Logger,
   ) {
     super();
-    // A batch is about `concurrency` rows (TenantFairOrder counts rows): one envelope, or many single rows.
-    this.batcher = new MicroBatcher((intakes: HotIntake[]) => dispatchIntakes(dispatcher, intakes), {
-      maxBatch: settings.concurrency,
-      maxInFlight: 2,
-      queue: new TenantFairOrder(dispatcher.shares),
-    });
   }
 
   start(): void {
@@ -124,66 +64,45 @@ export class HotConsumer extends WorkerHost<Worker<HotJobData, unknown, string>>
     this.logger.error({ err }, 'hot queue worker error');
   }
 
-  /** Dispatches every hot job due now in one batch; returns how many it took. Tests and tools. */
+  /** Hands over every envelope waiting now, without holding; returns how many rows it handed. Tests and tools. */
   async runOnce(max = 10_000): Promise<number> {
     const token = `once-${process.pid}-${Date.now()}`;
-    const jobs: Job<HotJobData, unknown, string>[] = [];
-    while (jobs.length < max) {
-      const job = (await this.worker.getNextJob(token, { block: false })) as Job<HotJobData, unknown, string> | undefined;
+    let rows = 0;
+    for (let n = 0; n < max; n++) {
+      const job = (await this.worker.getNextJob(token, { block: false })) as Job<EnvelopeData, unknown, string> | undefined;
       if (!job) break;
-      jobs.push(job);
+      rows += await this.deliver(job.data, false);
+      await job.moveToCompleted('handed_off', token, false);
     }
-    if (jobs.length === 0) return 0;
-    const deliveries = jobs.map((job) => deliveriesOf(job));
-    const results = await this.dispatcher.dispatch(deliveries.flat());
-    await Promise.all(jobs.map((job) => job.moveToCompleted('dispatched', token, false)));
-    return results.length;
-  }
-
-  /**
-   * How long to hold a hot job before dispatching it. Jobs leave the delayed set DELIVERY_LEAD_MS
-   * early (Redis' timer tick): each is held until just before its run time (HANDOFF_AHEAD_MS) so
-   * the worker's slots are not spent waiting. Further off than that (clock skew), the worker's
-   * claim and its own wait decide. A light tenant's job behind a full pool is not held: it goes to
-   * the pool's light lane, whose slots are its own, and the path there (the dispatch batch, the
-   * worker's take, the claim) took 30-100 ms per step at the start of a 200,000-row burst in
-   * bench/fairness.ts; the worker claims it and waits out the rest of the lead.
-   */
-  holdMs(kind: string, data: HotJobData, nowMs: number): number {
-    const early = data.d - nowMs - HANDOFF_AHEAD_MS;
-    if (early <= 0 || early > 2 * DELIVERY_LEAD_MS) return 0;
-    const single = (data.ids?.length ?? 1) === 1;
-    return single && this.dispatcher.goesLight(kind, data.t) ? 0 : early;
+    return rows;
   }
 
   async close(): Promise<void> {
-    const closing = this.worker.close(); // takes nothing new; waits for the active jobs
-    this.dispatcher.stopWaiting();
-    await closing;
-    await this.batcher.drain();
+    await this.worker.close(); // takes nothing new; waits for the envelopes being handed off
   }
 
-  /** BullMQ's processor: one hot job, dispatched with the others in flight (see the class). */
-  async process(job: Job<HotJobData, unknown, string>): Promise<string> {
-    const hold = this.holdMs(job.name, job.data, Date.now());
-    if (hold > 0) await new Promise((r) => setTimeout(r, hold));
-    // The slot is reserved before the batch answers: hot jobs processed at once all read this
-    // counter before any answer comes back, so counting only `full` answers let every slot wait.
-    const mayWait = this.waitingSlots < this.settings.maxWaitingSlots;
-    if (mayWait) this.waitingSlots++;
-    try {
-      const deliveries = deliveriesOf(job, mayWait);
-      const { results: answers, parked } = await this.batcher.submit({ tenantId: job.data.t, kind: job.name, rows: deliveries.length, deliveries });
-      const full = deliveries.filter((_, i) => answers[i].status === 'full');
-      // A busy live pool: wait in its line (which parks the line if the pool stops freeing room).
-      const pool = answers.find((a) => a.status === 'full')?.pool as string; // one kind per hot job
-      // The hot job is done once its parked rows are in the backlog and its waiting rows handed
-      // off or parked, not before; either failing fails it (the sweeps re-deliver those rows).
-      const settled = await Promise.allSettled([parked, full.length > 0 ? this.dispatcher.waitForRoom(pool, full) : undefined]);
-      for (const s of settled) if (s.status === 'rejected') throw s.reason;
-      return full.length > 0 || answers.length > 1 ? 'dispatched' : answers[0].status;
-    } finally {
-      if (mayWait) this.waitingSlots--;
+  /** BullMQ's processor: one envelope. */
+  async process(job: Job<EnvelopeData, unknown, string>): Promise<string> {
+    await this.deliver(job.data, true);
+    return 'handed_off';
+  }
+
+  private async deliver(data: EnvelopeData, hold: boolean): Promise<number> {
+    const now = this.clock.now();
+    const nowMs = now.getTime();
+    let flows: EnvelopeFlow[];
+    if (data.l <= nowMs + MAX_HOLD_MS) {
+      flows = flowsOf(data); // the usual case: every row is due soon
+    } else {
+      const hints = hintsOf(data);
+      const later = hints.filter((h) => h.dueMs > nowMs + MAX_HOLD_MS);
+      await this.hotQueue.enqueue(later, now, { repair: data.x === 1, resent: true });
+      flows = hints.filter((h) => h.dueMs <= nowMs + MAX_HOLD_MS).map((h) => ({ tenantId: h.tenantId, kind: h.kind, items: [`${h.id}:${h.dueMs}`] }));
     }
+    if (flows.length === 0) return 0;
+    const wait = data.b - HANDOFF_AHEAD_MS - nowMs;
+    if (hold && wait > 0) await new Promise((r) => setTimeout(r, wait));
+    await this.dispatcher.handOff(flows, { repair: data.x === 1 });
+    return flows.reduce((n, f) => n + f.items.length, 0);
   }
 }

@@ -1,6 +1,7 @@
-import { TenantLabels } from '@almanac/delivery';
-import { BulkOperationsRepository, DueSoonRepository, RetentionRepository, SweepsRepository, TenantStatsRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, SILENT_LOGGER } from '@almanac/platform';
+import { KindCatalog, KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
+import { BulkOperationsRepository, DueSoonRepository, KindsRepository, RetentionRepository, SweepsRepository, TenantStatsRepository, WorkersRepository } from '@almanac/persistence';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, SILENT_LOGGER, TenantLabels, WORKER_RESCUE_INTERVAL_MS } from '@almanac/platform';
+import { LostHints } from './overdue/lost-hints';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
@@ -10,6 +11,7 @@ import { OverdueSweep } from './overdue/overdue.sweep';
 import { RedisEpoch } from './overdue/redis-epoch';
 import { PromoterConfig, promoterConfigFromEnv } from './promoter-config';
 import { RecurringSweep } from './recurring/recurring.sweep';
+import { RescueSweep } from './rescue/rescue.sweep';
 import { RetentionSweep } from './retention/retention.sweep';
 import { SchedulePlanner } from './recurring/schedule-planner';
 import { JobStatesSweep } from './sweeps/job-states.sweep';
@@ -28,6 +30,8 @@ export function buildSweeps(deps: {
   queue: HotQueue;
   redis: RedisClient;
   prefix: string;
+  /** ALMANAC_POOLS: kind → pool, for the overdue sweep's look at the pools (default: none). */
+  poolMap?: ReadonlyMap<string, string>;
   metrics?: SweepMetrics;
   /** The role's logger; each sweep logs through a child with its `component`. */
   logger?: Logger;
@@ -63,9 +67,12 @@ export function buildSweeps(deps: {
     (now) => promotion.runOnce(now),
     log('recurring-sweep'),
   );
+  const ready = new ReadyQueues(deps.redis, deps.prefix);
+  const catalog = new KindCatalog(new KindsRepository(deps.dataSource), { maxAgeMs: 0, missRefreshMs: 0 });
   const overdue = new OverdueSweep(
     repo,
     deps.queue,
+    new LostHints(new KindRoutes(deps.poolMap ?? new Map()), catalog, ready),
     // Beside the hot queue (its BullMQ prefix, hash-tagged on a cluster): a node that loses the queue loses the epoch too.
     new RedisEpoch(deps.redis, deps.queue.prefix),
     promotion,
@@ -99,7 +106,8 @@ export function buildSweeps(deps: {
     metrics,
     log('retention'),
   );
-  return { repo, promotion, recurring, overdue, jobStates, tenantBacklog, bulk, retention, dueSoon };
+  const rescue = new RescueSweep(new WorkersRepository(deps.dataSource), repo, ready, deps.queue, { batchSize: config.overdueBatchSize }, metrics, log('rescue'));
+  return { repo, promotion, recurring, overdue, rescue, jobStates, tenantBacklog, bulk, retention, dueSoon };
 }
 
 /** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
@@ -138,10 +146,11 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
         pino: PinoLogger,
       ) => {
         const metrics = new SweepMetrics(metricsService);
-        const s = buildSweeps({ config, dataSource, queue, redis, prefix: core.queuePrefix, metrics, logger: pino.logger });
+        const s = buildSweeps({ config, dataSource, queue, redis, prefix: core.queuePrefix, poolMap: parsePoolMap(process.env), metrics, logger: pino.logger });
         return new SweepRunner(
           [
             { sweep: s.overdue, intervalMs: config.overdueIntervalMs },
+            { sweep: s.rescue, intervalMs: WORKER_RESCUE_INTERVAL_MS },
             { sweep: s.promotion, intervalMs: config.promotionIntervalMs },
             { sweep: s.recurring, intervalMs: config.recurringIntervalMs },
             { sweep: s.jobStates, intervalMs: config.jobStatesIntervalMs },

@@ -1,6 +1,5 @@
-import type { MetricsService } from '@almanac/platform';
+import { type MetricsService, OTHER_TENANT, type TenantLabels } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
-import { OTHER_TENANT, type TenantLabels } from './tenant-labels';
 
 /** Lag is the number people alert on; buckets start at 1 ms so a healthy p99 is resolvable. */
 const LAG_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -54,20 +53,20 @@ export class DeliveryMetrics {
     });
     this.dropped = metrics.counter({
       name: 'almanac_dispatch_dropped_total',
-      help: 'Deliveries not run because the row no longer wanted them (cancelled, finished, rescheduled, already running…)',
+      help: 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion)',
       labelNames: ['reason'] as const,
     });
     this.dispatched = metrics.counter({
       name: 'almanac_dispatched_total',
-      help: 'Jobs handed to a pool (via = direct from the hot queue, or backlog after waiting for room)',
+      help: "Jobs handed to a pool's ready lists (via = hot: from the hot queue; repair: the overdue sweep's re-hints)",
       labelNames: ['pool', 'via'] as const,
     });
-    // Per pool, as the dispatcher sees it: what autoscaling and the "pool has no worker" alert read.
+    // Per pool, as the dispatcher sees it (the workers table, the ready lists): what autoscaling and the "pool has no worker" alert read.
     const poolGauge = (name: `almanac_${string}`, help: string) => metrics.gauge({ name, help, labelNames: ['pool'] as const });
-    this.poolWorkers = poolGauge('almanac_pool_workers', 'Live worker processes serving the pool (unexpired heartbeats)');
+    this.poolWorkers = poolGauge('almanac_pool_workers', 'Live worker processes serving the pool (a heartbeat within 5 s, not shutting down)');
     this.poolCapacity = poolGauge('almanac_pool_capacity', "Handlers the pool can run at once: the sum of its live workers' concurrency");
-    this.poolInFlight = poolGauge('almanac_pool_in_flight', 'Jobs handed to the pool and not finished: waiting in its ready list or running');
-    this.poolBacklog = poolGauge('almanac_pool_backlog', 'Due jobs waiting for the pool to have room (dispatch_backlog rows)');
+    this.poolInFlight = poolGauge('almanac_pool_in_flight', "Jobs the pool's workers are running (taken and not finished)");
+    this.poolBacklog = poolGauge('almanac_pool_backlog', "Due jobs waiting in the pool's ready lists for a worker");
     this.kindServed = metrics.gauge({
       name: 'almanac_kind_served',
       help: 'Per registered kind: 1 when the pool it routes to has a live worker, 0 when none would run it',

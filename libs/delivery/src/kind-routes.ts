@@ -23,7 +23,7 @@ export function parsePoolMap(env: Env): Map<string, string> {
 
 /**
  * Which pool runs a kind: ALMANAC_POOLS, then the pool its handler declares, then `default`.
- * The worker knows the handlers and registers kind → pool (WorkerRoster); the dispatcher reads
+ * The worker knows the handlers and registers kind → pool (table job_kinds); the dispatcher reads
  * that registration, so it routes without importing any handler code.
  */
 export class KindRoutes {

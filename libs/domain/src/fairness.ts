@@ -1,11 +1,11 @@
 import { DomainValidationError, describeValue } from './errors';
 import { KIND_PATTERN } from './keys';
 
-/** Caps on one tenant's jobs of one kind, across every dispatcher and worker. */
+/** Caps on one tenant's jobs of one kind, applied where workers take work (the take script). */
 export interface KindLimit {
-  /** Jobs started per second (at hand-off to a worker), with a burst of `rateBurst(perSecond)`. */
+  /** Jobs taken per second, with a burst of a tenth of a second's allowance (at least one). */
   perSecond?: number;
-  /** Jobs of this kind handed to workers and not finished, at once. */
+  /** Jobs of this kind taken and not finished, at once. */
   concurrency?: number;
 }
 
@@ -13,10 +13,13 @@ export interface KindLimit {
 export interface TenantShare {
   /** Share of a busy pool's capacity, relative to the other tenants waiting for it. */
   weight: number;
-  /** Jobs handed to workers and not finished, at once, over all kinds and pools. */
+  /**
+   * Jobs taken and not finished, at once, over all kinds: over all pools on one Redis server,
+   * per pool on a Redis Cluster (see ReadyQueues).
+   */
   maxConcurrency: number | null;
   kindLimits: Readonly<Record<string, KindLimit>> | null;
-  /** Suspended: its due jobs are held (parked, still queued) until it is enabled again. */
+  /** Suspended: its due jobs wait in Redis, still queued, until it is enabled again. */
   held: boolean;
 }
 
@@ -27,25 +30,6 @@ export const MIN_WEIGHT = 0.01;
 const MAX_RATE = 1_000_000;
 const MAX_CONCURRENCY = 1_000_000;
 const MAX_KIND_LIMITS = 100;
-
-/** A tenant's limit on one kind, if any (own keys only: a kind named `constructor` is a kind). */
-export function kindLimitOf(share: TenantShare, kind: string): KindLimit | undefined {
-  return share.kindLimits && Object.hasOwn(share.kindLimits, kind) ? share.kindLimits[kind] : undefined;
-}
-
-/** Whether a tenant's jobs need limit bookkeeping at hand-off (most tenants: no). */
-export function isLimited(share: TenantShare, kind: string): boolean {
-  return share.maxConcurrency !== null || kindLimitOf(share, kind) !== undefined;
-}
-
-/**
- * A rate limit admits bursts of a tenth of a second's allowance (at least one job): smooth
- * enough that 50/s never runs 50 at once, loose enough that hand-offs batched every few ms are
- * not refused one by one.
- */
-export function rateBurst(perSecond: number): number {
-  return Math.max(1, Math.floor(perSecond / 10));
-}
 
 export function validateWeight(raw: unknown, field = 'weight'): number {
   if (typeof raw !== 'number' || !Number.isFinite(raw) || raw < MIN_WEIGHT || raw > MAX_WEIGHT) {
@@ -98,36 +82,4 @@ function positiveInt(raw: unknown, field: string, max: number): number {
     throw new DomainValidationError(field, 'range', `${field} must be an integer from 1 to ${max}, got ${describeValue(raw)}`);
   }
   return raw;
-}
-
-/** A claim on part of a pool's room (a tenant's flow): its weight, and at most how many it can use. */
-export interface ShareClaim {
-  key: string;
-  weight: number;
-  cap: number;
-}
-
-/**
- * Splits `room` between tenants in proportion to their weights, none getting more than its cap,
- * what one cannot use going to the others (weighted water-filling). Every claim with room to
- * spare gets at least one while any is left, in the claims' order (callers rotate it), so a tiny
- * weight is slow, never starved.
- */
-export function fairSplit(room: number, claims: readonly ShareClaim[]): Map<string, number> {
-  const out = new Map<string, number>(claims.map((c) => [c.key, 0]));
-  let left = Math.max(0, Math.floor(room));
-  let open = claims.filter((c) => c.cap > 0);
-  while (left > 0 && open.length > 0) {
-    const total = open.reduce((s, c) => s + c.weight, 0);
-    const round = left;
-    for (const c of open) {
-      if (left === 0) break;
-      const has = out.get(c.key) ?? 0;
-      const give = Math.min(c.cap - has, left, Math.max(1, Math.floor((round * c.weight) / total)));
-      out.set(c.key, has + give);
-      left -= give;
-    }
-    open = open.filter((c) => (out.get(c.key) ?? 0) < c.cap);
-  }
-  return out;
 }

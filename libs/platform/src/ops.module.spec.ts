@@ -86,7 +86,7 @@ describe('OpsModule', () => {
 
     it('serves Prometheus text with default and almanac_ metrics', async () => {
       app.get(MetricsService).counter({ name: 'almanac_spec_total', help: 'from the spec' }).inc();
-      await app.get(HotQueue).enqueue([{ id: '5', runAt: new Date(Date.now() + 3600_000), tenantId: 1, kind: 'noop' }], new Date());
+      await app.get(HotQueue).enqueue([{ id: '5', dueMs: Date.now() + 3600_000, tenantId: 1, kind: 'noop' }], new Date());
       const res = await request(app.getHttpServer()).get('/metrics').expect(200);
       expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
       expect(res.text).toContain('process_cpu_user_seconds_total');

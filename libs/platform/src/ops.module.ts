@@ -26,11 +26,13 @@ import { closeRedis, createDeliveryRedis, createRedis, DELIVERY_REDIS, hotQueueP
 export class OpsResources {
   redis?: RedisClient;
   deliveryRedis?: RedisClient;
+  queueRedis?: RedisClient;
   dataSource?: DataSource;
 
   async close(): Promise<void> {
     if (this.redis) await closeRedis(this.redis);
     if (this.deliveryRedis) await closeRedis(this.deliveryRedis);
+    if (this.queueRedis) await closeRedis(this.queueRedis);
     if (this.dataSource?.isInitialized) await this.dataSource.destroy().catch(() => undefined);
   }
 }
@@ -55,6 +57,7 @@ class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
     @Inject(DELIVERY_REDIS) private readonly deliveryRedis: RedisClient,
     private readonly hotQueue: HotQueue,
     private readonly redisMetrics: RedisMetrics,
+    private readonly resources: OpsResources,
   ) {}
 
   onModuleInit(): void {
@@ -65,6 +68,7 @@ class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await closeRedis(this.redis);
     await closeRedis(this.deliveryRedis);
+    if (this.resources.queueRedis) await closeRedis(this.resources.queueRedis);
   }
 }
 
@@ -74,13 +78,17 @@ const DB_RETRY_DELAY_MS = 1000;
 
 /**
  * Everything a role needs from the platform, once per process: config, DataSource, logging,
- * the two Redis connections (REDIS for commands with a timeout, DELIVERY_REDIS for the queues),
- * metrics, health, clock and the hot queue. Global, so feature modules inject these without
- * importing anything. Only `bootstrapRole` (or a test) imports it.
+ * the Redis connections (REDIS for commands with a timeout, DELIVERY_REDIS for the pools' ready
+ * lists, BullMQ's own for the hot queue), metrics, health, clock and the hot queue. Global, so
+ * feature modules inject these without importing anything. Only `bootstrapRole` (or a test)
+ * imports it.
  *
  * The hot queue is BullModule's: `forRootAsync` puts every queue and @Processor of the process
- * on DELIVERY_REDIS and the queue prefix, `registerQueue` makes the hot queue injectable
- * (`@InjectQueue(HOT_QUEUE_NAME)`), and the dispatcher's HotConsumer is its @Processor.
+ * on BullMQ's connection and the queue prefix, `registerQueue` makes the hot queue injectable
+ * (`@InjectQueue(HOT_QUEUE_NAME)`), and the dispatcher's HotConsumer is its @Processor. BullMQ
+ * defines its ~50 scripts on the connection it is given, and ioredis copies every defined script
+ * onto each auto-pipeline it opens: on the ready lists' connection that was ~25% of a worker's
+ * CPU at 500 jobs/s (a CPU profile), so BullMQ has a connection of its own, not auto-pipelined.
  */
 @Module({})
 export class OpsModule {
@@ -89,6 +97,7 @@ export class OpsModule {
     const role = options.role ?? 'almanac';
     const resources = options.resources ?? new OpsResources();
     const deliveryRedis = () => (resources.deliveryRedis ??= createDeliveryRedis(redisTarget(config)));
+    const queueRedis = () => (resources.queueRedis ??= createDeliveryRedis(redisTarget(config), { autoPipelining: false }));
     return {
       module: OpsModule,
       global: true,
@@ -108,7 +117,7 @@ export class OpsModule {
           },
         }),
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
-        BullModule.forRootAsync({ useFactory: () => ({ connection: deliveryRedis(), prefix: hotQueuePrefix(config.queuePrefix, config.redisClusterNodes !== null) }) }),
+        BullModule.forRootAsync({ useFactory: () => ({ connection: queueRedis(), prefix: hotQueuePrefix(config.queuePrefix, config.redisClusterNodes !== null) }) }),
         BullModule.registerQueue({ name: HOT_QUEUE_NAME }),
       ],
       controllers: [HealthController, MetricsController],
@@ -121,6 +130,7 @@ export class OpsModule {
             (resources.redis = createRedis(redisTarget(config), { commandTimeoutMs: config.redisCommandTimeoutMs, logger: pino.logger.child({ component: 'redis' }) })),
         },
         { provide: DELIVERY_REDIS, useFactory: deliveryRedis },
+        { provide: OpsResources, useValue: resources },
         { provide: HOT_QUEUE_WAIT_MS, useValue: config.redisCommandTimeoutMs },
         HotQueue,
         { provide: Clock, useClass: SystemClock },

@@ -36,7 +36,11 @@ export function attemptRecord(row: RunnableJob, outcome: HandlerOutcome | undefi
   }
   switch (outcome.type) {
     case 'completed':
-      return { ...base, next: 'succeeded', outcome: 'succeeded', result: outcome.result, error: null };
+      // Written out, not spread: this one runs for every successful job.
+      return {
+        id: row.id, attempt: row.attempt, tenantId: row.tenantId, startedAt: c.startedAt, finishedAt: c.now, workerId: c.workerId,
+        next: 'succeeded', outcome: 'succeeded', result: outcome.result, error: null,
+      };
     case 'retry':
       return { ...base, ...fail(outcome.delayMs), outcome: 'failed', result: outcome.result, error: truncateError(outcome.reason ?? 'retry requested') };
     case 'discard':

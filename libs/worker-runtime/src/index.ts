@@ -5,3 +5,4 @@ export * from './pool-taker';
 export * from './worker-runtime.module';
 export * from './worker-settings';
 export * from './worker.service';
+export * from './worker-identity';

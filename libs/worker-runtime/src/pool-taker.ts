@@ -1,200 +1,224 @@
-import { type HeldSlots, LimitSlots, lightLaneSlots, type ReadyItem, type ReadyLists, RENEW_EVERY_MS } from '@almanac/delivery';
-import { duplicateRedis, type RedisClient, within } from '@almanac/platform';
+import { type ReadyQueues, SLOT_RENEW_MS, type TakenHint } from '@almanac/delivery';
+import { type Clock, duplicateRedis, type RedisClient, within } from '@almanac/platform';
 import type { Logger } from 'pino';
-import type { Executor } from './executor';
+import type { ExecutionResult, Executor } from './executor';
+import type { WorkerIdentity } from './worker-identity';
 
 export interface PoolTakerOptions {
-  /** Used to open one blocking connection per pool (a blocked BLMPOP holds its connection). */
+  /** Used to open one blocking connection per pool (a blocked BLPOP holds its connection). */
   connection: RedisClient;
-  ready: ReadyLists;
+  ready: ReadyQueues;
   pools: readonly string[];
   /** Handlers running at once, per pool. */
   concurrency: number;
   executor: Executor;
+  identity: WorkerIdentity;
+  clock: Clock;
   logger: Logger;
-  /** Where limited tenants' slots are released (default: on the ready lists' Redis and prefix). */
-  slots?: LimitSlots;
 }
 
-/** How long one blocking take waits before the loop looks at its flags again. */
-const BLOCK_SECONDS = 1;
+/** How long one blocking wait for work lasts before the loop looks at its flags again. */
+const BLOCK_MS = 1000;
+/** Every Redis call of the settle path answers within this, or is left to expiry and the rescue. */
+const REDIS_WAIT_MS = 2000;
 
-/** One list a pool's work comes from, with its own handler slots: the main list, or the light lane. */
 interface Lane {
   pool: string;
-  light: boolean;
-  concurrency: number;
   running: number;
-  /** Wakes the lane's loop when one of its slots frees. */
-  slotFreed?: () => void;
+  /** Hints done with, per worker id that took them: sent with the next take (or FINISH). */
+  done: Map<number, string[]>;
+  /** Wakes the loop: a slot freed, or a hint is done with. */
+  poke?: () => void;
+  /** The blocking wait for work in flight on `conn`, reused until it answers. */
+  waiter?: Promise<boolean>;
+  conn?: RedisClient;
 }
 
 /**
- * Takes work from the pools' ready lists exactly as fast as handler slots free up: per pool and
- * lane (its ready list, and its light lane's with `lightLaneSlots(concurrency)` slots of its
- * own), one loop asks for as many items as it has free slots (one BLMPOP), starts them, and waits
- * for a slot when full. Nothing is taken that could not start now, so nothing sits in this
- * process unclaimed for long; a crash loses at most the items between the take and the claim,
- * whose rows are still queued and are found by the overdue sweep.
+ * Takes work from the pools' ready structures exactly as fast as handler slots free up: per
+ * pool, one loop asks for as many hints as it has free slots (one script: fair, within limits,
+ * and reporting the hints it is done with), starts them, and when the pool has nothing for it,
+ * blocks until a push or a finish wakes it (or a limit's next opening). Hints stay in this
+ * worker's taken hash until their run is over, or go back unstarted (give back), so a worker
+ * that dies loses none of them.
  */
 export class PoolTaker {
-  private readonly lanes: Lane[] = [];
-  private readonly blocking: RedisClient[] = [];
+  private readonly lanes: Lane[];
   private readonly loops: Promise<void>[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
-  /** Limit slots held by runs in this process (limited tenants' jobs), renewed until the run ends. */
-  private readonly held = new Map<string, HeldSlots>();
-  private toRelease: HeldSlots[] = [];
-  private releasing: Promise<void> | undefined;
+  /** Running hints that hold limit slots: id → pool and taker (renewed until they end). */
+  private readonly limited = new Map<string, { pool: string; takenBy: number }>();
   private renewTimer: NodeJS.Timeout | undefined;
-  private readonly slots: LimitSlots;
 
   constructor(private readonly o: PoolTakerOptions) {
-    for (const pool of o.pools) {
-      this.lanes.push({ pool, light: false, concurrency: o.concurrency, running: 0 });
-      this.lanes.push({ pool, light: true, concurrency: lightLaneSlots(o.concurrency), running: 0 });
-    }
-    this.slots = o.slots ?? new LimitSlots(o.ready.redis, o.ready.prefix);
+    this.lanes = o.pools.map((pool) => ({ pool, running: 0, done: new Map() }));
   }
 
-  /** Handlers running now in `pool`, both lanes (the heartbeat reports it). */
+  /** Handlers running now in `pool` (the heartbeat reports it). */
   runningIn(pool: string): number {
-    return this.lanes.reduce((n, l) => (l.pool === pool ? n + l.running : n), 0);
+    return this.lanes.find((l) => l.pool === pool)?.running ?? 0;
+  }
+
+  get running(): number {
+    return this.lanes.reduce((n, l) => n + l.running, 0);
   }
 
   start(): void {
     if (this.loops.length > 0 || this.closing) return;
     for (const lane of this.lanes) {
-      const conn = duplicateRedis(this.o.connection, { enableAutoPipelining: false });
-      conn.on('error', () => undefined); // the shared connection's owner reports outages
-      this.blocking.push(conn);
-      this.loops.push(this.loop(lane, conn));
+      lane.conn = duplicateRedis(this.o.connection, { enableAutoPipelining: false });
+      lane.conn.on('error', () => undefined); // the shared connection's owner reports outages
+      this.loops.push(this.loop(lane));
     }
-    this.renewTimer = setInterval(() => void this.renewSlots(), RENEW_EVERY_MS);
+    this.renewTimer = setInterval(() => void this.renewSlots(), SLOT_RENEW_MS);
     this.renewTimer.unref();
   }
 
-  /** Keeps the limit slots of runs still going from expiring (a long handler); a failure is retried next time. */
-  async renewSlots(): Promise<void> {
-    if (this.held.size === 0) return;
-    await within(2000, this.slots.renew([...this.held.values()]), 'renew limit slots').catch((err: unknown) =>
-      this.o.logger.warn({ err }, 'could not renew limit slots; they expire unless renewed next time'),
-    );
-  }
-
-  /**
-   * Takes and runs what the ready lists hold now, without blocking, and returns how many it
-   * started. For tests and tools: no timers.
-   */
+  /** Takes and runs what the pools hold now, without blocking; returns how many it started. Tests and tools: no timers. */
   async runOnce(max = 10_000): Promise<number> {
     const started: Promise<unknown>[] = [];
-    for (const lane of [...this.lanes].sort((a, b) => Number(b.light) - Number(a.light))) {
-      for (const item of await this.o.ready.take(lane.pool, max - started.length, lane.light)) started.push(this.startOne(lane, item));
+    for (const lane of this.lanes) {
+      const take = await this.o.ready.take(lane.pool, max - started.length, this.o.clock.now().getTime(), String(this.o.identity.id));
+      for (const h of take.hints) started.push(this.startOne(lane, h, this.o.identity.id));
     }
     await Promise.all(started);
     await this.o.executor.drain(); // outcomes recorded before the caller looks
-    await this.releasing;
+    await this.finishAll();
     return started.length;
   }
 
   /**
    * Graceful stop: take nothing new; running handlers get until `deadlineMs`; whatever is still
-   * running then is released back to `queued` and re-enqueued at once.
+   * running then is released back to `queued` and its hint given back, as are hints not started.
    */
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
     clearInterval(this.renewTimer);
     this.o.executor.beginClose();
-    for (const lane of this.lanes) lane.slotFreed?.();
-    // Let a blocked BLMPOP end by itself (≤ BLOCK_SECONDS): disconnecting under it could drop a
-    // reply whose items Redis already popped. Items it returns now are handed back by the loop.
-    // Bounded, for a Redis that does not answer at all.
-    await within((BLOCK_SECONDS + 1) * 1000, Promise.allSettled(this.loops), 'ready-list take').catch(() => undefined);
-    for (const conn of this.blocking) conn.disconnect();
+    for (const lane of this.lanes) lane.poke?.();
+    // A blocked BLPOP ends by itself (≤ BLOCK_MS); disconnecting under it could drop a token.
+    await within(BLOCK_MS + 1000, Promise.allSettled(this.loops), 'ready take').catch(() => undefined);
+    for (const lane of this.lanes) lane.conn?.disconnect();
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'deadline'>((resolve) => {
-      timer = setTimeout(() => resolve('deadline'), deadlineMs);
-    });
-    let first: 'finished' | 'deadline';
-    try {
-      first = await Promise.race([Promise.allSettled([...this.inFlight]).then(() => 'finished' as const), deadline]);
-    } finally {
-      clearTimeout(timer); // the timer must not hold the process
+    const deadline = new Promise<'deadline'>((resolve) => (timer = setTimeout(() => resolve('deadline'), deadlineMs)));
+    const first = await Promise.race([Promise.allSettled([...this.inFlight]).then(() => 'finished' as const), deadline]);
+    clearTimeout(timer); // the timer must not hold the process
+    let released = 0;
+    if (first === 'deadline') {
+      for (const ids of (await this.o.executor.releaseUnfinished()).values()) released += ids.length;
     }
-    const released = first === 'deadline' ? await this.o.executor.releaseUnfinished() : 0;
+    await Promise.allSettled([...this.inFlight]);
     await this.o.executor.drain();
-    await this.releasing;
+    await this.finishAll();
     return { released };
   }
 
-  private async loop(lane: Lane, conn: RedisClient): Promise<void> {
-    const { pool, light } = lane;
+  private async loop(lane: Lane): Promise<void> {
     while (!this.closing) {
-      const free = lane.concurrency - lane.running;
-      if (free <= 0) {
-        await new Promise<void>((resolve) => (lane.slotFreed = resolve));
+      const free = this.o.concurrency - lane.running;
+      const takenBy = this.o.identity.id;
+      const done = lane.done.get(takenBy) ?? [];
+      if (free <= 0 && done.length === 0) {
+        await new Promise<void>((resolve) => (lane.poke = resolve));
         // Handlers finishing in the same turn free their slots together: take for all of them
-        // in one command (and claim them in one statement) instead of one by one. Taking per
-        // freed slot measured batches of 1-3 and ~20% of the worker's CPU in socket writes.
+        // in one script (and claim them in one statement). Taking per freed slot measured
+        // batches of 1-3 and ~20% of the worker's CPU in socket writes.
         await new Promise((resolve) => setImmediate(resolve));
         continue;
       }
-      let items: ReadyItem[] = [];
+      lane.done.delete(takenBy);
+      if (lane.done.size > 0) void this.finishAll(); // hints taken under an id this worker had before the rescue
+      let take;
       try {
-        items = await this.o.ready.takeBlocking(conn, pool, free, BLOCK_SECONDS, light);
+        take = await this.o.ready.take(lane.pool, Math.max(0, free), this.o.clock.now().getTime(), String(takenBy), done);
       } catch (err) {
+        lane.done.set(takenBy, [...done, ...(lane.done.get(takenBy) ?? [])]); // sent again with the next take
         if (this.closing) break;
-        this.o.logger.error({ err, pool }, 'could not take from the ready list; retrying');
+        this.o.logger.error({ err, pool: lane.pool }, 'could not take from the pool; retrying');
         await new Promise((r) => setTimeout(r, 1000));
+        continue;
       }
-      if (this.closing) {
-        // Taken while closing (a reply raced the disconnect): not started, so handed back.
-        if (items.length > 0) await within(2000, this.o.ready.giveBack(pool, items, light), 'give back').catch(() => undefined);
-        break;
-      }
-      for (const item of items) void this.startOne(lane, item);
+      for (const h of take.hints) void this.startOne(lane, h, takenBy);
+      if (take.hints.length < free && !this.closing) await this.waitForWork(lane, take.nextWakeMs);
     }
   }
 
-  private startOne(lane: Lane, item: ReadyItem): Promise<unknown> {
-    const { pool } = lane;
+  /**
+   * Until a push or a finish signals the pool (a token in its wake list), a limit's next
+   * opening, or one of this worker's hints is done with (to be reported, with a take).
+   */
+  private async waitForWork(lane: Lane, nextWakeMs: number | null): Promise<void> {
+    if (lane.done.size > 0) return;
+    const conn = lane.conn as RedisClient;
+    lane.waiter ??= this.o.ready.waitForWork(conn, lane.pool, BLOCK_MS).catch(() => false).finally(() => (lane.waiter = undefined));
+    const untilWake = nextWakeMs === null ? BLOCK_MS : Math.max(1, nextWakeMs - this.o.clock.now().getTime());
+    let timer: NodeJS.Timeout | undefined;
+    const poked = new Promise<void>((resolve) => (lane.poke = resolve));
+    await Promise.race([lane.waiter, poked, new Promise((r) => (timer = setTimeout(r, Math.min(untilWake, BLOCK_MS))))]);
+    clearTimeout(timer);
+  }
+
+  private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> {
     lane.running++;
-    if (item.slots) this.held.set(item.id, { id: item.id, ...item.slots });
-    let givenBack = false;
+    if (h.slots > 0) this.limited.set(h.id, { pool: lane.pool, takenBy });
     const run = this.o.executor
-      .execute({ id: item.id, dueMs: item.dueMs, pool, slots: item.slots })
-      .then((result) => (givenBack = result === 'given_back'))
-      .catch((err: unknown) => this.o.logger.error({ err, pool, jobId: item.id }, 'delivery failed; the row is rescued by its lease or the overdue sweep'))
+      .execute(lane.pool, h)
+      .catch((err: unknown): ExecutionResult => {
+        this.o.logger.error({ err, pool: lane.pool, jobId: h.id }, 'delivery failed; the row is rescued with its worker or by the overdue sweep');
+        return 'stale';
+      })
+      .then((result) => this.settle(lane, takenBy, h.id, result))
       .finally(() => {
-        if (givenBack) this.held.delete(item.id); // back in the ready list, slots and all
-        else this.releaseSlots(item.id);
+        this.limited.delete(h.id);
         lane.running--;
         this.inFlight.delete(run);
-        const wake = lane.slotFreed;
-        lane.slotFreed = undefined;
-        wake?.();
+        const poke = lane.poke;
+        lane.poke = undefined;
+        poke?.();
       });
     this.inFlight.add(run);
     return run;
   }
 
-  /**
-   * The run is over (recorded, retried, dropped or failed): its tenant's slots go back, batched
-   * with the others ending in the same turn. A release that fails is left to the slot's expiry.
-   */
-  private releaseSlots(id: string): void {
-    const h = this.held.get(id);
-    if (!h) return;
-    this.held.delete(id);
-    this.toRelease.push(h);
-    if (this.toRelease.length > 1) return;
-    this.releasing = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      const batch = this.toRelease;
-      this.toRelease = [];
-      await within(2000, this.slots.release(batch), 'release limit slots').catch((err: unknown) =>
-        this.o.logger.warn({ err, n: batch.length }, 'could not release limit slots; they expire by themselves'),
+  /** A hint is done with (reported with the next take) or goes back unstarted to the head of its flow. */
+  private async settle(lane: Lane, takenBy: number, id: string, result: ExecutionResult): Promise<void> {
+    if (result !== 'give_back' && result !== 'released') {
+      lane.done.set(takenBy, [...(lane.done.get(takenBy) ?? []), id]);
+      return;
+    }
+    await within(REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [id]), 'give back').catch((err: unknown) =>
+      this.o.logger.warn({ err, pool: lane.pool }, 'could not give a hint back; a rescue or the overdue sweep puts it back'),
+    );
+  }
+
+  /** Reports every hint done with that no take carried (tests, shutdown). */
+  private async finishAll(): Promise<void> {
+    for (const lane of this.lanes) {
+      const pending = [...lane.done];
+      lane.done.clear();
+      for (const [takenBy, ids] of pending) {
+        await within(REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch((err: unknown) =>
+          this.o.logger.warn({ err, pool: lane.pool }, 'could not report finished hints; their slots expire'),
+        );
+      }
+    }
+  }
+
+  /** Keeps the limit slots of runs still going from expiring (a long handler); a failure is retried next time. */
+  async renewSlots(): Promise<void> {
+    const byTaker = new Map<string, { pool: string; takenBy: number; ids: string[] }>();
+    for (const [id, { pool, takenBy }] of this.limited) {
+      const key = `${pool}|${takenBy}`;
+      let g = byTaker.get(key);
+      if (!g) byTaker.set(key, (g = { pool, takenBy, ids: [] }));
+      g.ids.push(id);
+    }
+    const nowMs = this.o.clock.now().getTime();
+    for (const g of byTaker.values()) {
+      await within(REDIS_WAIT_MS, this.o.ready.renew(g.pool, String(g.takenBy), g.ids, nowMs), 'renew limit slots').catch((err: unknown) =>
+        this.o.logger.warn({ err }, 'could not renew limit slots; they expire unless renewed next time'),
       );
-    });
+    }
   }
 }

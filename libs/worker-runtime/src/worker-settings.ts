@@ -2,7 +2,6 @@ import { Env, envInt, envList, envNumber, envString } from '@almanac/platform';
 import { hostname } from 'node:os';
 import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
 import { POOL_NAME_PATTERN } from '@almanac/delivery';
-import { CLAIM_LEAD_MS } from './executor';
 
 export interface WorkerSettings {
   pools: string[];
@@ -12,8 +11,6 @@ export interface WorkerSettings {
   retryPolicy: RetryPolicy;
   /** Lease a claim starts with; the heartbeat renews it while the handler runs. */
   leaseMs: number;
-  /** How long before its run time a delivery is claimed (see CLAIM_LEAD_MS). */
-  claimLeadMs: number;
   /** What the pool's autoscaling reads from this worker (PoolScalingGauges). */
   scaling: PoolScalingSettings;
 }
@@ -39,10 +36,10 @@ export function workerSettingsFromEnv(env: Env): WorkerSettings {
     shutdownMs: envInt(env, 'ALMANAC_WORKER_SHUTDOWN_MS', 25_000, { min: 0, max: 3600_000 }),
     workerId: envString(env, 'ALMANAC_WORKER_ID', `${hostname()}-${process.pid}`, { pattern: /^[\w.:-]{1,100}$/ }),
     retryPolicy: retryPolicyFromEnv(env),
-    // A worker that dies mid-handler is rescued within one lease (plus the overdue sweep's
-    // interval), whatever the kind's timeout: long handlers keep their lease by heartbeat.
+    // The backstop behind the heartbeat (a dead worker is rescued by its beat, within seconds):
+    // a worker that beats but lost a run gets it back once its lease runs out. Long handlers
+    // keep their lease by heartbeat.
     leaseMs: envInt(env, 'ALMANAC_LEASE_MS', 30_000, { min: 2000, max: 3600_000 }), // > 1 heartbeat
-    claimLeadMs: envInt(env, 'ALMANAC_CLAIM_LEAD_MS', CLAIM_LEAD_MS, { min: 0, max: 1000 }),
     scaling: poolScalingFromEnv(env, concurrency),
   };
 }

@@ -1,6 +1,6 @@
-import { DeliveryMetrics, type HandlerDefinition, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyLists, TenantLabels, WorkerRoster } from '@almanac/delivery';
-import { ExecutionRepository, type KindRegistration, KindsRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS, type RedisClient } from '@almanac/platform';
+import { DeliveryMetrics, type HandlerDefinition, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
+import { createDataSource, ExecutionRepository, type KindRegistration, KindsRepository, WorkersRepository } from '@almanac/persistence';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, TenantLabels } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
@@ -9,6 +9,7 @@ import { Executor } from './executor';
 import { Heartbeat } from './heartbeat';
 import { exportPoolScaling } from './pool-scaling-gauges';
 import { PoolTaker } from './pool-taker';
+import { WorkerIdentity } from './worker-identity';
 import type { WorkerSettings } from './worker-settings';
 
 export const WORKER_SETTINGS = Symbol('WORKER_SETTINGS');
@@ -18,6 +19,7 @@ export const WORKER_HANDLERS = Symbol('WORKER_HANDLERS');
 /** Wires the executor, the pool taker and the heartbeat into the Nest lifecycle (start at boot, drain on SIGTERM). */
 @Injectable()
 export class WorkerService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  readonly identity: WorkerIdentity;
   readonly executor: Executor;
   readonly taker: PoolTaker;
   readonly heartbeat: Heartbeat;
@@ -26,6 +28,12 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   /** What this worker registers in the kind registry at boot. */
   readonly registrations: KindRegistration[];
   private readonly logger: Logger;
+  /**
+   * The heartbeat's own connection: a beat must never queue behind claims and handlers'
+   * transactions for the shared pool (a worker whose beats stall for WORKER_DEAD_AFTER_MS is
+   * taken for dead and its jobs run again elsewhere).
+   */
+  private readonly beatSource: DataSource;
 
   constructor(
     @Inject(WORKER_SETTINGS) private readonly settings: WorkerSettings,
@@ -44,36 +52,33 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   ) {
     const logger = (this.logger = pino.logger.child({ component: 'worker', workerId: settings.workerId }));
     const registry = new HandlerRegistry(handlers);
-    const ready = new ReadyLists(redis, config.queuePrefix);
+    this.beatSource = createDataSource({ ...config.database, poolSize: 1 });
+    this.identity = new WorkerIdentity(new WorkersRepository(this.beatSource), settings.workerId, settings.pools, settings.concurrency, logger);
     this.tenantLabels = new TenantLabels(commandRedis, config.queuePrefix);
     this.executor = new Executor({
-      repo, dataSource, registry, hotQueue, ready, clock, logger,
+      repo, dataSource, registry, hotQueue, clock, logger, identity: this.identity,
       metrics: new DeliveryMetrics(metrics, this.tenantLabels),
-      workerId: settings.workerId,
       horizons: config.horizons,
       retryPolicy: settings.retryPolicy,
       leaseMs: settings.leaseMs,
-      claimLeadMs: settings.claimLeadMs,
     });
     this.taker = new PoolTaker({
-      connection: redis, ready, pools: settings.pools,
-      concurrency: settings.concurrency, executor: this.executor, logger,
+      connection: redis, ready: new ReadyQueues(redis, config.queuePrefix), pools: settings.pools,
+      concurrency: settings.concurrency, executor: this.executor, identity: this.identity, clock, logger,
     });
     const routes = KindRoutes.forHandlers(parsePoolMap(process.env), handlers);
     this.registrations = kindRegistrations(registry, routes, settings.pools);
-    this.heartbeat = new Heartbeat({
-      roster: new WorkerRoster(redis, config.queuePrefix), taker: this.taker, executor: this.executor, clock, logger,
-      workerId: settings.workerId, pools: settings.pools, concurrency: settings.concurrency,
-      liveness,
-    });
+    this.heartbeat = new Heartbeat({ identity: this.identity, taker: this.taker, executor: this.executor, logger, liveness });
     exportPoolScaling(metrics, settings.pools, settings.scaling);
   }
 
-  /** Registers this worker's kinds before it takes work, so the API accepts them and the dispatcher routes them. */
+  /** Registers this worker's kinds and itself before it takes work, so the API accepts them and the dispatcher routes them. */
   async onModuleInit(): Promise<void> {
     const moved = await this.kinds.register(this.registrations, this.settings.workerId, this.clock.now());
     for (const m of moved) this.logger.warn({ kind: m.kind, from: m.previousPool }, 'kind moved to another pool by this registration');
-    this.logger.info({ kinds: this.registrations.map((r) => `${r.kind}@${r.pool}`) }, 'kinds registered');
+    await this.beatSource.initialize();
+    await this.identity.register();
+    this.logger.info({ kinds: this.registrations.map((r) => `${r.kind}@${r.pool}`), id: this.identity.id }, 'kinds registered');
   }
 
   onApplicationBootstrap(): void {
@@ -83,9 +88,10 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.heartbeat.leave(); // no new work; leases keep being renewed while handlers drain
+    await this.heartbeat.leave(); // capacity no longer counted; beats and lease renewals go on while handlers drain
     await this.taker.close(this.settings.shutdownMs);
     await this.heartbeat.stop();
     this.tenantLabels.stop();
+    await this.beatSource.destroy().catch((err: unknown) => this.logger.warn({ err }, 'could not close the heartbeat connection'));
   }
 }

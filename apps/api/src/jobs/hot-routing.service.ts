@@ -1,5 +1,6 @@
 import { JobChangesRepository } from '@almanac/persistence';
-import { Clock, HotItem, HotQueue, MetricsService, REDIS, type RedisClient } from '@almanac/platform';
+import type { Hint } from '@almanac/domain';
+import { Clock, HotQueue, MetricsService, REDIS, type RedisClient } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import type { Counter } from 'prom-client';
@@ -9,9 +10,9 @@ import { API_SETTINGS, ApiSettings } from '../api-settings';
 const DOWN = new Set(['reconnecting', 'close', 'end']);
 
 /**
- * Puts committed immediate/hot rows on the hot queue. The row is the truth: when Redis is down
- * or slow, the rows go back to `scheduled` (guarded on `queued` + run time) and the promoter's
- * sweeps deliver them; ingest still answers success.
+ * Gives committed immediate and hot rows their hints on the hot queue. The row is the truth:
+ * when Redis is down or slow, the rows go back to `scheduled` (guarded on `queued` + run time)
+ * and the promoter's sweeps deliver them; ingest still answers success.
  */
 @Injectable()
 export class HotRoutingService {
@@ -33,7 +34,7 @@ export class HotRoutingService {
   }
 
   /** Returns the ids that could not be enqueued (now `scheduled` rows). */
-  async enqueueOrDemote(items: HotItem[]): Promise<Set<string>> {
+  async enqueueOrDemote(items: Hint[]): Promise<Set<string>> {
     if (items.length === 0) return new Set();
     try {
       if (DOWN.has(this.redis.status)) throw new Error(`redis is ${this.redis.status}`);
@@ -43,22 +44,12 @@ export class HotRoutingService {
       this.failures.inc(items.length);
       this.log.warn({ jobs: items.length, err: (err as Error).message }, 'enqueue failed; rows left for the promoter');
       try {
-        await this.jobs.demoteToScheduled(items.map((i) => ({ id: i.id, runAt: i.runAt })));
+        await this.jobs.demoteToScheduled(items.map((i) => ({ id: i.id, runAt: new Date(i.dueMs) })));
       } catch (dbErr) {
         // Still `queued` without a queue entry: the overdue sweep finds such rows.
         this.log.error({ jobs: items.length, err: (dbErr as Error).message }, 'could not demote rows after enqueue failure');
       }
       return new Set(items.map((i) => i.id));
-    }
-  }
-
-  /** Best effort: the dispatcher re-checks the row, so a leftover queue entry does no harm. */
-  async remove(id: string): Promise<void> {
-    if (DOWN.has(this.redis.status)) return;
-    try {
-      await withTimeout(this.hotQueue.remove(id), this.settings.enqueueTimeoutMs);
-    } catch (err) {
-      this.log.warn({ jobId: id, err: (err as Error).message }, 'could not remove job from the hot queue');
     }
   }
 }

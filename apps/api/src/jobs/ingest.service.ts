@@ -185,7 +185,7 @@ export class IngestService implements BeforeApplicationShutdown {
     );
     const hot = results.flatMap((r) =>
       r.status === 'created' && r.job.state === 'queued'
-        ? [{ id: r.job.id, runAt: r.job.runAt, tenantId: r.job.tenantId, kind: r.job.kind }]
+        ? [{ id: r.job.id, dueMs: r.job.runAt.getTime(), tenantId: r.job.tenantId, kind: r.job.kind }]
         : [],
     );
     const demoted = await this.routing.enqueueOrDemote(hot);

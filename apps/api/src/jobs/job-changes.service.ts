@@ -11,8 +11,9 @@ import { jobSummary, type JobSummary } from './job-view';
 
 /**
  * Cancel, reschedule, retry. Each is one guarded UPDATE that checks the state it expects, so
- * against the dispatcher (which moves `queued` to `running` the same way) exactly one wins and
- * the loser of the API side gets 409. Queue entries are fixed up after the row changed.
+ * against a worker's claim (which moves `queued` to `running` the same way) exactly one wins and
+ * an API call that loses gets 409. No hint is looked for: a row moved or cancelled makes its old
+ * hint stale, and the claim drops it; a row now due within the hot horizon gets a new hint.
  */
 @Injectable()
 export class JobChangesService {
@@ -36,7 +37,6 @@ export class JobChangesService {
       case 'already_cancelled':
         return this.summary(res.job);
       case 'cancelled':
-        if (res.previous === 'queued') await this.routing.remove(id);
         this.log.info({ tenantId: tenant.id, jobId: id, kind: res.job.kind }, 'job cancelled');
         return this.summary(res.job);
     }
@@ -88,11 +88,9 @@ export class JobChangesService {
         { field: 'state', rule: verb === 'retried' ? 'not_dead' : 'not_reschedulable', message: why },
       ]);
     }
-    // The queue dedups on jobId: the old entry must go before the new delay can be set.
-    if (res.previous === 'queued') await this.routing.remove(id);
     let job = res.job;
     if (job.state === 'queued') {
-      const demoted = await this.routing.enqueueOrDemote([{ id, runAt: job.runAt, tenantId: job.tenantId, kind: job.kind }]);
+      const demoted = await this.routing.enqueueOrDemote([{ id, dueMs: job.runAt.getTime(), tenantId: job.tenantId, kind: job.kind }]);
       if (demoted.size) job = { ...job, state: 'scheduled' };
     }
     this.log.info({ tenantId: job.tenantId, jobId: id, kind: job.kind, state: job.state }, `job ${verb}`);

@@ -6,7 +6,6 @@ import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
-import { HotRoutingService } from '../jobs/hot-routing.service';
 import { KindsService } from '../kinds/kinds.service';
 import { checkPatchedPayload, formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
 
@@ -23,7 +22,6 @@ export class SchedulesService {
 
   constructor(
     private readonly schedules: SchedulesRepository,
-    private readonly routing: HotRoutingService,
     private readonly kinds: KindsService,
     private readonly clock: Clock,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
@@ -124,7 +122,6 @@ export class SchedulesService {
         throw conflict(`schedule ${id} is being changed concurrently; try again`, 'schedule', 'concurrent_update');
       }
       if (!res) throw notFound(`schedule ${id}`);
-      await this.dropFromQueue(res.removed.queuedIds);
       if (timing) {
         this.log.info({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count, version: res.schedule.version }, 'schedule timing changed');
       }
@@ -136,7 +133,6 @@ export class SchedulesService {
     if (!isJobIdString(id)) throw notFound(`schedule ${id}`);
     const res = await this.schedules.delete(tenant.id, id);
     if (!res) throw notFound(`schedule ${id}`);
-    await this.dropFromQueue(res.removed.queuedIds);
     this.log.info({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count }, 'schedule deleted');
     return { ...view(res.schedule), removedOccurrences: res.removed.count };
   }
@@ -174,10 +170,6 @@ export class SchedulesService {
 
   private firstAfterNow(schedule: Schedule): Date | null {
     return nextOccurrences(schedule, this.clock.now(), 1)[0] ?? null;
-  }
-
-  private async dropFromQueue(ids: string[]): Promise<void> {
-    for (const id of ids) await this.routing.remove(id);
   }
 }
 

@@ -1,6 +1,6 @@
 import { BULK_CHUNK_JOBS, type BulkChange, type BulkFilter } from '@almanac/domain';
 import { BULK_CREATE_LOCK, BulkOperationsRepository, TenantsRepository } from '@almanac/persistence';
-import { DELIVERY_LEAD_MS, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
+import { DELIVERY_LEAD_MS, hintsOf, HotQueue, MetricsService } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
@@ -49,7 +49,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   it("cancels the tenant's unstarted jobs that match, in chunks, and nothing else", async () => {
     const cold = await insertJobs(db.dataSource, { tenantId: a, count: BULK_CHUNK_JOBS + 10, start: at(48 * HOUR), prefix: 'campaign' });
     const queued = await insertJobs(db.dataSource, { tenantId: a, count: 20, start: at(HOUR), state: 'q', prefix: 'campaign' });
-    await queue.enqueue(queued.map((id) => ({ id, runAt: at(HOUR + Number(id) % 7), tenantId: a, kind: 'noop' })), NOW);
+    await queue.enqueue(queued.map((id) => ({ id, dueMs: at(HOUR + Number(id) % 7).getTime(), tenantId: a, kind: 'noop' })), NOW);
     const running = await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(-1000), state: 'r', prefix: 'campaign' });
     const otherKey = await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR), prefix: 'newsletter' });
     const otherTenant = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: 'campaign' });
@@ -63,7 +63,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await statesOf(db.dataSource, running)).toEqual({ r: 3 });
     expect(await statesOf(db.dataSource, otherKey)).toEqual({ s: 5 });
     expect(await statesOf(db.dataSource, otherTenant)).toEqual({ s: 5 });
-    expect(await inQueue(queue, queued)).toBe(0); // their hot copies were taken out
+    expect(await inQueue(queue, queued)).toBe(20); // their hints stay, stale: a worker's claim drops them
     expect(await read(a, op.id)).toMatchObject({ state: 'done', matched: BULK_CHUNK_JOBS + 30, chunks: 2, changed: BULK_CHUNK_JOBS + 30, skipped: 0 });
     expect(await repo.findForTenant(b, op.id)).toBeNull(); // another tenant's operation
     expect(Number((await db.dataSource.query(`SELECT count(*) AS n FROM bulk_operation_chunks`))[0].n)).toBe(0);
@@ -104,25 +104,27 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   it('reschedules each matched job once, re-tiered by its new time, with a hot copy at the new time', async () => {
     // 24 h of hot horizon: +23 h stays hot, +25 h leaves it.
     const hot = await insertJobs(db.dataSource, { tenantId: a, count: 4, start: at(HOUR), stepMs: 1000, state: 'q' });
-    await queue.enqueue(hot.map((id, i) => ({ id, runAt: at(HOUR + i * 1000), tenantId: a, kind: 'noop' })), NOW);
+    await queue.enqueue(hot.map((id, i) => ({ id, dueMs: at(HOUR + i * 1000).getTime(), tenantId: a, kind: 'noop' })), NOW);
     const before = await runAts(hot);
     // The filter's range still holds every row after the move: a cursor over it would meet them again.
     const op = await operation(a, { runAtFrom: NOW, runAtTo: at(30 * HOUR) }, { shiftBySeconds: 1800 });
     await sweep().runOnce(NOW);
     expect(await runAts(hot)).toEqual(before.map((t) => t + 1_800_000));
     expect(await statesOf(db.dataSource, hot)).toEqual({ q: 4 });
-    const copy = await queue.queue.getJob(queueJobId(hot[0]));
-    expect(copy?.data.d).toBe(before[0] + 1_800_000); // the old copy (due at the old time) is gone
+    // A new hint at the new time (the old one, at the old time, is stale and the claim drops it).
+    const copy = (await queue.queue.getDelayed()).find((j) => hintsOf(j.data).some((x) => x.id === hot[0] && x.dueMs === before[0] + 1_800_000));
+    expect(copy).toBeDefined();
     // Reckoned from the run's time plus what the run has taken so far (ms here).
     const delay = before[0] + 1_800_000 - NOW.getTime() - DELIVERY_LEAD_MS;
     expect(copy?.opts.delay).toBeLessThanOrEqual(delay);
     expect(copy?.opts.delay).toBeGreaterThan(delay - 5000);
     expect(await read(a, op.id)).toMatchObject({ state: 'done', changed: 4 });
 
+    const hints = await queue.queue.getJobCountByTypes('delayed');
     const far = await operation(a, { state: 'queued' }, { runAt: at(25 * HOUR) });
     await sweep().runOnce(NOW);
     expect(await statesOf(db.dataSource, hot)).toEqual({ s: 4 });
-    expect(await inQueue(queue, hot)).toBe(0);
+    expect(await queue.queue.getJobCountByTypes('delayed')).toBe(hints); // cold again: no new hint
     expect(await read(a, far.id)).toMatchObject({ state: 'done', changed: 4 });
   });
 
@@ -135,18 +137,18 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await runAts([late, fine])).toEqual([Date.parse('9999-12-31T12:00:00Z'), at(72 * HOUR).getTime()]);
   });
 
-  it("a replica that finds a chunk already applied leaves the hot queue alone (it cannot take out the first one's new copies)", async () => {
+  it('a replica that finds a chunk already applied adds no hints', async () => {
     const hot = await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(HOUR), stepMs: 1000, state: 'q' });
-    await queue.enqueue(hot.map((id, i) => ({ id, runAt: at(HOUR + i * 1000), tenantId: a, kind: 'noop' })), NOW);
+    await queue.enqueue(hot.map((id, i) => ({ id, dueMs: at(HOUR + i * 1000).getTime(), tenantId: a, kind: 'noop' })), NOW);
     const op = await operation(a, { kind: 'noop' }, { shiftBySeconds: 60 });
     const late = sweep(); // read the operation at chunk 0 too, then lost the race
     const stale = (await repo.findForTenant(a, op.id))!;
     await sweep().runOnce(NOW);
-    expect(await inQueue(queue, hot)).toBe(3); // new copies, at the new times
+    const hints = await queue.queue.getJobCountByTypes('delayed'); // the old ones and new ones at the new times
     const result = { matched: 0, chunks: 0, changed: 0 };
     const applyChunk = (late as unknown as { applyChunk(o: typeof stale, c: number, n: Date, r: typeof result): Promise<boolean> }).applyChunk.bind(late);
     expect(await applyChunk({ ...stale, state: 'running' }, 0, NOW, result)).toBe(false);
-    expect(await inQueue(queue, hot)).toBe(3);
+    expect(await queue.queue.getJobCountByTypes('delayed')).toBe(hints);
   });
 
   it('counts the open-operations limit under a lock: a request waits for one in flight and sees it', async () => {

@@ -4,11 +4,6 @@ import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
 
-/** What the bulk sweep needs of the hot queue (HotQueue satisfies it). */
-export interface BulkHotQueue extends Enqueuer {
-  removeMany(ids: readonly string[]): Promise<number>;
-}
-
 export interface BulkOperationsOptions {
   hotHorizonMs: number;
   /** An operation matching more jobs fails (see BulkOperationsRepository.match). */
@@ -44,7 +39,7 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
 
   constructor(
     private readonly repo: BulkOperationsRepository,
-    private readonly hot: BulkHotQueue,
+    private readonly hot: Enqueuer,
     private readonly o: BulkOperationsOptions,
     private readonly metrics?: SweepMetrics,
     private readonly log: Logger = SILENT_LOGGER,
@@ -84,9 +79,9 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   }
 
   /**
-   * Applies one chunk; true when the operation has chunks left. Redis is touched only by the
-   * replica whose statement applied the chunk, after its commit: the stale copies of the rows
-   * that were queued go first, then the new ones (same queue ids) of rows still queued.
+   * Applies one chunk; true when the operation has chunks left. The replica whose statement
+   * applied the chunk gives the rows rescheduled into the hot horizon hints at their new times;
+   * the old hints are stale, and the claim drops them.
    */
   private async applyChunk(op: BulkOperationRecord, chunk: number, now: Date, result: BulkOperationsResult): Promise<boolean> {
     const out = await this.repo.apply(op, chunk, new Date(now.getTime() + this.o.hotHorizonMs));
@@ -94,13 +89,11 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     result.changed += out.changed;
     this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'changed' }, out.changed);
     this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'skipped' }, out.skipped);
-    // Failing here leaves stale copies (the worker's claim drops them or sends them to their new
-    // time) and rows queued without a copy (the overdue sweep re-enqueues them).
+    // Failing here leaves rows queued without a hint: the overdue sweep re-hints them.
     try {
-      if (out.wasQueued.length > 0) await this.hot.removeMany(out.wasQueued);
       if (out.hot.length > 0) await this.hot.enqueue(out.hot.map((h) => ({ ...h, tenantId: op.tenantId })), now);
     } catch (err) {
-      this.log.warn({ operationId: op.id, err }, 'could not update the hot queue for a bulk chunk; the claim and the overdue sweep will');
+      this.log.warn({ operationId: op.id, err }, 'could not put the hints of a bulk chunk on the hot queue; the overdue sweep will');
     }
     if (out.state !== 'running') this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state: out.state }, 'bulk operation finished');
     return out.state === 'running';

@@ -1,13 +1,16 @@
-import { SweepsRepository } from '@almanac/persistence';
+import { KindCatalog, KindRoutes, ReadyQueues } from '@almanac/delivery';
+import { LostHints } from './lost-hints';
+import type { Hint } from '@almanac/domain';
+import { KindsRepository, SweepsRepository } from '@almanac/persistence';
 import pino, { type Logger } from 'pino';
-import { DELIVERY_LEAD_MS, type HotItem, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
+import { DELIVERY_LEAD_MS, HotQueue, MetricsService } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
-import { insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
+import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
 import { startPrivateRedis, type PrivateRedis } from '../testing/private-redis';
-import { LEASE_EXPIRED_ERROR, OverdueSweep } from './overdue.sweep';
+import { OverdueSweep } from './overdue.sweep';
 import { RedisEpoch } from './redis-epoch';
 
 const HOUR = 3600e3;
@@ -24,16 +27,19 @@ describe('OverdueSweep (Postgres + Redis)', () => {
     const queue = HotQueue.open(connection, prefix);
     const promotion = new PromotionSweep(repo, queue, { hotHorizonMs: 24 * HOUR, batchSize, maxPerRun: 1e6, concurrency: 2 }, metrics);
     const epoch = new RedisEpoch(connection, prefix);
+    const ready = new ReadyQueues(connection, prefix);
+    const lost = new LostHints(new KindRoutes(new Map()), new KindCatalog(new KindsRepository(db.dataSource), { maxAgeMs: 0, missRefreshMs: 0 }), ready);
     const sweep = new OverdueSweep(
       repo,
       queue,
+      lost,
       epoch,
       promotion,
       { graceMs: GRACE, lookaheadMs: 30_000, batchSize, maxPerRun: 100_000 },
       metrics,
       log,
     );
-    return { queue, sweep, epoch };
+    return { queue, sweep, epoch, ready };
   }
 
   beforeAll(async () => {
@@ -85,70 +91,42 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       const late = await insertJobs(db.dataSource, { count: 5, state: 'q', start: new Date(NOW.getTime() - GRACE - 1) });
       const recent = await insertJobs(db.dataSource, { count: 5, state: 'q', start: new Date(NOW.getTime() - GRACE + 1) });
       const res = await sweep.runOnce(NOW);
-      expect(res).toMatchObject({ redis: 'ok', requeued: { overdue: 5, lease_expired: 0, redis_lost: 0, scheduled_due: 0 } });
+      expect(res).toMatchObject({ redis: 'ok', requeued: { overdue: 5, worker_lost: 0, redis_lost: 0, scheduled_due: 0 } });
       expect(await inQueue(queue, late)).toBe(5);
       expect(await inQueue(queue, recent)).toBe(0);
       expect(await statesOf(db.dataSource, late)).toEqual({ q: 5 });
-      // Same jobId again: still one copy each.
+      // The same repair again: the same envelope, still one hint each.
       await sweep.runOnce(NOW);
       expect(await queuedCount(queue)).toBe(5);
     });
 
-    it('a backlog larger than one run is walked on across runs, not restarted from the oldest; parked rows are left alone', async () => {
+    it('a backlog larger than one run is walked on across runs, not restarted from the oldest; rows waiting in their pool are left alone', async () => {
       const small = build(shared.connection, `${shared.prefix}-small-${Math.random().toString(36).slice(2, 8)}`, 4);
       (small.sweep as unknown as { opts: { maxPerRun: number } }).opts.maxPerRun = 10;
       await small.sweep.runOnce(NOW); // writes its epoch marker
       const late = await insertJobs(db.dataSource, { count: 25, state: 'q', start: new Date(NOW.getTime() - HOUR), stepMs: 1000 });
-      const parked = await insertJobs(db.dataSource, { count: 3, state: 'q', start: new Date(NOW.getTime() - 2 * HOUR) });
-      await db.dataSource.query(`INSERT INTO dispatch_backlog (job_id, run_at, pool) SELECT unnest($1::bigint[]), now(), 'default'`, [parked]);
+      // Another tenant's backlog, waiting in its pool for a worker (hinted, not lost).
+      const waiting = await insertJobs(db.dataSource, { count: 3, state: 'q', tenantId: 2, start: new Date(NOW.getTime() - 2 * HOUR), stepMs: 1 });
+      await small.ready.push('default', waiting.map((id, i) => ({ id, tenantId: 2, kind: 'noop', dueMs: NOW.getTime() - 2 * HOUR + i })));
       const runs = [];
       for (let i = 0; i < 3; i++) {
         const r = await small.sweep.runOnce(NOW);
         runs.push([r.requeued.overdue, r.more]);
       }
-      expect(runs).toEqual([[10, true], [10, true], [5, false]]);
+      // Each run scans 10 rows (the waiting ones too) and re-hints the lost among them.
+      expect(runs).toEqual([[7, true], [10, true], [8, false]]);
       expect(await inQueue(small.queue, late)).toBe(25); // every one reached, the tail too
-      expect(await inQueue(small.queue, parked)).toBe(0);
+      expect(await inQueue(small.queue, waiting)).toBe(0);
       await small.queue.close();
     });
 
-    it('an overdue row whose queue copy waits delayed for a later time (rescheduled earlier while Redis was down) runs now', async () => {
+    it('an overdue row whose stale hint waits delayed for a later time (rescheduled earlier while Redis was down) gets one for now', async () => {
       const [id] = await insertJobs(db.dataSource, { count: 1, state: 'q', start: new Date(NOW.getTime() - GRACE - 1) });
-      // The copy from before the reschedule: due tomorrow. Re-adding j-<id> is a no-op while it exists.
-      await queue.enqueue([{ id, runAt: new Date(NOW.getTime() + 24 * HOUR), tenantId: 1, kind: 'noop' }], NOW);
+      // The hint from before the reschedule: due tomorrow.
+      await queue.enqueue([{ id, dueMs: NOW.getTime() + 24 * HOUR, tenantId: 1, kind: 'noop' }], NOW);
       const res = await sweep.runOnce(NOW);
       expect(res).toMatchObject({ requeued: { overdue: 1 } });
-      expect(await (await queue.queue.getJob(queueJobId(id)))!.getState()).toBe('waiting');
-    });
-
-    it('moves running rows with an expired lease back to queued and re-enqueues them', async () => {
-      const expired = await insertJobs(db.dataSource, {
-        count: 3, state: 'r', start: new Date(NOW.getTime() - HOUR), leaseUntil: new Date(NOW.getTime() - 1), attempts: 1,
-      });
-      const live = await insertJobs(db.dataSource, {
-        count: 2, state: 'r', start: new Date(NOW.getTime() - HOUR), leaseUntil: new Date(NOW.getTime() + 1000), attempts: 1,
-      });
-      const res = await sweep.runOnce(NOW);
-      expect(res.requeued.lease_expired).toBe(3);
-      expect(await statesOf(db.dataSource, expired)).toEqual({ q: 3 });
-      expect(await statesOf(db.dataSource, live)).toEqual({ r: 2 });
-      expect(await inQueue(queue, expired)).toBe(3);
-      const [row] = await db.dataSource.query(`SELECT attempts, lease_until FROM jobs WHERE id = $1`, [expired[0]]);
-      expect(row).toEqual({ attempts: 1, lease_until: null }); // the dispatcher counted the attempt; not again
-      const job = await queue.queue.getJob(queueJobId(expired[0]));
-      expect(job?.opts.delay).toBe(0);
-    });
-
-    it('a lease that expired on the last attempt makes the job dead, with a lost attempt row', async () => {
-      const [id] = await insertJobs(db.dataSource, {
-        count: 1, state: 'r', start: new Date(NOW.getTime() - HOUR), leaseUntil: new Date(NOW.getTime() - 1), attempts: 3, maxAttempts: 3,
-      });
-      const res = await sweep.runOnce(NOW);
-      expect(res).toMatchObject({ dead: 1, requeued: { lease_expired: 0 } });
-      expect(await statesOf(db.dataSource, [id])).toEqual({ x: 1 });
-      const attempts = await db.dataSource.query(`SELECT attempt, outcome, error FROM job_attempts WHERE job_id = $1`, [id]);
-      expect(attempts).toEqual([{ attempt: 3, outcome: 'lost', error: LEASE_EXPIRED_ERROR }]);
-      expect(await inQueue(queue, [id])).toBe(0);
+      expect((await queue.queue.getWaiting()).length).toBe(1);
     });
 
     it('promotes scheduled rows already due or due within the current hour; later hours wait for promotion', async () => {
@@ -169,9 +147,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
     it('with nothing to do, touches nothing', async () => {
       await insertJobs(db.dataSource, { count: 100, start: new Date(NOW.getTime() + 48 * HOUR) });
       const res = await sweep.runOnce(NOW);
-      expect(res).toEqual({
-        redis: 'ok', dead: 0, more: false, requeued: { overdue: 0, lease_expired: 0, redis_lost: 0, scheduled_due: 0 },
-      });
+      expect(res).toEqual({ redis: 'ok', more: false, requeued: { overdue: 0, worker_lost: 0, redis_lost: 0, scheduled_due: 0 } });
     });
   });
 
@@ -187,8 +163,8 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect((await sweep.runOnce(NOW)).redis).toBe('lost'); // fresh server: no marker yet
       const soon = await insertJobs(db.dataSource, { count: 5000, state: 'q', start: new Date(NOW.getTime() + 1000), stepMs: 7 });
       const past = await insertJobs(db.dataSource, { count: 5000, state: 'q', start: new Date(NOW.getTime() - 10_000), stepMs: 1 });
-      const rows = await db.dataSource.query<HotItem[]>(
-        `SELECT id::text AS id, run_at AS "runAt", tenant_id AS "tenantId", kind FROM jobs`,
+      const rows = await db.dataSource.query<Hint[]>(
+        `SELECT id::text AS id, (extract(epoch FROM run_at) * 1000)::float8 AS "dueMs", tenant_id AS "tenantId", kind FROM jobs`,
       );
       await queue.enqueue(rows, NOW);
       expect(await queuedCount(queue)).toBe(10_000);
@@ -201,7 +177,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(res).toMatchObject({ redis: 'lost', requeued: { redis_lost: 10_000, overdue: 0 } });
       expect(await queuedCount(queue)).toBe(10_000);
       expect(await inQueue(queue, [...soon.slice(0, 50), ...past.slice(-50)])).toBe(100);
-      const first = await queue.queue.getJob(queueJobId(soon[0]));
+      const first = await envelopeOf(queue, soon[0]);
       expect(first?.opts.delay).toBe(1000 - DELIVERY_LEAD_MS);
       expect((await sweep.runOnce(NOW)).redis).toBe('ok');
       await queue.close();

@@ -1,18 +1,21 @@
-import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
 import { hostname } from 'node:os';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
-import type { OverdueEnqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+import type { Hint } from '@almanac/domain';
+
+/** Which of these overdue queued rows have no hint left (LostHints). */
+export interface HintCheck {
+  of(rows: readonly Hint[], nowMs: number): Promise<Hint[]>;
+}
 import type { RedisEpoch, RedisEpochStatus } from './redis-epoch';
 
 export interface OverdueResult extends SweepResult {
   redis: RedisEpochStatus | 'unchecked';
   requeued: Record<RequeueReason, number>;
-  /** Running rows whose lease expired on their last attempt: now dead. */
-  dead: number;
 }
 
 export interface OverdueOptions {
@@ -24,23 +27,20 @@ export interface OverdueOptions {
   maxPerRun: number;
 }
 
-/** Error text stored on rows whose lease ran out: the delivery side's wording for a lost attempt. */
-export const LEASE_EXPIRED_ERROR = LOST_ATTEMPT_ERROR;
-
 /**
- * The net under the queue, every 30 s by default. One replica at a time (a sweep lease, not a
- * lock: nothing is held while it waits on Redis): its passes re-enqueue without claiming rows, so
- * replicas running it together would only repeat each other's `addBulk`s.
+ * The one repair path for lost hints, every 30 s by default. One replica at a time (a sweep
+ * lease, not a lock: nothing is held while it waits on Redis): its passes re-enqueue without
+ * claiming rows, so replicas running it together would only repeat each other's `addBulk`s.
  *
- * 1. Redis lost data (RedisEpoch) → every queued row is re-enqueued at once with its own delay,
- *    in batches (`addBulk` per batch; ids still in Redis are no-ops). Otherwise queued rows
- *    more than `graceMs` past due are re-enqueued (jobs_queued_due).
- * 2. Running rows with an expired lease (jobs_running_lease) → queued and re-enqueued, or dead
- *    when that was the last attempt. The attempt was counted by the worker's claim.
- * 3. Scheduled rows in the hour buckets up to hour(now + `lookaheadMs`), i.e. due within the
+ * 1. Queued rows more than `graceMs` past due (jobs_queued_due), or every queued row once Redis
+ *    lost data (RedisEpoch), are re-hinted if they have no hint left: a row due no earlier than
+ *    its flow's head may be waiting behind it in a busy pool and is left alone (LostHints), so a
+ *    backlog is never copied. Sent as repairs, which the dispatcher checks again at hand-off.
+ * 2. Scheduled rows in the hour buckets up to hour(now + `lookaheadMs`), i.e. due within the
  *    current hour or already due (left cold when Redis was down at ingest, or by a crashed
  *    promotion) → promoted now rather than at the next hourly promotion. Whole buckets, like
  *    promotion, so the claim stays an index range scan on jobs_cold_due.
+ * Running rows whose worker is gone are the rescue sweep's.
  */
 export class OverdueSweep implements Sweep<OverdueResult> {
   readonly name = 'overdue' as const;
@@ -58,7 +58,8 @@ export class OverdueSweep implements Sweep<OverdueResult> {
 
   constructor(
     private readonly repo: SweepsRepository,
-    private readonly queue: OverdueEnqueuer,
+    private readonly queue: Enqueuer,
+    private readonly hints: HintCheck,
     private readonly epoch: RedisEpoch,
     private readonly promotion: PromotionSweep,
     private readonly opts: OverdueOptions,
@@ -68,7 +69,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
 
   async runOnce(now: Date): Promise<OverdueResult> {
     const result = await this.repo.withSweepLease('overdue', this.holder, () => this.sweep(now));
-    return result ?? { skipped: true, redis: 'unchecked', requeued: emptyCounts(), dead: 0 };
+    return result ?? { skipped: true, redis: 'unchecked', requeued: emptyCounts() };
   }
 
   private async sweep(now: Date): Promise<OverdueResult> {
@@ -79,12 +80,12 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     if (redis === 'ok') {
       const dueBefore = new Date(now.getTime() - this.opts.graceMs);
       const scan = await this.requeueQueued(now, dueBefore, this.opts.maxPerRun, 'overdue', this.overdueCursor);
-      requeued.overdue = scan.seen;
+      requeued.overdue = scan.requeued;
       this.overdueCursor = scan.next;
       more ||= scan.next !== null;
     } else {
       const epoch = await this.epoch.begin();
-      requeued.redis_lost = (await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost', null)).seen;
+      requeued.redis_lost = (await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost', null)).requeued;
       // A second loss during the scan leaves the marker missing: the next run starts over.
       more ||= !(await this.epoch.finish(epoch));
       const what = redis === 'lost' ? 'Redis lost its data (or is new)' : 'Redis was restarted or replaced';
@@ -93,43 +94,35 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       else this.log.info({ redis }, `${what}: no job was queued, marker written`);
     }
 
-    let dead = 0;
-    for (;;) {
-      const rescue = await this.repo.rescueExpiredLeases(now, this.opts.batchSize, LEASE_EXPIRED_ERROR);
-      await this.enqueue(rescue.requeued, now, 'lease_expired', requeued);
-      dead += rescue.dead;
-      this.metrics?.leaseDead.inc(rescue.dead);
-      if (rescue.requeued.length + rescue.dead < this.opts.batchSize) break;
-    }
-
     const late = await this.promotion.promote(now, new Date(now.getTime() + this.opts.lookaheadMs), 1);
     requeued.scheduled_due = late.promoted;
     this.metrics?.requeued.inc({ reason: 'scheduled_due' }, late.promoted);
     more ||= late.more === true;
 
-    if (requeued.overdue + requeued.lease_expired + dead > 0) {
-      this.log.warn({ requeued, dead }, 'overdue sweep found jobs the queue or a worker had lost');
-    }
-    return { redis, requeued, dead, more };
+    if (requeued.overdue > 0) this.log.warn({ requeued }, 'overdue sweep re-hinted queued jobs whose hints were lost');
+    return { redis, requeued, more };
   }
 
   private async requeueQueued(
     now: Date, dueBefore: Date | null, max: number, reason: RequeueReason, from: QueuedCursor | null,
-  ): Promise<{ seen: number; next: QueuedCursor | null }> {
-    return this.repo.scanQueued(dueBefore, this.opts.batchSize, max, (rows) => this.enqueue(rows, now, reason, emptyCounts()), from);
+  ): Promise<{ requeued: number; next: QueuedCursor | null }> {
+    let requeued = 0;
+    const scan = await this.repo.scanQueued(dueBefore, this.opts.batchSize, max, async (rows) => {
+      requeued += await this.repair(rows, now, reason);
+    }, from);
+    return { requeued, next: scan.next };
   }
 
-  private async enqueue(rows: SweepJobRef[], now: Date, reason: RequeueReason, counts: Record<RequeueReason, number>) {
-    if (rows.length === 0) return;
-    await this.queue.enqueue(rows, now);
-    // Overdue rows whose queue copy sits delayed for a later time (moved earlier while Redis
-    // was unreachable): the add above was a no-op for them, so make that copy run now.
-    if (reason === 'overdue') await this.queue.expedite(rows.map((r) => r.id));
-    counts[reason] += rows.length;
-    this.metrics?.requeued.inc({ reason }, rows.length);
+  /** Re-hints the rows among `rows` that have no hint left; returns how many. */
+  private async repair(rows: SweepJobRef[], now: Date, reason: RequeueReason): Promise<number> {
+    const lost = await this.hints.of(rows, now.getTime());
+    if (lost.length === 0) return 0;
+    await this.queue.enqueue(lost, now, { repair: true });
+    this.metrics?.requeued.inc({ reason }, lost.length);
+    return lost.length;
   }
 }
 
 function emptyCounts(): Record<RequeueReason, number> {
-  return { overdue: 0, lease_expired: 0, redis_lost: 0, scheduled_due: 0 };
+  return { overdue: 0, worker_lost: 0, redis_lost: 0, scheduled_due: 0 };
 }

@@ -1,8 +1,8 @@
 import { DUE_COLD_TENANTS_SQL, SweepsRepository } from '@almanac/persistence';
-import { DELIVERY_LEAD_MS, HotQueue, MetricsService, queueJobId } from '@almanac/platform';
+import { COARSE_WINDOW_MS, hintsOf, HotQueue, MetricsService, REFINE_LEAD_MS } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
-import { insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
+import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
 import { PromotionSweep, type PromotionFaults } from './promotion.sweep';
 import { SweepMetrics } from './sweep-metrics';
 
@@ -48,17 +48,19 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     expect(await statesOf(db.dataSource, beyond)).toEqual({ s: 10 });
     expect(await inQueue(queue, inside)).toBe(10);
     expect(await inQueue(queue, beyond)).toBe(0);
-    const job = await queue.queue.getJob(queueJobId(inside[0]));
-    expect(job?.opts.delay).toBe(new Date('2026-11-30T10:59:59.000Z').getTime() - NOW.getTime() - DELIVERY_LEAD_MS);
-    expect(job?.data).toEqual({ t: 1, d: new Date('2026-11-30T10:59:59.000Z').getTime() });
+    // A day ahead: one envelope for its coarse window, out a little before the window starts.
+    const job = await envelopeOf(queue, inside[0]);
+    const window = Math.floor(Date.parse('2026-11-30T10:59:59.000Z') / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
+    expect(job?.opts.delay).toBe(window - NOW.getTime() - REFINE_LEAD_MS);
+    expect(hintsOf(job!.data)).toEqual([...inside, ...edge].map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: new Date('2026-11-30T10:59:59.000Z').getTime() + (i === 10 ? 999 : 0) })));
   });
 
   it('sends rows that are already overdue (promoter was down) with delay 0', async () => {
     const ids = await insertJobs(db.dataSource, { count: 5, start: new Date(NOW.getTime() - 3 * 24 * HOUR), stepMs: 1000 });
     await sweep().runOnce(NOW);
-    const jobs = await Promise.all(ids.map((id) => queue.queue.getJob(queueJobId(id))));
-    expect(jobs.map((j) => j?.opts.delay)).toEqual([0, 0, 0, 0, 0]);
-    expect((await queue.queue.getJobCounts('waiting')).waiting).toBe(5);
+    const [job, ...none] = await queue.queue.getWaiting(); // together, at once
+    expect(none).toEqual([]);
+    expect(hintsOf(job.data).map((h) => h.id)).toEqual(ids);
   });
 
   it('works in batches and stops on the first short batch', async () => {

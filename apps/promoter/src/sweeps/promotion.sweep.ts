@@ -32,8 +32,8 @@ export interface PromotionFaults {
  * Redis answers (it may take up to its command timeout), and every crash point is safe:
  * - the publish fails (Redis down or slow): the rows go back to scheduled (guarded on queued and
  *   run time, as ingest does), and the next run, 5 s later after a failure, publishes them again.
- *   A copy that did reach Redis meanwhile is harmless: the dispatcher finds the row scheduled
- *   and drops it, or the re-add of the same `j-<id>` is a no-op.
+ *   A hint that did reach Redis meanwhile is harmless: the worker's claim finds the row
+ *   scheduled and drops it, or the re-add of the same envelope is a no-op.
  * - the process dies after the commit, before or during the publish: the rows are queued without
  *   a queue copy, and the overdue sweep re-enqueues them once they are `overdueGraceMs` past due
  *   (the same net as a queue that lost a job).
@@ -88,7 +88,7 @@ export class PromotionSweep implements Sweep<PromotionResult> {
       await this.queue.enqueue(rows, now);
     } catch (err) {
       // If this fails too (Postgres down as well), the rows stay queued for the overdue sweep.
-      await this.repo.demoteToScheduled(rows).catch(() => undefined);
+      await this.repo.demoteToScheduled(rows.map((h) => ({ id: h.id, runAt: new Date(h.dueMs) }))).catch(() => undefined);
       throw err;
     }
   }

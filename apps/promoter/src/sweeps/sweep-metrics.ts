@@ -1,11 +1,10 @@
-import { OTHER_TENANT } from '@almanac/delivery';
 import { BULK_ACTIONS, DUE_WINDOWS, type DueWindowLabel, KEY_POLICIES } from '@almanac/domain';
-import type { MetricsService } from '@almanac/platform';
+import { type MetricsService, OTHER_TENANT } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { JobStateCounts } from '@almanac/persistence';
 import { SWEEP_NAMES } from './sweep';
 
-export const REQUEUE_REASONS = ['overdue', 'lease_expired', 'redis_lost', 'scheduled_due'] as const;
+export const REQUEUE_REASONS = ['overdue', 'worker_lost', 'redis_lost', 'scheduled_due'] as const;
 export type RequeueReason = (typeof REQUEUE_REASONS)[number];
 export const OCCURRENCE_OUTCOMES = ['materialised', 'missed', 'skipped'] as const;
 
@@ -43,7 +42,7 @@ export class SweepMetrics {
     });
     this.requeued = metrics.counter({
       name: 'almanac_overdue_requeued_total',
-      help: 'Rows put (back) into the hot queue by the overdue sweep, by reason',
+      help: 'Rows put (back) into the hot queue by the overdue and rescue sweeps, by reason (overdue: a lost hint; worker_lost: its worker died; redis_lost; scheduled_due: a cold row found due)',
       labelNames: ['reason'],
     });
     this.occurrences = metrics.counter({
@@ -53,7 +52,7 @@ export class SweepMetrics {
     });
     this.leaseDead = metrics.counter({
       name: 'almanac_lease_expired_dead_total',
-      help: 'Running rows whose lease expired on their last attempt (moved to dead)',
+      help: 'Running rows whose worker was lost (its heartbeat stopped, or the lease ran out) on their last attempt (moved to dead)',
     });
     this.jobs = metrics.gauge({
       name: 'almanac_jobs',

@@ -1,3 +1,5 @@
+import type { Hint } from '@almanac/domain';
+
 /**
  * A sweep does a bounded amount of work per call and says what it did. `more` asks the runner
  * to call again at once instead of waiting out the interval (the cap was hit, work remains).
@@ -13,15 +15,10 @@ export interface Sweep<R extends SweepResult = SweepResult> {
   runOnce(now: Date): Promise<R>;
 }
 
-export const SWEEP_NAMES = ['promotion', 'recurring', 'overdue', 'job_states', 'tenant_backlog', 'bulk_operations', 'retention', 'due_soon'] as const;
+export const SWEEP_NAMES = ['promotion', 'recurring', 'overdue', 'rescue', 'job_states', 'tenant_backlog', 'bulk_operations', 'retention', 'due_soon'] as const;
 export type SweepName = (typeof SWEEP_NAMES)[number];
 
 /** What the sweeps need from the hot queue (HotQueue satisfies it). */
 export interface Enqueuer {
-  enqueue(items: readonly { id: string; runAt: Date; tenantId: number; kind: string }[], now: Date): Promise<void>;
-}
-
-/** What the overdue sweep also needs: run now a copy that waits delayed past its row's time. */
-export interface OverdueEnqueuer extends Enqueuer {
-  expedite(ids: readonly string[]): Promise<number>;
+  enqueue(hints: readonly Hint[], now: Date, opts?: { repair?: boolean }): Promise<void>;
 }

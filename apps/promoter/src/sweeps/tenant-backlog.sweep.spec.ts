@@ -1,6 +1,5 @@
-import { TenantLabels } from '@almanac/delivery';
 import { TenantStatsRepository } from '@almanac/persistence';
-import { MetricsService } from '@almanac/platform';
+import { MetricsService, TenantLabels } from '@almanac/platform';
 import { insertJob } from '@almanac/testing/job-rows';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';

@@ -1,5 +1,5 @@
-import { OTHER_TENANT, TOP_TENANTS_REFRESH_MS } from '@almanac/delivery';
 import type { TenantDue, TenantStatsRepository } from '@almanac/persistence';
+import { OTHER_TENANT, TOP_TENANTS_REFRESH_MS } from '@almanac/platform';
 import type { SweepMetrics } from './sweep-metrics';
 import type { Sweep, SweepResult } from './sweep';
 

@@ -1,4 +1,4 @@
-import { hotJobRowIds, type HotQueue } from '@almanac/platform';
+import { hintsOf, type HotQueue } from '@almanac/platform';
 import type { DataSource } from 'typeorm';
 
 /** Inserts `count` jobs in one statement: run_at = start + i * stepMs (i = 0..count-1). */
@@ -36,8 +36,8 @@ export async function statesOf(db: DataSource, ids: string[]): Promise<Record<st
 
 /** Row ids waiting or delayed in the hot queue, envelopes opened (what a dispatcher would still receive). */
 export async function queuedRowIds(queue: HotQueue): Promise<string[]> {
-  const jobs = await queue.queue.getJobs(['waiting', 'delayed', 'prioritized']);
-  return jobs.filter((j) => j?.id).flatMap((j) => hotJobRowIds(j.id as string, j.data));
+  const jobs = await queue.queue.getJobs(['waiting', 'delayed']);
+  return jobs.filter((j) => j?.id).flatMap((j) => hintsOf(j.data).map((h) => h.id));
 }
 
 /** Rows waiting or delayed in the hot queue (an envelope counts its rows). */
@@ -45,8 +45,14 @@ export async function queuedCount(queue: HotQueue): Promise<number> {
   return (await queuedRowIds(queue)).length;
 }
 
-/** How many of `ids` the hot queue holds (as `j-<id>` or inside an envelope). */
+/** How many of `ids` the hot queue holds (inside its envelopes). */
 export async function inQueue(queue: HotQueue, ids: string[]): Promise<number> {
   const held = new Set(await queuedRowIds(queue));
   return ids.filter((id) => held.has(id)).length;
+}
+
+/** The hot-queue job (envelope) that holds row `id`, if any. */
+export async function envelopeOf(queue: HotQueue, id: string) {
+  const jobs = await queue.queue.getJobs(['waiting', 'delayed']);
+  return jobs.find((j) => j && hintsOf(j.data).some((h) => h.id === id));
 }

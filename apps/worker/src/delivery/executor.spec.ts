@@ -1,4 +1,6 @@
-import { Clock, queueJobId } from '@almanac/platform';
+import { Clock } from '@almanac/platform';
+import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
+import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, retry } from '@almanac/delivery';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { chargeHandler, noopHandler } from '../handlers';
@@ -20,10 +22,10 @@ async function chargeCount(h: DeliveryHarness): Promise<number> {
 /** What node-pg throws when Postgres goes away mid-statement (admin shutdown). */
 const connectionLost = () => Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' });
 
-/** The next call of `method` commits, then its reply is lost: the caller sees connectionLost. */
-function replyLostOnce(h: DeliveryHarness, method: 'claimForRun' | 'startClaimed'): void {
-  const real = h.repo[method].bind(h.repo) as (...args: unknown[]) => Promise<unknown>;
-  jest.spyOn(h.repo, method as 'claimForRun').mockImplementationOnce(async (...args: unknown[]) => {
+/** The next claim commits, then its reply is lost: the caller sees connectionLost. */
+function claimReplyLostOnce(h: DeliveryHarness): void {
+  const real = h.repo.claim.bind(h.repo);
+  jest.spyOn(h.repo, 'claim').mockImplementationOnce(async (...args: Parameters<typeof real>) => {
     await real(...args);
     throw connectionLost();
   });
@@ -94,66 +96,48 @@ describe('worker executor', () => {
     expect(lag.values.find((v) => v.metricName === 'almanac_dispatch_lag_seconds_count')).toMatchObject({ labels: { pool: 'default' }, value: 3 });
   });
 
-  it('a delivery that arrives before its run time waits for it: no handler starts early', async () => {
+  it('a hint taken before its row is due waits for it: claimed (attempt counted) when due, never earlier', async () => {
     const runAt = new Date(Date.now() + 400);
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
-    // Out of the delayed set now, as a Redis timer tick (or clock skew) may deliver it early.
-    await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
-    expect(await h.hot.runOnce()).toBe(1); // handed off (or parked) early; the worker waits
-    await h.runWorker(h.worker());
-    const [attempt] = await h.attempts(id);
-    expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
-    expect(await h.job(id)).toMatchObject({ state: 'd' });
-  });
-
-  it('claims a delivery only claimLeadMs before its run time, so a worker gone before then has spent no attempt', async () => {
-    const runAt = new Date(Date.now() + 600);
-    const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
-    await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
-    await h.hot.runOnce(); // handed off ~600 ms early
-    const running = h.runWorker(h.worker({ claimLeadMs: 50 }));
-    // A claim on arrival lands within milliseconds; this one waits until 50 ms before the run time.
-    for (const until = Date.now() + 300; Date.now() < until; ) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+    // In the pool now, as clock skew (or a hand-off a few ms ahead) may bring it early.
+    await h.ready.push('default', [h.hint(id, { kind: 'noop', runAt })]);
+    const running = h.runWorker(h.worker());
+    for (const until = runAt.getTime() - 50; Date.now() < until; ) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
     await running;
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     expect((await h.attempts(id))[0].started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
   });
 
-  it('a claim that fails (Postgres restarting) gives the delivery back to its ready list, and it runs once the database answers', async () => {
-    const w = await h.liveWorker({ claimRetryPauseMs: 10 });
+  it('a claim that fails (Postgres restarting) is sent again, and the job runs', async () => {
+    const w = await h.liveWorker();
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     await h.hot.runOnce();
-    expect(await h.readyIds()).toEqual([id]);
-    jest.spyOn(h.repo, 'claimForRun').mockRejectedValueOnce(connectionLost());
+    jest.spyOn(h.repo, 'claim').mockRejectedValueOnce(connectionLost());
     await w.taker.runOnce();
-    expect(await h.readyIds()).toEqual([id]); // back at the head, not left to the overdue sweep
-    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
-    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
   });
 
-  it('a claim that committed but whose reply was lost is undone before the delivery goes back: a maxAttempts 1 job still runs', async () => {
-    const w = await h.liveWorker({ claimRetryPauseMs: 10 });
+  it('a claim that committed but whose reply was lost is sent again and returns what it took: a maxAttempts 1 job runs once', async () => {
+    const w = await h.liveWorker();
     const [id] = await h.enqueue([{ kind: 'noop', maxAttempts: 1 }]);
     await h.hot.runOnce();
-    replyLostOnce(h, 'claimForRun');
+    claimReplyLostOnce(h);
     await w.taker.runOnce();
-    expect(await h.readyIds()).toEqual([id]);
-    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
-    await h.runWorker(w);
-    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1, claimed_by: null });
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
   });
 
-  it('a count at start whose reply was lost is sent again (it is idempotent): the run is recorded once, not thrown away', async () => {
-    const runAt = new Date(Date.now() + 300);
-    const [id] = await h.enqueue([{ kind: 'noop', runAt, maxAttempts: 1 }]);
-    await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
-    await h.hot.runOnce(); // handed off early: claimed ahead, counted at start
-    replyLostOnce(h, 'startClaimed');
-    await h.runWorker(h.worker({ claimLeadMs: 200 }));
+  it('a claim that keeps failing gives its hint back to the head of its flow; it runs once the database answers', async () => {
+    const w = await h.liveWorker({ claimRetryForMs: 50 });
+    const [id] = await h.enqueue([{ kind: 'noop' }]);
+    await h.hot.runOnce();
+    jest.spyOn(h.repo, 'claim').mockRejectedValue(connectionLost());
+    await w.taker.runOnce();
+    expect(await h.readyIds()).toEqual([id]); // back in its pool, not left to the overdue sweep
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
+    jest.restoreAllMocks();
+    await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
-    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
   });
 
   it('an outcome whose write fails (Postgres restarting) is written again, not left for the lease rescue', async () => {
@@ -190,20 +174,20 @@ describe('worker executor', () => {
     h = await createHarness({ handlers: [noopHandler], clock });
     const runAt = new Date(clock.now().getTime() + 200);
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
-    await (await h.hotQueue.queue.getJob(queueJobId(id)))!.promote();
-    await h.hot.runOnce();
+    await h.ready.push('default', [h.hint(id, { kind: 'noop', runAt })]);
     await h.runWorker(h.worker());
     const [attempt] = await h.attempts(id);
     expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
   });
 
-  it('stores a charge exactly once when the same delivery arrives twice at the same time', async () => {
-    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-1', amountCents: 500 } }]);
+  it('stores a charge exactly once when two hints of one row are taken by two workers at the same time', async () => {
+    const seed = { kind: 'charge', payload: { invoiceId: 'inv-1', amountCents: 500 } };
+    const [id] = await h.enqueue([seed]);
     const a = await h.liveWorker({ workerId: 'a' });
     const b = await h.liveWorker({ workerId: 'b' });
     await h.hot.runOnce();
-    // A second copy of the same delivery (the overdue sweep re-enqueued a row still waiting in a ready list).
-    await h.ready.push('default', [{ id, dueMs: Date.now() }]);
+    // A second hint of the same row (a dispatcher killed after its hand-off, its envelope handed again).
+    await h.ready.push('default', [h.hint(id, seed)]);
     expect(await h.readyIds()).toEqual([id, id]);
     const [na, nb] = await Promise.all([a.taker.runOnce(1), b.taker.runOnce(1)]);
     expect(na + nb).toBe(2);
@@ -212,19 +196,20 @@ describe('worker executor', () => {
     expect(await h.attempts(id)).toHaveLength(1);
   });
 
-  it('a delivery after completion changes nothing (sequential duplicates: a ready copy and a late hot copy)', async () => {
-    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-2', amountCents: 700 } }]);
+  it('a hint after completion changes nothing; two copies in one take run at most once', async () => {
+    const seed = { kind: 'charge', payload: { invoiceId: 'inv-2', amountCents: 700 } };
+    const [id] = await h.enqueue([seed]);
     const w = await h.liveWorker();
     await h.hot.runOnce();
     await h.runWorker(w);
-    await h.ready.push('default', [{ id, dueMs: Date.now() }]);
-    await h.hotQueue.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'charge' }], new Date());
+    await h.ready.push('default', [h.hint(id, seed)]);
+    await h.hotQueue.enqueue([h.hint(id, seed, new Date(Date.now() + 1))], new Date());
     await h.hot.runOnce();
-    expect(await h.runWorker(w)).toBe(2);
+    expect(await h.runWorker(w)).toBe(1); // the second copy is dropped by the take itself
     expect(await chargeCount(h)).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     const drops = Object.fromEntries((await w.metrics.dropped.get()).values.map((v) => [v.labels.reason, v.value]));
-    expect(drops).toEqual({ finished: 1, duplicate: 1 }); // both copies came in one claim batch
+    expect(drops).toEqual({ stale: 1 });
   });
 
   it('a stale worker (attempt rescued and re-run meanwhile) completes nothing and its writes roll back', async () => {
@@ -246,9 +231,10 @@ describe('worker executor', () => {
     });
     const running = h.runWorker(stale);
     await blocking.started;
-    // Its lease "expires": the overdue rule moves it back to queued, and it is dispatched again.
-    await h.ds.query(`UPDATE jobs SET state = 'q', lease_until = NULL WHERE id = $1`, [id]);
-    await h.hotQueue.enqueue([{ id, runAt: new Date(), tenantId: 1, kind: 'charge' }], new Date());
+    // Its worker is taken for dead: the rescue moves the row back to queued (a `lost` attempt) and it is handed out again.
+    const rescue = await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [stale.identity.id]);
+    expect(rescue.requeued.map((r) => r.id)).toEqual([id]);
+    await h.hotQueue.enqueue(rescue.requeued, new Date());
     await h.hot.runOnce();
     registry.byKind.set('charge', chargeHandler);
     const fresh = h.worker({ workerId: 'fresh' });
@@ -278,10 +264,10 @@ describe('worker executor', () => {
     expect(row.run_at.getTime()).toBeGreaterThanOrEqual(before + 5000 - 50);
     expect(row.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 10_000);
     expect(row.last_error!.length).toBeLessThanOrEqual(2000);
-    expect(await h.hotJobState(id, 1)).toBe('delayed');
-    // Skip the wait: make it due now.
+    expect(await h.hotIds('delayed')).toEqual([id]); // its hint, for the retry's time
+    // Skip the wait: make it due now, with a hint for now.
     await h.ds.query(`UPDATE jobs SET run_at = now() WHERE id = $1`, [id]);
-    await (await h.hotQueue.queue.getJob(queueJobId(id, 1)))!.promote();
+    await h.hotQueue.enqueue([h.hint(id, { kind: 'flaky' })], new Date());
     await h.hot.runOnce();
     await h.runWorker(w);
     const dead = await h.job(id);
@@ -303,22 +289,21 @@ describe('worker executor', () => {
     const rows = [await h.job(later), await h.job(gone)];
     const cold = rows.find((r) => r.state === 's')!;
     expect(cold.run_at.getTime()).toBeGreaterThan(Date.now() + 2 * 24 * 3600_000);
-    expect(await h.hotJobState(cold.id)).toBe('absent');
-    expect(await h.hotJobState(cold.id, 1)).toBe('absent');
+    expect([...(await h.hotIds('delayed')), ...(await h.hotIds('waiting'))]).not.toContain(cold.id);
     expect(rows.find((r) => r.state === 'x')).toMatchObject({ last_error: 'bad input', attempts: 1 });
   });
 
-  it('a retry is not swallowed by the copy of the job the dispatcher has not removed yet', async () => {
+  it('a retry is not swallowed by a stale hint of the same row still waiting in the hot queue', async () => {
     flaky.mode = 'retry';
-    const [id] = await h.enqueue([{ kind: 'flaky', maxAttempts: 5 }]);
+    const seed = { kind: 'flaky', maxAttempts: 5 };
+    const [id] = await h.enqueue([seed]);
     const w = h.worker();
     await h.hot.runOnce();
-    // The race: the dispatcher handed the job to its pool but its own j-<id> is still in Redis
-    // when the worker re-enqueues (stand-in: a copy put back for tomorrow).
-    await h.hotQueue.enqueue([{ id, runAt: new Date(Date.now() + 86_400_000), tenantId: 1, kind: 'flaky' }], new Date());
+    // A stale hint of the row for tomorrow (it was rescheduled and back): the retry's hint is its own.
+    await h.hotQueue.enqueue([h.hint(id, { ...seed, runAt: new Date(Date.now() + 86_400_000) })], new Date());
     await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
-    expect(await h.hotJobState(id, 1)).toBe('waiting'); // the retry, under its own id
+    expect(await h.hotIds('waiting')).toEqual([id]);
     expect(await h.hot.runOnce()).toBe(1);
     await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 2 });
@@ -364,7 +349,7 @@ describe('worker executor', () => {
     expect((await h.attempts(id))[0].outcome).toBe('discarded');
   });
 
-  it('graceful shutdown: a handler still running at the deadline is released to queued and re-enqueued at once', async () => {
+  it('graceful shutdown: a handler still running at the deadline is released to queued, its hint back at the head of its flow', async () => {
     const [id] = await h.enqueue([{ kind: 'slow' }]);
     const w = h.worker({ workerId: 'leaving' });
     await h.hot.runOnce();
@@ -374,11 +359,10 @@ describe('worker executor', () => {
     expect(released).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, lease_until: null });
     expect(await h.attempts(id)).toEqual([expect.objectContaining({ attempt: 1, outcome: 'released', worker_id: 'leaving' })]);
-    expect(await h.hotJobState(id, 1)).toBe('waiting');
+    expect(await h.readyIds()).toEqual([id]);
     slowGate.release(); // the abandoned handler finishing late changes nothing
     await new Promise((r) => setImmediate(r));
     const w2 = h.worker();
-    await h.hot.runOnce();
     slowGate = gate();
     slowGate.release();
     await h.runWorker(w2);

@@ -1,16 +1,16 @@
 /**
- * A worker process for the SIGKILL test (worker-crash.spec.ts): runs the ready deliveries
- * of pool `default` with a charge handler that writes its row in the job transaction, prints
- * READY, and then hangs, so the test can kill the process mid-handler with the write
- * uncommitted. Run with `node -r ./bench/lib/register.cjs`.
+ * A worker process for the SIGKILL test (worker-crash.spec.ts): registers as a worker, takes
+ * what pool `default` holds and runs it with a charge handler that writes its row in the job
+ * transaction, prints its worker id and READY, and then hangs, so the test can kill the process
+ * mid-handler with the write uncommitted. Run with `node -r ./bench/lib/register.cjs`.
  */
-import { DeliveryMetrics, defineHandler, HandlerRegistry, ReadyLists } from '@almanac/delivery';
+import { DeliveryMetrics, defineHandler, HandlerRegistry, ReadyQueues } from '@almanac/delivery';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY } from '@almanac/domain';
-import { createDataSource, ExecutionRepository } from '@almanac/persistence';
+import { createDataSource, ExecutionRepository, WorkersRepository } from '@almanac/persistence';
 import { HotQueue, MetricsService, SystemClock } from '@almanac/platform';
 import IORedis from 'ioredis';
 import pino from 'pino';
-import { Executor, PoolTaker } from '@almanac/worker-runtime';
+import { Executor, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
 import { chargeHandler } from '../handlers';
 
 async function main(): Promise<void> {
@@ -22,20 +22,22 @@ async function main(): Promise<void> {
     ...chargeHandler,
     async handle(ctx, payload) {
       const outcome = await chargeHandler.handle(ctx, payload);
-      process.stdout.write('READY\n');
+      process.stdout.write(`READY ${identity.id}\n`);
       await new Promise(() => undefined);
       return outcome;
     },
   });
   const logger = pino({ level: 'silent' });
-  const ready = new ReadyLists(redis, prefix);
+  const clock = new SystemClock();
+  const identity = new WorkerIdentity(new WorkersRepository(dataSource), 'doomed', ['default'], 1, logger);
+  await identity.register();
   const executor = new Executor({
     repo: new ExecutionRepository(dataSource), dataSource, registry: new HandlerRegistry([hanging]),
-    hotQueue: HotQueue.open(redis, prefix), ready, clock: new SystemClock(), logger,
-    metrics: new DeliveryMetrics(new MetricsService()), workerId: 'doomed', leaseMs: 30_000,
+    hotQueue: HotQueue.open(redis, prefix), clock, logger, identity,
+    metrics: new DeliveryMetrics(new MetricsService()), leaseMs: 30_000,
     horizons: DEFAULT_HORIZONS, retryPolicy: DEFAULT_RETRY_POLICY,
   });
-  const taker = new PoolTaker({ connection: redis, ready, pools: ['default'], concurrency: 1, executor, logger });
+  const taker = new PoolTaker({ connection: redis, ready: new ReadyQueues(redis, prefix), pools: ['default'], concurrency: 1, executor, identity, clock, logger });
   await taker.runOnce();
 }
 

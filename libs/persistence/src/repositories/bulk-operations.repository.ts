@@ -49,19 +49,18 @@ interface OperationRow {
 /** A row a reschedule made queued: the hot queue needs it (the tenant is the operation's). */
 export interface BulkHotRow {
   id: string;
-  runAt: Date;
+  dueMs: number;
   kind: string;
 }
 
 export type BulkChunkOutcome =
   | { applied: false }
-  | { applied: true; state: BulkState; changed: number; skipped: number; wasQueued: string[]; hot: BulkHotRow[] };
+  | { applied: true; state: BulkState; changed: number; skipped: number; hot: BulkHotRow[] };
 
 interface AppliedRow {
   state: BulkState;
   changed: number;
   skipped: number;
-  was_queued: string[];
   hot: { id: string; runAt: string; kind: string }[];
 }
 
@@ -142,8 +141,8 @@ export class BulkOperationsRepository {
     const { rows } = await sql<AppliedRow>(db, text, params);
     const r = rows[0];
     if (!r) return { applied: false };
-    const hot = r.hot.map((h) => ({ id: h.id, runAt: new Date(h.runAt), kind: h.kind }));
-    return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, wasQueued: r.was_queued, hot };
+    const hot = r.hot.map((h) => ({ id: h.id, dueMs: Date.parse(h.runAt), kind: h.kind }));
+    return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, hot };
   }
 
   async fail(id: string, error: string): Promise<void> {

@@ -34,7 +34,7 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
     });
 
   it('finds the ids through the primary key, not by reading every due queued row (jobs_queued_due)', async () => {
-    const claim = await plan(CLAIM_FOR_RUN_SQL, [ids, NOW, new Date(NOW.getTime() + 1000), 30_000, 'lost']);
+    const claim = await plan(CLAIM_FOR_RUN_SQL, [ids, new Date(NOW.getTime() + 1000), new Date(NOW.getTime() + 30_000), 1]);
     expect(claim).toMatch(/Index Scan using jobs_pkey/);
     expect(claim).not.toMatch(/jobs_queued_due/);
   });
@@ -49,10 +49,26 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
     expect(apply).not.toMatch(/jobs_queued_due/);
   });
 
-  it('still claims exactly the due queued rows', async () => {
+  it('still claims exactly the due queued rows, and says which queued rows are not due yet', async () => {
     await db.dataSource.query(`UPDATE jobs SET state = 'c' WHERE id = $1`, [ids[0]]);
-    await db.dataSource.query(`UPDATE jobs SET run_at = $2 WHERE id = $1`, [ids[1], new Date(NOW.getTime() + 60_000)]);
-    const claimed = await new ExecutionRepository(db.dataSource).claimForRun(ids.slice(0, 10), NOW, 1000, 30_000);
+    const later = new Date(NOW.getTime() + 60_000);
+    await db.dataSource.query(`UPDATE jobs SET run_at = $2 WHERE id = $1`, [ids[1], later]);
+    const { claimed, early } = await new ExecutionRepository(db.dataSource).claim(ids.slice(0, 10), NOW, new Date(NOW.getTime() + 30_000), 7);
     expect(claimed.map((r) => r.id).sort()).toEqual(ids.slice(2, 10).sort());
+    expect(claimed.every((r) => r.attempt === 1)).toBe(true);
+    expect(early).toEqual([{ id: ids[1], dueMs: later.getTime() }]);
+  });
+
+  it('sent again with the same lease (a lost reply), returns what it took without counting twice; another claim gets nothing', async () => {
+    const repo = new ExecutionRepository(db.dataSource);
+    const lease = new Date(NOW.getTime() + 31_000);
+    const first = await repo.claim(ids.slice(20, 25), NOW, lease, 8);
+    const again = await repo.claim(ids.slice(20, 25), NOW, lease, 8);
+    expect(again.claimed).toEqual(first.claimed);
+    expect(again.claimed.map((r) => r.attempt)).toEqual([1, 1, 1, 1, 1]);
+    expect((await repo.claim(ids.slice(20, 25), NOW, new Date(NOW.getTime() + 32_000), 8)).claimed).toEqual([]);
+    expect((await repo.claim(ids.slice(20, 25), NOW, lease, 9)).claimed).toEqual([]);
+    const marks = await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::bigint[]) AND claimed_by = 8`, [ids.slice(20, 25)]);
+    expect(marks[0].n).toBe(5);
   });
 });

@@ -48,10 +48,8 @@ export interface ScheduleChange {
   timing?: { nextRunAt: Date | null; from: { cron: string; timezone: string } };
 }
 
-/** Job rows of a schedule that had not run yet, removed when its timing changed or it was deleted. */
+/** Job rows of a schedule that had not run yet, removed when its timing changed or it was deleted (their hints go stale). */
 export interface RemovedOccurrences {
-  /** ids of removed rows that were `queued` (they may still sit in the hot queue) */
-  queuedIds: string[];
   count: number;
 }
 
@@ -198,7 +196,7 @@ export class SchedulesRepository {
       }
       const removed = change.timing
         ? await removeUnrunOccurrences(tx, tenantId, row.id)
-        : { queuedIds: [], count: 0 };
+        : { count: 0 };
       return { schedule: toView(row), removed };
     });
   }
@@ -232,20 +230,18 @@ export class SchedulesRepository {
  */
 async function removeUnrunOccurrences(tx: EntityManager, tenantId: number, scheduleId: string): Promise<RemovedOccurrences> {
   const [lo, hi] = occurrenceKeyRange(scheduleId);
-  const deleted: [{ id: string; state: string }[], number] = await tx.query(
-    `DELETE FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0
-     RETURNING id::text AS id, state`,
+  const deleted: [unknown[], number] = await tx.query(
+    `DELETE FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0 RETURNING id`,
     [tenantId, lo, hi],
   );
-  const cancelled: [{ id: string; state: string }[], number] = await tx.query(
+  const cancelled: [unknown[], number] = await tx.query(
     `WITH old AS (
-       SELECT id, state FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') FOR UPDATE)
+       SELECT id FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') FOR UPDATE)
      UPDATE jobs j SET state = 'c', finished_at = now() FROM old WHERE j.id = old.id
-     RETURNING j.id::text AS id, old.state AS state`,
+     RETURNING j.id`,
     [tenantId, lo, hi],
   );
-  const all = [...deleted[0], ...cancelled[0]];
-  return { queuedIds: all.filter((r) => r.state === 'q').map((r) => r.id), count: all.length };
+  return { count: deleted[0].length + cancelled[0].length };
 }
 
 /** node-postgres would send a JS string as a JSON string only if stringified; null stays SQL NULL. */

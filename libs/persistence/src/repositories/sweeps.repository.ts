@@ -1,4 +1,4 @@
-import type { JobState } from '@almanac/domain';
+import type { Hint, JobState } from '@almanac/domain';
 import { DataSource, EntityManager } from 'typeorm';
 import { decodeState } from '../job-state.codec';
 import { sql } from '../sql';
@@ -16,7 +16,7 @@ import { PROMOTE_COLD_SQL } from '../statements/promote-cold.sql';
 import { PROMOTE_COLD_FAIR_SQL } from '../statements/promote-cold-fair.sql';
 import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
 import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
-import { RESCUE_EXPIRED_LEASES_SQL } from '../statements/rescue-expired-leases.sql';
+import { RESCUE_RUNNING_SQL } from '../statements/rescue-running.sql';
 
 /**
  * See promoteFairShare. SET LOCAL: gone at commit even if the statement fails. jit off: these
@@ -27,13 +27,8 @@ const FAIR_PLANNER_COSTS = `SET LOCAL enable_bitmapscan = off; SET LOCAL enable_
 const USUAL_PLANNER_COSTS = `SET LOCAL enable_bitmapscan TO DEFAULT; SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL jit TO DEFAULT;
   SET LOCAL cpu_tuple_cost TO DEFAULT; SET LOCAL cpu_index_tuple_cost TO DEFAULT; SET LOCAL random_page_cost TO DEFAULT`;
 
-/** What the hot queue needs to know about a row (never the payload). */
-export interface SweepJobRef {
-  id: string;
-  runAt: Date;
-  tenantId: number;
-  kind: string;
-}
+/** What the hot queue needs to know about a row (never the payload): a hint. */
+export type SweepJobRef = Hint;
 
 /** A schedule row claimed by the recurring sweep, payload kept as JSON text (copied, not parsed). */
 export interface DueSchedule {
@@ -64,7 +59,7 @@ export interface ScheduleAdvance {
   nextRunAt: Date | null;
 }
 
-export interface LeaseRescue {
+export interface RunningRescue {
   /** Back to queued: the caller enqueues them. */
   requeued: SweepJobRef[];
   /** Attempts exhausted while the lease ran out: now dead. */
@@ -97,7 +92,7 @@ interface JobRefRow {
 }
 
 function toRef(r: JobRefRow): SweepJobRef {
-  return { id: r.id, runAt: r.run_at, tenantId: r.tenant_id, kind: r.kind };
+  return { id: r.id, dueMs: r.run_at.getTime(), tenantId: r.tenant_id, kind: r.kind };
 }
 
 /**
@@ -190,21 +185,19 @@ export class SweepsRepository {
       seen += rows.length;
       if (rows.length < n) return { seen, next: null };
       const last = rows[rows.length - 1];
-      after = { runAt: last.runAt, id: last.id };
+      after = { runAt: new Date(last.dueMs), id: last.id };
     }
     return { seen, next: after };
   }
 
   private async pageQueued(dueBefore: Date | null, after: QueuedCursor | null, limit: number): Promise<SweepJobRef[]> {
-    // Overdue, not parked: a parked row waits in dispatch_backlog for its pool to have room, and
-    // re-enqueueing it would only park it again. After a Redis loss every queued row goes out.
     // Separate query texts rather than `$1 IS NULL OR …`, so the planner sees a plain range on
     // jobs_queued_due. Built here from the scan's options, so not one of statements/.
     const conditions = [`state = 'q'`];
     const params: unknown[] = [limit];
     if (dueBefore) {
       params.push(dueBefore);
-      conditions.push(`run_at < $${params.length}`, `NOT EXISTS (SELECT 1 FROM dispatch_backlog b WHERE b.job_id = jobs.id)`);
+      conditions.push(`run_at < $${params.length}`);
     }
     if (after) {
       params.push(after.runAt, after.id);
@@ -219,15 +212,12 @@ export class SweepsRepository {
   }
 
   /**
-   * Running rows whose lease ran out before `now` (the worker died): back to queued, or dead
-   * when the attempt that expired was the last. The worker counted that attempt when its handler
-   * started, and the next claim writes the `lost` history row for it
-   * (ExecutionRepository.claimForRun); for a row that goes dead here nobody claims it again,
-   * so this statement writes that `lost` row itself. One transaction, SKIP LOCKED across replicas.
+   * Running rows whose worker is gone (one of `deadWorkers`, or their lease ran out before
+   * `now`): back to queued, or dead when that attempt was the last, each with a `lost` history
+   * row. One statement, SKIP LOCKED across replicas.
    */
-  async rescueExpiredLeases(now: Date, limit: number, lostError: string): Promise<LeaseRescue> {
-    // One statement is its own transaction: no BEGIN/COMMIT round trips on the idle path.
-    const { rows } = await sql<JobRefRow & { state: string }>(this.db, RESCUE_EXPIRED_LEASES_SQL, [now, limit, lostError]);
+  async rescueRunning(now: Date, limit: number, lostError: string, deadWorkers: readonly number[] = []): Promise<RunningRescue> {
+    const { rows } = await sql<JobRefRow & { state: string }>(this.db, RESCUE_RUNNING_SQL, [now, limit, lostError, deadWorkers]);
     const requeued = rows.filter((r) => r.state === 'q').map(toRef);
     return { requeued, dead: rows.length - requeued.length };
   }

@@ -7,12 +7,10 @@
  * queued change (one that started meanwhile is skipped, never changed under its handler); and
  * the jobs must be the operation's tenant's.
  *
- * Returns the operation's new state, the chunk's changed and skipped counts, the ids of the rows
- * that were queued (their hot-queue copies are stale now: the caller takes them out) and the rows
- * now queued as {id, runAt, kind} (a reschedule into the hot horizon: the caller puts them on the
- * hot queue, after the removal, since the new copy has the old one's id). No row: nothing was
- * applied (another replica applied it, or the operation ended); the caller then touches nothing
- * in Redis, so a late replica cannot take out the copies the first one just put back.
+ * Returns the operation's new state, the chunk's changed and skipped counts and the rows now
+ * queued as {id, runAt, kind} (a reschedule into the hot horizon: the caller gives them hints at
+ * their new times; their old hints are stale, and the claim drops them). No row: nothing was
+ * applied (another replica applied it, or the operation ended).
  */
 function applyChunk(change: string): string {
   return `WITH op AS (
@@ -32,7 +30,6 @@ function applyChunk(change: string): string {
     FROM op WHERE o.id = op.id
   RETURNING o.state, (SELECT count(*) FROM changed)::int AS changed,
     (coalesce((SELECT cardinality(job_ids) FROM chunk), 0) - (SELECT count(*) FROM changed))::int AS skipped,
-    (SELECT coalesce(array_agg(c.id::text), '{}') FROM changed c WHERE c.previous = 'q') AS was_queued,
     (SELECT coalesce(json_agg(json_build_object('id', c.id::text, 'runAt', c.run_at, 'kind', c.kind)), '[]') FROM changed c WHERE c.state = 'q') AS hot`;
 }
 

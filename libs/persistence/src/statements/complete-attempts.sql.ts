@@ -2,20 +2,23 @@
  * Records how attempts ended: one guarded UPDATE of the jobs (running, same attempt) and the
  * upsert of their job_attempts rows, only for the jobs the update matched. Returns the ids applied.
  *
- * $1 bigint[] ids · $2 int2[] attempts · $3 "char"[] next states · $4 timestamptz[] next run
- * times (null: unchanged) · $5 jsonb[] results · $6 text[] errors · $7 int[] tenants ·
- * $8 text[] outcomes · $9 timestamptz[] started · $10 timestamptz[] finished · $11 text[] worker
- * ids · $12 timestamptz now (finished_at of a succeeded or dead job).
+ * $1 bigint[] ids · $2 int2[] attempts · $3 "char"[] next states · $4 float8[] next run
+ * times, epoch ms (null: unchanged) · $5 jsonb[] results · $6 text[] errors · $7 int[] tenants ·
+ * $8 text[] outcomes · $9 float8[] started, epoch ms · $10 float8[] finished, epoch ms ·
+ * $11 text[] worker ids · $12 timestamptz now (finished_at of a succeeded or dead job).
  */
 export const COMPLETE_ATTEMPTS_SQL = `WITH input AS (
-         SELECT * FROM unnest($1::bigint[], $2::int2[], $3::"char"[], $4::timestamptz[], $5::jsonb[], $6::text[],
-                              $7::int[], $8::text[], $9::timestamptz[], $10::timestamptz[], $11::text[])
-           AS t(id, attempt, state, run_at, result, error, tenant_id, outcome, started_at, finished_at, worker_id)
+         SELECT t.id, t.attempt, t.state, to_timestamp(t.run_ms / 1000.0) AS run_at, t.result, t.error, t.tenant_id, t.outcome,
+                to_timestamp(t.started_ms / 1000.0) AS started_at, to_timestamp(t.finished_ms / 1000.0) AS finished_at, t.worker_id
+           FROM unnest($1::bigint[], $2::int2[], $3::"char"[], $4::float8[], $5::jsonb[], $6::text[],
+                       $7::int[], $8::text[], $9::float8[], $10::float8[], $11::text[])
+             AS t(id, attempt, state, run_ms, result, error, tenant_id, outcome, started_ms, finished_ms, worker_id)
        ), done AS (
          UPDATE jobs j
             SET state = i.state,
                 run_at = COALESCE(i.run_at, j.run_at),
                 lease_until = NULL,
+                claimed_by = NULL,
                 finished_at = CASE WHEN i.state IN ('d', 'x') THEN $12::timestamptz END,
                 result = i.result,
                 last_error = i.error

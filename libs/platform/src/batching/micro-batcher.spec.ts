@@ -101,4 +101,20 @@ describe('MicroBatcher', () => {
     expect(b.pending).toBe(0);
     expect(await p).toBe(7);
   });
+
+  it('with lingerMs, a short batch waits for more before it goes; a full one does not', async () => {
+    const groups: number[][] = [];
+    const b = new MicroBatcher(async (xs: number[]) => (groups.push(xs), xs), { maxBatch: 3, maxInFlight: 1, lingerMs: 30 });
+    const first = b.submit(1);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(groups).toEqual([]); // still lingering
+    const second = b.submit(2);
+    expect(await Promise.all([first, second])).toEqual([1, 2]);
+    expect(groups).toEqual([[1, 2]]);
+    const full = [b.submit(3), b.submit(4), b.submit(5)];
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(groups).toEqual([[1, 2], [3, 4, 5]]);
+    await Promise.all(full);
+  });
 });

@@ -1,40 +1,19 @@
 /**
- * The one batching primitive (ingest group commits, dispatch batches, claims, completions).
- * Coalesces single-item calls into batch calls: items submitted while a flush is running form
- * the next batch. Under light load a batch is one item and goes out on the next tick (no added
- * latency beyond setImmediate); under heavy load batches grow to `maxBatch` by themselves, so
- * the cost of a database round trip is shared by many jobs without any timer to tune.
+ * The one batching primitive (ingest group commits, claims, completions). Coalesces single-item
+ * calls into batch calls: items submitted while a flush is running form the next batch. Under
+ * light load a batch is one item and goes out on the next tick (no added latency beyond
+ * setImmediate, or `lingerMs` where latency does not matter); under heavy load batches grow to
+ * `maxBatch` by themselves, so the cost of a database round trip is shared by many jobs.
  */
-/** Where submitted items wait for a batch: first come, first served unless the caller orders them. */
-export interface BatchQueue<T> {
-  readonly size: number;
-  push(entry: T): void;
-  /** Up to `n` entries (or units of work, as the queue counts them), in the order they should go. */
-  take(n: number): T[];
-}
-
-export interface MicroBatcherOptions<I = unknown> {
+export interface MicroBatcherOptions {
   maxBatch: number;
   /** Flushes allowed in flight at once (each holds one database connection). */
   maxInFlight: number;
   /**
-   * The waiting items' order (default FIFO). The dispatcher orders them fairly by tenant, so a
-   * burst's 400 batches do not stand in front of another tenant's one job.
+   * A batch short of `maxBatch` waits this long for more before it goes (default 0: the next
+   * tick). Only for writes nobody waits on: every round trip costs its syscalls, whatever it carries.
    */
-  queue?: BatchQueue<{ readonly item: I }>;
-}
-
-class Fifo<T> implements BatchQueue<T> {
-  private items: T[] = [];
-  get size(): number {
-    return this.items.length;
-  }
-  push(entry: T): void {
-    this.items.push(entry);
-  }
-  take(n: number): T[] {
-    return this.items.splice(0, n);
-  }
+  lingerMs?: number;
 }
 
 interface Pending<I, O> {
@@ -44,19 +23,17 @@ interface Pending<I, O> {
 }
 
 export class MicroBatcher<I, O> {
-  private readonly queue: BatchQueue<Pending<I, O>>;
+  private queue: Pending<I, O>[] = [];
   private inFlight = 0;
   private scheduled = false;
+  private lingering: NodeJS.Timeout | undefined;
   private readonly idle = new Set<() => void>();
 
   /** `run` answers one output per input, in the same order. */
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
-    private readonly opts: MicroBatcherOptions<I>,
-  ) {
-    // The caller's queue holds the same entries it is given; only their order is its own.
-    this.queue = (opts.queue as BatchQueue<Pending<I, O>> | undefined) ?? new Fifo<Pending<I, O>>();
-  }
+    private readonly opts: MicroBatcherOptions,
+  ) {}
 
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
@@ -67,26 +44,33 @@ export class MicroBatcher<I, O> {
 
   /** Resolves once nothing is queued or in flight (shutdown). */
   async drain(): Promise<void> {
-    if (this.queue.size === 0 && this.inFlight === 0) return;
+    if (this.queue.length === 0 && this.inFlight === 0) return;
     await new Promise<void>((resolve) => this.idle.add(resolve));
   }
 
   get pending(): number {
-    return this.queue.size + this.inFlight;
+    return this.queue.length + this.inFlight;
   }
 
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.opts.maxInFlight) return;
+    if (this.inFlight >= this.opts.maxInFlight) return;
+    const linger = this.opts.lingerMs !== undefined && this.opts.lingerMs > 0 && this.queue.length < this.opts.maxBatch;
+    // Already on its way, unless it lingers and the batch has just filled up.
+    if (this.scheduled && (linger || !this.lingering)) return;
+    clearTimeout(this.lingering);
     this.scheduled = true;
-    setImmediate(() => {
+    const go = () => {
       this.scheduled = false;
+      this.lingering = undefined;
       this.flush();
-    });
+    };
+    if (linger) this.lingering = setTimeout(go, this.opts.lingerMs);
+    else setImmediate(go);
   }
 
   private flush(): void {
-    while (this.queue.size > 0 && this.inFlight < this.opts.maxInFlight) {
-      const batch = this.queue.take(this.opts.maxBatch);
+    while (this.queue.length > 0 && this.inFlight < this.opts.maxInFlight) {
+      const batch = this.queue.splice(0, this.opts.maxBatch);
       this.inFlight++;
       void this.runBatch(batch);
     }
@@ -100,7 +84,10 @@ export class MicroBatcher<I, O> {
       for (const p of batch) p.reject(err);
     } finally {
       this.inFlight--;
-      if (this.queue.size > 0) this.flush();
+      if (this.queue.length > 0) {
+        if (this.opts.lingerMs) this.schedule();
+        else this.flush();
+      }
       else if (this.inFlight === 0) {
         for (const done of this.idle) done();
         this.idle.clear();

@@ -1,4 +1,5 @@
-import { type RedisClient, within } from '@almanac/platform';
+import type { RedisClient } from '../redis/redis';
+import { within } from '../time/within';
 
 /** How often the promoter publishes the top N and workers re-read it: Prometheus' scrape interval (the ServiceMonitor's 15 s). */
 export const TOP_TENANTS_REFRESH_MS = 15_000;

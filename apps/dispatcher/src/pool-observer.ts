@@ -1,0 +1,87 @@
+import type { DeliveryMetrics, KindCatalog, KindRoutes, ReadyQueues } from '@almanac/delivery';
+import type { TenantShare } from '@almanac/domain';
+import type { TenantsRepository, WorkersRepository } from '@almanac/persistence';
+import { type Clock, type Liveness, LIVENESS_FLOOR_MS, WORKER_DEAD_AFTER_MS } from '@almanac/platform';
+import type { Logger } from 'pino';
+
+export const OBSERVE_MS = 1000;
+const LIVENESS_NAME = 'dispatcher-observer';
+
+export interface PoolObserverOptions {
+  routes: KindRoutes;
+  /** The kind registry: which pool runs each kind (routes' declared pools). */
+  catalog: KindCatalog;
+  /** Tenants' weights and limits (only those that differ from the default are listed). */
+  tenants: Pick<TenantsRepository, 'listShares'>;
+  ready: ReadyQueues;
+  workers: WorkersRepository;
+  metrics: DeliveryMetrics;
+  clock: Clock;
+  logger: Logger;
+  liveness?: Liveness;
+}
+
+/**
+ * The dispatcher's once-a-second look at the world beyond its envelopes: kind → pool as the
+ * workers registered it; tenants' weights and limits, copied into each pool's ready structure
+ * (where the workers' take applies them, so a PATCH takes effect within about a second); and the
+ * per-pool gauges (workers, capacity, in flight, waiting) and per-kind `almanac_kind_served`.
+ */
+export class PoolObserver {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  /** The last copy read: a failed read keeps it. */
+  private shares: ReadonlyMap<number, TenantShare> = new Map();
+
+  constructor(private readonly o: PoolObserverOptions) {}
+
+  async runOnce(): Promise<void> {
+    const { routes, catalog, tenants, ready, metrics, logger } = this.o;
+    await catalog.refresh(this.o.clock.now().getTime()).catch((err: unknown) => logger.warn({ err }, 'could not read the kind registry; routing by the last copy'));
+    routes.setDeclared(new Map(catalog.all().map((k) => [k.kind, k.pool])));
+    await tenants.listShares().then(
+      (s) => void (this.shares = s),
+      (err: unknown) => logger.warn({ err }, "could not read tenants' weights and limits; using the last copy"),
+    );
+    const { dbNowMs, workers } = await this.o.workers.list();
+    const pools = [...new Set([...routes.configuredPools(), ...workers.flatMap((w) => w.pools)])].sort();
+    await Promise.all(pools.map((p) => ready.syncShares(p, this.shares)));
+    const waiting = await ready.waiting(pools);
+    // Live: a beat within WORKER_DEAD_AFTER_MS by the database's own clock.
+    const live = workers.filter((w) => dbNowMs - w.beatAtMs < WORKER_DEAD_AFTER_MS);
+    for (const pool of pools) {
+      const mine = live.filter((w) => w.pools.includes(pool));
+      const serving = mine.filter((w) => !w.leaving);
+      metrics.poolWorkers.set({ pool }, serving.length);
+      metrics.poolCapacity.set({ pool }, serving.reduce((n, w) => n + w.concurrency, 0));
+      metrics.poolInFlight.set({ pool }, mine.reduce((n, w) => n + (w.running[w.pools.indexOf(pool)] ?? 0), 0));
+      metrics.poolBacklog.set({ pool }, waiting.get(pool) ?? 0);
+    }
+    for (const { kind } of catalog.all()) {
+      const pool = routes.pool(kind);
+      metrics.kindServed.set({ kind, pool }, live.some((w) => !w.leaving && w.pools.includes(pool)) ? 1 : 0);
+    }
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.o.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
+    const tick = () => {
+      this.running = this.runOnce()
+        .catch((err: unknown) => this.o.logger.error({ err }, 'dispatcher observe failed; retrying'))
+        .finally(() => {
+          if (!this.timer) return;
+          this.o.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
+          this.timer = setTimeout(tick, OBSERVE_MS);
+        });
+    };
+    this.timer = setTimeout(tick, OBSERVE_MS);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.o.liveness?.forget(LIVENESS_NAME);
+    await this.running;
+  }
+}

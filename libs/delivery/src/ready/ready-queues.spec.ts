@@ -1,0 +1,152 @@
+import { DEFAULT_SHARE, type TenantShare } from '@almanac/domain';
+import type { Hint } from '@almanac/domain';
+import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
+import { KIND_SLOT, ReadyQueues, TENANT_SLOT } from './ready-queues';
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS } from './take.lua';
+
+describe('ReadyQueues (Redis): the pool ready structure and its one-step fair take', () => {
+  let redis: TestRedis;
+  let q: ReadyQueues;
+  const now = Date.parse('2026-12-04T09:00:00.000Z');
+  let seq = 0;
+  const hints = (tenantId: number, n: number, kind = 'noop', dueMs = now): Hint[] =>
+    Array.from({ length: n }, () => ({ id: String(1_000_000 + ++seq), tenantId, kind, dueMs }));
+  const share = (s: Partial<TenantShare>): TenantShare => ({ ...DEFAULT_SHARE, ...s });
+  const tenantsOf = (taken: { tenantId: number }[]) => taken.map((h) => h.tenantId);
+
+  beforeAll(async () => {
+    redis = await createTestRedis();
+  });
+  beforeEach(() => {
+    q = new ReadyQueues(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
+  });
+  afterAll(async () => redis.cleanup());
+
+  it('hands hints over in due order, counts what waits, and keeps what a worker took until it finishes', async () => {
+    const late = hints(1, 1, 'noop', now + 5)[0];
+    const early = hints(1, 1, 'noop', now)[0];
+    expect(await q.push('default', [early, late])).toBe(2);
+    expect((await q.waiting(['default'])).get('default')).toBe(2);
+    const took = await q.take('default', 10, now, 'w1');
+    expect(took.hints).toEqual([{ ...early, slots: 0 }, { ...late, slots: 0 }]);
+    expect(took.nextWakeMs).toBeNull();
+    expect((await q.waiting(['default'])).get('default')).toBe(0);
+    expect(await redis.connection.hkeys(`${q.base('default')}:taken:w1`)).toEqual([early.id, late.id]);
+    await q.finish('default', 'w1', [early.id]);
+    expect(await redis.connection.hkeys(`${q.base('default')}:taken:w1`)).toEqual([late.id]);
+    expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
+  });
+
+  it('holds a burst of 200,000 due hints in a pool in under 100 bytes each (issue 31: a burst waits in Redis at ≤ 100 B a job)', async () => {
+    const due = now - 1000;
+    const ids = Array.from({ length: 200_000 }, (_, i) => String(119_352_210_347_848 + i));
+    // As envelopes bring them: 1,000 rows each, of four tenants' two kinds.
+    for (let i = 0; i < ids.length; i += 1000) {
+      const flows = [1, 2, 3, 4].flatMap((tenantId) => ['noop', 'http'].map((kind) => ({ tenantId, kind, items: [] as string[] })));
+      ids.slice(i, i + 1000).forEach((id, j) => flows[j % flows.length].items.push(`${id}:${due}`));
+      await q.pushFlows('default', flows);
+    }
+    expect((await q.waiting(['default'])).get('default')).toBe(200_000);
+    let bytes = 0;
+    for (const key of await redis.connection.keys(`${q.base('default')}:*`)) bytes += Number(await redis.connection.memory('USAGE', key));
+    expect(bytes / ids.length).toBeLessThan(100);
+  });
+
+  it("puts a quiet tenant's job next, however long a busy tenant's backlog", async () => {
+    await q.push('default', hints(1, 500));
+    await q.push('default', hints(2, 1));
+    const first = await q.take('default', 2, now, 'w1');
+    expect(tenantsOf(first.hints)).toContain(2);
+    // Served while tenant 1 still had 498 waiting, and it keeps coming next as it sends more.
+    await q.push('default', hints(2, 1));
+    expect(tenantsOf((await q.take('default', 2, now, 'w1')).hints)).toContain(2);
+  });
+
+  it('shares a busy pool by weight', async () => {
+    await q.syncShares('default', new Map([[1, share({ weight: 3 })]]));
+    await q.push('default', [...hints(1, 300), ...hints(2, 300)]);
+    const took = (await q.take('default', 200, now, 'w1')).hints;
+    const ones = tenantsOf(took).filter((t) => t === 1).length;
+    expect(ones).toBeGreaterThanOrEqual(148);
+    expect(ones).toBeLessThanOrEqual(152);
+  });
+
+  it('takes no more of a tenant than its maxConcurrency until one finishes, while others go on', async () => {
+    await q.syncShares('default', new Map([[1, share({ maxConcurrency: 2 })]]));
+    await q.push('default', [...hints(1, 5), ...hints(2, 2)]);
+    const first = await q.take('default', 10, now, 'w1');
+    expect(tenantsOf(first.hints).sort()).toEqual([1, 1, 2, 2]);
+    expect(first.hints.filter((h) => h.tenantId === 1).every((h) => h.slots === TENANT_SLOT)).toBe(true);
+    expect(first.nextWakeMs).toBe(now + CONCURRENCY_RECHECK_MS);
+    expect((await q.take('default', 10, now + 1, 'w2')).hints).toEqual([]);
+    await q.finish('default', 'w1', [first.hints.find((h) => h.tenantId === 1)!.id]); // wakes it at once
+    expect(tenantsOf((await q.take('default', 10, now + 2, 'w2')).hints)).toEqual([1]);
+  });
+
+  it("applies a kind's concurrency and rate in the same step; a held-back kind does not hold the tenant's others", async () => {
+    await q.syncShares('default', new Map([[1, share({ kindLimits: { http: { concurrency: 1 }, sms: { perSecond: 10 } } })]]));
+    await q.push('default', [...hints(1, 3, 'http'), ...hints(1, 3, 'sms'), ...hints(1, 2, 'noop')]);
+    const first = await q.take('default', 10, now, 'w1');
+    expect(first.hints.map((h) => h.kind).sort()).toEqual(['http', 'noop', 'noop', 'sms']);
+    expect(first.hints.find((h) => h.kind === 'http')?.slots).toBe(KIND_SLOT);
+    expect(first.nextWakeMs).toBe(now + 100); // 10/s: the next sms in 100 ms
+    expect((await q.take('default', 10, now + 50, 'w1')).hints).toEqual([]);
+    expect((await q.take('default', 10, now + 100, 'w1')).hints.map((h) => h.kind)).toEqual(['sms']);
+  });
+
+  it("holds a suspended tenant's jobs in Redis and lets them go once it is enabled", async () => {
+    await q.syncShares('default', new Map([[1, share({ held: true })]]));
+    await q.push('default', [...hints(1, 2), ...hints(2, 1)]);
+    expect(tenantsOf((await q.take('default', 10, now, 'w1')).hints)).toEqual([2]);
+    await q.syncShares('default', new Map());
+    expect((await q.take('default', 10, now + 10, 'w1')).hints).toEqual([]);
+    expect(tenantsOf((await q.take('default', 10, now + HELD_RECHECK_MS, 'w1')).hints)).toEqual([1, 1]);
+  });
+
+  it('gives taken hints back to the head of their flows in due order, slots freed; a rescue takes everything a worker held', async () => {
+    await q.syncShares('default', new Map([[1, share({ maxConcurrency: 1 })]]));
+    const [a, b, c] = [...hints(1, 1, 'noop', now), ...hints(1, 1, 'noop', now + 1), ...hints(1, 1, 'noop', now + 2)];
+    await q.push('default', [a, b, c]);
+    expect((await q.take('default', 10, now, 'w1')).hints.map((h) => h.id)).toEqual([a.id]);
+    expect(await q.giveBack('default', 'w1', [a.id])).toEqual([a.id]);
+    expect((await q.take('default', 1, now, 'w2')).hints.map((h) => h.id)).toEqual([a.id]);
+    expect(await q.giveBack('default', 'w2', 'all')).toEqual([a.id]);
+    expect(await redis.connection.exists(`${q.base('default')}:taken:w2`)).toBe(0);
+    await q.syncShares('default', new Map());
+    expect((await q.take('default', 10, now + CONCURRENCY_RECHECK_MS, 'w3')).hints.map((h) => h.id)).toEqual([a.id, b.id, c.id]);
+  });
+
+  it('a repair adds only rows that cannot be waiting in their flow already, at its head', async () => {
+    const [old, waiting, later] = [...hints(1, 1, 'noop', now - 60_000), ...hints(1, 1, 'noop', now), ...hints(1, 1, 'noop', now + 1000)];
+    await q.push('default', [waiting, later]);
+    expect(await q.push('default', [old, waiting, later], { repair: true })).toBe(1);
+    expect((await q.take('default', 10, now, 'w1')).hints.map((h) => h.id)).toEqual([old.id, waiting.id, later.id]);
+    const [lost] = hints(2, 1, 'noop', now - 60_000);
+    expect(await q.push('default', [lost], { repair: true })).toBe(1); // an empty flow takes it as it is
+  });
+
+  it("drops a second copy of a row the worker already holds, and keeps another worker's slots apart", async () => {
+    await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
+    const [h] = hints(1, 1);
+    await q.push('default', [h]);
+    await q.take('default', 10, now, 'w1');
+    await q.push('default', [h, h]);
+    expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
+    await q.push('default', [h]);
+    expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([h.id]);
+    await q.finish('default', 'w2', [h.id]); // frees w2's slot, not w1's
+    expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
+  });
+
+  it('wakes a worker blocked on the pool when work arrives', async () => {
+    const blocking = redis.connection.duplicate();
+    try {
+      const woken = q.waitForWork(blocking, 'default', 5000);
+      await q.push('default', hints(1, 1));
+      expect(await woken).toBe(true);
+      expect(await q.waitForWork(blocking, 'default', 10)).toBe(false);
+    } finally {
+      blocking.disconnect();
+    }
+  });
+});

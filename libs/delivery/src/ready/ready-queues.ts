@@ -1,0 +1,166 @@
+import { DEFAULT_SHARE, type Hint, type TenantShare } from '@almanac/domain';
+import { type EnvelopeFlow, isCluster, type RedisClient } from '@almanac/platform';
+import type { LuaScript } from './lua-common';
+import { FINISH, GIVE_BACK, PUSH, RENEW, SYNC_SHARES } from './ready-scripts';
+import { TAKE } from './take.lua';
+
+/** A hint a worker took, with the limit slots it holds (TENANT_SLOT | KIND_SLOT; 0 for most). */
+export interface TakenHint extends Hint {
+  slots: number;
+}
+
+export const TENANT_SLOT = 1;
+export const KIND_SLOT = 2;
+
+/**
+ * A limit slot lives this long unless the worker running its job renews it (every
+ * SLOT_RENEW_MS): a worker that dies without a rescue frees its tenants' slots within this.
+ */
+export const SLOT_TTL_MS = 30_000;
+export const SLOT_RENEW_MS = 10_000;
+
+/** What a take brought, and when a limit may let more go (null: nothing is held back). */
+export interface Take {
+  hints: TakenHint[];
+  nextWakeMs: number | null;
+}
+
+/**
+ * Each pool's ready structure in Redis (see lua-common.ts for its keys): per tenant and kind a
+ * list of due hints, the dispatcher's one place to put them and the workers' one place to take
+ * them. A worker takes what it has slots for in one script that shares the pool fairly between
+ * tenants and applies their limits. Every key of a pool carries the hash tag `{pool:<name>}`,
+ * so pools spread over a Redis Cluster's nodes and each script stays within one slot. Tenant-wide
+ * `maxConcurrency` slots are shared by every pool on one Redis server; on a cluster a script can
+ * reach only its pool's slot, so there each pool counts the tenant's limit on its own (a tenant
+ * whose kinds run in k pools may run up to k × maxConcurrency). Kind limits are exact either way:
+ * a kind runs in one pool.
+ */
+export class ReadyQueues {
+  constructor(
+    readonly redis: RedisClient,
+    readonly prefix: string,
+  ) {}
+
+  /** Every key of `pool` starts with this. */
+  base(pool: string): string {
+    return `${this.prefix}:almanac:{pool:${pool}}`;
+  }
+
+  private tenantLimitBase(pool: string): string {
+    return isCluster(this.redis) ? `${this.base(pool)}:limit:` : `${this.prefix}:almanac:limit:`;
+  }
+
+  /** Appends hints to their flows (one script call); returns how many were added. */
+  async push(pool: string, hints: readonly Hint[], opts: { repair?: boolean } = {}): Promise<number> {
+    const flows = new Map<string, EnvelopeFlow>();
+    for (const h of hints) {
+      const key = `${h.tenantId}:${h.kind}`;
+      let f = flows.get(key);
+      if (!f) flows.set(key, (f = { tenantId: h.tenantId, kind: h.kind, items: [] }));
+      f.items.push(`${h.id}:${h.dueMs}`);
+    }
+    return this.pushFlows(pool, [...flows.values()], opts);
+  }
+
+  /** Appends flows' items (`<id>:<due ms>`, in due order) as they come in an envelope: one script call. */
+  async pushFlows(pool: string, flows: readonly EnvelopeFlow[], opts: { repair?: boolean } = {}): Promise<number> {
+    if (flows.length === 0) return 0;
+    const args: (string | number)[] = [opts.repair ? '1' : '0'];
+    for (const f of flows) args.push(f.tenantId, f.kind, f.items.length, ...f.items);
+    return (await this.run(PUSH, pool, Date.now(), args)) as number;
+  }
+
+  /**
+   * Up to `max` hints for `workerId`, fairly and within limits, recorded in its taken hash; the
+   * hints in `done` are finished first (see finish), in the same call.
+   */
+  async take(pool: string, max: number, nowMs: number, workerId: string, done: readonly string[] = []): Promise<Take> {
+    const reply = (await this.run(TAKE, pool, nowMs, [max, workerId, SLOT_TTL_MS, ...done])) as string[];
+    const hints = reply.slice(1).map((s): TakenHint => {
+      const [id, due, tenant, slots, kind] = s.split(':');
+      return { id, dueMs: Number(due), tenantId: Number(tenant), slots: Number(slots), kind };
+    });
+    return { hints, nextWakeMs: reply[0] === '' ? null : Number(reply[0]) };
+  }
+
+  /** The worker is done with these (run, or dropped by the claim): out of its taken hash, slots freed. */
+  async finish(pool: string, workerId: string, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.run(FINISH, pool, Date.now(), [workerId, ...ids]);
+  }
+
+  /** Taken hints the worker will not run go back to the head of their flows; `all`: every one it holds. Returns their ids. */
+  async giveBack(pool: string, workerId: string, ids: readonly string[] | 'all'): Promise<string[]> {
+    if (ids !== 'all' && ids.length === 0) return [];
+    const args = ids === 'all' ? [workerId, '1'] : [workerId, '0', ...ids];
+    return (await this.run(GIVE_BACK, pool, Date.now(), args)) as string[];
+  }
+
+  /** Keeps the limit slots of jobs still running from expiring (a long handler). */
+  async renew(pool: string, workerId: string, ids: readonly string[], nowMs: number): Promise<void> {
+    if (ids.length > 0) await this.run(RENEW, pool, nowMs, [workerId, nowMs + SLOT_TTL_MS, ...ids]);
+  }
+
+  /** Replaces the pool's copy of the tenants' weights and limits (those off the default). */
+  async syncShares(pool: string, shares: ReadonlyMap<number, TenantShare>): Promise<void> {
+    const args: (string | number)[] = [];
+    for (const [t, s] of shares) if (!isDefault(s)) args.push(t, encodeShare(s));
+    await this.run(SYNC_SHARES, pool, Date.now(), args);
+  }
+
+  /**
+   * The due time of the first item of each flow (`<tenant>:<kind>`) of `pool`, or null for an
+   * empty flow: what a repair compares with (one pipeline, within the pool's slot).
+   */
+  async heads(pool: string, flows: readonly { tenantId: number; kind: string }[]): Promise<(number | null)[]> {
+    if (flows.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const f of flows) pipeline.lindex(`${this.base(pool)}:q:${f.tenantId}:${f.kind}`, 0);
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([err, item]) => {
+      if (err) throw err;
+      return typeof item === 'string' ? Number(item.slice(item.lastIndexOf(':') + 1)) : null;
+    });
+  }
+
+  /** Items waiting per pool (for gauges); sent together, one command per pool. */
+  async waiting(pools: readonly string[]): Promise<Map<string, number>> {
+    const counts = await Promise.all(pools.map((p) => this.redis.get(`${this.base(p)}:waiting`)));
+    return new Map(pools.map((p, i) => [p, Math.max(0, Number(counts[i] ?? 0))]));
+  }
+
+  /**
+   * Blocks on `blocking` (a connection of the caller's own) until a push or a finish signals work
+   * in `pool`, or `timeoutMs` passes. True when woken.
+   */
+  async waitForWork(blocking: RedisClient, pool: string, timeoutMs: number): Promise<boolean> {
+    const seconds = Math.max(0.01, timeoutMs / 1000).toFixed(3);
+    return (await blocking.blpop(`${this.base(pool)}:wake`, seconds)) !== null;
+  }
+
+  /**
+   * EVALSHA, falling back to EVAL once per connection that lacks the script. Not defineCommand:
+   * ioredis routes a custom command by its first argument (the key count) when it auto-pipelines
+   * on a cluster; EVALSHA is routed by its first key, here the pool's `tenants` key.
+   */
+  private async run(s: LuaScript, pool: string, nowMs: number, args: readonly (string | number)[]): Promise<unknown> {
+    const base = this.base(pool);
+    const all = [base, this.tenantLimitBase(pool), nowMs, ...args];
+    try {
+      return await this.redis.evalsha(s.sha, 1, `${base}:tenants`, ...all);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return this.redis.eval(s.lua, 1, `${base}:tenants`, ...all);
+    }
+  }
+}
+
+function isDefault(s: TenantShare): boolean {
+  return s.weight === DEFAULT_SHARE.weight && s.maxConcurrency === null && s.kindLimits === null && !s.held;
+}
+
+/** `<weight>|<maxConcurrency>|<held 0/1>|<kind>=<perSecond>/<concurrency>,…` (a kind has no `=`, `/` or `,`). */
+export function encodeShare(s: TenantShare): string {
+  const kinds = Object.entries(s.kindLimits ?? {}).map(([k, l]) => `${k}=${l.perSecond ?? ''}/${l.concurrency ?? ''}`);
+  return `${s.weight}|${s.maxConcurrency ?? ''}|${s.held ? 1 : 0}|${kinds.join(',')}`;
+}

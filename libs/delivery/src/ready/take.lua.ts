@@ -1,0 +1,167 @@
+import { readyScript } from './lua-common';
+
+/** A suspended tenant is looked at again after this long (its flag is in `B:shares`). */
+export const HELD_RECHECK_MS = 1000;
+/**
+ * A tenant or kind at its concurrency limit is looked at again after this long. A finish in the
+ * same pool wakes it at once; this catches slots freed elsewhere (a tenant-wide limit shared by
+ * pools on one Redis server) or expired (a worker that died holding them).
+ */
+export const CONCURRENCY_RECHECK_MS = 250;
+
+/**
+ * A worker's take: up to ARGV[4] items for worker ARGV[5], fair between tenants and within their
+ * limits, in one atomic step.
+ *
+ * Fairness is start-time fair queueing over tenants (Goyal et al.): each runnable tenant has a
+ * start tag; the one with the smallest goes next and its tag grows by 1/weight per job; a tenant
+ * that becomes runnable starts at the pool's virtual time (the last tag served), so it waits
+ * behind nobody's backlog, and a tenant that empties forgets its tag. Within a tenant, its kinds
+ * take turns. A run of one tenant's jobs is popped at once (LPOP count) as far as its tag stays
+ * at or below the next tenant's.
+ *
+ * Limits: `maxConcurrency` (TL:<t>:c) and a kind's `concurrency` are zsets of the row ids taken
+ * and not finished, scored by expiry (ARGV[6] ms, renewed by the worker while the job runs); a
+ * kind's `perSecond` is GCRA with a burst of a tenth of a second. A tenant or flow over a limit
+ * leaves the rotation for `B:blocked` until it may go again; its items wait where they are.
+ *
+ * First, the ids from ARGV[7] on are finished (see FINISH): a busy worker reports what it is done
+ * with in the call that takes more. Returns { next wake ms ('' if none blocked),
+ * `<id>:<due>:<tenant>:<slots>:<kind>`... }, and records each item in the worker's taken hash.
+ */
+export const TAKE = readyScript(`
+local max, worker, ttl = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local takenKey = B .. ':taken:' .. worker
+finish(worker, ARGV, 7)
+local V = vtime()
+
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', K.blocked, '-inf', now, 'LIMIT', 0, 256)) do
+  redis.call('ZREM', K.blocked, m)
+  local t, k = string.match(m, '^([^:]+):(.+)$')
+  if t then
+    if redis.call('LLEN', flowKey(t, k)) > 0 then flowFilled(t, k, V) end
+  else
+    activate(m, V)
+  end
+end
+
+local shares = {}
+local function shareOf(t)
+  local s = shares[t]
+  if s then return s end
+  s = { w = 1, kinds = {} }
+  local raw = redis.call('HGET', K.shares, t)
+  if raw then
+    local w, maxc, held, kinds = string.match(raw, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    s.w, s.maxc, s.held = tonumber(w) or 1, tonumber(maxc), held == '1'
+    for kind, rate, conc in string.gmatch(kinds, '([^=,]+)=([^/,]*)/([^,]*)') do
+      s.kinds[kind] = { rate = tonumber(rate), conc = tonumber(conc) }
+    end
+  end
+  shares[t] = s
+  return s
+end
+local function concRoom(key, limit)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  return limit - redis.call('ZCARD', key)
+end
+local function rateRoom(key, perSecond)
+  local interval = 1000 / perSecond
+  local burst = math.max(1, math.floor(perSecond / 10))
+  local tat = math.max(tonumber(redis.call('GET', key) or '0'), now)
+  local allowance = interval * (burst - 1) - (tat - now)
+  if allowance < 0 then return 0, now + math.ceil(-allowance), tat, interval end
+  return math.floor(allowance / interval) + 1, nil, tat, interval
+end
+
+local out = { '' }
+local taken, steps = 0, 0
+local seen = {}
+local expiry = string.format('%.0f', now + ttl)
+while taken < max and steps < max + 256 do
+  steps = steps + 1
+  local top = redis.call('ZRANGE', K.tenants, 0, 1, 'WITHSCORES')
+  if #top == 0 then break end
+  local t, S = top[1], tonumber(top[2])
+  local s = shareOf(t)
+  local want = max - taken
+  if top[3] then want = math.min(want, math.floor((tonumber(top[4]) - S) * s.w) + 1) end
+  local blockTenant
+  if s.held then
+    blockTenant = now + ${HELD_RECHECK_MS}
+  elseif s.maxc then
+    local room = concRoom(tenantSlotsKey(t), s.maxc)
+    if room <= 0 then blockTenant = now + ${CONCURRENCY_RECHECK_MS} else want = math.min(want, room) end
+  end
+  if blockTenant then
+    redis.call('ZREM', K.tenants, t)
+    redis.call('ZADD', K.blocked, blockTenant, t)
+  else
+    local kk = kindsKey(t)
+    local k = redis.call('LMOVE', kk, kk, 'LEFT', 'RIGHT')
+    local items = false
+    if k then
+      local kl = s.kinds[k]
+      local mask = s.maxc and 1 or 0
+      local blockKind, tat, interval, room
+      if kl and kl.conc then
+        room = concRoom(kindSlotsKey(t, k), kl.conc)
+        if room <= 0 then blockKind = now + ${CONCURRENCY_RECHECK_MS} else want = math.min(want, room) mask = mask + 2 end
+      end
+      if not blockKind and kl and kl.rate then
+        room, blockKind, tat, interval = rateRoom(rateKey(t, k), kl.rate)
+        if room > 0 then want = math.min(want, room) end
+      end
+      local q = flowKey(t, k)
+      if blockKind then
+        redis.call('LREM', kk, -1, k)
+        redis.call('ZADD', K.blocked, blockKind, t .. ':' .. k)
+      else
+        items = redis.call('LPOP', q, want)
+      end
+      if items then
+        local n = 0
+        local slotArgs, takenArgs = {}, {}
+        local rest = ':' .. t .. ':' .. mask .. ':' .. k
+        for j = 1, #items do
+          local id, due = string.match(items[j], '^([^:]+):(.+)$')
+          -- A second copy of a row this worker already holds (a repair's) is dropped here.
+          if redis.call('HEXISTS', takenKey, id) == 0 and not seen[id] then
+            seen[id] = true
+            n = n + 1
+            takenArgs[2 * n - 1], takenArgs[2 * n] = id, due .. rest
+            slotArgs[2 * n - 1], slotArgs[2 * n] = expiry, id .. '@' .. worker
+            out[#out + 1] = id .. ':' .. due .. rest
+          end
+        end
+        bulk('HSET', takenKey, takenArgs)
+        if mask % 2 == 1 and n > 0 then bulk('ZADD', tenantSlotsKey(t), slotArgs) redis.call('PEXPIRE', tenantSlotsKey(t), 2 * ttl) end
+        if mask >= 2 and n > 0 then bulk('ZADD', kindSlotsKey(t, k), slotArgs) redis.call('PEXPIRE', kindSlotsKey(t, k), 2 * ttl) end
+        if tat then
+          local after = tat + n * interval
+          redis.call('SET', rateKey(t, k), string.format('%.3f', after), 'PX', math.ceil(after - now) + 1000)
+        end
+        V = S + (#items - 1) / s.w
+        taken = taken + #items
+      end
+      if not blockKind and redis.call('LLEN', q) == 0 then redis.call('LREM', kk, -1, k) end
+    end
+    if redis.call('LLEN', kk) == 0 then
+      redis.call('ZREM', K.tenants, t)
+    elseif items then
+      redis.call('ZADD', K.tenants, 'XX', S + #items / s.w, t)
+    end
+  end
+end
+
+local runnable = redis.call('ZCARD', K.tenants)
+if taken > 0 then redis.call('DECRBY', K.waiting, taken) end
+if #out > 1 then
+  redis.call('PEXPIRE', takenKey, 3600000)
+end
+redis.call('SET', K.vt, runnable == 0 and '0' or string.format('%.17g', V))
+if taken >= max and runnable > 0 then wake() end
+local nb = redis.call('ZRANGE', K.blocked, 0, 0, 'WITHSCORES')
+if nb[2] then out[1] = nb[2] end
+return out
+`);

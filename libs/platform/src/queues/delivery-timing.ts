@@ -1,0 +1,71 @@
+/**
+ * Every "how early" and "how long" of the road from a queued row to its handler, in one place,
+ * each with its reason. The producer, the dispatcher, the worker and the promoter's rescue read
+ * them from here.
+ */
+
+/**
+ * An envelope leaves BullMQ's delayed set this long before its first row is due. Redis moves
+ * delayed jobs on its timer tick (every 100 ms at its default `hz 10`), which alone put ~100 ms
+ * into p99 lag; arriving early absorbs the tick.
+ */
+export const DELIVERY_LEAD_MS = 150;
+
+/**
+ * The dispatcher hands an envelope's rows to their pools this long before the first one is due,
+ * so a worker has taken them (a wake, one script) by then; the worker waits out the rest and
+ * claims each row at its due time.
+ */
+export const HANDOFF_AHEAD_MS = 10;
+
+/**
+ * Rows due within one window of this many ms share an envelope (one BullMQ job), whatever their
+ * tenant and kind. BullMQ's own work per job (add, move to active, finish) cost about as much CPU
+ * as a whole plain BullMQ job; at 1,500 jobs/s at distinct instants a window holds ~15 rows.
+ */
+export const ENVELOPE_WINDOW_MS = 10;
+
+/** At most this many rows in one envelope (its data is ~20 B a row: 20 KB). */
+export const ENVELOPE_MAX_ROWS = 1000;
+
+/**
+ * Rows due further ahead than this when they are enqueued travel in coarse envelopes of
+ * COARSE_WINDOW_MS, refined into fine ones REFINE_LEAD_MS before the window starts (so the
+ * horizon covers a window and its lead). 10 M jobs over a year put a row every 3 s into the hot
+ * tier: a BullMQ job costs ~1 KB of Redis beside its ~37 B a row, so a row per job cost ~430 B,
+ * a minute's envelope ~100 B a row and two minutes' ~80 B (hot-queue.spec.ts).
+ */
+export const FINE_HORIZON_MS = 150_000;
+export const COARSE_WINDOW_MS = 120_000;
+export const REFINE_LEAD_MS = 5_000;
+
+/**
+ * A dispatcher holds rows due within this much of now until their hand-off, and sends rows due
+ * later back to the hot queue (a coarse envelope being refined, or a clock far off).
+ */
+export const MAX_HOLD_MS = 1_000;
+
+/**
+ * A worker waits at most this long for a taken row to come due before it claims it (rows come
+ * HANDOFF_AHEAD_MS plus up to one ENVELOPE_WINDOW_MS early; more only with clock skew).
+ */
+export const MAX_EARLY_WAIT_MS = 1_000;
+
+/**
+ * The claim takes a row only once it is due by the worker's clock. A row found not due yet (its
+ * hint came early: clock skew, or the row was moved a little later) is waited for and claimed
+ * again if it is due within this; one due later gets a hint for its own time.
+ */
+export const CLAIM_RETRY_WITHIN_MS = 3_000;
+
+/** A worker's heartbeat (its row in `workers`, judged by the database's clock). */
+export const HEARTBEAT_MS = 1_000;
+
+/**
+ * A worker whose heartbeat has not moved for this long, over an unbroken watch of the rescue
+ * sweep (WORKER_RESCUE_INTERVAL_MS), is dead: its running jobs and taken hints are put back.
+ * Five beats, so one slow beat is not a death; the watch must be unbroken so a database or
+ * promoter stall, during which nobody could beat, is not taken for every worker's death.
+ */
+export const WORKER_DEAD_AFTER_MS = 5_000;
+export const WORKER_RESCUE_INTERVAL_MS = 1_000;

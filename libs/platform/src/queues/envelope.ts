@@ -1,0 +1,116 @@
+import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, ENVELOPE_WINDOW_MS, FINE_HORIZON_MS, REFINE_LEAD_MS } from './delivery-timing';
+import type { Hint } from '@almanac/domain';
+
+/**
+ * What one envelope (one BullMQ job on the hot queue) carries: row references, never a payload,
+ * already in the form of the pools' ready lists, so the dispatcher hands a flow over with one
+ * split and no work per row (per-row decoding held its event loop ~400 ms when a 200,000-row
+ * burst came due, and a quiet tenant's job due then waited behind it).
+ */
+export interface EnvelopeData {
+  /** The earliest and the latest due time of its rows, epoch ms. */
+  b: number;
+  l: number;
+  /** Its rows by flow: [tenant, kind, `<id>:<due ms>` comma-separated in due order] (~30 B a row). */
+  f: [number, string, string][];
+  /** A repair (the overdue sweep's): at hand-off, rows that may still wait in their pool are left out. */
+  x?: 1;
+}
+
+/** A tenant's rows of one kind, as ready-list items (`<id>:<due ms>`). */
+export interface EnvelopeFlow {
+  tenantId: number;
+  kind: string;
+  items: string[];
+}
+
+export interface EnvelopeOptions {
+  /** The overdue sweep's re-hints (see EnvelopeData.x). */
+  repair?: boolean;
+  /**
+   * Rows a dispatcher sends back (an envelope that came out before they were due): their
+   * envelopes get ids of their own, since the one they came in is still active, and an add of
+   * its id would be ignored.
+   */
+  resent?: boolean;
+}
+
+/** One BullMQ job to add: its id, data and how long it stays delayed. */
+export interface Envelope {
+  jobId: string;
+  data: EnvelopeData;
+  delayMs: number;
+}
+
+/**
+ * Packs hints into envelopes, whatever their tenant and kind:
+ * - due within DELIVERY_LEAD_MS (or already due): together, at once, whatever their due times;
+ * - due within FINE_HORIZON_MS: per ENVELOPE_WINDOW_MS window, out DELIVERY_LEAD_MS before the
+ *   window's first row is due;
+ * - later: per COARSE_WINDOW_MS window, out REFINE_LEAD_MS before the window starts, when the
+ *   dispatcher sends its rows on in fine envelopes.
+ * At most ENVELOPE_MAX_ROWS rows each. The id is derived from the rows and their due times, so
+ * adding the same hints again (a promoter retry) adds nothing, while a row moved to another time
+ * gets an envelope of its own.
+ */
+export function envelopesOf(hints: readonly Hint[], nowMs: number, opts: EnvelopeOptions = {}): Envelope[] {
+  const groups = new Map<string, { hints: Hint[]; fireAtMs: (first: number) => number }>();
+  for (const h of hints) {
+    const { key, fireAtMs } = windowOf(h.dueMs, nowMs);
+    const g = groups.get(key);
+    if (g) g.hints.push(h);
+    else groups.set(key, { hints: [h], fireAtMs });
+  }
+  const out: Envelope[] = [];
+  for (const { hints: group, fireAtMs } of groups.values()) {
+    group.sort((a, c) => a.dueMs - c.dueMs || compareIds(a.id, c.id));
+    for (let i = 0; i < group.length; i += ENVELOPE_MAX_ROWS) {
+      const rows = group.slice(i, i + ENVELOPE_MAX_ROWS);
+      const data = encode(rows, opts.repair === true);
+      const jobId = `e-${rows[0].id}-${rows[rows.length - 1].id}-${rows.length}-${data.b}${opts.resent ? `-r${nowMs}` : ''}`;
+      out.push({ jobId, data, delayMs: Math.max(0, fireAtMs(data.b) - nowMs) });
+    }
+  }
+  return out;
+}
+
+function windowOf(dueMs: number, nowMs: number): { key: string; fireAtMs: (first: number) => number } {
+  if (dueMs <= nowMs + DELIVERY_LEAD_MS) return { key: 'now', fireAtMs: () => nowMs };
+  if (dueMs <= nowMs + FINE_HORIZON_MS) return { key: `f${Math.floor(dueMs / ENVELOPE_WINDOW_MS)}`, fireAtMs: (first) => first - DELIVERY_LEAD_MS };
+  const start = Math.floor(dueMs / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
+  return { key: `c${start}`, fireAtMs: () => start - REFINE_LEAD_MS };
+}
+
+function encode(rows: readonly Hint[], repair: boolean): EnvelopeData {
+  const flows = new Map<string, [number, string, string[]]>();
+  for (const h of rows) {
+    const key = `${h.tenantId}|${h.kind}`;
+    let f = flows.get(key);
+    if (!f) flows.set(key, (f = [h.tenantId, h.kind, []]));
+    f[2].push(`${h.id}:${h.dueMs}`);
+  }
+  const f = [...flows.values()].map(([t, k, items]): [number, string, string] => [t, k, items.join(',')]);
+  const data: EnvelopeData = { b: rows[0].dueMs, l: rows[rows.length - 1].dueMs, f };
+  if (repair) data.x = 1;
+  return data;
+}
+
+/** An envelope's flows, as ready-list items. */
+export function flowsOf(data: EnvelopeData): EnvelopeFlow[] {
+  return data.f.map(([tenantId, kind, items]) => ({ tenantId, kind, items: items.split(',') }));
+}
+
+/** The hints an envelope carries (flow by flow). */
+export function hintsOf(data: EnvelopeData): Hint[] {
+  return flowsOf(data).flatMap((f) =>
+    f.items.map((item) => {
+      const at = item.indexOf(':');
+      return { id: item.slice(0, at), tenantId: f.tenantId, kind: f.kind, dueMs: Number(item.slice(at + 1)) };
+    }),
+  );
+}
+
+/** Numeric order of decimal id strings (no leading zeros): shorter is smaller. */
+export function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

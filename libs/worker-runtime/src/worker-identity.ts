@@ -1,0 +1,53 @@
+import type { WorkersRepository } from '@almanac/persistence';
+import type { Logger } from 'pino';
+
+/**
+ * Who this worker process is to Postgres and Redis: its row in `workers` (the id its claims and
+ * taken hints carry) and its name (ALMANAC_WORKER_ID, written into history rows). A worker the
+ * rescue took for dead (its beats stopped reaching the database for WORKER_DEAD_AFTER_MS) finds
+ * its row gone at its next beat and registers again under a new id: its old claims were put back,
+ * and their late completions change nothing.
+ */
+export class WorkerIdentity {
+  private current: number | undefined;
+
+  constructor(
+    private readonly repo: WorkersRepository,
+    readonly name: string,
+    readonly pools: readonly string[],
+    readonly concurrency: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The row id; a worker claims nothing before it registered. */
+  get id(): number {
+    if (this.current === undefined) throw new Error('worker not registered');
+    return this.current;
+  }
+
+  get registered(): boolean {
+    return this.current !== undefined;
+  }
+
+  async register(): Promise<number> {
+    this.current = await this.repo.register(this.name, this.pools, this.concurrency);
+    return this.current;
+  }
+
+  /** One heartbeat (`running`: per pool, in the order of `pools`); registers again if the rescue removed this worker meanwhile. */
+  async beat(running: readonly number[], leaving: boolean): Promise<void> {
+    if (this.current === undefined) {
+      await this.register();
+      return;
+    }
+    if (await this.repo.beat(this.current, running, leaving)) return;
+    const old = this.current;
+    await this.register();
+    this.logger.warn({ previous: old, id: this.current }, 'this worker was taken for dead (its beats did not reach the database) and registered again');
+  }
+
+  /** Shutdown, after the drain: the row goes, so nothing is rescued for it. */
+  async leave(): Promise<void> {
+    if (this.current !== undefined) await this.repo.remove(this.current);
+  }
+}
