@@ -10,13 +10,16 @@
 // With threshold "1", KEDA asks for ceil(value) replicas: the larger of two terms, in replicas
 // of measured throughput T (pool:almanac_replica_throughput:per_second, a recording rule in
 // k8s/monitoring/rules/almanac.rules.yml):
-//   now     the backlog and the jobs in flight, run within one window;
+//   now     the backlog (due jobs waiting in the pool's ready lists) and the jobs in flight
+//           (running on its workers), run within one window;
 //   coming  the rate of work arriving: the jobs coming due in the window after the lead time
 //           (the schedule; held for the lead time and a minute by max_over_time, so a spike
 //           keeps its replicas until it is due, when the now term takes over), plus the jobs
 //           that reached the pool in the last minute without having been announced a minute
-//           before (enqueued to run now: hand-offs plus backlog growth, less what was due
-//           within a minute a minute ago).
+//           before (enqueued to run now). The dispatcher puts every job into the ready lists
+//           as it comes due, so almanac_dispatched_total counts every arrival (backlog growth
+//           is part of it, not on top of it): arrivals in the last minute, less what was due
+//           within a minute a minute ago.
 // Steady load at r jobs/s, scheduled or not, asks for r / T replicas; a spike of n jobs is asked
 // for a lead time (plus up to one window) before it is due, as n / (T × window) replicas.
 // Lead and lead + window must be windows of almanac_jobs_due (libs/domain/src/due-soon.ts).
@@ -24,8 +27,10 @@
 // the ScaledObject sets ignoreNullValues "false" so KEDA's fallback replicas apply.
 
 /**
- * The schedule's part is held a minute past the lead time: the due gauge and the backlog gauge are
- * sampled 15 s apart, and the spike must not fall between them as it turns from due to backlog.
+ * The schedule's part is held a minute past the lead time: the due gauge (the promoter's, every
+ * 15 s) and the backlog gauge (the dispatcher's, every second) are sampled apart, and the spike
+ * must not fall between them as it turns from due to backlog (put into the pool's ready lists at
+ * its due time).
  */
 const HOLD_MARGIN_S = 60;
 
@@ -63,7 +68,6 @@ function scalingQuery({ pool, lead, window }) {
     `      max_over_time(((${due(leadS + windowS)} - ${due(leadS)}) or vector(0))[${label(leadS + HOLD_MARGIN_S)}:15s]) / ${windowS}`,
     '      + clamp_min(',
     `          (sum(increase(almanac_dispatched_total{${p}}[1m])) or vector(0))`,
-    `          + (max(almanac_pool_backlog{${p}}) - max(almanac_pool_backlog{${p}} offset 1m) or vector(0))`,
     `          - (max(almanac_jobs_due{${p},within="1m"} offset 1m) or vector(0)),`,
     '        0) / 60',
     `    ) / ${throughput},`,
