@@ -61,13 +61,13 @@ async function load(ds: DataSource, tenantId: number, prefix: string, n: number,
 async function enqueueHot(ds: DataSource, queue: HotQueue, tenantId: number, now: Date): Promise<number> {
   const rows = await ds.query<{ id: string; run_at: Date }[]>(`SELECT id::text, run_at FROM jobs WHERE tenant_id = $1 AND state = 'q' ORDER BY id`, [tenantId]);
   for (let i = 0; i < rows.length; i += 5000) {
-    await queue.enqueue(rows.slice(i, i + 5000).map((r) => ({ id: r.id, runAt: r.run_at, tenantId, kind: 'noop' })), now);
+    await queue.enqueue(rows.slice(i, i + 5000).map((r) => ({ id: r.id, dueMs: r.run_at.getTime(), tenantId, kind: 'noop' })), now);
   }
   return rows.length;
 }
 
 async function hotCopies(queue: HotQueue): Promise<number> {
-  return (await queue.queue.getJobCountByTypes('delayed', 'waiting', 'prioritized'));
+  return (await queue.queue.getJobCountByTypes('delayed', 'waiting'));
 }
 
 /** Runs one operation through the sweep until done, timing the match and each chunk. */

@@ -5,8 +5,10 @@
  *   node -r ./bench/lib/register.cjs bench/delivery-faults.ts --mode sigkill|rolling|outage|backlog [options]
  *
  * sigkill  `charge` jobs (one invoice each) due at --rate/s for --seconds, a promoter (overdue
- *          sweep every second), a dispatcher and two workers (lease 2 s); every --every ms one
- *          worker is SIGKILLed and restarted.
+ *          sweep every second), a dispatcher and --workers (2) workers (lease --lease-ms, 2 s);
+ *          every --every ms one worker is SIGKILLed and a new one started --restart-after ms
+ *          later (0). `--workers 1 --restart-after 5000 --lease-ms 30000` is issue 31's check: a
+ *          dead worker is noticed by its heartbeat, not its lease.
  * rolling  the same load; every --every ms one worker gets SIGTERM (as Kubernetes does in a
  *          rolling update), is waited for, and is replaced.
  * outage   --jobs `noop` jobs (maxAttempts 1) come due while no worker runs at all; after
@@ -35,7 +37,7 @@ async function main(): Promise<void> {
   const hot = HotQueue.open(redis.connection, prefix);
   const env: Record<string, string> = {
     DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix,
-    ALMANAC_OVERDUE_INTERVAL_MS: '1000', ALMANAC_OVERDUE_GRACE_MS: '5000', ALMANAC_LEASE_MS: '2000',
+    ALMANAC_OVERDUE_INTERVAL_MS: '1000', ALMANAC_OVERDUE_GRACE_MS: '5000', ALMANAC_LEASE_MS: arg('lease-ms', '2000'),
   };
   const roles: Role[] = [];
   const t0 = Date.now();
@@ -81,7 +83,12 @@ async function main(): Promise<void> {
                  FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE a.outcome = 'succeeded') AS max_lateness_s`,
     );
     const seconds = (Date.now() - t0) / 1000;
-    console.log(JSON.stringify({ mode, jobs: total, faults, seconds, attemptsDuringOutage, ...c }));
+    const [lateness] = await db.dataSource.query(
+      `SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY l) AS p99_lateness_s FROM (
+         SELECT extract(epoch FROM a.started_at - j.run_at)::float8 AS l FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE a.outcome = 'succeeded') x`,
+    );
+    const shape = { workers: Number(arg('workers', '2')), restartAfterMs: Number(arg('restart-after', '0')), leaseMs: Number(env.ALMANAC_LEASE_MS) };
+    console.log(JSON.stringify({ mode, jobs: total, faults, seconds, attemptsDuringOutage, ...shape, ...c, p99_lateness_s: Number(lateness.p99_lateness_s) }));
     const charges = mode === 'sigkill' || mode === 'rolling';
     const ok =
       c.not_done === 0 && c.dead === 0 && c.duplicate_charges === 0 && (!charges || c.charges === total) &&
@@ -108,7 +115,10 @@ async function steadyCharges(
   const rate = Number(arg('rate', '200'));
   const seconds = Number(arg('seconds', '60'));
   const every = Number(arg('every', '10000'));
-  const workers = [await spawnRole('worker', env, 'worker-a'), await spawnRole('worker', env, 'worker-b')];
+  const restartAfter = Number(arg('restart-after', '0'));
+  const workers: Role[] = [];
+  const restarts: Promise<void>[] = [];
+  for (let i = 0; i < Number(arg('workers', '2')); i++) workers.push(await spawnRole('worker', env, `worker-${String.fromCharCode(97 + i)}`));
   const total = rate * seconds;
   const start = Date.now() + 2000;
   let produced = 0;
@@ -119,15 +129,20 @@ async function steadyCharges(
     if (wait > 0) await sleep(wait);
     if (Date.now() >= nextFault) {
       nextFault += every;
-      const idx = faults % 2;
+      const idx = faults % workers.length;
       const victim = workers[idx];
       const exited = new Promise((r) => victim.child.once('exit', r));
       victim.child.kill(mode === 'sigkill' ? 'SIGKILL' : 'SIGTERM');
-      // A rolling update starts the new pod while the old one drains; a crash restarts after.
-      const replacement = mode === 'rolling' ? spawnRole('worker', env, `worker-${faults + 1}`) : undefined;
-      await exited;
       faults++;
-      workers[idx] = await (replacement ?? spawnRole('worker', env, `worker-${faults}`));
+      // A rolling update starts the new pod while the old one drains; a crash restarts after (a
+      // new pod --restart-after ms later), beside the stream, which goes on.
+      const name = `worker-${faults}`;
+      const replacement =
+        mode === 'rolling'
+          ? spawnRole('worker', env, name)
+          : exited.then(() => sleep(restartAfter)).then(() => spawnRole('worker', env, name));
+      restarts.push(exited.then(() => replacement).then((w) => void (workers[idx] = w)));
+      if (restartAfter === 0) await restarts[restarts.length - 1];
     }
     if (produced >= total) continue;
     const size = Math.min(rate / 10, total - produced);
@@ -140,9 +155,10 @@ async function steadyCharges(
        RETURNING id::text AS id, run_at`,
       [base, new Date(start + (base * 1000) / rate), 1000 / rate, size],
     );
-    await hot.enqueue(rows.map((r) => ({ id: r.id, runAt: r.run_at, tenantId: 1, kind: 'charge' })), new Date());
+    await hot.enqueue(rows.map((r) => ({ id: r.id, runAt: r.run_at, dueMs: r.run_at.getTime(), tenantId: 1, kind: 'charge' })), new Date());
     produced += size;
   }
+  await Promise.all(restarts);
   roles.push(...workers);
   return { total, faults };
 }

@@ -12,13 +12,15 @@
 // INSERT … SELECT generate_series per million rows with the secondary indexes dropped and rebuilt
 // afterwards (as a bulk restore would), then VACUUM ANALYZE. --reuse keeps and reuses them.
 // Redis is a private redis-server on a free port (FLUSHALL between runs is safe there).
-import { createDataSource, runMigrations, SweepsRepository } from '@almanac/persistence';
+import { KindCatalog, KindRoutes, ReadyQueues } from '@almanac/delivery';
+import { createDataSource, KindsRepository, runMigrations, SweepsRepository } from '@almanac/persistence';
 import { HotQueue } from '@almanac/platform';
 import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { DataSource as DataSourceClass, type DataSource } from 'typeorm';
+import { LostHints } from '../apps/promoter/src/overdue/lost-hints';
 import { OverdueSweep } from '../apps/promoter/src/overdue/overdue.sweep';
 import { RedisEpoch } from '../apps/promoter/src/overdue/redis-epoch';
 import { RecurringSweep } from '../apps/promoter/src/recurring/recurring.sweep';
@@ -254,7 +256,8 @@ async function benchTableSize(args: Args, size: number, redis: PrivateRedis): Pr
     promoted = (await promotion.runOnce(NOW)).promoted;
     // Steady state: autovacuum has analysed the table since the hot rows became queued.
     await ds.query('ANALYZE jobs');
-    const overdue = new OverdueSweep(repo, queue, new RedisEpoch(redis.connection, 'bench'), promotion, {
+    const lost = new LostHints(new KindRoutes(new Map()), new KindCatalog(new KindsRepository(ds), { maxAgeMs: 0, missRefreshMs: 0 }), new ReadyQueues(redis.connection, 'bench'));
+    const overdue = new OverdueSweep(repo, queue, lost, new RedisEpoch(redis.connection, 'bench'), promotion, {
       graceMs: 30_000,
       lookaheadMs: 30_000,
       batchSize: 5000,
@@ -265,7 +268,7 @@ async function benchTableSize(args: Args, size: number, redis: PrivateRedis): Pr
     const overdueNothingRunsMs: number[] = [];
     for (let r = 0; r < Math.max(5, args.runs); r++) {
       const [res, ms] = await timed(() => overdue.runOnce(NOW));
-      const did = Object.values(res.requeued).reduce((a, b) => a + b, 0) + res.dead;
+      const did = Object.values(res.requeued).reduce((a, b) => a + b, 0);
       if (did !== 0 || res.redis !== 'ok') throw new Error(`overdue sweep found work: ${JSON.stringify(res)}`);
       overdueNothingRunsMs.push(ms);
     }

@@ -7,6 +7,8 @@
  *   npm run bench -- retention        # 60 simulated days of 1,000,000 jobs (about an hour; not in the default set)
  *   npm run bench -- autoscale        # the ScaledObject asks before a spike (issue 19; ~20 min, not in the default set) [--root <checkout>]
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
+ *   npm run bench -- stream [--root /tmp/checkout]   # jobs at distinct instants, a ladder of rates against plain BullMQ (issue 31; ~25 min, not in the default set)
+ *   npm run bench -- throughput --root /tmp/checkout # the drain with another checkout's dist/, migrations and hot queue (an A/B)
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
  *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
  *   npm run bench -- recovery --runs 1 --jobs 10000
@@ -22,7 +24,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { machine, versions, writeResult, type Figure, type PartResult } from './lib/report-env';
 import { PART_ORDER, writeReport } from './lib/report-md';
 import { fairnessFigures, writeFairnessResult, writeFairnessSection, type FairnessDoc } from './lib/report-fairness';
@@ -75,9 +77,24 @@ interface Part {
   invocations(quick: boolean): string[][];
   parse(outputs: string[], quick: boolean): Parsed;
   needsDist?: boolean;
+  /** Passes --root on: another checkout's build runs, so this one's dist/ is not built for it. */
+  takesRoot?: boolean;
   /** Where the result goes; default bench/results/<date>-<part>[-quick].json. */
   write?(r: PartResult): string;
 }
+
+/** `--root` when it names another checkout than this one. */
+const otherRoot = (): string | undefined => {
+  const root = flag('root');
+  return root !== undefined && resolve(root) !== ROOT ? root : undefined;
+};
+
+/** The JSON document a script prints as the last line of its stdout (bench/stream.ts). */
+const lastLineJson = (out: string): Record<string, unknown> => {
+  const line = out.trimEnd().split('\n').pop() ?? '';
+  if (!line.startsWith('{')) throw new Error(`no JSON on the last line of the output: ${out.slice(-500)}`);
+  return JSON.parse(line) as Record<string, unknown>;
+};
 
 const lastJson = (out: string): Record<string, unknown> => {
   const start = out.indexOf('{');
@@ -212,7 +229,12 @@ const PARTS: Record<string, Part> = {
   throughput: {
     script: 'throughput.ts',
     needsDist: true,
-    invocations: (q) => [q ? ['--jobs', '2000', '--runs', '1', '--workers', '1,2', '--hz', '100'] : ['--jobs', '20000', '--runs', '3', '--workers', '1,2,4', '--hz', '100']],
+    takesRoot: true,
+    invocations: (q) => {
+      const root = flag('root');
+      const common = root ? ['--root', root] : [];
+      return [q ? ['--jobs', '2000', '--runs', '1', '--workers', '1,2', '--hz', '100', ...common] : ['--jobs', '20000', '--runs', '3', '--workers', '1,2,4', '--hz', '100', ...common]];
+    },
     parse([out]) {
       const plain: number[] = [];
       const plainCpu: number[] = [];
@@ -235,6 +257,7 @@ const PARTS: Record<string, Part> = {
         }
       }
       if (!plain.length || !almanac.size) throw new Error(`could not parse throughput output:\n${out}`);
+      const code = /^code under test: (.*)$/m.exec(out)?.[1];
       const p = spread(plain);
       const figures: Figure[] = [
         fig('plain BullMQ no-op, 1 process, same redis-server', p, 'jobs/s'),
@@ -264,8 +287,9 @@ const PARTS: Record<string, Part> = {
         figures,
         charts: [{ file: 'throughput.svg', chart: { title: 'noop executions per second (median, min-max)', unit: 'jobs/s', bars } }],
         notes: [
-          'Every Almanac job is handed off, claimed as its handler starts, run and recorded durably (row → succeeded + one job_attempts row); plain BullMQ keeps no record. Redis hz 100 (the setting Almanac asks for). All 20,000 jobs are due at one instant, so they travel the hot queue as envelopes of 500 rows and wait for room in their pool in the dispatcher\'s line (dispatch_backlog only if the pool stops freeing room).',
+          'Every Almanac job is handed to its pool, taken, claimed when due, run and recorded durably (row → succeeded + one job_attempts row); plain BullMQ keeps no record. Redis hz 100 (the setting Almanac asks for). All 20,000 jobs are due at one instant, so they travel the hot queue as envelopes of 1,000 rows and wait in their pool\'s ready list in Redis until a worker takes them.',
           'Postgres CPU is every process of the shared local server during the drain: keep the machine quiet while measuring.',
+          ...(code ? [`Code under test (roles from its dist/, its migrations, its hot queue): ${code}.`] : []),
         ],
         raw: out,
       };
@@ -342,16 +366,29 @@ const PARTS: Record<string, Part> = {
     invocations: (q) =>
       q
         ? [['--mode', 'outage', '--jobs', '500', '--outage', '6000'], ['--mode', 'backlog', '--jobs', '5000'], ['--mode', 'sigkill', '--seconds', '20'], ['--mode', 'rolling', '--seconds', '20']]
-        : [['--mode', 'outage', '--jobs', '2000', '--outage', '20000'], ['--mode', 'backlog', '--jobs', '100000'], ['--mode', 'sigkill', '--seconds', '60'], ['--mode', 'rolling', '--seconds', '60']],
+        : [
+            ['--mode', 'outage', '--jobs', '2000', '--outage', '20000'], ['--mode', 'backlog', '--jobs', '100000'], ['--mode', 'sigkill', '--seconds', '60'], ['--mode', 'rolling', '--seconds', '60'],
+            // Issue 31 item 6: noticed by its heartbeat, not its lease.
+            ['--mode', 'sigkill', '--seconds', '60', '--workers', '1', '--restart-after', '5000', '--lease-ms', '30000', '--every', '20000'],
+          ],
     parse(outs) {
       interface FaultRun {
         mode: string; jobs: number; faults: number; seconds: number; attemptsDuringOutage?: number; not_done: number; dead: number;
         lost_attempts: number; released_attempts: number; run_more_than_once: number; duplicate_charges: number; max_lateness_s: number;
+        workers?: number; restartAfterMs?: number; leaseMs?: number; p99_lateness_s?: number;
       }
       const runs = outs.map((o) => lastJson(o) as unknown as FaultRun);
       const zero: Check = (v) => v === 0;
       const figures: Figure[] = [];
       for (const r of runs) {
+        if (r.mode === 'sigkill' && r.workers === 1) {
+          const what = `heartbeat: ${r.jobs.toLocaleString('en')} charge jobs at 200/s, the one worker SIGKILLed every 20 s (${r.faults} kills), a new one ${(r.restartAfterMs ?? 0) / 1000} s later, lease ${(r.leaseMs ?? 0) / 1000} s`;
+          figures.push(fig(`${what}: jobs lost or dead`, one(r.not_done + r.dead), '', '0', zero));
+          figures.push(fig('heartbeat: duplicate charges (a job run twice in effect)', one(r.duplicate_charges), '', '0', zero));
+          figures.push(fig('heartbeat: worst job, late vs due time', one(r.max_lateness_s), 's', '≤ 15 s (issue 31)', (v) => v <= 15));
+          figures.push(fig('heartbeat: p99 lateness', one(r.p99_lateness_s ?? NaN), 's'));
+          continue;
+        }
         const what = {
           outage: `${r.jobs.toLocaleString('en')} noop jobs due while no worker ran for 20 s (ten 2 s leases)`,
           backlog: `${r.jobs.toLocaleString('en')} noop jobs due at once, 1 worker at concurrency 10`,
@@ -370,7 +407,7 @@ const PARTS: Record<string, Part> = {
         figures,
         charts: [],
         notes: [
-          'The real role processes (dist/) with a 2 s lease (ALMANAC_LEASE_MS) and the overdue sweep every second. An attempt is counted as its handler starts (a row claimed ahead of its run time, within ALMANAC_CLAIM_LEAD_MS, is counted at the start, not at the claim), so a `lost` attempt is a handler that was running when its worker was SIGKILLed (before this, 6 kills left 30 `lost` attempts, most of them claims in the lead); the backlog and outage runs use maxAttempts 1, so any attempt spent on waiting would have left a dead job.',
+          'The real role processes (dist/) with the overdue sweep every second and a 2 s lease (ALMANAC_LEASE_MS), except heartbeat: one worker and the default 30 s lease, so only its heartbeat can tell it died. An attempt is counted by the claim, as the job comes due and a slot is free, so a `lost` attempt is a handler that was running when its worker was SIGKILLed; the backlog and outage runs use maxAttempts 1, so any attempt spent on waiting would have left a dead job.',
         ],
         raw: runs,
       };
@@ -557,6 +594,82 @@ const PARTS: Record<string, Part> = {
       };
     },
   },
+  stream: {
+    // Not in the default set (about 25 minutes at full size): run it by name. scripts/cluster.js
+    // (which the script runs) builds dist/ itself when it is older than the sources.
+    script: 'stream.ts',
+    takesRoot: true,
+    invocations: (q) => {
+      const root = flag('root');
+      const workers = flag('workers');
+      const common = [...(root ? ['--root', root] : []), ...(workers ? ['--workers', workers] : [])];
+      return [q
+        ? ['--rates', flag('rates') ?? '500,1500', '--seconds', flag('seconds') ?? '5', '--runs', flag('runs') ?? '1', ...common]
+        : ['--rates', flag('rates') ?? '500,1500,3000,4000,5000,6000', '--seconds', flag('seconds') ?? '20', '--runs', flag('runs') ?? '3', ...common]];
+    },
+    parse([out]) {
+      type S = { median: number | null; min: number | null; max: number | null; runs: (number | null)[] };
+      interface RateSummary { p50: S; p90: S; p99: S; max: S; cpuUsPerJob: S; allRan: boolean }
+      const r = lastLineJson(out) as unknown as {
+        code: { root: string; commit: string; dirty: boolean | null };
+        inputs: { rates: number[]; seconds: number; runs: number; workers: number; redisHz: number; giveUpAfterLastDueMs: number };
+        summary: Record<'bullmq' | 'almanac', Record<string, RateSummary>>;
+        highestRateP99Under1s: { bullmq: number; almanac: number; ratio: number | null; bullmqAtTopOfLadder: boolean; almanacAtTopOfLadder: boolean };
+        idleCores?: Record<'bullmq' | 'almanac', S>;
+      };
+      // null in the JSON is Infinity: a run that did not run every job, or was skipped.
+      const inf = (v: number | null) => v ?? Infinity;
+      const sp = (x: S): Spread => ({ median: inf(x.median), min: inf(x.min), max: inf(x.max), runs: x.runs.length });
+      const ms = (v: number | null) => (v === null ? 'not every job ran' : `${Math.round(v * 10) / 10} ms`);
+      const figures: Figure[] = [];
+      const bars: Bar[] = [];
+      for (const rate of r.inputs.rates) {
+        const b = r.summary.bullmq[rate];
+        const a = r.summary.almanac[rate];
+        const n = rate.toLocaleString('en');
+        figures.push(fig(`lag p99 at ${n} jobs/s, plain BullMQ`, sp(b.p99), 'ms', '', undefined, `p50 ${ms(b.p50.median)}`));
+        figures.push(rate === 500
+          ? fig(`  Almanac`, sp(a.p99), 'ms', '≤ 10 ms (issue 31)', (v) => v <= 10, `p50 ${ms(a.p50.median)}`)
+          : fig(`  Almanac`, sp(a.p99), 'ms', '', undefined, `p50 ${ms(a.p50.median)}`));
+        if (rate === 1500) {
+          const ratio = inf(a.p99.median) / inf(b.p99.median);
+          figures.push(fig(`  Almanac p99 / plain BullMQ p99 at ${n} jobs/s`, one(Number.isNaN(ratio) ? Infinity : ratio), '×', '≤ 1.0 × (issue 31)', (v) => v <= 1));
+        }
+        figures.push(fig(`  CPU per job, plain BullMQ (worker + redis-server)`, sp(b.cpuUsPerJob), 'µs'));
+        figures.push(fig(`  CPU per job, Almanac (every role, redis-server, Postgres)`, sp(a.cpuUsPerJob), 'µs'));
+        for (const [system, s, color] of [['plain BullMQ', b, '#e45756'], ['Almanac', a, '#4c78a8']] as const) {
+          const v = s.p99.median;
+          bars.push({ label: `${n}/s ${system}`, value: v ?? 0, min: s.p99.min ?? undefined, max: s.p99.max ?? undefined, text: v === null ? 'not every job ran' : `${Math.round(v)} ms`, color });
+        }
+      }
+      const h = r.highestRateP99Under1s;
+      const atLeast = (top: boolean) => (top ? 'the top of the ladder: at least' : undefined);
+      figures.push(fig('highest steady rate with lag p99 ≤ 1 s, plain BullMQ', one(h.bullmq), 'jobs/s', '', undefined, atLeast(h.bullmqAtTopOfLadder)));
+      figures.push(fig('  Almanac', one(h.almanac), 'jobs/s', '', undefined, atLeast(h.almanacAtTopOfLadder)));
+      // Passing at the top of the ladder says "at least": BullMQ there makes the ratio an upper
+      // bound (conclusive only when short), Almanac there a lower bound (conclusive only when met).
+      const inconclusive = h.bullmqAtTopOfLadder && (h.ratio ?? 0) >= 1;
+      figures.push(fig('  Almanac / plain BullMQ', one(h.ratio ?? NaN), '×', '≥ 1.0 × (aim 1.3 ×) (issue 31)', inconclusive ? undefined : (v) => v >= 1,
+        inconclusive ? 'both passed at the top of the ladder: inconclusive, extend --rates'
+          : h.bullmqAtTopOfLadder ? 'plain BullMQ passed at the top of the ladder: an upper bound'
+            : h.almanacAtTopOfLadder ? 'Almanac passed at the top of the ladder: a lower bound' : undefined));
+      if (r.idleCores) {
+        figures.push(fig('cores busy while nothing is due (load end → T0), plain BullMQ: worker + redis-server', sp(r.idleCores.bullmq), 'cores'));
+        figures.push(fig('  Almanac: every role, redis-server, Postgres', sp(r.idleCores.almanac), 'cores', '', undefined, 'the fixed part of CPU per job'));
+      }
+      return {
+        figures,
+        charts: [{ file: 'stream.svg', chart: { title: `Lag p99 of jobs at distinct instants, by rate (${r.inputs.seconds} s each, median of ${r.inputs.runs})`, unit: 'ms (log scale; median, min-max)', bars, log: true, target: { value: 1000, label: 'p99 1 s' } } }],
+        notes: [
+          `Job i due at T0 + i / rate, all queued before T0 (Almanac: POST /v1/jobs/batch through \`scripts/cluster.js --workers ${r.inputs.workers}\`, a fresh database and private redis-server per measurement; plain BullMQ: delayed jobs added with addBulk, one worker process at concurrency 50, its own private redis-server). Redis hz ${r.inputs.redisHz}. Runs interleave the systems, rate by rate.`,
+          'Lag: Almanac job_attempts.started_at − jobs.run_at (succeeded attempts, every job checked to have run once); plain BullMQ Date.now() as the processor starts − the due time in the job. A run that had not run every job ${r.inputs.giveUpAfterLastDueMs / 1000} s after the last was due counts as Infinity, and a system stops its ladder for the run after two rates in a row over p99 1 s.',
+          'CPU per job over [T0, every job done]: plain BullMQ its worker + redis-server; Almanac every role process (api, promoter, dispatcher, workers) + redis-server + every process of the local Postgres server (shared with anything else on the machine: keep it quiet).',
+          `Code under test: ${r.code.root} (${r.code.commit}${r.code.dirty ? ', uncommitted changes in apps/ or libs/' : ''}).`,
+        ],
+        raw: r,
+      };
+    },
+  },
   fairness: {
     // scripts/cluster.js (which the script runs) builds dist/ itself when it is older than the sources.
     script: 'fairness.ts',
@@ -626,7 +739,8 @@ function runScript(script: string, args: string[]): Promise<string> {
 
 async function runPart(name: string, vers: Awaited<ReturnType<typeof versions>>): Promise<PartResult> {
   const part = PARTS[name];
-  if (part.needsDist) ensureBuilt();
+  // With --root another checkout's dist/ runs: that one is built by hand (bench/throughput.ts says so).
+  if (part.needsDist && !(part.takesRoot && otherRoot())) ensureBuilt();
   const load0 = os.loadavg();
   const t0 = Date.now();
   const invocations = part.invocations(quick);
@@ -655,8 +769,11 @@ async function runPart(name: string, vers: Awaited<ReturnType<typeof versions>>)
 
 /** Every part, in report order; fairness (issue 15) has its own section, after the generated ones. */
 const ALL_PARTS = [...PART_ORDER, 'fairness'];
-/** Run by default: every part but retention (about an hour at full size) and autoscale (~20 min of mostly waiting): run them by name. */
-const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention' && p !== 'autoscale');
+/**
+ * Run by default: every part but retention (about an hour at full size), autoscale (~20 min of
+ * mostly waiting) and stream (~25 min): run them by name.
+ */
+const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention' && p !== 'autoscale' && p !== 'stream');
 
 /** REPORT.md: the generated parts (report-md.ts), then the fairness section (report-fairness.ts). */
 function report(): string {
@@ -669,7 +786,7 @@ async function main(): Promise<void> {
     log(`wrote ${report()}`);
     return;
   }
-  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes']);
+  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes', '--rates', '--seconds', '--workers']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   const unknown = named.filter((n) => !PARTS[n]);
   if (unknown.length) {

@@ -3,15 +3,27 @@
  *
  *   npm run build
  *   node -r ./bench/lib/register.cjs bench/throughput.ts [--jobs 50000] [--runs 3] [--workers 1,2,4] [--dispatchers 1] [--distinct]
+ *        [--hz 10] [--warmup 5000] [--root <checkout>]
+ *
+ * `--root` (default: this checkout) is the code under test, for an A/B against another commit
+ * (`git worktree add /tmp/almanac-old <commit>`, then `npm ci && npm run build` there): its
+ * dist/ runs the roles, its `scripts/migrate.js` migrates the bench database, and its built
+ * HotQueue (dist/libs/platform/src/queues/hot-queue.js) puts the rows on the hot queue, so the
+ * schema and the queue format are the ones that code expects. Nothing is built here: build the
+ * checkout first (`npm run bench -- throughput` builds this one when dist/ is stale). The hints
+ * carry the due time both ways (`runAt` for the old road, `dueMs` for delivery v3).
  *
  * Each run: a fresh database and a private redis-server (never the shared one), N `noop` rows
  * inserted as queued and put on the hot queue while it is paused, then the real processes
  * (`node dist/apps/dispatcher/src/main.js` and K `node dist/apps/worker/src/main.js`) drain it:
- * hot queue, hand-off to the pool (ready list, or the backlog while the pool is full), claim as
- * the handler starts (queued → running), handler, completion (row → succeeded + one
- * job_attempts row). Timed from resume until every row is succeeded; then checked: exactly N
+ * hot queue, hand-off to the pool's ready lists, the worker's take, the claim at the due time
+ * (queued → running), handler, completion (row → succeeded + one job_attempts row). Timed from resume until every row is succeeded; then checked: exactly N
  * attempt rows, nothing run twice. The plain BullMQ figure is one process with a no-op
  * processor (concurrency 50, removeOnComplete) draining N jobs from the same redis-server.
+ * Both systems first drain --warmup jobs (5,000; 0 for none), not measured, so the figure is a
+ * burst meeting processes that have run before (their JIT, connections, Lua scripts loaded),
+ * as in a running installation: cold, one Almanac worker's first 2,000 jobs ran at half its
+ * later rate.
  * CPU per job is summed over every process each system uses: the node roles, redis-server and,
  * for Almanac, every Postgres server process (the server is shared: run it quiet).
  *
@@ -19,12 +31,12 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { openSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, openSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { Queue } from 'bullmq';
-import { DataSource } from 'typeorm';
-import { HotQueue } from '../libs/platform/src/queues/hot-queue';
-import { BenchDatabase, createBenchDatabase } from './lib/bench-db';
+import type IORedis from 'ioredis';
+import { checkoutInfo } from './lib/bench-tenants';
+import { type BenchDb, migratedDatabase } from './lib/cluster-process';
 import { postgresCpuSeconds } from './lib/cpu';
 import { arg, cpuSeconds, freePort, median, PrivateRedis, ROOT, sleep, startRedis } from './lib/local';
 
@@ -36,15 +48,19 @@ export interface Role {
 
 /**
  * Starts `node dist/apps/<role>/src/main.js` and waits for /health/ready. `port`: a fixed one (a
- * restarted role keeps its address); `logFile`: its stdout and stderr appended there.
+ * restarted role keeps its address); `logFile`: its stdout and stderr appended there; `root`:
+ * the checkout whose dist/ runs (default this one).
  */
 export async function spawnRole(
-  role: string, env: Record<string, string>, label = role, opts: { port?: number; logFile?: string } = {},
+  role: string, env: Record<string, string>, label = role, opts: { port?: number; logFile?: string; root?: string } = {},
 ): Promise<Role> {
+  const root = opts.root ?? ROOT;
+  const entry = join(root, `dist/apps/${role}/src/main.js`);
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: build that checkout first (npm run build)`);
   const port = opts.port ?? (await freePort());
   const log = opts.logFile === undefined ? undefined : openSync(opts.logFile, 'a');
-  const child = spawn(process.execPath, [...(process.env.BENCH_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean), join(ROOT, `dist/apps/${role}/src/main.js`)], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...(process.env.BENCH_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean), entry], {
+    cwd: root,
     env: { ...process.env, ALMANAC_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
     stdio: log === undefined ? ['ignore', 'ignore', 'pipe'] : ['ignore', log, log],
   });
@@ -78,40 +94,89 @@ export async function stopRoles(roles: Role[]): Promise<void> {
   );
 }
 
+/** Runs SQL and answers the rows: a TypeORM DataSource (lag.ts, delivery-faults.ts) or a BenchDb. */
+export interface Sql {
+  query(sql: string, params?: unknown[]): Promise<unknown>;
+}
+
+/**
+ * A hint as both roads read it: the old hot queue (HotItem) reads `runAt`, delivery v3's (Hint)
+ * reads `dueMs`; each ignores the other field.
+ */
+export interface BenchHint {
+  id: string;
+  tenantId: number;
+  kind: string;
+  runAt: Date;
+  dueMs: number;
+}
+
+/** What the benches use of a checkout's HotQueue (libs/platform/src/queues/hot-queue.ts). */
+export interface BenchHotQueue {
+  readonly queue: Pick<Queue, 'pause' | 'resume' | 'obliterate'>;
+  enqueue(items: readonly BenchHint[], now: Date): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The HotQueue class of `root`'s build (dist/libs/platform/src/queues/hot-queue.js), so the rows
+ * go on the hot queue in the format that checkout's dispatcher reads. `HotQueue.open(connection,
+ * prefix)` exists on both roads.
+ */
+export function hotQueueOf(root: string): { open(connection: IORedis, prefix: string): BenchHotQueue } {
+  const file = join(root, 'dist/libs/platform/src/queues/hot-queue.js');
+  if (!existsSync(file)) throw new Error(`${file} is missing: build that checkout first (npm run build)`);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the build under test, chosen at run time
+  const mod = require(file) as { HotQueue?: { open(connection: IORedis, prefix: string): BenchHotQueue } };
+  if (typeof mod.HotQueue?.open !== 'function') throw new Error(`${file} exports no HotQueue.open`);
+  return mod.HotQueue;
+}
+
 /** Queued `noop` rows due now, on the hot queue: what the API does for immediate jobs. */
-export async function loadJobs(ds: DataSource, hot: HotQueue, n: number, runAt: (i: number) => Date, tag: string): Promise<void> {
+export async function loadJobs(ds: Sql, hot: Pick<BenchHotQueue, 'enqueue'>, n: number, runAt: (i: number) => Date, tag: string): Promise<void> {
   const BATCH = 5000;
   const now = new Date();
   for (let off = 0; off < n; off += BATCH) {
     const size = Math.min(BATCH, n - off);
     const idx = Array.from({ length: size }, (_, i) => off + i);
-    const rows: { id: string; run_at: Date }[] = await ds.query(
+    const rows = (await ds.query(
       `INSERT INTO jobs (tenant_id, key, kind, run_at, state)
        SELECT 1, k, 'noop', r, 'q' FROM unnest($1::text[], $2::timestamptz[]) AS t(k, r)
        RETURNING id::text AS id, run_at`,
       [idx.map((i) => `${tag}-${i}`), idx.map((i) => runAt(i))],
-    );
-    await hot.enqueue(rows.map((r) => ({ id: r.id, runAt: r.run_at, tenantId: 1, kind: 'noop' })), now);
+    )) as { id: string; run_at: Date }[];
+    await hot.enqueue(rows.map((r) => ({ id: r.id, runAt: r.run_at, dueMs: r.run_at.getTime(), tenantId: 1, kind: 'noop' })), now);
   }
 }
 
+/** Newest modification time of a non-spec .ts file under `dir` (0 when none). */
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.spec.ts')) newest = Math.max(newest, statSync(join(e.parentPath, e.name)).mtimeMs);
+  }
+  return newest;
+}
+
 /** Transactions this database has committed or rolled back so far (pg_stat_database). */
-async function transactions(ds: DataSource): Promise<number> {
+async function transactions(ds: Sql): Promise<number> {
   await ds.query('SELECT pg_stat_force_next_flush()');
-  const [{ n }] = await ds.query(`SELECT (xact_commit + xact_rollback)::float8 AS n FROM pg_stat_database WHERE datname = current_database()`);
-  return n as number;
+  const [{ n }] = (await ds.query(`SELECT (xact_commit + xact_rollback)::float8 AS n FROM pg_stat_database WHERE datname = current_database()`)) as { n: number }[];
+  return n;
 }
 
 /** Any row still queued or running (two probes of the small partial indexes, no count). */
-async function unfinished(ds: DataSource): Promise<boolean> {
-  const [{ any }] = await ds.query(
+async function unfinished(ds: Sql): Promise<boolean> {
+  const [{ any }] = (await ds.query(
     `SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'q') OR EXISTS (SELECT 1 FROM jobs WHERE state = 'r') AS any`,
-  );
-  return any as boolean;
+  )) as { any: boolean }[];
+  return any;
 }
 
 
 const DISTINCT = process.argv.includes('--distinct');
+/** The code under test: its dist/ roles, migrations and HotQueue (see the header). */
+const CODE_ROOT = resolve(arg('root', ROOT));
 
 interface AlmanacRun {
   workers: number;
@@ -126,40 +191,55 @@ interface AlmanacRun {
   statementsPerJob: number;
 }
 
-async function almanacRun(db: BenchDatabase, redis: PrivateRedis, n: number, workers: number, dispatchers: number): Promise<AlmanacRun> {
-  await db.dataSource.query('TRUNCATE jobs, job_attempts');
+/**
+ * Both systems are polled for the end of the drain at this interval: the last poll's wait is
+ * part of the time measured (half of it on average), so it must be the same on both sides.
+ */
+const POLL_MS = 25;
+const WARMUP = Number(arg('warmup', '5000'));
+
+async function almanacRun(db: BenchDb, redis: PrivateRedis, n: number, workers: number, dispatchers: number): Promise<AlmanacRun> {
+  await db.query('TRUNCATE jobs, job_attempts');
   const prefix = `bench-${randomBytes(3).toString('hex')}`;
-  const hot = HotQueue.open(redis.connection, prefix);
+  const hot = hotQueueOf(CODE_ROOT).open(redis.connection, prefix);
   await hot.queue.pause();
   // --distinct: each job due at its own millisecond (all already due), so none shares an
   // envelope: the per-job path, as for work spread over time rather than a burst.
   const t0ms = Date.now();
-  await loadJobs(db.dataSource, hot, n, DISTINCT ? (i) => new Date(t0ms - n + i) : () => new Date(t0ms), prefix);
+  if (WARMUP === 0) await loadJobs(db, hot, n, DISTINCT ? (i) => new Date(t0ms - n + i) : () => new Date(t0ms), prefix);
   const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: prefix };
   const roles: Role[] = [];
   try {
-    for (let i = 0; i < dispatchers; i++) roles.push(await spawnRole('dispatcher', env, `dispatcher-${i + 1}`));
-    for (let i = 0; i < workers; i++) roles.push(await spawnRole('worker', env, `worker-${i + 1}`));
+    for (let i = 0; i < dispatchers; i++) roles.push(await spawnRole('dispatcher', env, `dispatcher-${i + 1}`, { root: CODE_ROOT }));
+    for (let i = 0; i < workers; i++) roles.push(await spawnRole('worker', env, `worker-${i + 1}`, { root: CODE_ROOT }));
+    if (WARMUP > 0) {
+      await hot.queue.resume();
+      await loadJobs(db, hot, WARMUP, () => new Date(), `${prefix}-warm`);
+      while (await unfinished(db)) await sleep(POLL_MS);
+      await hot.queue.pause();
+      await db.query('TRUNCATE jobs, job_attempts');
+      await loadJobs(db, hot, n, DISTINCT ? (i) => new Date(Date.now() - n + i) : () => new Date(), prefix);
+    }
     const cpu0 = roles.map((r) => cpuSeconds(r.child.pid));
     const redis0 = cpuSeconds(redis.pid);
     const pg0 = postgresCpuSeconds();
-    const tx0 = await transactions(db.dataSource);
+    const tx0 = await transactions(db);
     const t0 = process.hrtime.bigint();
     await hot.queue.resume();
     for (;;) {
-      await sleep(100);
+      await sleep(POLL_MS);
       // Cheap to ask (the queued and running partial indexes), so polling costs Postgres nothing
       // measurable; a count(*) of done rows every 100 ms was ~10 µs of its CPU per job.
-      if (!(await unfinished(db.dataSource))) break;
+      if (!(await unfinished(db))) break;
       for (const r of roles) if (r.child.exitCode !== null) throw new Error(`${r.name} died`);
     }
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     const cpu = roles.map((r, i) => cpuSeconds(r.child.pid) - cpu0[i]);
     const redisCpuUs = ((cpuSeconds(redis.pid) - redis0) / n) * 1e6;
     const postgresCpuUs = ((postgresCpuSeconds() - pg0) / n) * 1e6;
-    const statementsPerJob = ((await transactions(db.dataSource)) - tx0) / n;
+    const statementsPerJob = ((await transactions(db)) - tx0) / n;
     const perJobUs = (pick: (r: Role) => boolean) => (cpu.filter((_, i) => pick(roles[i])).reduce((a, b) => a + b, 0) / n) * 1e6;
-    const [{ attempts, jobs }] = await db.dataSource.query(
+    const [{ attempts, jobs }] = await db.query<{ attempts: number; jobs: number }>(
       `SELECT (SELECT count(*)::int FROM job_attempts WHERE outcome = 'succeeded') AS attempts,
               (SELECT count(*)::int FROM jobs WHERE state <> 'd' OR attempts <> 1) AS jobs`,
     );
@@ -188,22 +268,28 @@ process.on('SIGTERM', () => w.close().then(() => process.exit(0)));
 async function plainBullmqRun(redis: PrivateRedis, n: number): Promise<{ perSecond: number; cpuUs: number; redisCpuUs: number }> {
   const prefix = `plain-${randomBytes(3).toString('hex')}`;
   const q = new Queue('plain', { connection: redis.connection, prefix });
-  await q.pause();
-  for (let off = 0; off < n; off += 5000) {
-    const size = Math.min(5000, n - off);
-    await q.addBulk(Array.from({ length: size }, (_, i) => ({ name: 'noop', data: { t: 1, d: Date.now(), i: off + i }, opts: { removeOnComplete: true, removeOnFail: true } })));
-  }
+  const add = async (count: number) => {
+    for (let off = 0; off < count; off += 5000) {
+      const size = Math.min(5000, count - off);
+      await q.addBulk(Array.from({ length: size }, (_, i) => ({ name: 'noop', data: { t: 1, d: Date.now(), i: off + i }, opts: { removeOnComplete: true, removeOnFail: true } })));
+    }
+  };
+  const drained = async () => {
+    const c = await q.getJobCounts('waiting', 'active', 'wait');
+    return c.waiting + c.active + c.wait === 0;
+  };
   const child = spawn(process.execPath, ['-e', PLAIN_WORKER], { cwd: ROOT, env: { ...process.env, REDIS_URL: redis.url, PREFIX: prefix }, stdio: 'ignore' });
   await sleep(1000); // connect
+  await add(WARMUP);
+  while (!(await drained())) await sleep(POLL_MS);
+  await q.pause();
+  await add(n);
   const cpu0 = cpuSeconds(child.pid);
   const redis0 = cpuSeconds(redis.pid);
   const t0 = process.hrtime.bigint();
   await q.resume();
-  for (;;) {
-    await sleep(50);
-    const c = await q.getJobCounts('waiting', 'active', 'wait');
-    if (c.waiting + c.active + c.wait === 0) break;
-  }
+  do await sleep(POLL_MS);
+  while (!(await drained()));
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpuUs = ((cpuSeconds(child.pid) - cpu0) / n) * 1e6;
   // The polling loop above adds a few Redis commands every 50 ms: noise against n jobs.
@@ -220,7 +306,14 @@ async function main(): Promise<void> {
   const runs = Number(arg('runs', '3'));
   const workerCounts = arg('workers', '1,2,4').split(',').map(Number);
   const dispatchers = Number(arg('dispatchers', '1'));
-  const db = await createBenchDatabase('almanac_bench_tp');
+  const code = checkoutInfo(CODE_ROOT);
+  // Parsed by nothing, kept in bench/run.ts's raw output: which code the Almanac lines measured.
+  // The roles run from dist/, which may be older than the commit's sources: its build time says which.
+  const built = statSync(join(CODE_ROOT, 'dist/apps/worker/src/main.js'), { throwIfNoEntry: false })?.mtimeMs;
+  const stale = built !== undefined && Math.max(newestSource(join(CODE_ROOT, 'apps')), newestSource(join(CODE_ROOT, 'libs'))) > built;
+  console.log(`code under test: ${CODE_ROOT} (${code.commit}${code.dirty ? ', uncommitted changes in apps/ or libs/' : ''}; ` +
+    `dist/ built ${built === undefined ? 'never' : `${new Date(built).toISOString().slice(0, 16)} UTC`}${stale ? ', OLDER than its sources: the commit named is not what runs' : ''})`);
+  const db = await migratedDatabase('almanac_bench_tp', CODE_ROOT);
   const redis = await startRedis(Number(arg('hz', '10')));
   try {
     const plain: number[] = [];

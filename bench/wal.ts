@@ -84,7 +84,7 @@ async function run(i: number): Promise<StageFigures & { bytes: { jobsPerJob: num
     const claimed: { id: string; attempt: number }[] = [];
     await stage('claim', async () => {
       for (let n = 0; n < ids.length; n += 500) {
-        const rows = await exec.claimForRun(ids.slice(n, n + 500), runNow, 1000, leaseMs);
+        const { claimed: rows } = await exec.claim(ids.slice(n, n + 500), runNow, new Date(runNow.getTime() + leaseMs), 1);
         claimed.push(...rows.map((r) => ({ id: r.id, attempt: r.attempt })));
       }
     });

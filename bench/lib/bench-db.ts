@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { createDataSource, runMigrations } from '../../libs/persistence/src';
+import { benchServerUrl } from './bench-server';
 
 export interface BenchDatabase {
   url: string;
@@ -9,10 +10,7 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-/** Admin URL of the server to benchmark (a database on it is created and dropped). */
-export function benchServerUrl(env: NodeJS.ProcessEnv = process.env): string {
-  return (env.ALMANAC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/$/, '');
-}
+export { benchServerUrl };
 
 async function admin<T>(server: string, fn: (c: Client) => Promise<T>): Promise<T> {
   const c = new Client({ connectionString: `${server}/postgres` });

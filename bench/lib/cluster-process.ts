@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Pool } from 'pg';
-import { benchServerUrl } from './bench-db';
+import { benchServerUrl } from './bench-server';
 import { freePort } from './local';
 
 /** One role process cluster.js started, as it prints it. */
@@ -124,4 +124,22 @@ export async function emptyDatabase(prefix: string): Promise<BenchDb> {
       await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
+}
+
+/**
+ * An empty database (emptyDatabase) migrated by `root`'s own built migrations
+ * (`node <root>/scripts/migrate.js`, the step `npm run migrate` and cluster.js run), for benches
+ * that start `root`'s roles from its dist/ themselves (bench/throughput.ts --root): in an A/B
+ * the schema is the one the code under test expects, not this checkout's sources'.
+ */
+export async function migratedDatabase(prefix: string, root: string): Promise<BenchDb> {
+  const script = join(root, 'scripts/migrate.js');
+  if (!existsSync(script)) throw new Error(`${script} is missing: --root must be an Almanac checkout`);
+  const db = await emptyDatabase(prefix);
+  const r = spawnSync(process.execPath, [script], { cwd: root, env: { ...process.env, DATABASE_URL: db.url }, encoding: 'utf8' });
+  if (r.status !== 0) {
+    await db.drop().catch(() => undefined);
+    throw new Error(`node ${script} exited with ${r.status ?? r.signal}: ${`${r.stdout}${r.stderr}`.trim().slice(-2000)}`);
+  }
+  return db;
 }

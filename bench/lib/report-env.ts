@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import os from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { benchServerUrl } from './bench-db';
+import { benchServerUrl } from './bench-server';
 import type { LineChart } from './line-chart';
 import type { BarChart } from './svg-chart';
 

@@ -9,7 +9,7 @@ import { BENCH_DIR, latestResults, type Figure, type PartResult } from './report
 import { lineChartSvg } from './line-chart';
 import { barChartSvg } from './svg-chart';
 
-export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'recovery', 'faults', 'chaos', 'bulk', 'due-soon', 'autoscale', 'retention'];
+export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'stream', 'recovery', 'faults', 'chaos', 'bulk', 'due-soon', 'autoscale', 'retention'];
 
 const TITLES: Record<string, string> = {
   hold: 'Hold: N future jobs, Redis memory against plain BullMQ',
@@ -17,6 +17,7 @@ const TITLES: Record<string, string> = {
   promote: 'Promotion cost as the table grows',
   throughput: 'End-to-end executions per second',
   lag: 'Dispatch lag at a steady rate',
+  stream: 'Jobs at distinct instants: lag and CPU per job on a ladder of rates, against plain BullMQ',
   recovery: 'Recovery from a Redis FLUSHALL',
   faults: 'Delivery under worker faults: outage, backlog, SIGKILL, rolling restart',
   chaos: 'Every role, Postgres and Redis killed, restarted or stalled under steady load',
