@@ -2,7 +2,7 @@ import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindCatalog, kindR
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, type Hint, RetryPolicy } from '@almanac/domain';
 import { ExecutionRepository, KindsRepository, SweepsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
 import { Clock, hintsOf, HOT_QUEUE_NAME, HotQueue, MetricsService, SystemClock } from '@almanac/platform';
-import { Executor, Heartbeat, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
+import { DatabaseClock, Executor, Heartbeat, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
 import { BullModule } from '@nestjs/bullmq';
 import { Test, TestingModule } from '@nestjs/testing';
 import pino from 'pino';
@@ -154,7 +154,11 @@ export class DeliveryHarness {
    * process of its own, as far as the database can tell: the double-run kit kills them).
    */
   worker(
-    opts: { pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimRetryForMs?: number; dataSource?: DataSource } = {},
+    opts: {
+      pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimRetryForMs?: number; dataSource?: DataSource;
+      /** The worker's own clock, set by the database's at each beat as in a worker process (default: the harness clock, unset). */
+      clock?: Clock;
+    } = {},
   ): WorkerRig {
     const metricsService = new MetricsService();
     const metrics = new DeliveryMetrics(metricsService);
@@ -162,13 +166,15 @@ export class DeliveryHarness {
     const pools = opts.pools ?? ['default'];
     const concurrency = opts.concurrency ?? 10;
     const ds = opts.dataSource ?? this.ds;
-    const identity = new WorkerIdentity(new WorkersRepository(ds), name, pools, concurrency, this.logger);
+    const time = opts.clock ? new DatabaseClock(opts.clock) : undefined;
+    const clock = time ?? this.clock;
+    const identity = new WorkerIdentity(new WorkersRepository(ds), name, pools, concurrency, this.logger, time);
     const executor = new Executor({
       repo: opts.dataSource ? new ExecutionRepository(opts.dataSource) : this.repo, dataSource: ds, registry: this.registry, hotQueue: this.hotQueue,
-      clock: this.clock, logger: this.logger, metrics, identity, leaseMs: this.leaseMs,
+      clock, logger: this.logger, metrics, identity, leaseMs: this.leaseMs,
       horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimRetryForMs: opts.claimRetryForMs,
     });
-    const taker = new PoolTaker({ connection: this.redis.connection, ready: this.ready, pools, concurrency, executor, identity, clock: this.clock, logger: this.logger });
+    const taker = new PoolTaker({ connection: this.redis.connection, ready: this.ready, pools, concurrency, executor, identity, clock, logger: this.logger });
     const heartbeat = new Heartbeat({ identity, taker, executor, logger: this.logger });
     const rig = { identity, executor, taker, heartbeat, metrics, metricsService };
     this.rigs.push(rig);

@@ -1,3 +1,4 @@
+export * from './database-clock';
 export * from './executor';
 export * from './handler-run';
 export * from './heartbeat';

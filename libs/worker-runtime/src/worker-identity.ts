@@ -1,12 +1,14 @@
 import type { WorkersRepository } from '@almanac/persistence';
 import type { Logger } from 'pino';
+import type { DatabaseClock } from './database-clock';
 
 /**
  * Who this worker process is to Postgres and Redis: its row in `workers` (the id its claims and
  * taken hints carry) and its name (ALMANAC_WORKER_ID, written into history rows). A worker the
  * rescue took for dead (its beats stopped reaching the database for WORKER_DEAD_AFTER_MS) finds
  * its row gone at its next beat and registers again under a new id: its old claims were put back,
- * and their late completions change nothing.
+ * and their late completions change nothing. Each register and beat also sets `time` (when
+ * given) by the database's clock.
  */
 export class WorkerIdentity {
   private current: number | undefined;
@@ -17,6 +19,7 @@ export class WorkerIdentity {
     readonly pools: readonly string[],
     readonly concurrency: number,
     private readonly logger: Logger,
+    private readonly time?: DatabaseClock,
   ) {}
 
   /** The row id; a worker claims nothing before it registered. */
@@ -30,8 +33,11 @@ export class WorkerIdentity {
   }
 
   async register(): Promise<number> {
-    this.current = await this.repo.register(this.name, this.pools, this.concurrency);
-    return this.current;
+    const sentMs = this.time?.local.now().getTime() ?? 0;
+    const { id, dbNowMs } = await this.repo.register(this.name, this.pools, this.concurrency);
+    this.time?.observe(dbNowMs, sentMs);
+    this.current = id;
+    return id;
   }
 
   /** One heartbeat (`running`: per pool, in the order of `pools`); registers again if the rescue removed this worker meanwhile. */
@@ -40,7 +46,9 @@ export class WorkerIdentity {
       await this.register();
       return;
     }
-    if (await this.repo.beat(this.current, running, leaving)) return;
+    const sentMs = this.time?.local.now().getTime() ?? 0;
+    const dbNowMs = await this.repo.beat(this.current, running, leaving);
+    if (dbNowMs !== null) return this.time?.observe(dbNowMs, sentMs);
     const old = this.current;
     await this.register();
     this.logger.warn({ previous: old, id: this.current }, 'this worker was taken for dead (its beats did not reach the database) and registered again');

@@ -9,6 +9,7 @@ import { Executor } from './executor';
 import { Heartbeat } from './heartbeat';
 import { exportPoolScaling } from './pool-scaling-gauges';
 import { PoolTaker } from './pool-taker';
+import { DatabaseClock } from './database-clock';
 import { WorkerIdentity } from './worker-identity';
 import type { WorkerSettings } from './worker-settings';
 
@@ -53,10 +54,12 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     const logger = (this.logger = pino.logger.child({ component: 'worker', workerId: settings.workerId }));
     const registry = new HandlerRegistry(handlers);
     this.beatSource = createDataSource({ ...config.database, poolSize: 1 });
-    this.identity = new WorkerIdentity(new WorkersRepository(this.beatSource), settings.workerId, settings.pools, settings.concurrency, logger);
+    // Due times, claims and attempt stamps go by the database's clock, set at every beat.
+    const time = new DatabaseClock(clock);
+    this.identity = new WorkerIdentity(new WorkersRepository(this.beatSource), settings.workerId, settings.pools, settings.concurrency, logger, time);
     this.tenantLabels = new TenantLabels(commandRedis, config.queuePrefix);
     this.executor = new Executor({
-      repo, dataSource, registry, hotQueue, clock, logger, identity: this.identity,
+      repo, dataSource, registry, hotQueue, clock: time, logger, identity: this.identity,
       metrics: new DeliveryMetrics(metrics, this.tenantLabels),
       horizons: config.horizons,
       retryPolicy: settings.retryPolicy,
@@ -64,7 +67,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     });
     this.taker = new PoolTaker({
       connection: redis, ready: new ReadyQueues(redis, config.queuePrefix), pools: settings.pools,
-      concurrency: settings.concurrency, executor: this.executor, identity: this.identity, clock, logger,
+      concurrency: settings.concurrency, executor: this.executor, identity: this.identity, clock: time, logger,
     });
     const routes = KindRoutes.forHandlers(parsePoolMap(process.env), handlers);
     this.registrations = kindRegistrations(registry, routes, settings.pools);

@@ -34,15 +34,16 @@ export interface WorkersView {
 export class WorkersRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  async register(name: string, pools: readonly string[], concurrency: number): Promise<number> {
-    const { rows } = await sql<{ id: number }>(this.dataSource, REGISTER_WORKER_SQL, [name, pools, concurrency]);
-    return rows[0].id;
+  /** The new row's id, and the database's clock as it wrote it. */
+  async register(name: string, pools: readonly string[], concurrency: number): Promise<{ id: number; dbNowMs: number }> {
+    const { rows } = await sql<{ id: number; db_now: Date }>(this.dataSource, REGISTER_WORKER_SQL, [name, pools, concurrency]);
+    return { id: rows[0].id, dbNowMs: rows[0].db_now.getTime() };
   }
 
-  /** False when the row is gone: the rescue took this worker for dead, and it must register again. */
-  async beat(id: number, running: readonly number[], leaving: boolean): Promise<boolean> {
-    const { rows } = await sql<{ id: number }>(this.dataSource, BEAT_WORKER_SQL, [id, running, leaving]);
-    return rows.length > 0;
+  /** The database's clock as it wrote the beat; null when the row is gone: the rescue took this worker for dead, and it must register again. */
+  async beat(id: number, running: readonly number[], leaving: boolean): Promise<number | null> {
+    const { rows } = await sql<{ db_now: Date }>(this.dataSource, BEAT_WORKER_SQL, [id, running, leaving]);
+    return rows.length > 0 ? rows[0].db_now.getTime() : null;
   }
 
   async list(): Promise<WorkersView> {

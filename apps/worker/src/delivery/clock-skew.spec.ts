@@ -1,0 +1,41 @@
+import { Clock } from '@almanac/platform';
+import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { noopHandler } from '../handlers';
+
+/** A worker's clock running `offsetMs` off the machine's (and so the database's). */
+class SkewedClock extends Clock {
+  constructor(private readonly offsetMs: number) {
+    super();
+  }
+
+  now(): Date {
+    return new Date(Date.now() + this.offsetMs);
+  }
+}
+
+describe('a worker whose clock is off', () => {
+  let h: DeliveryHarness;
+  beforeEach(async () => (h = await createHarness({ handlers: [noopHandler] })));
+  afterEach(() => destroyHarness(h));
+
+  it('5 s slow, claims and runs a due job at once: due times go by the database clock, set at its beat', async () => {
+    const w = h.worker({ clock: new SkewedClock(-5000) });
+    const [id] = await h.enqueue([{ kind: 'noop' }]);
+    await h.hot.runOnce();
+    const t0 = Date.now();
+    expect(await h.runWorker(w)).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(1000); // by its own clock the job is 5 s ahead: it would wait, then hand the hint back
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect(Math.abs((await h.attempts(id))[0].started_at.getTime() - Date.now())).toBeLessThan(1000);
+  });
+
+  it('5 s fast, claims nothing before it is due by the database clock', async () => {
+    const w = h.worker({ clock: new SkewedClock(5000) });
+    const runAt = new Date(Date.now() + 400);
+    const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
+    await h.ready.push('default', [h.hint(id, { kind: 'noop', runAt })]);
+    await h.runWorker(w);
+    expect(Date.now()).toBeGreaterThanOrEqual(runAt.getTime()); // by its own clock it was due at once
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+});
