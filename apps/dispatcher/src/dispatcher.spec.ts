@@ -106,24 +106,24 @@ describe('dispatcher', () => {
     expect(fine.map((j) => j.opts.delay)).toEqual([REFINE_LEAD_MS + 10 - DELIVERY_LEAD_MS, REFINE_LEAD_MS + 40_000 - DELIVERY_LEAD_MS]);
   });
 
-  it('a repair adds only rows that cannot be waiting in their pool already, and all of a flow that was lost', async () => {
+  it('a repair puts rows older than their flow\'s head at its head, and lands every row of a repair split over envelopes', async () => {
     const t0 = Date.now();
-    const [a, b] = await h.enqueue([{ kind: 'noop', runAt: new Date(t0 - 1000) }, { kind: 'noop', runAt: new Date(t0) }]);
+    const [a] = await h.enqueue([{ kind: 'noop', runAt: new Date(t0) }]);
     await h.hot.runOnce();
     const [{ id: lost }] = await h.ds.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, 'lost', 'noop', $1, 'q') RETURNING id::text AS id`, [new Date(t0 - 60_000)]);
-    const hints = [
-      { id: lost, tenantId: 1, kind: 'noop', dueMs: t0 - 60_000 },
-      { id: a, tenantId: 1, kind: 'noop', dueMs: t0 - 1000 },
-      { id: b, tenantId: 1, kind: 'noop', dueMs: t0 },
-    ];
-    await h.hotQueue.enqueue(hints, new Date(), { repair: true });
+    await h.hotQueue.enqueue([{ id: lost, tenantId: 1, kind: 'noop', dueMs: t0 - 60_000 }], new Date(), { repair: true });
     await h.hot.runOnce();
-    expect(await h.readyIds()).toEqual([lost, a, b]);
-    await h.redis.connection.del(`${h.ready.base('default')}:q:1:noop`); // the pool's lists lost
-    await h.hotQueue.enqueue(hints.slice(1), new Date(Date.now() + 1), { repair: true });
+    expect(await h.readyIds()).toEqual([lost, a]);
+    // Redis lost everything: the sweep re-hints 1,500 rows of one flow, more than one envelope holds.
+    await h.redis.connection.del(`${h.ready.base('default')}:q:1:noop`);
+    const rows: { id: string }[] = await h.ds.query(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state) SELECT 1, 'r' || i, 'noop', $1::timestamptz + i * interval '1 ms', 'q' FROM generate_series(1, 1500) i RETURNING id::text AS id`,
+      [new Date(t0 - 30_000)],
+    );
+    await h.hotQueue.enqueue(rows.map((r, i) => ({ id: r.id, tenantId: 1, kind: 'noop', dueMs: t0 - 30_000 + i + 1 })), new Date(), { repair: true });
     await h.hot.runOnce();
-    expect(await h.readyIds()).toEqual([a, b]);
-    expect((await h.metrics.dispatched.get()).values.find((v) => v.labels.via === 'repair')?.value).toBe(3);
+    expect(new Set(await h.readyIds())).toEqual(new Set(rows.map((r) => r.id))); // all 1,500, not the first envelope's 1,000
+    expect((await h.metrics.dispatched.get()).values.find((v) => v.labels.via === 'repair')?.value).toBe(1501);
   });
 
   it('an envelope whose hand-off failed leaves nothing behind, so the same hints can be added again', async () => {

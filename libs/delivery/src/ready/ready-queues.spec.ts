@@ -116,11 +116,11 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect((await q.take('default', 10, now + CONCURRENCY_RECHECK_MS, 'w3')).hints.map((h) => h.id)).toEqual([a.id, b.id, c.id]);
   });
 
-  it('a repair adds only rows that cannot be waiting in their flow already, at its head', async () => {
-    const [old, waiting, later] = [...hints(1, 1, 'noop', now - 60_000), ...hints(1, 1, 'noop', now), ...hints(1, 1, 'noop', now + 1000)];
-    await q.push('default', [waiting, later]);
-    expect(await q.push('default', [old, waiting, later], { repair: true })).toBe(1);
-    expect((await q.take('default', 10, now, 'w1')).hints.map((h) => h.id)).toEqual([old.id, waiting.id, later.id]);
+  it('a repair puts rows due before its flow\'s head at the head, in due order, and the rest at the tail', async () => {
+    const [older, old, waiting, later] = [...hints(1, 1, 'noop', now - 90_000), ...hints(1, 1, 'noop', now - 60_000), ...hints(1, 1, 'noop', now), ...hints(1, 1, 'noop', now + 1000)];
+    await q.push('default', [waiting]);
+    expect(await q.push('default', [older, old, later], { repair: true })).toBe(3);
+    expect((await q.take('default', 10, now + 1000, 'w1')).hints.map((h) => h.id)).toEqual([older.id, old.id, waiting.id, later.id]);
     const [lost] = hints(2, 1, 'noop', now - 60_000);
     expect(await q.push('default', [lost], { repair: true })).toBe(1); // an empty flow takes it as it is
   });

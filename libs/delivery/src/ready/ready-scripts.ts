@@ -3,9 +3,12 @@ import { readyScript } from './lua-common';
 /**
  * The dispatcher's hand-off: appends each flow's items (ARGV from 5: tenant, kind, count, then
  * `<id>:<due>` × count, per flow) and makes newly filled flows runnable; wakes idle workers.
- * ARGV[4] = '1' for a repair (the overdue sweep's re-hints): into a flow that has items, only rows
- * due before its head go (to the head); a row due later may be waiting behind it already.
- * Returns how many items it added.
+ * ARGV[4] = '1' for a repair (the overdue sweep's re-hints, which may be older than a flow's
+ * head): rows due before the head go to the head, in due order, the rest to the tail. Nothing is
+ * left out: the sweep judged these rows hintless, and a repair split over several envelopes fills
+ * the flow it repairs (leaving out rows due after the head then dropped all but the first
+ * envelope's: 3,630 of 10,000 jobs never ran after a FLUSHALL). A second hint of a row is dropped
+ * by the take or the claim. Returns how many items it added.
  */
 export const PUSH = readyScript(`
 local repair = ARGV[4] == '1'
@@ -21,12 +24,16 @@ while i <= #ARGV do
   local before = redis.call('LLEN', q)
   if repair and before > 0 then
     local headDue = tonumber(string.match(redis.call('LINDEX', q, 0), ':(%d+)$'))
-    local older = {}
+    local older, later = {}, {}
     for j = n, 1, -1 do
       if tonumber(string.match(items[j], ':(%d+)$')) < headDue then older[#older + 1] = items[j] end
     end
+    for j = 1, n do
+      if tonumber(string.match(items[j], ':(%d+)$')) >= headDue then later[#later + 1] = items[j] end
+    end
     if #older > 0 then bulk('LPUSH', q, older) end
-    pushed = pushed + #older
+    if #later > 0 then bulk('RPUSH', q, later) end
+    pushed = pushed + n
   else
     bulk('RPUSH', q, items)
     pushed = pushed + n

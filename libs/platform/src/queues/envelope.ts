@@ -13,7 +13,7 @@ export interface EnvelopeData {
   l: number;
   /** Its rows by flow: [tenant, kind, `<id>:<due ms>` comma-separated in due order] (~30 B a row). */
   f: [number, string, string][];
-  /** A repair (the overdue sweep's): at hand-off, rows that may still wait in their pool are left out. */
+  /** A repair (the overdue sweep's): at hand-off, rows due before their flow's head go to its head. */
   x?: 1;
 }
 
