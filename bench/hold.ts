@@ -19,6 +19,8 @@ import { Queue } from 'bullmq';
 import type IORedis from 'ioredis';
 import { ChildProcess, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { openSync } from 'node:fs';
+import { join } from 'node:path';
 import { createBenchDatabase } from './lib/bench-db';
 import { payloadOf } from './lib/dataset';
 import { cpuSeconds, freePort, median, ROOT, sleep, startRedis } from './lib/local';
@@ -50,7 +52,8 @@ export async function spawnSourceRole(role: string, env: Record<string, string>,
   const child = spawn(process.execPath, ['-r', './bench/lib/register.cjs', `apps/${role}/src/main.ts`], {
     cwd: ROOT,
     env: { ...process.env, ALMANAC_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    // BENCH_ROLE_LOG_DIR=<dir> keeps each role's log (stdout) there, for a run that went wrong.
+    stdio: ['ignore', process.env.BENCH_ROLE_LOG_DIR ? openSync(join(process.env.BENCH_ROLE_LOG_DIR, `${label}-${port}.log`), 'w') : 'ignore', 'pipe'],
   });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
