@@ -183,6 +183,17 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       await queue.close();
     });
 
+    it('after a loss, re-hints every queued row even where its pool already holds an older one (the recovery\'s own hand-off)', async () => {
+      const { queue, sweep, ready } = build(priv.connection, 'handed', 10);
+      const rows = await insertJobs(db.dataSource, { count: 30, state: 'q', start: new Date(NOW.getTime() - 10_000), stepMs: 1000 });
+      // The first rows, due already, were handed over to the pool while the scan went on.
+      await ready.push('default', rows.slice(0, 3).map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: NOW.getTime() - 10_000 + i * 1000 })));
+      const res = await sweep.runOnce(NOW); // no marker: Redis lost its data
+      expect(res).toMatchObject({ redis: 'lost', requeued: { redis_lost: 30 } });
+      expect(await inQueue(queue, rows.slice(-10))).toBe(10);
+      await queue.close();
+    });
+
     it('a Redis restart (new run_id, data kept) re-enqueues too: the last writes may be gone', async () => {
       const { queue, sweep, epoch } = build(priv.connection, 'restart', 1000);
       await sweep.runOnce(NOW);

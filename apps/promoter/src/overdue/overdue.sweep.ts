@@ -35,7 +35,10 @@ export interface OverdueOptions {
  * 1. Queued rows more than `graceMs` past due (jobs_queued_due), or every queued row once Redis
  *    lost data (RedisEpoch), are re-hinted if they have no hint left: a row due no earlier than
  *    its flow's head may be waiting behind it in a busy pool and is left alone (LostHints), so a
- *    backlog is never copied. Sent as repairs, which the dispatcher checks again at hand-off.
+ *    backlog is never copied. After a loss (marker gone) no row has a hint, so all are re-hinted:
+ *    judged by heads, the rows this very recovery had already handed over (the due ones) hid
+ *    every later one, which then waited for the grace (all run 88 s after a FLUSHALL, not 36 s).
+ *    Sent as repairs: at hand-off a row older than its flow's head goes to the head.
  * 2. Scheduled rows in the hour buckets up to hour(now + `lookaheadMs`), i.e. due within the
  *    current hour or already due (left cold when Redis was down at ingest, or by a crashed
  *    promotion) → promoted now rather than at the next hourly promotion. Whole buckets, like
@@ -85,7 +88,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       more ||= scan.next !== null;
     } else {
       const epoch = await this.epoch.begin();
-      requeued.redis_lost = (await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost', null)).requeued;
+      requeued.redis_lost = (await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost', null, redis === 'lost')).requeued;
       // A second loss during the scan leaves the marker missing: the next run starts over.
       more ||= !(await this.epoch.finish(epoch));
       const what = redis === 'lost' ? 'Redis lost its data (or is new)' : 'Redis was restarted or replaced';
@@ -104,18 +107,18 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   }
 
   private async requeueQueued(
-    now: Date, dueBefore: Date | null, max: number, reason: RequeueReason, from: QueuedCursor | null,
+    now: Date, dueBefore: Date | null, max: number, reason: RequeueReason, from: QueuedCursor | null, allLost = false,
   ): Promise<{ requeued: number; next: QueuedCursor | null }> {
     let requeued = 0;
     const scan = await this.repo.scanQueued(dueBefore, this.opts.batchSize, max, async (rows) => {
-      requeued += await this.repair(rows, now, reason);
+      requeued += await this.repair(rows, now, reason, allLost);
     }, from);
     return { requeued, next: scan.next };
   }
 
-  /** Re-hints the rows among `rows` that have no hint left; returns how many. */
-  private async repair(rows: SweepJobRef[], now: Date, reason: RequeueReason): Promise<number> {
-    const lost = await this.hints.of(rows, now.getTime());
+  /** Re-hints the rows among `rows` that have no hint left (all of them when `allLost`); returns how many. */
+  private async repair(rows: SweepJobRef[], now: Date, reason: RequeueReason, allLost: boolean): Promise<number> {
+    const lost = allLost ? rows : await this.hints.of(rows, now.getTime());
     if (lost.length === 0) return 0;
     await this.queue.enqueue(lost, now, { repair: true });
     this.metrics?.requeued.inc({ reason }, lost.length);
