@@ -51,7 +51,7 @@ export async function spawnSourceRole(role: string, env: Record<string, string>,
   const port = await freePort();
   const child = spawn(process.execPath, ['-r', './bench/lib/register.cjs', `apps/${role}/src/main.ts`], {
     cwd: ROOT,
-    env: { ...process.env, ALMANAC_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
+    env: { ...process.env, ALMANAC_LOG_LEVEL: process.env.BENCH_ROLE_LOG_LEVEL ?? 'warn', ...env, PORT: String(port) },
     // BENCH_ROLE_LOG_DIR=<dir> keeps each role's log (stdout) there, for a run that went wrong.
     stdio: ['ignore', process.env.BENCH_ROLE_LOG_DIR ? openSync(join(process.env.BENCH_ROLE_LOG_DIR, `${label}-${port}.log`), 'w') : 'ignore', 'pipe'],
   });
