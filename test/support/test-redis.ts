@@ -29,3 +29,15 @@ export async function createTestRedis(): Promise<TestRedis> {
     },
   };
 }
+
+/** Redis memory (`MEMORY USAGE`) of every key under `prefix`, summed: what a structure costs. */
+export async function bytesUnder(connection: IORedis, prefix: string): Promise<number> {
+  let bytes = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await connection.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    for (const key of keys) bytes += Number(await connection.memory('USAGE', key));
+    cursor = next;
+  } while (cursor !== '0');
+  return bytes;
+}

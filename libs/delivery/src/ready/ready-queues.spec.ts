@@ -1,6 +1,6 @@
 import { DEFAULT_SHARE, type TenantShare } from '@almanac/domain';
 import type { Hint } from '@almanac/domain';
-import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
+import { bytesUnder, createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { KIND_SLOT, ReadyQueues, TENANT_SLOT } from './ready-queues';
 import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS } from './take.lua';
 
@@ -47,9 +47,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
       await q.pushFlows('default', flows);
     }
     expect((await q.waiting(['default'])).get('default')).toBe(200_000);
-    let bytes = 0;
-    for (const key of await redis.connection.keys(`${q.base('default')}:*`)) bytes += Number(await redis.connection.memory('USAGE', key));
-    expect(bytes / ids.length).toBeLessThan(100);
+    expect((await bytesUnder(redis.connection, q.base('default'))) / ids.length).toBeLessThan(100);
   });
 
   it("puts a quiet tenant's job next, however long a busy tenant's backlog", async () => {

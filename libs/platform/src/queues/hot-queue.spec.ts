@@ -1,4 +1,4 @@
-import { createTestRedis, TestRedis } from '@almanac/testing/test-redis';
+import { bytesUnder, createTestRedis, TestRedis } from '@almanac/testing/test-redis';
 import IORedis from 'ioredis';
 import { AddressInfo, createServer, Socket } from 'node:net';
 import { WaitTimeoutError } from '../time/within';
@@ -42,14 +42,7 @@ describe('HotQueue', () => {
     const t0 = now.getTime() + 3_600_000;
     const rows = Array.from({ length: 2000 }, (_, i) => ({ id: String(119_352_210_347_848 + i), dueMs: t0 + i * 3000 + (i % 7), tenantId: 1 + (i % 10), kind: 'noop' }));
     await own.enqueue(rows, now);
-    let bytes = 0;
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.connection.scan(cursor, 'MATCH', `${own.prefix}:*`, 'COUNT', 1000);
-      for (const key of keys) bytes += Number(await redis.connection.memory('USAGE', key));
-      cursor = next;
-    } while (cursor !== '0');
-    expect(bytes / rows.length).toBeLessThan(100);
+    expect((await bytesUnder(redis.connection, own.prefix)) / rows.length).toBeLessThan(100);
     await own.queue.obliterate({ force: true });
     await own.close();
   });
@@ -58,14 +51,7 @@ describe('HotQueue', () => {
     const own = HotQueue.open(redis.connection, `${redis.prefix}-burst`);
     const rows = Array.from({ length: 200_000 }, (_, i) => ({ id: String(119_352_210_347_848 + i), dueMs: now.getTime() - (i % 50), tenantId: 1 + (i % 4), kind: i % 2 ? 'noop' : 'http' }));
     await own.enqueue(rows, now);
-    let bytes = 0;
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.connection.scan(cursor, 'MATCH', `${own.prefix}:*`, 'COUNT', 1000);
-      for (const key of keys) bytes += Number(await redis.connection.memory('USAGE', key));
-      cursor = next;
-    } while (cursor !== '0');
-    expect(bytes / rows.length).toBeLessThan(100);
+    expect((await bytesUnder(redis.connection, own.prefix)) / rows.length).toBeLessThan(100);
     await own.queue.obliterate({ force: true });
     await own.close();
   });
