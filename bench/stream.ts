@@ -141,6 +141,31 @@ function readCpu(sources: [string, () => number][]): CpuReading {
   for (const [group, read] of sources) seconds[group] = (seconds[group] ?? 0) + read();
   return { at: Date.now(), seconds };
 }
+
+/**
+ * The CPU readings of one measurement: idle (load end + 500 ms → T0) and the stream (T0 → every
+ * job done, polled every POLL_MS from the last due time; given up `opts.giveUpMs` after it, or
+ * when `alive` says the system under test is gone).
+ */
+async function drainWindow(
+  sources: [string, () => number][], loadEnd: number, t0: number, lastDue: number, isDone: () => Promise<boolean>, alive: () => boolean,
+): Promise<{ idle: CpuReading; start: CpuReading; end: CpuReading; done: boolean }> {
+  await until(loadEnd + 500);
+  const idle = readCpu(sources);
+  await until(t0);
+  const start = readCpu(sources);
+  await until(lastDue);
+  let done = false;
+  for (;;) {
+    if (await isDone()) {
+      done = true;
+      break;
+    }
+    if (!alive() || Date.now() > lastDue + opts.giveUpMs) break;
+    await sleep(POLL_MS);
+  }
+  return { idle, start, end: readCpu(sources), done };
+}
 /** Per group: CPU used between two readings, scaled by `f`. */
 function cpuBetween(a: CpuReading, b: CpuReading, f: (s: number) => number): Record<string, number> {
   return Object.fromEntries(Object.keys(b.seconds).map((k) => [k, f(b.seconds[k] - a.seconds[k])]));
@@ -267,22 +292,7 @@ async function bullmqStream(run: number, rate: number): Promise<Measurement> {
     const loadEnd = Date.now();
     const pid = worker.child.pid;
     const sources: [string, () => number][] = [['worker', () => cpuSeconds(pid)], ['redis', () => cpuSeconds(redis.pid)]];
-    await until(loadEnd + 500);
-    const idle = readCpu(sources);
-    await until(t0);
-    const start = readCpu(sources);
-    const lastDue = due(n - 1);
-    await until(lastDue);
-    let done = false;
-    for (;;) {
-      if ((await inQueue(q)) === 0) {
-        done = true;
-        break;
-      }
-      if (Date.now() > lastDue + opts.giveUpMs || worker.child.exitCode !== null) break;
-      await sleep(POLL_MS);
-    }
-    const end = readCpu(sources);
+    const { idle, start, end, done } = await drainWindow(sources, loadEnd, t0, due(n - 1), async () => (await inQueue(q)) === 0, () => worker?.child.exitCode === null);
     const windowSeconds = (end.at - start.at) / 1000;
     const cpu = cpuBetween(start, end, (s) => (s / n) * 1e6);
     const rep = await worker.report();
@@ -373,24 +383,11 @@ async function almanacStream(run: number, rate: number): Promise<Measurement> {
       ['redis', () => cpuSeconds(redisPid)],
       ['postgres', postgresCpuSeconds],
     ];
-    await until(loadEnd + 500);
-    const idle = readCpu(sources);
-    await until(t0);
-    const start = readCpu(sources);
-    const lastDue = due(n - 1);
-    await until(lastDue);
-    let done = false;
-    for (;;) {
-      if (!(await unfinished(db))) {
-        done = true;
-        break;
-      }
+    const { idle, start, end, done } = await drainWindow(sources, loadEnd, t0, due(n - 1), async () => !(await unfinished(db)), () => {
       const gone = roles.find((r) => !Number.isFinite(cpuSeconds(r.pid)));
       if (gone) throw new Error(`${gone.name} (pid ${gone.pid}) exited during the stream`);
-      if (Date.now() > lastDue + opts.giveUpMs) break;
-      await sleep(POLL_MS);
-    }
-    const end = readCpu(sources);
+      return true;
+    });
     const windowSeconds = (end.at - start.at) / 1000;
     const cpu = cpuBetween(start, end, (s) => (s / n) * 1e6);
     const lag = await recordedLag(db, tenant);
