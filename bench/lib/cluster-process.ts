@@ -13,7 +13,7 @@ export interface ClusterInstance { name: string; pid: number; port: number }
 /**
  * `npm run cluster` (scripts/cluster.js of `root`) as a child process, ready once it prints
  * its instances (bench/fairness.ts, bench/autoscale.ts). With `logDir`, every line it prints
- * also goes to a file there.
+ * also goes to a file there (default: BENCH_ROLE_LOG_DIR).
  */
 export class ClusterProcess {
   private child?: ChildProcess;
@@ -28,7 +28,7 @@ export class ClusterProcess {
     private readonly workers: number,
     private readonly env: Record<string, string>,
     private readonly echo: (line: string) => void,
-    private readonly logDir?: string,
+    private readonly logDir = process.env.BENCH_ROLE_LOG_DIR,
   ) {}
 
   /** Where cluster.js writes its Prometheus targets (file_sd). */

@@ -1,6 +1,7 @@
 import { completed, defineHandler } from '@almanac/delivery';
 import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, HANDOFF_AHEAD_MS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { BULK_ROWS } from './dispatcher';
 
 // The dispatcher never runs handlers: stand-ins for the worker's kinds are enough here.
 const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
@@ -27,6 +28,18 @@ describe('dispatcher', () => {
     expect(await h.hotQueue.queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed')).toBe(0);
     expect(await h.readyIds('default')).toEqual(ids.slice(0, 2));
     expect(await h.readyIds('billing')).toEqual([ids[2]]);
+  });
+
+  it("lands a hand-off of a few rows behind at most two bulk ones, not behind a whole burst's", async () => {
+    const dueMs = Date.now();
+    const bulk = (e: number) => [{ tenantId: '1', kind: 'noop', items: Array.from({ length: BULK_ROWS + 1 }, (_, i) => `${e * 1000 + i + 1}:${dueMs}`) }];
+    const landed: string[] = [];
+    const handOffs = Array.from({ length: 10 }, (_, e) => h.dispatcher.handOff(bulk(e)).then(() => landed.push(`bulk-${e}`)));
+    handOffs.push(h.dispatcher.handOff([{ tenantId: '2', kind: 'noop', items: [`99999:${dueMs}`] }]).then(() => landed.push('small')));
+    await Promise.all(handOffs);
+    expect(landed.indexOf('small')).toBeLessThanOrEqual(2); // one connection answers in order: without the bound, 10th
+    expect(landed.filter((l) => l !== 'small')).toEqual(Array.from({ length: 10 }, (_, e) => `bulk-${e}`));
+    expect(await h.readyIds()).toHaveLength(10 * (BULK_ROWS + 1) + 1);
   });
 
   it('with no live worker, a burst waits whole in its pool in Redis, in due order, costing no attempt', async () => {
