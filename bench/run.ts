@@ -675,7 +675,8 @@ const PARTS: Record<string, Part> = {
     script: 'fairness.ts',
     invocations: (q) => {
       const root = flag('root');
-      const common = ['--label', flag('label') ?? (q ? 'smoke' : 'latest'), ...(root ? ['--root', root] : [])];
+      const only = flag('only');
+      const common = ['--label', flag('label') ?? (q ? 'smoke' : 'latest'), ...(root ? ['--root', root] : []), ...(only ? ['--only', only] : [])];
       return [q ? ['--runs', flag('runs') ?? '1', '--noisy', flag('noisy') ?? '20000', '--quiet-seconds', '10', ...common] : ['--runs', flag('runs') ?? '3', '--noisy', flag('noisy') ?? '200000', ...common]];
     },
     parse([out]) {
@@ -786,7 +787,7 @@ async function main(): Promise<void> {
     log(`wrote ${report()}`);
     return;
   }
-  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes', '--rates', '--seconds', '--workers']);
+  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes', '--rates', '--seconds', '--workers', '--only']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   const unknown = named.filter((n) => !PARTS[n]);
   if (unknown.length) {
