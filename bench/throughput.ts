@@ -58,7 +58,9 @@ export async function spawnRole(
   const entry = join(root, `dist/apps/${role}/src/main.js`);
   if (!existsSync(entry)) throw new Error(`${entry} is missing: build that checkout first (npm run build)`);
   const port = opts.port ?? (await freePort());
-  const log = opts.logFile === undefined ? undefined : openSync(opts.logFile, 'a');
+  // BENCH_ROLE_LOG_DIR=<dir> keeps each role's log there (a run that went wrong, a probe).
+  const logFile = opts.logFile ?? (process.env.BENCH_ROLE_LOG_DIR ? join(process.env.BENCH_ROLE_LOG_DIR, `${label}-${port}.log`) : undefined);
+  const log = logFile === undefined ? undefined : openSync(logFile, 'a');
   const child = spawn(process.execPath, [...(process.env.BENCH_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean), entry], {
     cwd: root,
     env: { ...process.env, ALMANAC_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
