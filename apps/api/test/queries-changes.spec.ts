@@ -1,4 +1,5 @@
 import { type AlmanacClient, ConflictError, createClient, NotFoundError, ValidationError } from '@almanac/client';
+import { MAX_LIFETIME_ATTEMPTS } from '@almanac/domain';
 import { type ApiHarness, DAY, HOUR, inMs, MINUTE, startApi } from './api-harness';
 
 // Through @almanac/client, as a producer calls the API; raw HTTP (supertest) only for requests
@@ -106,5 +107,16 @@ describe('job queries and changes', () => {
     const again = await client.jobs.retry(id).catch((e: unknown) => e);
     expect(again).toBeInstanceOf(ConflictError);
     expect((again as ConflictError).details[0]).toMatchObject({ rule: 'not_dead' });
+  });
+
+  it(`refuses a retry past ${MAX_LIFETIME_ATTEMPTS} attempts in a job's life, naming the field, and grants one up to it`, async () => {
+    const { id } = await create('d-2', inMs(3 * DAY));
+    const used = MAX_LIFETIME_ATTEMPTS - 50;
+    await h.db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = $2, max_attempts = $2, finished_at = now() WHERE id = $1`, [id, used]);
+    const over = await client.jobs.retry(id, { extraAttempts: 51 }).catch((e: unknown) => e);
+    expect(over).toBeInstanceOf(ConflictError);
+    expect((over as ConflictError).details[0]).toMatchObject({ field: 'extraAttempts', rule: 'attempt_limit' });
+    expect(await client.jobs.get(id)).toMatchObject({ state: 'dead', attempts: used, maxAttempts: used });
+    expect(await client.jobs.retry(id, { extraAttempts: 50 })).toMatchObject({ state: 'queued', attempts: used, maxAttempts: MAX_LIFETIME_ATTEMPTS });
   });
 });

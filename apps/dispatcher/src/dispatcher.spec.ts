@@ -32,10 +32,10 @@ describe('dispatcher', () => {
 
   it("lands a hand-off of a few rows behind at most two bulk ones, not behind a whole burst's", async () => {
     const dueMs = Date.now();
-    const bulk = (e: number) => [{ tenantId: '1', kind: 'noop', items: Array.from({ length: BULK_ROWS + 1 }, (_, i) => `${e * 1000 + i + 1}:${dueMs}`) }];
+    const bulk = (e: number) => [{ tenantId: 1, kind: 'noop', items: Array.from({ length: BULK_ROWS + 1 }, (_, i) => `${e * 1000 + i + 1}:${dueMs}`) }];
     const landed: string[] = [];
     const handOffs = Array.from({ length: 10 }, (_, e) => h.dispatcher.handOff(bulk(e)).then(() => landed.push(`bulk-${e}`)));
-    handOffs.push(h.dispatcher.handOff([{ tenantId: '2', kind: 'noop', items: [`99999:${dueMs}`] }]).then(() => landed.push('small')));
+    handOffs.push(h.dispatcher.handOff([{ tenantId: 2, kind: 'noop', items: [`99999:${dueMs}`] }]).then(() => landed.push('small')));
     await Promise.all(handOffs);
     expect(landed.indexOf('small')).toBeLessThanOrEqual(2); // one connection answers in order: without the bound, 10th
     expect(landed.filter((l) => l !== 'small')).toEqual(Array.from({ length: 10 }, (_, e) => `bulk-${e}`));

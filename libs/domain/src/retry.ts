@@ -44,6 +44,14 @@ export function retryDelayMs(attempt: number, policy: RetryPolicy = DEFAULT_RETR
   return Math.min(Math.floor(ceiling / 2 + (r * ceiling) / 2), policy.maxMs);
 }
 
+/**
+ * A job's attempts over its whole life, retries of a dead job included: a retry that would pass
+ * it is refused. The counter is a smallint (32,767) that every claim adds to, and one row whose
+ * claim overflowed it failed the claim of every row batched with it, of any tenant. The headroom
+ * is for attempts released at a worker's shutdown, which count without ending the job.
+ */
+export const MAX_LIFETIME_ATTEMPTS = 10_000;
+
 export type FailureDecision =
   | { readonly kind: 'retry'; readonly runAt: Date; readonly delayMs: number; readonly tier: Tier }
   | { readonly kind: 'dead' };

@@ -1,4 +1,4 @@
-import { entryState, tierFor } from '@almanac/domain';
+import { entryState, MAX_LIFETIME_ATTEMPTS, tierFor } from '@almanac/domain';
 import { isJobIdString, JobChangesRepository, type RescheduleOutcome, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
@@ -82,6 +82,10 @@ export class JobChangesService {
 
   private async afterMove(id: string, res: RescheduleOutcome, verb: 'rescheduled' | 'retried'): Promise<JobSummary> {
     if (res.outcome === 'not_found') throw notFound(`job ${id}`);
+    if (res.outcome === 'attempt_limit') {
+      const why = `the job has used ${res.attempts} attempts; a job has at most ${MAX_LIFETIME_ATTEMPTS.toLocaleString('en')} in its life`;
+      throw new ApiError(409, `job ${id} cannot be retried: ${why}`, [{ field: 'extraAttempts', rule: 'attempt_limit', message: why }]);
+    }
     if (res.outcome === 'conflict') {
       const why = verb === 'retried' ? 'only dead jobs can be retried' : 'only scheduled or queued jobs can be rescheduled';
       throw new ApiError(409, `job ${id} is ${res.state}: ${why}`, [

@@ -123,7 +123,7 @@ export class JobsController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Run a dead job again',
-    description: 'Attempts keep counting (history is kept); maxAttempts becomes attempts + extraAttempts.',
+    description: 'Attempts keep counting (history is kept); maxAttempts becomes attempts + extraAttempts. 409 `attempt_limit` past 10,000 attempts in the job\'s life.',
   })
   @ApiParam(ID)
   @ApiBody({ type: RetryJobDto, required: false })

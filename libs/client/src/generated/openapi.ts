@@ -211,7 +211,7 @@ export interface paths {
         put?: never;
         /**
          * Run a dead job again
-         * @description Attempts keep counting (history is kept); maxAttempts becomes attempts + extraAttempts.
+         * @description Attempts keep counting (history is kept); maxAttempts becomes attempts + extraAttempts. 409 `attempt_limit` past 10,000 attempts in the job's life.
          */
         post: operations["JobsController_retry"];
         delete?: never;

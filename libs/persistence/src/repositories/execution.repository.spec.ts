@@ -59,6 +59,15 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
     expect(early).toEqual([{ id: ids[1], dueMs: later.getTime() }]);
   });
 
+  it('takes a row whose attempts counter is full as stale, and still claims the rows batched with it', async () => {
+    await db.dataSource.query(`UPDATE jobs SET attempts = 32767, max_attempts = 32767 WHERE id = $1`, [ids[30]]);
+    const { claimed, early } = await new ExecutionRepository(db.dataSource).claim(ids.slice(30, 34), NOW, new Date(NOW.getTime() + 30_000), 7);
+    expect(claimed.map((r) => r.id).sort()).toEqual(ids.slice(31, 34).sort());
+    expect(early).toEqual([]);
+    const [row] = await db.dataSource.query<{ state: string; attempts: number }[]>(`SELECT state, attempts FROM jobs WHERE id = $1`, [ids[30]]);
+    expect(row).toEqual({ state: 'q', attempts: 32767 });
+  });
+
   it('sent again with the same lease (a lost reply), returns what it took without counting twice; another claim gets nothing', async () => {
     const repo = new ExecutionRepository(db.dataSource);
     const lease = new Date(NOW.getTime() + 31_000);

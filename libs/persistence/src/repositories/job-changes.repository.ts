@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { JobState } from '@almanac/domain';
+import { type JobState, MAX_LIFETIME_ATTEMPTS } from '@almanac/domain';
 import { DataSource } from 'typeorm';
 import { STATE_CODE, decodeState } from '../job-state.codec';
 import { CANCEL_JOB_SQL } from '../statements/cancel-job.sql';
@@ -17,6 +17,8 @@ export type CancelOutcome =
 export type RescheduleOutcome =
   | { outcome: 'rescheduled'; previous: JobState; job: JobView }
   | { outcome: 'conflict'; state: JobState }
+  /** A retry refused: the job has used `attempts`, and MAX_LIFETIME_ATTEMPTS would be passed. */
+  | { outcome: 'attempt_limit'; attempts: number }
   | { outcome: 'not_found' };
 
 /** TypeORM answers UPDATE/DELETE with `[rows, rowCount]` and everything else with `rows`. */
@@ -50,7 +52,7 @@ export class JobChangesRepository {
   /**
    * Gives a dead job `extraAttempts` more attempts from `runAt`. Attempt numbers keep counting
    * (job_attempts is keyed by attempt number, so history is never overwritten): max_attempts is
-   * raised instead of attempts reset.
+   * raised instead of attempts reset, up to MAX_LIFETIME_ATTEMPTS in the job's life.
    */
   async retryDead(
     tenantId: number,
@@ -59,8 +61,10 @@ export class JobChangesRepository {
     state: 'scheduled' | 'queued',
     extraAttempts: number,
   ): Promise<RescheduleOutcome> {
-    const rows = await mutate<RawJob & { previous: string }>(this.db, RETRY_DEAD_JOB_SQL, [id, tenantId, runAt, STATE_CODE[state], extraAttempts]);
-    return this.changeOutcome(tenantId, id, rows);
+    const rows = await mutate<RawJob & { previous: string }>(this.db, RETRY_DEAD_JOB_SQL, [
+      id, tenantId, runAt, STATE_CODE[state], extraAttempts, MAX_LIFETIME_ATTEMPTS,
+    ]);
+    return this.changeOutcome(tenantId, id, rows, (job) => (job.state === 'dead' ? { outcome: 'attempt_limit', attempts: job.attempts } : undefined));
   }
 
   /** Rows inserted as `queued` whose enqueue failed (Redis down): see demoteToScheduled. */
@@ -72,9 +76,12 @@ export class JobChangesRepository {
     tenantId: number,
     id: string,
     rows: (RawJob & { previous: string })[],
+    /** Why an existing job was left alone, when it is not its state. */
+    refusal: (job: JobView) => RescheduleOutcome | undefined = () => undefined,
   ): Promise<RescheduleOutcome> {
     if (rows[0]) return { outcome: 'rescheduled', previous: decodeState(rows[0].previous), job: toView(rows[0]) };
     const job = await findViewForTenant(this.db, tenantId, id);
-    return job ? { outcome: 'conflict', state: job.state } : { outcome: 'not_found' };
+    if (!job) return { outcome: 'not_found' };
+    return refusal(job) ?? { outcome: 'conflict', state: job.state };
   }
 }
