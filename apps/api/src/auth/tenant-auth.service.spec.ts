@@ -14,6 +14,9 @@ function viaTenant(fake: { findByApiKey: (k: string) => Promise<TenantRecord | n
   } as unknown as TenantsRepository;
 }
 
+/** A key of the shape API keys have (`alm_` and 43 base64url characters), named for the test. */
+const shaped = (name: string) => `alm_${name.padEnd(43, 'x')}`;
+
 /** Last-use writes are not what these specs look at. */
 const NO_KEYS = { touch: async () => undefined } as unknown as TenantKeysRepository;
 
@@ -26,7 +29,7 @@ describe('TenantAuthService', () => {
     const repo = {
       findKey: async (key: string) => {
         lookups.push(key);
-        return key === 'alm_good' ? { tenant, keyId: 1 } : null;
+        return key === shaped('good') ? { tenant, keyId: 1 } : null;
       },
     } as unknown as TenantsRepository;
     return { repo, lookups };
@@ -37,41 +40,51 @@ describe('TenantAuthService', () => {
     const clock = new ManualClock(0);
     const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '10000' }), clock);
     for (let i = 0; i < 5; i++) {
-      expect(await auth.authenticate('alm_good')).toBe(tenant);
-      expect(await auth.authenticate('alm_bad')).toBeNull();
+      expect(await auth.authenticate(shaped('good'))).toBe(tenant);
+      expect(await auth.authenticate(shaped('bad'))).toBeNull();
     }
-    expect(lookups).toEqual(['alm_good', 'alm_bad']);
+    expect(lookups).toEqual([shaped('good'), shaped('bad')]);
     clock.advance(10_001);
-    await auth.authenticate('alm_good');
-    expect(lookups).toEqual(['alm_good', 'alm_bad', 'alm_good']);
+    await auth.authenticate(shaped('good'));
+    expect(lookups).toEqual([shaped('good'), shaped('bad'), shaped('good')]);
   });
 
   it('a flood of random keys is refused past the lookup rate (503, Retry-After) and never evicts a known key', async () => {
     const { repo, lookups } = recordingRepo();
     const clock = new ManualClock(0);
     const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '10' }), clock);
-    expect(await auth.authenticate('alm_good')).toBe(tenant);
-    const answers = await Promise.allSettled(Array.from({ length: 60_000 }, (_, i) => auth.authenticate(`alm_random_${i}`)));
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant);
+    const answers = await Promise.allSettled(Array.from({ length: 60_000 }, (_, i) => auth.authenticate(shaped(`random_${i}`))));
     expect(lookups).toHaveLength(10); // one bucket: the good key plus nine random ones
     const refused = answers.filter((a) => a.status === 'rejected');
     expect(refused).toHaveLength(60_000 - 9);
     expect(refused[0].reason).toMatchObject({ status: 503, headers: { 'Retry-After': '1' } });
-    expect(await auth.authenticate('alm_good')).toBe(tenant); // still cached: no lookup
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant); // still cached: no lookup
     expect(lookups).toHaveLength(10);
   });
 
+  it('refuses a malformed token before any lookup: a flood of them leaves the lookup budget to real keys', async () => {
+    const { repo, lookups } = recordingRepo();
+    const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '1' }), new ManualClock(0));
+    for (const junk of ['alm_short', 'Bearer', 'x'.repeat(47), `alm_${'!'.repeat(43)}`, `${shaped('good')} `]) {
+      for (let i = 0; i < 100; i++) expect(await auth.authenticate(junk)).toBeNull();
+    }
+    expect(lookups).toEqual([]);
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant); // the one lookup of this second
+  });
+
   it('unknown keys filling their own cache do not push a known key out', async () => {
-    const fake = { findByApiKey: async (key: string): Promise<TenantRecord | null> => (key === 'alm_good' ? tenant : null) };
+    const fake = { findByApiKey: async (key: string): Promise<TenantRecord | null> => (key === shaped('good') ? tenant : null) };
     const clock = new ManualClock(0);
     const auth = new TenantAuthService(viaTenant(fake), NO_KEYS, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '1000000' }), clock);
-    await auth.authenticate('alm_good');
-    for (let i = 0; i < 60_000; i++) await auth.authenticate(`alm_random_${i}`);
+    await auth.authenticate(shaped('good'));
+    for (let i = 0; i < 60_000; i++) await auth.authenticate(shaped(`random_${i}`));
     const lookups: string[] = [];
     fake.findByApiKey = async (k) => {
       lookups.push(k);
       return null;
     };
-    expect(await auth.authenticate('alm_good')).toBe(tenant);
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant);
     expect(lookups).toEqual([]);
   });
 
@@ -84,44 +97,44 @@ describe('TenantAuthService', () => {
       },
     });
     const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({}), new ManualClock(0));
-    await Promise.all(Array.from({ length: 20 }, () => auth.authenticate('alm_good')));
+    await Promise.all(Array.from({ length: 20 }, () => auth.authenticate(shaped('good'))));
     expect(calls).toBe(1);
   });
 
   it('every caller sharing a hung lookup is answered within the deadline: the tenant it knew, else a timeout', async () => {
     let hang = false;
     const repo = viaTenant({
-      findByApiKey: async (key: string) => (hang ? new Promise<never>(() => undefined) : key === 'alm_good' ? tenant : null),
+      findByApiKey: async (key: string) => (hang ? new Promise<never>(() => undefined) : key === shaped('good') ? tenant : null),
     });
     const clock = new ManualClock(0);
     const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_REQUEST_TIMEOUT_MS: '100' }), clock);
-    expect(await auth.authenticate('alm_good')).toBe(tenant);
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant);
     hang = true; // the database stops answering (SIGSTOP): statement_timeout cannot fire either
     clock.advance(1001);
     const t0 = Date.now();
     // The first caller starts the lookup; the others share it, and each is bounded on its own.
-    expect(await Promise.all(Array.from({ length: 5 }, () => auth.authenticate('alm_good')))).toEqual(Array(5).fill(tenant));
+    expect(await Promise.all(Array.from({ length: 5 }, () => auth.authenticate(shaped('good'))))).toEqual(Array(5).fill(tenant));
     expect(Date.now() - t0).toBeLessThan(1000);
-    await expect(Promise.all([auth.authenticate('alm_new'), auth.authenticate('alm_new')])).rejects.toThrow(/within 50 ms/) // half the request deadline;
+    await expect(Promise.all([auth.authenticate(shaped('new')), auth.authenticate(shaped('new'))])).rejects.toThrow(/within 50 ms/) // half the request deadline;
   });
 
   it('past the lookup rate, a tenant known a moment ago still gets in; a key found gone is never honoured again', async () => {
-    const keys = new Map<string, TenantRecord | null>([['alm_good', tenant], ['alm_revoked', { ...tenant, id: 8 }]]);
+    const keys = new Map<string, TenantRecord | null>([[shaped('good'), tenant], [shaped('revoked'), { ...tenant, id: 8 }]]);
     const repo = viaTenant({ findByApiKey: async (key: string) => keys.get(key) ?? null });
     const clock = new ManualClock(0);
     const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_AUTH_LOOKUPS_PER_SECOND: '3' }), clock);
-    expect(await auth.authenticate('alm_good')).toBe(tenant);
-    expect((await auth.authenticate('alm_revoked'))?.id).toBe(8);
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant);
+    expect((await auth.authenticate(shaped('revoked')))?.id).toBe(8);
     clock.advance(1001);
-    keys.set('alm_revoked', null); // deleted meanwhile
-    expect(await auth.authenticate('alm_revoked')).toBeNull();
+    keys.set(shaped('revoked'), null); // deleted meanwhile
+    expect(await auth.authenticate(shaped('revoked'))).toBeNull();
     clock.advance(1001); // both entries expired
     // A flood of random keys empties the lookup budget...
-    for (let i = 0; i < 3; i++) await auth.authenticate(`alm_random_${i}`);
-    await expect(auth.authenticate('alm_random_x')).rejects.toMatchObject({ status: 503 });
+    for (let i = 0; i < 3; i++) await auth.authenticate(shaped(`random_${i}`));
+    await expect(auth.authenticate(shaped('random_x'))).rejects.toMatchObject({ status: 503 });
     // ...yet the known tenant is still served from its expired entry,
-    expect(await auth.authenticate('alm_good')).toBe(tenant);
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant);
     // and the revoked key is not served from the entry it had before it was found gone.
-    await expect(auth.authenticate('alm_revoked')).rejects.toMatchObject({ status: 503 });
+    await expect(auth.authenticate(shaped('revoked'))).rejects.toMatchObject({ status: 503 });
   });
 });

@@ -1,4 +1,4 @@
-import { TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
+import { isApiKeyShaped, TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
 import { Clock, within } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
@@ -50,6 +50,9 @@ export class TenantAuthService {
   ) {}
 
   async authenticate(apiKey: string): Promise<TenantRecord | null> {
+    // Before the caches and the lookup budget: junk tokens spent the budget of real keys (every
+    // tenant whose key was not cached got 503) and filled the unknown-key cache.
+    if (!isApiKeyShaped(apiKey)) return null;
     const now = this.clock.now().getTime();
     const id = createHash('sha256').update(apiKey, 'utf8').digest('base64');
     const hit = this.known.get(id) ?? this.unknown.get(id);
