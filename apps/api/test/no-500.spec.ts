@@ -73,4 +73,12 @@ describe('no 500 for client input', () => {
       }
     }
   });
+
+  it('forged cursors with ids outside a job id are a 400', async () => {
+    for (const id of ['-9999999999999999999', '-1', '9223372036854775808']) {
+      const cursor = Buffer.from(JSON.stringify(['2026-01-01T00:00:00.000000Z', id])).toString('base64url');
+      const res = await h.http().get('/v1/jobs').query({ cursor }).set(auth);
+      expect({ id, status: res.status }).toEqual({ id, status: 400 });
+    }
+  });
 });

@@ -18,7 +18,8 @@ export function decodeCursor(text: string): ListPosition | null {
     // Date.parse rolls 2026-02-30 over to March and accepts year 0; Postgres refuses both (a 500).
     const ms = Date.parse(runAt);
     if (Number.isNaN(ms) || runAt < '0001' || new Date(ms).toISOString().slice(0, 19) !== runAt.slice(0, 19)) return null;
-    if (typeof id !== 'string' || !/^-?\d{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) return null;
+    // A job id is a positive bigint: a forged one outside it failed in Postgres (a 500).
+    if (typeof id !== 'string' || !/^\d{1,19}$/.test(id) || BigInt(id) > 9223372036854775807n) return null;
     return { runAt, id };
   } catch {
     return null;
