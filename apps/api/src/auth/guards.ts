@@ -1,9 +1,10 @@
 import type { TenantRecord } from '@almanac/persistence';
-import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
+import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { CanActivate, createParamDecorator, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ApiError } from '../http/api-error';
+import { ApiError, overLimit } from '../http/api-error';
+import { TokenBuckets } from '../rate-limit/token-bucket';
 import { TenantAuthService } from './tenant-auth.service';
 
 export type AuthedRequest = FastifyRequest & { tenant?: TenantRecord };
@@ -49,12 +50,25 @@ export class TenantAuthGuard implements CanActivate {
   }
 }
 
-/** Admin routes: the configured ALMANAC_ADMIN_TOKEN, compared in constant time. */
+/**
+ * Wrong admin tokens a source address may send: ADMIN_FAILURES at once, then one per
+ * ADMIN_FAILURE_REFILL_MS. Past them every admin request from that address is 429 until the
+ * bucket refills, whatever its token, so a guess that matches cannot be told from one that does
+ * not. Per API replica, keyed by the address Fastify sees (a proxy's, unless it is trusted).
+ */
+export const ADMIN_FAILURES = 10;
+const ADMIN_FAILURE_REFILL_MS = 6_000;
+
+/** Admin routes: the configured ALMANAC_ADMIN_TOKEN, compared in constant time, with an attempt limit. */
 @Injectable()
 export class AdminAuthGuard implements CanActivate {
   private readonly expected: Buffer;
+  private readonly failures = new TokenBuckets();
 
-  constructor(@Inject(ALMANAC_CONFIG) config: AlmanacConfig) {
+  constructor(
+    @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
+    private readonly clock: Clock,
+  ) {
     this.expected = digest(config.adminToken);
   }
 
@@ -64,8 +78,14 @@ export class AdminAuthGuard implements CanActivate {
   }
 
   check(req: FastifyRequest): void {
+    const now = this.clock.now().getTime();
+    const rate = 1000 / ADMIN_FAILURE_REFILL_MS;
+    const left = this.failures.peek(req.ip, 1, rate, ADMIN_FAILURES, now);
+    if (!left.ok) throw overLimit(429, 'too many wrong admin tokens from this address', 'authorization', 'admin_attempts', left.retryAfterMs);
     const token = bearerToken(req);
-    if (!token || !this.matches(token)) throw unauthorized('admin token required');
+    if (token && this.matches(token)) return;
+    this.failures.take(req.ip, 1, rate, ADMIN_FAILURES, now);
+    throw unauthorized('admin token required');
   }
 
   /** Whether `token` is the admin token (the console's sign-in asks this of a form field). */

@@ -1,0 +1,32 @@
+import { ManualClock, type AlmanacConfig } from '@almanac/platform';
+import type { FastifyRequest } from 'fastify';
+import { ADMIN_FAILURES, AdminAuthGuard } from './guards';
+
+const TOKEN = 'the-admin-token-0123456789';
+const request = (token: string, ip = '203.0.113.7') => ({ headers: { authorization: `Bearer ${token}` }, ip }) as unknown as FastifyRequest;
+const status = (guard: AdminAuthGuard, req: FastifyRequest): number => {
+  try {
+    guard.check(req);
+    return 200;
+  } catch (err) {
+    return (err as { status: number }).status;
+  }
+};
+
+describe('the admin token has an attempt limit', () => {
+  it(`answers 429 to an address past ${ADMIN_FAILURES} wrong tokens, whatever it sends next, until its bucket refills; other addresses go on`, () => {
+    const clock = new ManualClock(0);
+    const guard = new AdminAuthGuard({ adminToken: TOKEN } as AlmanacConfig, clock);
+    expect(status(guard, request(TOKEN))).toBe(200);
+    for (let i = 0; i < ADMIN_FAILURES; i++) expect(status(guard, request(`guess-${i}`))).toBe(401);
+    expect(status(guard, request('guess-x'))).toBe(429);
+    expect(status(guard, request(TOKEN))).toBe(429); // a right guess looks like a wrong one
+    expect(status(guard, request(TOKEN, '198.51.100.1'))).toBe(200);
+    clock.advance(6_000); // one wrong token more
+    expect(status(guard, request('guess-y'))).toBe(401);
+    expect(status(guard, request(TOKEN))).toBe(429);
+    clock.advance(6_000);
+    expect(status(guard, request(TOKEN))).toBe(200); // right tokens never count
+    expect(status(guard, request(TOKEN))).toBe(200);
+  });
+});
