@@ -24,6 +24,13 @@ describe('console (/console)', () => {
     return cookie.split(';')[0];
   }
 
+  it('refuses a body larger than a form before reading it, signed in or not, in any content type', async () => {
+    const big = 'x'.repeat(64 * 1024);
+    await h.http().post('/console/sign-in').type('form').send({ token: big }).expect(413);
+    await h.http().post('/console/jobs/1/retry').type('json').send({ note: big }).expect(413);
+    await h.http().post('/console/sign-in').type('form').send({ token: 'alm_nope' }).expect(401); // a form still is one
+  });
+
   it('sends a visitor without a session to sign in, and refuses a wrong secret without a cookie', async () => {
     const home = await h.http().get('/console').expect(303);
     expect(home.headers.location).toBe('/console/sign-in');

@@ -18,12 +18,22 @@ export class ConsoleFormParser implements OnModuleInit {
   onModuleInit(): void {
     const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
     if (!fastify) return;
+    // Before Fastify reads a body (up to its 4 MiB limit, in any content type): a console body
+    // is a form of a few hundred bytes, and its credentials (a cookie, or the sign-in's secret)
+    // are checked only after the body is parsed.
+    fastify.addHook('onRequest', async (req, reply) => {
+      if (!isConsolePath(req.url.split('?', 1)[0])) return undefined;
+      const length = req.headers['content-length'];
+      const chunked = length === undefined && req.headers['transfer-encoding'] !== undefined;
+      if (!chunked && (length === undefined || Number(length) <= MAX_FORM_BYTES)) return undefined;
+      return reply.code(413).headers({ Connection: 'close' }).type('text/plain').send(`a console form is at most ${MAX_FORM_BYTES} bytes`);
+    });
     fastify.addContentTypeParser(
       'application/x-www-form-urlencoded',
       { parseAs: 'string' },
       (req, body, done) => {
         const path = req.url.split('?', 1)[0];
-        if (path !== CONSOLE_PATH && !path.startsWith(`${CONSOLE_PATH}/`)) {
+        if (!isConsolePath(path)) {
           // The very error Fastify gives a content type it has no parser for, so the API's
           // answer to a form body is what it was before the console existed.
           done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(req.headers['content-type']), undefined);
@@ -36,4 +46,8 @@ export class ConsoleFormParser implements OnModuleInit {
       },
     );
   }
+}
+
+function isConsolePath(path: string): boolean {
+  return path === CONSOLE_PATH || path.startsWith(`${CONSOLE_PATH}/`);
 }
