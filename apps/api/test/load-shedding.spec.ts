@@ -104,6 +104,13 @@ describe('read rate limit per tenant', () => {
     // Writes are not reads: ingest has its own limit.
     await h.http().post('/v1/jobs').set(busy).send({ kind: 'noop', key: 'w-1', runAt: inMs(DAY) }).expect(201);
   });
+
+  it('counts HEAD as the GET it runs', async () => {
+    const prober = { Authorization: `Bearer ${(await h.createTenant('prober')).apiKey}` };
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await h.http().head('/v1/jobs?limit=100').set(prober)).status);
+    expect(statuses).toContain(429);
+  });
 });
 
 describe('the request deadline counts the time spent authenticating', () => {

@@ -8,7 +8,7 @@ import { overLimit } from '../http/api-error';
 import { TokenBuckets } from './token-bucket';
 
 /**
- * Per-tenant limit on read requests (GET on tenant routes) per second, per API replica: a tenant
+ * Per-tenant limit on read requests (GET and HEAD on tenant routes) per second, per API replica: a tenant
  * polling its jobs in a tight loop cannot take the database from the others. 429 with
  * Retry-After, naming the limit; a burst of one second's worth is allowed.
  */
@@ -23,7 +23,8 @@ export class ReadRateLimiter implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const req = context.switchToHttp().getRequest<FastifyRequest & { tenant?: TenantRecord }>();
-    if (req.method === 'GET' && req.tenant) this.take(req.tenant.id, 1);
+    // HEAD runs the GET handler (Fastify exposes one for every GET route): it costs the same.
+    if ((req.method === 'GET' || req.method === 'HEAD') && req.tenant) this.take(req.tenant.id, 1);
     return next.handle();
   }
 
