@@ -268,6 +268,7 @@ describe('alert rules', () => {
       'AlmanacRetentionSweepFailing',
       'AlmanacSpikeBeyondCapacity',
       'AlmanacTenantLagHigh',
+      'AlmanacValuesSetAside',
     ]);
   });
 

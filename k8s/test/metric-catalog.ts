@@ -24,6 +24,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_promoted_total: { type: 'counter', labels: [] },
   almanac_overdue_requeued_total: { type: 'counter', labels: ['reason'] },
   almanac_schedule_occurrences_total: { type: 'counter', labels: ['outcome'] },
+  almanac_bulk_jobs_total: { type: 'counter', labels: ['action', 'outcome'] },
   almanac_lease_expired_dead_total: { type: 'counter', labels: [] },
   almanac_retention_removed_total: { type: 'counter', labels: ['keys'] },
   almanac_retention_behind_seconds: { type: 'gauge', labels: [] },
@@ -32,6 +33,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_dispatch_lag_seconds: { type: 'histogram', labels: ['pool'] },
   almanac_dispatched_total: { type: 'counter', labels: ['pool', 'via'] },
   almanac_dispatch_dropped_total: { type: 'counter', labels: ['reason'] },
+  almanac_set_aside_total: { type: 'counter', labels: ['statement'] },
   almanac_executions_total: { type: 'counter', labels: ['kind', 'outcome'] },
   almanac_handler_duration_seconds: { type: 'histogram', labels: ['kind'] },
   // workers: their pools' autoscaling settings (every replica the same: use max)

@@ -13,6 +13,8 @@ export class DeliveryMetrics {
   readonly executions: Counter<'kind' | 'outcome'>;
   readonly handlerDuration: Histogram<'kind'>;
   readonly dropped: Counter<'reason'>;
+  /** Items a batch statement refused on a value, set aside so the rest of the batch was written. */
+  readonly setAside: Counter<'statement'>;
   readonly dispatched: Counter<'pool' | 'via'>;
   readonly poolWorkers: Gauge<'pool'>;
   readonly poolCapacity: Gauge<'pool'>;
@@ -55,6 +57,11 @@ export class DeliveryMetrics {
       name: 'almanac_dispatch_dropped_total',
       help: 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion)',
       labelNames: ['reason'] as const,
+    });
+    this.setAside = metrics.counter({
+      name: 'almanac_set_aside_total',
+      help: 'Items a shared batch statement refused on a value (a string Postgres cannot store), set aside so every other item was written (statement = completion)',
+      labelNames: ['statement'] as const,
     });
     this.dispatched = metrics.counter({
       name: 'almanac_dispatched_total',

@@ -13,6 +13,7 @@ export * from './queues/delivery-timing';
 export * from './queues/envelope';
 export * from './queues/hot-queue';
 export * from './redis/redis';
+export * from './batching/isolate-failures';
 export * from './batching/micro-batcher';
 export * from './time/within';
 export * from './health/liveness';

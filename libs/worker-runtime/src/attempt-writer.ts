@@ -1,7 +1,7 @@
 import type { Hint, RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics } from '@almanac/delivery';
-import type { CompletionRecord, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { type Clock, type HotQueue, MicroBatcher } from '@almanac/platform';
+import { type CompletionRecord, type ExecutionRepository, isValueError, type RunnableJob } from '@almanac/persistence';
+import { type Clock, type HotQueue, MicroBatcher, runIsolated } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { attemptRecord } from './attempt-record';
 import type { HandlerRun } from './handler-run';
@@ -140,12 +140,32 @@ export class AttemptWriter {
     });
   }
 
-  /** One guarded UPDATE + one history INSERT for the whole batch, then one addBulk for retries due soon. */
+  /**
+   * One guarded UPDATE + one history INSERT for the whole batch, then one addBulk for retries due
+   * soon. A record Postgres refuses on a value (a NUL in the error text or the result) would fail
+   * the batch for every tenant in it, again on every retry: it is found (runIsolated) and written
+   * without its result and with an error of ours, so its job still ends as its handler decided.
+   */
   private async completeBatch(items: { record: CompletionRecord; kind: string }[]): Promise<boolean[]> {
     // Two hints of one job in one batch: the first one speaks, the other is stale.
     const first = new Map<string, { record: CompletionRecord; kind: string }>();
     for (const i of items) if (!first.has(i.record.id)) first.set(i.record.id, i);
-    const applied = await this.o.repo.complete([...first.values()].map((i) => i.record), this.o.clock.now());
+    const now = this.o.clock.now();
+    const applied = new Set<string>();
+    const write = async (records: CompletionRecord[]) => {
+      for (const id of await this.o.repo.complete(records, now)) applied.add(id);
+    };
+    await runIsolated([...first.values()].map((i) => i.record), {
+      run: write,
+      isValueError,
+      groupOf: (r) => r.tenantId,
+      setAside: async (r, err) => {
+        this.o.metrics.setAside.inc({ statement: 'completion' });
+        this.o.logger.error({ err, jobId: r.id, tenantId: r.tenantId }, 'outcome refused by Postgres; written without its result and error text');
+        const code = (err as { code?: unknown }).code;
+        await write([{ ...r, result: undefined, error: `the outcome's result or error could not be stored (SQLSTATE ${String(code)}); see the worker's log` }]);
+      },
+    });
     const again = [...first.values()].filter((i) => i.record.next === 'queued' && applied.has(i.record.id));
     await this.requeue(again.map((i) => hintOf(i.record, i.kind)));
     return items.map((i) => first.get(i.record.id) === i && applied.has(i.record.id));

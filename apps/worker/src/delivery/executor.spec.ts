@@ -61,6 +61,16 @@ const slowHandler = defineHandler<unknown>({
   },
 });
 
+/** Ends as its payload says, with values Postgres cannot store when asked (a NUL in text). */
+const poisonHandler = defineHandler<{ nul?: 'result' | 'error' }>({
+  kind: 'poison',
+  timeoutMs: 5000,
+  handle: async (_ctx, payload) => {
+    if (payload?.nul === 'error') throw new Error('binary body \u0000 in the message');
+    return completed({ note: payload?.nul === 'result' ? 'a\u0000b' : 'fine' });
+  },
+});
+
 const stuckHandler = defineHandler<unknown>({
   kind: 'stuck',
   timeoutMs: 50,
@@ -73,7 +83,7 @@ describe('worker executor', () => {
   beforeEach(async () => {
     flaky.calls = 0;
     slowGate = gate();
-    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler] });
+    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler] });
   });
   afterEach(() => destroyHarness(h));
 
@@ -94,6 +104,23 @@ describe('worker executor', () => {
     expect(exec.values).toEqual([expect.objectContaining({ labels: { kind: 'noop', outcome: 'succeeded' }, value: 3 })]);
     const lag = await w.metrics.lag.get();
     expect(lag.values.find((v) => v.metricName === 'almanac_dispatch_lag_seconds_count')).toMatchObject({ labels: { pool: 'default' }, value: 3 });
+  });
+
+  it("an outcome Postgres refuses (a NUL in its result or error) is written without it; the rest of its group commit is written whole", async () => {
+    const w = h.worker({ workerId: 'w-1' });
+    const ids = await h.enqueue([
+      ...Array.from({ length: 6 }, () => ({ kind: 'poison', payload: {} })),
+      { kind: 'poison', payload: { nul: 'result' } },
+      { kind: 'poison', payload: { nul: 'error' } },
+    ]);
+    await h.hot.runOnce();
+    expect(await h.runWorker(w)).toBe(8);
+    for (const id of ids.slice(0, 6)) expect(await h.job(id)).toMatchObject({ state: 'd', result: { note: 'fine' } });
+    expect(await h.job(ids[6])).toMatchObject({ state: 'd', result: null }); // it succeeded: its effects happened
+    expect((await h.attempts(ids[6]))[0]).toMatchObject({ outcome: 'succeeded', error: expect.stringContaining('could not be stored (SQLSTATE 22P05)') });
+    expect(await h.job(ids[7])).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('could not be stored (SQLSTATE 22021)') });
+    const aside = await w.metrics.setAside.get();
+    expect(aside.values).toEqual([expect.objectContaining({ labels: { statement: 'completion' }, value: 2 })]);
   });
 
   it('a hint taken before its row is due waits for it: claimed (attempt counted) when due, never earlier', async () => {
