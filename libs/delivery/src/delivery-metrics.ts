@@ -1,4 +1,4 @@
-import { type MetricsService, OTHER_TENANT, type TenantLabels } from '@almanac/platform';
+import { type MetricsService, OTHER_TENANT, setAsideCounter, type TenantLabels } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 
 /** Lag is the number people alert on; buckets start at 1 ms so a healthy p99 is resolvable. */
@@ -58,11 +58,7 @@ export class DeliveryMetrics {
       help: 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion)',
       labelNames: ['reason'] as const,
     });
-    this.setAside = metrics.counter({
-      name: 'almanac_set_aside_total',
-      help: 'Items a shared batch statement refused on a value (a string Postgres cannot store), set aside so every other item was written (statement = completion)',
-      labelNames: ['statement'] as const,
-    });
+    this.setAside = setAsideCounter(metrics);
     this.dispatched = metrics.counter({
       name: 'almanac_dispatched_total',
       help: "Jobs handed to a pool's ready lists (via = hot: from the hot queue; repair: the overdue sweep's re-hints)",

@@ -8,6 +8,8 @@ export { SILENT_LOGGER } from './logging/logging';
 export * from './metrics/metrics.service';
 export * from './metrics/redis-metrics';
 export * from './metrics/tenant-labels';
+export * from './metrics/set-aside';
+export * from './errors/dependency-errors';
 export * from './ops.module';
 export * from './queues/delivery-timing';
 export * from './queues/envelope';

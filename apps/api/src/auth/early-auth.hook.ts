@@ -1,8 +1,8 @@
+import { isTransientDependencyError } from '@almanac/platform';
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, unavailable } from '../http/api-error';
-import { isTransientDependencyError } from '../http/dependency-errors';
 import type { TimedRequest } from '../http/request-clock';
 import { performance } from 'node:perf_hooks';
 import { isApiPath } from '../http/api-exception.filter';

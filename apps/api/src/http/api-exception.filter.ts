@@ -1,3 +1,4 @@
+import { isTransientDependencyError } from '@almanac/platform';
 import { DomainValidationError } from '@almanac/domain';
 import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
 import { ArgumentsHost, Catch, HttpException, Inject } from '@nestjs/common';
@@ -6,7 +7,6 @@ import { BaseExceptionFilter } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorBody, reasonPhrase } from './api-error';
 import { expectedFailure } from './expected-failure';
-import { isTransientDependencyError } from './dependency-errors';
 
 /**
  * Shapes every error on the API's routes as `{statusCode, error, message, details}`; other

@@ -1,6 +1,6 @@
+import { isTransientDependencyError } from '@almanac/platform';
 import { DomainValidationError } from '@almanac/domain';
 import { ApiError, invalid, unavailable } from './api-error';
-import { isTransientDependencyError } from './dependency-errors';
 
 /**
  * A failure the API answers on purpose, as the ApiError it answers with: its own refusals, a

@@ -1,5 +1,5 @@
 import { BULK_CHUNK_JOBS, type BulkChange, type BulkFilter } from '@almanac/domain';
-import { BULK_CREATE_LOCK, BulkOperationsRepository, TenantsRepository } from '@almanac/persistence';
+import { BULK_CREATE_LOCK, BulkOperationsRepository, createDataSource, TenantsRepository } from '@almanac/persistence';
 import { DELIVERY_LEAD_MS, hintsOf, HotQueue, MetricsService } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
@@ -44,6 +44,37 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   afterAll(async () => {
     await redis.cleanup();
     await db.drop();
+  });
+
+  it("an operation whose chunk keeps failing is failed with its reason after three runs; another tenant's goes on in each", async () => {
+    const blocked = await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR), prefix: 'stuck' });
+    const free = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: 'free' });
+    const opA = await operation(a, { keyPrefix: 'stuck-' });
+    await sweep({ chunksPerRun: 0 }).runOnce(NOW); // matched, nothing applied yet
+    const opB = await operation(b, { keyPrefix: 'free-' });
+    // The sweep waits at most 100 ms for a row lock; a transaction elsewhere holds one of A's rows.
+    const impatient = createDataSource({ url: db.url, poolSize: 2, lockTimeoutMs: 100 });
+    await impatient.initialize();
+    const holder = db.dataSource.createQueryRunner();
+    await holder.startTransaction();
+    try {
+      await holder.query(`SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, [blocked[0]]);
+      const metrics = new SweepMetrics(new MetricsService());
+      const s = new BulkOperationsSweep(new BulkOperationsRepository(impatient), queue, { hotHorizonMs: 24 * HOUR, maxJobs: 1000, chunksPerRun: 100 }, metrics);
+      await s.runOnce(NOW);
+      expect((await read(b, opB.id)).state).toBe('done');
+      expect(await statesOf(db.dataSource, free)).toEqual({ c: 5 });
+      expect((await read(a, opA.id)).state).toBe('running');
+      await s.runOnce(NOW);
+      await s.runOnce(NOW);
+      expect(await read(a, opA.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/apply failed 3 times in a row: .*lock/) });
+      expect(await statesOf(db.dataSource, blocked)).toEqual({ s: 5 });
+      expect((await metrics.setAside.get()).values).toEqual([expect.objectContaining({ labels: { statement: 'bulk_apply' }, value: 1 })]);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+      await impatient.destroy();
+    }
   });
 
   it("cancels the tenant's unstarted jobs that match, in chunks, and nothing else", async () => {

@@ -1,5 +1,5 @@
 import type { BulkOperationRecord, BulkOperationsRepository } from '@almanac/persistence';
-import { SILENT_LOGGER } from '@almanac/platform';
+import { isDependencyAway, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
@@ -20,6 +20,12 @@ export interface BulkOperationsResult extends SweepResult {
 
 /** Open operations looked at per run: older ones first, the rest next run. */
 const OPEN_PER_RUN = 100;
+/**
+ * An operation whose match or chunk failed this many runs in a row fails, with the error as its
+ * reason. Until then it is skipped for the run, and the others go on: one operation whose match
+ * hit the statement timeout aborted every run, and stayed first in line.
+ */
+const FAILURES_TO_FAIL = 3;
 
 /**
  * Runs bulk operations (POST /v1/jobs/bulk-cancel, bulk-reschedule): matches a pending one's
@@ -36,6 +42,8 @@ const OPEN_PER_RUN = 100;
 export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   readonly name = 'bulk_operations' as const;
   private rotation = 0;
+  /** Runs in a row in which an operation's step failed (this replica's count). */
+  private readonly failures = new Map<string, number>();
 
   constructor(
     private readonly repo: BulkOperationsRepository,
@@ -55,8 +63,8 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     const turns: { op: BulkOperationRecord; next: number }[] = [];
     for (const op of ops) {
       if (op.state === 'pending') {
-        const state = await this.repo.match(op, this.o.maxJobs);
-        if (state === null) continue; // another replica is matching it
+        const state = await this.step(op, 'match', () => this.repo.match(op, this.o.maxJobs));
+        if (state === undefined || state === null) continue; // failed this run, or another replica is matching it
         result.matched++;
         this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state }, 'bulk operation matched');
         if (state === 'running') turns.push({ op, next: 0 });
@@ -70,12 +78,38 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
       for (const turn of [...turns]) {
         if (result.chunks >= this.o.chunksPerRun) break;
         result.chunks++;
-        const more = await this.applyChunk(turn.op, turn.next, at(), result);
+        const more = await this.step(turn.op, 'apply', () => this.applyChunk(turn.op, turn.next, at(), result));
         if (more) turn.next++;
         else turns.splice(turns.indexOf(turn), 1);
       }
     }
     return { ...result, more: turns.length > 0 || ops.length === OPEN_PER_RUN };
+  }
+
+  /**
+   * Runs one step of an operation. If Postgres is away the run stops (everyone's problem; the
+   * next run tries again). Any other failure is this operation's: it is skipped for the run, and
+   * failed with the error as its reason after FAILURES_TO_FAIL runs in a row.
+   */
+  private async step<T>(op: BulkOperationRecord, what: 'match' | 'apply', run: () => Promise<T>): Promise<T | undefined> {
+    try {
+      const out = await run();
+      this.failures.delete(op.id);
+      return out;
+    } catch (err) {
+      if (isDependencyAway(err)) throw err;
+      const n = (this.failures.get(op.id) ?? 0) + 1;
+      this.log.warn({ err, operationId: op.id, tenantId: op.tenantId, failures: n }, `bulk operation ${what} failed; the others go on`);
+      if (n < FAILURES_TO_FAIL) {
+        this.failures.set(op.id, n);
+        return undefined;
+      }
+      this.failures.delete(op.id);
+      const reason = err instanceof Error ? err.message : String(err);
+      await this.repo.fail(op.id, `its ${what} failed ${n} times in a row: ${reason.slice(0, 500)}`);
+      this.metrics?.setAside.inc({ statement: `bulk_${what}` });
+      return undefined;
+    }
   }
 
   /**

@@ -1,5 +1,5 @@
 import { BULK_ACTIONS, DUE_WINDOWS, type DueWindowLabel, KEY_POLICIES } from '@almanac/domain';
-import { type MetricsService, OTHER_TENANT } from '@almanac/platform';
+import { type MetricsService, OTHER_TENANT, setAsideCounter } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { JobStateCounts } from '@almanac/persistence';
 import { SWEEP_NAMES } from './sweep';
@@ -20,11 +20,14 @@ export class SweepMetrics {
   readonly tenantBacklog: Gauge<'tenant'>;
   readonly tenantOldestDue: Gauge<'tenant'>;
   readonly bulkJobs: Counter<'action' | 'outcome'>;
+  /** Bulk operations failed because a step kept failing (statement = bulk_match, bulk_apply). */
+  readonly setAside: Counter<'statement'>;
   readonly retentionRemoved: Counter<'keys'>;
   readonly retentionBehind: Gauge;
   readonly jobsDue: Gauge<'pool' | 'within'>;
 
   constructor(metrics: MetricsService) {
+    this.setAside = setAsideCounter(metrics);
     this.runs = metrics.counter({
       name: 'almanac_sweep_runs_total',
       help: 'Sweep runs by sweep and outcome (ok, error, skipped = another replica held the lock)',

@@ -1,0 +1,15 @@
+import type { Counter } from 'prom-client';
+import type { MetricsService } from './metrics.service';
+
+/**
+ * Items a shared statement or sweep set aside so everyone else's work went on: an outcome
+ * Postgres refused on a value (statement = completion), a bulk operation whose step kept failing
+ * (bulk_match, bulk_apply). AlmanacValuesSetAside fires on it. Every role registers the same one.
+ */
+export function setAsideCounter(metrics: MetricsService): Counter<'statement'> {
+  return metrics.counter({
+    name: 'almanac_set_aside_total',
+    help: 'Items a shared batch statement or sweep set aside so every other item went on (statement = completion: an outcome Postgres refused on a value; bulk_match, bulk_apply: a bulk operation failed)',
+    labelNames: ['statement'] as const,
+  });
+}
