@@ -43,7 +43,7 @@ describe('RetentionSweep (Postgres)', () => {
   });
   beforeEach(async () => {
     metrics = new SweepMetrics(new MetricsService());
-    await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys, retired_key_ranges');
+    await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys, retired_key_ranges, bulk_operations, bulk_operation_chunks');
     await db.dataSource.query('UPDATE tenants SET retention_seconds = NULL, frees_keys = false');
   });
   afterAll(async () => db.drop());
@@ -86,6 +86,21 @@ describe('RetentionSweep (Postgres)', () => {
     expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM retired_keys`))[0].n).toBe(40);
     expect(await metrics.retentionRemoved.get()).toMatchObject({ values: expect.arrayContaining([expect.objectContaining({ labels: { keys: 'reserved' }, value: 40 })]) });
     expect((await sweep().runOnce(NOW)).removed).toBe(0);
+  });
+
+  it("removes the tenant's bulk operations that ended before its cutoff; open ones and another tenant's stay", async () => {
+    const op = async (tenantId: number, state: string, finishedDaysAgo: number | null) =>
+      (await db.dataSource.query<{ id: string }[]>(
+        `INSERT INTO bulk_operations (tenant_id, action, filter, state, finished_at) VALUES ($1, 'cancel', '{}', $2, $3) RETURNING id::text AS id`,
+        [tenantId, state, finishedDaysAgo === null ? null : at(-finishedDaysAgo * DAY)],
+      ))[0].id;
+    const gone = [await op(a, 'done', 31), await op(a, 'failed', 45)];
+    const kept = [await op(a, 'done', 29), await op(a, 'running', null), await op(a, 'pending', null), await op(b, 'done', 45)];
+    await db.dataSource.query(`UPDATE tenants SET retention_seconds = $2 WHERE id = $1`, [b, 60 * 86_400]);
+    await sweep().runOnce(NOW);
+    const ids = (await db.dataSource.query<{ id: string }[]>(`SELECT id::text AS id FROM bulk_operations ORDER BY id`)).map((r) => r.id);
+    expect(ids).toEqual(kept);
+    expect(ids).not.toEqual(expect.arrayContaining(gone));
   });
 
   it("keeps each tenant's own retention, and a replay of a removed key gets what happened unless the tenant frees keys", async () => {

@@ -24,7 +24,7 @@ export interface RetentionResult extends SweepResult {
  * Removes finished jobs past their tenant's retention, batch by batch (REMOVE_EXPIRED_JOBS_SQL:
  * each batch is one statement and one short transaction, so no lock is held long and vacuum
  * reuses the space; docs/architecture.md § Retention measures it), then the tenant's effect
- * records done before the same cutoff. Tenants take turns: a run that stops at its budget resumes
+ * records done and bulk operations ended before the same cutoff. Tenants take turns: a run that stops at its budget resumes
  * with the next tenant, so one tenant's millions of expired rows do not hold another's behind
  * them, and a tenant whose removal fails is passed over (the run still reports the error). Every
  * replica may run it: rows are taken with SKIP LOCKED.
@@ -96,6 +96,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
       return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff)) };
     }
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredEffects(policy.tenantId, cutoff, this.o.batchSize);
+    for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredBulkOperations(policy.tenantId, cutoff, this.o.batchSize);
     return { removed, behindSeconds: 0 };
   }
 }
