@@ -13,7 +13,7 @@ import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { API_SETTINGS, loadApiSettings } from './api-settings';
 import { AuthEvents } from './auth/auth-events';
 import { EarlyAuthHook } from './auth/early-auth.hook';
-import { AdminAuthGuard, TenantAuthGuard } from './auth/guards';
+import { AdminAttempts, AdminAuthGuard, TenantAuthGuard } from './auth/guards';
 import { TenantAuthService } from './auth/tenant-auth.service';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { HttpMetricsHook } from './http/http-metrics';
@@ -50,6 +50,7 @@ const REPOSITORIES = [
     AuthEvents,
     TenantAuthGuard,
     AdminAuthGuard,
+    AdminAttempts,
     IngestRateLimiter,
     HotRoutingService,
     KindsService,
@@ -57,6 +58,6 @@ const REPOSITORIES = [
     EarlyAuthHook,
     RequestClockHook,
   ],
-  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, IngestRateLimiter, ReadRateLimiter, HotRoutingService, KindsService],
+  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, AdminAttempts, IngestRateLimiter, ReadRateLimiter, HotRoutingService, KindsService],
 })
 export class ApiCommonModule {}

@@ -1,6 +1,6 @@
 import { ManualClock, type AlmanacConfig } from '@almanac/platform';
 import type { FastifyRequest } from 'fastify';
-import { ADMIN_FAILURES, AdminAuthGuard } from './guards';
+import { ADMIN_FAILURES, AdminAttempts, AdminAuthGuard } from './guards';
 
 const TOKEN = 'the-admin-token-0123456789';
 const request = (token: string, ip = '203.0.113.7') => ({ headers: { authorization: `Bearer ${token}` }, ip }) as unknown as FastifyRequest;
@@ -16,7 +16,7 @@ const status = (guard: AdminAuthGuard, req: FastifyRequest): number => {
 describe('the admin token has an attempt limit', () => {
   it(`answers 429 to an address past ${ADMIN_FAILURES} wrong tokens, whatever it sends next, until its bucket refills; other addresses go on`, () => {
     const clock = new ManualClock(0);
-    const guard = new AdminAuthGuard({ adminToken: TOKEN } as AlmanacConfig, clock);
+    const guard = new AdminAuthGuard({ adminToken: TOKEN } as AlmanacConfig, clock, new AdminAttempts());
     expect(status(guard, request(TOKEN))).toBe(200);
     for (let i = 0; i < ADMIN_FAILURES; i++) expect(status(guard, request(`guess-${i}`))).toBe(401);
     expect(status(guard, request('guess-x'))).toBe(429);

@@ -52,23 +52,34 @@ export class TenantAuthGuard implements CanActivate {
 
 /**
  * Wrong admin tokens a source address may send: ADMIN_FAILURES at once, then one per
- * ADMIN_FAILURE_REFILL_MS. Past them every admin request from that address is 429 until the
- * bucket refills, whatever its token, so a guess that matches cannot be told from one that does
- * not. Per API replica, keyed by the address Fastify sees (a proxy's, unless it is trusted).
+ * ADMIN_FAILURE_REFILL_MS. Past them every admin request from that address is 429 (and the
+ * console takes the admin token from it as unknown) until the bucket refills, whatever its token,
+ * so a guess that matches cannot be told from one that does not. Per API replica, keyed by the
+ * address Fastify sees (a proxy's, unless it is trusted); IPv6 by its first four groups (a /64 as usually written), which one host owns.
  */
 export const ADMIN_FAILURES = 10;
 const ADMIN_FAILURE_REFILL_MS = 6_000;
+/** Addresses with failures remembered at once (oldest forgotten first). */
+const ADMIN_FAILURE_KEYS = 10_000;
+
+/** The wrong admin tokens per address, one per API process: Nest makes a guard per module. */
+@Injectable()
+export class AdminAttempts {
+  readonly failures = new TokenBuckets(ADMIN_FAILURE_KEYS);
+}
 
 /** Admin routes: the configured ALMANAC_ADMIN_TOKEN, compared in constant time, with an attempt limit. */
 @Injectable()
 export class AdminAuthGuard implements CanActivate {
   private readonly expected: Buffer;
-  private readonly failures = new TokenBuckets();
+  private readonly failures: TokenBuckets;
 
   constructor(
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
     private readonly clock: Clock,
+    attempts: AdminAttempts,
   ) {
+    this.failures = attempts.failures;
     this.expected = digest(config.adminToken);
   }
 
@@ -78,14 +89,23 @@ export class AdminAuthGuard implements CanActivate {
   }
 
   check(req: FastifyRequest): void {
-    const now = this.clock.now().getTime();
-    const rate = 1000 / ADMIN_FAILURE_REFILL_MS;
-    const left = this.failures.peek(req.ip, 1, rate, ADMIN_FAILURES, now);
-    if (!left.ok) throw overLimit(429, 'too many wrong admin tokens from this address', 'authorization', 'admin_attempts', left.retryAfterMs);
+    const retryAfterMs = this.lockedOut(req);
+    if (retryAfterMs !== null) throw overLimit(429, 'too many wrong admin tokens from this address', 'authorization', 'admin_attempts', retryAfterMs);
     const token = bearerToken(req);
     if (token && this.matches(token)) return;
-    this.failures.take(req.ip, 1, rate, ADMIN_FAILURES, now);
+    this.recordFailure(req);
     throw unauthorized('admin token required');
+  }
+
+  /** How long until this request's address may try the admin token again, or null when it may now. */
+  lockedOut(req: FastifyRequest): number | null {
+    const left = this.failures.peek(sourceOf(req), 1, 1000 / ADMIN_FAILURE_REFILL_MS, ADMIN_FAILURES, this.clock.now().getTime());
+    return left.ok ? null : left.retryAfterMs;
+  }
+
+  /** A wrong admin token from this request's address (the console counts secrets that are neither key nor token). */
+  recordFailure(req: FastifyRequest): void {
+    this.failures.take(sourceOf(req), 1, 1000 / ADMIN_FAILURE_REFILL_MS, ADMIN_FAILURES, this.clock.now().getTime());
   }
 
   /** Whether `token` is the admin token (the console's sign-in asks this of a form field). */
@@ -93,6 +113,11 @@ export class AdminAuthGuard implements CanActivate {
     // Hashing both sides gives equal lengths, so timingSafeEqual leaks nothing about the token.
     return timingSafeEqual(digest(token), this.expected);
   }
+}
+
+function sourceOf(req: FastifyRequest): string {
+  const ip = req.ip ?? '';
+  return ip.includes(':') && !ip.startsWith('::ffff:') ? ip.split(':').slice(0, 4).join(':') : ip;
 }
 
 function digest(s: string): Buffer {

@@ -59,9 +59,13 @@ export class ConsoleSession {
   /** The viewer this secret signs in as on this request's port, or why it does not. */
   async resolve(secret: string, req: FastifyRequest): Promise<ConsoleViewer | SignInRefusal> {
     if (secret.length === 0 || secret.length > 512) return 'unknown';
-    if (this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
+    // Under the admin token's attempt limit: a locked-out address's admin token is unknown too.
+    if (this.admin.lockedOut(req) === null && this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
     const tenant = await this.auth.authenticate(secret);
-    if (!tenant) return 'unknown';
+    if (!tenant) {
+      this.admin.recordFailure(req);
+      return 'unknown';
+    }
     return tenant.disabled ? 'suspended' : { role: 'tenant', tenant };
   }
 
