@@ -28,6 +28,7 @@ describe('console (/console)', () => {
     const big = 'x'.repeat(64 * 1024);
     await h.http().post('/console/sign-in').type('form').send({ token: big }).expect(413);
     await h.http().post('/console/jobs/1/retry').type('json').send({ note: big }).expect(413);
+    await h.http().post('/%63onsole/jobs/1/retry').type('json').send({ note: big }).expect(413); // the router decodes it
     await h.http().post('/console/sign-in').type('form').send({ token: 'alm_nope' }).expect(401); // a form still is one
   });
 

@@ -22,7 +22,8 @@ export class ConsoleFormParser implements OnModuleInit {
     // is a form of a few hundred bytes, and its credentials (a cookie, or the sign-in's secret)
     // are checked only after the body is parsed.
     fastify.addHook('onRequest', async (req, reply) => {
-      if (!isConsolePath(req.url.split('?', 1)[0])) return undefined;
+      // The route matched, not the raw URL: the router decodes it (`/%63onsole` is /console).
+      if (!isConsolePath(req.routeOptions.url ?? '')) return undefined;
       const length = req.headers['content-length'];
       const chunked = length === undefined && req.headers['transfer-encoding'] !== undefined;
       if (!chunked && (length === undefined || Number(length) <= MAX_FORM_BYTES)) return undefined;
