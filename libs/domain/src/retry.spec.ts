@@ -1,4 +1,4 @@
-import { DEFAULT_RETRY_POLICY, decideAfterFailure, nextAttemptDecision, retryDelayMs, validateRetryPolicy } from './retry';
+import { DEFAULT_RETRY_POLICY, decideAfterFailure, LATEST_RUN_AT_MS, nextAttemptDecision, retryDelayMs, validateRetryPolicy } from './retry';
 import { InvalidDomainConfigError } from './errors';
 
 const fixed = (r: number) => () => r;
@@ -99,6 +99,9 @@ describe('decideAfterFailure', () => {
     expect(decideAfterFailure({ ...base, retryAfterMs: 30_000 })).toMatchObject({ delayMs: 30_000, runAt: new Date('2026-11-30T09:00:30.000Z') });
     expect(decideAfterFailure({ ...base, retryAfterMs: 2 * 86_400_000 })).toMatchObject({ delayMs: 2 * 86_400_000, tier: 'cold' });
     expect(decideAfterFailure({ ...base, retryAfterMs: -5 })).toMatchObject({ delayMs: 0, runAt: now });
+    // Far past any date a job may have: the run time stops at the latest one (it must be storable).
+    const far = decideAfterFailure({ ...base, retryAfterMs: 1e16 });
+    expect(far).toMatchObject({ kind: 'retry', runAt: new Date(LATEST_RUN_AT_MS) });
     expect(decideAfterFailure({ ...base, retryAfterMs: 0 })).toMatchObject({ delayMs: 0 });
     expect(decideAfterFailure({ ...base, retryAfterMs: NaN })).toMatchObject({ delayMs: 500 });
     expect(decideAfterFailure({ ...base, retryAfterMs: Infinity })).toMatchObject({ delayMs: 500 });

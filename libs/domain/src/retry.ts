@@ -52,6 +52,9 @@ export function retryDelayMs(attempt: number, policy: RetryPolicy = DEFAULT_RETR
  */
 export const MAX_LIFETIME_ATTEMPTS = 10_000;
 
+/** The latest run time a job may have (the API refuses later ones; Postgres and JS dates reach it). */
+export const LATEST_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
+
 export type FailureDecision =
   | { readonly kind: 'retry'; readonly runAt: Date; readonly delayMs: number; readonly tier: Tier }
   | { readonly kind: 'dead' };
@@ -83,8 +86,10 @@ export function decideAfterFailure(input: FailureInput): FailureDecision {
     explicit !== undefined && Number.isFinite(explicit)
       ? Math.max(0, Math.round(explicit))
       : retryDelayMs(input.attempt, input.policy ?? DEFAULT_RETRY_POLICY, input.random);
-  const runAt = new Date(input.now.getTime() + delayMs);
-  return { kind: 'retry', runAt, delayMs, tier: tierFor(runAt, input.now, input.horizons ?? DEFAULT_HORIZONS) };
+  // A handler's delay is not capped, but its run time stays one a job may have: past it the
+  // outcome could not be stored, and its group commit failed for every job in it.
+  const runAt = new Date(Math.min(input.now.getTime() + delayMs, LATEST_RUN_AT_MS));
+  return { kind: 'retry', runAt, delayMs: runAt.getTime() - input.now.getTime(), tier: tierFor(runAt, input.now, input.horizons ?? DEFAULT_HORIZONS) };
 }
 
 /** The name the shared contract uses for decideAfterFailure. */

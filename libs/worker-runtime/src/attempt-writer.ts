@@ -39,7 +39,8 @@ export interface AttemptWriterOptions {
  * is sent again while the attempt's lease lasts; after that the rescue has the row.
  */
 export class AttemptWriter {
-  private readonly completer: MicroBatcher<{ record: CompletionRecord; kind: string }, boolean>;
+  /** Answers each outcome: applied, stale, or the error to send it again with (the batch failed before it was written). */
+  private readonly completer: MicroBatcher<{ record: CompletionRecord; kind: string }, boolean | Error>;
   private readonly settling = new Set<Promise<void>>();
   /** Set when the worker starts shutting down: failed writes are no longer retried. */
   closing = false;
@@ -96,7 +97,7 @@ export class AttemptWriter {
     } catch (err) {
       // The commit itself failed: nothing of the handler's survived, so this is a failed attempt.
       const failed = this.record(row, { error: err }, startedAt);
-      const written = await this.whileLeased(() => this.completer.submit({ record: failed, kind: row.kind }), leaseUntilMs, row.id);
+      const written = await this.whileLeased(() => this.commit({ record: failed, kind: row.kind }), leaseUntilMs, row.id);
       return this.afterCommit(written, row, failed, err, run.logger);
     }
     return this.afterCommit(applied, row, record, run.error, run.logger);
@@ -108,7 +109,7 @@ export class AttemptWriter {
    * the row is still running: the rescue runs the job again, as after a crash mid-handler.
    */
   private async completeInGroup(row: RunnableJob, record: CompletionRecord, run: HandlerRun, leaseUntilMs: number): Promise<WriteResult> {
-    const settle = this.whileLeased(() => this.completer.submit({ record, kind: row.kind }), leaseUntilMs, row.id).then(
+    const settle = this.whileLeased(() => this.commit({ record, kind: row.kind }), leaseUntilMs, row.id).then(
       (applied) => void this.afterCommit(applied, row, record, run.error, run.logger),
       (err: unknown) => run.logger().error({ err }, 'could not record the outcome; the rescue will run the job again'),
     );
@@ -140,13 +141,20 @@ export class AttemptWriter {
     });
   }
 
+  /** One outcome through the group commit: applied or stale; throws for a write to send again. */
+  private async commit(item: { record: CompletionRecord; kind: string }): Promise<boolean> {
+    const answer = await this.completer.submit(item);
+    if (answer instanceof Error) throw answer;
+    return answer;
+  }
+
   /**
    * One guarded UPDATE + one history INSERT for the whole batch, then one addBulk for retries due
    * soon. A record Postgres refuses on a value (a NUL in the error text or the result) would fail
    * the batch for every tenant in it, again on every retry: it is found (runIsolated) and written
    * without its result and with an error of ours, so its job still ends as its handler decided.
    */
-  private async completeBatch(items: { record: CompletionRecord; kind: string }[]): Promise<boolean[]> {
+  private async completeBatch(items: { record: CompletionRecord; kind: string }[]): Promise<(boolean | Error)[]> {
     // Two hints of one job in one batch: the first one speaks, the other is stale.
     const first = new Map<string, { record: CompletionRecord; kind: string }>();
     for (const i of items) if (!first.has(i.record.id)) first.set(i.record.id, i);
@@ -155,6 +163,7 @@ export class AttemptWriter {
     const write = async (records: CompletionRecord[]) => {
       for (const id of await this.o.repo.complete(records, now)) applied.add(id);
     };
+    let failed: Error | undefined;
     await runIsolated([...first.values()].map((i) => i.record), {
       run: write,
       isValueError,
@@ -163,12 +172,25 @@ export class AttemptWriter {
         this.o.metrics.setAside.inc({ statement: 'completion' });
         this.o.logger.error({ err, jobId: r.id, tenantId: r.tenantId }, 'outcome refused by Postgres; written without its result and error text');
         const code = (err as { code?: unknown }).code;
-        await write([{ ...r, result: undefined, error: `the outcome's result or error could not be stored (SQLSTATE ${String(code)}); see the worker's log` }]);
+        const bare = { ...r, result: undefined, error: `the outcome's result or error could not be stored (SQLSTATE ${String(code)}); see the worker's log` };
+        // Refused again (a value this write still carries): the row stays running, and the rescue
+        // runs the job again after its lease; the batch's other outcomes are written regardless.
+        await write([bare]).catch((again: unknown) => {
+          if (!isValueError(again)) throw again;
+          this.o.logger.error({ err: again, jobId: r.id }, 'outcome refused again without its values; the rescue will run the job again');
+        });
       },
+    }).catch((err: unknown) => {
+      // Postgres went away part way (a split batch is several statements): what was written
+      // stays written and counted; only the rest is sent again.
+      failed = err instanceof Error ? err : new Error(String(err));
     });
     const again = [...first.values()].filter((i) => i.record.next === 'queued' && applied.has(i.record.id));
     await this.requeue(again.map((i) => hintOf(i.record, i.kind)));
-    return items.map((i) => first.get(i.record.id) === i && applied.has(i.record.id));
+    return items.map((i) => {
+      if (first.get(i.record.id) !== i) return false;
+      return applied.has(i.record.id) || (failed ?? false);
+    });
   }
 }
 

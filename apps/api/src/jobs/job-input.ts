@@ -1,4 +1,4 @@
-import { describeValue, parseRunAt, validateKey } from '@almanac/domain';
+import { describeValue, LATEST_RUN_AT_MS, parseRunAt, validateKey } from '@almanac/domain';
 import type { ApiSettings } from '../api-settings';
 import type { FieldIssue } from '../http/api-error';
 import { checkKind, checkKindPayload, type KindLookup } from '../kinds/kind-check';
@@ -20,7 +20,7 @@ const JOB_FIELDS = ['kind', 'key', 'runAt', 'payload', 'maxAttempts'] as const;
 export const MAX_ATTEMPTS_LIMIT = 100;
 /** Run times outside 1970..9999 are typos, not plans (and stay inside Postgres' and JS' range). */
 const EARLIEST_RUN_AT = 0;
-const LATEST_RUN_AT = Date.UTC(9999, 11, 31, 23, 59, 59);
+const LATEST_RUN_AT = LATEST_RUN_AT_MS;
 
 /** parseRunAt plus the range check; `undefined` (and an issue) when it fails. */
 export function runAtIn(raw: unknown, field: string, issues: Issues): Date | undefined {
