@@ -42,6 +42,16 @@ describe('dispatcher', () => {
     expect(await h.readyIds()).toHaveLength(10 * (BULK_ROWS + 1) + 1);
   });
 
+  it("keeps a flow's hand-offs in order: a few rows of a flow a waiting bulk hand-off carries wait behind it", async () => {
+    const dueMs = Date.now();
+    const rowsOf = (from: number, n: number) => Array.from({ length: n }, (_, i) => `${from + i}:${dueMs + from + i}`);
+    const handOffs = [0, 1, 2].map((e) => h.dispatcher.handOff([{ tenantId: 1, kind: 'noop', items: rowsOf(1 + e * 1000, BULK_ROWS + 1) }]));
+    handOffs.push(h.dispatcher.handOff([{ tenantId: 1, kind: 'noop', items: rowsOf(5000, 1) }])); // the burst's last rows
+    await Promise.all(handOffs);
+    const ids = (await h.readyIds()).map(Number);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b)); // due order
+  });
+
   it('with no live worker, a burst waits whole in its pool in Redis, in due order, costing no attempt', async () => {
     const t0 = Date.now();
     const ids = await h.enqueue(Array.from({ length: 1500 }, (_, i) => ({ kind: 'noop', runAt: new Date(t0 - 1500 + i) })));

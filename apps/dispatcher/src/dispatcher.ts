@@ -19,7 +19,7 @@ const BULK_IN_FLIGHT = 2;
  */
 export class Dispatcher {
   private bulkInFlight = 0;
-  private readonly bulkWaiting: (() => void)[] = [];
+  private readonly bulkWaiting: { go: () => void; flows: Set<string> }[] = [];
 
   constructor(
     private readonly routes: KindRoutes,
@@ -36,6 +36,7 @@ export class Dispatcher {
       else byPool.set(pool, [f]);
     }
     const rows = flows.reduce((n, f) => n + f.items.length, 0);
+    const keys = new Set(flows.map((f) => `${f.tenantId}:${f.kind}`));
     const push = () =>
       Promise.all(
         [...byPool].map(async ([pool, list]) => {
@@ -43,14 +44,17 @@ export class Dispatcher {
           if (added > 0) this.metrics.dispatched.inc({ pool, via: opts.repair ? 'repair' : 'hot' }, added);
         }),
       );
-    if (rows <= BULK_ROWS) return void (await push());
-    if (this.bulkInFlight >= BULK_IN_FLIGHT) await new Promise<void>((r) => this.bulkWaiting.push(r));
+    // A few rows pass the waiting bulk hand-offs, unless one of them carries the same flow: a
+    // flow's items stay in the order they were handed off (due order).
+    const waitsForFlow = this.bulkWaiting.some((w) => [...keys].some((k) => w.flows.has(k)));
+    if (rows <= BULK_ROWS && !waitsForFlow) return void (await push());
+    if (this.bulkInFlight >= BULK_IN_FLIGHT) await new Promise<void>((go) => this.bulkWaiting.push({ go, flows: keys }));
     else this.bulkInFlight++;
     try {
       await push();
     } finally {
       const next = this.bulkWaiting.shift(); // hands its turn on; the count stays
-      if (next) next();
+      if (next) next.go();
       else this.bulkInFlight--;
     }
   }
