@@ -7,7 +7,6 @@ export * from './repositories/sweeps.repository';
 export * from './statements/cold-claim.sql';
 export * from './job-record';
 export * from './sql';
-export * from './value-errors';
 export * from './repositories/jobs.repository';
 export * from './repositories/job-queries.repository';
 export * from './repositories/job-changes.repository';

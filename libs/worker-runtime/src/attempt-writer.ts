@@ -1,7 +1,7 @@
 import type { Hint, RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics } from '@almanac/delivery';
-import { type CompletionRecord, type ExecutionRepository, isValueError, type RunnableJob } from '@almanac/persistence';
-import { type Clock, type HotQueue, MicroBatcher, runIsolated } from '@almanac/platform';
+import type { CompletionRecord, ExecutionRepository, RunnableJob } from '@almanac/persistence';
+import { type Clock, type HotQueue, isValueError, MicroBatcher, runIsolated } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { attemptRecord } from './attempt-record';
 import type { HandlerRun } from './handler-run';

@@ -98,6 +98,8 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
       return out;
     } catch (err) {
       if (isDependencyAway(err)) throw err;
+      // A deadlock or serialization failure is the moment's, not the operation's: next run.
+      if (isConflict(err)) return undefined;
       const n = (this.failures.get(op.id) ?? 0) + 1;
       this.log.warn({ err, operationId: op.id, tenantId: op.tenantId, failures: n }, `bulk operation ${what} failed; the others go on`);
       if (n < FAILURES_TO_FAIL) {
@@ -132,4 +134,9 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     if (out.state !== 'running') this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state: out.state }, 'bulk operation finished');
     return out.state === 'running';
   }
+}
+
+function isConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '40001' || code === '40P01';
 }

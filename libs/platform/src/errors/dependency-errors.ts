@@ -1,7 +1,14 @@
 import { WaitTimeoutError } from '../time/within';
 
-/** Postgres SQLSTATEs that mean the server is away or full: too many connections, shutting down or starting. */
-const AWAY_SQLSTATES = new Set(['53300', '53400', '57P01', '57P02', '57P03']);
+/**
+ * Postgres SQLSTATEs that mean the server is away or out of something: shutting down or
+ * starting, read-only after a failover, and the classes of insufficient resources (53: disk,
+ * memory, connections) and system errors (58).
+ */
+const AWAY_SQLSTATES = new Set(['57P01', '57P02', '57P03', '25006']);
+const AWAY_CLASSES = ['08', '53', '58'];
+/** Network errors of the clients' own sockets and name lookups. */
+const AWAY_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 /**
  * And those that mean "not now" for one statement: a statement or lock timeout, a serialization
  * failure or deadlock.
@@ -39,11 +46,25 @@ function classify(e: unknown, statementsToo: boolean): boolean {
     if (err instanceof WaitTimeoutError) return true;
     const { code, message, driverError, cause } = err as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
     if (typeof code === 'string') {
-      if (AWAY_SQLSTATES.has(code) || code.startsWith('08') || code === 'ECONNREFUSED' || code === 'ECONNRESET') return true;
+      if (AWAY_SQLSTATES.has(code) || AWAY_CLASSES.includes(code.slice(0, 2)) || AWAY_ERRNOS.has(code)) return true;
       if (statementsToo && STATEMENT_SQLSTATES.has(code)) return true;
     }
     if (typeof message === 'string' && TRANSIENT_MESSAGES.some((m) => message.includes(m))) return true;
     err = driverError ?? cause;
+  }
+  return false;
+}
+
+/**
+ * Whether Postgres refused a value of the statement's input: SQLSTATE class 22 (data exception:
+ * a NUL in text, an unsupported escape in JSON, a number out of range) or 23 (integrity
+ * constraint). The same statement with the same values fails again however often it is sent.
+ */
+export function isValueError(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 4; depth++) {
+    const { code, driverError, cause } = e as { code?: unknown; driverError?: unknown; cause?: unknown };
+    if (typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'))) return true;
+    e = driverError ?? cause;
   }
   return false;
 }
