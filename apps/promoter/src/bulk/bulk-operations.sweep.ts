@@ -59,6 +59,7 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     // reckoned from the run's time plus what has elapsed since.
     const at = () => new Date(now.getTime() + (Date.now() - started));
     const ops = await this.repo.open(OPEN_PER_RUN);
+    for (const id of this.failures.keys()) if (!ops.some((op) => op.id === id)) this.failures.delete(id); // ended elsewhere
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
     const turns: { op: BulkOperationRecord; next: number }[] = [];
     for (const op of ops) {

@@ -68,6 +68,15 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
     expect(row).toEqual({ state: 'q', attempts: 32767 });
   });
 
+  it('a release with the attempts counter full makes the job dead, since no claim could take it again', async () => {
+    const repo = new ExecutionRepository(db.dataSource);
+    await db.dataSource.query(`UPDATE jobs SET state = 'r', attempts = 32767, max_attempts = 100, claimed_by = 7 WHERE id = $1`, [ids[40]]);
+    await db.dataSource.query(`UPDATE jobs SET state = 'r', attempts = 3, max_attempts = 100, claimed_by = 7 WHERE id = $1`, [ids[41]]);
+    await repo.release([{ id: ids[40], attempt: 32767 }, { id: ids[41], attempt: 3 }], NOW, 'w-1', [NOW, NOW]);
+    const rows = await db.dataSource.query<{ id: string; state: string }[]>(`SELECT id::text AS id, state FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [[ids[40], ids[41]]]);
+    expect(rows).toEqual([{ id: ids[40], state: 'x' }, { id: ids[41], state: 'q' }]);
+  });
+
   it('sent again with the same lease (a lost reply), returns what it took without counting twice; another claim gets nothing', async () => {
     const repo = new ExecutionRepository(db.dataSource);
     const lease = new Date(NOW.getTime() + 31_000);
