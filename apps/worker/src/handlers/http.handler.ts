@@ -152,6 +152,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
     let res;
     try {
       res = await rules.client.send({
+        tenantId: ctx.tenantId,
         url,
         method,
         body,

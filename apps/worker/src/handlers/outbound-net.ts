@@ -3,6 +3,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { Agent as HttpAgent, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { LookupShares } from './lookup-shares';
 
 /**
  * The `http` kind's network side: every connection goes to an address that was checked
@@ -76,6 +77,8 @@ export interface OutboundResponse {
 }
 
 export interface OutboundRequest {
+  /** Whose call: its name lookups take that tenant's share (LookupShares). */
+  tenantId: number;
   url: URL;
   method: string;
   headers: Record<string, string>;
@@ -88,10 +91,12 @@ export interface OutboundRequest {
 export class OutboundClient {
   private readonly httpAgent: HttpAgent;
   private readonly httpsAgent: HttpsAgent;
-  private readonly lookup: LookupFunction;
+  private readonly shares = new LookupShares();
 
-  constructor(private readonly allowCidrs: readonly Cidr[], resolve?: Resolver) {
-    this.lookup = checkedLookup(allowCidrs, resolve);
+  constructor(
+    private readonly allowCidrs: readonly Cidr[],
+    private readonly resolve: Resolver = systemResolver,
+  ) {
     this.httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
     this.httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
   }
@@ -112,8 +117,9 @@ export class OutboundClient {
         method: req.method,
         headers: req.headers,
         signal: req.signal,
-        // New connections resolve through the check (happy eyeballs picks among what it returned).
-        lookup: this.lookup,
+        // New connections resolve through the check (happy eyeballs picks among what it returned),
+        // taking this tenant's share of the lookups.
+        lookup: checkedLookup(this.allowCidrs, (host, family) => this.shares.resolve(req.tenantId, () => this.resolve(host, family))),
       };
       const r = https ? httpsRequest(req.url, { ...options, agent: this.httpsAgent }) : httpRequest(req.url, { ...options, agent: this.httpAgent });
       r.on('error', (err) => settle(() => reject(err)));
