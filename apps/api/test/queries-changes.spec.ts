@@ -109,6 +109,30 @@ describe('job queries and changes', () => {
     expect((again as ConflictError).details[0]).toMatchObject({ rule: 'not_dead' });
   });
 
+  it("carries a job's newest 20 attempts and pages the rest, newest first, for its tenant only", async () => {
+    const { id } = await create('h-1', inMs(3 * DAY));
+    await h.db.dataSource.query(
+      `INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome)
+       SELECT j.id, j.tenant_id, g, now(), now(), 'failed' FROM jobs j, generate_series(1, 45) g WHERE j.id = $1`,
+      [id],
+    );
+    const job = await client.jobs.get(id);
+    expect(job.history.map((a) => a.attempt)).toEqual(Array.from({ length: 20 }, (_, i) => 26 + i));
+    expect(job.historyNext).toBe('26');
+    const second = await client.jobs.attempts(id, { cursor: job.historyNext! });
+    expect(second.items.map((a) => a.attempt)).toEqual(Array.from({ length: 20 }, (_, i) => 25 - i));
+    const last = await client.jobs.attempts(id, { cursor: second.nextCursor! });
+    expect(last).toMatchObject({ nextCursor: null });
+    expect(last.items.map((a) => a.attempt)).toEqual([5, 4, 3, 2, 1]);
+    const all: number[] = [];
+    for await (const a of client.jobs.eachAttempt(id)) all.push(a.attempt);
+    expect(all).toHaveLength(45);
+    const bad = await client.jobs.attempts(id, { cursor: '-1' }).catch((e: unknown) => e);
+    expect((bad as ValidationError).details[0]).toMatchObject({ field: 'cursor' });
+    const other = createClient({ baseUrl: h.url, apiKey: (await h.createTenant('other-h')).apiKey });
+    await expect(other.jobs.attempts(id)).rejects.toBeInstanceOf(NotFoundError);
+  });
+
   it(`refuses a retry past ${MAX_LIFETIME_ATTEMPTS} attempts in a job's life, naming the field, and grants one up to it`, async () => {
     const { id } = await create('d-2', inMs(3 * DAY));
     const used = MAX_LIFETIME_ATTEMPTS - 50;

@@ -17,6 +17,7 @@ export type JobState = Job['state'];
 export type JobDetail = Schemas['JobDetailDto'];
 export type Attempt = Schemas['AttemptDto'];
 export type JobPage = Schemas['JobPageDto'];
+export type AttemptPage = Schemas['AttemptPageDto'];
 export type BatchResult = Schemas['BatchResultDto'];
 export type RetryJob = Schemas['RetryJobDto'];
 /** GET /v1/jobs without `key` (a lookup by key is jobs.findByKey). */

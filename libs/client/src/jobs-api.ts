@@ -1,4 +1,4 @@
-import type { BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, Operation, RetryJob } from './api-types';
+import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, Operation, RetryJob } from './api-types';
 import type { CreateJobRequest } from './kind-payloads';
 import { eachItem } from './pages';
 import type { CallOptions, Transport } from './transport';
@@ -29,6 +29,19 @@ export class JobsApi<P extends object> {
   /** The job with its payload, result and attempts; NotFoundError for another tenant's id. */
   async get(id: string, options?: CallOptions): Promise<JobDetail> {
     return (await this.http.request<JobDetail>({ method: 'GET', path: path(id), idempotent: true, ...options })).body;
+  }
+
+  /** A page of the job's attempts, newest first (a job's view carries the newest 20; its `historyNext` is the cursor of the rest). */
+  async attempts(id: string, query: { cursor?: string; limit?: number } = {}, options?: CallOptions): Promise<AttemptPage> {
+    return (await this.http.request<AttemptPage>({ method: 'GET', path: `${path(id)}/attempts`, query, idempotent: true, ...options })).body;
+  }
+
+  /** Every attempt of the job, newest first, page by page. */
+  eachAttempt(id: string, options?: CallOptions): AsyncGenerator<Attempt, void, undefined> {
+    return eachItem(async (cursor) => {
+      const page = await this.attempts(id, { cursor, limit: 1000 }, options);
+      return { items: page.items, next: page.nextCursor };
+    });
   }
 
   /** The job for a key (did it run?); NotFoundError when there is none. */

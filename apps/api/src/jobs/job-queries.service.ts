@@ -1,22 +1,27 @@
 import { isJobState, validateKey, validateKind } from '@almanac/domain';
-import { AttemptsRepository, isJobIdString, JobQueriesRepository, type JobListFilter, type TenantRecord } from '@almanac/persistence';
+import { AttemptsRepository, isJobIdString, JobQueriesRepository, type JobListFilter, type JobRecord, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { decodeCursor, encodeCursor } from './cursor';
 import { runAtIn } from './job-input';
-import { jobDetail, jobSummary, type JobSummary } from './job-view';
+import { attemptView, type AttemptView, jobDetail, jobSummary, type JobSummary } from './job-view';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
+/**
+ * Attempts a job's view carries, the newest; the rest are paged (GET /v1/jobs/:id/attempts). A
+ * job retried to its 10,000 attempts made every read of it carry them all.
+ */
+export const ATTEMPTS_INLINE = 20;
 
 /** Tenant-scoped reads. Another tenant's id is indistinguishable from a missing one (404). */
 @Injectable()
 export class JobQueriesService {
   constructor(
     private readonly queries: JobQueriesRepository,
-    private readonly attempts: AttemptsRepository,
+    private readonly attemptsRepo: AttemptsRepository,
     private readonly clock: Clock,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
   ) {}
@@ -24,8 +29,36 @@ export class JobQueriesService {
   async get(tenant: TenantRecord, id: string) {
     const job = isJobIdString(id) ? await this.queries.findForTenant(tenant.id, id) : null;
     if (!job) throw notFound(`job ${id}`);
-    const attempts = await this.attempts.listForJob(tenant.id, id);
-    return jobDetail(job, attempts, this.clock.now(), this.config.horizons);
+    return this.detail(tenant, job);
+  }
+
+  /**
+   * GET /v1/jobs/:id/attempts: a page of the job's attempts, newest first, and the cursor of the
+   * next (older) page. 404 for a job that is not the tenant's.
+   */
+  async attemptPage(tenant: TenantRecord, id: string, query: Record<string, unknown>): Promise<{ items: AttemptView[]; nextCursor: string | null }> {
+    const issues = new Issues();
+    for (const k of Object.keys(query)) {
+      if (k !== 'limit' && k !== 'cursor') issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected limit, cursor)`);
+    }
+    const limit = queryInt(query.limit, 'limit', ATTEMPTS_INLINE, 1, MAX_PAGE, issues);
+    const cursor = queryString(query.cursor, 'cursor', issues);
+    const before = cursor === undefined ? undefined : /^[1-9][0-9]{0,4}$/.test(cursor) && Number(cursor) <= 32767 ? Number(cursor) : null;
+    if (before === null) issues.add('cursor', 'format', 'cursor is not one this API returned');
+    if (!issues.ok) throw invalid(issues.list);
+    const job = isJobIdString(id) ? await this.queries.findForTenant(tenant.id, id) : null;
+    if (!job) throw notFound(`job ${id}`);
+    const page = await this.attemptsRepo.listForJob(tenant.id, id, { before: before ?? undefined, limit: limit + 1 });
+    const items = page.slice(0, limit);
+    return { items: items.map(attemptView), nextCursor: page.length > limit ? String(items[items.length - 1].attempt) : null };
+  }
+
+  /** The job with its newest ATTEMPTS_INLINE attempts (oldest of them first) and the cursor of the rest. */
+  private async detail(tenant: TenantRecord, job: JobRecord) {
+    const page = await this.attemptsRepo.listForJob(tenant.id, job.id, { limit: ATTEMPTS_INLINE + 1 });
+    const shown = page.slice(0, ATTEMPTS_INLINE);
+    const historyNext = page.length > ATTEMPTS_INLINE ? String(shown[shown.length - 1].attempt) : null;
+    return { ...jobDetail(job, shown.reverse(), this.clock.now(), this.config.horizons), historyNext };
   }
 
   /** GET /v1/jobs with `key`: the one job for that key; otherwise a filtered page. */
@@ -37,8 +70,7 @@ export class JobQueriesService {
       if (!issues.ok || key === undefined) throw invalid(issues.list);
       const job = await this.queries.findByKeyForTenant(tenant.id, key);
       if (!job) throw notFound(`job with key "${key}"`);
-      const attempts = await this.attempts.listForJob(tenant.id, job.id);
-      return jobDetail(job, attempts, this.clock.now(), this.config.horizons);
+      return this.detail(tenant, job);
     }
     return this.list(tenant, query, issues);
   }

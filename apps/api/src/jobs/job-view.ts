@@ -42,17 +42,22 @@ export function jobDetail(j: JobRecord, attempts: AttemptRecord[], now: Date, ho
     lastError: last?.message ?? null,
     lastErrorCode: last?.code ?? null,
     finishedAt: j.finishedAt ? j.finishedAt.toISOString() : null,
-    history: attempts.map((a) => {
-      const error = publicAttemptError(a.error);
-      return {
-        attempt: a.attempt,
-        startedAt: a.startedAt.toISOString(),
-        finishedAt: a.finishedAt ? a.finishedAt.toISOString() : null,
-        outcome: a.outcome,
-        error: error?.message ?? null,
-        errorCode: error?.code ?? null,
-        result: a.result ?? null,
-      };
-    }),
+    history: attempts.map(attemptView),
   };
 }
+
+/** One attempt as the API shows it: its error as the tenant may see it (publicAttemptError). */
+export function attemptView(a: AttemptRecord) {
+  const error = publicAttemptError(a.error);
+  return {
+    attempt: a.attempt,
+    startedAt: a.startedAt.toISOString(),
+    finishedAt: a.finishedAt ? a.finishedAt.toISOString() : null,
+    outcome: a.outcome,
+    error: error?.message ?? null,
+    errorCode: error?.code ?? null,
+    result: a.result ?? null,
+  };
+}
+
+export type AttemptView = ReturnType<typeof attemptView>;

@@ -110,8 +110,19 @@ export class JobDetailDto extends JobDto {
   @ApiProperty({ example: null, nullable: true, type: String })
   finishedAt!: string | null;
 
-  @ApiProperty({ type: [AttemptDto], description: 'Every attempt, oldest first.' })
+  @ApiProperty({ type: [AttemptDto], description: 'The newest 20 attempts, oldest of them first; older ones through GET /v1/jobs/{id}/attempts.' })
   history!: AttemptDto[];
+
+  @ApiProperty({ example: null, nullable: true, type: String, description: 'The cursor of the older attempts (GET /v1/jobs/{id}/attempts?cursor=), null when history holds them all.' })
+  historyNext!: string | null;
+}
+
+export class AttemptPageDto {
+  @ApiProperty({ type: [AttemptDto], description: 'Newest first.' })
+  items!: AttemptDto[];
+
+  @ApiProperty({ example: '21', nullable: true, type: String })
+  nextCursor!: string | null;
 }
 
 export class BatchItemErrorDto {

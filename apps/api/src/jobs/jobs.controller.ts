@@ -8,6 +8,7 @@ import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
 import { JobQueriesService } from './job-queries.service';
 import {
+  AttemptPageDto,
   BatchResultDto,
   CreateJobBatchDto,
   CreateJobDto,
@@ -94,6 +95,17 @@ export class JobsController {
   @ApiResponse({ status: 404, type: ErrorDto })
   get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
     return this.queries.get(tenant, id);
+  }
+
+  @Get(':id/attempts')
+  @ApiOperation({ summary: "A page of a job's attempts, newest first" })
+  @ApiParam(ID)
+  @ApiQuery({ name: 'limit', required: false, type: Number, description: 'at most this many (default 20, at most 1000)' })
+  @ApiQuery({ name: 'cursor', required: false, type: String, description: 'historyNext of the job, or nextCursor of the page before' })
+  @ApiResponse({ status: 200, type: AttemptPageDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  attempts(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+    return this.queries.attemptPage(tenant, id, query);
   }
 
   @Delete(':id')

@@ -200,6 +200,23 @@ export interface paths {
         patch: operations["JobsController_reschedule"];
         trace?: never;
     };
+    "/v1/jobs/{id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A page of a job's attempts, newest first */
+        get: operations["JobsController_attempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/retry": {
         parameters: {
             query?: never;
@@ -862,8 +879,19 @@ export interface components {
             lastErrorCode: string | null;
             /** @example null */
             finishedAt: string | null;
-            /** @description Every attempt, oldest first. */
+            /** @description The newest 20 attempts, oldest of them first; older ones through GET /v1/jobs/{id}/attempts. */
             history: components["schemas"]["AttemptDto"][];
+            /**
+             * @description The cursor of the older attempts (GET /v1/jobs/{id}/attempts?cursor=), null when history holds them all.
+             * @example null
+             */
+            historyNext: string | null;
+        };
+        AttemptPageDto: {
+            /** @description Newest first. */
+            items: components["schemas"]["AttemptDto"][];
+            /** @example 21 */
+            nextCursor: string | null;
         };
         RescheduleJobDto: {
             /** @example 2026-12-24T18:00:00Z */
@@ -2217,6 +2245,50 @@ export interface operations {
             };
             /** @description Content-Type is not application/json (details[0].field = "content-type") */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    JobsController_attempts: {
+        parameters: {
+            query?: {
+                /** @description historyNext of the job, or nextCursor of the page before */
+                cursor?: string;
+                /** @description at most this many (default 20, at most 1000) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Job id (another tenant's id answers 404). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttemptPageDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -27,14 +27,16 @@ describe('AttemptsRepository (Postgres)', () => {
               ($1, 1, 1, $2, $3, 'failed', 'w1', 'boom', NULL)`,
       [jobId, at(0), at(1), at(10), at(11)],
     );
-    expect(await attempts.listForJob(1, jobId)).toEqual([
-      { jobId, tenantId: 1, attempt: 1, startedAt: at(0), finishedAt: at(1), outcome: 'failed', workerId: 'w1', error: 'boom', result: null },
+    expect(await attempts.listForJob(1, jobId, { limit: 10 })).toEqual([
       { jobId, tenantId: 1, attempt: 2, startedAt: at(10), finishedAt: at(11), outcome: 'succeeded', workerId: 'w1', error: null, result: { sent: 3 } },
+      { jobId, tenantId: 1, attempt: 1, startedAt: at(0), finishedAt: at(1), outcome: 'failed', workerId: 'w1', error: 'boom', result: null },
     ]);
+    expect((await attempts.listForJob(1, jobId, { limit: 1 })).map((a) => a.attempt)).toEqual([2]); // newest first
+    expect((await attempts.listForJob(1, jobId, { before: 2, limit: 10 })).map((a) => a.attempt)).toEqual([1]);
   });
 
   it('hides attempts from another tenant and tolerates bad ids', async () => {
-    expect(await attempts.listForJob(2, jobId)).toEqual([]);
-    expect(await attempts.listForJob(1, 'x')).toEqual([]);
+    expect(await attempts.listForJob(2, jobId, { limit: 10 })).toEqual([]);
+    expect(await attempts.listForJob(1, 'x', { limit: 10 })).toEqual([]);
   });
 });

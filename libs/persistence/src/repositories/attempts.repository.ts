@@ -39,10 +39,13 @@ interface AttemptRow {
 export class AttemptsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** A job's attempts, oldest first; empty for another tenant's job. */
-  async listForJob(tenantId: number, jobId: string, db: Db = this.dataSource): Promise<AttemptRecord[]> {
+  /**
+   * A page of a job's attempts, newest first: at most `limit`, numbered below `before` when given;
+   * empty for another tenant's job.
+   */
+  async listForJob(tenantId: number, jobId: string, page: { before?: number; limit: number }, db: Db = this.dataSource): Promise<AttemptRecord[]> {
     if (!isJobIdString(jobId)) return [];
-    const { rows } = await sql<AttemptRow>(db, LIST_ATTEMPTS_SQL, [jobId, tenantId]);
+    const { rows } = await sql<AttemptRow>(db, LIST_ATTEMPTS_SQL, [jobId, tenantId, page.before ?? null, page.limit]);
     return rows.map((r) => ({
       jobId: String(r.job_id),
       tenantId: r.tenant_id,
