@@ -38,6 +38,7 @@ describe('authentication before the body is read', () => {
   it('refuses a body-bearing request without a valid key before reading the body', async () => {
     expect(await statusBeforeBody(h.url, '/v1/jobs/batch', null)).toBe(401);
     expect(await statusBeforeBody(h.url, '/v1/jobs/batch', 'Bearer alm_not-a-real-key')).toBe(401);
+    expect(await statusBeforeBody(h.url, '/%761/jobs/batch', null)).toBe(401); // the router decodes it to /v1
     expect(await statusBeforeBody(h.url, '/v1/admin/tenants', 'Bearer wrong-admin-token')).toBe(401);
   });
 

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, unavailable } from '../http/api-error';
 import type { TimedRequest } from '../http/request-clock';
 import { performance } from 'node:perf_hooks';
-import { isApiPath } from '../http/api-exception.filter';
+import { isApiPath, routedPath } from '../http/api-exception.filter';
 import { AdminAuthGuard, TenantAuthGuard, unauthorized } from './guards';
 
 /**
@@ -25,7 +25,7 @@ export class EarlyAuthHook implements OnModuleInit {
     const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
     if (!fastify) return;
     fastify.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-      const path = req.url.split('?', 1)[0];
+      const path = routedPath(req);
       if (!isApiPath(path) || !hasBody(req)) return undefined;
       const started = performance.now();
       try {

@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { errorCodes, type FastifyInstance } from 'fastify';
+import { routedPath } from '../http/api-exception.filter';
 import { CONSOLE_PATH } from './console-viewer';
 
 /** A console form is a sign-in or a button: anything larger is not one. */
@@ -22,8 +23,7 @@ export class ConsoleFormParser implements OnModuleInit {
     // is a form of a few hundred bytes, and its credentials (a cookie, or the sign-in's secret)
     // are checked only after the body is parsed.
     fastify.addHook('onRequest', async (req, reply) => {
-      // The route matched, not the raw URL: the router decodes it (`/%63onsole` is /console).
-      if (!isConsolePath(req.routeOptions.url ?? '')) return undefined;
+      if (!isConsolePath(routedPath(req))) return undefined;
       const length = req.headers['content-length'];
       const chunked = length === undefined && req.headers['transfer-encoding'] !== undefined;
       if (!chunked && (length === undefined || Number(length) <= MAX_FORM_BYTES)) return undefined;
@@ -33,8 +33,7 @@ export class ConsoleFormParser implements OnModuleInit {
       'application/x-www-form-urlencoded',
       { parseAs: 'string' },
       (req, body, done) => {
-        const path = req.url.split('?', 1)[0];
-        if (!isConsolePath(path)) {
+        if (!isConsolePath(routedPath(req))) {
           // The very error Fastify gives a content type it has no parser for, so the API's
           // answer to a form body is what it was before the console existed.
           done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(req.headers['content-type']), undefined);

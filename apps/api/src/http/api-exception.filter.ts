@@ -58,6 +58,21 @@ export class ApiExceptionFilter extends BaseExceptionFilter {
   }
 }
 
+/**
+ * The path a request is routed by: the matched route's pattern, or for no route the URL's path
+ * decoded as the router decodes it (`/%761/jobs` is /v1/jobs). What hooks that run before the
+ * body is read judge a request by, so an encoded path cannot slip past them.
+ */
+export function routedPath(req: { routeOptions: { url?: string }; url: string }): string {
+  if (req.routeOptions.url) return req.routeOptions.url;
+  const raw = req.url.split('?', 1)[0];
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
 export function isApiPath(path: string): boolean {
   return path === '/v1' || path.startsWith('/v1/');
 }
