@@ -9,8 +9,7 @@ describe('LookupShares', () => {
 
   it("a tenant whose DNS never answers holds one turn; another tenant's lookups go on", async () => {
     const shares = new LookupShares(60_000);
-    const stuck = [shares.resolve(1, never), shares.resolve(1, never), shares.resolve(1, never)];
-    void Promise.allSettled(stuck);
+    for (let i = 0; i < 3; i++) shares.resolve(1, never).catch(() => undefined);
     for (let i = 0; i < 5; i++) expect(await shares.resolve(2, async () => answer)).toEqual(answer);
   });
 
@@ -18,7 +17,8 @@ describe('LookupShares', () => {
     const shares = new LookupShares(60_000);
     let finish!: (v: LookupAddress[]) => void;
     const first = shares.resolve(1, () => new Promise((r) => (finish = r)));
-    for (let t = 2; t <= LOOKUPS_IN_FLIGHT; t++) void shares.resolve(t, never);
+    // Their deadline passes long after this test: caught, or it fails whichever suite runs then.
+    for (let t = 2; t <= LOOKUPS_IN_FLIGHT; t++) shares.resolve(t, never).catch(() => undefined);
     let started = false;
     const waiting = shares.resolve(99, async () => ((started = true), answer));
     await Promise.resolve();
