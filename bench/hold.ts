@@ -99,7 +99,13 @@ export async function usedMemory(conn: IORedis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(info)?.[1] ?? NaN);
 }
 
-async function hotQueueSize(conn: IORedis, prefix: string): Promise<number> {
+/** Rows with a hint in Redis (queued): the hot queue counts envelopes and coarse windows, not rows. */
+async function hotRows(db: { dataSource: { query: (sql: string) => Promise<{ n: number }[]> } }): Promise<number> {
+  return Number((await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE state = 'q'`))[0].n);
+}
+
+/** BullMQ jobs on the hot queue (envelopes and windows' jobs). */
+async function hotQueueJobs(conn: IORedis, prefix: string): Promise<number> {
   const [delayed, wait] = await Promise.all([conn.zcard(`${prefix}:hot:delayed`), conn.llen(`${prefix}:hot:wait`)]);
   return delayed + wait;
 }
@@ -225,14 +231,14 @@ async function main(): Promise<void> {
       body: JSON.stringify({ jobs: [{ kind: 'noop', key: 'warm', runAt: new Date(Date.now() + 3_600_000).toISOString(), payload: payloadOf(payloadBytes, 0) }] }),
     });
     const redisBefore = await usedMemory(redis.connection);
-    const queuedBefore = await hotQueueSize(redis.connection, 'almanac');
+    const queuedBefore = await hotRows(db);
     log(`ingesting ${n.toLocaleString('en')} jobs, ${tenants} tenants, ${connections} connections`);
     const cpu0 = cpuSeconds(api.child.pid);
     const ing = await ingest(api.url, keys, n, connections, payloadBytes);
     const apiCpuUsPerJob = ((cpuSeconds(api.child.pid) - cpu0) / Math.max(1, ing.jobs)) * 1e6;
     const load1AfterIngest = loadavg()[0];
     log(`ingested ${ing.jobs.toLocaleString('en')} in ${ing.seconds.toFixed(1)} s (${Math.round(ing.jobsPerSecond)}/s, ${ing.errors} failed requests)`);
-    const queuedByApi = (await hotQueueSize(redis.connection, 'almanac')) - queuedBefore;
+    const queuedByApi = (await hotRows(db)) - queuedBefore;
 
     // Promotion: the real promoter role; its sweeps run at boot.
     const t0 = Date.now();
@@ -254,8 +260,9 @@ async function main(): Promise<void> {
     const promotionSeconds = (Date.now() - t0) / 1000;
     await stopSourceRole(promoter);
     const redisAfter = await usedMemory(redis.connection);
-    const queued = (await hotQueueSize(redis.connection, 'almanac')) - queuedBefore;
-    log(`promoted; hot queue ${queued.toLocaleString('en')} jobs, Redis +${(redisAfter - redisBefore).toLocaleString('en')} B`);
+    const queued = (await hotRows(db)) - queuedBefore;
+    const queueJobs = await hotQueueJobs(redis.connection, 'almanac');
+    log(`promoted; ${queued.toLocaleString('en')} hot rows in ${queueJobs.toLocaleString('en')} BullMQ jobs, Redis +${(redisAfter - redisBefore).toLocaleString('en')} B`);
 
     await db.dataSource.query('VACUUM ANALYZE jobs');
     const [pg] = await db.dataSource.query(
@@ -281,7 +288,7 @@ async function main(): Promise<void> {
           at: new Date().toISOString(),
           inputs: { n, tenants, connections, payloadBytes, jobsPerRequest: 1000, spreadDays: 365, baselineJobs },
           ingest: { ...ing, apiCpuUsPerJob, load1: load1AfterIngest },
-          promotion: { seconds: promotionSeconds, queuedByApi, queuedAfterPromotion: queued },
+          promotion: { seconds: promotionSeconds, queuedByApi, queuedAfterPromotion: queued, hotQueueJobs: queueJobs },
           postgres: {
             version: pg.version,
             rows,

@@ -1,6 +1,6 @@
 import { ReadyQueues } from '@almanac/delivery';
 import { DEFAULT_SHARE } from '@almanac/domain';
-import { closeRedis, createDeliveryRedis, createRoleApp, loadConfig } from '@almanac/platform';
+import { closeRedis, COARSE_WINDOW_MS, createDeliveryRedis, createRoleApp, loadConfig } from '@almanac/platform';
 import { registerBuiltInKinds } from '@almanac/testing/built-in-kinds';
 import { startRedisCluster, type TestRedisCluster } from '@almanac/testing/redis-cluster';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
@@ -131,9 +131,13 @@ describe('Almanac on a Redis Cluster (three masters)', () => {
     const runAt = new Date(Date.now() + 3000).toISOString();
     const keys = Array.from({ length: 30 }, (_, i) => `later-${i}`);
     await http().post('/v1/jobs/batch').set({ Authorization: `Bearer ${t.apiKey}` }).send({ jobs: keys.map((key) => ({ kind: 'noop', key, runAt })) }).expect(200);
+    // A row an hour ahead waits in its coarse window's list, added in a pipeline with its marker.
+    const farAt = Date.now() + 3_600_000;
+    await http().post('/v1/jobs').set({ Authorization: `Bearer ${t.apiKey}` }).send({ kind: 'noop', key: 'far', runAt: new Date(farAt).toISOString() }).expect(201);
     // The hot queue's keys (and the promoter's epoch beside them) all hash to the prefix's slot.
     const node = await cluster.nodeOf(`{${prefix}}`);
     expect(await node.exists(`{${prefix}}:hot:delayed`)).toBe(1);
+    expect(await node.llen(`{${prefix}}:hot:w:${Math.floor(farAt / COARSE_WINDOW_MS) * COARSE_WINDOW_MS}`)).toBe(1);
     await node.flushall();
     expect(await node.exists(`{${prefix}}:hot:delayed`)).toBe(0);
     const rows = await allSucceeded(t.id, keys);

@@ -1,7 +1,7 @@
 import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes, ReadyQueues } from '@almanac/delivery';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, type Hint, RetryPolicy } from '@almanac/domain';
 import { ExecutionRepository, KindsRepository, SweepsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { Clock, hintsOf, HOT_QUEUE_NAME, HotQueue, MetricsService, SystemClock } from '@almanac/platform';
+import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, SystemClock } from '@almanac/platform';
 import { DatabaseClock, Executor, Heartbeat, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
 import { BullModule } from '@nestjs/bullmq';
 import { Test, TestingModule } from '@nestjs/testing';
@@ -245,8 +245,7 @@ export class DeliveryHarness {
 
   /** Row ids with a hint in the hot queue, by BullMQ state (`delayed` or `waiting`). */
   async hotIds(state: 'delayed' | 'waiting'): Promise<string[]> {
-    const jobs = state === 'delayed' ? await this.hotQueue.queue.getDelayed() : await this.hotQueue.queue.getWaiting();
-    return jobs.flatMap((j) => hintsOf(j.data).map((h) => h.id));
+    return (await this.hotQueue.held()).filter((x) => x.state === state).map((x) => x.hint.id);
   }
 
   /** Ids waiting in a pool's flows, flow by flow in order. */

@@ -1,6 +1,5 @@
-import { createRoleApp, type EnvelopeData, hintsOf, loadConfig } from '@almanac/platform';
+import { createRoleApp, HotQueue, loadConfig } from '@almanac/platform';
 import type { INestApplication } from '@nestjs/common';
-import { Queue } from 'bullmq';
 import request from 'supertest';
 import { registerBuiltInKinds } from '@almanac/testing/built-in-kinds';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
@@ -13,7 +12,7 @@ export interface ApiHarness {
   app: INestApplication;
   db: TestDatabase;
   redis: TestRedis;
-  hot: Queue<EnvelopeData>;
+  hot: HotQueue;
   /** The hints of row `id` on the hot queue: when each says it is due, and its envelope's state. */
   hints(id: string): Promise<{ dueMs: number; state: string }[]>;
   /** Base URL of the listening API, for clients other than supertest. */
@@ -49,7 +48,7 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
   await app.listen(0, '127.0.0.1');
   // One listening server: supertest on a bare http.Server would listen anew per request.
   const server = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-  const hot = new Queue<EnvelopeData>('hot', { connection: redis.connection, prefix: redis.prefix });
+  const hot = HotQueue.open(redis.connection, redis.prefix);
   const http = () => request(server);
   const replicas: INestApplication[] = [];
   return {
@@ -58,11 +57,8 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
     redis,
     hot,
     async hints(id: string) {
-      const out: { dueMs: number; state: string }[] = [];
-      for (const j of await hot.getJobs(['waiting', 'delayed'])) {
-        for (const x of hintsOf(j.data)) if (x.id === id) out.push({ dueMs: x.dueMs, state: await j.getState() });
-      }
-      return out.sort((a, b) => a.dueMs - b.dueMs);
+      const held = (await hot.held()).filter((x) => x.hint.id === id);
+      return held.map((x) => ({ dueMs: x.hint.dueMs, state: x.state })).sort((a, b) => a.dueMs - b.dueMs);
     },
     url: server,
     http,

@@ -50,7 +50,7 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
         expect(await h.hints(res.body.id)).toEqual([]);
       }
     }
-    const envelopes = await h.hot.getJobs(['waiting', 'delayed']);
+    const envelopes = await h.hot.queue.getJobs(['waiting', 'delayed']);
     expect(JSON.stringify(envelopes.map((j) => j.data))).not.toContain('secret'); // references, never a payload
   });
 

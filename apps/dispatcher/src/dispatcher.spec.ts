@@ -112,7 +112,7 @@ describe('dispatcher', () => {
     expect(seenAt).toBeLessThan(dueMs + 100);
   });
 
-  it('sends the rows of a coarse envelope back in fine ones when its minute comes near', async () => {
+  it('sends the rows of a coarse window back in fine envelopes when its minute comes near, even after a dispatcher died holding it', async () => {
     const clock = new ManualClock(Date.now());
     await destroyHarness(h);
     h = await createHarness({ handlers: [noop], clock });
@@ -120,10 +120,13 @@ describe('dispatcher', () => {
     const ids = await h.enqueue([{ kind: 'noop', runAt: new Date(minute + 10) }, { kind: 'noop', runAt: new Date(minute + 40_000) }]);
     const [coarse, ...none] = await h.hotQueue.queue.getDelayed();
     expect(none).toEqual([]);
-    expect(hintsOf(coarse.data).map((x) => x.id)).toEqual(ids);
+    expect(coarse.data.w).toBe(minute);
+    expect((await h.hotQueue.windows.peek(minute)).map((x) => x.id)).toEqual(ids);
     clock.set(minute - REFINE_LEAD_MS); // it comes out REFINE_LEAD_MS before its minute
+    await h.hotQueue.windows.open(minute, clock.now().getTime()); // by a dispatcher that died then: the rows stay for the retry
     await coarse.promote();
     expect(await h.hot.runOnce()).toBe(0);
+    expect(await h.hotQueue.windows.peek(minute)).toEqual([]); // handed on: the window is cleared
     const fine = (await h.hotQueue.queue.getDelayed()).sort((x, y) => (x.opts.delay ?? 0) - (y.opts.delay ?? 0));
     expect(fine.map((j) => hintsOf(j.data).map((x) => x.id))).toEqual([[ids[0]], [ids[1]]]);
     expect(fine.map((j) => j.opts.delay)).toEqual([REFINE_LEAD_MS + 10 - DELIVERY_LEAD_MS, REFINE_LEAD_MS + 40_000 - DELIVERY_LEAD_MS]);

@@ -91,18 +91,25 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     const now = this.clock.now();
     const nowMs = now.getTime();
     let flows: EnvelopeFlow[];
-    if (data.l <= nowMs + MAX_HOLD_MS) {
+    let firstDueMs = data.b;
+    if (data.w === undefined && data.l <= nowMs + MAX_HOLD_MS) {
       flows = flowsOf(data); // the usual case: every row is due soon
     } else {
-      const hints = hintsOf(data);
+      // A coarse window (or envelope): rows due later go back in fine envelopes, the rest on.
+      const hints = data.w === undefined ? hintsOf(data) : await this.hotQueue.windows.open(data.w, nowMs);
       const later = hints.filter((h) => h.dueMs > nowMs + MAX_HOLD_MS);
-      await this.hotQueue.enqueue(later, now, { repair: data.x === 1, resent: true });
-      flows = hints.filter((h) => h.dueMs <= nowMs + MAX_HOLD_MS).map((h) => ({ tenantId: h.tenantId, kind: h.kind, items: [`${h.id}:${h.dueMs}`] }));
+      // An envelope's own rows need ids of their own (it is still active); a window's are new.
+      await this.hotQueue.enqueue(later, now, { repair: data.x === 1, resent: data.w === undefined });
+      const soon = hints.filter((h) => h.dueMs <= nowMs + MAX_HOLD_MS);
+      flows = soon.map((h) => ({ tenantId: h.tenantId, kind: h.kind, items: [`${h.id}:${h.dueMs}`] }));
+      firstDueMs = Math.min(...soon.map((h) => h.dueMs));
     }
-    if (flows.length === 0) return 0;
-    const wait = data.b - HANDOFF_AHEAD_MS - nowMs;
-    if (hold && wait > 0) await new Promise((r) => setTimeout(r, wait));
-    await this.dispatcher.handOff(flows, { repair: data.x === 1 });
+    if (flows.length > 0) {
+      const wait = firstDueMs - HANDOFF_AHEAD_MS - nowMs;
+      if (hold && wait > 0) await new Promise((r) => setTimeout(r, wait));
+      await this.dispatcher.handOff(flows, { repair: data.x === 1 });
+    }
+    if (data.w !== undefined) await this.hotQueue.windows.clear(data.w);
     return flows.reduce((n, f) => n + f.items.length, 0);
   }
 }

@@ -16,7 +16,7 @@ import { loggerParams } from './logging/logging';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { RedisMetrics } from './metrics/redis-metrics';
-import { HOT_QUEUE_NAME, HOT_QUEUE_WAIT_MS, HotQueue } from './queues/hot-queue';
+import { HOT_QUEUE_NAME, HOT_QUEUE_OPTIONS, HOT_QUEUE_WAIT_MS, HotQueue } from './queues/hot-queue';
 import { closeRedis, createDeliveryRedis, createRedis, DELIVERY_REDIS, hotQueuePrefix, REDIS, redisTarget } from './redis/redis';
 
 /**
@@ -118,7 +118,7 @@ export class OpsModule {
         }),
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
         BullModule.forRootAsync({ useFactory: () => ({ connection: queueRedis(), prefix: hotQueuePrefix(config.queuePrefix, config.redisClusterNodes !== null) }) }),
-        BullModule.registerQueue({ name: HOT_QUEUE_NAME }),
+        BullModule.registerQueue({ name: HOT_QUEUE_NAME, ...HOT_QUEUE_OPTIONS }),
       ],
       controllers: [HealthController, MetricsController],
       providers: [

@@ -1,11 +1,11 @@
 import { BULK_CHUNK_JOBS, type BulkChange, type BulkFilter } from '@almanac/domain';
 import { BULK_CREATE_LOCK, BulkOperationsRepository, createDataSource, TenantsRepository } from '@almanac/persistence';
-import { DELIVERY_LEAD_MS, hintsOf, HotQueue, MetricsService } from '@almanac/platform';
+import { DELIVERY_LEAD_MS, HotQueue, MetricsService } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
-import { inQueue, insertJobs, statesOf } from '../testing/fixtures';
+import { envelopeOf, inQueue, insertJobs, statesOf } from '../testing/fixtures';
 import { BulkOperationsSweep } from './bulk-operations.sweep';
 
 const HOUR = 3600e3;
@@ -143,8 +143,9 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await runAts(hot)).toEqual(before.map((t) => t + 1_800_000));
     expect(await statesOf(db.dataSource, hot)).toEqual({ q: 4 });
     // A new hint at the new time (the old one, at the old time, is stale and the claim drops it).
-    const copy = (await queue.queue.getDelayed()).find((j) => hintsOf(j.data).some((x) => x.id === hot[0] && x.dueMs === before[0] + 1_800_000));
-    expect(copy).toBeDefined();
+    const held = await envelopeOf(queue, hot[0]);
+    expect(held?.hints.find((x) => x.id === hot[0])?.dueMs).toBe(before[0] + 1_800_000);
+    const copy = held?.job;
     // Reckoned from the run's time plus what the run has taken so far (ms here).
     const delay = before[0] + 1_800_000 - NOW.getTime() - DELIVERY_LEAD_MS;
     expect(copy?.opts.delay).toBeLessThanOrEqual(delay);

@@ -49,10 +49,10 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     expect(await inQueue(queue, inside)).toBe(10);
     expect(await inQueue(queue, beyond)).toBe(0);
     // A day ahead: one envelope for its coarse window, out a little before the window starts.
-    const job = await envelopeOf(queue, inside[0]);
+    const held = await envelopeOf(queue, inside[0]);
     const window = Math.floor(Date.parse('2026-11-30T10:59:59.000Z') / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
-    expect(job?.opts.delay).toBe(window - NOW.getTime() - REFINE_LEAD_MS);
-    expect(hintsOf(job!.data)).toEqual([...inside, ...edge].map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: new Date('2026-11-30T10:59:59.000Z').getTime() + (i === 10 ? 999 : 0) })));
+    expect(held?.job.opts.delay).toBe(window - NOW.getTime() - REFINE_LEAD_MS);
+    expect(held?.hints).toEqual([...inside, ...edge].map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: new Date('2026-11-30T10:59:59.000Z').getTime() + (i === 10 ? 999 : 0) })));
   });
 
   it('sends rows that are already overdue (promoter was down) with delay 0', async () => {

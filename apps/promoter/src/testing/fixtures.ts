@@ -36,8 +36,7 @@ export async function statesOf(db: DataSource, ids: string[]): Promise<Record<st
 
 /** Row ids waiting or delayed in the hot queue, envelopes opened (what a dispatcher would still receive). */
 export async function queuedRowIds(queue: HotQueue): Promise<string[]> {
-  const jobs = await queue.queue.getJobs(['waiting', 'delayed']);
-  return jobs.filter((j) => j?.id).flatMap((j) => hintsOf(j.data).map((h) => h.id));
+  return (await queue.held()).map((x) => x.hint.id);
 }
 
 /** Rows waiting or delayed in the hot queue (an envelope counts its rows). */
@@ -51,8 +50,12 @@ export async function inQueue(queue: HotQueue, ids: string[]): Promise<number> {
   return ids.filter((id) => held.has(id)).length;
 }
 
-/** The hot-queue job (envelope) that holds row `id`, if any. */
+/** The hot-queue job (an envelope or a coarse window's job) that holds row `id`, with its hints, if any. */
 export async function envelopeOf(queue: HotQueue, id: string) {
-  const jobs = await queue.queue.getJobs(['waiting', 'delayed']);
-  return jobs.find((j) => j && hintsOf(j.data).some((h) => h.id === id));
+  for (const job of await queue.queue.getJobs(['waiting', 'delayed'])) {
+    if (!job) continue;
+    const hints = job.data.w === undefined ? hintsOf(job.data) : await queue.windows.peek(job.data.w);
+    if (hints.some((h) => h.id === id)) return { job, hints };
+  }
+  return undefined;
 }

@@ -15,6 +15,8 @@ export interface EnvelopeData {
   f: [number, string, string][];
   /** A repair (the overdue sweep's): at hand-off, rows due before their flow's head go to its head. */
   x?: 1;
+  /** A coarse window's job: its rows wait in the window's list (CoarseWindows), `f` is empty. */
+  w?: number;
 }
 
 /** A tenant's rows of one kind, as ready-list items (`<id>:<due ms>`). */
@@ -74,10 +76,20 @@ export function envelopesOf(hints: readonly Hint[], nowMs: number, opts: Envelop
   return out;
 }
 
+/** The start of the coarse window a row due at `dueMs` travels in, if it is due further ahead than FINE_HORIZON_MS; else null. */
+export function coarseWindowOf(dueMs: number, nowMs: number): number | null {
+  return dueMs > nowMs + FINE_HORIZON_MS ? Math.floor(dueMs / COARSE_WINDOW_MS) * COARSE_WINDOW_MS : null;
+}
+
+/** A coarse window's one BullMQ job: out REFINE_LEAD_MS before the window starts. */
+export function windowEnvelope(start: number, nowMs: number): Envelope {
+  return { jobId: `w-${start}`, data: { b: start, l: start + COARSE_WINDOW_MS - 1, f: [], w: start }, delayMs: Math.max(0, start - REFINE_LEAD_MS - nowMs) };
+}
+
 function windowOf(dueMs: number, nowMs: number): { key: string; fireAtMs: (first: number) => number } {
   if (dueMs <= nowMs + DELIVERY_LEAD_MS) return { key: 'now', fireAtMs: () => nowMs };
-  if (dueMs <= nowMs + FINE_HORIZON_MS) return { key: `f${Math.floor(dueMs / ENVELOPE_WINDOW_MS)}`, fireAtMs: (first) => first - DELIVERY_LEAD_MS };
-  const start = Math.floor(dueMs / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
+  const start = coarseWindowOf(dueMs, nowMs);
+  if (start === null) return { key: `f${Math.floor(dueMs / ENVELOPE_WINDOW_MS)}`, fireAtMs: (first) => first - DELIVERY_LEAD_MS };
   return { key: `c${start}`, fireAtMs: () => start - REFINE_LEAD_MS };
 }
 

@@ -2,7 +2,7 @@ import { bytesUnder, createTestRedis, TestRedis } from '@almanac/testing/test-re
 import IORedis from 'ioredis';
 import { AddressInfo, createServer, Socket } from 'node:net';
 import { WaitTimeoutError } from '../time/within';
-import { DELIVERY_LEAD_MS } from './delivery-timing';
+import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, REFINE_LEAD_MS } from './delivery-timing';
 import { hintsOf } from './envelope';
 import { HotQueue } from './hot-queue';
 
@@ -43,6 +43,40 @@ describe('HotQueue', () => {
     const rows = Array.from({ length: 2000 }, (_, i) => ({ id: String(119_352_210_347_848 + i), dueMs: t0 + i * 3000 + (i % 7), tenantId: 1 + (i % 10), kind: 'noop' }));
     await own.enqueue(rows, now);
     expect((await bytesUnder(redis.connection, own.prefix)) / rows.length).toBeLessThan(100);
+    await own.queue.obliterate({ force: true });
+    await own.close();
+  });
+
+  it('holds sparse hints added a few at a time (the API at ingest: ~3 hot rows per request of 1,000 over a year) in under 100 bytes each', async () => {
+    const own = HotQueue.open(redis.connection, `${redis.prefix}-trickle`);
+    const t0 = now.getTime() + 3_600_000;
+    const rows = Array.from({ length: 2000 }, (_, i) => ({ id: String(119_352_210_347_848 + i), dueMs: t0 + ((i * 7919) % 2000) * 3000, tenantId: 1 + (i % 10), kind: 'noop' }));
+    for (let i = 0; i < rows.length; i += 3) await own.enqueue(rows.slice(i, i + 3), now);
+    expect((await bytesUnder(redis.connection, own.prefix)) / rows.length).toBeLessThan(100);
+    expect((await own.held()).map((x) => x.hint).sort((a, b) => a.dueMs - b.dueMs)).toEqual([...rows].sort((a, b) => a.dueMs - b.dueMs));
+    await own.queue.obliterate({ force: true });
+    await own.close();
+  });
+
+  it('puts far rows in their coarse window, one job per window; a window opened by a dispatcher refuses later rows, which get an envelope of their own', async () => {
+    const own = HotQueue.open(redis.connection, `${redis.prefix}-windows`);
+    const start = Math.floor((now.getTime() + 3_600_000) / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
+    const a = { id: '201', dueMs: start + 5, tenantId: 1, kind: 'noop' };
+    const b = { id: '202', dueMs: start + 60_000, tenantId: 2, kind: 'http' };
+    await own.enqueue([a], now);
+    await own.enqueue([b], now);
+    const [job, ...none] = await own.queue.getDelayed();
+    expect(none).toEqual([]);
+    expect(job.id).toBe(`w-${start}`);
+    expect(job.opts.delay).toBe(start - REFINE_LEAD_MS - now.getTime());
+    expect(await own.windows.open(start, now.getTime())).toEqual([a, b]);
+    const late = { id: '203', dueMs: start + 90_000, tenantId: 1, kind: 'noop' };
+    await own.enqueue([late], now);
+    expect(await own.windows.open(start, now.getTime())).toEqual([a, b]); // still there until cleared, without the late row
+    const envelopes = (await own.queue.getDelayed()).filter((j) => j.data.w === undefined);
+    expect(envelopes.map((j) => hintsOf(j.data))).toEqual([[late]]);
+    await own.windows.clear(start);
+    expect(await own.windows.peek(start)).toEqual([]);
     await own.queue.obliterate({ force: true });
     await own.close();
   });

@@ -3,13 +3,21 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Queue } from 'bullmq';
 import type { RedisClient } from '../redis/redis';
 import { within } from '../time/within';
-import { type EnvelopeData, type EnvelopeOptions, envelopesOf } from './envelope';
+import { CoarseWindows } from './coarse-windows';
+import { type EnvelopeData, type EnvelopeOptions, envelopesOf, hintsOf, windowEnvelope } from './envelope';
 import type { Hint } from '@almanac/domain';
 
 export const HOT_QUEUE_NAME = 'hot';
 
 /** Every envelope's BullMQ job name: one byte, stored in every job's hash. */
 const ENVELOPE_NAME = 'e';
+
+/**
+ * The hot queue's own BullMQ options, the same wherever it is opened (each Queue writes them to
+ * the queue's meta). Its event stream is read by nobody: BullMQ's 10,000 entries cost ~50 B a row
+ * of Redis when the API adds a few hot rows per request (a test of 9,000 rows, 3 per add).
+ */
+export const HOT_QUEUE_OPTIONS = { streams: { events: { maxLen: 100 } } } as const;
 
 /** Nest injection token for how long a producer waits on Redis (ALMANAC_REDIS_COMMAND_TIMEOUT_MS). */
 export const HOT_QUEUE_WAIT_MS = Symbol('HOT_QUEUE_WAIT_MS');
@@ -29,6 +37,8 @@ const DEFAULT_WAIT_MS = 5000;
  */
 @Injectable()
 export class HotQueue {
+  readonly windows: CoarseWindows;
+
   constructor(
     @InjectQueue(HOT_QUEUE_NAME) readonly queue: Queue<EnvelopeData, unknown, string>,
     @Optional() @Inject(HOT_QUEUE_WAIT_MS) private readonly waitMs: number = DEFAULT_WAIT_MS,
@@ -36,11 +46,14 @@ export class HotQueue {
     // Connection errors are the connection owner's to report (once per outage); without a
     // listener BullMQ prints every reconnect failure to stderr.
     this.queue.on('error', () => undefined);
+    // The windows' lists share the queue's connection (an ioredis client here, as OpsModule and
+    // open() give it): their keys are in the queue's slot on a cluster.
+    this.windows = new CoarseWindows(this.queue.opts.connection as RedisClient, this.prefix, waitMs);
   }
 
   /** A hot queue outside Nest (tests, benches, tools) on `connection`, which its caller closes. */
   static open(connection: RedisClient, prefix: string, waitMs = DEFAULT_WAIT_MS): HotQueue {
-    return new HotQueue(new Queue<EnvelopeData, unknown, string>(HOT_QUEUE_NAME, { connection, prefix }), waitMs);
+    return new HotQueue(new Queue<EnvelopeData, unknown, string>(HOT_QUEUE_NAME, { connection, prefix, ...HOT_QUEUE_OPTIONS }), waitMs);
   }
 
   get prefix(): string {
@@ -48,18 +61,33 @@ export class HotQueue {
   }
 
   /**
-   * Adds hints in one round trip (`addBulk`), in envelopes (see EnvelopeOptions for `repair` and
-   * `resent`). No removeOn* per job: every option byte is stored in each job's hash (the
-   * consumer's Worker options say it once).
+   * Adds hints: rows due beyond the fine horizon to their coarse windows' lists (one round trip),
+   * each window's one job and the other rows' envelopes in another (`addBulk`). A repair or a
+   * dispatcher's resend goes in envelopes of its own (see EnvelopeOptions). No removeOn* per job:
+   * every option byte is stored in each job's hash (the consumer's Worker options say it once).
    */
   async enqueue(hints: readonly Hint[], now: Date, opts: EnvelopeOptions = {}): Promise<void> {
     if (hints.length === 0) return;
-    const jobs = envelopesOf(hints, now.getTime(), opts).map((e) => ({
-      name: ENVELOPE_NAME,
-      data: e.data,
-      opts: { jobId: e.jobId, delay: e.delayMs },
-    }));
+    const nowMs = now.getTime();
+    const windowed = opts.repair || opts.resent ? { windows: [], rest: hints } : await this.windows.add(hints, nowMs);
+    // The rest: rows due within the fine horizon, and rows an open window refused (a producer's
+    // clock behind the dispatcher's), which go in a coarse envelope of their own.
+    const envelopes = [...windowed.windows.map((w) => windowEnvelope(w, nowMs)), ...envelopesOf(windowed.rest, nowMs, opts)];
+    const jobs = envelopes.map((e) => ({ name: ENVELOPE_NAME, data: e.data, opts: { jobId: e.jobId, delay: e.delayMs } }));
     await within(this.waitMs, this.queue.addBulk(jobs), 'hot queue addBulk');
+  }
+
+  /** The hints waiting or delayed in the hot queue, with their envelope's state, windows opened (tests and tools). */
+  async held(): Promise<{ hint: Hint; state: 'waiting' | 'delayed' }[]> {
+    const out: { hint: Hint; state: 'waiting' | 'delayed' }[] = [];
+    for (const state of ['waiting', 'delayed'] as const) {
+      for (const job of await this.queue.getJobs([state])) {
+        if (!job) continue;
+        const hints = job.data.w === undefined ? hintsOf(job.data) : await this.windows.peek(job.data.w);
+        for (const hint of hints) out.push({ hint, state });
+      }
+    }
+    return out;
   }
 
   async close(): Promise<void> {

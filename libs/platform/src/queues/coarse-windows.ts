@@ -1,0 +1,123 @@
+import type { Hint } from '@almanac/domain';
+import type { RedisClient } from '../redis/redis';
+import { within } from '../time/within';
+import { COARSE_WINDOW_MS } from './delivery-timing';
+import { coarseWindowOf } from './envelope';
+
+/**
+ * A window's list and its marker outlive the window by this much: long enough that no producer
+ * with a sane clock still adds to it, after which rows left behind (an add whose window job never
+ * landed) are the overdue sweep's to re-hint.
+ */
+const KEEP_AFTER_WINDOW_MS = 3_600_000;
+
+/** Adds a window's items unless a dispatcher has opened it; 1 when added, 0 when it was open. */
+const ADD = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+for i = 2, #ARGV, 1000 do redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV))) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`;
+
+/** Marks a window open (later adds are refused) and returns its items; the list stays until cleared. */
+const OPEN = `
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
+return redis.call('LRANGE', KEYS[1], 0, -1)`;
+
+/**
+ * Rows due further ahead than FINE_HORIZON_MS wait in one Redis list per COARSE_WINDOW_MS window,
+ * shared by every producer, under one BullMQ job per window (`w-<start>`, see HotQueue). A job per
+ * enqueue call cost ~1 KB of Redis per hot row when the API queued rows a few per request (10 M
+ * jobs over a year: 1,022 B per hot row, bench/hold.ts 2026-12-04); an item costs ~40 B.
+ *
+ * An item is one flow of one add, `<tenant>|<kind>|<id>:<due - start>,…`. Keys carry the hot
+ * queue's prefix, hash-tagged on a cluster, so a window's two keys share the queue's slot.
+ * The dispatcher opens a window when its job comes due: the marker makes a late add (a producer
+ * whose clock runs behind) fall back to an envelope of its own, so no item lands in a list that
+ * is no longer read; the list is cleared once its rows are handed on, so a dispatcher that dies
+ * meanwhile leaves them for the job's retry.
+ */
+export class CoarseWindows {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+    /** Every wait is bounded by this (the queue's connection has no command timeout). */
+    private readonly waitMs: number,
+  ) {}
+
+  /**
+   * Adds hints due beyond the fine horizon to their windows in one round trip; returns the windows
+   * that took some, and the hints it did not take (due sooner, or their window is open).
+   */
+  async add(hints: readonly Hint[], nowMs: number): Promise<{ windows: number[]; rest: Hint[] }> {
+    const byWindow = new Map<number, Hint[]>();
+    const rest: Hint[] = [];
+    for (const h of hints) {
+      const start = coarseWindowOf(h.dueMs, nowMs);
+      if (start === null) {
+        rest.push(h);
+        continue;
+      }
+      const list = byWindow.get(start);
+      if (list) list.push(h);
+      else byWindow.set(start, [h]);
+    }
+    if (byWindow.size === 0) return { windows: [], rest };
+    const pipeline = this.redis.pipeline();
+    for (const [start, rows] of byWindow) pipeline.eval(ADD, 2, ...this.keys(start), keepMs(start, nowMs), ...encode(rows, start));
+    const replies = (await within(this.waitMs, pipeline.exec(), 'hot queue windows')) ?? [];
+    const windows: number[] = [];
+    [...byWindow].forEach(([start, rows], i) => {
+      const [err, added] = replies[i] ?? [new Error('no reply')];
+      if (err) throw err;
+      if (added === 1) windows.push(start);
+      else rest.push(...rows);
+    });
+    return { windows, rest };
+  }
+
+  /** Opens a window: later adds are refused; returns its hints (again, if opened before). */
+  async open(start: number, nowMs: number): Promise<Hint[]> {
+    const items = (await within(this.waitMs, this.redis.eval(OPEN, 2, ...this.keys(start), keepMs(start, nowMs)), 'hot queue window open')) as string[];
+    return items.flatMap((item) => decode(item, start));
+  }
+
+  /** A window's hints, leaving it as it is (tests and tools). */
+  async peek(start: number): Promise<Hint[]> {
+    const items = await within(this.waitMs, this.redis.lrange(this.keys(start)[0], 0, -1), 'hot queue window peek');
+    return items.flatMap((item) => decode(item, start));
+  }
+
+  /** Drops an opened window's items, once they are handed on. */
+  async clear(start: number): Promise<void> {
+    await within(this.waitMs, this.redis.del(this.keys(start)[0]), 'hot queue window clear');
+  }
+
+  private keys(start: number): [string, string] {
+    const list = `${this.prefix}:hot:w:${start}`;
+    return [list, `${list}:open`];
+  }
+}
+
+/** How long a window's keys stay, by the caller's clock (Redis's may differ). */
+function keepMs(start: number, nowMs: number): number {
+  return Math.max(1, start + COARSE_WINDOW_MS + KEEP_AFTER_WINDOW_MS - nowMs);
+}
+
+function encode(rows: readonly Hint[], start: number): string[] {
+  const flows = new Map<string, string[]>();
+  for (const h of rows) {
+    const key = `${h.tenantId}|${h.kind}`;
+    const items = flows.get(key);
+    if (items) items.push(`${h.id}:${h.dueMs - start}`);
+    else flows.set(key, [`${h.id}:${h.dueMs - start}`]);
+  }
+  return [...flows].map(([key, items]) => `${key}|${items.join(',')}`);
+}
+
+function decode(item: string, start: number): Hint[] {
+  const [tenant, kind, rows] = item.split('|');
+  return rows.split(',').map((row) => {
+    const at = row.indexOf(':');
+    return { id: row.slice(0, at), tenantId: Number(tenant), kind, dueMs: start + Number(row.slice(at + 1)) };
+  });
+}
