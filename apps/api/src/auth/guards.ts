@@ -6,6 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ApiError, overLimit } from '../http/api-error';
 import { TokenBuckets } from '../rate-limit/token-bucket';
 import { TenantAuthService } from './tenant-auth.service';
+import { sourceOf } from './source-address';
 
 export type AuthedRequest = FastifyRequest & { tenant?: TenantRecord };
 
@@ -43,7 +44,7 @@ export class TenantAuthGuard implements CanActivate {
   async authenticate(req: AuthedRequest): Promise<void> {
     const key = bearerToken(req);
     if (!key) throw unauthorized('missing bearer token (Authorization: Bearer <api key>)');
-    const tenant = await this.auth.authenticate(key);
+    const tenant = await this.auth.authenticate(key, sourceOf(req));
     if (!tenant) throw unauthorized('unknown api key');
     if (tenant.disabled) throw suspended();
     req.tenant = tenant;
@@ -55,7 +56,7 @@ export class TenantAuthGuard implements CanActivate {
  * ADMIN_FAILURE_REFILL_MS. Past them every admin request from that address is 429 (and the
  * console takes the admin token from it as unknown) until the bucket refills, whatever its token,
  * so a guess that matches cannot be told from one that does not. Per API replica, keyed by the
- * address Fastify sees (a proxy's, unless it is trusted); IPv6 by its first four groups (a /64 as usually written), which one host owns.
+ * request's source (sourceOf).
  */
 export const ADMIN_FAILURES = 10;
 const ADMIN_FAILURE_REFILL_MS = 6_000;
@@ -113,11 +114,6 @@ export class AdminAuthGuard implements CanActivate {
     // Hashing both sides gives equal lengths, so timingSafeEqual leaks nothing about the token.
     return timingSafeEqual(digest(token), this.expected);
   }
-}
-
-function sourceOf(req: FastifyRequest): string {
-  const ip = req.ip ?? '';
-  return ip.includes(':') && !ip.startsWith('::ffff:') ? ip.split(':').slice(0, 4).join(':') : ip;
 }
 
 function digest(s: string): Buffer {

@@ -2,7 +2,7 @@ import { DEFAULT_SHARE } from '@almanac/domain';
 import type { TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
 import { loadApiSettings } from '../api-settings';
-import { TenantAuthService } from './tenant-auth.service';
+import { ALL_SOURCES_LOOKUP_FACTOR, TenantAuthService } from './tenant-auth.service';
 
 /** A repository fake from a key → tenant function, read at call time (a test may swap it). */
 function viaTenant(fake: { findByApiKey: (k: string) => Promise<TenantRecord | null> }): TenantsRepository {
@@ -116,6 +116,17 @@ describe('TenantAuthService', () => {
     expect(await Promise.all(Array.from({ length: 5 }, () => auth.authenticate(shaped('good'))))).toEqual(Array(5).fill(tenant));
     expect(Date.now() - t0).toBeLessThan(1000);
     await expect(Promise.all([auth.authenticate(shaped('new')), auth.authenticate(shaped('new'))])).rejects.toThrow(/within 50 ms/) // half the request deadline;
+  });
+
+  it("spends a source's own lookup budget: one address's flood of well-shaped random keys leaves other addresses' keys answering, and all sources together are bounded", async () => {
+    const repo = viaTenant({ findByApiKey: async (key: string) => (key === shaped('good') ? tenant : null) });
+    const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '3' }), new ManualClock(0));
+    for (let i = 0; i < 3; i++) expect(await auth.authenticate(shaped(`junk_${i}`), '203.0.113.9')).toBeNull();
+    await expect(auth.authenticate(shaped('junk_x'), '203.0.113.9')).rejects.toMatchObject({ status: 503 });
+    expect(await auth.authenticate(shaped('good'), '198.51.100.7')).toBe(tenant); // another client, uncached key
+    // Over all sources: ALL_SOURCES_LOOKUP_FACTOR times one source's rate (4 spent so far).
+    for (let i = 0; i < 3 * ALL_SOURCES_LOOKUP_FACTOR - 4; i++) await auth.authenticate(shaped(`spread_${i}`), `192.0.2.${i}`);
+    await expect(auth.authenticate(shaped('spread_x'), '192.0.2.250')).rejects.toMatchObject({ status: 503 });
   });
 
   it('past the lookup rate, a tenant known a moment ago still gets in; a key found gone is never honoured again', async () => {

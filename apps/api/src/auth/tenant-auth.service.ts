@@ -20,6 +20,11 @@ interface Cached {
   until: number;
 }
 
+/** Key lookups over all sources, per replica, as a multiple of one source's (a bound for the database). */
+export const ALL_SOURCES_LOOKUP_FACTOR = 5;
+/** Sources whose lookup budgets are remembered; an older one forgotten starts full again (the total still bounds). */
+const MAX_LOOKUP_SOURCES = 10_000;
+
 /** A key's last use is written at most this often per API replica (one UPDATE for all keys used). */
 export const LAST_USED_EVERY_MS = 60_000;
 
@@ -28,15 +33,18 @@ export const LAST_USED_EVERY_MS = 60_000;
  * so authentication is not one database query per request, and a tenant's changed rate limit is
  * seen within the TTL. Unauthenticated traffic is bounded:
  * - unknown keys have a cache of their own, so a flood of random keys never evicts a valid one;
- * - lookups of keys in neither cache are rate-limited (ALMANAC_AUTH_LOOKUPS_PER_SECOND per API
- *   replica, 503 with Retry-After beyond it), and concurrent lookups of one key share a query.
+ * - lookups of keys in neither cache are rate-limited per source address
+ *   (ALMANAC_AUTH_LOOKUPS_PER_SECOND per API replica, ALL_SOURCES_LOOKUP_FACTOR times that over
+ *   all sources; 503 with Retry-After beyond it): one client's flood of well-shaped random keys
+ *   spent a single shared budget, and every tenant whose key was not cached got 503. Concurrent
+ *   lookups of one key share a query.
  */
 @Injectable()
 export class TenantAuthService {
   private readonly known = new Map<string, Cached>();
   private readonly unknown = new Map<string, Cached>();
   private readonly pending = new Map<string, Promise<{ tenant: TenantRecord; keyId: number } | null>>();
-  private readonly lookups = new TokenBuckets();
+  private readonly lookups = new TokenBuckets(MAX_LOOKUP_SOURCES + 1);
   /** Keys revoked lately (sha256 → when): a lookup started before then is not cached. */
   private readonly changedAt = new Map<string, number>();
   /** Keys accepted since the last write of their last-use time. */
@@ -49,7 +57,8 @@ export class TenantAuthService {
     private readonly clock: Clock,
   ) {}
 
-  async authenticate(apiKey: string): Promise<TenantRecord | null> {
+  /** `source`: the request's source address (sourceOf), whose lookup budget a lookup spends. */
+  async authenticate(apiKey: string, source = ''): Promise<TenantRecord | null> {
     // Before the caches and the lookup budget: junk tokens spent the budget of real keys (every
     // tenant whose key was not cached got 503) and filled the unknown-key cache.
     if (!isApiKeyShaped(apiKey)) return null;
@@ -60,7 +69,7 @@ export class TenantAuthService {
     try {
       // Inside the try: past the lookup rate (a flood of random keys) a tenant known a moment
       // ago still gets in, instead of every tenant getting 503 once its cache entry expires.
-      const lookup = this.pending.get(id) ?? this.lookUp(id, apiKey, now);
+      const lookup = this.pending.get(id) ?? this.lookUp(id, apiKey, source, now);
       // Bounded for every caller, also those sharing a lookup already in flight, to half the
       // request deadline: a stalled database leaves the handler time to answer 503, not a hang.
       const found = await within(Math.ceil(this.settings.requestTimeoutMs / 2), lookup, 'key lookup');
@@ -106,11 +115,14 @@ export class TenantAuthService {
     return c.tenant;
   }
 
-  /** One database lookup per key at a time (rate-limited); shared until it settles. */
-  private lookUp(id: string, apiKey: string, now: number): Promise<{ tenant: TenantRecord; keyId: number } | null> {
+  /** One database lookup per key at a time (rate-limited by source, then over all); shared until it settles. */
+  private lookUp(id: string, apiKey: string, source: string, now: number): Promise<{ tenant: TenantRecord; keyId: number } | null> {
     const rate = this.settings.authLookupsPerSecond;
-    const allowed = this.lookups.take('lookups', 1, rate, rate, now);
-    if (!allowed.ok) throw overLimit(503, 'too many key lookups', 'authorization', 'lookup_rate', allowed.retryAfterMs);
+    const total = rate * ALL_SOURCES_LOOKUP_FACTOR;
+    for (const [bucket, r] of [[`source:${source}`, rate], ['all', total]] as const) {
+      const allowed = this.lookups.take(bucket, 1, r, r, now);
+      if (!allowed.ok) throw overLimit(503, 'too many key lookups', 'authorization', 'lookup_rate', allowed.retryAfterMs);
+    }
     const lookup = this.tenants.findKey(apiKey).then((found) => {
       this.remember(id, found?.tenant ?? null, now, found?.keyId);
       return found;

@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { API_SETTINGS, type ApiSettings } from '../api-settings';
 import { AdminAuthGuard } from '../auth/guards';
 import { TenantAuthService } from '../auth/tenant-auth.service';
+import { sourceOf } from '../auth/source-address';
 import { type ConsoleViewer, CONSOLE_PATH } from './console-viewer';
 
 /** The cookie that carries the signed-in secret; sent by the browser only to /console. */
@@ -61,7 +62,7 @@ export class ConsoleSession {
     if (secret.length === 0 || secret.length > 512) return 'unknown';
     // Under the admin token's attempt limit: a locked-out address's admin token is unknown too.
     if (this.admin.lockedOut(req) === null && this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
-    const tenant = await this.auth.authenticate(secret);
+    const tenant = await this.auth.authenticate(secret, sourceOf(req));
     if (!tenant) {
       this.admin.recordFailure(req);
       return 'unknown';

@@ -19,7 +19,7 @@ interface Seen {
   body: string;
 }
 
-type Verify = (header: string, rawBody: string, secret: string, toleranceSec?: number) => boolean;
+type Verify = (header: string, req: { method: string; url: string; idempotencyKey: string; rawBody: string }, secret: string, toleranceSec?: number) => boolean;
 
 /** The README's "Verifying a signature" block, run as written. */
 function readmeVerifier(): Verify {
@@ -143,6 +143,8 @@ describe('http handler', () => {
     return { id, row: await h.job(id), attempts: await h.attempts(id) };
   }
   const local = (path: string) => `http://127.0.0.1:${port}${path}`;
+  /** What the receiver saw, as the README's check takes it (this server's origin is the one called). */
+  const received = (s: Seen) => ({ method: s.method, url: local(s.url), idempotencyKey: s.headers['idempotency-key'] as string, rawBody: s.body });
 
   it('POSTs the body as JSON, signed, with Almanac-Tenant/Job-Id/Attempt and Idempotency-Key <tenant>:<key>', async () => {
     const { id, row, attempts } = await run(local('/ok'), { headers: { 'X-Trace': 'abc', 'Idempotency-Key': 'forged', 'Almanac-Tenant': '999' } });
@@ -156,11 +158,16 @@ describe('http handler', () => {
     });
     const signature = seen[0].headers['almanac-signature'] as string;
     expect(signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
-    expect(verify(signature, seen[0].body, secret)).toBe(true);
+    const req = received(seen[0]);
+    expect(verify(signature, req, secret)).toBe(true);
     // The README's check refuses a changed body, another secret, and a stale timestamp.
-    expect(verify(signature, '{"hello":"there"}', secret)).toBe(false);
-    expect(verify(signature, seen[0].body, `${secret}x`)).toBe(false);
-    expect(verify(signature.replace(/^t=\d+/, `t=${Math.floor(Date.now() / 1000) - 3600}`), seen[0].body, secret)).toBe(false);
+    expect(verify(signature, { ...req, rawBody: '{"hello":"there"}' }, secret)).toBe(false);
+    expect(verify(signature, req, `${secret}x`)).toBe(false);
+    expect(verify(signature.replace(/^t=\d+/, `t=${Math.floor(Date.now() / 1000) - 3600}`), req, secret)).toBe(false);
+    // A captured call replayed within the tolerance under another key, to another URL or with another method.
+    expect(verify(signature, { ...req, idempotencyKey: `${tenantId}:replayed` }, secret)).toBe(false);
+    expect(verify(signature, { ...req, url: local('/other') }, secret)).toBe(false);
+    expect(verify(signature, { ...req, method: 'PUT' }, secret)).toBe(false);
   });
 
   it('sends both signatures during a rotation’s overlap, the new one first, and only the new one after an overlap of 0', async () => {
@@ -169,18 +176,18 @@ describe('http handler', () => {
     await run(local('/ok'));
     const header = seen[0].headers['almanac-signature'] as string;
     expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
-    expect(verify(header, seen[0].body, rotated)).toBe(true); // a receiver already on the new secret
-    expect(verify(header, seen[0].body, secret)).toBe(true); // and one still on the old
+    expect(verify(header, received(seen[0]), rotated)).toBe(true); // a receiver already on the new secret
+    expect(verify(header, received(seen[0]), secret)).toBe(true); // and one still on the old
     const [, v1New] = header.split(',');
-    expect(verify(`${header.split(',')[0]},${v1New}`, seen[0].body, rotated)).toBe(true);
+    expect(verify(`${header.split(',')[0]},${v1New}`, received(seen[0]), rotated)).toBe(true);
 
     const leaked = (await outbound.rotateSigningSecret(tenantId, 0))!.secret;
     seen = [];
     await run(local('/ok'), {});
     const after = seen[0].headers['almanac-signature'] as string;
     expect(after.split(',')).toHaveLength(2);
-    expect(verify(after, seen[0].body, leaked)).toBe(true);
-    expect(verify(after, seen[0].body, rotated)).toBe(false);
+    expect(verify(after, received(seen[0]), leaked)).toBe(true);
+    expect(verify(after, received(seen[0]), rotated)).toBe(false);
   });
 
   it('retries on 5xx (honouring Retry-After) and records the status on the attempt', async () => {
@@ -278,7 +285,7 @@ describe('http handler', () => {
     const inside = await run(local('/redirect-in'));
     expect(inside.row).toMatchObject({ state: 'd', result: { status: 201 } });
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /redirect-in', 'POST /ok']);
-    expect(verify(seen[1].headers['almanac-signature'] as string, seen[1].body, secret)).toBe(true); // every hop is signed
+    expect(verify(seen[1].headers['almanac-signature'] as string, received(seen[1]), secret)).toBe(true); // every hop is signed
     seen = [];
     await new TenantOutboundRepository(h.ds).setAllowHosts(tenantId, [local('')]);
     const outside = await run(local('/redirect-out'));
@@ -348,7 +355,7 @@ describe('http handler', () => {
       mode,
       setup: (d) => prepareTenant(d.ds), // the harness's default tenant, 1
       // What a receiver applies: one effect per Idempotency-Key, however often it is called.
-      effects: async () => new Set(seen.filter((s) => verify(s.headers['almanac-signature'] as string, s.body, secret)).map((s) => s.headers['idempotency-key'])).size,
+      effects: async () => new Set(seen.filter((s) => verify(s.headers['almanac-signature'] as string, received(s), secret)).map((s) => s.headers['idempotency-key'])).size,
     });
     expect(tenantId).toBe(1);
     expect(report.effects).toBe(1);

@@ -17,8 +17,8 @@ import type { TenantOutboundSource } from './tenant-outbound';
  *   and other special ranges are refused unless ALMANAC_HTTP_ALLOW_CIDRS allows them.
  * - Redirects are followed by hand (at most 5), each hop checked the same way; a redirect to
  *   another origin does not carry the payload's Authorization, Cookie or Proxy-Authorization.
- * - Every request is signed: `Almanac-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<body>">`
- *   with each of the tenant's live signing secrets (newest first; two during a rotation), and
+ * - Every request is signed (signatureHeader) with each of the tenant's live signing secrets
+ *   (newest first; two during a rotation), and
  *   carries `Almanac-Tenant`, `Almanac-Job-Id`, `Almanac-Attempt` and
  *   `Idempotency-Key: <tenantId>:<key>` (the receiver can drop a second delivery of the job).
  * - A response body is read up to ALMANAC_HTTP_MAX_RESPONSE_BYTES, never further.
@@ -106,12 +106,24 @@ function hasControlCharacter(value: string): boolean {
   return false;
 }
 
+/** What a signature covers: a captured call replayed with another key, method or URL fails it. */
+export interface SignedRequest {
+  method: string;
+  /** The URL as called (its href: a receiver rebuilds it from its public origin and the request's path). */
+  url: string;
+  idempotencyKey: string;
+  body: string;
+}
+
 /**
- * `Almanac-Signature`: `t=<unix seconds>` and one `v1=<hex HMAC-SHA256 of "<t>.<body>">` per
- * secret, newest first. A receiver accepts the request when any v1 matches its secret.
+ * `Almanac-Signature`: `t=<unix seconds>` and one `v1=<hex HMAC-SHA256>` per secret, newest
+ * first, over `<t>\n<method>\n<url>\n<idempotency key>\n<body>` (no part but the body can hold a
+ * newline: keys refuse whitespace, and a URL's href encodes it). A receiver accepts the request
+ * when any v1 matches its secret.
  */
-export function signatureHeader(secrets: readonly string[], t: number, body: string): string {
-  return [`t=${t}`, ...secrets.map((s) => `v1=${createHmac('sha256', s).update(`${t}.${body}`, 'utf8').digest('hex')}`)].join(',');
+export function signatureHeader(secrets: readonly string[], t: number, req: SignedRequest): string {
+  const signed = [t, req.method, req.url, req.idempotencyKey, req.body].join('\n');
+  return [`t=${t}`, ...secrets.map((s) => `v1=${createHmac('sha256', s).update(signed, 'utf8').digest('hex')}`)].join(',');
 }
 
 function targetOf(url: URL): UrlTarget {
@@ -149,6 +161,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
     if (verdict === 'installation') return discard(`${where} is not on the installation's allow-list (ALMANAC_HTTP_ALLOW_HOSTS)`);
     if (verdict === 'tenant') return discard(`${where} is not on this tenant's httpAllowHosts`);
     const t = Math.floor(Date.now() / 1000);
+    const idempotencyKey = `${ctx.tenantId}:${ctx.key}`;
     let res;
     try {
       res = await rules.client.send({
@@ -161,9 +174,9 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
         headers: {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           ...(url.origin === origin ? payload.headers : crossOrigin),
-          'idempotency-key': `${ctx.tenantId}:${ctx.key}`,
+          'idempotency-key': idempotencyKey,
           'user-agent': 'almanac-worker',
-          'almanac-signature': signatureHeader(tenant.secrets, t, body ?? ''),
+          'almanac-signature': signatureHeader(tenant.secrets, t, { method, url: url.href, idempotencyKey, body: body ?? '' }),
           'almanac-tenant': String(ctx.tenantId),
           'almanac-job-id': ctx.jobId,
           'almanac-attempt': String(ctx.attempt),
