@@ -63,10 +63,12 @@ describe('RetentionSweep (Postgres)', () => {
     // A job due long ago that finished within the retention (a late retry) is kept.
     const lateFinish = await finished(a, 'd', 2, 40);
     await db.dataSource.query(`UPDATE jobs SET finished_at = $2 WHERE id = ANY($1::bigint[])`, [lateFinish, at(-DAY)]);
-    // Effect records expire by their own done_at, unless the job that last touched them is unfinished.
+    // Effect records expire by their own done_at, unless the job that last touched them is
+    // unfinished; one never done (its runner died in the call) by its claim, alike.
     await db.dataSource.query(
       `INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at, done_at) VALUES
-         ($1, 'mail-old', $2, $3, $3), ($1, 'mail-recent', $2, $4, $4), ($1, 'mail-live-job', $5, $3, $3), ($1, 'mail-claimed', $2, $3, NULL)`,
+         ($1, 'mail-old', $2, $3, $3), ($1, 'mail-recent', $2, $4, $4), ($1, 'mail-live-job', $5, $3, $3), ($1, 'mail-claimed', $2, $3, NULL),
+         ($1, 'mail-claimed-recent', $2, $4, NULL), ($1, 'mail-claimed-live-job', $5, $3, NULL)`,
       [a, recent[0], at(-31 * DAY), at(-DAY), unfinished[0]],
     );
 
@@ -81,7 +83,7 @@ describe('RetentionSweep (Postgres)', () => {
     expect(await left(futureCancelled)).toBe(2);
     expect(await left(lateFinish)).toBe(2);
     expect((await db.dataSource.query<{ effect_key: string }[]>(`SELECT effect_key FROM job_effects ORDER BY 1`)).map((r) => r.effect_key)).toEqual([
-      'mail-claimed', 'mail-live-job', 'mail-recent',
+      'mail-claimed-live-job', 'mail-claimed-recent', 'mail-live-job', 'mail-recent',
     ]);
     expect((await db.dataSource.query(`SELECT count(*)::int AS n FROM retired_keys`))[0].n).toBe(40);
     expect(await metrics.retentionRemoved.get()).toMatchObject({ values: expect.arrayContaining([expect.objectContaining({ labels: { keys: 'reserved' }, value: 40 })]) });

@@ -96,6 +96,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
       return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff)) };
     }
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredEffects(policy.tenantId, cutoff, this.o.batchSize);
+    for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeAbandonedEffects(policy.tenantId, cutoff, this.o.batchSize);
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredBulkOperations(policy.tenantId, cutoff, this.o.batchSize);
     return { removed, behindSeconds: 0 };
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
 import { REMOVE_EXPIRED_BULK_OPERATIONS_SQL } from '../statements/remove-expired-bulk-operations.sql';
+import { REMOVE_ABANDONED_EFFECTS_SQL } from '../statements/remove-abandoned-effects.sql';
 import { REMOVE_EXPIRED_EFFECTS_SQL } from '../statements/remove-expired-effects.sql';
 import { EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
 
@@ -52,6 +53,12 @@ export class RetentionRepository {
   /** Removes up to `limit` of the tenant's effect records done before `cutoff`; how many went. */
   async removeExpiredEffects(tenantId: number, cutoff: Date, limit: number, db: Db = this.dataSource): Promise<number> {
     const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_EFFECTS_SQL, [tenantId, cutoff, limit]);
+    return rows[0].removed;
+  }
+
+  /** Removes up to `limit` of the tenant's effect records claimed before `cutoff` and never done; how many went. */
+  async removeAbandonedEffects(tenantId: number, cutoff: Date, limit: number, db: Db = this.dataSource): Promise<number> {
+    const { rows } = await sql<{ removed: number }>(db, REMOVE_ABANDONED_EFFECTS_SQL, [tenantId, cutoff, limit]);
     return rows[0].removed;
   }
 
