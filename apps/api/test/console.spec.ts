@@ -91,6 +91,30 @@ describe('console (/console)', () => {
     expect(theirs.text).not.toContain(evil);
   });
 
+  it("shows a job's newest attempts and links to older pages of them", async () => {
+    const cookie = await signIn(acme.apiKey);
+    const { id } = await create('many-attempts', inMs(-HOUR));
+    await h.db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = 45, max_attempts = 45 WHERE id = $1`, [id]);
+    await h.db.dataSource.query(
+      `INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome, error)
+       SELECT $1, $2, n, now() - (50 - n) * interval '1 minute', now() - (50 - n) * interval '1 minute', 'failed', 'boom #' || n FROM generate_series(1, 45) n`,
+      [id, acme.id],
+    );
+    const newest = await h.http().get(`/console/jobs/${id}`).set('Cookie', cookie).expect(200);
+    expect(newest.text).toContain('boom #45');
+    expect(newest.text).toContain('boom #26');
+    expect(newest.text).not.toContain('boom #25<');
+    const older = /href="([^"]*attempts=26)"/.exec(newest.text)?.[1];
+    expect(older).toBe(`/console/jobs/${id}?attempts=26`);
+    const page = await h.http().get(older!).set('Cookie', cookie).expect(200);
+    expect(page.text).toContain('boom #25');
+    expect(page.text).toContain('boom #6<');
+    expect(page.text).not.toContain('boom #26');
+    expect(page.text).toContain(`href="/console/jobs/${id}?attempts=6"`);
+    expect(page.text).toContain(`href="/console/jobs/${id}">Newest attempts`);
+    await h.http().get(`/console/jobs/${id}?attempts=nonsense`).set('Cookie', cookie).expect(400);
+  });
+
   it('finds a job by key, shows another tenant\'s job as not found, and names a bad filter', async () => {
     const cookie = await signIn(acme.apiKey);
     const { id } = await create('find-me', inMs(2 * DAY));

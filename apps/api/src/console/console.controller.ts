@@ -148,7 +148,12 @@ export class ConsoleController {
   async job(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: Query, @Param('id') id: string): Promise<void> {
     await this.show(req, reply, q, async (v) => {
       const job = await this.queries.get(v.tenant, id);
-      return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now()), notice: notice(q.done) };
+      const from = str(q.attempts);
+      if (from === undefined) return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now(), { from: null, older: job.historyNext }), notice: notice(q.done) };
+      // An older page of its attempts (the API's cursor): a job has up to 10,000 of them.
+      const page = await this.queries.attemptPage(v.tenant, id, { cursor: from });
+      const older = { ...job, history: [...page.items].reverse() };
+      return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, older, this.clock.now(), { from, older: page.nextCursor }) };
     });
   }
 
@@ -162,7 +167,7 @@ export class ConsoleController {
       return consoleHref(v, `/jobs/${id}`, { done: JOB_DONE.get(verb) });
     }, async (v) => {
       const job = await this.queries.get(v.tenant, id);
-      return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now()) };
+      return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now(), { from: null, older: job.historyNext }) };
     });
   }
 

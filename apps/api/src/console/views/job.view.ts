@@ -55,8 +55,21 @@ function timeline(j: JobDetailView, now: Date): SafeHtml {
 </table>`;
 }
 
-/** One job: what it is, what it did, and what can be done to it. */
-export function jobView(viewer: ConsoleViewer, j: JobDetailView, now: Date): SafeHtml {
+/** Which of a job's attempts a page shows: the newest (`from` null) or an older page; `older` the cursor of the next. */
+export interface AttemptsShown {
+  from: string | null;
+  older: string | null;
+}
+
+function attemptLinks(viewer: ConsoleViewer, j: JobDetailView, shown: AttemptsShown): SafeHtml {
+  const links: SafeHtml[] = [];
+  if (shown.from !== null) links.push(html`<a href="${consoleHref(viewer, `/jobs/${j.id}`)}">Newest attempts</a>`);
+  if (shown.older !== null) links.push(html`<a href="${consoleHref(viewer, `/jobs/${j.id}`, { attempts: shown.older })}">Older attempts</a>`);
+  return links.length > 0 ? html`<p class="pager">${links}</p>` : html``;
+}
+
+/** One job: what it is, what it did (a page of its attempts), and what can be done to it. */
+export function jobView(viewer: ConsoleViewer, j: JobDetailView, now: Date, shown: AttemptsShown): SafeHtml {
   return html`<p class="crumbs"><a href="${consoleHref(viewer, '/jobs')}">Jobs</a> / ${j.id}</p>
 <h1 class="key">${j.key}</h1>
 <dl class="facts">
@@ -70,8 +83,9 @@ export function jobView(viewer: ConsoleViewer, j: JobDetailView, now: Date): Saf
 </dl>
 ${actions(viewer, j)}
 ${j.lastError ? html`<h2>Last error</h2><p class="error-text"><code>${j.lastErrorCode ?? ''}</code> ${j.lastError}</p>` : ''}
-<h2>Attempts</h2>
+<h2>Attempts${shown.from !== null ? ' (older)' : ''}</h2>
 ${timeline(j, now)}
+${attemptLinks(viewer, j, shown)}
 <div class="columns">
   <section><h2>Payload</h2><pre>${prettyJson(j.payload)}</pre></section>
   <section><h2>Result</h2><pre>${prettyJson(j.result)}</pre></section>
