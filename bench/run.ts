@@ -137,7 +137,7 @@ const PARTS: Record<string, Part> = {
           fig(`Almanac Redis memory / plain-BullMQ baseline, ${n.toLocaleString('en')} jobs`, one(r.almanacShareOfBaseline * 100), '%', '≤ 1 % (aim ≤ 0.3 %)', (v) => v <= 1),
           fig('Redis used_memory after promotion (Almanac)', one(r.redis.almanacBytes / 1e6), 'MB'),
           fig(`plain BullMQ, measured at ${r.inputs.baselineJobs.toLocaleString('en')}, extrapolated to ${n.toLocaleString('en')}`, one(r.baseline.extrapolatedBytes / 1e6), 'MB'),
-          fig('Redis bytes per queued (hot) job', one(r.redis.bytesPerQueuedJob), 'B', '≤ 500 B (aim); plain BullMQ ~870 B', (v) => v <= 500),
+          fig('Redis bytes per queued (hot) job', one(r.redis.bytesPerQueuedJob), 'B', '≤ 100 B (issue 31); plain BullMQ ~870 B', (v) => v <= 100),
           fig('plain BullMQ bytes per delayed job', one(r.baseline.bytesPerJob), 'B'),
           fig('share of jobs in the hot tier', one(r.redis.hotShareOfJobs * 100), '%', '~1/365 (0.27 %) + horizon rounding'),
           fig('Postgres bytes per job (table + indexes + TOAST)', one(r.postgres.bytesPerJob), 'B', '≤ 300 B', (v) => v <= 300),

@@ -62,14 +62,16 @@ export class HotQueue {
 
   /**
    * Adds hints: rows due beyond the fine horizon to their coarse windows' lists (one round trip),
-   * each window's one job and the other rows' envelopes in another (`addBulk`). A repair or a
-   * dispatcher's resend goes in envelopes of its own (see EnvelopeOptions). No removeOn* per job:
+   * each window's one job and the other rows' envelopes in another (`addBulk`). A dispatcher's
+   * resend goes in envelopes of its own (see EnvelopeOptions). No removeOn* per job:
    * every option byte is stored in each job's hash (the consumer's Worker options say it once).
    */
   async enqueue(hints: readonly Hint[], now: Date, opts: EnvelopeOptions = {}): Promise<void> {
     if (hints.length === 0) return;
     const nowMs = now.getTime();
-    const windowed = opts.repair || opts.resent ? { windows: [], rest: hints } : await this.windows.add(hints, nowMs);
+    // A repair's far rows share windows too: its mark matters only to rows already due (a
+    // promoter finding Redis emptied re-hints every queued row: ~1 KB a row in envelopes of their own).
+    const windowed = opts.resent ? { windows: [], rest: hints } : await this.windows.add(hints, nowMs);
     // The rest: rows due within the fine horizon, and rows an open window refused (a producer's
     // clock behind the dispatcher's), which go in a coarse envelope of their own.
     const envelopes = [...windowed.windows.map((w) => windowEnvelope(w, nowMs)), ...envelopesOf(windowed.rest, nowMs, opts)];
