@@ -52,6 +52,11 @@ export function retryDelayMs(attempt: number, policy: RetryPolicy = DEFAULT_RETR
  */
 export const MAX_LIFETIME_ATTEMPTS = 10_000;
 
+/** Whether a retry of a dead job that has used `attempts` may grant `extra` more (MAX_LIFETIME_ATTEMPTS). */
+export function retryWithinLifetime(attempts: number, extra: number): boolean {
+  return attempts + extra <= MAX_LIFETIME_ATTEMPTS;
+}
+
 /** The latest run time a job may have (the API refuses later ones; Postgres and JS dates reach it). */
 export const LATEST_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
 

@@ -1,6 +1,8 @@
 import { Client } from 'pg';
 import { insertJob } from '@almanac/testing/job-rows';
 import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
+import type { DataSource } from 'typeorm';
+import { RETRY_DEAD_JOB_SQL } from '../statements/retry-dead-job.sql';
 import { JobChangesRepository } from './job-changes.repository';
 
 const H = 3600_000;
@@ -64,5 +66,25 @@ describe('JobChangesRepository', () => {
       job: { state: 'scheduled', attempts: 3, maxAttempts: 5 },
     });
     expect(await repo.retryDead(1, x, new Date(T0), 'scheduled', 2)).toEqual({ outcome: 'conflict', state: 'scheduled' });
+  });
+
+  it('a retry whose job dies (again) between its statement and its read-back is tried again, not refused as past the attempt limit', async () => {
+    const id = await insert(1, 'x-race', T0, 'q'); // not dead when the statement looks
+    let died = false;
+    // Real Postgres; the job fails its run just after the retry's statement (another retry raced it).
+    const racing = new JobChangesRepository({
+      query: async (sql: string, params: unknown[]) => {
+        const out: unknown = await db.dataSource.query(sql, params);
+        if (sql === RETRY_DEAD_JOB_SQL && !died) {
+          died = true;
+          await db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = 1, max_attempts = 1 WHERE id = $1`, [id]);
+        }
+        return out;
+      },
+    } as unknown as DataSource);
+    expect(await racing.retryDead(1, id, new Date(T0), 'scheduled', 2)).toMatchObject({ outcome: 'rescheduled', job: { state: 'scheduled', maxAttempts: 3 } });
+    const limit = await insert(1, 'x-limit', T0, 'x');
+    await db.dataSource.query(`UPDATE jobs SET attempts = 9999, max_attempts = 9999 WHERE id = $1`, [limit]);
+    expect(await repo.retryDead(1, limit, new Date(T0), 'scheduled', 2)).toEqual({ outcome: 'attempt_limit', attempts: 9999 });
   });
 });

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { type JobState, MAX_LIFETIME_ATTEMPTS } from '@almanac/domain';
+import { type JobState, MAX_LIFETIME_ATTEMPTS, retryWithinLifetime } from '@almanac/domain';
 import { DataSource } from 'typeorm';
 import { STATE_CODE, decodeState } from '../job-state.codec';
 import { CANCEL_JOB_SQL } from '../statements/cancel-job.sql';
@@ -61,10 +61,21 @@ export class JobChangesRepository {
     state: 'scheduled' | 'queued',
     extraAttempts: number,
   ): Promise<RescheduleOutcome> {
-    const rows = await mutate<RawJob & { previous: string }>(this.db, RETRY_DEAD_JOB_SQL, [
-      id, tenantId, runAt, STATE_CODE[state], extraAttempts, MAX_LIFETIME_ATTEMPTS,
-    ]);
-    return this.changeOutcome(tenantId, id, rows, (job) => (job.state === 'dead' ? { outcome: 'attempt_limit', attempts: job.attempts } : undefined));
+    for (let tries = 1; ; tries++) {
+      const rows = await mutate<RawJob & { previous: string }>(this.db, RETRY_DEAD_JOB_SQL, [
+        id, tenantId, runAt, STATE_CODE[state], extraAttempts, MAX_LIFETIME_ATTEMPTS,
+      ]);
+      // Dead when read again yet not retried: past the limit, or it died (again) after the
+      // statement looked (a concurrent retry ran and failed), which is no limit: try again.
+      let raced = false;
+      const outcome = await this.changeOutcome(tenantId, id, rows, (job) => {
+        if (job.state !== 'dead') return undefined;
+        if (!retryWithinLifetime(job.attempts, extraAttempts)) return { outcome: 'attempt_limit', attempts: job.attempts };
+        raced = true;
+        return { outcome: 'conflict', state: job.state };
+      });
+      if (!raced || tries >= 3) return outcome;
+    }
   }
 
   /** Rows inserted as `queued` whose enqueue failed (Redis down): see demoteToScheduled. */
