@@ -1,6 +1,7 @@
+import { SET_ASIDE_ERROR } from '@almanac/domain';
 import type { DeliveryMetrics } from '@almanac/delivery';
-import type { ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { type Clock, MicroBatcher } from '@almanac/platform';
+import type { ClaimResult, ExecutionRepository, RunnableJob } from '@almanac/persistence';
+import { type Clock, isValueError, MicroBatcher, runIsolated } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { WorkerIdentity } from './worker-identity';
 
@@ -61,7 +62,7 @@ export class Claimer {
     const leaseUntilMs = nowMs + this.o.leaseMs;
     const unique = [...new Set(ids)];
     const workerId = this.o.identity.id;
-    const send = () => this.o.repo.claim(unique, new Date(nowMs), new Date(leaseUntilMs), workerId);
+    const send = () => this.claimIsolated(unique, new Date(nowMs), new Date(leaseUntilMs), workerId);
     const deadline = Date.now() + (this.o.retryForMs ?? 5000);
     let result: Awaited<ReturnType<typeof send>> | undefined;
     for (let pause = FIRST_RETRY_MS; result === undefined; pause = Math.min(2 * pause, MAX_RETRY_PAUSE_MS)) {
@@ -83,5 +84,33 @@ export class Claimer {
       if (a === undefined) this.o.metrics.dropped.inc({ reason: 'stale' });
       return a ?? 'stale';
     });
+  }
+
+  /**
+   * The claim statement over every id, or, when Postgres refuses a value of one row (the whole
+   * batch fails, of every tenant, again on each retry), over halves down to that row
+   * (runIsolated), which is set aside: dead with SET_ASIDE_ERROR, its hint dropped. A failure that
+   * is not about a value is thrown for the caller's retry; the statement's idempotence makes
+   * sub-batches already claimed come back again then.
+   */
+  private async claimIsolated(ids: string[], dueBy: Date, leaseUntil: Date, workerId: number): Promise<ClaimResult> {
+    const out: ClaimResult = { claimed: [], early: [] };
+    await runIsolated(ids, {
+      run: async (some) => {
+        const r = await this.o.repo.claim(some, dueBy, leaseUntil, workerId);
+        out.claimed.push(...r.claimed);
+        out.early.push(...r.early);
+      },
+      isValueError,
+      setAside: async (id, err) => {
+        const code = String((err as { code?: unknown }).code);
+        this.o.metrics.setAside.inc({ statement: 'claim' });
+        this.o.logger.error({ err, jobId: id }, 'claim refused by Postgres on a value of this job; set aside (dead) so the jobs batched with it run');
+        await this.o.repo.setAside(id, `${SET_ASIDE_ERROR} (SQLSTATE ${code})`, dueBy).catch((again: unknown) => {
+          this.o.logger.error({ err: again, jobId: id }, 'could not set the job aside; its hint is dropped and the overdue sweep will offer it again');
+        });
+      },
+    });
+    return out;
   }
 }

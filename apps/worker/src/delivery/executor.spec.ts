@@ -123,6 +123,29 @@ describe('worker executor', () => {
     expect(aside.values).toEqual([expect.objectContaining({ labels: { statement: 'completion' }, value: 2 })]);
   });
 
+  it("a job whose claim Postgres refuses on a value is set aside (dead, set_aside) and every job batched with it, of any tenant, runs", async () => {
+    // A row no claim can take, whatever the reason: a value the update of this one row trips on.
+    await h.ds.query(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.key = 'poison-row' AND NEW.state = 'r' THEN RAISE EXCEPTION 'value out of range' USING ERRCODE = '22003'; END IF; RETURN NEW; END $$`);
+    await h.ds.query(`CREATE TRIGGER refuse_poison BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
+    try {
+      const w = h.worker({ workerId: 'w-1' });
+      const ids = await h.enqueue([
+        ...Array.from({ length: 5 }, (_, i) => ({ kind: 'noop', tenantId: 1 + (i % 2) })),
+        { kind: 'noop', key: 'poison-row', tenantId: 2 },
+        ...Array.from({ length: 4 }, (_, i) => ({ kind: 'noop', tenantId: 1 + (i % 2) })),
+      ]);
+      await h.hot.runOnce();
+      await h.runWorker(w);
+      for (const [i, id] of ids.entries()) if (i !== 5) expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+      expect(await h.job(ids[5])).toMatchObject({ state: 'x', attempts: 0, last_error: expect.stringContaining('(SQLSTATE 22003)') });
+      const aside = await w.metrics.setAside.get();
+      expect(aside.values).toEqual([expect.objectContaining({ labels: { statement: 'claim' }, value: 1 })]);
+    } finally {
+      await h.ds.query(`DROP TRIGGER refuse_poison ON jobs; DROP FUNCTION refuse_poison()`);
+    }
+  });
+
   it('a hint taken before its row is due waits for it: claimed (attempt counted) when due, never earlier', async () => {
     const runAt = new Date(Date.now() + 400);
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);

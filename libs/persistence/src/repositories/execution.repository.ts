@@ -8,6 +8,7 @@ import { CLAIM_FOR_RUN_SQL } from '../statements/claim-for-run.sql';
 import { COMPLETE_ATTEMPTS_SQL } from '../statements/complete-attempts.sql';
 import { EXTEND_LEASES_SQL } from '../statements/extend-leases.sql';
 import { RELEASE_DELIVERIES_SQL } from '../statements/release-deliveries.sql';
+import { SET_ASIDE_JOB_SQL } from '../statements/set-aside-job.sql';
 
 /**
  * The delivery hot path: a worker claims the rows it is about to run and records how each
@@ -89,6 +90,12 @@ export class ExecutionRepository {
       else out.claimed.push({ id: r.id, tenantId: r.tenant_id, kind: r.kind, key: r.key, payload: r.payload ?? null, attempt: r.attempts, maxAttempts: r.max_attempts });
     }
     return out;
+  }
+
+  /** Sets aside a queued job its claim cannot take (SET_ASIDE_JOB_SQL); whether it was still queued. */
+  async setAside(id: string, reason: string, now: Date): Promise<boolean> {
+    const { rowCount } = await sql(this.dataSource, SET_ASIDE_JOB_SQL, [id, reason, now]);
+    return (rowCount ?? 0) > 0;
   }
 
   /**
