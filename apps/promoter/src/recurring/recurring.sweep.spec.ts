@@ -107,6 +107,26 @@ describe('RecurringSweep (Postgres)', () => {
     expect(await occurrences(id)).toHaveLength(24);
   });
 
+  it("an occurrence whose key retention retired is skipped, not a failure of every tenant's batch", async () => {
+    const mine = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), tenantId: 1 });
+    const theirs = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), tenantId: 2 });
+    await sweep().runOnce(NOW);
+    // Retention removed tenant 1's first occurrence (its key retired), and the schedule comes round to it again (a resume).
+    const [first] = await occurrences(mine);
+    await db.dataSource.query(`INSERT INTO retired_keys (key_hash, removed_on, state) SELECT hashtextextended(key, tenant_id), current_date, 'd' FROM jobs WHERE key = $1`, [first.key]);
+    await db.dataSource.query(`UPDATE jobs SET state = 'd', finished_at = now() WHERE key = $1`, [first.key]);
+    await db.dataSource.query(`DELETE FROM jobs`);
+    await db.dataSource.query(`UPDATE schedules SET next_run_at = '2026-11-29T11:00:00Z'`);
+    try {
+      await sweep().runOnce(NOW);
+      expect((await occurrences(mine)).map((r) => r.key)).not.toContain(first.key);
+      expect(await occurrences(mine)).toHaveLength(23);
+      expect(await occurrences(theirs)).toHaveLength(24);
+    } finally {
+      await db.dataSource.query(`TRUNCATE retired_keys, retired_key_ranges`);
+    }
+  });
+
   it('next hour: materialises only the one new occurrence', async () => {
     const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z') });
     await sweep().runOnce(NOW);

@@ -9,6 +9,7 @@ import { FIND_JOBS_BY_KEYS_SQL } from '../statements/find-jobs-by-keys.sql';
 import { FIND_RETIRED_KEYS_SQL } from '../statements/find-retired-keys.sql';
 import { INSERT_BATCH_ON_CONFLICT_SQL } from '../statements/insert-batch-on-conflict.sql';
 import { INSERT_BATCH_OPTIMISTIC_SQL } from '../statements/insert-batch-optimistic.sql';
+import { isRetiredKeyError } from '../retired-key-error';
 
 export const MAX_INSERT_BATCH = 1000;
 /** Matches the column default in the core migration. */
@@ -153,7 +154,7 @@ export class JobsRepository {
         return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
       }
     } catch (err) {
-      if (errorCode(err) === RETIRED_KEY_SQLSTATE && !inTransaction) return RETIRED;
+      if (isRetiredKeyError(err) && !inTransaction) return RETIRED;
       throw err;
     }
   }
@@ -175,8 +176,6 @@ export class JobsRepository {
   }
 }
 
-/** Raised by the jobs_refuse_retired_keys trigger (migration 1764400076000). */
-const RETIRED_KEY_SQLSTATE = 'AL001';
 const RETIRED = Symbol('retired');
 
 function errorCode(err: unknown): unknown {

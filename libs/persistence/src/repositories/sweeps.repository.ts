@@ -17,6 +17,7 @@ import { PROMOTE_COLD_FAIR_SQL } from '../statements/promote-cold-fair.sql';
 import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
 import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
 import { RESCUE_RUNNING_SQL } from '../statements/rescue-running.sql';
+import { isRetiredKeyError } from '../retired-key-error';
 
 /**
  * See promoteFairShare. SET LOCAL: gone at commit even if the statement fails. jit off: these
@@ -278,21 +279,25 @@ export class SweepsRepository {
     }));
   }
 
+  /** Inserts occurrences; one whose key retention retired is left out (see INSERT_OCCURRENCES_SQL). */
   private async insertOccurrences(m: EntityManager, rows: OccurrenceRow[]): Promise<number> {
     if (rows.length === 0) return 0;
-    const { rowCount } = await sql(
-      m,
-      INSERT_OCCURRENCES_SQL,
-      [
-        rows.map((r) => r.tenantId),
-        rows.map((r) => r.key),
-        rows.map((r) => r.kind),
-        rows.map((r) => r.runAt.toISOString()),
-        rows.map((r) => r.payloadJson),
-        rows.map((r) => r.maxAttempts),
-      ],
-    );
-    return rowCount;
+    const params = [
+      rows.map((r) => r.tenantId),
+      rows.map((r) => r.key),
+      rows.map((r) => r.kind),
+      rows.map((r) => r.runAt.toISOString()),
+      rows.map((r) => r.payloadJson),
+      rows.map((r) => r.maxAttempts),
+    ];
+    await m.query('SAVEPOINT occurrences');
+    try {
+      return (await sql(m, INSERT_OCCURRENCES_SQL, [...params, false])).rowCount;
+    } catch (err) {
+      if (!isRetiredKeyError(err)) throw err;
+      await m.query('ROLLBACK TO SAVEPOINT occurrences');
+      return (await sql(m, INSERT_OCCURRENCES_SQL, [...params, true])).rowCount;
+    }
   }
 
   private async advanceSchedules(m: EntityManager, advances: ScheduleAdvance[]): Promise<void> {
