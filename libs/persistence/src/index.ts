@@ -7,6 +7,7 @@ export * from './repositories/sweeps.repository';
 export * from './statements/cold-claim.sql';
 export * from './job-record';
 export * from './sql';
+export * from './retired-key-error';
 export * from './repositories/jobs.repository';
 export * from './repositories/job-queries.repository';
 export * from './repositories/job-changes.repository';

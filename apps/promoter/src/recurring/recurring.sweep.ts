@@ -1,6 +1,6 @@
 import { SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
-import type { DueSchedule, OccurrenceRow, ScheduleAdvance, SweepsRepository } from '@almanac/persistence';
+import { type DueSchedule, isRetiredKeyError, type OccurrenceRow, type ScheduleAdvance, type SweepsRepository } from '@almanac/persistence';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { runBatches } from '../sweeps/batch-loop';
 import type { Sweep, SweepResult } from '../sweeps/sweep';
@@ -127,14 +127,27 @@ export class RecurringSweep implements Sweep<RecurringResult> {
   /** Batches over schedules due by `until`; `quota` null: no per-tenant quota (the near pass). */
   private pass(now: Date, until: Date, quota: RunQuota | null, total: RecurringResult) {
     return runBatches(this.opts, async (limit) => {
-      const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
-      const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, cut: false };
-      const batch = await this.repo.materialiseDueSchedules(
-        until,
-        limit,
-        (schedules) => this.plan(schedules, now, until, counts, quota, budget),
-        quota ? [...quota.atQuota] : [],
-      );
+      const attempt = async (skipRetired: boolean) => {
+        const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
+        const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, cut: false };
+        const batch = await this.repo.materialiseDueSchedules(
+          until,
+          limit,
+          (schedules) => this.plan(schedules, now, until, counts, quota, budget),
+          quota ? [...quota.atQuota] : [],
+          skipRetired,
+        );
+        return { batch, counts, budget };
+      };
+      // An occurrence whose key retention retired (a schedule resumed past its old rows'
+      // retention) failed the batch of every tenant's schedules, on every run: the batch goes
+      // again without such keys. (The failed try's quota use stays counted: rare, and a quota
+      // only paces.)
+      const { batch, counts, budget } = await attempt(false).catch((err: unknown) => {
+        if (!isRetiredKeyError(err)) throw err;
+        this.log.warn({ err }, 'an occurrence key was retired by retention; materialising the batch without it');
+        return attempt(true);
+      });
       total.inserted += batch.inserted;
       total.duplicates += batch.duplicates;
       total.occurrences.materialised += counts.materialised;

@@ -17,7 +17,6 @@ import { PROMOTE_COLD_FAIR_SQL } from '../statements/promote-cold-fair.sql';
 import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
 import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
 import { RESCUE_RUNNING_SQL } from '../statements/rescue-running.sql';
-import { isRetiredKeyError } from '../retired-key-error';
 
 /**
  * See promoteFairShare. SET LOCAL: gone at commit even if the statement fails. jit off: these
@@ -236,6 +235,8 @@ export class SweepsRepository {
     plan: (schedules: DueSchedule[]) => { rows: OccurrenceRow[]; advances: ScheduleAdvance[] },
     /** Tenants whose schedules this claim skips (at their quota for the run). */
     excludeTenants: readonly number[] = [],
+    /** Leave out occurrences whose key retention retired: the caller's retry after AL001 (isRetiredKeyError). */
+    skipRetired = false,
   ): Promise<{ schedules: number; inserted: number; duplicates: number }> {
     return this.db.transaction(async (m) => {
       // A lost commit un-advances the schedules and un-inserts their rows; the next run
@@ -244,7 +245,7 @@ export class SweepsRepository {
       const claimed = await this.claimDueSchedules(m, until, limit, excludeTenants);
       if (claimed.length === 0) return { schedules: 0, inserted: 0, duplicates: 0 };
       const { rows, advances } = plan(claimed);
-      const inserted = await this.insertOccurrences(m, rows);
+      const inserted = await this.insertOccurrences(m, rows, skipRetired);
       await this.advanceSchedules(m, advances);
       return { schedules: claimed.length, inserted, duplicates: rows.length - inserted };
     });
@@ -279,25 +280,19 @@ export class SweepsRepository {
     }));
   }
 
-  /** Inserts occurrences; one whose key retention retired is left out (see INSERT_OCCURRENCES_SQL). */
-  private async insertOccurrences(m: EntityManager, rows: OccurrenceRow[]): Promise<number> {
+  /** Inserts occurrences; with `skipRetired`, those whose key retention retired are left out (INSERT_OCCURRENCES_SQL). */
+  private async insertOccurrences(m: EntityManager, rows: OccurrenceRow[], skipRetired: boolean): Promise<number> {
     if (rows.length === 0) return 0;
-    const params = [
+    const { rowCount } = await sql(m, INSERT_OCCURRENCES_SQL, [
       rows.map((r) => r.tenantId),
       rows.map((r) => r.key),
       rows.map((r) => r.kind),
       rows.map((r) => r.runAt.toISOString()),
       rows.map((r) => r.payloadJson),
       rows.map((r) => r.maxAttempts),
-    ];
-    await m.query('SAVEPOINT occurrences');
-    try {
-      return (await sql(m, INSERT_OCCURRENCES_SQL, [...params, false])).rowCount;
-    } catch (err) {
-      if (!isRetiredKeyError(err)) throw err;
-      await m.query('ROLLBACK TO SAVEPOINT occurrences');
-      return (await sql(m, INSERT_OCCURRENCES_SQL, [...params, true])).rowCount;
-    }
+      skipRetired,
+    ]);
+    return rowCount;
   }
 
   private async advanceSchedules(m: EntityManager, advances: ScheduleAdvance[]): Promise<void> {
