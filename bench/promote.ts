@@ -327,7 +327,7 @@ async function benchRecurring(args: Args): Promise<RecurringFigures> {
       await ds.query(`INSERT INTO bench_marker VALUES ($1) ON CONFLICT DO NOTHING`, [marker]);
     }
     const sweep = new RecurringSweep(new SweepsRepository(ds), new SchedulePlanner({ missedCap: 1000, lateToleranceMs: 300_000 }), {
-      hotHorizonMs: DAY,
+      horizonMs: DAY, // a day ahead: one occurrence per hourly schedule here, the rate being the figure
       batchSize: 1000,
       maxPerRun: 100_000_000,
       concurrency: args.concurrency,

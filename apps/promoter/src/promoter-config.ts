@@ -8,6 +8,8 @@ export interface PromoterConfig {
   promotionIntervalMs: number;
   overdueIntervalMs: number;
   recurringIntervalMs: number;
+  /** How far ahead the recurring sweep materialises occurrences (at most the hot horizon). */
+  recurringHorizonMs: number;
   jobStatesIntervalMs: number;
   /** Tenants with series of their own in per-tenant metrics, by due backlog; the rest are `other`. */
   tenantMetricsTop: number;
@@ -58,6 +60,9 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
     promotionIntervalMs: envInt(env, 'ALMANAC_PROMOTION_INTERVAL_MS', 60 * MIN, { min: 100, max: DAY }),
     overdueIntervalMs: envInt(env, 'ALMANAC_OVERDUE_INTERVAL_MS', 30_000, { min: 100, max: DAY }),
     recurringIntervalMs,
+    // A schedule's rows exist this far ahead only: a per-minute schedule holds 60 future rows,
+    // not the 1,440 a day ahead gave it (each with a copy of its payload).
+    recurringHorizonMs: envInt(env, 'ALMANAC_RECURRING_HORIZON_MS', Math.max(10 * MIN, Math.min(60 * MIN, hotHorizonMs)), { min: 10 * MIN, max: Math.max(10 * MIN, hotHorizonMs) }),
     jobStatesIntervalMs: envInt(env, 'ALMANAC_JOB_STATES_INTERVAL_MS', MIN, { min: 1000, max: DAY }),
     // Each tenant with its own label adds a lag histogram (17 series) per worker process.
     tenantMetricsTop: envInt(env, 'ALMANAC_TENANT_METRICS_TOP', 10, { min: 0, max: 100 }),

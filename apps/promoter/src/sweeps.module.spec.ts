@@ -3,8 +3,10 @@ import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
+import { HotQueue } from '@almanac/platform';
 import { promoterConfigFromEnv } from './promoter-config';
 import { PromoterModule } from './promoter.module';
+import { buildSweeps } from './sweeps.module';
 import { SweepRunner } from './sweeps/sweep-runner';
 
 describe('PromoterModule wiring', () => {
@@ -52,6 +54,7 @@ describe('promoterConfigFromEnv', () => {
       promotionIntervalMs: 3_600_000,
       overdueIntervalMs: 30_000,
       recurringIntervalMs: 60_000,
+      recurringHorizonMs: 3_600_000,
       jobStatesIntervalMs: 60_000,
       tenantMetricsTop: 10,
       tenantMetricsScanRows: 100_000,
@@ -85,5 +88,36 @@ describe('promoterConfigFromEnv', () => {
     expect(() => promoterConfigFromEnv({ ALMANAC_PROMOTION_BATCH_SIZE: '0' }, 1000)).toThrow(/ALMANAC_PROMOTION_BATCH_SIZE/);
     expect(() => promoterConfigFromEnv({ ALMANAC_TENANT_METRICS_TOP: '500' }, 1000)).toThrow(/ALMANAC_TENANT_METRICS_TOP/);
     expect(() => promoterConfigFromEnv({ ALMANAC_RETENTION_DEFAULT_SECONDS: '60' }, 1000)).toThrow(/ALMANAC_RETENTION_DEFAULT_SECONDS/);
+  });
+});
+
+describe('the recurring sweep as wired', () => {
+  let db: TestDatabase;
+  let redis: TestRedis;
+  beforeAll(async () => {
+    db = await createTestDatabase(3);
+    redis = await createTestRedis();
+  });
+  afterAll(async () => {
+    await redis.cleanup();
+    await db.drop();
+  });
+
+  it('materialises a schedule an hour ahead: a per-minute schedule holds 60 future rows, not the 1,440 of a day (issue 33, item 3)', async () => {
+    const queue = HotQueue.open(redis.connection, redis.prefix);
+    try {
+      const now = new Date('2026-12-04T10:00:30Z');
+      const sweeps = buildSweeps({ config: promoterConfigFromEnv({}, 86_400_000), dataSource: db.dataSource, queue, redis: redis.connection, prefix: redis.prefix });
+      await db.dataSource.query(
+        `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, missed, paused, next_run_at, max_attempts)
+         VALUES (1, 'every-minute', 'noop', '* * * * *', 'UTC', '{"report":"x"}', 'skip', false, '2026-12-04T10:01:00Z', 5)`,
+      );
+      await sweeps.recurring.runOnce(now);
+      const [{ n, last }] = await db.dataSource.query(`SELECT count(*)::int AS n, max(run_at) AS last FROM jobs WHERE key LIKE 'schedule:%'`);
+      expect(n).toBe(60);
+      expect((last as Date).toISOString()).toBe('2026-12-04T11:00:00.000Z');
+    } finally {
+      await queue.close();
+    }
   });
 });

@@ -54,7 +54,7 @@ export function buildSweeps(deps: {
     repo,
     new SchedulePlanner({ missedCap: config.missedCap, lateToleranceMs: config.lateToleranceMs }),
     {
-      hotHorizonMs: config.hotHorizonMs,
+      horizonMs: config.recurringHorizonMs,
       batchSize: config.recurringBatchSize,
       maxPerRun: config.recurringMaxPerRun,
       concurrency: config.recurringConcurrency,

@@ -36,7 +36,7 @@ describe('RecurringSweep (Postgres)', () => {
       repo,
       new SchedulePlanner({ missedCap: over.missedCap ?? 100, lateToleranceMs: TOLERANCE }),
       {
-        hotHorizonMs: DAY, batchSize: over.batchSize ?? 1000, maxPerRun: over.maxPerRun ?? 1e6, concurrency: over.concurrency ?? 1,
+        horizonMs: DAY, batchSize: over.batchSize ?? 1000, maxPerRun: over.maxPerRun ?? 1e6, concurrency: over.concurrency ?? 1,
         maxBatchRows: over.maxBatchRows ?? 20_000, maxBatchBytes: over.maxBatchBytes ?? 16 * 1024 * 1024, maxPerTenantPerRun: over.maxPerTenantPerRun ?? 1e6,
         nearMs: over.nearMs ?? 10 * 60e3,
       },

@@ -27,7 +27,8 @@ export interface OccurrenceCounts {
 }
 
 export interface RecurringOptions {
-  hotHorizonMs: number;
+  /** How far ahead occurrences are materialised (ALMANAC_RECURRING_HORIZON_MS, an hour). */
+  horizonMs: number;
   /** Schedules per transaction. */
   batchSize: number;
   /** Schedules per runOnce (the runner calls again at once when hit). */
@@ -64,7 +65,7 @@ interface RunQuota {
 }
 
 /**
- * Schedules → job rows for every occurrence inside the hot horizon. Per batch, one transaction:
+ * Schedules → job rows for every occurrence inside the horizon (an hour ahead by default). Per batch, one transaction:
  * claim up to `batchSize` schedules with next_run_at ≤ now + horizon (schedules_due, SKIP LOCKED,
  * so replicas split the work), plan their occurrences (SchedulePlanner: missed policy, DST
  * rules, cached parsed crons), insert them with one statement keyed
@@ -112,7 +113,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     // Then the rest of the horizon, within each tenant's quota.
     const near = await this.pass(now, new Date(now.getTime() + this.opts.nearMs), null, total);
     const quota: RunQuota = { perTenant: new Map(), atQuota: new Set() };
-    const far = await this.pass(now, new Date(now.getTime() + this.opts.hotHorizonMs), quota, total);
+    const far = await this.pass(now, new Date(now.getTime() + this.opts.horizonMs), quota, total);
     total.schedules = near.total + far.total;
     total.tenantsAtQuota = quota.atQuota.size;
     if (near.more || far.more) total.more = true;
