@@ -24,8 +24,16 @@
  * the two cut-off scenarios blackhole for --cut-seconds: connections stay open, bytes vanish.
  * Clock skew: worker-a +5 s, the dispatcher −5 s and the promoter +5 s, one at a time for
  * --cut-seconds, through libfaketime (`apt-get install faketime`; skipped without it).
+ *
+ * Poison (issue 32): a second tenant's jobs that a shared statement cannot write, while the load
+ * tenant's jobs share their batches: `poison-claim` (a row whose claim Postgres refuses, by a
+ * trigger raising 22003), `poison-completion` (an outcome whose history row Postgres refuses
+ * until written without its values, 22021) and `token-flood` (well-shaped random keys from the
+ * load's own address as fast as the API answers them). Each reports how many poison jobs were
+ * set aside with their reason; the load's figures are the other tenant's.
  */
 import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBenchDatabase } from './lib/bench-db';
@@ -119,6 +127,54 @@ function signalAll(pids: number[], signal: NodeJS.Signals): void {
   }
 }
 
+interface PoisonReport { posted: number; setAside: number; note: string }
+
+/** A trigger that makes Postgres refuse what the scenario poisons, for rows keyed `<prefix>…`. */
+const POISON_TRIGGERS: Record<'claim' | 'completion', { table: string; body: string }> = {
+  // The claim (queued → running) of a poison row fails: the whole claim batch did, of every tenant.
+  claim: { table: 'jobs', body: `IF NEW.key LIKE 'poison-claim-%' AND NEW.state = 'r' THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;` },
+  // A poison job's history row is refused while it carries no error text of Almanac's: the whole
+  // completion group commit failed, of every tenant, until it is written without its values.
+  completion: {
+    table: 'job_attempts',
+    body: `IF NEW.error IS NULL AND EXISTS (SELECT 1 FROM jobs WHERE id = NEW.job_id AND key LIKE 'poison-done-%') THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22021'; END IF;`,
+  },
+};
+
+async function withPoisonTrigger(db: { dataSource: { query: (sql: string) => Promise<unknown> } }, which: 'claim' | 'completion', during: () => Promise<void>): Promise<void> {
+  const { table, body } = POISON_TRIGGERS[which];
+  await db.dataSource.query(`CREATE FUNCTION chaos_poison_${which}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`);
+  await db.dataSource.query(`CREATE TRIGGER chaos_poison_${which} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION chaos_poison_${which}()`);
+  try {
+    await during();
+  } finally {
+    await db.dataSource.query(`DROP TRIGGER chaos_poison_${which} ON ${table}; DROP FUNCTION chaos_poison_${which}()`);
+  }
+}
+
+/** POSTs `n` jobs of the poison tenant keyed `<prefix><i>`, due 2 s ahead. */
+async function postPoison(apiUrl: string, apiKey: string, prefix: string, kind: string, n: number): Promise<void> {
+  const runAt = new Date(Date.now() + 2000).toISOString();
+  const jobs = Array.from({ length: n }, (_, i) => ({ kind, key: `${prefix}${i}`, runAt, payload: kind === 'charge' ? { invoiceId: `${prefix}${i}`, amountCents: 1 } : {} }));
+  const res = await fetch(`${apiUrl}/v1/jobs/batch`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ jobs }) });
+  if (!res.ok) throw new Error(`poison jobs: ${res.status} ${await res.text()}`);
+}
+
+/** Well-shaped random keys from this process (the load's own address) for `ms`; the answers by status. */
+async function tokenFlood(apiUrl: string, ms: number): Promise<Record<number, number>> {
+  const statuses: Record<number, number> = {};
+  const until = Date.now() + ms;
+  const lane = async () => {
+    while (Date.now() < until) {
+      const junk = `alm_${randomBytes(32).toString('base64url')}`;
+      const status = await fetch(`${apiUrl}/v1/jobs?limit=1`, { headers: { Authorization: `Bearer ${junk}` }, signal: AbortSignal.timeout(5000) }).then((r) => r.status, () => 0);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, lane));
+  return statuses;
+}
+
 async function main(): Promise<void> {
   const rate = Number(arg('rate', '50'));
   const scenarioMs = Number(arg('scenario-seconds', '25')) * 1000;
@@ -142,6 +198,7 @@ async function main(): Promise<void> {
   const cluster = new Cluster(env, {
     'worker-b': { DATABASE_URL: db.url.replace(`:${pg.port}/`, `:${pgProxy.port}/`), REDIS_URL: `redis://127.0.0.1:${redisProxy.port}` },
   });
+  const poison = { key: '', reports: new Map<string, PoisonReport>() };
   const scenarios: [string, () => Promise<void>][] = [
     ...ROLES.map((role): [string, () => Promise<void>] => [`sigkill-${role}`, async () => {
       await cluster.stop(role, 'SIGKILL');
@@ -186,6 +243,30 @@ async function main(): Promise<void> {
       await sleep(stallMs);
       signalAll([redis.child.pid as number], 'SIGCONT');
     }],
+    ['poison-claim', async () => {
+      await withPoisonTrigger(db, 'claim', async () => {
+        await postPoison(cluster.apiUrl, poison.key, 'poison-claim-', 'charge', 20);
+        await sleep(cutMs);
+      });
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key LIKE 'poison-claim-%' AND state = 'x' AND last_error LIKE 'SetAsideError:%'`);
+      poison.reports.set('poison-claim', { posted: 20, setAside: n as number, note: 'dead with errorCode set_aside' });
+    }],
+    ['poison-completion', async () => {
+      await withPoisonTrigger(db, 'completion', async () => {
+        await postPoison(cluster.apiUrl, poison.key, 'poison-done-', 'noop', 20);
+        await sleep(cutMs);
+      });
+      const [{ n }] = await db.dataSource.query(
+        `SELECT count(*)::int AS n FROM jobs j WHERE j.key LIKE 'poison-done-%' AND j.state = 'd'
+            AND EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = j.id AND a.error LIKE '%could not be stored%')`,
+      );
+      poison.reports.set('poison-completion', { posted: 20, setAside: n as number, note: 'succeeded, its outcome written without its values' });
+    }],
+    ['token-flood', async () => {
+      const statuses = await tokenFlood(cluster.apiUrl, cutMs);
+      const sent = Object.values(statuses).reduce((a, b) => a + b, 0);
+      poison.reports.set('token-flood', { posted: sent, setAside: (statuses[401] ?? 0) + (statuses[503] ?? 0), note: `junk keys answered ${JSON.stringify(statuses)}` });
+    }],
   ];
   const only = arg('only', '').split(',').filter(Boolean);
   const chosen = only.length ? scenarios.filter(([name]) => only.includes(name)) : scenarios;
@@ -196,6 +277,10 @@ async function main(): Promise<void> {
       method: 'POST', headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'chaos' }),
     });
     const key = ((await res.json()) as { apiKey: string }).apiKey;
+    const other = await fetch(`${cluster.apiUrl}/v1/admin/tenants`, {
+      method: 'POST', headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'chaos-poison' }),
+    });
+    poison.key = ((await other.json()) as { apiKey: string }).apiKey;
     let scenario = 'warm-up';
     const faultAt = new Map<string, number>();
     /** When each fault's action returned (a stall resumed, a killed role is back). */
@@ -277,6 +362,7 @@ async function main(): Promise<void> {
           const ranAt = j.run_at_ms + j.lateness_ms;
           return ranAt - Math.max(j.run_at_ms, faultEnd.get(name) ?? 0);
         })),
+        ...(poison.reports.has(name) ? { poison: poison.reports.get(name) } : {}),
       };
     });
     // The latest job of each scenario, to tell a fault's own length from time lost afterwards.
@@ -289,7 +375,8 @@ async function main(): Promise<void> {
     }
     for (const r of report) {
       log(`${r.scenario.padEnd(18)} ${r.accepted}/${r.requests} accepted, ${(r.apiErrorRate * 100).toFixed(1)} % errors, ${r.answeredOver3s} over 3 s, ` +
-        `lost ${r.lost}, duplicate charges ${r.duplicateCharges}, extra attempts ${r.extraAttempts}, max lateness ${(r.maxLatenessMs / 1000).toFixed(1)} s (${(r.maxLatenessPastFaultMs / 1000).toFixed(1)} s past the fault)`);
+        `lost ${r.lost}, duplicate charges ${r.duplicateCharges}, extra attempts ${r.extraAttempts}, max lateness ${(r.maxLatenessMs / 1000).toFixed(1)} s (${(r.maxLatenessPastFaultMs / 1000).toFixed(1)} s past the fault)` +
+        (r.poison ? `; poison ${r.poison.setAside}/${r.poison.posted} set aside (${r.poison.note})` : ''));
     }
     process.stdout.write(`${JSON.stringify({ bench: 'chaos', at: new Date().toISOString(), inputs: { rate, scenarioMs, stallMs }, scenarios: report }, null, 2)}\n`);
   } finally {
