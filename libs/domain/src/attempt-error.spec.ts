@@ -1,4 +1,4 @@
-import { LOST_ATTEMPT_ERROR, publicAttemptError, RELEASED_ATTEMPT_ERROR, SET_ASIDE_ERROR } from './attempt-error';
+import { LOST_ATTEMPT_ERROR, publicAttemptError, RELEASED_ATTEMPT_ERROR, setAsideError } from './attempt-error';
 
 describe('publicAttemptError: what a tenant is told about a failed attempt', () => {
   it.each([
@@ -8,7 +8,7 @@ describe('publicAttemptError: what a tenant is told about a failed attempt', () 
     ['HandlerTimeoutError: handler timed out after 50 ms', { code: 'timeout', message: 'the handler did not finish within 50 ms' }],
     [LOST_ATTEMPT_ERROR, { code: 'lost', message: LOST_ATTEMPT_ERROR }],
     [RELEASED_ATTEMPT_ERROR, { code: 'released', message: RELEASED_ATTEMPT_ERROR }],
-    [`${SET_ASIDE_ERROR} (SQLSTATE 22003)`, { code: 'set_aside', message: expect.stringContaining('set aside') }],
+    [setAsideError('claim', '22003'), { code: 'set_aside', message: expect.stringContaining('set aside: Postgres refused a value of this job in its claim (SQLSTATE 22003)') }],
   ])('%s', (stored, expected) => {
     expect(publicAttemptError(stored)).toEqual(expected);
   });

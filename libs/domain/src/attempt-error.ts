@@ -15,8 +15,10 @@ export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the worker stopped or lo
 /** The stored text of an attempt a worker released at shutdown. */
 export const RELEASED_ATTEMPT_ERROR = 'worker shut down before the handler finished';
 
-/** The stored text of a job its claim set aside (claimer); the SQLSTATE follows. */
-export const SET_ASIDE_ERROR = 'SetAsideError: Postgres refused a value of this job when it was claimed';
+/** The stored text of a job a shared statement set aside (its claim, its promotion): the statement and the SQLSTATE Postgres gave. */
+export function setAsideError(statement: 'claim' | 'promotion', sqlstate: string): string {
+  return `SetAsideError: Postgres refused a value of this job in its ${statement} (SQLSTATE ${sqlstate})`;
+}
 
 const EXCEPTION = /^([A-Za-z_$][\w$]*): ([\s\S]*)$/;
 const HANDLER_ERROR_MESSAGE = "the handler failed; the operator's logs have the details under this job's id and attempt";
@@ -45,7 +47,7 @@ export function publicAttemptError(stored: string | null | undefined): PublicAtt
     case 'UnknownKindError':
       return { code: 'unknown_kind', message: 'no worker that took this job runs its kind' };
     case 'SetAsideError':
-      return { code: 'set_aside', message: "the job was set aside: Postgres refused a value of its row when it was claimed; the operator's logs have the details under this job's id" };
+      return { code: 'set_aside', message: `the job was set aside: ${text}; the operator's logs have the details under this job's id` };
     case 'WorkerShutdownError':
       return { code: 'shutdown', message: 'the worker shut down during the run' };
     default:

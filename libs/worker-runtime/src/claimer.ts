@@ -1,4 +1,4 @@
-import { SET_ASIDE_ERROR } from '@almanac/domain';
+import { setAsideError } from '@almanac/domain';
 import type { DeliveryMetrics } from '@almanac/delivery';
 import type { ClaimResult, ExecutionRepository, RunnableJob } from '@almanac/persistence';
 import { type Clock, isValueError, MicroBatcher, runIsolated } from '@almanac/platform';
@@ -89,7 +89,7 @@ export class Claimer {
   /**
    * The claim statement over every id, or, when Postgres refuses a value of one row (the whole
    * batch fails, of every tenant, again on each retry), over halves down to that row
-   * (runIsolated), which is set aside: dead with SET_ASIDE_ERROR, its hint dropped. A failure that
+   * (runIsolated), which is set aside: dead with setAsideError, its hint dropped. A failure that
    * is not about a value is thrown for the caller's retry; the statement's idempotence makes
    * sub-batches already claimed come back again then.
    */
@@ -106,7 +106,7 @@ export class Claimer {
         const code = String((err as { code?: unknown }).code);
         this.o.metrics.setAside.inc({ statement: 'claim' });
         this.o.logger.error({ err, jobId: id }, 'claim refused by Postgres on a value of this job; set aside (dead) so the jobs batched with it run');
-        await this.o.repo.setAside(id, `${SET_ASIDE_ERROR} (SQLSTATE ${code})`, dueBy).catch((again: unknown) => {
+        await this.o.repo.setAside(id, setAsideError('claim', code), dueBy).catch((again: unknown) => {
           this.o.logger.error({ err: again, jobId: id }, 'could not set the job aside; its hint is dropped and the overdue sweep will offer it again');
         });
       },

@@ -37,6 +37,27 @@ describe('PromotionSweep (Postgres + Redis)', () => {
     await db.drop();
   });
 
+  it("a row whose promotion Postgres refuses on a value is set aside (dead, set_aside); every tenant's rows batched with it are promoted", async () => {
+    await db.dataSource.query(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.key LIKE 'poison-%' AND NEW.state = 'q' THEN RAISE EXCEPTION 'value out of range' USING ERRCODE = '22003'; END IF; RETURN NEW; END $$`);
+    await db.dataSource.query(`CREATE TRIGGER refuse_poison BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
+    try {
+      const a = await insertJobs(db.dataSource, { count: 30, start: new Date('2026-11-29T12:00:00Z'), stepMs: 1000, tenantId: 1 });
+      const [poison] = await insertJobs(db.dataSource, { count: 1, start: new Date('2026-11-29T12:00:05Z'), tenantId: 2, prefix: 'poison' });
+      const b = await insertJobs(db.dataSource, { count: 30, start: new Date('2026-11-29T12:00:00Z'), stepMs: 1000, tenantId: 2 });
+      const res = await sweep({}, 1000).runOnce(NOW);
+      expect(res.promoted).toBe(60);
+      expect(await statesOf(db.dataSource, [...a, ...b])).toEqual({ q: 60 });
+      expect(await inQueue(queue, [...a, ...b])).toBe(60);
+      const [row] = await db.dataSource.query(`SELECT state, last_error FROM jobs WHERE id = $1`, [poison]);
+      expect(row).toEqual({ state: 'x', last_error: expect.stringContaining('in its promotion (SQLSTATE 22003)') });
+      expect((await metrics.setAside.get()).values).toEqual([expect.objectContaining({ labels: { statement: 'promotion' }, value: 1 })]);
+      expect((await sweep().runOnce(NOW)).promoted).toBe(0); // nothing left behind, nothing wedged
+    } finally {
+      await db.dataSource.query(`DROP TRIGGER refuse_poison ON jobs; DROP FUNCTION refuse_poison()`);
+    }
+  });
+
   it('promotes whole hour buckets up to hour(now + horizon), leaves later ones cold', async () => {
     // now + 24 h = 2026-11-30T10:20Z: its bucket [10:00, 11:00) is promoted whole (rounded up).
     const inside = await insertJobs(db.dataSource, { count: 10, start: new Date('2026-11-30T10:59:59.000Z') });

@@ -1,4 +1,7 @@
+import { setAsideError } from '@almanac/domain';
 import type { SweepJobRef, SweepsRepository } from '@almanac/persistence';
+import { isValueError, runIsolated, SILENT_LOGGER } from '@almanac/platform';
+import type { Logger } from 'pino';
 import { runBatches } from './batch-loop';
 import type { SweepMetrics } from './sweep-metrics';
 import type { Enqueuer, Sweep, SweepResult } from './sweep';
@@ -56,6 +59,7 @@ export class PromotionSweep implements Sweep<PromotionResult> {
     private readonly opts: PromotionOptions,
     private readonly metrics?: SweepMetrics,
     private readonly faults: PromotionFaults = {},
+    private readonly log: Logger = SILENT_LOGGER,
   ) {}
 
   runOnce(now: Date): Promise<PromotionResult> {
@@ -72,7 +76,10 @@ export class PromotionSweep implements Sweep<PromotionResult> {
     // batch's fill (hour order) still promotes them.
     const tenants = await this.repo.dueColdTenants(horizon);
     const run = await runBatches({ ...this.opts, concurrency: lanes }, async (limit) => {
-      const rows = await this.repo.promoteColdBatch(horizon, limit, tenants);
+      const rows = await this.repo.promoteColdBatch(horizon, limit, tenants).catch((err: unknown) => {
+        if (!isValueError(err)) throw err;
+        return this.promoteIsolated(horizon, limit, now);
+      });
       if (rows.length === 0) return 0;
       await this.faults.afterClaim?.(rows);
       await this.publish(rows, now);
@@ -81,6 +88,28 @@ export class PromotionSweep implements Sweep<PromotionResult> {
       return rows.length;
     });
     return run.more ? { promoted: run.total, batches: run.batches, more: true } : { promoted: run.total, batches: run.batches };
+  }
+
+  /**
+   * A batch Postgres refused on a value of one row failed for every tenant's rows in it, and the
+   * next batch picked the same rows: promotion stopped for everyone. The batch's rows are promoted
+   * by tenant, then in halves, down to the row that fails alone, which is set aside (dead,
+   * setAsideError); the rest go on.
+   */
+  private async promoteIsolated(horizon: Date, limit: number, now: Date): Promise<SweepJobRef[]> {
+    const promoted: SweepJobRef[] = [];
+    await runIsolated(await this.repo.coldCandidates(horizon, limit), {
+      run: async (rows) => void promoted.push(...(await this.repo.promoteIds(rows.map((r) => r.id)))),
+      isValueError,
+      groupOf: (r) => r.tenantId,
+      setAside: async (r, err) => {
+        const code = String((err as { code?: unknown }).code);
+        this.metrics?.setAside.inc({ statement: 'promotion' });
+        this.log.error({ err, jobId: r.id, tenantId: r.tenantId }, 'promotion refused by Postgres on a value of this job; set aside (dead) so the rows batched with it go on');
+        await this.repo.setAside(r.id, setAsideError('promotion', code), now);
+      },
+    });
+    return promoted;
   }
 
   private async publish(rows: SweepJobRef[], now: Date): Promise<void> {

@@ -1,11 +1,12 @@
 import type { Hint, JobState } from '@almanac/domain';
 import { DataSource, EntityManager } from 'typeorm';
 import { decodeState } from '../job-state.codec';
+import { plainArray } from '../plain-array';
 import { sql } from '../sql';
 import { acquireSweepLease } from '../statements/acquire-sweep-lease.sql';
 import { ADVANCE_SCHEDULES_SQL } from '../statements/advance-schedules.sql';
 import { CLAIM_DUE_SCHEDULES_SQL } from '../statements/claim-due-schedules.sql';
-import { COLD_CLAIM_SQL } from '../statements/cold-claim.sql';
+import { COLD_CLAIM_SQL, COLD_DUE_SQL } from '../statements/cold-claim.sql';
 import { COUNT_IN_FLIGHT_SQL } from '../statements/count-in-flight.sql';
 import { COUNT_JOB_STATES_SQL } from '../statements/count-job-states.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
@@ -14,9 +15,11 @@ import { INSERT_OCCURRENCES_SQL } from '../statements/insert-occurrences.sql';
 import { JOB_STATE_STATS_SQL } from '../statements/job-state-stats.sql';
 import { PROMOTE_COLD_SQL } from '../statements/promote-cold.sql';
 import { PROMOTE_COLD_FAIR_SQL } from '../statements/promote-cold-fair.sql';
+import { PROMOTE_IDS_SQL } from '../statements/promote-ids.sql';
 import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
 import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
 import { RESCUE_RUNNING_SQL } from '../statements/rescue-running.sql';
+import { SET_ASIDE_JOB_SQL } from '../statements/set-aside-job.sql';
 
 /**
  * See promoteFairShare. SET LOCAL: gone at commit even if the statement fails. jit off: these
@@ -138,6 +141,26 @@ export class SweepsRepository {
     await m.query(FAIR_PLANNER_COSTS);
     const { rows } = await sql<JobRefRow>(m, PROMOTE_COLD_FAIR_SQL, [horizon, limit, tenants]);
     return rows;
+  }
+
+  /**
+   * The cold rows a batch of `limit` would promote, without promoting or locking them, with their
+   * tenant: for PromotionSweep to split a batch that failed on a value (promoteIds).
+   */
+  async coldCandidates(horizon: Date, limit: number): Promise<{ id: string; tenantId: number }[]> {
+    const { rows } = await sql<{ id: string; tenant_id: number }>(this.db, COLD_DUE_SQL, [horizon, limit]);
+    return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
+  }
+
+  /** Promotes these cold rows (PROMOTE_IDS_SQL); those no longer cold are left out. */
+  async promoteIds(ids: readonly string[]): Promise<SweepJobRef[]> {
+    const { rows } = await sql<JobRefRow>(this.db, PROMOTE_IDS_SQL, [plainArray(ids)]);
+    return rows.map(toRef);
+  }
+
+  /** Sets aside a cold or queued row a shared statement cannot move (SET_ASIDE_JOB_SQL). */
+  async setAside(id: string, reason: string, now: Date): Promise<void> {
+    await sql(this.db, SET_ASIDE_JOB_SQL, [id, reason, now]);
   }
 
   /** Promoted rows whose publish failed go back to scheduled (see demoteToScheduled). */
