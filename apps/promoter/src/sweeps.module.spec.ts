@@ -34,6 +34,7 @@ describe('PromoterModule wiring', () => {
     const res = await request(app.getHttpServer()).get('/metrics');
     for (const line of [
       'almanac_sweep_runs_total{sweep="promotion",outcome="error"} 0',
+      'almanac_sweep_runs_total{sweep="epoch_watch",outcome="error"} 0',
       'almanac_overdue_requeued_total{reason="redis_lost"}',
       'almanac_schedule_occurrences_total{outcome="skipped"} 0',
       'almanac_promoted_total',

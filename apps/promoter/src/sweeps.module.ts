@@ -1,6 +1,7 @@
 import { KindCatalog, KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
 import { BulkOperationsRepository, DueSoonRepository, KindsRepository, RetentionRepository, SweepsRepository, TenantStatsRepository, WorkersRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, SILENT_LOGGER, TenantLabels, WORKER_RESCUE_INTERVAL_MS } from '@almanac/platform';
+import { EPOCH_WATCH_INTERVAL_MS, EpochWatch } from './overdue/epoch-watch';
 import { LostHints } from './overdue/lost-hints';
 import { BeforeApplicationShutdown, Injectable, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
@@ -49,6 +50,8 @@ export function buildSweeps(deps: {
       concurrency: config.promotionConcurrency,
     },
     metrics,
+    {},
+    log('promotion'),
   );
   const recurring = new RecurringSweep(
     repo,
@@ -69,12 +72,13 @@ export function buildSweeps(deps: {
   );
   const ready = new ReadyQueues(deps.redis, deps.prefix);
   const catalog = new KindCatalog(new KindsRepository(deps.dataSource), { maxAgeMs: 0, missRefreshMs: 0 });
+  // Beside the hot queue (its BullMQ prefix, hash-tagged on a cluster): a node that loses the queue loses the epoch too.
+  const epoch = new RedisEpoch(deps.redis, deps.queue.prefix);
   const overdue = new OverdueSweep(
     repo,
     deps.queue,
     new LostHints(new KindRoutes(deps.poolMap ?? new Map()), catalog, ready),
-    // Beside the hot queue (its BullMQ prefix, hash-tagged on a cluster): a node that loses the queue loses the epoch too.
-    new RedisEpoch(deps.redis, deps.queue.prefix),
+    epoch,
     promotion,
     {
       graceMs: config.overdueGraceMs,
@@ -107,7 +111,8 @@ export function buildSweeps(deps: {
     log('retention'),
   );
   const rescue = new RescueSweep(new WorkersRepository(deps.dataSource), repo, ready, deps.queue, { batchSize: config.overdueBatchSize }, metrics, log('rescue'));
-  return { repo, promotion, recurring, overdue, rescue, jobStates, tenantBacklog, bulk, retention, dueSoon };
+  const epochWatch = new EpochWatch(epoch, overdue);
+  return { repo, promotion, recurring, overdue, epochWatch, rescue, jobStates, tenantBacklog, bulk, retention, dueSoon };
 }
 
 /** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
@@ -150,6 +155,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
         return new SweepRunner(
           [
             { sweep: s.overdue, intervalMs: config.overdueIntervalMs },
+            { sweep: s.epochWatch, intervalMs: EPOCH_WATCH_INTERVAL_MS },
             { sweep: s.rescue, intervalMs: WORKER_RESCUE_INTERVAL_MS },
             { sweep: s.promotion, intervalMs: config.promotionIntervalMs },
             { sweep: s.recurring, intervalMs: config.recurringIntervalMs },

@@ -9,6 +9,7 @@ import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
+import { EpochWatch } from './epoch-watch';
 import { startPrivateRedis, type PrivateRedis } from '../testing/private-redis';
 import { OverdueSweep } from './overdue.sweep';
 import { RedisEpoch } from './redis-epoch';
@@ -52,6 +53,24 @@ describe('OverdueSweep (Postgres + Redis)', () => {
   afterAll(async () => {
     await shared.cleanup();
     await db.drop();
+  });
+
+  it("the epoch watch runs the recovery as soon as Redis has lost its data, and nothing while it has not", async () => {
+    const prefix = `${shared.prefix}-watch`;
+    const { queue, sweep, epoch } = build(shared.connection, prefix);
+    try {
+      const rows = await insertJobs(db.dataSource, { count: 5, state: 'q', start: new Date(NOW.getTime() + 60_000), stepMs: 1000 });
+      const watch = new EpochWatch(epoch, sweep);
+      expect(await watch.runOnce(NOW)).toEqual({ more: false, skipped: undefined }); // no marker yet: a first recovery writes it
+      await queue.queue.obliterate({ force: true });
+      expect(await watch.runOnce(NOW)).toEqual({}); // the marker is there: nothing is done
+      expect(await inQueue(queue, rows)).toBe(0);
+      await shared.connection.del(epoch.key); // Redis emptied (a restart without persistence)
+      await watch.runOnce(NOW);
+      expect(await inQueue(queue, rows)).toBe(5);
+    } finally {
+      await queue.close();
+    }
   });
 
   describe('on the shared Redis (own prefix)', () => {

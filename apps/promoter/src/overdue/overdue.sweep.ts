@@ -58,6 +58,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
    * restarted in the same pod keeps both (pid 1), so it takes its own lease back at once.
    */
   private readonly holder = `${hostname()}:${process.pid}`;
+  private running: Promise<OverdueResult> | null = null;
 
   constructor(
     private readonly repo: SweepsRepository,
@@ -70,7 +71,13 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     private readonly log: Logger = SILENT_LOGGER,
   ) {}
 
-  async runOnce(now: Date): Promise<OverdueResult> {
+  /** One run under the sweep's lease; a caller arriving during a run (the epoch watch) shares it. */
+  runOnce(now: Date): Promise<OverdueResult> {
+    this.running ??= this.leasedRun(now).finally(() => (this.running = null));
+    return this.running;
+  }
+
+  private async leasedRun(now: Date): Promise<OverdueResult> {
     const result = await this.repo.withSweepLease('overdue', this.holder, () => this.sweep(now));
     return result ?? { skipped: true, redis: 'unchecked', requeued: emptyCounts() };
   }
