@@ -4,6 +4,7 @@ import {
   JobQueriesRepository,
   JobsRepository,
   KindsRepository,
+  ScheduleRunsRepository,
   SchedulesRepository,
   TenantKeysRepository,
   TenantsRepository,
@@ -33,6 +34,7 @@ const REPOSITORIES = [
   TenantKeysRepository,
   AttemptsRepository,
   SchedulesRepository,
+  ScheduleRunsRepository,
 ];
 
 /** What every API feature module shares: settings, auth, error shape, repositories, routing. */

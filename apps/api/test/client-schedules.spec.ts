@@ -26,6 +26,15 @@ describe('@almanac/client: schedules', () => {
     expect(next.timezone).toBe('Europe/Berlin');
     expect(next.items.map((o) => o.local)).toEqual([expect.stringMatching(/T09:00:00\+0[12]:00$/), expect.any(String), expect.any(String)]);
 
+    // Its runs of a window: none has come due since it was made, so every one is upcoming.
+    const runs = await client.schedules.runs(schedule.id, { from: new Date(), to: new Date(Date.now() + 7 * 86_400_000), limit: 2 });
+    expect(runs.items.map((r) => r.state)).toEqual(['upcoming', 'upcoming']);
+    expect(runs.nextCursor).not.toBeNull();
+    const all: string[] = [];
+    for await (const r of client.schedules.eachRun(schedule.id, { from: new Date(), to: new Date(Date.now() + 7 * 86_400_000), limit: 2 })) all.push(r.local);
+    expect(all).toHaveLength(5); // the weekdays of the next seven days
+    expect(all.every((local) => /T09:00:00\+0[12]:00$/.test(local))).toBe(true);
+
     const changed = await client.schedules.update(schedule.id, { cron: '30 8 * * 1-5', missed: 'latest' });
     expect(changed).toMatchObject({ version: 2, cron: '30 8 * * 1-5', missed: 'latest', removedOccurrences: 0 });
     const refused = await client.schedules.update(schedule.id, { kind: 'charge', payload: { invoiceId: 'inv_1', amountCents: 0 } }).catch((e: unknown) => e);

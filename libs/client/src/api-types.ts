@@ -27,6 +27,10 @@ export type Schedule = Schemas['ScheduleDto'];
 export type SchedulePage = Schemas['SchedulePageDto'];
 export type ScheduleListQuery = Loosened<Query<'SchedulesController_list'>, 'limit'>;
 export type OccurrencePreview = Schemas['OccurrencePreviewDto'];
+export type ScheduleRun = Schemas['ScheduleRunDto'];
+export type ScheduleRunPage = Schemas['ScheduleRunPageDto'];
+/** `date` (a day in the schedule's zone), or `from`/`to`: with a zone, or local to the schedule's (a Date is an instant). */
+export type ScheduleRunsQuery = Loosened<Query<'SchedulesController_runsOf'>, 'limit', 'from' | 'to'>;
 
 export type Operation = Schemas['OperationDto'];
 export type BulkFilter = Schemas['BulkFilterDto'];

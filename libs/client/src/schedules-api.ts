@@ -1,4 +1,4 @@
-import type { OccurrencePreview, Schedule, ScheduleListQuery, SchedulePage } from './api-types';
+import type { OccurrencePreview, Schedule, ScheduleListQuery, SchedulePage, ScheduleRun, ScheduleRunPage, ScheduleRunsQuery } from './api-types';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from './kind-payloads';
 import { eachItem } from './pages';
 import type { CallOptions, Transport } from './transport';
@@ -41,6 +41,23 @@ export class SchedulesApi<P extends object> {
   /** The next `count` run times (default 10), in UTC and in the schedule's zone. */
   async nextRuns(id: string, count?: number, options?: CallOptions): Promise<OccurrencePreview> {
     return (await this.http.request<OccurrencePreview>({ method: 'GET', path: `${path(id)}/next`, query: { count }, idempotent: true, ...options })).body;
+  }
+
+  /**
+   * Each occurrence in a window, oldest first, with what became of it (succeeded, dead, skipped,
+   * removed, upcoming…): `{date: '2026-12-01'}` answers "did the 02:00 run happen that day?" in
+   * the schedule's own zone. One page; use eachRun() for all of a window.
+   */
+  async runs(id: string, query: ScheduleRunsQuery = {}, options?: CallOptions): Promise<ScheduleRunPage> {
+    return (await this.http.request<ScheduleRunPage>({ method: 'GET', path: `${path(id)}/runs`, query, idempotent: true, ...options })).body;
+  }
+
+  /** Every occurrence of a window, page by page. */
+  eachRun(id: string, query: Omit<ScheduleRunsQuery, 'cursor'> = {}, options?: CallOptions): AsyncGenerator<ScheduleRun, void, undefined> {
+    return eachItem(async (cursor) => {
+      const page = await this.runs(id, { ...query, cursor }, options);
+      return { items: page.items, next: page.nextCursor };
+    });
   }
 
   /** A cron or zone change bumps `version` and replaces the occurrences that have not run. */

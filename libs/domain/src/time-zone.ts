@@ -154,3 +154,13 @@ export class ZoneOffsets {
     return d.getTime() - whole;
   }
 }
+
+/**
+ * The instant a local wall-clock time has in `zone` (`wall`: epoch ms of its fields read as UTC):
+ * the earlier of two in a fall-back overlap; in a spring-forward gap, the time read with the
+ * offset before the gap (02:30 that never was is 03:30 after it).
+ */
+export function instantOfWall(zone: string, wall: number): number {
+  const z = ZoneOffsets.for(zone);
+  return z.instantsOf(wall)[0] ?? wall - z.offsetAt(wall - SPAN_MS);
+}

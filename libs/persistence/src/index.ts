@@ -12,6 +12,7 @@ export * from './repositories/jobs.repository';
 export * from './repositories/job-queries.repository';
 export * from './repositories/job-changes.repository';
 export * from './repositories/schedules.repository';
+export * from './repositories/schedule-runs.repository';
 export * from './repositories/tenants.repository';
 export * from './repositories/tenant-keys.repository';
 export * from './repositories/attempts.repository';

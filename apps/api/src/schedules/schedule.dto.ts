@@ -115,3 +115,50 @@ export class OccurrencePreviewDto {
   @ApiProperty({ type: [OccurrenceDto] })
   items!: OccurrenceDto[];
 }
+
+export class ScheduleRunDto extends OccurrenceDto {
+  @ApiProperty({
+    example: 'succeeded',
+    enum: ['scheduled', 'queued', 'running', 'succeeded', 'dead', 'cancelled', 'skipped', 'removed', 'upcoming'],
+    description: "The job's state; skipped: no job was made for it (the missed-run policy, or a pause); removed: retention removed its job; upcoming: not due yet",
+  })
+  state!: string;
+
+  @ApiProperty({ nullable: true, type: String, example: '119352210347848' })
+  jobId!: string | null;
+
+  @ApiProperty({ example: 1 })
+  attempts!: number;
+
+  @ApiProperty({ nullable: true, type: String, example: '2026-11-30T08:00:00.012Z', description: 'When its first attempt started' })
+  startedAt!: string | null;
+
+  @ApiProperty({ nullable: true, type: String, example: '2026-11-30T08:00:00.140Z' })
+  finishedAt!: string | null;
+
+  @ApiProperty({ nullable: true, type: Number, example: 12, description: 'How long after its nominal instant its first attempt started' })
+  lateMs!: number | null;
+
+  @ApiProperty(anyJson('What its job returned (any JSON; null when nothing).', { status: 200 }))
+  result!: unknown;
+
+  @ApiProperty({ nullable: true, type: String, example: null })
+  error!: string | null;
+
+  @ApiProperty({ nullable: true, type: String, example: null, description: 'the code of error (see AttemptDto.errorCode)' })
+  errorCode!: string | null;
+
+  @ApiProperty({ nullable: true, type: String, example: null, description: 'Why there is no job (skipped, removed)' })
+  reason!: string | null;
+}
+
+export class ScheduleRunPageDto {
+  @ApiProperty({ example: 'Europe/Berlin' })
+  timezone!: string;
+
+  @ApiProperty({ type: [ScheduleRunDto] })
+  items!: ScheduleRunDto[];
+
+  @ApiProperty({ nullable: true, type: String, example: null, description: 'Pass back as cursor for the next occurrences of the window' })
+  nextCursor!: string | null;
+}

@@ -4,7 +4,8 @@ import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, 
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import type { FastifyReply } from 'fastify';
-import { CreateScheduleDto, OccurrencePreviewDto, ScheduleDto, SchedulePageDto, UpdateScheduleDto } from './schedule.dto';
+import { CreateScheduleDto, OccurrencePreviewDto, ScheduleDto, SchedulePageDto, ScheduleRunPageDto, UpdateScheduleDto } from './schedule.dto';
+import { RUNS_PAGE, RUNS_PAGE_MAX, ScheduleRunsService } from './schedule-runs.service';
 import { SchedulesService } from './schedules.service';
 
 const ID = { name: 'id', example: '42' };
@@ -15,7 +16,10 @@ const ID = { name: 'id', example: '42' };
 @Controller('v1/schedules')
 @UseGuards(TenantAuthGuard)
 export class SchedulesController {
-  constructor(private readonly schedules: SchedulesService) {}
+  constructor(
+    private readonly schedules: SchedulesService,
+    private readonly runs: ScheduleRunsService,
+  ) {}
 
   @Post()
   @ApiJsonBodyErrors()
@@ -55,6 +59,21 @@ export class SchedulesController {
   @ApiResponse({ status: 200, type: OccurrencePreviewDto })
   preview(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
     return this.schedules.preview(tenant, id, query);
+  }
+
+  @Get(':id/runs')
+  @ApiOperation({ summary: "Each occurrence in a window, oldest first, with what became of it: did the 02:00 run happen, when did it start, what did it return" })
+  @ApiParam(ID)
+  @ApiQuery({ name: 'date', required: false, example: '2026-12-01', description: "A day (YYYY-MM-DD) in the schedule's own zone; instead of from/to" })
+  @ApiQuery({ name: 'from', required: false, type: String, format: 'date-time', description: "Start of the window (exclusive); without a zone, in the schedule's zone. Default: a day before to" })
+  @ApiQuery({ name: 'to', required: false, type: String, format: 'date-time', description: 'End of the window (inclusive). Default: now' })
+  @ApiQuery({ name: 'limit', required: false, type: Number, example: RUNS_PAGE, description: `1..${RUNS_PAGE_MAX}, default ${RUNS_PAGE}` })
+  @ApiQuery({ name: 'cursor', required: false })
+  @ApiResponse({ status: 200, type: ScheduleRunPageDto })
+  @ApiResponse({ status: 400, type: ErrorDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  runsOf(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+    return this.runs.list(tenant, id, query);
   }
 
   @Patch(':id')

@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { ApiCommonModule } from '../api-common.module';
 import { SchedulesController } from './schedules.controller';
+import { ScheduleRunsService } from './schedule-runs.service';
 import { SchedulesService } from './schedules.service';
 
 @Module({
   imports: [ApiCommonModule],
   controllers: [SchedulesController],
-  providers: [SchedulesService],
+  providers: [SchedulesService, ScheduleRunsService],
   exports: [SchedulesService], // the console pauses and resumes through the same rules
 })
 export class SchedulesModule {}

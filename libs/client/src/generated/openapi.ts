@@ -310,6 +310,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Each occurrence in a window, oldest first, with what became of it: did the 02:00 run happen, when did it start, what did it return */
+        get: operations["SchedulesController_runsOf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/schedules/{id}/pause": {
         parameters: {
             query?: never;
@@ -1022,6 +1039,66 @@ export interface components {
             /** @example Europe/Berlin */
             timezone: string;
             items: components["schemas"]["OccurrenceDto"][];
+        };
+        ScheduleRunDto: {
+            /** @example 2026-11-30T08:00:00.000Z */
+            at: string;
+            /**
+             * @description The same instant in the schedule's zone.
+             * @example 2026-11-30T09:00:00+01:00
+             */
+            local: string;
+            /**
+             * @description The job's state; skipped: no job was made for it (the missed-run policy, or a pause); removed: retention removed its job; upcoming: not due yet
+             * @example succeeded
+             * @enum {string}
+             */
+            state: "scheduled" | "queued" | "running" | "succeeded" | "dead" | "cancelled" | "skipped" | "removed" | "upcoming";
+            /** @example 119352210347848 */
+            jobId: string | null;
+            /** @example 1 */
+            attempts: number;
+            /**
+             * @description When its first attempt started
+             * @example 2026-11-30T08:00:00.012Z
+             */
+            startedAt: string | null;
+            /** @example 2026-11-30T08:00:00.140Z */
+            finishedAt: string | null;
+            /**
+             * @description How long after its nominal instant its first attempt started
+             * @example 12
+             */
+            lateMs: number | null;
+            /**
+             * @description What its job returned (any JSON; null when nothing).
+             * @example {
+             *       "status": 200
+             *     }
+             */
+            result: unknown;
+            /** @example null */
+            error: string | null;
+            /**
+             * @description the code of error (see AttemptDto.errorCode)
+             * @example null
+             */
+            errorCode: string | null;
+            /**
+             * @description Why there is no job (skipped, removed)
+             * @example null
+             */
+            reason: string | null;
+        };
+        ScheduleRunPageDto: {
+            /** @example Europe/Berlin */
+            timezone: string;
+            items: components["schemas"]["ScheduleRunDto"][];
+            /**
+             * @description Pass back as cursor for the next occurrences of the window
+             * @example null
+             */
+            nextCursor: string | null;
         };
         UpdateScheduleDto: {
             /** @example http */
@@ -2638,6 +2715,61 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    SchedulesController_runsOf: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                /** @description 1..1000, default 100 */
+                limit?: number;
+                /** @description End of the window (inclusive). Default: now */
+                to?: string;
+                /** @description Start of the window (exclusive); without a zone, in the schedule's zone. Default: a day before to */
+                from?: string;
+                /** @description A day (YYYY-MM-DD) in the schedule's own zone; instead of from/to */
+                date?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleRunPageDto"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

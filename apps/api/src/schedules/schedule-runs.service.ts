@@ -1,0 +1,117 @@
+import { instantOfWall, occurrenceKey, occurrencesBetween, parseRunAt, publicAttemptError } from '@almanac/domain';
+import { isJobIdString, SchedulesRepository, ScheduleRunsRepository, type ScheduleView, type TenantRecord } from '@almanac/persistence';
+import { Clock } from '@almanac/platform';
+import { Injectable } from '@nestjs/common';
+import { invalid, notFound } from '../http/api-error';
+import { Issues, queryInt, queryString } from '../http/validation';
+import { formatInZone, parseTiming } from './schedule-input';
+
+const DAY_MS = 86_400_000;
+export const RUNS_PAGE = 100;
+export const RUNS_PAGE_MAX = 1000;
+const LOCAL_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const ZONELESS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/;
+
+/** One occurrence of a schedule, run or not. */
+export interface ScheduleRun {
+  /** Its nominal instant, UTC, and as the schedule's zone shows it. */
+  at: string;
+  local: string;
+  /** The job's state; `skipped` (no job: the missed-run policy or a pause), `removed` (retention), `upcoming`. */
+  state: string;
+  jobId: string | null;
+  attempts: number;
+  startedAt: string | null;
+  finishedAt: string | null;
+  /** How long after its nominal instant its first attempt started. */
+  lateMs: number | null;
+  result: unknown;
+  error: string | null;
+  errorCode: string | null;
+  /** Why there is no job, for `skipped` and `removed`. */
+  reason: string | null;
+}
+
+/**
+ * GET /v1/schedules/:id/runs: each occurrence of the schedule's cron in a window, oldest first,
+ * with what became of it. The occurrences are computed from the cron (as the recurring sweep does)
+ * and their rows read by key (`schedule:<id>:<nominal>`), so "did the 02:00 Europe/Berlin run
+ * happen on 1 December?" is one call with `date=2026-12-01`. Occurrences of an earlier cron (before
+ * a change) are not listed.
+ */
+@Injectable()
+export class ScheduleRunsService {
+  constructor(
+    private readonly schedules: SchedulesRepository,
+    private readonly runs: ScheduleRunsRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  async list(tenant: TenantRecord, id: string, query: Record<string, unknown>): Promise<{ timezone: string; items: ScheduleRun[]; nextCursor: string | null }> {
+    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
+    if (!s) throw notFound(`schedule ${id}`);
+    const issues = new Issues();
+    for (const k of Object.keys(query)) {
+      if (!['date', 'from', 'to', 'cursor', 'limit'].includes(k)) issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected date, from, to, cursor, limit)`);
+    }
+    const limit = queryInt(query.limit, 'limit', RUNS_PAGE, 1, RUNS_PAGE_MAX, issues);
+    const now = this.clock.now();
+    const window = this.window(query, s.timezone, now, issues);
+    const cursor = queryString(query.cursor, 'cursor', issues);
+    const after = cursor === undefined ? undefined : issues.run(() => parseRunAt(cursor, 'cursor'));
+    const timing = parseTiming(s.cron, s.timezone);
+    if (!timing.ok) issues.list.push(...timing.issues);
+    if (!issues.ok || !window || !timing.ok) throw invalid(issues.list);
+    // Nothing before the schedule existed; the window is (from, to], as occurrences are planned.
+    const from = new Date(Math.max(window.from.getTime() - 1, s.createdAt.getTime(), after?.getTime() ?? -Infinity));
+    const at = occurrencesBetween(timing.value, from, window.to, limit + 1);
+    const page = at.slice(0, limit);
+    return { timezone: s.timezone, items: await this.describe(tenant.id, s, page, now), nextCursor: at.length > limit ? page[page.length - 1].toISOString() : null };
+  }
+
+  /** `date` (a local day), or `from` / `to` (with a zone, or local to the schedule's); the last day by default. */
+  private window(query: Record<string, unknown>, zone: string, now: Date, issues: Issues): { from: Date; to: Date } | null {
+    const date = queryString(query.date, 'date', issues);
+    const fromRaw = queryString(query.from, 'from', issues);
+    const toRaw = queryString(query.to, 'to', issues);
+    if (date !== undefined) {
+      const m = LOCAL_DATE.exec(date);
+      if (!m || (fromRaw ?? toRaw) !== undefined) {
+        issues.add('date', 'format', 'date must be a day as YYYY-MM-DD (the schedule\'s own zone), without from or to');
+        return null;
+      }
+      const wall = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+      return { from: new Date(instantOfWall(zone, wall)), to: new Date(instantOfWall(zone, wall + DAY_MS) - 1) };
+    }
+    const local = (raw: string, field: string) => (ZONELESS.test(raw) ? new Date(instantOfWall(zone, Date.parse(`${raw}Z`))) : issues.run(() => parseRunAt(raw, field)));
+    const to = toRaw === undefined ? now : local(toRaw, 'to');
+    const from = fromRaw === undefined ? new Date((to ?? now).getTime() - DAY_MS) : local(fromRaw, 'from');
+    if (!from || !to) return null;
+    if (from.getTime() > to.getTime()) issues.add('from', 'order', 'from must not be after to');
+    return { from, to };
+  }
+
+  private async describe(tenantId: number, s: ScheduleView, page: Date[], now: Date): Promise<ScheduleRun[]> {
+    const keys = page.map((d) => occurrenceKey(s.id, d));
+    const rows = new Map((await this.runs.rows(tenantId, keys)).map((r) => [r.key, r]));
+    const missing = keys.filter((k, i) => !rows.has(k) && page[i].getTime() <= now.getTime());
+    const removed = new Map((await this.runs.removed(tenantId, missing)).map((r) => [r.key, r]));
+    return page.map((d, i): ScheduleRun => {
+      const base = { at: d.toISOString(), local: formatInZone(d, s.timezone), jobId: null, attempts: 0, startedAt: null, finishedAt: null, lateMs: null, result: null, error: null, errorCode: null };
+      const row = rows.get(keys[i]);
+      if (row) {
+        const error = publicAttemptError(row.lastError);
+        return {
+          ...base, state: row.state, jobId: row.jobId, attempts: row.attempts,
+          startedAt: row.startedAt?.toISOString() ?? null, finishedAt: row.finishedAt?.toISOString() ?? null,
+          lateMs: row.startedAt ? row.startedAt.getTime() - d.getTime() : null, result: row.result,
+          error: error?.message ?? null, errorCode: error?.code ?? null, reason: null,
+        };
+      }
+      const gone = removed.get(keys[i]);
+      if (gone) return { ...base, state: 'removed', reason: `its job ended ${gone.state} and was removed by retention on ${gone.removedOn}` };
+      if (d.getTime() > now.getTime()) return { ...base, state: 'upcoming', reason: null };
+      return { ...base, state: 'skipped', reason: 'no job was made for it: skipped by the missed-run policy, or the schedule was paused then' };
+    });
+  }
+}

@@ -1,0 +1,74 @@
+import { type ApiHarness, startApi } from './api-harness';
+
+/** GET /v1/schedules/:id/runs: "did the 02:00 Europe/Berlin run happen on 11 November?" in one call. */
+describe('schedule runs (/v1/schedules/:id/runs)', () => {
+  let h: ApiHarness;
+  let auth: { Authorization: string };
+  let tenantId: number;
+  let id: string;
+
+  beforeAll(async () => {
+    h = await startApi();
+    const t = await h.createTenant();
+    tenantId = t.id;
+    auth = { Authorization: `Bearer ${t.apiKey}` };
+    const created = await h.http().post('/v1/schedules').set(auth).send({ key: 'nightly', kind: 'noop', cron: '0 2 * * *', timezone: 'Europe/Berlin' }).expect(201);
+    id = created.body.id as string;
+    await h.db.dataSource.query(`UPDATE schedules SET created_at = '2026-11-01T00:00:00Z' WHERE id = $1`, [id]);
+    // 02:00 in Berlin is 01:00 UTC in November. The 10th ran 3 s late and succeeded; the 11th
+    // failed for good; the 12th has no job (skipped); the 13th's job was removed by retention.
+    const occurrence = async (day: string, state: string, startedLateMs: number | null, lastError: string | null) => {
+      const at = `2026-11-${day}T01:00:00Z`;
+      const [{ id: jobId }] = await h.db.dataSource.query(
+        `INSERT INTO jobs (tenant_id, key, kind, run_at, state, attempts, finished_at, result, last_error)
+         VALUES ($1, $2, 'noop', $3, $4, 1, $3::timestamptz + interval '5 seconds', $5, $6) RETURNING id::text AS id`,
+        [tenantId, `schedule:${id}:2026-11-${day}T01:00:00Z`, at, state, state === 'd' ? '{"rows":12}' : null, lastError],
+      );
+      if (startedLateMs !== null) {
+        await h.db.dataSource.query(
+          `INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome, error) VALUES ($1, $2, 1, $3::timestamptz + $4 * interval '1 millisecond', $3::timestamptz + interval '5 seconds', $5, $6)`,
+          [jobId, tenantId, at, startedLateMs, state === 'd' ? 'succeeded' : 'discarded', lastError],
+        );
+      }
+    };
+    await occurrence('10', 'd', 3000, null);
+    await occurrence('11', 'x', 40, 'upstream refused the report');
+    await h.db.dataSource.query(`INSERT INTO retired_keys (key_hash, removed_on, state) VALUES (hashtextextended($1, $2), '2026-11-20', 'd')`, [`schedule:${id}:2026-11-13T01:00:00Z`, tenantId]);
+  });
+  afterAll(() => h.close());
+
+  it('answers for a local day: the run, when it started, how late, what it returned', async () => {
+    const res = await h.http().get(`/v1/schedules/${id}/runs`).query({ date: '2026-11-10' }).set(auth).expect(200);
+    expect(res.body).toEqual({
+      timezone: 'Europe/Berlin',
+      nextCursor: null,
+      items: [expect.objectContaining({
+        at: '2026-11-10T01:00:00.000Z', local: '2026-11-10T02:00:00+01:00', state: 'succeeded', attempts: 1,
+        startedAt: '2026-11-10T01:00:03.000Z', lateMs: 3000, result: { rows: 12 }, reason: null,
+      })],
+    });
+  });
+
+  it('lists a window oldest first: succeeded, dead with its error, skipped, removed, with a cursor past the limit', async () => {
+    const q = { from: '2026-11-09T12:00', to: '2026-11-13T12:00' }; // local to the schedule's zone
+    const res = await h.http().get(`/v1/schedules/${id}/runs`).query(q).set(auth).expect(200);
+    expect(res.body.items.map((r: { state: string }) => r.state)).toEqual(['succeeded', 'dead', 'skipped', 'removed']);
+    expect(res.body.items[1]).toMatchObject({ error: 'upstream refused the report', errorCode: 'handler', lateMs: 40 });
+    expect(res.body.items[2].reason).toContain('missed-run policy');
+    expect(res.body.items[3].reason).toContain('removed by retention on 2026-11-20');
+    const first = await h.http().get(`/v1/schedules/${id}/runs`).query({ ...q, limit: 2 }).set(auth).expect(200);
+    expect(first.body.items.map((r: { at: string }) => r.at)).toEqual(['2026-11-10T01:00:00.000Z', '2026-11-11T01:00:00.000Z']);
+    const next = await h.http().get(`/v1/schedules/${id}/runs`).query({ ...q, limit: 2, cursor: first.body.nextCursor }).set(auth).expect(200);
+    expect(next.body.items.map((r: { state: string }) => r.state)).toEqual(['skipped', 'removed']);
+    expect(next.body.nextCursor).toBeNull();
+  });
+
+  it("names a bad query's field, and answers another tenant's schedule 404", async () => {
+    const bad = await h.http().get(`/v1/schedules/${id}/runs`).query({ date: '11/10/2026' }).set(auth).expect(400);
+    expect(bad.body.details[0]).toMatchObject({ field: 'date', rule: 'format' });
+    const order = await h.http().get(`/v1/schedules/${id}/runs`).query({ from: '2026-11-12T00:00Z', to: '2026-11-10T00:00Z' }).set(auth).expect(400);
+    expect(order.body.details[0]).toMatchObject({ field: 'from', rule: 'order' });
+    const other = await h.createTenant('other');
+    await h.http().get(`/v1/schedules/${id}/runs`).set({ Authorization: `Bearer ${other.apiKey}` }).expect(404);
+  });
+});

@@ -1,0 +1,50 @@
+import type { JobState } from '@almanac/domain';
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { decodeState } from '../job-state.codec';
+import { sql } from '../sql';
+import { FIND_RETIRED_KEYS_SQL } from '../statements/find-retired-keys.sql';
+import { SCHEDULE_RUNS_SQL } from '../statements/schedule-runs.sql';
+
+/** An occurrence's row: how its run went. */
+export interface ScheduleRunRow {
+  key: string;
+  jobId: string;
+  state: JobState;
+  attempts: number;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  result: unknown;
+  lastError: string | null;
+}
+
+/** An occurrence whose row retention removed: when, and how its job had ended. */
+export interface RemovedRun {
+  key: string;
+  removedOn: string;
+  state: JobState;
+}
+
+/** A schedule's runs, read by their occurrence keys (GET /v1/schedules/:id/runs). */
+@Injectable()
+export class ScheduleRunsRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /** The rows among `keys` (any order). */
+  async rows(tenantId: number, keys: readonly string[]): Promise<ScheduleRunRow[]> {
+    if (keys.length === 0) return [];
+    const { rows } = await sql<{
+      key: string; id: string; state: string; attempts: number; finished_at: Date | null; result: unknown; last_error: string | null; started_at: Date | null;
+    }>(this.db, SCHEDULE_RUNS_SQL, [tenantId, keys]);
+    return rows.map((r) => ({
+      key: r.key, jobId: r.id, state: decodeState(r.state), attempts: r.attempts, startedAt: r.started_at, finishedAt: r.finished_at, result: r.result ?? null, lastError: r.last_error,
+    }));
+  }
+
+  /** Which of `keys` retention removed (any order). */
+  async removed(tenantId: number, keys: readonly string[]): Promise<RemovedRun[]> {
+    if (keys.length === 0) return [];
+    const { rows } = await sql<{ key: string; removed_on: string; state: string }>(this.db, FIND_RETIRED_KEYS_SQL, [tenantId, keys]);
+    return rows.map((r) => ({ key: r.key, removedOn: r.removed_on, state: decodeState(r.state) }));
+  }
+}
