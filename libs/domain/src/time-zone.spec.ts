@@ -1,4 +1,4 @@
-import { ZoneOffsets, validateTimezone } from './time-zone';
+import { instantOfWall, ZoneOffsets, validateTimezone } from './time-zone';
 import { InvalidTimezoneError } from './errors';
 
 const HOUR = 3_600_000;
@@ -99,5 +99,15 @@ describe('ZoneOffsets', () => {
       }
     }
     expect(repeats).toBe(12);
+  });
+});
+
+describe('instantOfWall', () => {
+  it('reads a local wall time in its zone: the earlier instant in an overlap, the offset before a gap', () => {
+    expect(new Date(instantOfWall('Europe/Berlin', Date.UTC(2026, 10, 11, 2, 0))).toISOString()).toBe('2026-11-11T01:00:00.000Z');
+    // 2026-10-25 02:30 happens twice in Berlin (CEST, then CET): the first.
+    expect(new Date(instantOfWall('Europe/Berlin', Date.UTC(2026, 9, 25, 2, 30))).toISOString()).toBe('2026-10-25T00:30:00.000Z');
+    // 2026-03-29 02:30 never happens (02:00 → 03:00): read with CET, it is 03:30 CEST.
+    expect(new Date(instantOfWall('Europe/Berlin', Date.UTC(2026, 2, 29, 2, 30))).toISOString()).toBe('2026-03-29T01:30:00.000Z');
   });
 });
