@@ -178,6 +178,40 @@ describe('console (/console)', () => {
     expect(api.body.paused).toBe(true);
   });
 
+  it("shows a schedule's last runs as a strip (ran, late, failed, skipped), each run with a job linking to it", async () => {
+    const cookie = await signIn(acme.apiKey);
+    const s = await h.http().post('/v1/schedules').set(bearer(acme.apiKey))
+      .send({ key: 'hourly-report', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', payload: {} }).expect(201);
+    const id = s.body.id as string;
+    await h.db.dataSource.query(`UPDATE schedules SET created_at = now() - interval '3 days' WHERE id = $1`, [id]);
+    const hourAgo = (n: number) => new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - n * 3_600_000);
+    const run = async (n: number, state: string, lateMs: number) => {
+      const at = hourAgo(n);
+      const [{ id: jobId }] = await h.db.dataSource.query(
+        `INSERT INTO jobs (tenant_id, key, kind, run_at, state, attempts, finished_at) VALUES ($1, $2, 'noop', $3, $4, 1, $3) RETURNING id::text AS id`,
+        [acme.id, `schedule:${id}:${at.toISOString().replace('.000Z', 'Z')}`, at, state],
+      );
+      await h.db.dataSource.query(
+        `INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome) VALUES ($1, $2, 1, $3::timestamptz + $4 * interval '1 millisecond', $3, 'succeeded')`,
+        [jobId, acme.id, at, lateMs],
+      );
+      return jobId as string;
+    };
+    const ran = await run(1, 'd', 200);
+    const late = await run(2, 'd', 5 * 60_000);
+    const failed = await run(3, 'x', 100);
+    // hour 4 has no job: skipped
+    const list = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
+    expect(list.text).toContain(`href="/console/schedules/${id}"`);
+    const page = await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200);
+    expect(page.text).toContain('Last 30 runs');
+    expect(page.text).toContain(`class="run run-ran" href="/console/jobs/${ran}"`);
+    expect(page.text).toContain(`class="run run-late" href="/console/jobs/${late}"`);
+    expect(page.text).toContain(`class="run run-failed" href="/console/jobs/${failed}"`);
+    expect(page.text).toMatch(/<span class="run run-skipped"/);
+    await h.http().get(`/console/schedules/${id}`).set('Cookie', await signIn(globex.apiKey)).expect(404);
+  });
+
   it('ends a session whose key was revoked, and on sign-out', async () => {
     const made = await h.http().post(`/v1/admin/tenants/${acme.id}/keys`).set(bearer(ADMIN_TOKEN)).expect(201);
     const cookie = await signIn(made.body.apiKey);

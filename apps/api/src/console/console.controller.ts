@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { JobChangesService } from '../jobs/job-changes.service';
 import { JobQueriesService } from '../jobs/job-queries.service';
 import { ReadRateLimiter } from '../rate-limit/read-rate-limiter';
+import { ScheduleRunsService } from '../schedules/schedule-runs.service';
 import { SchedulesService } from '../schedules/schedules.service';
 import { ASSET_URLS, CONSOLE_ASSETS } from './console-assets';
 import { ConsoleExceptionFilter } from './console-exception.filter';
@@ -19,6 +20,7 @@ import { jobView, type JobDetailView } from './views/job.view';
 import { type JobFilterForm, type JobRow, jobsView } from './views/jobs.view';
 import { page, type PageOptions } from './views/layout';
 import { overviewView } from './views/overview.view';
+import { scheduleView } from './views/schedule.view';
 import { schedulesView } from './views/schedules.view';
 import { signInView } from './views/sign-in.view';
 import { tenantsView } from './views/tenants.view';
@@ -48,6 +50,8 @@ const PAGE_SIZE = '50';
 const TENANTS_PAGE = 50;
 const TENANT_JOBS_CAP = 100_000;
 const NEXT_RUNS_SHOWN = 3;
+/** A schedule page's strip of runs (issue 34: the last 30). */
+const RUNS_SHOWN = 30;
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 const notice = (v: unknown): string | undefined => (typeof v === 'string' ? NOTICES.get(v) : undefined);
@@ -68,6 +72,7 @@ export class ConsoleController {
     private readonly queries: JobQueriesService,
     private readonly changes: JobChangesService,
     private readonly schedules: SchedulesService,
+    private readonly runs: ScheduleRunsService,
     private readonly tenants: TenantsRepository,
     private readonly reads: ReadRateLimiter,
     private readonly clock: Clock,
@@ -178,6 +183,15 @@ export class ConsoleController {
       const list = await this.schedules.list(v.tenant, cursor ? { limit: PAGE_SIZE, cursor } : { limit: PAGE_SIZE });
       const rows = list.items.map((s) => ({ ...s, nextLocal: s.paused ? [] : this.schedules.nextRunsLocal(s, NEXT_RUNS_SHOWN) }));
       return { title: 'Schedules', section: 'schedules', content: schedulesView(v, rows, list.nextCursor, cursor !== undefined), notice: notice(q.done) };
+    });
+  }
+
+  @Get('schedules/:id')
+  async schedule(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: Query, @Param('id') id: string): Promise<void> {
+    await this.show(req, reply, q, async (v) => {
+      const { schedule, runs } = await this.runs.recent(v.tenant, id, RUNS_SHOWN);
+      const next = schedule.paused ? [] : this.schedules.nextRunsLocal(schedule, NEXT_RUNS_SHOWN);
+      return { title: `Schedule ${schedule.key}`, section: 'schedules', content: scheduleView(v, schedule, runs, next) };
     });
   }
 

@@ -69,6 +69,26 @@ export class ScheduleRunsService {
     return { timezone: s.timezone, items: await this.describe(tenant.id, s, page, now), nextCursor: at.length > limit ? page[page.length - 1].toISOString() : null };
   }
 
+  /**
+   * The schedule and its last `count` occurrences due by now, oldest first (the console's strip).
+   * The window grows eightfold from a day until it holds `count` (a per-minute cron stops at a day,
+   * a daily one at 64), at most 512 days back.
+   */
+  async recent(tenant: TenantRecord, id: string, count: number): Promise<{ schedule: ScheduleView; runs: ScheduleRun[] }> {
+    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
+    if (!s) throw notFound(`schedule ${id}`);
+    const timing = parseTiming(s.cron, s.timezone);
+    if (!timing.ok) return { schedule: s, runs: [] };
+    const now = this.clock.now();
+    let at: Date[] = [];
+    for (let days = 1; days <= 512; days *= 8) {
+      const from = new Date(Math.max(now.getTime() - days * DAY_MS, s.createdAt.getTime()));
+      at = occurrencesBetween(timing.value, from, now, days * 1440 + 1);
+      if (at.length >= count || from.getTime() === s.createdAt.getTime()) break;
+    }
+    return { schedule: s, runs: await this.describe(tenant.id, s, at.slice(-count), now) };
+  }
+
   /** `date` (a local day), or `from` / `to` (with a zone, or local to the schedule's); the last day by default. */
   private window(query: Record<string, unknown>, zone: string, now: Date, issues: Issues): { from: Date; to: Date } | null {
     const date = queryString(query.date, 'date', issues);

@@ -8,6 +8,6 @@ import { SchedulesService } from './schedules.service';
   imports: [ApiCommonModule],
   controllers: [SchedulesController],
   providers: [SchedulesService, ScheduleRunsService],
-  exports: [SchedulesService], // the console pauses and resumes through the same rules
+  exports: [SchedulesService, ScheduleRunsService], // the console pauses, resumes and shows runs through the same rules
 })
 export class SchedulesModule {}

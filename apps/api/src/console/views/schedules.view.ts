@@ -18,7 +18,7 @@ export function schedulesView(viewer: ConsoleViewer, rows: ScheduleRow[], next: 
   const body = rows.map((s) => {
     const verb = s.paused ? 'resume' : 'pause';
     return html`<tr>
-      <td class="key">${s.key}</td>
+      <td class="key"><a href="${consoleHref(viewer, `/schedules/${s.id}`)}">${s.key}</a></td>
       <td>${s.kind}</td>
       <td><code>${s.cron}</code></td>
       <td>${s.timezone}</td>

@@ -1,0 +1,47 @@
+import type { ScheduleView } from '@almanac/persistence';
+import type { ScheduleRun } from '../../schedules/schedule-runs.service';
+import { type ConsoleViewer, consoleHref } from '../console-viewer';
+import { durationMs } from './format';
+import { html, type SafeHtml } from './html';
+
+/** A run that started later than this after its nominal instant is shown as late. */
+const LATE_MS = 60_000;
+
+/** What the strip shows of a run: ran, late, failed, skipped, waiting (due, not started yet). */
+export function runOutcome(r: ScheduleRun): 'ran' | 'late' | 'failed' | 'skipped' | 'waiting' {
+  if (r.state === 'dead') return 'failed';
+  if (r.state === 'succeeded') return r.lateMs !== null && r.lateMs > LATE_MS ? 'late' : 'ran';
+  if (r.jobId === null || r.state === 'cancelled') return 'skipped';
+  return 'waiting';
+}
+
+/** One schedule: its last runs as a strip (each a link to its job) and a table, and its next runs. */
+export function scheduleView(viewer: ConsoleViewer, s: ScheduleView, runs: ScheduleRun[], nextLocal: string[]): SafeHtml {
+  const cell = (r: ScheduleRun) => {
+    const outcome = runOutcome(r);
+    const title = `${r.local} · ${outcome}${r.lateMs !== null ? ` · started ${durationMs(r.lateMs)} after` : ''}${r.reason ? ` · ${r.reason}` : ''}`;
+    return r.jobId
+      ? html`<a class="run run-${outcome}" href="${consoleHref(viewer, `/jobs/${r.jobId}`)}" title="${title}" aria-label="${title}"></a>`
+      : html`<span class="run run-${outcome}" title="${title}" aria-label="${title}"></span>`;
+  };
+  const rows = [...runs].reverse().map((r) => html`<tr>
+      <td>${r.local}</td>
+      <td><span class="word-${runOutcome(r)}">${runOutcome(r)}</span></td>
+      <td class="num">${r.lateMs !== null ? durationMs(r.lateMs) : '—'}</td>
+      <td>${r.jobId ? html`<a href="${consoleHref(viewer, `/jobs/${r.jobId}`)}">${r.state}</a>` : (r.reason ?? r.state)}</td>
+    </tr>`);
+  return html`<p class="crumbs"><a href="${consoleHref(viewer, '/schedules')}">Schedules</a> / ${s.id}</p>
+<h1 class="key">${s.key}</h1>
+<dl class="facts">
+  <dt>Kind</dt><dd>${s.kind}</dd>
+  <dt>Cron</dt><dd><code>${s.cron}</code> in ${s.timezone}</dd>
+  <dt>Missed runs</dt><dd>${s.missed}</dd>
+  <dt>Next runs</dt><dd>${s.paused ? 'paused' : nextLocal.length > 0 ? nextLocal.join(', ') : '—'}</dd>
+</dl>
+<h2>Last ${runs.length} runs</h2>
+<p class="runs-strip" aria-label="last runs, oldest first">${runs.map(cell)}</p>
+${runs.length === 0 ? html`<p class="empty">No run has come due yet.</p>` : html`<table class="rows">
+  <thead><tr><th>Due (its zone)</th><th>Outcome</th><th class="num">Started after</th><th>Job</th></tr></thead>
+  <tbody>${rows}</tbody>
+</table>`}`;
+}
