@@ -3,8 +3,9 @@
  *
  * - `scheduled`: cold; a row only, due beyond the hot horizon (or not yet handed to Redis).
  *   The promoter moves it to `queued`; the API may cancel or reschedule it.
- * - `queued`: in the hot queue (Redis), waiting for its run time. The dispatcher moves it to
- *   `running`; the overdue sweep re-enqueues it if Redis lost it; the API may cancel it or
+ * - `queued`: its hint is in Redis (the hot queue, then its pool's ready lists), waiting for its
+ *   run time. A worker's claim moves it to `running` (the dispatcher moves only hints, never a
+ *   row); the overdue sweep re-hints it if Redis lost the hint; the API may cancel it or
  *   reschedule it (back to `scheduled` when the new time is cold).
  * - `running`: a worker holds it under a lease. The worker finishes it (`succeeded`, `dead`,
  *   or back to `scheduled`/`queued` for a retry); the overdue sweep rescues it when the lease

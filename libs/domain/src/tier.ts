@@ -2,8 +2,9 @@ import { InvalidDomainConfigError, InvalidRunAtError } from './errors';
 
 /**
  * Where a job lives until it runs (design.md, "tiers"):
- * - `immediate`: due within the immediate horizon (or already past): row + queue, enqueued at once;
- * - `hot`: due within the hot horizon: row + delayed queue entry;
+ * - `immediate`: due within the immediate horizon (or already past): row + a hint on the hot queue;
+ * - `hot`: due within the hot horizon: row + a hint on the hot queue (the same entry: its
+ *   envelope comes due when the row does, whichever tier; the two differ only in the API's answer);
  * - `cold`: due later: row only, until the promoter moves it into the queue.
  */
 export type Tier = 'immediate' | 'hot' | 'cold';

@@ -121,9 +121,9 @@ export class SweepsRepository {
    */
   async promoteColdBatch(horizon: Date, limit: number, tenants: readonly number[] = []): Promise<SweepJobRef[]> {
     return this.db.transaction(async (m) => {
-      // A commit lost in a Postgres crash leaves the rows scheduled while Redis may have them:
-      // the dispatcher drops such deliveries and the next claim re-adds the same ids. So no WAL
-      // flush wait.
+      // A commit lost in a Postgres crash leaves the rows scheduled while Redis may have their
+      // hints: a worker's claim drops such hints (the row is not queued) and the next promotion
+      // re-adds the same ids. So no WAL flush wait.
       await m.query(`SET LOCAL synchronous_commit = off`);
       const fair = tenants.length > 0 ? await this.promoteFairShare(m, horizon, limit, tenants) : [];
       if (fair.length >= limit) return fair.map(toRef);
