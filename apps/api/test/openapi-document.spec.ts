@@ -54,6 +54,18 @@ describe('the OpenAPI document (with every built-in kind registered)', () => {
     await expect(SwaggerParser.validate(structuredClone(document))).resolves.toMatchObject({ openapi: expect.stringMatching(/^3\.0\./) });
   });
 
+  it('types query parameters as they are meant: counts are integers, instants date-times (issue 34, item 4)', () => {
+    type Param = { name: string; in: string; schema?: { type?: string; format?: string } };
+    const query = (path: string) => ((document.paths?.[path]?.get?.parameters ?? []) as Param[]).filter((p) => p.in === 'query');
+    const schemaOf = (path: string, name: string) => query(path).find((p) => p.name === name)?.schema;
+    for (const [path, name] of [['/v1/jobs', 'limit'], ['/v1/jobs/{id}/attempts', 'limit'], ['/v1/schedules', 'limit'], ['/v1/schedules/{id}/next', 'count'], ['/v1/schedules/{id}/runs', 'limit']]) {
+      expect([path, name, schemaOf(path, name)?.type]).toEqual([path, name, 'integer']);
+    }
+    for (const [path, name] of [['/v1/jobs', 'from'], ['/v1/jobs', 'to'], ['/v1/schedules/{id}/runs', 'from']]) {
+      expect([path, name, schemaOf(path, name)]).toEqual([path, name, expect.objectContaining({ type: 'string', format: 'date-time' })]);
+    }
+  });
+
   it(`is what libs/client/src/generated/openapi.ts was generated from (${REGENERATE} regenerates it)`, () => {
     const generated = openapiTypescript(document);
     if (WRITE) {

@@ -37,7 +37,7 @@ export class SchedulesController {
 
   @Get()
   @ApiOperation({ summary: 'List schedules by key' })
-  @ApiQuery({ name: 'limit', required: false, example: 100 })
+  @ApiQuery({ name: 'limit', required: false, type: 'integer', example: 100 })
   @ApiQuery({ name: 'cursor', required: false })
   @ApiResponse({ status: 200, type: SchedulePageDto })
   list(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>) {
@@ -55,7 +55,7 @@ export class SchedulesController {
   @Get(':id/next')
   @ApiOperation({ summary: 'Preview the next N run times, in UTC and in the schedule\'s zone' })
   @ApiParam(ID)
-  @ApiQuery({ name: 'count', required: false, example: 5, description: '1..100, default 10' })
+  @ApiQuery({ name: 'count', required: false, type: 'integer', example: 5, description: '1..100, default 10' })
   @ApiResponse({ status: 200, type: OccurrencePreviewDto })
   preview(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
     return this.schedules.preview(tenant, id, query);
@@ -67,7 +67,7 @@ export class SchedulesController {
   @ApiQuery({ name: 'date', required: false, example: '2026-12-01', description: "A day (YYYY-MM-DD) in the schedule's own zone; instead of from/to" })
   @ApiQuery({ name: 'from', required: false, type: String, format: 'date-time', description: "Start of the window (exclusive); without a zone, in the schedule's zone. Default: a day before to" })
   @ApiQuery({ name: 'to', required: false, type: String, format: 'date-time', description: 'End of the window (inclusive). Default: now' })
-  @ApiQuery({ name: 'limit', required: false, type: Number, example: RUNS_PAGE, description: `1..${RUNS_PAGE_MAX}, default ${RUNS_PAGE}` })
+  @ApiQuery({ name: 'limit', required: false, type: 'integer', example: RUNS_PAGE, description: `1..${RUNS_PAGE_MAX}, default ${RUNS_PAGE}` })
   @ApiQuery({ name: 'cursor', required: false })
   @ApiResponse({ status: 200, type: ScheduleRunPageDto })
   @ApiResponse({ status: 400, type: ErrorDto })

@@ -46,7 +46,7 @@ export class TenantsController {
   @Get()
   @ApiOperation({ summary: 'List tenants in id order, with their keys and job counts (admin token required)' })
   @ApiQuery({ name: 'after', required: false, description: 'the `next` of the previous page' })
-  @ApiQuery({ name: 'limit', required: false, description: '1–200, default 50' })
+  @ApiQuery({ name: 'limit', required: false, type: 'integer', description: '1–200, default 50' })
   @ApiResponse({ status: 200, type: TenantListDto })
   async list(@Query() query: Record<string, unknown>): Promise<TenantListDto> {
     const issues = new Issues();

@@ -1706,7 +1706,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description 1–200, default 50 */
-                limit?: string;
+                limit?: number;
                 /** @description the `next` of the previous page */
                 after?: string;
             };
@@ -1994,7 +1994,7 @@ export interface operations {
             query?: {
                 cursor?: string;
                 /** @description 1..1000, default 100 */
-                limit?: string;
+                limit?: number;
                 /** @description runAt < to */
                 to?: string;
                 /** @description runAt >= from */
@@ -2468,7 +2468,7 @@ export interface operations {
         parameters: {
             query?: {
                 cursor?: string;
-                limit?: string;
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -2696,7 +2696,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description 1..100, default 10 */
-                count?: string;
+                count?: number;
             };
             header?: never;
             path: {
