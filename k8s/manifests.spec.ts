@@ -266,6 +266,7 @@ describe('alert rules', () => {
       'AlmanacRedisMemoryHigh',
       'AlmanacRetentionBehind',
       'AlmanacRetentionSweepFailing',
+      'AlmanacScheduleMissed',
       'AlmanacSpikeBeyondCapacity',
       'AlmanacTenantLagHigh',
       'AlmanacValuesSetAside',

@@ -24,6 +24,8 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_promoted_total: { type: 'counter', labels: [] },
   almanac_overdue_requeued_total: { type: 'counter', labels: ['reason'] },
   almanac_schedule_occurrences_total: { type: 'counter', labels: ['outcome'] },
+  almanac_schedule_runs_total: { type: 'counter', labels: ['outcome'] },
+  almanac_schedules_behind: { type: 'gauge', labels: ['tenant'] },
   almanac_bulk_jobs_total: { type: 'counter', labels: ['action', 'outcome'] },
   almanac_lease_expired_dead_total: { type: 'counter', labels: [] },
   almanac_retention_removed_total: { type: 'counter', labels: ['keys'] },

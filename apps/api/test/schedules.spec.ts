@@ -40,6 +40,18 @@ describe('schedules (/v1/schedules)', () => {
     await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'q-3' }).expect(201);
   });
 
+  it('keeps expectWithinSeconds (1..86400, null clears it) and shows the latest watched outcome', async () => {
+    const created = await h.http().post('/v1/schedules').set(auth).send({ key: 'expects', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', expectWithinSeconds: 300 }).expect(201);
+    expect(created.body).toMatchObject({ expectWithinSeconds: 300, lastOutcome: null });
+    const bad = await h.http().post('/v1/schedules').set(auth).send({ key: 'expects-bad', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', expectWithinSeconds: 0 }).expect(400);
+    expect(bad.body.details[0]).toMatchObject({ field: 'expectWithinSeconds' });
+    await h.db.dataSource.query(`UPDATE schedules SET last_outcome = 'late', last_outcome_at = '2026-12-01T05:00:00Z' WHERE id = $1`, [created.body.id]);
+    const read = await h.http().get(`/v1/schedules/${created.body.id}`).set(auth).expect(200);
+    expect(read.body.lastOutcome).toEqual({ outcome: 'late', dueAt: '2026-12-01T05:00:00.000Z' });
+    const cleared = await h.http().patch(`/v1/schedules/${created.body.id}`).set(auth).send({ expectWithinSeconds: null }).expect(200);
+    expect(cleared.body.expectWithinSeconds).toBeNull();
+  });
+
   it('validates cron and time zone, naming the field and rule (both at once)', async () => {
     const res = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'bad', cron: '61 * * * *', timezone: 'Mars/Olympus' }).expect(400);
     const fields = res.body.details.map((d: { field: string }) => d.field);

@@ -1,5 +1,5 @@
 import { KindCatalog, KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
-import { BulkOperationsRepository, DueSoonRepository, KindsRepository, RetentionRepository, SweepsRepository, TenantStatsRepository, WorkersRepository } from '@almanac/persistence';
+import { BulkOperationsRepository, DueSoonRepository, KindsRepository, RetentionRepository, ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, TenantStatsRepository, WorkersRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, SILENT_LOGGER, TenantLabels, WORKER_RESCUE_INTERVAL_MS } from '@almanac/platform';
 import { EPOCH_WATCH_INTERVAL_MS, EpochWatch } from './overdue/epoch-watch';
 import { LostHints } from './overdue/lost-hints';
@@ -15,6 +15,7 @@ import { RecurringSweep } from './recurring/recurring.sweep';
 import { RescueSweep } from './rescue/rescue.sweep';
 import { RetentionSweep } from './retention/retention.sweep';
 import { SchedulePlanner } from './recurring/schedule-planner';
+import { SCHEDULE_WATCH_INTERVAL_MS, ScheduleWatchSweep } from './recurring/schedule-watch.sweep';
 import { JobStatesSweep } from './sweeps/job-states.sweep';
 import { PromotionSweep } from './sweeps/promotion.sweep';
 import { SweepMetrics } from './sweeps/sweep-metrics';
@@ -112,7 +113,15 @@ export function buildSweeps(deps: {
   );
   const rescue = new RescueSweep(new WorkersRepository(deps.dataSource), repo, ready, deps.queue, { batchSize: config.overdueBatchSize }, metrics, log('rescue'));
   const epochWatch = new EpochWatch(epoch, overdue);
-  return { repo, promotion, recurring, overdue, epochWatch, rescue, jobStates, tenantBacklog, bulk, retention, dueSoon };
+  const scheduleWatch = new ScheduleWatchSweep(
+    new ScheduleWatchRepository(deps.dataSource),
+    new ScheduleRunsRepository(deps.dataSource),
+    repo,
+    { batchSize: 500, maxRunsPerSchedule: 100, tenantsTop: config.tenantMetricsTop },
+    metrics,
+    log('schedule-watch'),
+  );
+  return { repo, promotion, recurring, overdue, epochWatch, scheduleWatch, rescue, jobStates, tenantBacklog, bulk, retention, dueSoon };
 }
 
 /** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
@@ -159,6 +168,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
             { sweep: s.rescue, intervalMs: WORKER_RESCUE_INTERVAL_MS },
             { sweep: s.promotion, intervalMs: config.promotionIntervalMs },
             { sweep: s.recurring, intervalMs: config.recurringIntervalMs },
+            { sweep: s.scheduleWatch, intervalMs: SCHEDULE_WATCH_INTERVAL_MS },
             { sweep: s.jobStates, intervalMs: config.jobStatesIntervalMs },
             { sweep: s.tenantBacklog, intervalMs: TENANT_BACKLOG_INTERVAL_MS },
             { sweep: s.bulk, intervalMs: config.bulkIntervalMs },

@@ -8,6 +8,7 @@ export * from './retry';
 export * from './missed';
 export * from './schedule';
 export * from './time-zone';
+export * from './schedule-watch';
 export * from './fairness';
 export * from './attempt-error';
 export * from './outbound';

@@ -13,6 +13,7 @@ export * from './repositories/job-queries.repository';
 export * from './repositories/job-changes.repository';
 export * from './repositories/schedules.repository';
 export * from './repositories/schedule-runs.repository';
+export * from './repositories/schedule-watch.repository';
 export * from './repositories/tenants.repository';
 export * from './repositories/tenant-keys.repository';
 export * from './repositories/attempts.repository';

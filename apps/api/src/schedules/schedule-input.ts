@@ -20,12 +20,22 @@ export interface ScheduleInput {
   payload: unknown;
   missed: MissedPolicy;
   maxAttempts: number;
+  /** Each run should start within this many seconds of its due instant; null: no expectation. */
+  expectWithinSeconds: number | null;
 }
 
 export type SchedulePatch = Partial<Omit<ScheduleInput, 'key' | 'schedule'>> & { cron?: string; timezone?: string };
 
-const CREATE_FIELDS = ['key', 'kind', 'cron', 'timezone', 'payload', 'missed', 'maxAttempts'];
-const PATCH_FIELDS = ['kind', 'cron', 'timezone', 'payload', 'missed', 'maxAttempts'];
+const CREATE_FIELDS = ['key', 'kind', 'cron', 'timezone', 'payload', 'missed', 'maxAttempts', 'expectWithinSeconds'];
+const PATCH_FIELDS = ['kind', 'cron', 'timezone', 'payload', 'missed', 'maxAttempts', 'expectWithinSeconds'];
+/** At most a day: a run expected later than that is a job of its own, not a schedule's. */
+export const MAX_EXPECT_WITHIN_SECONDS = 86_400;
+
+/** null or 1..MAX_EXPECT_WITHIN_SECONDS. */
+function expectWithin(raw: unknown, issues: Issues): number | null | undefined {
+  if (raw === null) return null;
+  return intInRange(raw, 'expectWithinSeconds', 1, MAX_EXPECT_WITHIN_SECONDS, issues);
+}
 
 /** Validates cron and zone together so a request with both wrong hears about both. */
 function checkTiming(cron: unknown, timezone: unknown, issues: Issues): Schedule | undefined {
@@ -53,8 +63,9 @@ export function parseScheduleCreate(raw: unknown, settings: ApiSettings, kinds: 
   const sized = issues.list.length;
   checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
   if (kind && issues.list.length === sized) checkKindPayload(kind, raw.payload, kinds, issues);
-  if (!issues.ok || !key || !kind || !schedule || !missed || !maxAttempts) return { ok: false, issues: issues.list };
-  return { ok: true, value: { key, kind, schedule, payload: raw.payload ?? null, missed, maxAttempts } };
+  const expectWithinSeconds = raw.expectWithinSeconds === undefined ? null : expectWithin(raw.expectWithinSeconds, issues);
+  if (!issues.ok || !key || !kind || !schedule || !missed || !maxAttempts || expectWithinSeconds === undefined) return { ok: false, issues: issues.list };
+  return { ok: true, value: { key, kind, schedule, payload: raw.payload ?? null, missed, maxAttempts, expectWithinSeconds } };
 }
 
 /**
@@ -77,6 +88,7 @@ export function parseSchedulePatch(raw: unknown, settings: ApiSettings, kinds: K
   if (raw.timezone !== undefined) patch.timezone = issues.run(() => validateTimezone(raw.timezone));
   if (raw.missed !== undefined) patch.missed = issues.run(() => parseMissedPolicy(raw.missed));
   if (raw.maxAttempts !== undefined) patch.maxAttempts = intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
+  if (raw.expectWithinSeconds !== undefined) patch.expectWithinSeconds = expectWithin(raw.expectWithinSeconds, issues);
   if (raw.payload !== undefined) {
     checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
     patch.payload = raw.payload;
@@ -106,6 +118,7 @@ interface StoredSchedule {
   payload: unknown;
   missed: string;
   maxAttempts: number;
+  expectWithinSeconds: number | null;
 }
 
 export function scheduleDiffers(stored: StoredSchedule, input: ScheduleInput): string[] {
@@ -116,6 +129,7 @@ export function scheduleDiffers(stored: StoredSchedule, input: ScheduleInput): s
   if (!jsonEqual(stored.payload ?? null, input.payload ?? null)) diff.push('payload');
   if (stored.missed !== input.missed) diff.push('missed');
   if (stored.maxAttempts !== input.maxAttempts) diff.push('maxAttempts');
+  if (stored.expectWithinSeconds !== input.expectWithinSeconds) diff.push('expectWithinSeconds');
   return diff;
 }
 

@@ -26,6 +26,12 @@ export class CreateScheduleDto {
 
   @ApiPropertyOptional({ example: 3, minimum: 1, maximum: 100 })
   maxAttempts?: number;
+
+  @ApiPropertyOptional({
+    type: 'integer', nullable: true, example: 300, minimum: 1, maximum: 86400,
+    description: 'Each run should start within this many seconds of its due instant; one that does not is reported (almanac_schedule_runs_total{outcome="missed"}, AlmanacScheduleMissed). null: no expectation (the default).',
+  })
+  expectWithinSeconds?: number | null;
 }
 
 export class UpdateScheduleDto {
@@ -46,6 +52,20 @@ export class UpdateScheduleDto {
 
   @ApiPropertyOptional({ example: 5 })
   maxAttempts?: number;
+
+  @ApiPropertyOptional({
+    type: 'integer', nullable: true, example: 300, minimum: 1, maximum: 86400,
+    description: 'Each run should start within this many seconds of its due instant; one that does not is reported (almanac_schedule_runs_total{outcome="missed"}, AlmanacScheduleMissed). null: no expectation (the default).',
+  })
+  expectWithinSeconds?: number | null;
+}
+
+export class LastOutcomeDto {
+  @ApiProperty({ enum: ['ok', 'late', 'missed', 'failed'], example: 'ok', description: 'ok: started within expectWithinSeconds; late: after; missed: not started by then; failed: dead' })
+  outcome!: string;
+
+  @ApiProperty({ nullable: true, type: String, example: '2026-11-30T08:00:00.000Z', description: 'When that run was due' })
+  dueAt!: string | null;
 }
 
 export class ScheduleDto {
@@ -72,6 +92,12 @@ export class ScheduleDto {
 
   @ApiProperty({ example: 3 })
   maxAttempts!: number;
+
+  @ApiProperty({ type: 'integer', nullable: true, example: 300, description: 'Each run should start within this many seconds of its due instant (null: no expectation)' })
+  expectWithinSeconds!: number | null;
+
+  @ApiProperty({ type: LastOutcomeDto, nullable: true, description: 'The latest watched run (schedules with expectWithinSeconds)' })
+  lastOutcome!: LastOutcomeDto | null;
 
   @ApiProperty({ example: false })
   paused!: boolean;

@@ -42,6 +42,7 @@ export class SchedulesService {
       maxAttempts: input.maxAttempts,
       missed: input.missed,
       nextRunAt: this.firstAfterNow(input.schedule),
+      expectWithinSeconds: input.expectWithinSeconds,
     }, limit);
     if ('quota' in result) {
       const message = `this tenant has ${result.quota} schedules, its limit is ${limit}: delete some, or ask the operator to raise maxSchedules`;
@@ -109,6 +110,7 @@ export class SchedulesService {
         payload: patch.payload,
         maxAttempts: patch.maxAttempts,
         missed: patch.missed,
+        expectWithinSeconds: patch.expectWithinSeconds,
         ...(timing
           ? {
               cron: timing.schedule.cron,
@@ -188,5 +190,7 @@ export function view(s: ScheduleView) {
     nextRunAt: s.nextRunAt ? s.nextRunAt.toISOString() : null,
     createdAt: s.createdAt.toISOString(),
     updatedAt: s.updatedAt.toISOString(),
+    expectWithinSeconds: s.expectWithinSeconds,
+    lastOutcome: s.lastOutcome === null ? null : { outcome: s.lastOutcome, dueAt: s.lastOutcomeAt?.toISOString() ?? null },
   };
 }

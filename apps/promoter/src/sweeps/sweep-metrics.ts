@@ -25,9 +25,22 @@ export class SweepMetrics {
   readonly retentionRemoved: Counter<'keys'>;
   readonly retentionBehind: Gauge;
   readonly jobsDue: Gauge<'pool' | 'within'>;
+  /** Watched schedule runs by outcome (the schedule watch: ok, late, missed, failed). */
+  readonly scheduleRuns: Counter<'outcome'>;
+  readonly schedulesBehind: Gauge<'tenant'>;
 
   constructor(metrics: MetricsService) {
     this.setAside = setAsideCounter(metrics);
+    this.scheduleRuns = metrics.counter({
+      name: 'almanac_schedule_runs_total',
+      help: 'Runs of schedules with expectWithinSeconds, looked at once that time passed: ok (started within it), late (started after), missed (not started by then, or no job made), failed (dead)',
+      labelNames: ['outcome'],
+    });
+    this.schedulesBehind = metrics.gauge({
+      name: 'almanac_schedules_behind',
+      help: 'Watched schedules whose latest run was late, missed or failed, per tenant: the top N, the rest summed as "other"',
+      labelNames: ['tenant'],
+    });
     this.runs = metrics.counter({
       name: 'almanac_sweep_runs_total',
       help: 'Sweep runs by sweep and outcome (ok, error, skipped = another replica held the lock)',

@@ -979,6 +979,24 @@ export interface components {
             missed?: "skip" | "latest" | "all";
             /** @example 3 */
             maxAttempts?: number;
+            /**
+             * @description Each run should start within this many seconds of its due instant; one that does not is reported (almanac_schedule_runs_total{outcome="missed"}, AlmanacScheduleMissed). null: no expectation (the default).
+             * @example 300
+             */
+            expectWithinSeconds?: number | null;
+        };
+        LastOutcomeDto: {
+            /**
+             * @description ok: started within expectWithinSeconds; late: after; missed: not started by then; failed: dead
+             * @example ok
+             * @enum {string}
+             */
+            outcome: "ok" | "late" | "missed" | "failed";
+            /**
+             * @description When that run was due
+             * @example 2026-11-30T08:00:00.000Z
+             */
+            dueAt: string | null;
         };
         ScheduleDto: {
             /** @example 42 */
@@ -1005,6 +1023,13 @@ export interface components {
             missed: "skip" | "latest" | "all";
             /** @example 3 */
             maxAttempts: number;
+            /**
+             * @description Each run should start within this many seconds of its due instant (null: no expectation)
+             * @example 300
+             */
+            expectWithinSeconds: number | null;
+            /** @description The latest watched run (schedules with expectWithinSeconds) */
+            lastOutcome: components["schemas"]["LastOutcomeDto"] | null;
             /** @example false */
             paused: boolean;
             /** @example 1 */
@@ -1121,6 +1146,11 @@ export interface components {
             missed?: "skip" | "latest" | "all";
             /** @example 5 */
             maxAttempts?: number;
+            /**
+             * @description Each run should start within this many seconds of its due instant; one that does not is reported (almanac_schedule_runs_total{outcome="missed"}, AlmanacScheduleMissed). null: no expectation (the default).
+             * @example 300
+             */
+            expectWithinSeconds?: number | null;
         };
         BulkFilterDto: {
             /** @example http */

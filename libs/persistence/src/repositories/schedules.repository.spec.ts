@@ -21,6 +21,7 @@ describe('SchedulesRepository (Postgres)', () => {
     maxAttempts: 3,
     missed: 'skip',
     nextRunAt: new Date('2026-11-29T11:00:00Z'),
+    expectWithinSeconds: null,
   });
 
   it('creates once by key; the same key again returns the existing schedule', async () => {

@@ -18,6 +18,11 @@ export interface ScheduleView {
   nextRunAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** Each run should start within this many seconds of its due instant (the schedule watch), or null. */
+  expectWithinSeconds: number | null;
+  /** The latest watched run's outcome (ok, late, missed, failed) and when it was due. */
+  lastOutcome: string | null;
+  lastOutcomeAt: Date | null;
 }
 
 export interface NewSchedule {
@@ -30,6 +35,7 @@ export interface NewSchedule {
   maxAttempts: number;
   missed: MissedPolicy;
   nextRunAt: Date | null;
+  expectWithinSeconds: number | null;
 }
 
 /** Fields a PATCH may change. `timing` is set when cron or timezone changed (version bump). */
@@ -40,6 +46,8 @@ export interface ScheduleChange {
   payload?: unknown;
   maxAttempts?: number;
   missed?: MissedPolicy;
+  /** null clears it. */
+  expectWithinSeconds?: number | null;
   /**
    * Set when cron or timezone changed: the new next run time, and the cron and timezone the
    * change was computed from. The update applies only if those are still current, so two
@@ -54,7 +62,7 @@ export interface RemovedOccurrences {
 }
 
 const COLUMNS = `id::text AS id, tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, paused,
-  version, next_run_at, created_at, updated_at`;
+  version, next_run_at, created_at, updated_at, expect_within_seconds, last_outcome, last_outcome_at`;
 
 interface RawSchedule {
   id: string;
@@ -71,6 +79,9 @@ interface RawSchedule {
   next_run_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  expect_within_seconds: number | null;
+  last_outcome: string | null;
+  last_outcome_at: Date | null;
 }
 
 function toView(r: RawSchedule): ScheduleView {
@@ -89,6 +100,9 @@ function toView(r: RawSchedule): ScheduleView {
     nextRunAt: r.next_run_at,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    expectWithinSeconds: r.expect_within_seconds,
+    lastOutcome: r.last_outcome,
+    lastOutcomeAt: r.last_outcome_at,
   };
 }
 
@@ -119,12 +133,12 @@ export class SchedulesRepository {
   ): Promise<{ created: boolean; schedule: ScheduleView } | { quota: number }> {
     for (let attempt = 1; ; attempt++) {
       const inserted: RawSchedule[] = await this.db.query(
-        `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, next_run_at)
-         SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9
+        `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, next_run_at, expect_within_seconds)
+         SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $11
           WHERE (SELECT count(*) FROM schedules WHERE tenant_id = $1) < $10
          ON CONFLICT (tenant_id, key) DO NOTHING
          RETURNING ${COLUMNS}`,
-        [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, s.nextRunAt, maxForTenant],
+        [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, s.nextRunAt, maxForTenant, s.expectWithinSeconds],
       );
       if (inserted[0]) return { created: true, schedule: toView(inserted[0]) };
       const existing: RawSchedule[] = await this.db.query(
@@ -179,6 +193,7 @@ export class SchedulesRepository {
       if (change.payload !== undefined) set('payload', jsonParam(change.payload), '::jsonb');
       if (change.maxAttempts !== undefined) set('max_attempts', change.maxAttempts);
       if (change.missed !== undefined) set('missed', change.missed);
+      if (change.expectWithinSeconds !== undefined) set('expect_within_seconds', change.expectWithinSeconds);
       if (change.timing) {
         set('next_run_at', change.timing.nextRunAt);
         sets.push('version = version + 1');

@@ -72,7 +72,7 @@ export interface RunningRescue {
 export type JobStateCounts = Record<JobState, number>;
 
 /** Sweeps that run on one replica at a time, each under its own lease row (sweep_leases). */
-export type SweepLeaseName = 'overdue';
+export type SweepLeaseName = 'overdue' | 'schedule_watch';
 
 /**
  * A sweep lease lasts 15 s and is renewed every 5 s while its sweep runs: a holder that dies

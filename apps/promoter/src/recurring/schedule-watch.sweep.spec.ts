@@ -1,0 +1,72 @@
+import { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository } from '@almanac/persistence';
+import { MetricsService } from '@almanac/platform';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { SweepMetrics } from '../sweeps/sweep-metrics';
+import { ScheduleWatchSweep } from './schedule-watch.sweep';
+
+const NOW = new Date('2026-12-01T05:30:00Z');
+
+describe('ScheduleWatchSweep (Postgres)', () => {
+  let db: TestDatabase;
+  let metrics: SweepMetrics;
+  const sweep = (maxRunsPerSchedule = 100) =>
+    new ScheduleWatchSweep(new ScheduleWatchRepository(db.dataSource), new ScheduleRunsRepository(db.dataSource), new SweepsRepository(db.dataSource),
+      { batchSize: 100, maxRunsPerSchedule, tenantsTop: 10 }, metrics);
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    metrics = new SweepMetrics(new MetricsService());
+  });
+  afterAll(() => db.drop());
+
+  async function schedule(tenantId: number, expect: number | null): Promise<string> {
+    const [{ id }] = await db.dataSource.query(
+      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, next_run_at, expect_within_seconds, created_at)
+       VALUES ($1, $2, 'noop', '0 * * * *', 'UTC', $3, $4, '2026-12-01T00:30:00Z') RETURNING id::text AS id`,
+      [tenantId, `hourly-${Math.random().toString(36).slice(2)}`, NOW, expect],
+    );
+    return id as string;
+  }
+
+  /** The run due at `hour`:00 (UTC, 1 December), its first attempt `lateMs` after. */
+  async function run(scheduleId: string, tenantId: number, hour: number, state: string, lateMs: number | null): Promise<void> {
+    const at = `2026-12-01T0${hour}:00:00Z`;
+    const [{ id }] = await db.dataSource.query(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state, attempts) VALUES ($1, $2, 'noop', $3, $4, $5) RETURNING id::text AS id`,
+      [tenantId, `schedule:${scheduleId}:${at}`, at, state, lateMs === null ? 0 : 1],
+    );
+    if (lateMs !== null) {
+      await db.dataSource.query(`INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at) VALUES ($1, $2, 1, $3::timestamptz + $4 * interval '1 millisecond')`, [id, tenantId, at, lateMs]);
+    }
+  }
+
+  it('classifies each run once its expectation passed (ok, late, missed, failed), keeps the latest, and counts each once', async () => {
+    const s = await schedule(1, 300);
+    const quiet = await schedule(2, null); // no expectation: not watched
+    await run(s, 1, 1, 'd', 10_000); // 01:00 ok
+    await run(s, 1, 2, 'd', 400_000); // 02:00 started 6 min 40 s late
+    await run(s, 1, 3, 'x', 1_000); // 03:00 failed
+    // 04:00: no job at all (missed); 05:00 is due but its 300 s have not passed by 05:30? they have: a queued job never started
+    await run(s, 1, 5, 'q', null);
+    await run(quiet, 2, 1, 'q', null);
+    const first = await sweep().runOnce(NOW);
+    expect(first).toMatchObject({ schedules: 1, outcomes: { ok: 1, late: 1, failed: 1, missed: 2 } });
+    const [row] = await db.dataSource.query(`SELECT last_outcome, last_outcome_at, watched_through FROM schedules WHERE id = $1`, [s]);
+    expect(row).toEqual({ last_outcome: 'missed', last_outcome_at: new Date('2026-12-01T05:00:00Z'), watched_through: new Date('2026-12-01T05:25:00Z') });
+    expect((await metrics.scheduleRuns.get()).values).toEqual(expect.arrayContaining([expect.objectContaining({ labels: { outcome: 'missed' }, value: 2 })]));
+    expect((await metrics.schedulesBehind.get()).values).toEqual(expect.arrayContaining([expect.objectContaining({ labels: { tenant: '1' }, value: 1 })]));
+    // Again at the same time: nothing new to look at, nothing counted twice.
+    expect(await sweep().runOnce(NOW)).toMatchObject({ schedules: 0, outcomes: { ok: 0, late: 0, failed: 0, missed: 0 } });
+  });
+
+  it('looks at a long backlog of runs a bounded number at a time', async () => {
+    await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
+    const s = await schedule(3, 60);
+    const a = await sweep(2).runOnce(NOW);
+    expect(a).toMatchObject({ outcomes: { missed: 2 }, more: true });
+    const [{ watched_through }] = await db.dataSource.query(`SELECT watched_through FROM schedules WHERE id = $1`, [s]);
+    expect(watched_through).toEqual(new Date('2026-12-01T02:00:00Z'));
+    const b = await sweep(10).runOnce(NOW);
+    expect(b.outcomes.missed).toBe(3); // 03:00, 04:00, 05:00
+  });
+});

@@ -1,0 +1,17 @@
+import type { JobState } from './job-state';
+
+/** How a schedule's run went against its `expectWithinSeconds`. */
+export type WatchedOutcome = 'ok' | 'late' | 'missed' | 'failed';
+
+/**
+ * A run due at `dueAt`, looked at once its expectation has passed: `missed` when no job was made
+ * for it or its job had not started by then, `late` when it started after, `failed` when its job
+ * is dead, else `ok`. A cancelled run is nobody's failure: null (not counted).
+ */
+export function watchedOutcome(run: { state: JobState; startedAt: Date | null } | null, dueAt: Date, expectWithinMs: number): WatchedOutcome | null {
+  if (run === null) return 'missed';
+  if (run.state === 'cancelled') return null;
+  if (run.state === 'dead') return 'failed';
+  if (run.startedAt === null) return 'missed';
+  return run.startedAt.getTime() - dueAt.getTime() <= expectWithinMs ? 'ok' : 'late';
+}

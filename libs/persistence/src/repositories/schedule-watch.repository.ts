@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { sql } from '../sql';
+import { RECORD_SCHEDULE_WATCH_SQL } from '../statements/record-schedule-watch.sql';
+import { SCHEDULES_BEHIND_SQL, WATCHED_SCHEDULES_SQL } from '../statements/watched-schedules.sql';
+
+/** A schedule whose runs are watched: its timing, its expectation, and how far it was looked at. */
+export interface WatchedSchedule {
+  id: string;
+  tenantId: number;
+  cron: string;
+  timezone: string;
+  expectWithinSeconds: number;
+  since: Date;
+}
+
+/** The schedule watch's reads and writes of `schedules` (expect_within_seconds, watched_through, last_outcome). */
+@Injectable()
+export class ScheduleWatchRepository {
+  constructor(private readonly db: DataSource) {}
+
+  async due(now: Date, limit: number): Promise<WatchedSchedule[]> {
+    const { rows } = await sql<{ id: string; tenant_id: number; cron: string; timezone: string; expect_within_seconds: number; since: Date }>(
+      this.db, WATCHED_SCHEDULES_SQL, [now, limit],
+    );
+    return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, cron: r.cron, timezone: r.timezone, expectWithinSeconds: r.expect_within_seconds, since: r.since }));
+  }
+
+  /** Per tenant, how many of its watched schedules are behind (latest watched run late, missed or failed), most first. */
+  async behind(): Promise<{ tenantId: number; schedules: number }[]> {
+    const { rows } = await sql<{ tenant_id: number; n: number }>(this.db, SCHEDULES_BEHIND_SQL, []);
+    return rows.map((r) => ({ tenantId: r.tenant_id, schedules: r.n }));
+  }
+
+  async record(id: string, through: Date, last: { outcome: string; dueAt: Date } | null): Promise<void> {
+    await sql(this.db, RECORD_SCHEDULE_WATCH_SQL, [id, through, last?.outcome ?? null, last?.dueAt ?? null]);
+  }
+}
