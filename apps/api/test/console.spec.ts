@@ -209,6 +209,8 @@ describe('console (/console)', () => {
     expect(page.text).toContain(`class="run run-late" href="/console/jobs/${late}"`);
     expect(page.text).toContain(`class="run run-failed" href="/console/jobs/${failed}"`);
     expect(page.text).toMatch(/<span class="run run-skipped"/);
+    await h.db.dataSource.query(`UPDATE schedules SET expect_within_seconds = 300, last_outcome = 'missed', last_outcome_at = now() WHERE id = $1`, [id]);
+    expect((await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200)).text).toContain('<span class="word-missed">missed</span>');
     await h.http().get(`/console/schedules/${id}`).set('Cookie', await signIn(globex.apiKey)).expect(404);
   });
 
