@@ -19,7 +19,7 @@ describe('@almanac/client: admin', () => {
     const names: string[] = [];
     for await (const t of admin.tenants.iterate()) names.push(t.name);
     expect(names).toEqual(['acme', 'globex']);
-    expect(await admin.tenants.list({ limit: 1 })).toMatchObject({ tenants: [{ name: 'acme', keys: 1 }], next: String(acme.id) });
+    expect(await admin.tenants.list({ limit: 1 })).toMatchObject({ items: [{ name: 'acme', keys: 1 }], nextCursor: String(acme.id) });
 
     const changed = await admin.tenants.update(acme.id, { weight: 3, kindLimits: { http: { perSecond: 50 } }, httpAllowHosts: ['https://hooks.acme.com'] });
     expect(changed).toMatchObject({ weight: 3, kindLimits: { http: { perSecond: 50 } }, httpAllowHosts: ['https://hooks.acme.com'] });

@@ -20,7 +20,7 @@ describe('retention through the API: a tenant’s setting, and a replay of a rem
   it('sets and shows retentionSeconds and keysAfterRetention; refuses bad values naming the field', async () => {
     const { id } = await h.createTenant('keeper');
     const shown = await h.http().get(`/v1/admin/tenants`).set(admin).expect(200);
-    expect(shown.body.tenants.find((t: { id: number }) => t.id === id)).toMatchObject({ retentionSeconds: null, keysAfterRetention: 'reserved' });
+    expect(shown.body.items.find((t: { id: number }) => t.id === id)).toMatchObject({ retentionSeconds: null, keysAfterRetention: 'reserved' });
     const res = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ retentionSeconds: 90 * 86_400, keysAfterRetention: 'freed' }).expect(200);
     expect(res.body).toMatchObject({ id, retentionSeconds: 90 * 86_400, keysAfterRetention: 'freed', weight: 1 });
     const back = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ retentionSeconds: null }).expect(200);

@@ -32,9 +32,14 @@ describe('tenant keys and suspension: every API replica follows within a second'
       for (const http of [h.http, b.http]) await http().get('/v1/jobs').set('Authorization', `Bearer ${key}`).expect(200);
     }
     const listed = await h.http().get(`/v1/admin/tenants/${id}/keys`).set(admin).expect(200);
-    expect(listed.body.keys).toHaveLength(2);
+    expect(listed.body.items).toHaveLength(2);
     expect(JSON.stringify(listed.body)).not.toContain(second.slice(10)); // never the key itself
-    const firstId = listed.body.keys[0].id as number;
+    const firstId = listed.body.items[0].id as number;
+    // The same envelope as every list, page by page.
+    const one = await h.http().get(`/v1/admin/tenants/${id}/keys`).query({ limit: 1 }).set(admin).expect(200);
+    expect(one.body).toMatchObject({ items: [{ id: firstId }], nextCursor: String(firstId) });
+    const rest = await h.http().get(`/v1/admin/tenants/${id}/keys`).query({ limit: 1, cursor: one.body.nextCursor }).set(admin).expect(200);
+    expect(rest.body.items.map((k: { id: number }) => k.id)).toEqual([listed.body.items[1].id]);
 
     await h.http().delete(`/v1/admin/tenants/${id}/keys/${firstId}`).set(admin).expect(204);
     await h.http().get('/v1/jobs').set('Authorization', `Bearer ${first}`).expect(401); // this replica: at once
@@ -42,7 +47,7 @@ describe('tenant keys and suspension: every API replica follows within a second'
     expect(took).toBeLessThan(1000);
     await b.http().get('/v1/jobs').set('Authorization', `Bearer ${second}`).expect(200);
     const after = await h.http().get(`/v1/admin/tenants/${id}/keys`).set(admin).expect(200);
-    expect(after.body.keys[0].revokedAt).not.toBeNull();
+    expect(after.body.items[0].revokedAt).not.toBeNull();
     // Revoking again answers the same; another tenant's key id is a 404.
     await h.http().delete(`/v1/admin/tenants/${id}/keys/${firstId}`).set(admin).expect(204);
     const other = await h.createTenant('other');
@@ -71,11 +76,11 @@ describe('tenant keys and suspension: every API replica follows within a second'
     const jobs = Array.from({ length: 3 }, (_, i) => ({ kind: 'noop', key: `c-${i}`, runAt: new Date(Date.now() + 86_400_000).toISOString() }));
     await h.http().post('/v1/jobs/batch').set('Authorization', `Bearer ${apiKey}`).send({ jobs }).expect(200);
     const all: { id: number; jobs: number; keys: number; jobsAtLeast: boolean }[] = [];
-    let after: string | null = '0';
-    while (after !== null) {
-      const page: { body: { tenants: typeof all; next: string | null } } = await h.http().get('/v1/admin/tenants').query({ after, limit: 2 }).set(admin).expect(200);
-      all.push(...page.body.tenants);
-      after = page.body.next;
+    let cursor: string | null = '0';
+    while (cursor !== null) {
+      const page: { body: { items: typeof all; nextCursor: string | null } } = await h.http().get('/v1/admin/tenants').query({ cursor, limit: 2 }).set(admin).expect(200);
+      all.push(...page.body.items);
+      cursor = page.body.nextCursor;
     }
     expect(all.find((t) => t.id === id)).toMatchObject({ jobs: 3, keys: 1, jobsAtLeast: false });
     expect(new Set(all.map((t) => t.id)).size).toBe(all.length);

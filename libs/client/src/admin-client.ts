@@ -33,15 +33,15 @@ export class AdminClient {
   }
 
   readonly tenants = {
-    /** A page of tenants in id order; pass `next` back as `after`. */
+    /** A page of tenants in id order; pass `nextCursor` back as `cursor`. */
     list: async (query: TenantListQuery = {}, options?: CallOptions): Promise<TenantList> =>
       (await this.http.request<TenantList>({ method: 'GET', path: '/v1/admin/tenants', query, idempotent: true, ...options })).body,
 
     /** Every tenant, page by page. */
-    iterate: (query: Omit<TenantListQuery, 'after'> = {}, options?: CallOptions): AsyncGenerator<TenantSummary, void, undefined> =>
-      eachItem(async (after) => {
-        const page = await this.tenants.list({ ...query, after }, options);
-        return { items: page.tenants, next: page.next };
+    iterate: (query: Omit<TenantListQuery, 'cursor'> = {}, options?: CallOptions): AsyncGenerator<TenantSummary, void, undefined> =>
+      eachItem(async (cursor) => {
+        const page = await this.tenants.list({ ...query, cursor }, options);
+        return { items: page.items, next: page.nextCursor };
       }),
 
     /** A new tenant and its first API key, shown this once. Not retried after a 503: it could make two. */
@@ -58,9 +58,19 @@ export class AdminClient {
     create: async (tenantId: number, options?: CallOptions): Promise<CreatedApiKey> =>
       (await this.http.request<CreatedApiKey>({ method: 'POST', path: `${tenantPath(tenantId)}/keys`, idempotent: false, ...options })).body,
 
-    /** The tenant's keys: prefixes and times, never the keys. */
-    list: async (tenantId: number, options?: CallOptions): Promise<ApiKey[]> =>
-      (await this.http.request<ApiKeyList>({ method: 'GET', path: `${tenantPath(tenantId)}/keys`, idempotent: true, ...options })).body.keys,
+    /** A page of the tenant's keys in id order: prefixes and times, never the keys. */
+    page: async (tenantId: number, query: { cursor?: string; limit?: number } = {}, options?: CallOptions): Promise<ApiKeyList> =>
+      (await this.http.request<ApiKeyList>({ method: 'GET', path: `${tenantPath(tenantId)}/keys`, query, idempotent: true, ...options })).body,
+
+    /** Every key of the tenant, page by page. */
+    list: async (tenantId: number, options?: CallOptions): Promise<ApiKey[]> => {
+      const all: ApiKey[] = [];
+      for await (const key of eachItem(async (cursor) => {
+        const page = await this.keys.page(tenantId, { cursor }, options);
+        return { items: page.items, next: page.nextCursor };
+      })) all.push(key);
+      return all;
+    },
 
     /** Revokes a key: 401 on every API replica within a second. */
     revoke: async (tenantId: number, keyId: number, options?: CallOptions): Promise<void> => {

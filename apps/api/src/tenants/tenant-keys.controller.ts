@@ -1,11 +1,11 @@
 import { type KeyView, TenantKeysRepository } from '@almanac/persistence';
-import { Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Controller, Delete, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
-import { notFound } from '../http/api-error';
+import { invalid, notFound } from '../http/api-error';
 import { ErrorDto } from '../http/error.dto';
-import { pathId } from '../http/validation';
+import { Issues, pathId, queryInt, rejectUnknown } from '../http/validation';
 import { CreatedKeyDto, KeyDto, KeyListDto } from './tenant.dto';
 
 /** A tenant's API keys: several at once (rotation without downtime), each revocable on every replica within a second. */
@@ -31,13 +31,20 @@ export class TenantKeysController {
   }
 
   @Get()
-  @ApiOperation({ summary: "The tenant's keys (prefixes, creation, last use, revocation), never the keys" })
+  @ApiOperation({ summary: "The tenant's keys in id order (prefixes, creation, last use, revocation), never the keys" })
+  @ApiQuery({ name: 'limit', required: false, type: 'integer', description: '1..1000, default 100' })
+  @ApiQuery({ name: 'cursor', required: false, description: 'the nextCursor of the previous page' })
   @ApiResponse({ status: 200, type: KeyListDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  async list(@Param('id') id: string): Promise<KeyListDto> {
-    const keys = await this.keys.list(pathId(id));
+  async list(@Param('id') id: string, @Query() query: Record<string, unknown>): Promise<KeyListDto> {
+    const issues = new Issues();
+    rejectUnknown(query, ['cursor', 'limit'], issues);
+    const limit = queryInt(query.limit, 'limit', 100, 1, 1000, issues);
+    const afterId = queryInt(query.cursor, 'cursor', 0, 0, 2147483647, issues);
+    if (!issues.ok) throw invalid(issues.list);
+    const keys = await this.keys.list(pathId(id), { afterId, limit });
     if (!keys) throw notFound('tenant');
-    return { keys: keys.map(view) };
+    return { items: keys.map(view), nextCursor: keys.length === limit ? String(keys[keys.length - 1].id) : null };
   }
 
   @Delete(':keyId')

@@ -186,7 +186,10 @@ export class CreatedKeyDto extends KeyDto {
 
 export class KeyListDto {
   @ApiProperty({ type: [KeyDto] })
-  keys!: KeyDto[];
+  items!: KeyDto[];
+
+  @ApiProperty({ example: null, nullable: true, type: String, description: 'pass as `cursor` for the next page; null on the last' })
+  nextCursor!: string | null;
 }
 
 export class TenantSummaryDto extends TenantDto {
@@ -205,8 +208,8 @@ export class TenantSummaryDto extends TenantDto {
 
 export class TenantListDto {
   @ApiProperty({ type: [TenantSummaryDto] })
-  tenants!: TenantSummaryDto[];
+  items!: TenantSummaryDto[];
 
-  @ApiProperty({ example: '42', nullable: true, type: String, description: 'pass as `after` for the next page; null on the last' })
-  next!: string | null;
+  @ApiProperty({ example: '42', nullable: true, type: String, description: 'pass as `cursor` for the next page; null on the last' })
+  nextCursor!: string | null;
 }

@@ -45,22 +45,22 @@ export class TenantsController {
 
   @Get()
   @ApiOperation({ summary: 'List tenants in id order, with their keys and job counts (admin token required)' })
-  @ApiQuery({ name: 'after', required: false, description: 'the `next` of the previous page' })
+  @ApiQuery({ name: 'cursor', required: false, description: 'the nextCursor of the previous page' })
   @ApiQuery({ name: 'limit', required: false, type: 'integer', description: '1–200, default 50' })
   @ApiResponse({ status: 200, type: TenantListDto })
   async list(@Query() query: Record<string, unknown>): Promise<TenantListDto> {
     const issues = new Issues();
-    rejectUnknown(query, ['after', 'limit'], issues);
-    const after = queryInt(query.after, 'after', 0, 0, 2147483647, issues);
+    rejectUnknown(query, ['cursor', 'limit'], issues);
+    const after = queryInt(query.cursor, 'cursor', 0, 0, 2147483647, issues);
     const limit = queryInt(query.limit, 'limit', 50, 1, 200, issues);
     if (!issues.ok) throw invalid(issues.list);
     const rows = await this.tenants.list(after, limit, JOB_COUNT_CAP + 1);
     return {
-      tenants: rows.map((t) => ({
+      items: rows.map((t) => ({
         ...view(t), createdAt: t.createdAt.toISOString(), keys: t.keys,
         jobs: Math.min(t.jobs, JOB_COUNT_CAP), jobsAtLeast: t.jobs > JOB_COUNT_CAP,
       })),
-      next: rows.length === limit ? String(rows[rows.length - 1].id) : null,
+      nextCursor: rows.length === limit ? String(rows[rows.length - 1].id) : null,
     };
   }
 

@@ -112,7 +112,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's keys (prefixes, creation, last use, revocation), never the keys */
+        /** The tenant's keys in id order (prefixes, creation, last use, revocation), never the keys */
         get: operations["TenantKeysController_list"];
         put?: never;
         /** Create another API key for the tenant; the key is shown once */
@@ -489,12 +489,12 @@ export interface components {
             jobsAtLeast: boolean;
         };
         TenantListDto: {
-            tenants: components["schemas"]["TenantSummaryDto"][];
+            items: components["schemas"]["TenantSummaryDto"][];
             /**
-             * @description pass as `after` for the next page; null on the last
+             * @description pass as `cursor` for the next page; null on the last
              * @example 42
              */
-            next: string | null;
+            nextCursor: string | null;
         };
         CreateTenantDto: {
             /** @example acme */
@@ -717,7 +717,12 @@ export interface components {
             revokedAt: string | null;
         };
         KeyListDto: {
-            keys: components["schemas"]["KeyDto"][];
+            items: components["schemas"]["KeyDto"][];
+            /**
+             * @description pass as `cursor` for the next page; null on the last
+             * @example null
+             */
+            nextCursor: string | null;
         };
         CreateJobDto: {
             /**
@@ -1737,8 +1742,8 @@ export interface operations {
             query?: {
                 /** @description 1–200, default 50 */
                 limit?: number;
-                /** @description the `next` of the previous page */
-                after?: string;
+                /** @description the nextCursor of the previous page */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -1935,7 +1940,12 @@ export interface operations {
     };
     TenantKeysController_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description the nextCursor of the previous page */
+                cursor?: string;
+                /** @description 1..1000, default 100 */
+                limit?: number;
+            };
             header?: never;
             path: {
                 id: string;

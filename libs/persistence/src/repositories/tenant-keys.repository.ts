@@ -43,13 +43,16 @@ export class TenantKeysRepository {
   }
 
   /** The tenant's keys, oldest first, revoked ones included (null: no such tenant). */
-  async list(tenantId: number, db: Db = this.dataSource): Promise<KeyView[] | null> {
+  async list(tenantId: number, page: { afterId?: number; limit?: number } = {}, db: Db = this.dataSource): Promise<KeyView[] | null> {
     if (!isSerialId(tenantId)) return null;
     const { rows } = await sql<KeyRow & { tenant: number | null }>(
       db,
       `SELECT t.id AS tenant, k.id, k.prefix, k.created_at, k.last_used_at, k.revoked_at
-         FROM tenants t LEFT JOIN tenant_keys k ON k.tenant_id = t.id WHERE t.id = $1 ORDER BY k.id`,
-      [tenantId],
+         FROM tenants t LEFT JOIN LATERAL (
+           SELECT id, prefix, created_at, last_used_at, revoked_at FROM tenant_keys
+            WHERE tenant_id = t.id AND id > $2 ORDER BY id LIMIT $3) k ON true
+        WHERE t.id = $1 ORDER BY k.id`,
+      [tenantId, page.afterId ?? 0, page.limit ?? 1000],
     );
     if (rows.length === 0) return null;
     return rows.filter((r) => r.id !== null).map(toView);
