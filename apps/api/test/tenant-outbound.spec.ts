@@ -56,9 +56,9 @@ describe('a tenant’s http allow-list and signing secrets (admin API)', () => {
     expect((await outbound.forDelivery(id))!.secrets).toEqual([second.body.secret, first.body.secret]);
 
     const listed = await h.http().get(`/v1/admin/tenants/${id}/signing-secrets`).set(admin).expect(200);
-    expect(listed.body.signingSecrets.map((s: { id: number }) => s.id)).toEqual([second.body.id, first.body.id]);
+    expect(listed.body.items.map((s: { id: number }) => s.id)).toEqual([second.body.id, first.body.id]);
     expect(JSON.stringify(listed.body)).not.toContain('whsec_');
-    expect(listed.body.signingSecrets[1].expiresAt).toBe(second.body.previousExpiresAt);
+    expect(listed.body.items[1].expiresAt).toBe(second.body.previousExpiresAt);
 
     // A leaked secret: overlap 0 retires the current one at once.
     const third = await h.http().post(`/v1/admin/tenants/${id}/signing-secrets`).set(admin).send({ overlapSeconds: 0 }).expect(201);

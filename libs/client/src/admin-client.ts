@@ -85,7 +85,7 @@ export class AdminClient {
 
     /** The tenant's signing secrets, newest first: ids and times, never the secrets. */
     list: async (tenantId: number, options?: CallOptions): Promise<SigningSecret[]> =>
-      (await this.http.request<SigningSecretList>({ method: 'GET', path: `${tenantPath(tenantId)}/signing-secrets`, idempotent: true, ...options })).body.signingSecrets,
+      (await this.http.request<SigningSecretList>({ method: 'GET', path: `${tenantPath(tenantId)}/signing-secrets`, idempotent: true, ...options })).body.items,
   };
 }
 

@@ -18,6 +18,9 @@ class KindDto {
 class KindListDto {
   @ApiProperty({ type: [KindDto] })
   items!: KindDto[];
+
+  @ApiProperty({ example: null, nullable: true, type: String, description: 'always null: the registered kinds fit one page' })
+  nextCursor!: string | null;
 }
 
 @ApiTags('kinds')
@@ -33,6 +36,6 @@ export class KindsController {
   @ApiResponse({ status: 200, type: KindListDto })
   async list(): Promise<KindListDto> {
     await this.kinds.lookup([]);
-    return { items: this.kinds.catalog.all().map(({ kind, pool, timeoutMs, payloadSchema }) => ({ kind, pool, timeoutMs, payloadSchema })) };
+    return { items: this.kinds.catalog.all().map(({ kind, pool, timeoutMs, payloadSchema }) => ({ kind, pool, timeoutMs, payloadSchema })), nextCursor: null };
   }
 }

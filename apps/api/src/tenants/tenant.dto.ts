@@ -159,7 +159,10 @@ export class CreatedSigningSecretDto extends SigningSecretDto {
 
 export class SigningSecretListDto {
   @ApiProperty({ type: [SigningSecretDto] })
-  signingSecrets!: SigningSecretDto[];
+  items!: SigningSecretDto[];
+
+  @ApiProperty({ example: null, nullable: true, type: String, description: 'always null: the secrets fit one page' })
+  nextCursor!: string | null;
 }
 
 export class KeyDto {

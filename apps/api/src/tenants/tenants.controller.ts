@@ -176,7 +176,7 @@ export class TenantsController {
   async listSigningSecrets(@Param('id') id: string): Promise<SigningSecretListDto> {
     const list = await this.outbound.listSigningSecrets(pathId(id));
     if (!list) throw notFound('tenant');
-    return { signingSecrets: list.map(secretView) };
+    return { items: list.map(secretView), nextCursor: null }; // a handful: one page
   }
 }
 

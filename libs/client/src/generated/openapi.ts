@@ -673,7 +673,12 @@ export interface components {
             expiresAt: string | null;
         };
         SigningSecretListDto: {
-            signingSecrets: components["schemas"]["SigningSecretDto"][];
+            items: components["schemas"]["SigningSecretDto"][];
+            /**
+             * @description always null: the secrets fit one page
+             * @example null
+             */
+            nextCursor: string | null;
         };
         CreatedKeyDto: {
             /** @example 3 */
@@ -951,6 +956,11 @@ export interface components {
         };
         KindListDto: {
             items: components["schemas"]["KindDto"][];
+            /**
+             * @description always null: the registered kinds fit one page
+             * @example null
+             */
+            nextCursor: string | null;
         };
         CreateScheduleDto: {
             /**
