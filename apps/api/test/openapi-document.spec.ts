@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import ts from 'typescript';
 import { type ApiHarness, startApi } from './api-harness';
 
 /** @almanac/client's types, made by openapi-typescript from the document this API serves. */
@@ -63,6 +64,35 @@ describe('the OpenAPI document (with every built-in kind registered)', () => {
     }
     for (const [path, name] of [['/v1/jobs', 'from'], ['/v1/jobs', 'to'], ['/v1/schedules/{id}/runs', 'from']]) {
       expect([path, name, schemaOf(path, name)]).toEqual([path, name, expect.objectContaining({ type: 'string', format: 'date-time' })]);
+    }
+  });
+
+  it("lets an independent generator's client compile real calls: openapi-typescript's types with openapi-fetch (issue 34, item 4)", () => {
+    // Inside the repo, so `openapi-fetch` resolves from its node_modules.
+    const dir = mkdtempSync(join(__dirname, '.tmp-openapi-fetch-'));
+    try {
+      writeFileSync(join(dir, 'openapi.ts'), openapiTypescript(document));
+      writeFileSync(join(dir, 'calls.ts'), `
+        import createClient from 'openapi-fetch';
+        import type { paths } from './openapi';
+        const almanac = createClient<paths>({ baseUrl: 'http://127.0.0.1:3000', headers: { Authorization: 'Bearer alm_x' } });
+        export async function calls(): Promise<unknown[]> {
+          const page = await almanac.GET('/v1/jobs', { params: { query: { limit: 50, state: 'dead', from: '2026-11-01T00:00:00Z' } } });
+          const key: string | undefined = page.data?.items[0]?.key;
+          const next: string | null | undefined = page.data?.nextCursor;
+          const runs = await almanac.GET('/v1/schedules/{id}/runs', { params: { path: { id: '1' }, query: { date: '2026-12-01', limit: 10 } } });
+          const late: number | null | undefined = runs.data?.items[0]?.lateMs;
+          const keys = await almanac.GET('/v1/admin/tenants/{id}/keys', { params: { path: { id: '1' }, query: { limit: 2 } } });
+          return [key, next, late, keys.data?.nextCursor];
+        }
+      `);
+      const program = ts.createProgram([join(dir, 'calls.ts')], {
+        strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, skipLibCheck: true, types: [],
+      });
+      const errors = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      expect(errors).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
