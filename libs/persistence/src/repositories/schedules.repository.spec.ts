@@ -54,4 +54,20 @@ describe('SchedulesRepository (Postgres)', () => {
     }
     expect(failures).toEqual([]);
   });
+
+  it('watches a schedule from the moment it is given an expectation, and from its resume after a pause: earlier runs are not reported', async () => {
+    const made = await schedules.create({ ...seed('watched'), tenantId: 9 });
+    if (!('schedule' in made)) throw new Error('not created');
+    const id = made.schedule.id;
+    await db.dataSource.query(`UPDATE schedules SET created_at = now() - interval '400 days' WHERE id = $1`, [id]);
+    const watched = async () => (await db.dataSource.query(`SELECT extract(epoch FROM now() - watched_through)::float8 AS ago FROM schedules WHERE id = $1`, [id]))[0].ago as number | null;
+    expect(await watched()).toBeNull();
+    await schedules.update(9, id, { expectWithinSeconds: 60 });
+    expect(await watched()).toBeLessThan(5);
+    await db.dataSource.query(`UPDATE schedules SET watched_through = now() - interval '1 day' WHERE id = $1`, [id]);
+    await schedules.setPaused(9, id, true);
+    expect(await watched()).toBeGreaterThan(80_000); // pausing keeps it
+    await schedules.setPaused(9, id, false);
+    expect(await watched()).toBeLessThan(5);
+  });
 });

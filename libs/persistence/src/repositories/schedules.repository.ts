@@ -193,7 +193,11 @@ export class SchedulesRepository {
       if (change.payload !== undefined) set('payload', jsonParam(change.payload), '::jsonb');
       if (change.maxAttempts !== undefined) set('max_attempts', change.maxAttempts);
       if (change.missed !== undefined) set('missed', change.missed);
-      if (change.expectWithinSeconds !== undefined) set('expect_within_seconds', change.expectWithinSeconds);
+      if (change.expectWithinSeconds !== undefined) {
+        set('expect_within_seconds', change.expectWithinSeconds);
+        // Watched from now on: runs before the expectation was set are not reported.
+        sets.push('watched_through = now()');
+      }
       if (change.timing) {
         set('next_run_at', change.timing.nextRunAt);
         sets.push('version = version + 1');
@@ -218,7 +222,9 @@ export class SchedulesRepository {
 
   async setPaused(tenantId: number, id: string, paused: boolean): Promise<ScheduleView | null> {
     const rows: [RawSchedule[], number] = await this.db.query(
-      `UPDATE schedules SET paused = $3, updated_at = now() WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
+      // A resumed schedule is watched from now on: the runs a pause skipped are not missed ones.
+      `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END
+        WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
       [id, tenantId, paused],
     );
     return rows[0][0] ? toView(rows[0][0]) : null;
