@@ -69,5 +69,9 @@ describe('SchedulesRepository (Postgres)', () => {
     expect(await watched()).toBeGreaterThan(80_000); // pausing keeps it
     await schedules.setPaused(9, id, false);
     expect(await watched()).toBeLessThan(5);
+    // A new cron: its past instants never had rows either.
+    await db.dataSource.query(`UPDATE schedules SET watched_through = now() - interval '1 day' WHERE id = $1`, [id]);
+    await schedules.update(9, id, { cron: '30 * * * *', timing: { nextRunAt: null, from: { cron: '0 * * * *', timezone: 'UTC' } } });
+    expect(await watched()).toBeLessThan(5);
   });
 });

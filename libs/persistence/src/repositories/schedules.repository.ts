@@ -201,6 +201,8 @@ export class SchedulesRepository {
       if (change.timing) {
         set('next_run_at', change.timing.nextRunAt);
         sets.push('version = version + 1');
+        // The new timing's past instants never had rows: watched from now on, like a new expectation.
+        if (change.expectWithinSeconds === undefined) sets.push('watched_through = now()');
         guard = ` AND cron = $${params.push(change.timing.from.cron)} AND timezone = $${params.push(change.timing.from.timezone)}`;
       }
       const rows: [RawSchedule[], number] = await tx.query(
