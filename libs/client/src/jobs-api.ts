@@ -31,6 +31,14 @@ export class JobsApi<P extends object> {
     return (await this.http.request<JobDetail>({ method: 'GET', path: path(id), idempotent: true, ...options })).body;
   }
 
+  /**
+   * The job once it has ended (succeeded, dead or cancelled), or as it is after `seconds` (at most
+   * 20): the API holds the answer, so no polling. 429 past a tenant's 10 waits at once per replica.
+   */
+  async waitFor(id: string, seconds: number, options?: CallOptions): Promise<JobDetail> {
+    return (await this.http.request<JobDetail>({ method: 'GET', path: path(id), query: { waitSeconds: seconds }, idempotent: true, holdMs: seconds * 1000, ...options })).body;
+  }
+
   /** A page of the job's attempts, newest first (a job's view carries the newest 20; its `historyNext` is the cursor of the rest). */
   async attempts(id: string, query: { cursor?: string; limit?: number } = {}, options?: CallOptions): Promise<AttemptPage> {
     return (await this.http.request<AttemptPage>({ method: 'GET', path: `${path(id)}/attempts`, query, idempotent: true, ...options })).body;

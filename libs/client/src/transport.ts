@@ -37,6 +37,8 @@ interface ApiRequest extends CallOptions {
    * was done; a 429 is refused before any work, so every request is retried after one.
    */
   idempotent: boolean;
+  /** Added to the per-attempt timeout: a request the server holds on purpose (a job's waitSeconds). */
+  holdMs?: number;
 }
 
 interface ApiAnswer<T> {
@@ -89,7 +91,7 @@ export class Transport {
 
   /** One attempt: the answer's status, Retry-After and text, read within the timeout. */
   private async send(req: ApiRequest): Promise<{ status: number; retryAfterMs?: number; text: string }> {
-    const timeoutMs = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timeoutMs = (this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS) + (req.holdMs ?? 0);
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
     const headers: Record<string, string> = { Authorization: `Bearer ${this.token}`, Accept: 'application/json' };

@@ -1,4 +1,5 @@
-import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
+import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { catchError, Observable, throwError, timeout, TimeoutError } from 'rxjs';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
@@ -13,13 +14,21 @@ import { deadlineElapsedMs, type TimedRequest } from './request-clock';
  * may still commit), which is why the answer says to resend with the same key: a resend is then
  * 200 with the job, never a second job.
  */
+const LONG_POLL = 'almanac:long-poll';
+
+/** A route that may hold its answer for `?waitSeconds=` (whole seconds): its deadline grows by that much. */
+export const LongPoll = () => SetMetadata(LONG_POLL, true);
+
 @Injectable()
 export class RequestDeadlineInterceptor implements NestInterceptor {
-  constructor(@Inject(API_SETTINGS) private readonly settings: ApiSettings) {}
+  constructor(
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
+    private readonly reflector: Reflector,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const ms = this.settings.requestTimeoutMs;
     const http = context.switchToHttp();
+    const ms = this.settings.requestTimeoutMs + this.waitMs(context);
     const elapsed = deadlineElapsedMs(http.getRequest<TimedRequest>(), http.getResponse<FastifyReply>().elapsedTime ?? 0);
     return next.handle().pipe(
       timeout(Math.max(1, ms - elapsed)),
@@ -27,5 +36,12 @@ export class RequestDeadlineInterceptor implements NestInterceptor {
         throwError(() => (err instanceof TimeoutError ? unavailable(`not answered within ${ms} ms; retry shortly (the same job key is safe to resend)`) : err)),
       ),
     );
+  }
+
+  /** `waitSeconds` of a LongPoll route, as the route will read it (invalid values: none, the route answers 400). */
+  private waitMs(context: ExecutionContext): number {
+    if (!this.reflector.get<boolean>(LONG_POLL, context.getHandler())) return 0;
+    const raw = context.switchToHttp().getRequest<{ query?: Record<string, unknown> }>().query?.waitSeconds;
+    return typeof raw === 'string' && /^\d{1,3}$/.test(raw) ? Number(raw) * 1000 : 0;
   }
 }

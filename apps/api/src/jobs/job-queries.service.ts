@@ -5,6 +5,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { decodeCursor, encodeCursor } from './cursor';
+import { JobWaits, MAX_WAIT_SECONDS } from './job-waits';
 import { runAtIn } from './job-input';
 import { attemptView, type AttemptView, jobDetail, jobSummary, type JobSummary } from './job-view';
 
@@ -24,12 +25,20 @@ export class JobQueriesService {
     private readonly attemptsRepo: AttemptsRepository,
     private readonly clock: Clock,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
+    private readonly waits: JobWaits,
   ) {}
 
-  async get(tenant: TenantRecord, id: string) {
-    const job = isJobIdString(id) ? await this.queries.findForTenant(tenant.id, id) : null;
-    if (!job) throw notFound(`job ${id}`);
-    return this.detail(tenant, job);
+  /** The job; with `waitSeconds`, once it has ended or that time ran out (JobWaits). */
+  async get(tenant: TenantRecord, id: string, query: Record<string, unknown> = {}) {
+    const issues = new Issues();
+    const wait = queryInt(query.waitSeconds, 'waitSeconds', 0, 0, MAX_WAIT_SECONDS, issues);
+    if (!issues.ok) throw invalid(issues.list);
+    const read = async () => {
+      const job = isJobIdString(id) ? await this.queries.findForTenant(tenant.id, id) : null;
+      if (!job) throw notFound(`job ${id}`);
+      return job;
+    };
+    return this.detail(tenant, wait === 0 ? await read() : await this.waits.wait(tenant.id, wait, read));
   }
 
   /**

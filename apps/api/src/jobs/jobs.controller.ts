@@ -4,8 +4,10 @@ import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, 
 import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
+import { LongPoll } from '../http/request-deadline.interceptor';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
+import { MAX_WAIT_SECONDS, WAITS_PER_TENANT } from './job-waits';
 import { JobQueriesService } from './job-queries.service';
 import {
   AttemptPageDto,
@@ -89,12 +91,15 @@ export class JobsController {
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'A job with its attempts' })
+  @LongPoll()
+  @ApiOperation({ summary: 'A job with its attempts; with waitSeconds, once it has ended (succeeded, dead, cancelled) or that time ran out' })
   @ApiParam(ID)
+  @ApiQuery({ name: 'waitSeconds', required: false, type: 'integer', description: `0..${MAX_WAIT_SECONDS}: hold the answer until the job ends, at most this long (at most ${WAITS_PER_TENANT} waits of a tenant at once per replica: 429 past them)` })
   @ApiResponse({ status: 200, type: JobDetailDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
-    return this.queries.get(tenant, id);
+  @ApiResponse({ status: 429, type: ErrorDto })
+  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+    return this.queries.get(tenant, id, query);
   }
 
   @Get(':id/attempts')

@@ -3,12 +3,13 @@ import { ApiCommonModule } from '../api-common.module';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
 import { JobQueriesService } from './job-queries.service';
+import { JobWaits } from './job-waits';
 import { JobsController } from './jobs.controller';
 
 @Module({
   imports: [ApiCommonModule],
   controllers: [JobsController],
-  providers: [IngestService, JobQueriesService, JobChangesService],
+  providers: [IngestService, JobQueriesService, JobChangesService, JobWaits],
   exports: [JobQueriesService, JobChangesService], // the console reads and acts through the same rules
 })
 export class JobsModule {}

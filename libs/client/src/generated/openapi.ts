@@ -188,7 +188,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job with its attempts */
+        /** A job with its attempts; with waitSeconds, once it has ended (succeeded, dead, cancelled) or that time ran out */
         get: operations["JobsController_get"];
         put?: never;
         post?: never;
@@ -2234,7 +2234,10 @@ export interface operations {
     };
     JobsController_get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description 0..20: hold the answer until the job ends, at most this long (at most 10 waits of a tenant at once per replica: 429 past them) */
+                waitSeconds?: number;
+            };
             header?: never;
             path: {
                 /** @description Job id (another tenant's id answers 404). */
@@ -2262,6 +2265,14 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

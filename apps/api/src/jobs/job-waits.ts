@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { overLimit } from '../http/api-error';
+
+/** The longest a `GET /v1/jobs/:id?waitSeconds=` holds its answer (below the server's socket timeouts). */
+export const MAX_WAIT_SECONDS = 20;
+/** Waits one tenant may hold at once on a replica; past them 429. */
+export const WAITS_PER_TENANT = 10;
+/** Waits a replica holds at once over all tenants; past them 503. */
+export const WAITS_PER_REPLICA = 500;
+/** How often a waiting request reads its job: from 100 ms, growing by half up to a second. */
+const FIRST_LOOK_MS = 100;
+const MAX_LOOK_MS = 1000;
+
+const ENDED = new Set(['succeeded', 'dead', 'cancelled']);
+
+/**
+ * A producer waits for a job to end without polling: the request is held until the job is
+ * succeeded, dead or cancelled, or `waitSeconds` ran out, then answered with the job as it is.
+ * The replica reads the row (one primary-key read, no transaction or lock held between reads)
+ * every 100 ms at first, then less often, up to a second: at most WAITS_PER_REPLICA such reads
+ * a second in the worst case. Bounded per tenant and per replica, so one tenant's waits cannot
+ * hold every connection.
+ */
+@Injectable()
+export class JobWaits {
+  private readonly perTenant = new Map<number, number>();
+  private total = 0;
+
+  async wait<J extends { state: string }>(tenantId: number, seconds: number, read: () => Promise<J>): Promise<J> {
+    if ((this.perTenant.get(tenantId) ?? 0) >= WAITS_PER_TENANT) throw overLimit(429, `more than ${WAITS_PER_TENANT} waits of this tenant at once`, 'waitSeconds', 'concurrent_waits', 1000);
+    if (this.total >= WAITS_PER_REPLICA) throw overLimit(503, 'too many waits on this replica', 'waitSeconds', 'concurrent_waits', 1000);
+    this.perTenant.set(tenantId, (this.perTenant.get(tenantId) ?? 0) + 1);
+    this.total++;
+    try {
+      const deadline = Date.now() + seconds * 1000;
+      for (let pause = FIRST_LOOK_MS; ; pause = Math.min(MAX_LOOK_MS, Math.round(pause * 1.5))) {
+        const job = await read();
+        const left = deadline - Date.now();
+        if (ENDED.has(job.state) || left <= 0) return job;
+        await new Promise((r) => setTimeout(r, Math.min(pause, left)));
+      }
+    } finally {
+      this.total--;
+      const n = (this.perTenant.get(tenantId) ?? 1) - 1;
+      if (n > 0) this.perTenant.set(tenantId, n);
+      else this.perTenant.delete(tenantId);
+    }
+  }
+}
