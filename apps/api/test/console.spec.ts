@@ -200,7 +200,11 @@ describe('console (/console)', () => {
     const ran = await run(1, 'd', 200);
     const late = await run(2, 'd', 5 * 60_000);
     const failed = await run(3, 'x', 100);
-    // hour 4 has no job: skipped
+    // hour 4 has no job: skipped; hour 5's job never started: missed (a minute is the strip's expectation)
+    const [{ id: missed }] = await h.db.dataSource.query(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES ($1, $2, 'noop', $3, 'q') RETURNING id::text AS id`,
+      [acme.id, `schedule:${id}:${hourAgo(5).toISOString().replace('.000Z', 'Z')}`, hourAgo(5)],
+    );
     const list = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
     expect(list.text).toContain(`href="/console/schedules/${id}"`);
     const page = await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200);
@@ -209,6 +213,7 @@ describe('console (/console)', () => {
     expect(page.text).toContain(`class="run run-late" href="/console/jobs/${late}"`);
     expect(page.text).toContain(`class="run run-failed" href="/console/jobs/${failed}"`);
     expect(page.text).toMatch(/<span class="run run-skipped"/);
+    expect(page.text).toContain(`class="run run-missed" href="/console/jobs/${missed}"`);
     await h.db.dataSource.query(`UPDATE schedules SET expect_within_seconds = 300, last_outcome = 'missed', last_outcome_at = now() WHERE id = $1`, [id]);
     expect((await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200)).text).toContain('<span class="word-missed">missed</span>');
     await h.http().get(`/console/schedules/${id}`).set('Cookie', await signIn(globex.apiKey)).expect(404);

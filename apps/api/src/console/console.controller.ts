@@ -191,7 +191,7 @@ export class ConsoleController {
     await this.show(req, reply, q, async (v) => {
       const { schedule, runs } = await this.runs.recent(v.tenant, id, RUNS_SHOWN);
       const next = schedule.paused ? [] : this.schedules.nextRunsLocal(schedule, NEXT_RUNS_SHOWN);
-      return { title: `Schedule ${schedule.key}`, section: 'schedules', content: scheduleView(v, schedule, runs, next) };
+      return { title: `Schedule ${schedule.key}`, section: 'schedules', content: scheduleView(v, schedule, runs, next, this.clock.now()) };
     });
   }
 

@@ -1,10 +1,11 @@
 import { instantOfWall, occurrenceKey, occurrencesBetween, parseRunAt, publicAttemptError } from '@almanac/domain';
-import { isJobIdString, SchedulesRepository, ScheduleRunsRepository, type ScheduleView, type TenantRecord } from '@almanac/persistence';
+import { isJobIdString, JobsRepository, SchedulesRepository, ScheduleRunsRepository, type ScheduleView, type TenantRecord } from '@almanac/persistence';
 import { Clock } from '@almanac/platform';
 import { Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { formatInZone, parseTiming } from './schedule-input';
+import type { ScheduleRunDto } from './schedule.dto';
 
 const DAY_MS = 86_400_000;
 export const RUNS_PAGE = 100;
@@ -12,25 +13,8 @@ export const RUNS_PAGE_MAX = 1000;
 const LOCAL_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ZONELESS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/;
 
-/** One occurrence of a schedule, run or not. */
-export interface ScheduleRun {
-  /** Its nominal instant, UTC, and as the schedule's zone shows it. */
-  at: string;
-  local: string;
-  /** The job's state; `skipped` (no job: the missed-run policy or a pause), `removed` (retention), `upcoming`. */
-  state: string;
-  jobId: string | null;
-  attempts: number;
-  startedAt: string | null;
-  finishedAt: string | null;
-  /** How long after its nominal instant its first attempt started. */
-  lateMs: number | null;
-  result: unknown;
-  error: string | null;
-  errorCode: string | null;
-  /** Why there is no job, for `skipped` and `removed`. */
-  reason: string | null;
-}
+/** One occurrence of a schedule, run or not (ScheduleRunDto documents each field). */
+export type ScheduleRun = ScheduleRunDto;
 
 /**
  * GET /v1/schedules/:id/runs: each occurrence of the schedule's cron in a window, oldest first,
@@ -44,6 +28,7 @@ export class ScheduleRunsService {
   constructor(
     private readonly schedules: SchedulesRepository,
     private readonly runs: ScheduleRunsRepository,
+    private readonly jobs: JobsRepository,
     private readonly clock: Clock,
   ) {}
 
@@ -115,7 +100,7 @@ export class ScheduleRunsService {
     const keys = page.map((d) => occurrenceKey(s.id, d));
     const rows = new Map((await this.runs.rows(tenantId, keys)).map((r) => [r.key, r]));
     const missing = keys.filter((k, i) => !rows.has(k) && page[i].getTime() <= now.getTime());
-    const removed = new Map((await this.runs.removed(tenantId, missing)).map((r) => [r.key, r]));
+    const removed = new Map((await this.jobs.findRetired(tenantId, missing)).map((r) => [r.key, r]));
     return page.map((d, i): ScheduleRun => {
       const base = { at: d.toISOString(), local: formatInZone(d, s.timezone), jobId: null, attempts: 0, startedAt: null, finishedAt: null, lateMs: null, result: null, error: null, errorCode: null };
       const row = rows.get(keys[i]);

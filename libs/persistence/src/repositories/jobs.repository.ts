@@ -159,8 +159,9 @@ export class JobsRepository {
     }
   }
 
-  /** Which of `keys` retention removed, keeping them reserved (any order). */
-  private async findRetired(tenantId: number, keys: readonly string[], db: Db): Promise<Extract<InsertOutcome, { status: 'retired' }>[]> {
+  /** Which of `keys` retention removed, keeping them reserved (any order): ingest's 409s, a schedule's removed runs. */
+  async findRetired(tenantId: number, keys: readonly string[], db: Db = this.dataSource): Promise<Extract<InsertOutcome, { status: 'retired' }>[]> {
+    if (keys.length === 0) return [];
     const { rows } = await sql<{ key: string; removed_on: string; state: string }>(db, FIND_RETIRED_KEYS_SQL, [tenantId, keys]);
     return rows.map((r) => ({ status: 'retired', key: r.key, removedOn: r.removed_on, state: decodeState(r.state) }));
   }

@@ -3,7 +3,6 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { decodeState } from '../job-state.codec';
 import { sql } from '../sql';
-import { FIND_RETIRED_KEYS_SQL } from '../statements/find-retired-keys.sql';
 import { SCHEDULE_RUNS_SQL } from '../statements/schedule-runs.sql';
 
 /** An occurrence's row: how its run went. */
@@ -16,13 +15,6 @@ export interface ScheduleRunRow {
   finishedAt: Date | null;
   result: unknown;
   lastError: string | null;
-}
-
-/** An occurrence whose row retention removed: when, and how its job had ended. */
-export interface RemovedRun {
-  key: string;
-  removedOn: string;
-  state: JobState;
 }
 
 /** A schedule's runs, read by their occurrence keys (GET /v1/schedules/:id/runs). */
@@ -39,12 +31,5 @@ export class ScheduleRunsRepository {
     return rows.map((r) => ({
       key: r.key, jobId: r.id, state: decodeState(r.state), attempts: r.attempts, startedAt: r.started_at, finishedAt: r.finished_at, result: r.result ?? null, lastError: r.last_error,
     }));
-  }
-
-  /** Which of `keys` retention removed (any order). */
-  async removed(tenantId: number, keys: readonly string[]): Promise<RemovedRun[]> {
-    if (keys.length === 0) return [];
-    const { rows } = await sql<{ key: string; removed_on: string; state: string }>(this.db, FIND_RETIRED_KEYS_SQL, [tenantId, keys]);
-    return rows.map((r) => ({ key: r.key, removedOn: r.removed_on, state: decodeState(r.state) }));
   }
 }

@@ -1,24 +1,33 @@
+import { type JobState, watchedOutcome } from '@almanac/domain';
 import type { ScheduleView } from '@almanac/persistence';
 import type { ScheduleRun } from '../../schedules/schedule-runs.service';
 import { type ConsoleViewer, consoleHref } from '../console-viewer';
 import { durationMs } from './format';
 import { html, type SafeHtml } from './html';
 
-/** A run that started later than this after its nominal instant is shown as late. */
+/** Without its own expectWithinSeconds, the strip calls a run late or missed past a minute. */
 const LATE_MS = 60_000;
 
-/** What the strip shows of a run: ran, late, failed, skipped, waiting (due, not started yet). */
-export function runOutcome(r: ScheduleRun): 'ran' | 'late' | 'failed' | 'skipped' | 'waiting' {
-  if (r.state === 'dead') return 'failed';
-  if (r.state === 'succeeded') return r.lateMs !== null && r.lateMs > LATE_MS ? 'late' : 'ran';
-  if (r.jobId === null || r.state === 'cancelled') return 'skipped';
-  return 'waiting';
+/**
+ * What the strip shows of a run: the schedule watch's rule (watchedOutcome, against the
+ * schedule's expectation) with `skipped` for a run no job was made for (or cancelled) and
+ * `waiting` for one whose expectation has not passed yet.
+ */
+function runOutcome(r: ScheduleRun, expectMs: number, nowMs: number): 'ran' | 'late' | 'failed' | 'missed' | 'skipped' | 'waiting' {
+  if (r.jobId === null) return 'skipped';
+  const due = new Date(r.at);
+  const outcome = watchedOutcome({ state: r.state as JobState, startedAt: r.startedAt ? new Date(r.startedAt) : null }, due, expectMs);
+  if (outcome === null) return 'skipped';
+  if (outcome === 'missed' && nowMs <= due.getTime() + expectMs) return 'waiting';
+  return outcome === 'ok' ? 'ran' : outcome;
 }
 
 /** One schedule: its last runs as a strip (each a link to its job) and a table, and its next runs. */
-export function scheduleView(viewer: ConsoleViewer, s: ScheduleView, runs: ScheduleRun[], nextLocal: string[]): SafeHtml {
+export function scheduleView(viewer: ConsoleViewer, s: ScheduleView, runs: ScheduleRun[], nextLocal: string[], now: Date): SafeHtml {
+  const expectMs = s.expectWithinSeconds === null ? LATE_MS : s.expectWithinSeconds * 1000;
+  const outcomeOf = (r: ScheduleRun) => runOutcome(r, expectMs, now.getTime());
   const cell = (r: ScheduleRun) => {
-    const outcome = runOutcome(r);
+    const outcome = outcomeOf(r);
     const title = `${r.local} · ${outcome}${r.lateMs !== null ? ` · started ${durationMs(r.lateMs)} after` : ''}${r.reason ? ` · ${r.reason}` : ''}`;
     return r.jobId
       ? html`<a class="run run-${outcome}" href="${consoleHref(viewer, `/jobs/${r.jobId}`)}" title="${title}" aria-label="${title}"></a>`
@@ -26,7 +35,7 @@ export function scheduleView(viewer: ConsoleViewer, s: ScheduleView, runs: Sched
   };
   const rows = [...runs].reverse().map((r) => html`<tr>
       <td>${r.local}</td>
-      <td><span class="word-${runOutcome(r)}">${runOutcome(r)}</span></td>
+      <td><span class="word-${outcomeOf(r)}">${outcomeOf(r)}</span></td>
       <td class="num">${r.lateMs !== null ? durationMs(r.lateMs) : '—'}</td>
       <td>${r.jobId ? html`<a href="${consoleHref(viewer, `/jobs/${r.jobId}`)}">${r.state}</a>` : (r.reason ?? r.state)}</td>
     </tr>`);
