@@ -98,7 +98,7 @@ export class ScheduleRunsService {
 
   private async describe(tenantId: number, s: ScheduleView, page: Date[], now: Date): Promise<ScheduleRun[]> {
     const keys = page.map((d) => occurrenceKey(s.id, d));
-    const rows = new Map((await this.runs.rows(tenantId, keys)).map((r) => [r.key, r]));
+    const rows = new Map((await this.runs.rows(keys.map((key) => ({ tenantId, key })))).map((r) => [r.key, r]));
     const missing = keys.filter((k, i) => !rows.has(k) && page[i].getTime() <= now.getTime());
     const removed = new Map((await this.jobs.findRetired(tenantId, missing)).map((r) => [r.key, r]));
     return page.map((d, i): ScheduleRun => {

@@ -1,5 +1,5 @@
 import { occurrenceKey, occurrencesBetween, parseSchedule, type WatchedOutcome, watchedOutcome } from '@almanac/domain';
-import type { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository } from '@almanac/persistence';
+import type { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, WatchedSchedule } from '@almanac/persistence';
 import { OTHER_TENANT, SILENT_LOGGER } from '@almanac/platform';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
@@ -49,42 +49,50 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
     const outcomes: Record<WatchedOutcome, number> = { ok: 0, late: 0, missed: 0, failed: 0 };
     const done = await this.leases.withSweepLease('schedule_watch', this.holder, async () => {
       const due = await this.watch.due(now, this.opts.batchSize);
-      let more = due.length === this.opts.batchSize;
-      for (const s of due) more = (await this.look(s, now, outcomes)) || more;
+      const looks = due.map((s) => this.plan(s, now));
+      // One read of every looked-at run's row and one write of every schedule, for the batch.
+      const refs = looks.flatMap((l) => l.runs.map((r) => ({ tenantId: l.tenantId, key: r.key })));
+      const rows = new Map((await this.runs.rows(refs)).map((r) => [`${r.tenantId}|${r.key}`, r]));
+      const records = looks.map((l) => {
+        let last: { outcome: WatchedOutcome; dueAt: Date } | null = null;
+        for (const run of l.runs) {
+          const outcome = watchedOutcome(rows.get(`${l.tenantId}|${run.key}`) ?? null, run.dueAt, l.expectMs);
+          if (outcome === null) continue;
+          outcomes[outcome] += 1;
+          last = { outcome, dueAt: run.dueAt };
+        }
+        return { id: l.id, through: l.through, last };
+      });
+      await this.watch.record(records);
       await this.reportBehind();
-      return { schedules: due.length, more };
+      return { schedules: due.length, more: due.length === this.opts.batchSize || looks.some((l) => l.cut) };
     });
     if (!done) return { skipped: true, schedules: 0, outcomes };
     for (const [outcome, n] of Object.entries(outcomes)) if (n > 0) this.metrics?.scheduleRuns.inc({ outcome }, n);
     return { schedules: done.schedules, outcomes, more: done.more };
   }
 
-  /** Classifies one schedule's runs due in (since, now − expectation]; true when some are left for the next run. */
-  private async look(s: Awaited<ReturnType<ScheduleWatchRepository['due']>>[number], now: Date, outcomes: Record<WatchedOutcome, number>): Promise<boolean> {
+  /**
+   * One schedule's runs due in (since, now − expectation], at most maxRunsPerSchedule of them, and
+   * how far it is then watched through (`cut`: some are left for the next run).
+   */
+  private plan(s: WatchedSchedule, now: Date) {
     const expectMs = s.expectWithinSeconds * 1000;
     const until = new Date(now.getTime() - expectMs);
+    const look = { id: s.id, tenantId: s.tenantId, expectMs, through: until, cut: false, runs: [] as { key: string; dueAt: Date }[] };
     let timing;
     try {
       timing = parseSchedule(s.cron, s.timezone);
     } catch (err) {
       this.log.warn({ err, scheduleId: s.id }, 'schedule cron/timezone does not parse: not watched');
-      await this.watch.record(s.id, until, null);
-      return false;
+      return look;
     }
     const due = occurrencesBetween(timing, s.since, until, this.opts.maxRunsPerSchedule + 1);
-    const looked = due.slice(0, this.opts.maxRunsPerSchedule);
-    const keys = looked.map((d) => occurrenceKey(s.id, d));
-    const rows = new Map((await this.runs.rows(s.tenantId, keys)).map((r) => [r.key, r]));
-    let last: { outcome: WatchedOutcome; dueAt: Date } | null = null;
-    looked.forEach((d, i) => {
-      const outcome = watchedOutcome(rows.get(keys[i]) ?? null, d, expectMs);
-      if (outcome === null) return;
-      outcomes[outcome] += 1;
-      last = { outcome, dueAt: d };
-    });
-    const cut = due.length > looked.length;
-    await this.watch.record(s.id, cut ? looked[looked.length - 1] : until, last);
-    return cut;
+    const runs = due.slice(0, this.opts.maxRunsPerSchedule);
+    look.runs = runs.map((d) => ({ key: occurrenceKey(s.id, d), dueAt: d }));
+    look.cut = due.length > runs.length;
+    if (look.cut) look.through = runs[runs.length - 1];
+    return look;
   }
 
   private async reportBehind(): Promise<void> {

@@ -7,6 +7,7 @@ import { SCHEDULE_RUNS_SQL } from '../statements/schedule-runs.sql';
 
 /** An occurrence's row: how its run went. */
 export interface ScheduleRunRow {
+  tenantId: number;
   key: string;
   jobId: string;
   state: JobState;
@@ -22,14 +23,14 @@ export interface ScheduleRunRow {
 export class ScheduleRunsRepository {
   constructor(private readonly db: DataSource) {}
 
-  /** The rows among `keys` (any order). */
-  async rows(tenantId: number, keys: readonly string[]): Promise<ScheduleRunRow[]> {
-    if (keys.length === 0) return [];
+  /** The rows among the (tenant, key) pairs, any order: one statement however many schedules they are of. */
+  async rows(refs: readonly { tenantId: number; key: string }[]): Promise<ScheduleRunRow[]> {
+    if (refs.length === 0) return [];
     const { rows } = await sql<{
-      key: string; id: string; state: string; attempts: number; finished_at: Date | null; result: unknown; last_error: string | null; started_at: Date | null;
-    }>(this.db, SCHEDULE_RUNS_SQL, [tenantId, keys]);
+      tenant_id: number; key: string; id: string; state: string; attempts: number; finished_at: Date | null; result: unknown; last_error: string | null; started_at: Date | null;
+    }>(this.db, SCHEDULE_RUNS_SQL, [refs.map((r) => r.tenantId), refs.map((r) => r.key)]);
     return rows.map((r) => ({
-      key: r.key, jobId: r.id, state: decodeState(r.state), attempts: r.attempts, startedAt: r.started_at, finishedAt: r.finished_at, result: r.result ?? null, lastError: r.last_error,
+      tenantId: r.tenant_id, key: r.key, jobId: r.id, state: decodeState(r.state), attempts: r.attempts, startedAt: r.started_at, finishedAt: r.finished_at, result: r.result ?? null, lastError: r.last_error,
     }));
   }
 }

@@ -32,7 +32,11 @@ export class ScheduleWatchRepository {
     return rows.map((r) => ({ tenantId: r.tenant_id, schedules: r.n }));
   }
 
-  async record(id: string, through: Date, last: { outcome: string; dueAt: Date } | null): Promise<void> {
-    await sql(this.db, RECORD_SCHEDULE_WATCH_SQL, [id, through, last?.outcome ?? null, last?.dueAt ?? null]);
+  /** Each schedule watched through `through`; with `last`, its latest watched run's outcome. One statement. */
+  async record(looks: readonly { id: string; through: Date; last: { outcome: string; dueAt: Date } | null }[]): Promise<void> {
+    if (looks.length === 0) return;
+    await sql(this.db, RECORD_SCHEDULE_WATCH_SQL, [
+      looks.map((l) => l.id), looks.map((l) => l.through), looks.map((l) => l.last?.outcome ?? null), looks.map((l) => l.last?.dueAt ?? null),
+    ]);
   }
 }

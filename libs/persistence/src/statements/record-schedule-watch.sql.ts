@@ -1,8 +1,10 @@
 /**
- * A schedule watched through $2; with $3, the outcome of its latest watched run (due at $4).
+ * Schedules watched through a time each; with an outcome, that of their latest watched run (and
+ * when it was due). One statement for a schedule-watch batch.
  *
- * $1 bigint id · $2 timestamptz watched through · $3 text outcome or null · $4 timestamptz due or null.
+ * $1 bigint[] ids · $2 timestamptz[] watched through · $3 text[] outcomes (null: none) · $4 timestamptz[] dues (null: none).
  */
-export const RECORD_SCHEDULE_WATCH_SQL = `UPDATE schedules SET watched_through = $2,
-       last_outcome = coalesce($3, last_outcome), last_outcome_at = coalesce($4, last_outcome_at)
- WHERE id = $1`;
+export const RECORD_SCHEDULE_WATCH_SQL = `UPDATE schedules s SET watched_through = w.through,
+       last_outcome = coalesce(w.outcome, s.last_outcome), last_outcome_at = coalesce(w.due, s.last_outcome_at)
+  FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::timestamptz[]) AS w(id, through, outcome, due)
+ WHERE s.id = w.id`;
