@@ -11,11 +11,15 @@ import { coarseWindowOf } from './envelope';
  */
 const KEEP_AFTER_WINDOW_MS = 3_600_000;
 
-/** Adds a window's items unless a dispatcher has opened it; 1 when added, 0 when it was open. */
+/**
+ * Adds a window's items unless a dispatcher has opened it: 0 when it was open, 2 when its job is
+ * known to be added (nothing more to do), 1 when the caller must add the job (then jobAdded()).
+ */
 const ADD = `
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 for i = 2, #ARGV, 1000 do redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV))) end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
 return 1`;
 
 /** Marks a window open (later adds are refused) and returns its items; the list stays until cleared. */
@@ -46,7 +50,10 @@ export class CoarseWindows {
 
   /**
    * Adds hints due beyond the fine horizon to their windows in one round trip; returns the windows
-   * that took some, and the hints it did not take (due sooner, or their window is open).
+   * whose job the caller must still add (then jobAdded), and the hints it did not take (due
+   * sooner, or their window is open). A window whose job a producer already added needs nothing
+   * more: an add of a row into it is one round trip, not two (a single POST's enqueue measured
+   * +60 µs of API CPU and +1–2 ms p99 with the second, bench/ingest.ts --only single).
    */
   async add(hints: readonly Hint[], nowMs: number): Promise<{ windows: number[]; rest: Hint[] }> {
     const byWindow = new Map<number, Hint[]>();
@@ -63,21 +70,30 @@ export class CoarseWindows {
     }
     if (byWindow.size === 0) return { windows: [], rest };
     const pipeline = this.redis.pipeline();
-    for (const [start, rows] of byWindow) pipeline.eval(ADD, 2, ...this.keys(start), keepMs(start, nowMs), ...encode(rows, start));
+    for (const [start, rows] of byWindow) pipeline.eval(ADD, 3, ...this.keys(start), keepMs(start, nowMs), ...encode(rows, start));
     const replies = (await within(this.waitMs, pipeline.exec(), 'hot queue windows')) ?? [];
     const windows: number[] = [];
     [...byWindow].forEach(([start, rows], i) => {
       const [err, added] = replies[i] ?? [new Error('no reply')];
       if (err) throw err;
       if (added === 1) windows.push(start);
-      else rest.push(...rows);
+      else if (added === 0) rest.push(...rows);
     });
     return { windows, rest };
   }
 
+  /** Notes that the windows' jobs are added: later adds to them skip the job (one round trip). */
+  async jobAdded(starts: readonly number[], nowMs: number): Promise<void> {
+    if (starts.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const start of starts) pipeline.set(this.keys(start)[2], '1', 'PX', keepMs(start, nowMs));
+    await within(this.waitMs, pipeline.exec(), 'hot queue windows');
+  }
+
   /** Opens a window: later adds are refused; returns its hints (again, if opened before). */
   async open(start: number, nowMs: number): Promise<Hint[]> {
-    const items = (await within(this.waitMs, this.redis.eval(OPEN, 2, ...this.keys(start), keepMs(start, nowMs)), 'hot queue window open')) as string[];
+    const [list, open] = this.keys(start);
+    const items = (await within(this.waitMs, this.redis.eval(OPEN, 2, list, open, keepMs(start, nowMs)), 'hot queue window open')) as string[];
     return items.flatMap((item) => decode(item, start));
   }
 
@@ -92,9 +108,10 @@ export class CoarseWindows {
     await within(this.waitMs, this.redis.del(this.keys(start)[0]), 'hot queue window clear');
   }
 
-  private keys(start: number): [string, string] {
+  /** The window's list, its open marker, and its job-added flag (one slot on a cluster: the prefix's tag). */
+  private keys(start: number): [string, string, string] {
     const list = `${this.prefix}:hot:w:${start}`;
-    return [list, `${list}:open`];
+    return [list, `${list}:open`, `${list}:job`];
   }
 }
 

@@ -76,7 +76,9 @@ export class HotQueue {
     // clock behind the dispatcher's), which go in a coarse envelope of their own.
     const envelopes = [...windowed.windows.map((w) => windowEnvelope(w, nowMs)), ...envelopesOf(windowed.rest, nowMs, opts)];
     const jobs = envelopes.map((e) => ({ name: ENVELOPE_NAME, data: e.data, opts: { jobId: e.jobId, delay: e.delayMs } }));
-    await within(this.waitMs, this.queue.addBulk(jobs), 'hot queue addBulk');
+    if (jobs.length > 0) await within(this.waitMs, this.queue.addBulk(jobs), 'hot queue addBulk');
+    // Only once the jobs are in: a failed add leaves the flag unset, and the next add adds the job.
+    await this.windows.jobAdded(windowed.windows, nowMs);
   }
 
   /** The hints waiting or delayed in the hot queue, with their envelope's state, windows opened (tests and tools). */
