@@ -60,7 +60,6 @@ interface Day {
   retiredBytes: number;
   jobs: number;
   retiredKeys: number;
-  retiredRanges: number;
 }
 
 /** RetentionRepository with each statement timed: how long a batch holds its row locks. */
@@ -128,13 +127,12 @@ async function sizes(ds: DataSource) {
   const [r] = await ds.query<Record<string, string>[]>(
     `SELECT pg_database_size(current_database()) AS db, pg_total_relation_size('jobs') AS jobs,
             pg_total_relation_size('job_attempts') AS attempts,
-            pg_total_relation_size('retired_keys') + pg_total_relation_size('retired_key_ranges') AS retired,
-            (SELECT reltuples FROM pg_class WHERE relname = 'jobs') AS job_rows, (SELECT reltuples FROM pg_class WHERE relname = 'retired_keys') AS retired_rows,
-            (SELECT count(*) FROM retired_key_ranges) AS ranges`,
+            pg_total_relation_size('retired_keys') AS retired,
+            (SELECT reltuples FROM pg_class WHERE relname = 'jobs') AS job_rows, (SELECT reltuples FROM pg_class WHERE relname = 'retired_keys') AS retired_rows`,
   );
   return {
     dbBytes: Number(r.db), jobsBytes: Number(r.jobs), attemptsBytes: Number(r.attempts), retiredBytes: Number(r.retired),
-    jobs: Math.max(0, Number(r.job_rows)), retiredKeys: Math.max(0, Number(r.retired_rows)), retiredRanges: Number(r.ranges),
+    jobs: Math.max(0, Number(r.job_rows)), retiredKeys: Math.max(0, Number(r.retired_rows)),
   };
 }
 
@@ -222,8 +220,6 @@ function report(days: Day[], wallSeconds: number) {
     retainMaxStatementMs: Math.max(...days.map((d) => d.retainMaxStatementMs)),
     vacuumSecondsSteady: round(med(steady.map((d) => d.vacuumSeconds)), 1),
     retiredBytesPerKey: last.retiredKeys > 0 ? round(last.retiredBytes / last.retiredKeys, 1) : NaN,
-    /** Ranges of reserved keys on the last day, over all tenants (migration 1764400080000): about one per tenant and day removed. */
-    retiredRanges: last.retiredRanges,
     wallSeconds: round(wallSeconds),
   };
   const pct = (a: number, b: number) => `${round((a / b) * 100)} %`;
@@ -233,8 +229,7 @@ function report(days: Day[], wallSeconds: number) {
       `| ingest jobs/s: days 1-3 → after day ${opts.retentionDays + 1} | ${summary.ingestEarly} → ${summary.ingestSteady} (${pct(summary.ingestSteady, summary.ingestEarly)}) |\n` +
       `| promotion rows/s: days 2-4 → after day ${opts.retentionDays + 1} | ${summary.promoteEarly} → ${summary.promoteSteady} (${pct(summary.promoteSteady, summary.promoteEarly)}) |\n` +
       `| retention: rows a day, seconds a day, longest statement | ${summary.removedPerDaySteady.toLocaleString('en')}, ${summary.retainSecondsSteady} s, ${summary.retainMaxStatementMs} ms |\n` +
-      `| retired_keys bytes per key (table and index, with retired_key_ranges) | ${summary.retiredBytesPerKey} B |\n` +
-      `| retired_key_ranges on the last day | ${summary.retiredRanges} |\n`,
+      `| retired_keys bytes per key (table and index) | ${summary.retiredBytesPerKey} B |\n`,
   );
   const svg = lineChartSvg(retentionChart(opts, days));
   writeFileSync(join(ROOT, 'bench', 'charts', 'retention.svg'), svg);

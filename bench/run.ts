@@ -595,7 +595,7 @@ const PARTS: Record<string, Part> = {
         charts: [{ file: 'retention.svg', chart: retentionChart(r.inputs, r.days) }],
         notes: [
           `In-process, on a fresh database: each simulated day ${r.inputs.perDay.toLocaleString('en')} jobs are ingested through the API's insert statement, promoted by the promoter's PromotionSweep, finished in set-based statements as workers would leave them (one attempt row each), and removed by the promoter's RetentionSweep at the day's end; then one VACUUM (ANALYZE) stands in for the autovacuum runs of a real day. The sweeps' clock is the simulated one.`,
-          `Ingest after day ${r.inputs.retentionDays + 1} pays the reserved-key check: one look at the tenant's nearest retired_key_ranges row per statement, and a probe of retired_keys per new row only when the batch meets that range (never for this bench's keys, which carry their day). \`bench/retired-keys.ts\` measures it beside 30 M reserved keys against the check disabled, for dated and random keys (bench/README.md).`,
+          `Ingest after day ${r.inputs.retentionDays + 1} pays the reserved-key check: per statement, one scan of retired_keys (tenant_id, key) over the batch's sorted keys (results before 2026-12-04 17:00 UTC: a hash table with per-tenant key ranges). \`bench/retired-keys.ts\` measures it beside 30 M reserved keys against the check disabled, for dated and random keys (bench/README.md).`,
         ],
         raw: r,
       };

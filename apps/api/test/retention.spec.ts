@@ -9,13 +9,9 @@ describe('retention through the API: a tenant’s setting, and a replay of a rem
   });
   afterAll(() => h.close());
 
-  /** What the retention sweep leaves for a removed key: its hash, and a range holding it (the sweep's own spec covers writing them). */
+  /** What the retention sweep leaves for a removed key (the sweep's own spec covers writing it). */
   const retire = (tenantId: number, key: string, day: string, state: string) =>
-    h.db.dataSource.query(
-      `WITH k AS (INSERT INTO retired_keys (key_hash, removed_on, state) VALUES (hashtextextended($2, $1), $3, $4))
-       INSERT INTO retired_key_ranges (tenant_id, lo, hi) VALUES ($1, $2, $2)`,
-      [tenantId, key, day, state],
-    );
+    h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) VALUES ($1, $2, $3, $4)`, [tenantId, key, day, state]);
 
   it('sets and shows retentionSeconds and keysAfterRetention; refuses bad values naming the field', async () => {
     const { id } = await h.createTenant('keeper');

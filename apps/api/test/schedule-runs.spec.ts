@@ -33,7 +33,7 @@ describe('schedule runs (/v1/schedules/:id/runs)', () => {
     };
     await occurrence('10', 'd', 3000, null);
     await occurrence('11', 'x', 40, 'upstream refused the report');
-    await h.db.dataSource.query(`INSERT INTO retired_keys (key_hash, removed_on, state) VALUES (hashtextextended($1, $2), '2026-11-20', 'd')`, [`schedule:${id}:2026-11-13T01:00:00Z`, tenantId]);
+    await h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) VALUES ($1, $2, '2026-11-20', 'd')`, [tenantId, `schedule:${id}:2026-11-13T01:00:00Z`]);
   });
   afterAll(() => h.close());
 

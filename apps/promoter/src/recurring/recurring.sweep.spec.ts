@@ -1,3 +1,4 @@
+import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { SchedulesRepository, SweepsRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
 import { Logger } from '@nestjs/common';
@@ -113,8 +114,7 @@ describe('RecurringSweep (Postgres)', () => {
     await sweep().runOnce(NOW);
     // Retention removed tenant 1's first occurrence (its key retired), and the schedule comes round to it again (a resume).
     const [first] = await occurrences(mine);
-    await db.dataSource.query(`INSERT INTO retired_keys (key_hash, removed_on, state) SELECT hashtextextended(key, tenant_id), current_date, 'd' FROM jobs WHERE key = $1`, [first.key]);
-    await db.dataSource.query(`UPDATE jobs SET state = 'd', finished_at = now() WHERE key = $1`, [first.key]);
+    await db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) SELECT tenant_id, key, current_date, 'd' FROM jobs WHERE key = $1`, [first.key]);
     await db.dataSource.query(`DELETE FROM jobs`);
     await db.dataSource.query(`UPDATE schedules SET next_run_at = '2026-11-29T11:00:00Z'`);
     try {
@@ -123,7 +123,32 @@ describe('RecurringSweep (Postgres)', () => {
       expect(await occurrences(mine)).toHaveLength(23);
       expect(await occurrences(theirs)).toHaveLength(24);
     } finally {
-      await db.dataSource.query(`TRUNCATE retired_keys, retired_key_ranges`);
+      await db.dataSource.query(`TRUNCATE retired_keys`);
+    }
+  });
+
+  it('materialises a batch again when a key it inserts is retired while the insert waits on the old row', async () => {
+    const mine = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), tenantId: 1 });
+    await sweep().runOnce(NOW);
+    const [first] = await occurrences(mine);
+    await db.dataSource.query(`UPDATE jobs SET state = 'd', finished_at = now() WHERE key = $1`, [first.key]);
+    await db.dataSource.query(`UPDATE schedules SET next_run_at = '2026-11-29T11:00:00Z'`);
+    // Retention removes the finished occurrence and retires its key, and has not committed when
+    // the sweep's insert meets the old row: the insert waits, then finds the row gone.
+    const removal = db.dataSource.createQueryRunner();
+    await removal.startTransaction();
+    try {
+      await removal.query(`WITH gone AS (DELETE FROM jobs WHERE key = $1 RETURNING tenant_id, key)
+        INSERT INTO retired_keys (tenant_id, key, removed_on, state) SELECT tenant_id, key, current_date, 'd' FROM gone`, [first.key]);
+      const run = sweep().runOnce(NOW);
+      await someoneWaitsOnALock(db.dataSource);
+      await removal.commitTransaction();
+      expect(await run).toMatchObject({ schedules: 1, inserted: 0, duplicates: 24 });
+      expect((await occurrences(mine)).map((r) => r.key)).not.toContain(first.key);
+    } finally {
+      if (removal.isTransactionActive) await removal.rollbackTransaction();
+      await removal.release();
+      await db.dataSource.query(`TRUNCATE retired_keys`);
     }
   });
 

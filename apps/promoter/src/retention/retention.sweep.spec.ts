@@ -43,7 +43,7 @@ describe('RetentionSweep (Postgres)', () => {
   });
   beforeEach(async () => {
     metrics = new SweepMetrics(new MetricsService());
-    await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys, retired_key_ranges, bulk_operations, bulk_operation_chunks');
+    await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys, bulk_operations, bulk_operation_chunks');
     await db.dataSource.query('UPDATE tenants SET retention_seconds = NULL, frees_keys = false');
   });
   afterAll(async () => db.drop());
@@ -128,87 +128,20 @@ describe('RetentionSweep (Postgres)', () => {
     expect((await replay(b, keyB))[0].status).toBe('created');
   });
 
-  it("records the range of each batch's keys, merged with the tenant's ranges it overlaps (the jobs_range_removed_keys trigger)", async () => {
-    const keysOf = async (ids: string[]) => (await db.dataSource.query<{ key: string }[]>(`SELECT key FROM jobs WHERE id = ANY($1::bigint[])`, [ids])).map((r) => r.key).sort();
-    // Two stretches of a's keys, 30 each, removed 10 at a time: a stretch's batches overlap in key
-    // order ('jan-…-0' … '…-9' holds '…-10' … '…-29'), the two stretches do not.
-    const jan = await keysOf(await finished(a, 'd', 30, 40, 'jan'));
-    const mar = await keysOf(await finished(a, 'd', 30, 40, 'mar'));
-    // A tenant that frees its keys gets ranges too (harmless: there are no hashes to find in them).
-    await db.dataSource.query(`UPDATE tenants SET frees_keys = true WHERE id = $1`, [b]);
-    const ofB = await keysOf(await finished(b, 'd', 10, 40));
-
-    expect((await sweep({ batchSize: 10 }).runOnce(NOW)).removed).toBe(70);
-
-    const ranges = await db.dataSource.query(`SELECT tenant_id, lo, hi FROM retired_key_ranges ORDER BY tenant_id, lo`);
-    expect(ranges).toEqual([
-      { tenant_id: a, lo: jan[0], hi: jan.at(-1) },
-      { tenant_id: a, lo: mar[0], hi: mar.at(-1) },
-      { tenant_id: b, lo: ofB[0], hi: ofB.at(-1) },
-    ]);
-    // A later batch that reaches into both stretches merges them.
-    const feb = await finished(a, 'x', 2, 35, 'jan');
-    await db.dataSource.query(`UPDATE jobs SET key = CASE WHEN id = $1 THEN 'jan' ELSE 'mar~' END WHERE id = ANY($2::bigint[])`, [feb[0], feb]);
-    expect((await sweep().runOnce(NOW)).removed).toBe(2);
-    expect(await db.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1`, [a])).toEqual([{ lo: 'jan', hi: 'mar~' }]);
-  });
-
-  it('gives a batch one range per hour of run time, so one straddling two days does not cover the days between', async () => {
-    const [d9] = await finished(a, 'd', 1, 40, 'inv:9:x');
-    const [d10] = await finished(a, 'd', 1, 40, 'inv:10:x');
-    const [k9, k10] = [await keyOf(d9), await keyOf(d10)];
-    // Two hours apart, one batch: unpadded days sort 'inv:10:…' < 'inv:3…' < 'inv:9:…'.
-    await db.dataSource.query(`UPDATE jobs SET run_at = run_at + interval '2 hours', finished_at = finished_at + interval '2 hours' WHERE id = $1`, [d10]);
-    expect((await sweep().runOnce(NOW)).removed).toBe(2);
-    expect(await db.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1 ORDER BY lo`, [a])).toEqual([
-      { lo: k10, hi: k10 },
-      { lo: k9, hi: k9 },
-    ]);
-    expect((await new JobsRepository(db.dataSource).insertBatch(a, [{ kind: 'noop', key: 'inv:31:x', runAt: NOW, state: 'scheduled' }]))[0].status).toBe('created');
-  });
-
-  it('keeps ranges disjoint when two replicas remove one tenant at once: the second waits for the first and merges with its range', async () => {
-    const keys = await Promise.all((await finished(a, 'd', 20, 40, 'jan')).map(keyOf)); // …-0 … …-19: the two batches of 10 overlap in key order
-    const repo = new RetentionRepository(db.dataSource);
-    const policy = await policyOf(repo, a);
-    const first = db.dataSource.createQueryRunner();
-    await first.startTransaction();
-    try {
-      expect((await repo.removeExpired(policy, at(-30 * DAY), 10, '2026-12-02', first.manager)).removed).toBe(10);
-      const second = repo.removeExpired(policy, at(-30 * DAY), 10, '2026-12-02');
-      await someoneWaitsOnALock(db.dataSource);
-      await first.commitTransaction();
-      expect((await second).removed).toBe(10);
-    } finally {
-      if (first.isTransactionActive) await first.rollbackTransaction();
-      await first.release();
-    }
-    expect(await db.dataSource.query(`SELECT count(*)::int AS n FROM retired_key_ranges WHERE tenant_id = $1`, [a])).toEqual([{ n: 1 }]);
-    const replays = await new JobsRepository(db.dataSource).insertBatch(a, keys.map((key) => ({ kind: 'noop', key, runAt: NOW, state: 'scheduled' as const })));
-    expect(new Set(replays.map((o) => o.status))).toEqual(new Set(['retired']));
-  });
-
-  it('leaves disjoint ranges that refuse every removed key, whatever the keys look like and however they are batched', async () => {
-    // b has keys retired before the ranges existed: its unbounded range absorbs every new one.
-    await db.dataSource.query(`INSERT INTO retired_key_ranges (tenant_id, lo, hi) VALUES ($1, '', NULL)`, [b]);
+  it('refuses every removed key of its own tenant only, whatever the keys look like and however they are batched', async () => {
     const ids: string[] = [];
-    for (const [i, prefix] of ['inv:2026-11-02', 'inv:2026-11-01', 'a', 'zz', 'inv:2026-11-01:z', 'order:0001', 'order:0002', 'm'].entries()) {
+    for (const [i, prefix] of ['inv:2026-11-02', 'inv:2026-11-01', 'a', 'zz', 'order:0001', 'm'].entries()) {
       ids.push(...(await finished(i % 3 === 2 ? b : a, (['d', 'x', 'c'] as const)[i % 3], 7, 40 - i, prefix)));
     }
-    await db.dataSource.query(`UPDATE jobs SET run_at = run_at + (id % 5) * interval '37 minutes', finished_at = finished_at + interval '3 hours' WHERE id = ANY($1::bigint[])`, [ids]);
     const removed = await db.dataSource.query<{ tenant_id: number; key: string }[]>(`SELECT tenant_id, key FROM jobs WHERE id = ANY($1::bigint[])`, [ids]);
     for (const batchSize of [3, 5, 11]) await sweep({ batchSize, maxPerRun: 9 }).runOnce(NOW);
     while ((await sweep({ batchSize: 4 }).runOnce(NOW)).removed > 0);
     expect(await left(ids)).toBe(0);
-    const overlapping = await db.dataSource.query(
-      `SELECT x.tenant_id, x.lo, y.lo AS other FROM retired_key_ranges x JOIN retired_key_ranges y
-         ON x.tenant_id = y.tenant_id AND x.lo < y.lo AND (x.hi IS NULL OR x.hi >= y.lo)`,
-    );
-    expect(overlapping).toEqual([]);
-    expect(await db.dataSource.query(`SELECT lo, hi FROM retired_key_ranges WHERE tenant_id = $1`, [b])).toEqual([{ lo: '', hi: null }]);
     const jobs = new JobsRepository(db.dataSource);
     for (const r of removed) {
-      expect([r.key, (await jobs.insertBatch(r.tenant_id, [{ kind: 'noop', key: r.key, runAt: NOW, state: 'scheduled' }]))[0].status]).toEqual([r.key, 'retired']);
+      const other = r.tenant_id === a ? b : a;
+      const replay = async (tenantId: number) => (await jobs.insertBatch(tenantId, [{ kind: 'noop', key: r.key, runAt: NOW, state: 'scheduled' }]))[0].status;
+      expect([r.key, await replay(r.tenant_id), await replay(other)]).toEqual([r.key, 'retired', 'created']);
     }
   });
 

@@ -18,6 +18,7 @@ import { RetiredKeyRanges1764400080000 } from './1764400080000-retired-key-range
 import { DeliveryV31764400085000 } from './1764400085000-delivery-v3';
 import { AbandonedEffects1764400090000 } from './1764400090000-abandoned-effects';
 import { ScheduleExpectations1764400095000 } from './1764400095000-schedule-expectations';
+import { TenantScopedRetiredKeys1764400100000 } from './1764400100000-tenant-scoped-retired-keys';
 
 /** Every migration, in order. Listed explicitly (no globs) so any builder and Jest find them. */
-export const MIGRATIONS = [CoreSchema1764400000000, Charges1764400005000, DispatchBacklog1764400010000, ColdTenantIndex1764400015000, TenantScheduleQuota1764400020000, SweepLeases1764400025000, JobIdSequenceNoCache1764400030000, JobKinds1764400035000, JobEffectsAndLedger1764400040000, FairDelivery1764400045000, TenantKeys1764400060000, TenantOutbound1764400065000, BulkOperations1764400070000, Retention1764400075000, RetiredKeysGuard1764400076000, RetiredKeysProbe1764400077000, RetiredKeyRanges1764400080000, DeliveryV31764400085000, AbandonedEffects1764400090000, ScheduleExpectations1764400095000];
+export const MIGRATIONS = [CoreSchema1764400000000, Charges1764400005000, DispatchBacklog1764400010000, ColdTenantIndex1764400015000, TenantScheduleQuota1764400020000, SweepLeases1764400025000, JobIdSequenceNoCache1764400030000, JobKinds1764400035000, JobEffectsAndLedger1764400040000, FairDelivery1764400045000, TenantKeys1764400060000, TenantOutbound1764400065000, BulkOperations1764400070000, Retention1764400075000, RetiredKeysGuard1764400076000, RetiredKeysProbe1764400077000, RetiredKeyRanges1764400080000, DeliveryV31764400085000, AbandonedEffects1764400090000, ScheduleExpectations1764400095000, TenantScopedRetiredKeys1764400100000];

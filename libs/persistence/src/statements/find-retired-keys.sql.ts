@@ -6,7 +6,6 @@
  * $1 int tenant · $2 text[] keys.
  */
 export const FIND_RETIRED_KEYS_SQL = `
-SELECT DISTINCT ON (k.key) k.key, to_char(r.removed_on, 'YYYY-MM-DD') AS removed_on, r.state
-  FROM unnest($2::text[]) AS k(key)
-  JOIN retired_keys r ON r.key_hash = hashtextextended(k.key, $1::int)
- ORDER BY k.key, r.removed_on DESC`;
+SELECT r.key, to_char(r.removed_on, 'YYYY-MM-DD') AS removed_on, r.state
+  FROM retired_keys r
+ WHERE r.tenant_id = $1 AND r.key = ANY ($2::text[])`;

@@ -6,9 +6,7 @@ export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < 
  * oldest run time first, with their attempts, and retires their keys unless the tenant frees
  * them. One statement, one short transaction: rows another transaction holds (a retry of a dead
  * job) are skipped, and FOR UPDATE re-checks the state of a row that changed. A replay of a key
- * racing this statement is refused by the jobs_refuse_retired_keys trigger, and the
- * jobs_range_removed_keys trigger records the ranges the removed keys lie in, which tell an insert
- * whether to look its keys up at all (migration 1764400080000).
+ * racing this statement is refused by the jobs_refuse_retired_keys trigger (migration 1764400100000).
  *
  * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from the tenant's oldest
  * entry: the cost is the batch plus the unfinished or late-finished rows it steps over (rare:
@@ -31,7 +29,8 @@ WITH doomed AS (
 ), attempts AS (
   DELETE FROM job_attempts a USING gone g WHERE a.job_id = g.id
 ), retired AS (
-  INSERT INTO retired_keys (key_hash, removed_on, state)
-  SELECT hashtextextended(g.key, $1::int), $4::date, g.state FROM gone g WHERE NOT $5::boolean
+  INSERT INTO retired_keys (tenant_id, key, removed_on, state)
+  SELECT $1::int, g.key, $4::date, g.state FROM gone g WHERE NOT $5::boolean
+  ON CONFLICT (tenant_id, key) DO UPDATE SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state
 )
 SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
