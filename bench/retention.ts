@@ -3,6 +3,7 @@
  * `--retention-days` retention. The bench drives the sweeps' clock; nothing waits for real time.
  *
  *   node -r ./bench/lib/register.cjs bench/retention.ts [--days 60] [--per-day 1000000] [--retention-days 30] [--tenants 2]
+ *        [--key-reservation-days 400|forever]
  *
  * On a fresh database (`ALMANAC_BENCH_PG_URL`), each simulated day d (now = origin + d days):
  * - ingest: `--per-day` new jobs due tomorrow, through JobsRepository.insertBatch (the API's
@@ -38,6 +39,8 @@ const opts = {
   perDay: Number(arg('per-day', '1000000')),
   retentionDays: Number(arg('retention-days', '30')),
   tenants: Number(arg('tenants', '2')),
+  /** How long removed jobs' keys stay reserved (the installation default the sweep is given). */
+  keyReservationDays: arg('key-reservation-days', '400'),
 };
 const DAY = 86_400e3;
 const ORIGIN = Date.parse('2027-01-01T00:00:00Z');
@@ -151,7 +154,12 @@ async function main() {
       hotHorizonMs: DAY, batchSize: 5000, maxPerRun: 100_000_000, concurrency: 2,
     });
     const retentionRepo = new TimedRetention(ds);
-    const retention = new RetentionSweep(retentionRepo, { defaultSeconds: opts.retentionDays * 86_400, batchSize: 5000, maxPerRun: 200_000 });
+    const retention = new RetentionSweep(retentionRepo, {
+      defaultSeconds: opts.retentionDays * 86_400,
+      defaultKeyReservation: opts.keyReservationDays === 'forever' ? 'forever' : Number(opts.keyReservationDays) * 86_400,
+      batchSize: 5000,
+      maxPerRun: 200_000,
+    });
     const days: Day[] = [];
     for (let d = 0; d < opts.days; d++) {
       const now = ORIGIN + d * DAY;

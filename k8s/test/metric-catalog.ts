@@ -29,6 +29,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_bulk_jobs_total: { type: 'counter', labels: ['action', 'outcome'] },
   almanac_lease_expired_dead_total: { type: 'counter', labels: [] },
   almanac_retention_removed_total: { type: 'counter', labels: ['keys'] },
+  almanac_reserved_keys_expired_total: { type: 'counter', labels: [] },
   almanac_retention_behind_seconds: { type: 'gauge', labels: [] },
   almanac_jobs_due: { type: 'gauge', labels: ['pool', 'within'] },
   // dispatcher and workers

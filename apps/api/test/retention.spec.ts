@@ -10,13 +10,19 @@ describe('retention through the API: a tenant’s setting, and a replay of a rem
   afterAll(() => h.close());
 
   /** What the retention sweep leaves for a removed key (the sweep's own spec covers writing it). */
-  const retire = (tenantId: number, key: string, day: string, state: string) =>
-    h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) VALUES ($1, $2, $3, $4)`, [tenantId, key, day, state]);
+  const retire = (tenantId: number, key: string, day: string, state: string, through: string | null = null) =>
+    h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through) VALUES ($1, $2, $3, $4, $5)`, [
+      tenantId,
+      key,
+      day,
+      state,
+      through,
+    ]);
 
   it('sets and shows retentionSeconds and keysAfterRetention; refuses bad values naming the field', async () => {
     const { id } = await h.createTenant('keeper');
     const shown = await h.http().get(`/v1/admin/tenants`).set(admin).expect(200);
-    expect(shown.body.items.find((t: { id: number }) => t.id === id)).toMatchObject({ retentionSeconds: null, keysAfterRetention: 'reserved' });
+    expect(shown.body.items.find((t: { id: number }) => t.id === id)).toMatchObject({ retentionSeconds: null, keysAfterRetention: 'reserved', keyReservationSeconds: null });
     const res = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ retentionSeconds: 90 * 86_400, keysAfterRetention: 'freed' }).expect(200);
     expect(res.body).toMatchObject({ id, retentionSeconds: 90 * 86_400, keysAfterRetention: 'freed', weight: 1 });
     const back = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ retentionSeconds: null }).expect(200);
@@ -26,12 +32,18 @@ describe('retention through the API: a tenant’s setting, and a replay of a rem
       [{ retentionSeconds: 3600.5 }, 'retentionSeconds'],
       [{ retentionSeconds: '30d' }, 'retentionSeconds'],
       [{ keysAfterRetention: 'forgotten' }, 'keysAfterRetention'],
+      [{ keyReservationSeconds: 3600 }, 'keyReservationSeconds'],
+      [{ keyReservationSeconds: 'always' }, 'keyReservationSeconds'],
     ] as const) {
       const bad = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send(body).expect(400);
       expect(bad.body.details).toEqual([expect.objectContaining({ field })]);
     }
     const after = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ weight: 1 }).expect(200);
     expect(after.body).toMatchObject({ retentionSeconds: null, keysAfterRetention: 'freed' });
+    for (const keyReservationSeconds of [30 * 86_400, 'forever', null]) {
+      const set = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ keyReservationSeconds }).expect(200);
+      expect(set.body).toMatchObject({ keyReservationSeconds, keysAfterRetention: 'freed' });
+    }
   });
 
   it('answers a replay of a retired key with 409 saying when its job was removed and how it ended, alone or in a batch', async () => {
@@ -42,7 +54,10 @@ describe('retention through the API: a tenant’s setting, and a replay of a rem
     const body = { kind: 'noop', key: 'invoice:2026-10', runAt: inMs(DAY) };
 
     const one = await h.http().post('/v1/jobs').set(auth).send(body).expect(409);
-    expect(one.body.message).toBe('key "invoice:2026-10" named a job that ended succeeded and was removed by retention on 2026-11-02; the key stays reserved');
+    expect(one.body.message).toBe('key "invoice:2026-10" named a job that ended succeeded and was removed by retention on 2026-11-02; the key stays reserved for good');
+    await retire(id, 'invoice:2026-09', '2026-10-02', 'x', '2099-11-06');
+    const until = await h.http().post('/v1/jobs').set(auth).send({ ...body, key: 'invoice:2026-09' }).expect(409);
+    expect(until.body.message).toMatch(/ended dead and was removed by retention on 2026-10-02; the key stays reserved through 2099-11-06 \(UTC\)$/);
     expect(one.body.details).toEqual([expect.objectContaining({ field: 'key', rule: 'retired' })]);
 
     const batch = await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: [{ ...body, key: 'invoice:2026-12' }, body] }).expect(200);

@@ -1,4 +1,12 @@
-import { DEFAULT_RETENTION_SECONDS, MAX_MISSED_ALL, MAX_RETENTION_SECONDS, MIN_RETENTION_SECONDS } from '@almanac/domain';
+import {
+  DEFAULT_KEY_RESERVATION_SECONDS,
+  DEFAULT_RETENTION_SECONDS,
+  type KeyReservation,
+  MAX_MISSED_ALL,
+  MAX_RETENTION_SECONDS,
+  MIN_KEY_RESERVATION_SECONDS,
+  MIN_RETENTION_SECONDS,
+} from '@almanac/domain';
 import { Env, envInt } from '@almanac/platform';
 
 /** Feature settings of the promoter role, read and validated once at module init. */
@@ -44,6 +52,8 @@ export interface PromoterConfig {
   retentionIntervalMs: number;
   /** Retention of a tenant that has none of its own (ALMANAC_RETENTION_DEFAULT_SECONDS). */
   retentionDefaultSeconds: number;
+  /** Key reservation of a tenant that has none of its own (ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS, or "forever"). */
+  keyReservationDefault: KeyReservation;
   retentionBatchSize: number;
   retentionMaxPerRun: number;
   /** Rows per state the due-soon sweep reads at most per run (almanac_jobs_due; ~1.5 µs a row). */
@@ -94,6 +104,10 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
       min: MIN_RETENTION_SECONDS,
       max: MAX_RETENTION_SECONDS,
     }),
+    keyReservationDefault:
+      env.ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS === 'forever'
+        ? 'forever'
+        : envInt(env, 'ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS', DEFAULT_KEY_RESERVATION_SECONDS, { min: MIN_KEY_RESERVATION_SECONDS, max: MAX_RETENTION_SECONDS }),
     // 5,000 rows: one statement of ~0.1-0.2 s (bench/retention.ts prints the longest).
     retentionBatchSize: envInt(env, 'ALMANAC_RETENTION_BATCH_SIZE', 5000, { min: 1, max: 50_000 }),
     retentionMaxPerRun: envInt(env, 'ALMANAC_RETENTION_MAX_PER_RUN', 200_000, { min: 1 }),

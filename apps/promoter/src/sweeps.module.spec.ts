@@ -79,6 +79,7 @@ describe('promoterConfigFromEnv', () => {
       bulkChunksPerRun: 10,
       retentionIntervalMs: 60_000,
       retentionDefaultSeconds: 30 * 86_400,
+      keyReservationDefault: 400 * 86_400,
       retentionBatchSize: 5000,
       retentionMaxPerRun: 200_000,
     });
@@ -89,6 +90,8 @@ describe('promoterConfigFromEnv', () => {
     expect(() => promoterConfigFromEnv({ ALMANAC_PROMOTION_BATCH_SIZE: '0' }, 1000)).toThrow(/ALMANAC_PROMOTION_BATCH_SIZE/);
     expect(() => promoterConfigFromEnv({ ALMANAC_TENANT_METRICS_TOP: '500' }, 1000)).toThrow(/ALMANAC_TENANT_METRICS_TOP/);
     expect(() => promoterConfigFromEnv({ ALMANAC_RETENTION_DEFAULT_SECONDS: '60' }, 1000)).toThrow(/ALMANAC_RETENTION_DEFAULT_SECONDS/);
+    expect(() => promoterConfigFromEnv({ ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS: 'always' }, 1000)).toThrow(/ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS/);
+    expect(promoterConfigFromEnv({ ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS: 'forever' }, 1000).keyReservationDefault).toBe('forever');
   });
 });
 

@@ -107,7 +107,12 @@ export function buildSweeps(deps: {
   );
   const retention = new RetentionSweep(
     new RetentionRepository(deps.dataSource),
-    { defaultSeconds: config.retentionDefaultSeconds, batchSize: config.retentionBatchSize, maxPerRun: config.retentionMaxPerRun },
+    {
+      defaultSeconds: config.retentionDefaultSeconds,
+      defaultKeyReservation: config.keyReservationDefault,
+      batchSize: config.retentionBatchSize,
+      maxPerRun: config.retentionMaxPerRun,
+    },
     metrics,
     log('retention'),
   );

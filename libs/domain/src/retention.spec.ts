@@ -1,5 +1,5 @@
 import { DomainValidationError } from './errors';
-import { retentionBehindSeconds, retentionCutoff, utcDay, validateKeyPolicy, validateRetentionSeconds } from './retention';
+import { keyReservedThrough, retentionBehindSeconds, retentionCutoff, utcDay, validateKeyPolicy, validateKeyReservation, validateRetentionSeconds } from './retention';
 
 describe('retention rules', () => {
   const now = new Date('2026-12-02T10:00:00Z');
@@ -21,5 +21,18 @@ describe('retention rules', () => {
     }
     expect(validateKeyPolicy('freed')).toBe('freed');
     expect(() => validateKeyPolicy('gone')).toThrow(/keysAfterRetention must be one of reserved, freed, got "gone"/);
+  });
+
+  it('reserves a key through whole days after its removal, or forever; takes a day to ten years, "forever" or null', () => {
+    expect(keyReservedThrough('2026-12-02', 86_400)).toBe('2026-12-03');
+    expect(keyReservedThrough('2026-12-02', 86_401)).toBe('2026-12-04'); // rounded up to whole days
+    expect(keyReservedThrough('2026-12-31', 400 * 86_400)).toBe('2028-02-04');
+    expect(keyReservedThrough('2026-12-02', 'forever')).toBeNull();
+    expect(validateKeyReservation(86_400)).toBe(86_400);
+    expect(validateKeyReservation('forever')).toBe('forever');
+    expect(validateKeyReservation(null)).toBeNull();
+    for (const bad of [86_399, 86_400.5, '86400', 'always', 11 * 365 * 86_400]) {
+      expect(() => validateKeyReservation(bad)).toThrow(/keyReservationSeconds must be a whole number of seconds from 86400 \(a day\)/);
+    }
   });
 });

@@ -16,6 +16,22 @@ export const DEFAULT_RETENTION_SECONDS = 30 * 86_400;
 export const KEY_POLICIES = ['reserved', 'freed'] as const;
 export type KeyPolicy = (typeof KEY_POLICIES)[number];
 
+/**
+ * How long a reserved key stays reserved after its job is removed: whole seconds (a day to ten
+ * years, rounded up to whole days) or `forever`. Fixed for each key when it is retired: a
+ * tenant's later change applies to keys removed from then on.
+ */
+export type KeyReservation = number | 'forever';
+export const MIN_KEY_RESERVATION_SECONDS = 86_400;
+export const DEFAULT_KEY_RESERVATION_SECONDS = 400 * 86_400;
+
+/** The last UTC day a key retired on `removedOn` (YYYY-MM-DD) stays reserved; null: forever. */
+export function keyReservedThrough(removedOn: string, reservation: KeyReservation): string | null {
+  if (reservation === 'forever') return null;
+  const days = Math.ceil(reservation / 86_400);
+  return utcDay(new Date(Date.parse(`${removedOn}T00:00:00Z`) + days * 86_400_000));
+}
+
 /** A finished job whose run time and finish are both before this instant is removed at `now`. */
 export function retentionCutoff(now: Date, retentionSeconds: number): Date {
   return new Date(now.getTime() - retentionSeconds * 1000);
@@ -42,6 +58,19 @@ export function validateRetentionSeconds(raw: unknown, field = 'retentionSeconds
       field,
       'range',
       `${field} must be a whole number of seconds from ${MIN_RETENTION_SECONDS} (an hour) to ${MAX_RETENTION_SECONDS}, or null, got ${describeValue(raw)}`,
+    );
+  }
+  return raw;
+}
+
+/** A tenant's key reservation, or null for the installation default. */
+export function validateKeyReservation(raw: unknown, field = 'keyReservationSeconds'): KeyReservation | null {
+  if (raw === null || raw === 'forever') return raw;
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < MIN_KEY_RESERVATION_SECONDS || raw > MAX_RETENTION_SECONDS) {
+    throw new DomainValidationError(
+      field,
+      'range',
+      `${field} must be a whole number of seconds from ${MIN_KEY_RESERVATION_SECONDS} (a day) to ${MAX_RETENTION_SECONDS}, "forever", or null, got ${describeValue(raw)}`,
     );
   }
   return raw;

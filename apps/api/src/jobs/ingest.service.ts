@@ -24,7 +24,7 @@ type CommitResult =
   | { status: 'created' | 'existing'; job: JobRecord }
   | { status: 'conflict'; job: JobRecord; fields: string[] }
   /** The key named a job retention removed; it stays reserved. */
-  | { status: 'retired'; key: string; removedOn: string; state: JobState }
+  | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null }
   /** This tenant's insert failed; other tenants sharing the group commit are not affected. */
   | { status: 'failed'; error: unknown };
 
@@ -225,10 +225,11 @@ export class IngestService implements BeforeApplicationShutdown {
   }
 }
 
-/** 409 for a replay of a key whose job retention removed: what it had become, and when it went. */
-function retiredError(r: { key: string; removedOn: string; state: JobState }): ApiError {
+/** 409 for a replay of a key whose job retention removed: what it had become, when it went, and how long the key stays reserved. */
+function retiredError(r: { key: string; removedOn: string; state: JobState; reservedThrough: string | null }): ApiError {
+  const until = r.reservedThrough === null ? 'for good' : `through ${r.reservedThrough} (UTC)`;
   return conflict(
-    `key "${r.key}" named a job that ended ${r.state} and was removed by retention on ${r.removedOn}; the key stays reserved`,
+    `key "${r.key}" named a job that ended ${r.state} and was removed by retention on ${r.removedOn}; the key stays reserved ${until}`,
     'key',
     'retired',
   );

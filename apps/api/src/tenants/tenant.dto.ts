@@ -79,6 +79,16 @@ export class UpdateTenantDto {
   keysAfterRetention?: 'reserved' | 'freed';
 
   @ApiPropertyOptional({
+    oneOf: [{ type: 'integer', minimum: 86_400, maximum: 315_360_000 }, { type: 'string', enum: ['forever'] }],
+    nullable: true,
+    example: 34_560_000,
+    description:
+      "How long a reserved key stays reserved after its job is removed: seconds (rounded up to whole days), \"forever\", or null for the installation's default " +
+      '(ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS, 400 days). Fixed for each key when its job is removed: a change applies to keys removed from then on.',
+  })
+  keyReservationSeconds?: number | 'forever' | null;
+
+  @ApiPropertyOptional({
     type: [String],
     nullable: true,
     maxItems: 100,
@@ -120,6 +130,14 @@ export class TenantDto {
 
   @ApiProperty({ enum: ['reserved', 'freed'], example: 'reserved' })
   keysAfterRetention!: 'reserved' | 'freed';
+
+  @ApiProperty({
+    oneOf: [{ type: 'integer' }, { type: 'string', enum: ['forever'] }],
+    nullable: true,
+    example: null,
+    description: "how long a reserved key stays reserved after its job is removed, in seconds, or \"forever\"; null: the installation's default",
+  })
+  keyReservationSeconds!: number | 'forever' | null;
 
   @ApiPropertyOptional({ type: [String], example: ['https://hooks.acme.com'], description: "its `http` jobs' allow-list (in PATCH answers)" })
   httpAllowHosts?: string[];

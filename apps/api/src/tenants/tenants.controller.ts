@@ -2,6 +2,7 @@ import {
   parseHostRules,
   type TenantShare,
   validateKeyPolicy,
+  validateKeyReservation,
   validateKindLimits,
   validateMaxConcurrency,
   validateRetentionSeconds,
@@ -115,18 +116,19 @@ export class TenantsController {
     if (!isPlainObject(body)) {
       issues.add('body', 'type', 'body must be a JSON object');
     } else {
-      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts', 'retentionSeconds', 'keysAfterRetention'], issues);
+      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts', 'retentionSeconds', 'keysAfterRetention', 'keyReservationSeconds'], issues);
       if (body.disabled !== undefined && typeof body.disabled !== 'boolean') issues.add('disabled', 'type', 'disabled must be true or false');
       if (body.weight !== undefined) patch.weight = issues.run(() => validateWeight(body.weight));
       if (body.maxConcurrency !== undefined) patch.maxConcurrency = issues.run(() => validateMaxConcurrency(body.maxConcurrency));
       if (body.kindLimits !== undefined) patch.kindLimits = issues.run(() => validateKindLimits(body.kindLimits));
       if (body.retentionSeconds !== undefined) retention.retentionSeconds = issues.run(() => validateRetentionSeconds(body.retentionSeconds));
       if (body.keysAfterRetention !== undefined) retention.keysAfterRetention = issues.run(() => validateKeyPolicy(body.keysAfterRetention));
+      if (body.keyReservationSeconds !== undefined) retention.keyReservationSeconds = issues.run(() => validateKeyReservation(body.keyReservationSeconds));
       if (body.httpAllowHosts !== undefined) {
         hosts = issues.run(() => (body.httpAllowHosts === null ? [] : parseHostRules(body.httpAllowHosts, 'httpAllowHosts').map((r) => r.text)));
       }
       if (issues.ok && Object.keys(patch).length === 0 && Object.keys(retention).length === 0 && body.disabled === undefined && hosts === undefined) {
-        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, retentionSeconds, keysAfterRetention, httpAllowHosts or disabled');
+        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, retentionSeconds, keysAfterRetention, keyReservationSeconds, httpAllowHosts or disabled');
       }
     }
     if (!issues.ok) throw invalid(issues.list);
@@ -188,6 +190,6 @@ function view(t: TenantRecord): TenantDto {
   return {
     id: t.id, name: t.name, rateLimitPerSecond: t.rateLimitPerSecond, maxSchedules: t.maxSchedules,
     weight: t.share.weight, maxConcurrency: t.share.maxConcurrency, kindLimits: t.share.kindLimits, disabled: t.disabled,
-    retentionSeconds: t.retentionSeconds, keysAfterRetention: t.keysAfterRetention,
+    retentionSeconds: t.retentionSeconds, keysAfterRetention: t.keysAfterRetention, keyReservationSeconds: t.keyReservationSeconds,
   };
 }

@@ -17,7 +17,7 @@ describe('RetentionSweep (Postgres)', () => {
   let metrics: SweepMetrics;
 
   const sweep = (o: { batchSize?: number; maxPerRun?: number } = {}) =>
-    new RetentionSweep(new RetentionRepository(db.dataSource), { defaultSeconds: 30 * 86_400, batchSize: o.batchSize ?? 1000, maxPerRun: o.maxPerRun ?? 100_000 }, metrics);
+    new RetentionSweep(new RetentionRepository(db.dataSource), { defaultSeconds: 30 * 86_400, defaultKeyReservation: 400 * 86_400, batchSize: o.batchSize ?? 1000, maxPerRun: o.maxPerRun ?? 100_000 }, metrics);
   /** `count` finished jobs in `state`, run and finished `daysAgo` days before NOW, each with one attempt. */
   const finished = async (tenantId: number, state: 'd' | 'x' | 'c', count: number, daysAgo: number, prefix: string = state) => {
     const ids = await insertJobs(db.dataSource, { tenantId, count, start: at(-daysAgo * DAY), state, prefix, attempts: 1 });
@@ -32,7 +32,7 @@ describe('RetentionSweep (Postgres)', () => {
     (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::bigint[])`, [ids]))[0].n;
   const attemptsLeft = async (ids: string[]) =>
     (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM job_attempts WHERE job_id = ANY($1::bigint[])`, [ids]))[0].n;
-  const policyOf = async (repo: RetentionRepository, tenantId: number) => (await repo.policies(30 * 86_400)).find((p) => p.tenantId === tenantId)!;
+  const policyOf = async (repo: RetentionRepository, tenantId: number) => (await repo.policies(30 * 86_400, 400 * 86_400)).find((p) => p.tenantId === tenantId)!;
   const keyOf = async (id: string) => (await db.dataSource.query<{ key: string }[]>(`SELECT key FROM jobs WHERE id = $1`, [id]))[0].key;
 
   beforeAll(async () => {
@@ -44,7 +44,7 @@ describe('RetentionSweep (Postgres)', () => {
   beforeEach(async () => {
     metrics = new SweepMetrics(new MetricsService());
     await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys, bulk_operations, bulk_operation_chunks');
-    await db.dataSource.query('UPDATE tenants SET retention_seconds = NULL, frees_keys = false');
+    await db.dataSource.query('UPDATE tenants SET retention_seconds = NULL, frees_keys = false, key_reservation_seconds = NULL, keys_reserved_forever = false');
   });
   afterAll(async () => db.drop());
 
@@ -119,13 +119,43 @@ describe('RetentionSweep (Postgres)', () => {
 
     const jobs = new JobsRepository(db.dataSource);
     const replay = (tenantId: number, key: string) => jobs.insertBatch(tenantId, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
-    expect(await replay(a, keyA)).toEqual([{ status: 'retired', key: keyA, removedOn: '2026-12-02', state: 'dead' }]);
+    expect(await replay(a, keyA)).toEqual([{ status: 'retired', key: keyA, removedOn: '2026-12-02', state: 'dead', reservedThrough: '2028-01-06' }]);
     // Reserved for its own tenant only, and on the retry path (inside a transaction) as well.
     expect((await replay(b, keyA))[0].status).toBe('created');
     const inTx = await db.dataSource.transaction((tx) => jobs.insertBatch(a, [{ kind: 'noop', key: keyA, runAt: NOW, state: 'scheduled' }], tx));
     expect(inTx[0].status).toBe('retired');
     // b frees its keys: the key names a new job.
     expect((await replay(b, keyB))[0].status).toBe('created');
+  });
+
+  it("keeps each removed key reserved for its tenant's time (the default, its own, or forever) and frees it after that day", async () => {
+    await db.dataSource.query(`UPDATE tenants SET key_reservation_seconds = $2 WHERE id = $1`, [a, 2 * 86_400]);
+    const [ofA] = await finished(a, 'd', 1, 40);
+    const [ofB] = await finished(b, 'd', 1, 40);
+    const [keyA, keyB] = [await keyOf(ofA), await keyOf(ofB)];
+    expect((await sweep().runOnce(NOW)).removed).toBe(2);
+    const through = async () =>
+      Object.fromEntries(
+        (await db.dataSource.query<{ key: string; through: string | null }[]>(`SELECT key, to_char(reserved_through, 'YYYY-MM-DD') AS through FROM retired_keys`)).map((r) => [r.key, r.through]),
+      );
+    expect(await through()).toEqual({ [keyA]: '2026-12-04', [keyB]: '2028-01-06' }); // a's two days; b the installation's 400
+
+    const jobs = new JobsRepository(db.dataSource);
+    const replay = async (tenantId: number, key: string, now: Date) => {
+      await sweep().runOnce(now);
+      return (await jobs.insertBatch(tenantId, [{ kind: 'noop', key, runAt: now, state: 'scheduled' }]))[0];
+    };
+    expect(await replay(a, keyA, at(2 * DAY))).toMatchObject({ status: 'retired', reservedThrough: '2026-12-04' }); // its last day
+    expect((await metrics.reservedKeysExpired.get()).values[0]?.value ?? 0).toBe(0);
+    expect(await replay(a, keyA, at(3 * DAY))).toMatchObject({ status: 'created' }); // the day after: freed
+    expect((await metrics.reservedKeysExpired.get()).values[0]?.value).toBe(1);
+    expect(await through()).toEqual({ [keyB]: '2028-01-06' });
+
+    // Forever: no last day, never freed; a change applies to keys removed from then on.
+    await db.dataSource.query(`UPDATE tenants SET keys_reserved_forever = true WHERE id = $1`, [b]);
+    const later = await keyOf((await finished(b, 'd', 1, 40, 'later'))[0]);
+    await sweep().runOnce(NOW);
+    expect(await through()).toEqual({ [keyB]: '2028-01-06', [later]: null });
   });
 
   it('refuses every removed key of its own tenant only, whatever the keys look like and however they are batched', async () => {
@@ -179,7 +209,7 @@ describe('RetentionSweep (Postgres)', () => {
       const replay = new JobsRepository(db.dataSource).insertBatch(a, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
       await someoneWaitsOnALock(db.dataSource);
       await removal.commitTransaction();
-      expect(await replay).toEqual([{ status: 'retired', key, removedOn: '2026-12-02', state: 'succeeded' }]);
+      expect(await replay).toEqual([{ status: 'retired', key, removedOn: '2026-12-02', state: 'succeeded', reservedThrough: '2028-01-06' }]);
     } finally {
       if (removal.isTransactionActive) await removal.rollbackTransaction();
       await removal.release();

@@ -1,4 +1,4 @@
-import { retentionBehindSeconds, retentionCutoff, utcDay } from '@almanac/domain';
+import { type KeyReservation, retentionBehindSeconds, retentionCutoff, utcDay } from '@almanac/domain';
 import type { RetentionPolicy, RetentionRepository } from '@almanac/persistence';
 import { SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
@@ -8,6 +8,8 @@ import type { Sweep, SweepResult } from '../sweeps/sweep';
 export interface RetentionOptions {
   /** A tenant without its own retention keeps finished jobs this long. */
   defaultSeconds: number;
+  /** A tenant without its own key reservation keeps the keys of removed jobs reserved this long. */
+  defaultKeyReservation: KeyReservation;
   /** Rows per statement: one short transaction each. */
   batchSize: number;
   /** Rows removed per run at most, over all tenants; the runner calls again at once when hit. */
@@ -24,7 +26,8 @@ export interface RetentionResult extends SweepResult {
  * Removes finished jobs past their tenant's retention, batch by batch (REMOVE_EXPIRED_JOBS_SQL:
  * each batch is one statement and one short transaction, so no lock is held long and vacuum
  * reuses the space; docs/architecture.md § Retention measures it), then the tenant's effect
- * records done and bulk operations ended before the same cutoff. Tenants take turns: a run that stops at its budget resumes
+ * records done and bulk operations ended before the same cutoff. First it frees reserved keys
+ * whose reservation ended (REMOVE_EXPIRED_KEYS_SQL), within the same budget. Tenants take turns: a run that stops at its budget resumes
  * with the next tenant, so one tenant's millions of expired rows do not hold another's behind
  * them, and a tenant whose removal fails is passed over (the run still reports the error). Every
  * replica may run it: rows are taken with SKIP LOCKED.
@@ -44,14 +47,15 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   ) {}
 
   async runOnce(now: Date): Promise<RetentionResult> {
-    const policies = await this.repo.policies(this.o.defaultSeconds);
+    const policies = await this.repo.policies(this.o.defaultSeconds, this.o.defaultKeyReservation);
     const start = policies.findIndex((p) => p.tenantId >= this.resumeAt);
     const turns = start <= 0 ? policies : [...policies.slice(start), ...policies.slice(0, start)];
-    let budget = this.o.maxPerRun;
+    const freed = await this.freeExpiredKeys(now, this.o.maxPerRun);
+    let budget = this.o.maxPerRun - freed;
     let removed = 0;
-    let more = false;
+    let more = budget <= 0;
     let failure: Error | undefined;
-    for (const [i, policy] of turns.entries()) {
+    for (const [i, policy] of more ? [] : turns.entries()) {
       const next = turns[(i + 1) % turns.length].tenantId;
       try {
         const r = await this.drain(policy, now, budget);
@@ -77,6 +81,20 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     this.metrics?.retentionBehind.set(behindSeconds);
     if (failure !== undefined) throw failure;
     return { removed, behindSeconds, more };
+  }
+
+  /** Reserved keys whose reservation ended before today, up to `budget`; how many went. */
+  private async freeExpiredKeys(now: Date, budget: number): Promise<number> {
+    const today = utcDay(now);
+    let freed = 0;
+    while (budget - freed > 0) {
+      const limit = Math.min(this.o.batchSize, budget - freed);
+      const n = await this.repo.removeExpiredKeys(today, limit);
+      freed += n;
+      if (n > 0) this.metrics?.reservedKeysExpired.inc(n);
+      if (n < limit) break;
+    }
+    return freed;
   }
 
   /** One tenant's expired rows, up to `budget`; then its expired effect records. */

@@ -23,6 +23,7 @@ export class SweepMetrics {
   /** Bulk operations failed because a step kept failing (statement = bulk_match, bulk_apply). */
   readonly setAside: Counter<'statement'>;
   readonly retentionRemoved: Counter<'keys'>;
+  readonly reservedKeysExpired: Counter;
   readonly retentionBehind: Gauge;
   readonly jobsDue: Gauge<'pool' | 'within'>;
   /** Watched schedule runs by outcome (the schedule watch: ok, late, missed, failed). */
@@ -94,6 +95,10 @@ export class SweepMetrics {
       name: 'almanac_retention_removed_total',
       help: 'Finished jobs removed by retention, by what became of their keys (reserved or freed)',
       labelNames: ['keys'],
+    });
+    this.reservedKeysExpired = metrics.counter({
+      name: 'almanac_reserved_keys_expired_total',
+      help: "Reserved keys of removed jobs freed because their tenant's reservation ended",
     });
     this.retentionBehind = metrics.gauge({
       name: 'almanac_retention_behind_seconds',

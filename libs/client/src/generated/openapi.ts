@@ -467,6 +467,11 @@ export interface components {
              */
             keysAfterRetention: "reserved" | "freed";
             /**
+             * @description how long a reserved key stays reserved after its job is removed, in seconds, or "forever"; null: the installation's default
+             * @example null
+             */
+            keyReservationSeconds: (number | "forever") | null;
+            /**
              * @description its `http` jobs' allow-list (in PATCH answers)
              * @example [
              *       "https://hooks.acme.com"
@@ -585,6 +590,11 @@ export interface components {
              */
             keysAfterRetention?: "reserved" | "freed";
             /**
+             * @description How long a reserved key stays reserved after its job is removed: seconds (rounded up to whole days), "forever", or null for the installation's default (ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS, 400 days). Fixed for each key when its job is removed: a change applies to keys removed from then on.
+             * @example 34560000
+             */
+            keyReservationSeconds?: (number | "forever") | null;
+            /**
              * @description Origins this tenant's `http` jobs may call, `scheme://host[:port]` (the port defaults to the scheme's; `*.` before the host for its subdomains, not the host itself). Intersected with the installation's ALMANAC_HTTP_ALLOW_HOSTS; replaces the whole list; [] or null allows nothing (the default).
              * @example [
              *       "https://hooks.acme.com",
@@ -625,6 +635,11 @@ export interface components {
              * @enum {string}
              */
             keysAfterRetention: "reserved" | "freed";
+            /**
+             * @description how long a reserved key stays reserved after its job is removed, in seconds, or "forever"; null: the installation's default
+             * @example null
+             */
+            keyReservationSeconds: (number | "forever") | null;
             /**
              * @description its `http` jobs' allow-list (in PATCH answers)
              * @example [

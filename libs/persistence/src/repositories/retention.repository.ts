@@ -1,3 +1,4 @@
+import { type KeyReservation, keyReservedThrough } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
@@ -5,12 +6,15 @@ import { REMOVE_EXPIRED_BULK_OPERATIONS_SQL } from '../statements/remove-expired
 import { REMOVE_ABANDONED_EFFECTS_SQL } from '../statements/remove-abandoned-effects.sql';
 import { REMOVE_EXPIRED_EFFECTS_SQL } from '../statements/remove-expired-effects.sql';
 import { EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
+import { REMOVE_EXPIRED_KEYS_SQL } from '../statements/remove-expired-keys.sql';
 
 /** One tenant's retention, the installation default filled in. */
 export interface RetentionPolicy {
   tenantId: number;
   retentionSeconds: number;
   freesKeys: boolean;
+  /** How long the keys it retires stay reserved. */
+  keyReservation: KeyReservation;
 }
 
 /** The retention sweep's view of the database. */
@@ -18,14 +22,19 @@ export interface RetentionPolicy {
 export class RetentionRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Every tenant's policy in id order (tenants are few and never hard-deleted). */
-  async policies(defaultSeconds: number, db: Db = this.dataSource): Promise<RetentionPolicy[]> {
-    const { rows } = await sql<{ id: number; retention_seconds: number; frees_keys: boolean }>(
+  /** Every tenant's policy in id order (tenants are few and never hard-deleted), the installation's defaults filled in. */
+  async policies(defaultSeconds: number, defaultKeyReservation: KeyReservation, db: Db = this.dataSource): Promise<RetentionPolicy[]> {
+    const { rows } = await sql<{ id: number; retention_seconds: number; frees_keys: boolean; key_reservation_seconds: number | null; keys_reserved_forever: boolean }>(
       db,
-      `SELECT id, coalesce(retention_seconds, $1)::int AS retention_seconds, frees_keys FROM tenants ORDER BY id`,
+      `SELECT id, coalesce(retention_seconds, $1)::int AS retention_seconds, frees_keys, key_reservation_seconds, keys_reserved_forever FROM tenants ORDER BY id`,
       [defaultSeconds],
     );
-    return rows.map((r) => ({ tenantId: r.id, retentionSeconds: r.retention_seconds, freesKeys: r.frees_keys }));
+    return rows.map((r) => ({
+      tenantId: r.id,
+      retentionSeconds: r.retention_seconds,
+      freesKeys: r.frees_keys,
+      keyReservation: r.keys_reserved_forever ? 'forever' : (r.key_reservation_seconds ?? defaultKeyReservation),
+    }));
   }
 
   /**
@@ -46,8 +55,15 @@ export class RetentionRepository {
       limit,
       removedOn,
       policy.freesKeys,
+      keyReservedThrough(removedOn, policy.keyReservation),
     ]);
     return { removed: rows[0].removed, lastRunAt: rows[0].last_run_at };
+  }
+
+  /** Frees up to `limit` reserved keys whose reservation ended before `today` (YYYY-MM-DD, UTC); how many went. */
+  async removeExpiredKeys(today: string, limit: number, db: Db = this.dataSource): Promise<number> {
+    const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_KEYS_SQL, [today, limit]);
+    return rows[0].removed;
   }
 
   /** Removes up to `limit` of the tenant's effect records done before `cutoff`; how many went. */

@@ -81,6 +81,17 @@ describe('reserved keys at insert (Postgres)', () => {
     await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES ($1, 'inv:2026-11-03:14', 'noop', now(), 's')`, [b]);
   });
 
+  it('lets a key name a new job once its reservation has ended, before the sweep frees it; through its last day it stays refused', async () => {
+    const today = new Date().toISOString().slice(0, 10);
+    await db.dataSource.query(
+      `INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through)
+       VALUES ($1, 'ended', '2026-01-01', 'd', (now() AT TIME ZONE 'UTC')::date - 1), ($1, 'last-day', '2026-01-01', 'd', (now() AT TIME ZONE 'UTC')::date)`,
+      [b],
+    );
+    expect(await statuses(b, ['ended', 'last-day'])).toEqual({ ended: 'created', 'last-day': 'retired' });
+    expect((await jobs.findRetired(b, ['last-day']))[0]).toMatchObject({ reservedThrough: today });
+  });
+
   it('lets finished jobs be deleted under any isolation level (no ranges to keep disjoint)', async () => {
     const [{ id }] = await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state, finished_at) VALUES ($1, 'rr:1', 'noop', now(), 'd', now()) RETURNING id`, [b]);
     await db.dataSource.transaction('REPEATABLE READ', (m) => m.query(`DELETE FROM jobs WHERE id = $1`, [id]));

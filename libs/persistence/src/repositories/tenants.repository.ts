@@ -1,4 +1,4 @@
-import { DEFAULT_SHARE, type KeyPolicy, type KindLimit, type TenantShare } from '@almanac/domain';
+import { DEFAULT_SHARE, type KeyPolicy, type KeyReservation, type KindLimit, type TenantShare } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
@@ -21,12 +21,15 @@ export interface TenantRecord {
   retentionSeconds: number | null;
   /** What becomes of a removed job's key. */
   keysAfterRetention: KeyPolicy;
+  /** How long a reserved key stays reserved after its job is removed; null: the installation's default. */
+  keyReservationSeconds: KeyReservation | null;
 }
 
 /** A change of a tenant's retention (fields left undefined stay). */
 export interface RetentionPatch {
   retentionSeconds?: number | null;
   keysAfterRetention?: KeyPolicy;
+  keyReservationSeconds?: KeyReservation | null;
 }
 
 export const API_KEY_PREFIX = 'alm_';
@@ -45,9 +48,13 @@ interface TenantRow {
   disabled_at: Date | null;
   retention_seconds: number | null;
   frees_keys: boolean;
+  key_reservation_seconds: number | null;
+  keys_reserved_forever: boolean;
 }
 
-const COLUMNS = 'id, name, created_at, rate_limit_per_second, max_schedules, weight, max_concurrency, kind_limits, disabled_at, retention_seconds, frees_keys';
+const COLUMNS =
+  'id, name, created_at, rate_limit_per_second, max_schedules, weight, max_concurrency, kind_limits, disabled_at, retention_seconds, frees_keys, ' +
+  'key_reservation_seconds, keys_reserved_forever';
 const T_COLUMNS = COLUMNS.split(', ').map((c) => `t.${c}`).join(', ');
 
 /** A new API key: `alm_` and 32 random bytes in base64url; only its sha256 is stored. */
@@ -161,12 +168,17 @@ export class TenantsRepository {
     const { rows } = await sql<TenantRow>(
       db,
       `UPDATE tenants SET retention_seconds = CASE WHEN $2 THEN $3::int ELSE retention_seconds END,
-                          frees_keys = CASE WHEN $4 THEN $5::boolean ELSE frees_keys END
+                          frees_keys = CASE WHEN $4 THEN $5::boolean ELSE frees_keys END,
+                          key_reservation_seconds = CASE WHEN $6 THEN $7::int ELSE key_reservation_seconds END,
+                          keys_reserved_forever = CASE WHEN $6 THEN $8::boolean ELSE keys_reserved_forever END
         WHERE id = $1 RETURNING ${COLUMNS}`,
       [
         id,
         patch.retentionSeconds !== undefined, patch.retentionSeconds ?? null,
         patch.keysAfterRetention !== undefined, patch.keysAfterRetention === 'freed',
+        patch.keyReservationSeconds !== undefined,
+        typeof patch.keyReservationSeconds === 'number' ? patch.keyReservationSeconds : null,
+        patch.keyReservationSeconds === 'forever',
       ],
     );
     return rows.length ? toTenant(rows[0]) : null;
@@ -197,6 +209,7 @@ function toTenant(r: TenantRow): TenantRecord {
     id: r.id, name: r.name, createdAt: r.created_at, rateLimitPerSecond: r.rate_limit_per_second, maxSchedules: r.max_schedules,
     share: toShare(r), disabled: r.disabled_at !== null,
     retentionSeconds: r.retention_seconds, keysAfterRetention: r.frees_keys ? 'freed' : 'reserved',
+    keyReservationSeconds: r.keys_reserved_forever ? 'forever' : r.key_reservation_seconds,
   };
 }
 

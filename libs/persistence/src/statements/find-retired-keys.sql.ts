@@ -1,11 +1,15 @@
+/** A retired key still reserved on the UTC day of the statement (its `reserved_through` not passed). */
+export const RESERVED_NOW = `(reserved_through IS NULL OR reserved_through >= (statement_timestamp() AT TIME ZONE 'UTC')::date)`;
+
 /**
- * Which of a tenant's keys name jobs removed by retention, with the day and the state they had.
- * Asked only after an insert failed on a retired key (the jobs_refuse_retired_keys trigger), or
- * before one inside a caller's transaction.
+ * Which of a tenant's keys name jobs removed by retention and are still reserved, with the day,
+ * the state they had and the last day of the reservation (null: forever). Asked only after an
+ * insert failed on a retired key (the jobs_refuse_retired_keys trigger), or before one inside a
+ * caller's transaction.
  *
  * $1 int tenant · $2 text[] keys.
  */
 export const FIND_RETIRED_KEYS_SQL = `
-SELECT r.key, to_char(r.removed_on, 'YYYY-MM-DD') AS removed_on, r.state
+SELECT r.key, to_char(r.removed_on, 'YYYY-MM-DD') AS removed_on, r.state, to_char(r.reserved_through, 'YYYY-MM-DD') AS reserved_through
   FROM retired_keys r
- WHERE r.tenant_id = $1 AND r.key = ANY ($2::text[])`;
+ WHERE r.tenant_id = $1 AND r.key = ANY ($2::text[]) AND ${RESERVED_NOW}`;

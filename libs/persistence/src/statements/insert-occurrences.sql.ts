@@ -1,3 +1,5 @@
+import { RESERVED_NOW } from './find-retired-keys.sql';
+
 /**
  * Inserts a schedule's occurrences as scheduled job rows; an occurrence already materialised
  * (same tenant and key) stays as it is. The affected-row count is the number inserted.
@@ -16,5 +18,5 @@
 export const INSERT_OCCURRENCES_SQL = `INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
        SELECT t, k, kd, r, p, ma, 's' FROM unnest($1::int[], $2::text[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::int2[])
            AS u(t, k, kd, r, p, ma)
-        WHERE NOT $7::boolean OR NOT EXISTS (SELECT 1 FROM retired_keys rk WHERE rk.tenant_id = u.t AND rk.key = u.k)
+        WHERE NOT $7::boolean OR NOT EXISTS (SELECT 1 FROM retired_keys rk WHERE rk.tenant_id = u.t AND rk.key = u.k AND ${RESERVED_NOW})
        ON CONFLICT (tenant_id, key) DO NOTHING`;

@@ -14,7 +14,7 @@ export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < 
  * ahead waits for it: it is removed once both times are past the cutoff.
  *
  * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day ·
- * $5 boolean keys freed (no retired_keys row).
+ * $5 boolean keys freed (no retired_keys row) · $6 date the keys stay reserved through (null: forever).
  * Returns the rows removed and the run time of the last one.
  */
 export const REMOVE_EXPIRED_JOBS_SQL = `
@@ -29,8 +29,8 @@ WITH doomed AS (
 ), attempts AS (
   DELETE FROM job_attempts a USING gone g WHERE a.job_id = g.id
 ), retired AS (
-  INSERT INTO retired_keys (tenant_id, key, removed_on, state)
-  SELECT $1::int, g.key, $4::date, g.state FROM gone g WHERE NOT $5::boolean
-  ON CONFLICT (tenant_id, key) DO UPDATE SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state
+  INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through)
+  SELECT $1::int, g.key, $4::date, g.state, $6::date FROM gone g WHERE NOT $5::boolean
+  ON CONFLICT (tenant_id, key) DO UPDATE SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state, reserved_through = EXCLUDED.reserved_through
 )
 SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
