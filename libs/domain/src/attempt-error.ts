@@ -20,6 +20,11 @@ export function setAsideError(statement: 'claim' | 'promotion', sqlstate: string
   return `SetAsideError: Postgres refused a value of this job in its ${statement} (SQLSTATE ${sqlstate})`;
 }
 
+/** Why the recurring sweep paused a schedule: what a tenant sees as the schedule's `lastError`. */
+export function scheduleSetAsideError(sqlstate: string): string {
+  return `SetAsideError: Postgres refused a value of this schedule's occurrences (SQLSTATE ${sqlstate}); the schedule is paused, and resuming it tries again`;
+}
+
 const EXCEPTION = /^([A-Za-z_$][\w$]*): ([\s\S]*)$/;
 const HANDLER_ERROR_MESSAGE = "the handler failed; the operator's logs have the details under this job's id and attempt";
 

@@ -102,6 +102,14 @@ export class ScheduleDto {
   @ApiProperty({ example: false })
   paused!: boolean;
 
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    example: null,
+    description: 'Why Almanac paused the schedule itself: Postgres refused a value of its occurrences (set aside so every other schedule goes on). Cleared on resume.',
+  })
+  lastError!: string | null;
+
   @ApiProperty({ example: 1 })
   version!: number;
 

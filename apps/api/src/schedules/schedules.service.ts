@@ -186,6 +186,7 @@ export function view(s: ScheduleView) {
     missed: s.missed,
     maxAttempts: s.maxAttempts,
     paused: s.paused,
+    lastError: s.lastError,
     version: s.version,
     nextRunAt: s.nextRunAt ? s.nextRunAt.toISOString() : null,
     createdAt: s.createdAt.toISOString(),

@@ -152,6 +152,29 @@ describe('RecurringSweep (Postgres)', () => {
     }
   });
 
+  it("sets aside (pauses, with lastError) a schedule whose occurrences Postgres refuses, and materialises every other tenant's", async () => {
+    const poison = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), tenantId: 1 });
+    const mine = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), tenantId: 1 });
+    const theirs = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), tenantId: 2 });
+    // A value Postgres refuses for the poison schedule's rows only (an operator's trigger, a value out of range).
+    await db.dataSource.query(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.key LIKE 'schedule:${poison}:%' THEN RAISE EXCEPTION 'out of range' USING ERRCODE = '22003'; END IF; RETURN NEW; END $$`);
+    await db.dataSource.query(`CREATE TRIGGER refuse_poison BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
+    try {
+      const before = (await metrics.setAside.get()).values.find((v) => v.labels.statement === 'recurring')?.value ?? 0;
+      expect(await sweep().runOnce(NOW)).toMatchObject({ inserted: 48 });
+      expect(await occurrences(mine)).toHaveLength(24);
+      expect(await occurrences(theirs)).toHaveLength(24);
+      expect(await occurrences(poison)).toHaveLength(0);
+      const [row] = await db.dataSource.query(`SELECT paused, last_error FROM schedules WHERE id = $1`, [poison]);
+      expect(row).toEqual({ paused: true, last_error: expect.stringMatching(/^SetAsideError: .*SQLSTATE 22003.*resuming it tries again$/) });
+      expect((await metrics.setAside.get()).values.find((v) => v.labels.statement === 'recurring')?.value).toBe(before + 1);
+      expect(await sweep().runOnce(NOW)).toMatchObject({ schedules: 0 }); // the next run is not failed by it again
+    } finally {
+      await db.dataSource.query(`DROP TRIGGER refuse_poison ON jobs; DROP FUNCTION refuse_poison()`);
+    }
+  });
+
   it('next hour: materialises only the one new occurrence', async () => {
     const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z') });
     await sweep().runOnce(NOW);

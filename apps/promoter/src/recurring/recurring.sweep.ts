@@ -1,4 +1,5 @@
-import { SILENT_LOGGER } from '@almanac/platform';
+import { scheduleSetAsideError } from '@almanac/domain';
+import { isValueError, runIsolated, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { type DueSchedule, isRetiredKeyError, type OccurrenceRow, type ScheduleAdvance, type SweepsRepository } from '@almanac/persistence';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
@@ -128,37 +129,73 @@ export class RecurringSweep implements Sweep<RecurringResult> {
   /** Batches over schedules due by `until`; `quota` null: no per-tenant quota (the near pass). */
   private pass(now: Date, until: Date, quota: RunQuota | null, total: RecurringResult) {
     return runBatches(this.opts, async (limit) => {
-      const attempt = async (skipRetired: boolean) => {
-        const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
-        const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, cut: false };
-        const batch = await this.repo.materialiseDueSchedules(
-          until,
-          limit,
-          (schedules) => this.plan(schedules, now, until, counts, quota, budget),
-          quota ? [...quota.atQuota] : [],
-          skipRetired,
-        );
-        return { batch, counts, budget };
-      };
-      // An occurrence whose key retention retired (a schedule resumed past its old rows'
-      // retention) failed the batch of every tenant's schedules, on every run: the batch goes
-      // again without such keys. (The failed try's quota use stays counted: rare, and a quota
-      // only paces.)
-      const { batch, counts, budget } = await attempt(false).catch((err: unknown) => {
-        if (!isRetiredKeyError(err)) throw err;
-        this.log.warn({ err }, 'an occurrence key was retired by retention; materialising the batch without it');
-        return attempt(true);
-      });
-      total.inserted += batch.inserted;
-      total.duplicates += batch.duplicates;
-      total.occurrences.materialised += counts.materialised;
-      total.occurrences.missed += counts.missed;
-      total.occurrences.skipped += counts.skipped;
-      total.invalid += counts.invalid;
-      // A batch the budget cut short left due work behind however few schedules it claimed:
-      // report it full, so the run goes on with the next batch (maxPerRun still bounds the run).
-      return budget.cut ? Math.max(limit, batch.schedules) : batch.schedules;
+      const batch = (onlyIds: string[] | null) => this.materialise(now, until, limit, quota, total, onlyIds);
+      try {
+        return await batch(null);
+      } catch (err) {
+        if (!isValueError(err)) throw err;
+        return this.isolate(until, limit, quota, err, batch);
+      }
     });
+  }
+
+  /**
+   * One batch: claims, plans, inserts and advances in one transaction, and adds what it did to
+   * `total` once it committed. Returns how many schedules it claimed (the whole limit when its
+   * row budget cut it short, so the run goes on; maxPerRun still bounds the run).
+   */
+  private async materialise(now: Date, until: Date, limit: number, quota: RunQuota | null, total: RecurringResult, onlyIds: string[] | null) {
+    const attempt = async (skipRetired: boolean) => {
+      const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
+      const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, cut: false };
+      const batch = await this.repo.materialiseDueSchedules(
+        until,
+        limit,
+        (schedules) => this.plan(schedules, now, until, counts, quota, budget),
+        quota ? [...quota.atQuota] : [],
+        skipRetired,
+        onlyIds,
+      );
+      return { batch, counts, budget };
+    };
+    // An occurrence whose key retention retired (a schedule resumed past its old rows'
+    // retention) failed the batch of every tenant's schedules, on every run: the batch goes
+    // again without such keys. (The failed try's quota use stays counted: rare, and a quota
+    // only paces.)
+    const { batch, counts, budget } = await attempt(false).catch((err: unknown) => {
+      if (!isRetiredKeyError(err)) throw err;
+      this.log.warn({ err }, 'an occurrence key was retired by retention; materialising the batch without it');
+      return attempt(true);
+    });
+    total.inserted += batch.inserted;
+    total.duplicates += batch.duplicates;
+    total.occurrences.materialised += counts.materialised;
+    total.occurrences.missed += counts.missed;
+    total.occurrences.skipped += counts.skipped;
+    total.invalid += counts.invalid;
+    return budget.cut ? Math.max(limit, batch.schedules) : batch.schedules;
+  }
+
+  /**
+   * A batch Postgres refused on a value of one schedule's occurrences failed for every tenant's
+   * schedules, on every run. Its schedules go again by tenant, then in halves (runIsolated), down
+   * to the one that fails alone, which is set aside: paused, with the reason as its lastError.
+   */
+  private async isolate(until: Date, limit: number, quota: RunQuota | null, first: unknown, batch: (onlyIds: string[]) => Promise<number>) {
+    this.log.warn({ err: first }, 'a batch of schedules was refused on a value; materialising its schedules apart');
+    let claimed = 0;
+    await runIsolated(await this.repo.dueScheduleIds(until, limit, quota ? [...quota.atQuota] : []), {
+      run: async (some) => void (claimed += await batch(some.map((s) => s.id))),
+      isValueError,
+      groupOf: (s) => s.tenantId,
+      setAside: async (s, err) => {
+        this.metrics?.setAside.inc({ statement: 'recurring' });
+        this.log.error({ err, scheduleId: s.id, tenantId: s.tenantId }, "Postgres refused a value of this schedule's occurrences; paused so the others go on");
+        await this.repo.setScheduleAside(s.id, scheduleSetAsideError(String((err as { code?: unknown }).code)));
+        claimed++;
+      },
+    });
+    return claimed;
   }
 
   private plan(

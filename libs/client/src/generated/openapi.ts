@@ -1062,6 +1062,11 @@ export interface components {
             lastOutcome: components["schemas"]["LastOutcomeDto"] | null;
             /** @example false */
             paused: boolean;
+            /**
+             * @description Why Almanac paused the schedule itself: Postgres refused a value of its occurrences (set aside so every other schedule goes on). Cleared on resume.
+             * @example null
+             */
+            lastError: string | null;
             /** @example 1 */
             version: number;
             /** @example 2026-11-30T08:00:00.000Z */

@@ -23,6 +23,8 @@ export interface ScheduleView {
   /** The latest watched run's outcome (ok, late, missed, failed) and when it was due. */
   lastOutcome: string | null;
   lastOutcomeAt: Date | null;
+  /** Why the recurring sweep paused it (a value of its occurrences Postgres refused); null otherwise. Cleared on resume. */
+  lastError: string | null;
 }
 
 export interface NewSchedule {
@@ -62,7 +64,7 @@ export interface RemovedOccurrences {
 }
 
 const COLUMNS = `id::text AS id, tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, paused,
-  version, next_run_at, created_at, updated_at, expect_within_seconds, last_outcome, last_outcome_at`;
+  version, next_run_at, created_at, updated_at, expect_within_seconds, last_outcome, last_outcome_at, last_error`;
 
 interface RawSchedule {
   id: string;
@@ -82,6 +84,7 @@ interface RawSchedule {
   expect_within_seconds: number | null;
   last_outcome: string | null;
   last_outcome_at: Date | null;
+  last_error: string | null;
 }
 
 function toView(r: RawSchedule): ScheduleView {
@@ -103,6 +106,7 @@ function toView(r: RawSchedule): ScheduleView {
     expectWithinSeconds: r.expect_within_seconds,
     lastOutcome: r.last_outcome,
     lastOutcomeAt: r.last_outcome_at,
+    lastError: r.last_error,
   };
 }
 
@@ -225,7 +229,8 @@ export class SchedulesRepository {
   async setPaused(tenantId: number, id: string, paused: boolean): Promise<ScheduleView | null> {
     const rows: [RawSchedule[], number] = await this.db.query(
       // A resumed schedule is watched from now on: the runs a pause skipped are not missed ones.
-      `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END
+      `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END,
+                            last_error = CASE WHEN $3 THEN last_error END
         WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
       [id, tenantId, paused],
     );

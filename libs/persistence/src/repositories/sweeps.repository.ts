@@ -5,7 +5,7 @@ import { plainArray } from '../plain-array';
 import { sql } from '../sql';
 import { acquireSweepLease } from '../statements/acquire-sweep-lease.sql';
 import { ADVANCE_SCHEDULES_SQL } from '../statements/advance-schedules.sql';
-import { CLAIM_DUE_SCHEDULES_SQL } from '../statements/claim-due-schedules.sql';
+import { CLAIM_DUE_SCHEDULES_SQL, DUE_SCHEDULE_IDS_SQL } from '../statements/claim-due-schedules.sql';
 import { COLD_CLAIM_SQL, COLD_DUE_SQL } from '../statements/cold-claim.sql';
 import { COUNT_IN_FLIGHT_SQL } from '../statements/count-in-flight.sql';
 import { COUNT_JOB_STATES_SQL } from '../statements/count-job-states.sql';
@@ -260,12 +260,14 @@ export class SweepsRepository {
     excludeTenants: readonly number[] = [],
     /** Leave out occurrences whose key retention retired: the caller's retry after AL001 (isRetiredKeyError). */
     skipRetired = false,
+    /** Only these schedules (null: any due): the caller's isolation of a batch Postgres refused. */
+    onlyIds: readonly string[] | null = null,
   ): Promise<{ schedules: number; inserted: number; duplicates: number }> {
     return this.db.transaction(async (m) => {
       // A lost commit un-advances the schedules and un-inserts their rows; the next run
       // materialises the same keys again. No WAL flush wait per batch.
       await m.query(`SET LOCAL synchronous_commit = off`);
-      const claimed = await this.claimDueSchedules(m, until, limit, excludeTenants);
+      const claimed = await this.claimDueSchedules(m, until, limit, excludeTenants, onlyIds);
       if (claimed.length === 0) return { schedules: 0, inserted: 0, duplicates: 0 };
       const { rows, advances } = plan(claimed);
       const inserted = await this.insertOccurrences(m, rows, skipRetired);
@@ -274,7 +276,24 @@ export class SweepsRepository {
     });
   }
 
-  private async claimDueSchedules(m: EntityManager, until: Date, limit: number, excludeTenants: readonly number[]): Promise<DueSchedule[]> {
+  /** The schedules a batch would claim, unlocked (DUE_SCHEDULE_IDS_SQL): what to split when the batch failed. */
+  async dueScheduleIds(until: Date, limit: number, excludeTenants: readonly number[] = []): Promise<{ id: string; tenantId: number }[]> {
+    const { rows } = await sql<{ id: string; tenant_id: number }>(this.db, DUE_SCHEDULE_IDS_SQL, [until, limit, excludeTenants]);
+    return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
+  }
+
+  /** Pauses a schedule whose occurrences Postgres refuses, saying why (its `lastError`). */
+  async setScheduleAside(id: string, error: string): Promise<void> {
+    await sql(this.db, `UPDATE schedules SET paused = true, last_error = $2, updated_at = now() WHERE id = $1`, [id, error]);
+  }
+
+  private async claimDueSchedules(
+    m: EntityManager,
+    until: Date,
+    limit: number,
+    excludeTenants: readonly number[],
+    onlyIds: readonly string[] | null,
+  ): Promise<DueSchedule[]> {
     const { rows } = await sql<{
       id: string;
       tenant_id: number;
@@ -288,7 +307,7 @@ export class SweepsRepository {
     }>(
       m,
       CLAIM_DUE_SCHEDULES_SQL,
-      [until, limit, excludeTenants],
+      [until, limit, excludeTenants, onlyIds],
     );
     return rows.map((r) => ({
       id: r.id,
