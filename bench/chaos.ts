@@ -29,8 +29,10 @@
  * tenant's jobs share their batches: `poison-claim` (a row whose claim Postgres refuses, by a
  * trigger raising 22003), `poison-completion` (an outcome whose history row Postgres refuses
  * until written without its values, 22021) and `token-flood` (well-shaped random keys from the
- * load's own address as fast as the API answers them). Each reports how many poison jobs were
- * set aside with their reason; the load's figures are the other tenant's.
+ * load's own address as fast as the API answers them), `poison-recurring` (a schedule of the
+ * second tenant whose occurrences Postgres refuses, beside a schedule of the load tenant, both
+ * every minute: the scenario waits for the next recurring run). Each reports how many poison
+ * jobs (or schedules) were set aside with their reason; the load's figures are the other tenant's.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -141,8 +143,17 @@ const POISON_TRIGGERS: Record<'claim' | 'completion', { table: string; body: str
   },
 };
 
-async function withPoisonTrigger(db: { dataSource: { query: (sql: string) => Promise<unknown> } }, which: 'claim' | 'completion', during: () => Promise<void>): Promise<void> {
-  const { table, body } = POISON_TRIGGERS[which];
+async function withPoisonTrigger(
+  db: { dataSource: { query: (sql: string) => Promise<unknown> } },
+  which: 'claim' | 'completion' | 'recurring',
+  during: () => Promise<void>,
+  /** For `recurring`: the poison schedule, whose occurrence rows Postgres refuses. */
+  scheduleId = '',
+): Promise<void> {
+  const { table, body } =
+    which === 'recurring'
+      ? { table: 'jobs', body: `IF NEW.key LIKE 'schedule:${scheduleId}:%' THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;` }
+      : POISON_TRIGGERS[which];
   await db.dataSource.query(`CREATE FUNCTION chaos_poison_${which}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`);
   await db.dataSource.query(`CREATE TRIGGER chaos_poison_${which} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION chaos_poison_${which}()`);
   try {
@@ -158,6 +169,16 @@ async function postPoison(apiUrl: string, apiKey: string, prefix: string, kind: 
   const jobs = Array.from({ length: n }, (_, i) => ({ kind, key: `${prefix}${i}`, runAt, payload: kind === 'charge' ? { invoiceId: `${prefix}${i}`, amountCents: 1 } : {} }));
   const res = await fetch(`${apiUrl}/v1/jobs/batch`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ jobs }) });
   if (!res.ok) throw new Error(`poison jobs: ${res.status} ${await res.text()}`);
+}
+
+/** Creates a schedule running `noop` every minute; its id. */
+async function everyMinute(apiUrl: string, apiKey: string, key: string): Promise<string> {
+  const res = await fetch(`${apiUrl}/v1/schedules`, {
+    method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ key, kind: 'noop', cron: '* * * * *', timezone: 'UTC' }),
+  });
+  if (!res.ok) throw new Error(`schedule ${key}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
 }
 
 /** Well-shaped random keys from this process (the load's own address) for `ms`; the answers by status. */
@@ -198,7 +219,7 @@ async function main(): Promise<void> {
   const cluster = new Cluster(env, {
     'worker-b': { DATABASE_URL: db.url.replace(`:${pg.port}/`, `:${pgProxy.port}/`), REDIS_URL: `redis://127.0.0.1:${redisProxy.port}` },
   });
-  const poison = { key: '', reports: new Map<string, PoisonReport>() };
+  const poison = { key: '', loadKey: '', reports: new Map<string, PoisonReport>() };
   const scenarios: [string, () => Promise<void>][] = [
     ...ROLES.map((role): [string, () => Promise<void>] => [`sigkill-${role}`, async () => {
       await cluster.stop(role, 'SIGKILL');
@@ -262,6 +283,26 @@ async function main(): Promise<void> {
       );
       poison.reports.set('poison-completion', { posted: 20, setAside: n as number, note: 'succeeded, its outcome written without its values' });
     }],
+    ['poison-recurring', async () => {
+      const bad = await everyMinute(cluster.apiUrl, poison.key, 'poison-recurring');
+      const good = await everyMinute(cluster.apiUrl, poison.loadKey, 'healthy-recurring');
+      let paused: { paused: boolean; last_error: string | null } | undefined;
+      await withPoisonTrigger(db, 'recurring', async () => {
+        // The promoter's recurring sweep runs every minute: wait for its next run to meet the schedule.
+        for (const until = Date.now() + 75_000; Date.now() < until && !paused?.paused; await sleep(1000)) {
+          [paused] = await db.dataSource.query(`SELECT paused, last_error FROM schedules WHERE id = $1`, [bad]);
+        }
+      }, bad);
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key LIKE $1`, [`schedule:${good}:%`]);
+      for (const [id, apiKey] of [[bad, poison.key], [good, poison.loadKey]]) {
+        await fetch(`${cluster.apiUrl}/v1/schedules/${id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${apiKey}` } });
+      }
+      poison.reports.set('poison-recurring', {
+        posted: 1,
+        setAside: paused?.paused && paused.last_error?.startsWith('SetAsideError:') ? 1 : 0,
+        note: `schedule paused with its lastError; the other tenant's schedule had ${n as number} occurrences materialised meanwhile`,
+      });
+    }],
     ['token-flood', async () => {
       const statuses = await tokenFlood(cluster.apiUrl, cutMs);
       const sent = Object.values(statuses).reduce((a, b) => a + b, 0);
@@ -277,6 +318,7 @@ async function main(): Promise<void> {
       method: 'POST', headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'chaos' }),
     });
     const key = ((await res.json()) as { apiKey: string }).apiKey;
+    poison.loadKey = key;
     const other = await fetch(`${cluster.apiUrl}/v1/admin/tenants`, {
       method: 'POST', headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'chaos-poison' }),
     });
