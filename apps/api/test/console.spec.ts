@@ -78,10 +78,15 @@ describe('console (/console)', () => {
     const evil = '<img src=x onerror=alert(1)>';
     const cookie = await signIn(acme.apiKey);
     const { id } = (await h.http().post('/v1/jobs').set(bearer(acme.apiKey)).send({ kind: 'noop', key: 'xss-1', runAt: inMs(-HOUR), payload: { note: evil } }).expect(201)).body as { id: string };
-    await h.db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = 1, last_error = $2 WHERE id = $1`, [id, evil]);
+    await h.db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = 1, last_error = $2, progress = $3 WHERE id = $1`, [
+      id,
+      evil,
+      JSON.stringify({ percent: 40, note: evil, attempt: 1, at: new Date().toISOString() }),
+    ]);
     await h.db.dataSource.query(`INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome, error) VALUES ($1, $2, 1, now(), now(), 'failed', $3)`, [id, acme.id, evil]);
     const one = await h.http().get(`/console/jobs/${id}`).set('Cookie', cookie).expect(200);
     expect(one.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(one.text).toContain('<meter min="0" max="100" value="40"></meter> 40 % · &lt;img'); // the handler's progress note, escaped too
     expect(one.text).not.toContain(evil);
     const named = (await h.http().post('/v1/admin/tenants').set(bearer(ADMIN_TOKEN)).send({ name: evil }).expect(201)).body as { id: number };
     const admin = await signIn(ADMIN_TOKEN);

@@ -32,7 +32,10 @@ describe('job queries and changes', () => {
       `INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome, error) VALUES ($1, $2, 1, now(), now(), 'failed', 'boom')`,
       [id, tenantId],
     );
-    expect(await client.jobs.get(id)).toMatchObject({ id, key: 'q-1', payload: { k: 'q-1' }, history: [{ attempt: 1, outcome: 'failed', error: 'boom' }] });
+    expect(await client.jobs.get(id)).toMatchObject({ id, key: 'q-1', payload: { k: 'q-1' }, progress: null, history: [{ attempt: 1, outcome: 'failed', error: 'boom' }] });
+    const reported = { percent: 40, note: 'rows 400 of 1000', attempt: 1, at: '2026-12-04T12:00:00.000Z' };
+    await h.db.dataSource.query(`UPDATE jobs SET progress = $2 WHERE id = $1`, [id, JSON.stringify(reported)]);
+    expect((await client.jobs.get(id)).progress).toEqual(reported);
     expect((await client.jobs.findByKey('q-1')).id).toBe(id);
     await expect(client.jobs.findByKey('nope')).rejects.toBeInstanceOf(NotFoundError);
     for (const unknown of ['123', 'abc', '99999999999999999999999']) await expect(client.jobs.get(unknown)).rejects.toBeInstanceOf(NotFoundError);

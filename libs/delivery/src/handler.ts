@@ -32,6 +32,12 @@ export interface HandlerContext {
   tx(): Promise<EntityManager>;
   /** Effect records, for outside calls that take no idempotency key (see EffectRecords). */
   readonly effects: EffectRecords;
+  /**
+   * Reports how far the run got (0-100) and a short note; `GET /v1/jobs/:id` and the console show
+   * the latest, with this attempt. Cheap to call often: the worker writes the latest report with
+   * its next heartbeat (about a second). Throws RangeError for a percent outside 0-100.
+   */
+  progress(percent: number, note?: string): void;
 }
 
 /**

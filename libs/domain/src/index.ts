@@ -17,3 +17,4 @@ export * from './retention';
 export * from './due-soon';
 export * from './hint';
 export * from './heartbeat-watch';
+export * from './progress';

@@ -1,4 +1,4 @@
-import type { RetryPolicy, TierHorizons } from '@almanac/domain';
+import { progressReport, type RetryPolicy, type TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, HandlerRegistry, TakenHint } from '@almanac/delivery';
 import { type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
 import { CLAIM_RETRY_WITHIN_MS, type Clock, type HotQueue, MAX_EARLY_WAIT_MS } from '@almanac/platform';
@@ -45,6 +45,8 @@ interface Running {
   leaseUntil: number;
   released: boolean;
   abort?: (reason: Error) => void;
+  /** The handler's latest progress report as JSON, not written yet (extendLeases writes it). */
+  progress?: string;
 }
 
 /**
@@ -137,7 +139,8 @@ export class Executor {
       const tx = new LazyTx(this.o.dataSource);
       const handler = this.o.registry.get(row.kind);
       const effects = effectRecordsFor(this.effects, row, handler?.timeoutMs ?? 0);
-      const outcome = await runHandler(handler, row, entry, { tx, effects }, metrics, this.o.logger);
+      const progress = (percent: number, note?: string) => (entry.progress = JSON.stringify(progressReport(percent, note, row.attempt, clock.now())));
+      const outcome = await runHandler(handler, row, entry, { tx, effects, progress }, metrics, this.o.logger);
       if (entry.released) {
         await tx.rollback().catch(() => undefined);
         return 'released';
@@ -150,15 +153,20 @@ export class Executor {
 
   /**
    * Renews the lease of every attempt whose lease has less than two thirds left (so a handler
-   * shorter than a third of the lease never costs a write). Returns how many were renewed.
+   * shorter than a third of the lease never costs a write), and of every one that reported
+   * progress since, writing that too. Returns how many were renewed.
    */
   async extendLeases(): Promise<number> {
     const now = this.o.clock.now().getTime();
-    const due = [...this.running.values()].filter((e) => e.leaseUntil - now < (this.o.leaseMs * 2) / 3);
+    const due = [...this.running.values()].filter((e) => e.progress !== undefined || e.leaseUntil - now < (this.o.leaseMs * 2) / 3);
     if (due.length === 0) return 0;
     const until = now + this.o.leaseMs;
-    const held = await this.o.repo.extendLeases(due.map((e) => e.ref), new Date(until));
-    for (const e of due) if (held.has(e.ref.id)) e.leaseUntil = until;
+    const sent = due.map((e) => ({ ...e.ref, progress: e.progress }));
+    const held = await this.o.repo.extendLeases(sent, new Date(until));
+    due.forEach((e, i) => {
+      if (e.progress === sent[i].progress) e.progress = undefined; // written, or its run is gone; a newer report waits for the next beat
+      if (held.has(e.ref.id)) e.leaseUntil = until;
+    });
     return held.size;
   }
 

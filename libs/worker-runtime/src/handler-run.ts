@@ -43,7 +43,7 @@ export async function runHandler(
   handler: HandlerDefinition | undefined,
   row: RunnableJob,
   slot: { abort?: (reason: Error) => void },
-  io: { tx: LazyTx; effects: EffectRecords },
+  io: { tx: LazyTx; effects: EffectRecords; progress: (percent: number, note?: string) => void },
   metrics: DeliveryMetrics,
   parentLogger: Logger,
 ): Promise<HandlerRun> {
@@ -64,7 +64,7 @@ export async function runHandler(
   const timer = setTimeout(() => abort(new HandlerTimeoutError(handler.timeoutMs)), handler.timeoutMs);
   const ctx: HandlerContext = {
     tenantId: row.tenantId, jobId: row.id, key: row.key, kind: row.kind, attempt: row.attempt,
-    maxAttempts: row.maxAttempts, tx: () => io.tx.open(), effects: io.effects,
+    maxAttempts: row.maxAttempts, tx: () => io.tx.open(), effects: io.effects, progress: io.progress,
     get signal() {
       return (controller ??= new AbortController()).signal;
     },

@@ -1,5 +1,5 @@
 import { isJobState, validateKey, validateKind } from '@almanac/domain';
-import { AttemptsRepository, isJobIdString, JobQueriesRepository, type JobListFilter, type JobRecord, type TenantRecord } from '@almanac/persistence';
+import { AttemptsRepository, isJobIdString, JobQueriesRepository, type JobListFilter, type JobView, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
@@ -63,7 +63,7 @@ export class JobQueriesService {
   }
 
   /** The job with its newest ATTEMPTS_INLINE attempts (oldest of them first) and the cursor of the rest. */
-  private async detail(tenant: TenantRecord, job: JobRecord) {
+  private async detail(tenant: TenantRecord, job: JobView) {
     const page = await this.attemptsRepo.listForJob(tenant.id, job.id, { limit: ATTEMPTS_INLINE + 1 });
     const shown = page.slice(0, ATTEMPTS_INLINE);
     const historyNext = page.length > ATTEMPTS_INLINE ? String(shown[shown.length - 1].attempt) : null;

@@ -1,4 +1,4 @@
-import { publicAttemptError, tierFor, type JobState, type TierHorizons } from '@almanac/domain';
+import { type JobProgress, publicAttemptError, tierFor, type JobState, type TierHorizons } from '@almanac/domain';
 import type { AttemptRecord, JobRecord } from '@almanac/persistence';
 
 export interface JobSummary {
@@ -33,7 +33,7 @@ export function jobSummary(j: JobRecord, now: Date, horizons: TierHorizons): Job
  * the tenant (`publicAttemptError`), never an exception's text or the worker's host name (both
  * stay in job_attempts and the logs, for the operator).
  */
-export function jobDetail(j: JobRecord, attempts: AttemptRecord[], now: Date, horizons: TierHorizons) {
+export function jobDetail(j: JobRecord & { progress?: JobProgress | null }, attempts: AttemptRecord[], now: Date, horizons: TierHorizons) {
   const last = publicAttemptError(j.lastError);
   return {
     ...jobSummary(j, now, horizons),
@@ -42,6 +42,7 @@ export function jobDetail(j: JobRecord, attempts: AttemptRecord[], now: Date, ho
     lastError: last?.message ?? null,
     lastErrorCode: last?.code ?? null,
     finishedAt: j.finishedAt ? j.finishedAt.toISOString() : null,
+    progress: j.progress ?? null,
     history: attempts.map(attemptView),
   };
 }

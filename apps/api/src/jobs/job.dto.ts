@@ -94,6 +94,20 @@ export class AttemptDto {
   result!: unknown;
 }
 
+export class JobProgressDto {
+  @ApiProperty({ example: 42.5, minimum: 0, maximum: 100 })
+  percent!: number;
+
+  @ApiProperty({ example: 'rows 425 of 1000', nullable: true, type: String, maxLength: 200 })
+  note!: string | null;
+
+  @ApiProperty({ example: 1, type: 'integer' })
+  attempt!: number;
+
+  @ApiProperty({ example: '2026-12-04T12:00:00.000Z', type: String, format: 'date-time' })
+  at!: string;
+}
+
 export class JobDetailDto extends JobDto {
   @ApiProperty(anyJson('The payload as stored (any JSON; null when none was sent).', { url: 'https://billing.example.com/hooks/invoice' }))
   payload!: unknown;
@@ -109,6 +123,13 @@ export class JobDetailDto extends JobDto {
 
   @ApiProperty({ example: null, nullable: true, type: String })
   finishedAt!: string | null;
+
+  @ApiProperty({
+    type: JobProgressDto,
+    nullable: true,
+    description: "What its handler last reported (ctx.progress), written about once a second while it runs; `attempt` says which run reported it. null: nothing reported.",
+  })
+  progress!: JobProgressDto | null;
 
   @ApiProperty({ type: [AttemptDto], description: 'The newest 20 attempts, oldest of them first; older ones through GET /v1/jobs/{id}/attempts.' })
   history!: AttemptDto[];

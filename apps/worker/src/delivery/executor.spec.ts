@@ -61,6 +61,21 @@ const slowHandler = defineHandler<unknown>({
   },
 });
 
+let progressGate = gate();
+/** Reports progress, waits to be told to go on, reports again and finishes. */
+const progressHandler = defineHandler<unknown>({
+  kind: 'progress',
+  timeoutMs: 60_000,
+  handle: async (ctx) => {
+    ctx.progress(40, 'rows 400 of 1000');
+    progressGate.onStart();
+    await progressGate.released;
+    ctx.progress(90);
+    expect(() => ctx.progress(101)).toThrow(RangeError);
+    return completed();
+  },
+});
+
 /** Ends as its payload says, with values Postgres cannot store when asked (a NUL in text). */
 const poisonHandler = defineHandler<{ nul?: 'result' | 'error' }>({
   kind: 'poison',
@@ -83,7 +98,8 @@ describe('worker executor', () => {
   beforeEach(async () => {
     flaky.calls = 0;
     slowGate = gate();
-    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler] });
+    progressGate = gate();
+    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler] });
   });
   afterEach(() => destroyHarness(h));
 
@@ -397,6 +413,23 @@ describe('worker executor', () => {
     expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 1 });
     expect((await h.job(id)).last_error).toMatch(/charge payload: payload.invoiceId must NOT have fewer than 1 characters; payload.amountCents must be >= 1/);
     expect((await h.attempts(id))[0].outcome).toBe('discarded');
+  });
+
+  it("writes a running handler's progress with the next heartbeat, with its attempt, and keeps the last report once it ends", async () => {
+    const [id] = await h.enqueue([{ kind: 'progress' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.startWorker(w);
+    await progressGate.started;
+    const progress = async () => (await h.ds.query(`SELECT progress FROM jobs WHERE id = $1`, [id]))[0].progress;
+    expect(await progress()).toBeNull(); // reported, not written yet: no write per call
+    await w.heartbeat.runOnce();
+    expect(await progress()).toEqual({ percent: 40, note: 'rows 400 of 1000', attempt: 1, at: expect.any(String) });
+    await w.heartbeat.runOnce(); // nothing new: the lease is fresh, so no write at all
+    progressGate.release();
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect(await progress()).toMatchObject({ percent: 40 }); // 90 was reported after the last beat: progress is what was written while it ran
   });
 
   it('graceful shutdown: a handler still running at the deadline is released to queued, its hint back at the head of its flow', async () => {

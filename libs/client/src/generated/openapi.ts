@@ -842,6 +842,19 @@ export interface components {
             /** @example WyIyMDI2LTExLTMwVDA4OjAwOjAwLjAwMDAwMFoiLCIxMjM0Il0 */
             nextCursor: string | null;
         };
+        JobProgressDto: {
+            /** @example 42.5 */
+            percent: number;
+            /** @example rows 425 of 1000 */
+            note: string | null;
+            /** @example 1 */
+            attempt: number;
+            /**
+             * Format: date-time
+             * @example 2026-12-04T12:00:00.000Z
+             */
+            at: string;
+        };
         AttemptDto: {
             /** @example 1 */
             attempt: number;
@@ -921,6 +934,8 @@ export interface components {
             lastErrorCode: string | null;
             /** @example null */
             finishedAt: string | null;
+            /** @description What its handler last reported (ctx.progress), written about once a second while it runs; `attempt` says which run reported it. null: nothing reported. */
+            progress: components["schemas"]["JobProgressDto"] | null;
             /** @description The newest 20 attempts, oldest of them first; older ones through GET /v1/jobs/{id}/attempts. */
             history: components["schemas"]["AttemptDto"][];
             /**

@@ -100,14 +100,15 @@ export class ExecutionRepository {
 
   /**
    * Pushes the lease of running attempts out to `until` (the worker's heartbeat while their
-   * handlers run). Guarded by state and attempt; returns the ids still held.
+   * handlers run), with each one's progress reported since, as JSON (null: none). Guarded by
+   * state and attempt; returns the ids still held.
    */
-  async extendLeases(refs: readonly DeliveryRef[], until: Date): Promise<Set<string>> {
+  async extendLeases(refs: readonly (DeliveryRef & { progress?: string | null })[], until: Date): Promise<Set<string>> {
     if (refs.length === 0) return new Set();
     const { rows } = await sql<{ id: string }>(
       this.dataSource,
       EXTEND_LEASES_SQL,
-      [refs.map((r) => r.id), refs.map((r) => r.attempt), until],
+      [refs.map((r) => r.id), refs.map((r) => r.attempt), until, refs.map((r) => r.progress ?? null)],
     );
     return new Set(rows.map((r) => r.id));
   }

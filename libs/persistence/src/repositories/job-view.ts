@@ -1,6 +1,7 @@
 // The API's view of a job row: raw row and mapping (the select list is
 // statements/job-view-columns.sql.ts). Shared by JobQueriesRepository (reads) and
 // JobChangesRepository (the RETURNING of its guarded updates).
+import type { JobProgress } from '@almanac/domain';
 import type { DataSource } from 'typeorm';
 import { JobRecord, JobRow, rowToJob } from '../job-record';
 import { FIND_JOB_FOR_TENANT_SQL } from '../statements/find-job-for-tenant.sql';
@@ -9,12 +10,14 @@ import { FIND_JOB_FOR_TENANT_SQL } from '../statements/find-job-for-tenant.sql';
 export interface JobView extends JobRecord {
   /** run_at at microsecond precision, UTC, sortable as text: the keyset cursor's first half. */
   position: string;
+  /** What its handler last reported (`ctx.progress`), with the attempt that reported it; null: nothing. */
+  progress: JobProgress | null;
 }
 
-export type RawJob = JobRow & { position: string };
+export type RawJob = JobRow & { position: string; progress: JobProgress | null };
 
 export function toView(r: RawJob): JobView {
-  return { ...rowToJob(r), position: r.position };
+  return { ...rowToJob(r), position: r.position, progress: r.progress ?? null };
 }
 
 export type Runner = Pick<DataSource, 'query'>;

@@ -7,7 +7,7 @@ export function columns(alias = ''): string {
   const p = alias ? `${alias}.` : '';
   return `${p}id::text AS id, ${p}tenant_id AS tenant_id, ${p}kind AS kind, ${p}key AS key, ${p}run_at AS run_at,
     ${p}state AS state, ${p}attempts AS attempts, ${p}max_attempts AS max_attempts, ${p}payload AS payload,
-    ${p}result AS result, ${p}last_error AS last_error, ${p}lease_until AS lease_until, ${p}finished_at AS finished_at,
+    ${p}result AS result, ${p}last_error AS last_error, ${p}lease_until AS lease_until, ${p}finished_at AS finished_at, ${p}progress AS progress,
     to_char(${p}run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position`;
 }
 export const COLUMNS = columns();

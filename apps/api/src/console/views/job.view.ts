@@ -79,6 +79,7 @@ export function jobView(viewer: ConsoleViewer, j: JobDetailView, now: Date, show
   <dt>Attempts</dt><dd>${j.attempts} of ${j.maxAttempts}</dd>
   <dt>Created</dt><dd><time datetime="${j.createdAt}">${utcTime(j.createdAt)}</time></dd>
   <dt>Finished</dt><dd>${j.finishedAt ? html`<time datetime="${j.finishedAt}">${utcTime(j.finishedAt)}</time>` : '—'}</dd>
+  ${j.progress ? html`<dt>Progress</dt><dd class="progress"><meter min="0" max="100" value="${j.progress.percent}"></meter> ${j.progress.percent} %${j.progress.note ? html` · ${j.progress.note}` : ''} <span class="muted">attempt ${j.progress.attempt}, ${relativeTime(new Date(j.progress.at), now)}</span></dd>` : ''}
   <dt>Id</dt><dd><code>${j.id}</code></dd>
 </dl>
 ${actions(viewer, j)}
