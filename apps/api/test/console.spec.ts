@@ -221,6 +221,10 @@ describe('console (/console)', () => {
     expect(page.text).toContain(`class="run run-missed" href="/console/jobs/${missed}"`);
     await h.db.dataSource.query(`UPDATE schedules SET expect_within_seconds = 300, last_outcome = 'missed', last_outcome_at = now() WHERE id = $1`, [id]);
     expect((await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200)).text).toContain('<span class="word-missed">missed</span>');
+    await h.db.dataSource.query(`UPDATE schedules SET paused = true, last_error = 'SetAsideError: refused <b>' WHERE id = $1`, [id]);
+    expect((await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200)).text).toContain(
+      '<dt>Paused by Almanac</dt><dd class="error-text">SetAsideError: refused &lt;b&gt;</dd>',
+    );
     await h.http().get(`/console/schedules/${id}`).set('Cookie', await signIn(globex.apiKey)).expect(404);
   });
 

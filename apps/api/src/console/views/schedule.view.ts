@@ -46,6 +46,7 @@ export function scheduleView(viewer: ConsoleViewer, s: ScheduleView, runs: Sched
   <dt>Cron</dt><dd><code>${s.cron}</code> in ${s.timezone}</dd>
   <dt>Missed runs</dt><dd>${s.missed}</dd>
   <dt>Next runs</dt><dd>${s.paused ? 'paused' : nextLocal.length > 0 ? nextLocal.join(', ') : '—'}</dd>
+  ${s.lastError ? html`<dt>Paused by Almanac</dt><dd class="error-text">${s.lastError}</dd>` : ''}
   <dt>Expected to start within</dt><dd>${s.expectWithinSeconds === null ? '—' : `${s.expectWithinSeconds} s`}</dd>
   <dt>Last watched run</dt><dd>${s.lastOutcome === null ? '—' : html`<span class="word-${s.lastOutcome === 'ok' ? 'ran' : s.lastOutcome}">${s.lastOutcome}</span>${s.lastOutcomeAt ? ` (due ${s.lastOutcomeAt.toISOString()})` : ''}`}</dd>
 </dl>
