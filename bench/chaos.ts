@@ -31,8 +31,10 @@
  * until written without its values, 22021) and `token-flood` (well-shaped random keys from the
  * load's own address as fast as the API answers them), `poison-recurring` (a schedule of the
  * second tenant whose occurrences Postgres refuses, beside a schedule of the load tenant, both
- * every minute: the scenario waits for the next recurring run). Each reports how many poison
- * jobs (or schedules) were set aside with their reason; the load's figures are the other tenant's.
+ * every minute: the scenario waits for the next recurring run), `poison-bulk` (a bulk cancel of
+ * the second tenant's jobs whose change Postgres refuses, beside a bulk cancel of the load
+ * tenant's). Each reports how many poison jobs (or schedules, or operations) were set aside with
+ * their reason; the load's figures are the other tenant's.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -145,7 +147,7 @@ const POISON_TRIGGERS: Record<'claim' | 'completion', { table: string; body: str
 
 async function withPoisonTrigger(
   db: { dataSource: { query: (sql: string) => Promise<unknown> } },
-  which: 'claim' | 'completion' | 'recurring',
+  which: 'claim' | 'completion' | 'recurring' | 'bulk',
   during: () => Promise<void>,
   /** For `recurring`: the poison schedule, whose occurrence rows Postgres refuses. */
   scheduleId = '',
@@ -153,7 +155,9 @@ async function withPoisonTrigger(
   const { table, body } =
     which === 'recurring'
       ? { table: 'jobs', body: `IF NEW.key LIKE 'schedule:${scheduleId}:%' THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;` }
-      : POISON_TRIGGERS[which];
+      : which === 'bulk'
+        ? { table: 'jobs', body: `IF NEW.key LIKE 'poison-bulk-%' AND NEW.state = 'c' THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;` }
+        : POISON_TRIGGERS[which];
   await db.dataSource.query(`CREATE FUNCTION chaos_poison_${which}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`);
   await db.dataSource.query(`CREATE TRIGGER chaos_poison_${which} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION chaos_poison_${which}()`);
   try {
@@ -178,6 +182,15 @@ async function everyMinute(apiUrl: string, apiKey: string, key: string): Promise
     body: JSON.stringify({ key, kind: 'noop', cron: '* * * * *', timezone: 'UTC' }),
   });
   if (!res.ok) throw new Error(`schedule ${key}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** Starts a bulk cancel of the tenant's jobs keyed `<prefix>…`; its operation id. */
+async function bulkCancel(apiUrl: string, apiKey: string, prefix: string): Promise<string> {
+  const res = await fetch(`${apiUrl}/v1/jobs/bulk-cancel`, {
+    method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ filter: { keyPrefix: prefix } }),
+  });
+  if (res.status !== 202) throw new Error(`bulk cancel ${prefix}: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { id: string }).id;
 }
 
@@ -301,6 +314,36 @@ async function main(): Promise<void> {
         posted: 1,
         setAside: paused?.paused && paused.last_error?.startsWith('SetAsideError:') ? 1 : 0,
         note: `schedule paused with its lastError; the other tenant's schedule had ${n as number} occurrences materialised meanwhile`,
+      });
+    }],
+    ['poison-bulk', async () => {
+      // A day ahead: jobs nobody runs during the scenario, each tenant's to cancel.
+      const later = async (apiKey: string, prefix: string) => {
+        const runAt = new Date(Date.now() + 86_400_000).toISOString();
+        const jobs = Array.from({ length: 20 }, (_, i) => ({ kind: 'noop', key: `${prefix}${i}`, runAt }));
+        const res = await fetch(`${cluster.apiUrl}/v1/jobs/batch`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ jobs }) });
+        if (!res.ok) throw new Error(`jobs ${prefix}: ${res.status}`);
+      };
+      await later(poison.key, 'poison-bulk-');
+      await later(poison.loadKey, 'healthy-bulk-');
+      const states = async () =>
+        Object.fromEntries((await db.dataSource.query(`SELECT id::text AS id, state, error FROM bulk_operations`)).map((r: { id: string; state: string; error: string | null }) => [r.id, r]));
+      let ops: Record<string, { state: string; error: string | null }> = {};
+      let bad = '';
+      let good = '';
+      await withPoisonTrigger(db, 'bulk', async () => {
+        bad = await bulkCancel(cluster.apiUrl, poison.key, 'poison-bulk-');
+        good = await bulkCancel(cluster.apiUrl, poison.loadKey, 'healthy-bulk-');
+        for (const until = Date.now() + cutMs; Date.now() < until; await sleep(500)) {
+          ops = await states();
+          if (ops[bad]?.state === 'failed' && ops[good]?.state === 'done') break;
+        }
+      });
+      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key LIKE 'healthy-bulk-%' AND state = 'c'`);
+      poison.reports.set('poison-bulk', {
+        posted: 1,
+        setAside: ops[bad]?.state === 'failed' ? 1 : 0,
+        note: `operation ${ops[bad]?.state ?? '?'} (${(ops[bad]?.error ?? '').slice(0, 60)}); the other tenant's ${ops[good]?.state ?? '?'}, ${n as number}/20 cancelled`,
       });
     }],
     ['token-flood', async () => {
