@@ -33,8 +33,11 @@
  * second tenant whose occurrences Postgres refuses, beside a schedule of the load tenant, both
  * every minute: the scenario waits for the next recurring run), `poison-bulk` (a bulk cancel of
  * the second tenant's jobs whose change Postgres refuses, beside a bulk cancel of the load
- * tenant's). Each reports how many poison jobs (or schedules, or operations) were set aside with
- * their reason; the load's figures are the other tenant's.
+ * tenant's), `poison-promotion` (cold rows of the second tenant coming due whose promotion
+ * Postgres refuses, beside the load tenant's: written straight into the table, as if the hour
+ * had come, and promoted by the overdue sweep within its interval). Each reports how many poison
+ * jobs (or schedules, or operations) were set aside with their reason; the load's figures are
+ * the other tenant's.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -147,7 +150,7 @@ const POISON_TRIGGERS: Record<'claim' | 'completion', { table: string; body: str
 
 async function withPoisonTrigger(
   db: { dataSource: { query: (sql: string) => Promise<unknown> } },
-  which: 'claim' | 'completion' | 'recurring' | 'bulk',
+  which: 'claim' | 'completion' | 'recurring' | 'bulk' | 'promotion',
   during: () => Promise<void>,
   /** For `recurring`: the poison schedule, whose occurrence rows Postgres refuses. */
   scheduleId = '',
@@ -155,8 +158,8 @@ async function withPoisonTrigger(
   const { table, body } =
     which === 'recurring'
       ? { table: 'jobs', body: `IF NEW.key LIKE 'schedule:${scheduleId}:%' THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;` }
-      : which === 'bulk'
-        ? { table: 'jobs', body: `IF NEW.key LIKE 'poison-bulk-%' AND NEW.state = 'c' THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;` }
+      : which === 'bulk' || which === 'promotion'
+        ? { table: 'jobs', body: `IF NEW.key LIKE 'poison-${which === 'bulk' ? 'bulk' : 'promo'}-%' AND NEW.state = '${which === 'bulk' ? 'c' : 'q'}' THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;` }
         : POISON_TRIGGERS[which];
   await db.dataSource.query(`CREATE FUNCTION chaos_poison_${which}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`);
   await db.dataSource.query(`CREATE TRIGGER chaos_poison_${which} BEFORE INSERT OR UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION chaos_poison_${which}()`);
@@ -344,6 +347,36 @@ async function main(): Promise<void> {
         posted: 1,
         setAside: ops[bad]?.state === 'failed' ? 1 : 0,
         note: `operation ${ops[bad]?.state ?? '?'} (${(ops[bad]?.error ?? '').slice(0, 60)}); the other tenant's ${ops[good]?.state ?? '?'}, ${n as number}/20 cancelled`,
+      });
+    }],
+    ['poison-promotion', async () => {
+      const ids = await db.dataSource.query<{ id: number; name: string }[]>(`SELECT id, name FROM tenants WHERE name IN ('chaos', 'chaos-poison')`);
+      const idOf = (name: string) => ids.find((t) => t.name === name)!.id;
+      const cold = (tenantId: number, prefix: string) =>
+        db.dataSource.query(
+          `INSERT INTO jobs (tenant_id, key, kind, run_at, state) SELECT $1, $2 || g, 'noop', now() + interval '2 seconds', 's' FROM generate_series(0, 19) g`,
+          [tenantId, prefix],
+        );
+      type Row = { key: string; state: string; last_error: string | null; late_ms: number | null };
+      let rows: Row[] = [];
+      await withPoisonTrigger(db, 'promotion', async () => {
+        await cold(idOf('chaos-poison'), 'poison-promo-');
+        await cold(idOf('chaos'), 'healthy-promo-');
+        // The overdue sweep (every 30 s) promotes rows found due; wait for it to meet these.
+        for (const until = Date.now() + 45_000; Date.now() < until; await sleep(500)) {
+          rows = await db.dataSource.query(
+            `SELECT j.key, j.state, j.last_error, (SELECT extract(epoch FROM min(a.started_at) - j.run_at) * 1000 FROM job_attempts a WHERE a.job_id = j.id)::float8 AS late_ms
+               FROM jobs j WHERE j.key LIKE 'poison-promo-%' OR j.key LIKE 'healthy-promo-%'`,
+          );
+          if (rows.every((r) => (r.key.startsWith('poison') ? r.state === 'x' : r.state === 'd'))) break;
+        }
+      });
+      const poisoned = rows.filter((r) => r.key.startsWith('poison'));
+      const healthy = rows.filter((r) => r.key.startsWith('healthy'));
+      poison.reports.set('poison-promotion', {
+        posted: poisoned.length,
+        setAside: poisoned.filter((r) => r.state === 'x' && r.last_error?.startsWith('SetAsideError:')).length,
+        note: `dead with errorCode set_aside; the other tenant's ${healthy.filter((r) => r.state === 'd').length}/${healthy.length} cold rows ran, at most ${(Math.max(0, ...healthy.map((r) => r.late_ms ?? 0)) / 1000).toFixed(1)} s after due (the overdue sweep's interval)`,
       });
     }],
     ['token-flood', async () => {
