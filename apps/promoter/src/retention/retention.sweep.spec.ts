@@ -158,6 +158,24 @@ describe('RetentionSweep (Postgres)', () => {
     expect(await through()).toEqual({ [keyB]: '2028-01-06', [later]: null });
   });
 
+  it("keeps a finished job Postgres will not delete (another table's foreign key) and removes the rest of its tenant around it", async () => {
+    const ids = await finished(a, 'd', 30, 40);
+    await db.dataSource.query(`CREATE TABLE operator_refs (job_id bigint REFERENCES jobs (id))`);
+    try {
+      await db.dataSource.query(`INSERT INTO operator_refs VALUES ($1)`, [ids[7]]);
+      const before = (await metrics.setAside.get()).values.find((v) => v.labels.statement === 'retention')?.value ?? 0;
+      const s = sweep({ batchSize: 10 });
+      expect((await s.runOnce(NOW)).removed).toBe(29);
+      expect(await left(ids)).toBe(1);
+      expect(await left([ids[7]])).toBe(1);
+      expect((await metrics.setAside.get()).values.find((v) => v.labels.statement === 'retention')?.value).toBe(before + 1);
+      expect((await s.runOnce(NOW)).removed).toBe(0); // left out from then on: the next run neither fails nor splits again
+      expect((await metrics.setAside.get()).values.find((v) => v.labels.statement === 'retention')?.value).toBe(before + 1);
+    } finally {
+      await db.dataSource.query(`DROP TABLE operator_refs`);
+    }
+  });
+
   it('refuses every removed key of its own tenant only, whatever the keys look like and however they are batched', async () => {
     const ids: string[] = [];
     for (const [i, prefix] of ['inv:2026-11-02', 'inv:2026-11-01', 'a', 'zz', 'order:0001', 'm'].entries()) {

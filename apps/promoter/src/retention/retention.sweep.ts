@@ -1,6 +1,6 @@
 import { type KeyReservation, retentionBehindSeconds, retentionCutoff, utcDay } from '@almanac/domain';
 import type { RetentionPolicy, RetentionRepository } from '@almanac/persistence';
-import { SILENT_LOGGER } from '@almanac/platform';
+import { isValueError, runIsolated, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import type { Sweep, SweepResult } from '../sweeps/sweep';
@@ -36,6 +36,8 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   readonly name = 'retention' as const;
   /** Tenant id the next run starts at. */
   private resumeAt = 0;
+  /** Rows Postgres refused to remove (set aside): left out of this process's batches. */
+  private readonly kept = new Set<string>();
   /** Per tenant left behind by a run (its budget ran out): seconds from its oldest expired row to its cutoff. */
   private readonly behind = new Map<number, number>();
 
@@ -83,6 +85,34 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     return { removed, behindSeconds, more };
   }
 
+  /**
+   * One batch of a tenant's expired rows. A row Postgres will not delete (another table's
+   * foreign key to it, an operator's trigger) failed the batch, and the tenant's removal on every
+   * run: the batch goes again in halves (runIsolated) down to that row, which is kept and left out
+   * of this process's later batches (`almanac_set_aside_total{statement="retention"}`).
+   */
+  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, day: string): Promise<{ removed: number; setAside: number }> {
+    const kept = [...this.kept];
+    try {
+      return { ...(await this.repo.removeExpired(policy, cutoff, limit, day, undefined, { kept })), setAside: 0 };
+    } catch (err) {
+      if (!isValueError(err)) throw err;
+      let removed = 0;
+      let setAside = 0;
+      await runIsolated(await this.repo.expiredIds(policy.tenantId, cutoff, limit, kept), {
+        run: async (only) => void (removed += (await this.repo.removeExpired(policy, cutoff, only.length, day, undefined, { only, kept })).removed),
+        isValueError,
+        setAside: async (id, e) => {
+          this.kept.add(id);
+          setAside++;
+          this.metrics?.setAside.inc({ statement: 'retention' });
+          this.log.error({ err: e, jobId: id, tenantId: policy.tenantId }, 'Postgres refused to remove this finished job; kept, and the rest of its tenant is removed');
+        },
+      });
+      return { removed, setAside };
+    }
+  }
+
   /** Reserved keys whose reservation ended before today, up to `budget`; how many went. */
   private async freeExpiredKeys(now: Date, budget: number): Promise<number> {
     const today = utcDay(now);
@@ -104,10 +134,10 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     let removed = 0;
     while (budget - removed > 0) {
       const limit = Math.min(this.o.batchSize, budget - removed);
-      const r = await this.repo.removeExpired(policy, cutoff, limit, day);
+      const r = await this.removeBatch(policy, cutoff, limit, day);
       removed += r.removed;
       if (r.removed > 0) this.metrics?.retentionRemoved.inc({ keys: policy.freesKeys ? 'freed' : 'reserved' }, r.removed);
-      if (r.removed < limit) break;
+      if (r.removed + r.setAside < limit) break;
     }
     if (budget - removed <= 0) {
       // Cut off by the budget: how far behind is measured from the oldest expired row left.

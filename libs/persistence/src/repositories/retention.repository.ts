@@ -5,7 +5,7 @@ import { type Db, sql } from '../sql';
 import { REMOVE_EXPIRED_BULK_OPERATIONS_SQL } from '../statements/remove-expired-bulk-operations.sql';
 import { REMOVE_ABANDONED_EFFECTS_SQL } from '../statements/remove-abandoned-effects.sql';
 import { REMOVE_EXPIRED_EFFECTS_SQL } from '../statements/remove-expired-effects.sql';
-import { EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
+import { EXPIRED_JOB_IDS_SQL, EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
 import { REMOVE_EXPIRED_KEYS_SQL } from '../statements/remove-expired-keys.sql';
 
 /** One tenant's retention, the installation default filled in. */
@@ -48,6 +48,8 @@ export class RetentionRepository {
     limit: number,
     removedOn: string,
     db: Db = this.dataSource,
+    /** `only` these rows (null: any); never the `kept` ones (rows set aside). */
+    scope: { only?: readonly string[]; kept?: readonly string[] } = {},
   ): Promise<{ removed: number; lastRunAt: Date | null }> {
     const { rows } = await sql<{ removed: number; last_run_at: Date | null }>(db, REMOVE_EXPIRED_JOBS_SQL, [
       policy.tenantId,
@@ -56,8 +58,16 @@ export class RetentionRepository {
       removedOn,
       policy.freesKeys,
       keyReservedThrough(removedOn, policy.keyReservation),
+      scope.only ?? null,
+      scope.kept ?? [],
     ]);
     return { removed: rows[0].removed, lastRunAt: rows[0].last_run_at };
+  }
+
+  /** The ids of the tenant's expired rows removeExpired would take next, less the `kept` ones. */
+  async expiredIds(tenantId: number, cutoff: Date, limit: number, kept: readonly string[]): Promise<string[]> {
+    const { rows } = await sql<{ id: string }>(this.dataSource, EXPIRED_JOB_IDS_SQL, [tenantId, cutoff, limit, kept]);
+    return rows.map((r) => r.id);
   }
 
   /** Frees up to `limit` reserved keys whose reservation ended before `today` (YYYY-MM-DD, UTC); how many went. */

@@ -14,13 +14,15 @@ export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < 
  * ahead waits for it: it is removed once both times are past the cutoff.
  *
  * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day ·
- * $5 boolean keys freed (no retired_keys row) · $6 date the keys stay reserved through (null: forever).
+ * $5 boolean keys freed (no retired_keys row) · $6 date the keys stay reserved through (null: forever) ·
+ * $7 bigint[] only these rows (null: any) · $8 bigint[] never these (rows a removal could not
+ * take: the sweep set them aside).
  * Returns the rows removed and the run time of the last one.
  */
 export const REMOVE_EXPIRED_JOBS_SQL = `
 WITH doomed AS (
   SELECT id FROM jobs
-   WHERE ${EXPIRED_JOBS_WHERE}
+   WHERE ${EXPIRED_JOBS_WHERE} AND ($7::bigint[] IS NULL OR id = ANY ($7::bigint[])) AND NOT (id = ANY ($8::bigint[]))
    ORDER BY run_at, id
    LIMIT $3
    FOR UPDATE SKIP LOCKED
@@ -34,3 +36,6 @@ WITH doomed AS (
   ON CONFLICT (tenant_id, key) DO UPDATE SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state, reserved_through = EXCLUDED.reserved_through
 )
 SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
+
+/** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 and $8 as there): what to split when it failed. */
+export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND NOT (id = ANY ($4::bigint[])) ORDER BY run_at, id LIMIT $3`;
