@@ -1,4 +1,5 @@
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
+import { freePorts } from '@almanac/testing/free-port';
 import request from 'supertest';
 import { ADMIN_TOKEN, type ApiHarness, startApi } from './api-harness';
 
@@ -7,14 +8,6 @@ import { ADMIN_TOKEN, type ApiHarness, startApi } from './api-harness';
  * /v1/admin/* and /metrics are answered only on their own ports and are the 404 of an unknown
  * path on PORT; without them, everything stays on PORT.
  */
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function refused(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -37,8 +30,7 @@ describe('admin and metrics on their own ports', () => {
   let metricsPort: number;
 
   beforeAll(async () => {
-    adminPort = await freePort();
-    metricsPort = await freePort();
+    [adminPort, metricsPort] = await freePorts(2);
     h = await startApi({ ALMANAC_ADMIN_PORT: String(adminPort), ALMANAC_METRICS_PORT: String(metricsPort) });
     adminUrl = `http://127.0.0.1:${adminPort}`;
     metricsUrl = `http://127.0.0.1:${metricsPort}`;

@@ -2,20 +2,13 @@ import { Controller, Get, INestApplication, Inject, Module } from '@nestjs/commo
 import { createServer } from 'node:net';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { freePort, freePorts } from '@almanac/testing/free-port';
 import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, TestRedis } from '@almanac/testing/test-redis';
 import { ALMANAC_CONFIG, AlmanacConfig } from '../config/almanac-config';
 import { ConfigError } from '../config/env';
 import { describeBootError, startRole } from './bootstrap-role';
 import { MigrationError } from './migrate';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** A stand-in role feature: injects what OpsModule provides without importing it. */
 @Controller('probe')
@@ -72,7 +65,7 @@ describe('startRole', () => {
   });
 
   it('serves /metrics only on ALMANAC_METRICS_PORT, and opens no admin port without admin routes', async () => {
-    const [port, metricsPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+    const [port, metricsPort, adminPort] = await freePorts(3);
     const env = {
       PORT: String(port),
       ALMANAC_METRICS_PORT: String(metricsPort),
