@@ -27,6 +27,8 @@ export interface JobSeed {
   payload?: unknown;
   maxAttempts?: number;
   runAt?: Date;
+  /** The W3C traceparent of the span that created the job (ingest's), as the API keeps it. */
+  traceParent?: string;
 }
 
 export interface JobRowView {
@@ -206,8 +208,8 @@ export class DeliveryHarness {
   async enqueue(seeds: JobSeed[]): Promise<string[]> {
     const now = this.clock.now();
     const rows: { id: string }[] = await this.ds.query(
-      `INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
-       SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::int2[], $7::"char"[])
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state, trace_parent)
+       SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::timestamptz[], $5::jsonb[], $6::int2[], $7::"char"[], $8::text[])
        RETURNING id::text AS id`,
       [
         seeds.map((s) => s.tenantId ?? 1),
@@ -217,6 +219,7 @@ export class DeliveryHarness {
         seeds.map((s) => (s.payload === undefined ? null : JSON.stringify(s.payload))),
         seeds.map((s) => s.maxAttempts ?? 3),
         seeds.map(() => 'q'),
+        seeds.map((s) => s.traceParent ?? null),
       ],
     );
     await this.hotQueue.enqueue(rows.map((r, i) => this.hint(r.id, seeds[i], now)), now);

@@ -1,4 +1,4 @@
-import { CONSUMER_REMOVAL, type Clock, type EnvelopeData, type EnvelopeFlow, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS } from '@almanac/platform';
+import { CONSUMER_REMOVAL, type Clock, endFailed, type EnvelopeData, type EnvelopeFlow, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, tracer } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
@@ -87,7 +87,21 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     return 'handed_off';
   }
 
+  /** One envelope inside its span: a root of its own, since an envelope carries many jobs' rows. */
   private async deliver(data: EnvelopeData, hold: boolean): Promise<number> {
+    const span = tracer.startSpan('hand off', { root: true, attributes: { 'messaging.system': 'almanac', 'messaging.operation.type': 'process' } });
+    try {
+      const rows = await this.handOver(data, hold);
+      span.setAttribute('messaging.batch.message_count', rows);
+      span.end();
+      return rows;
+    } catch (err) {
+      endFailed(span, err);
+      throw err;
+    }
+  }
+
+  private async handOver(data: EnvelopeData, hold: boolean): Promise<number> {
     const now = this.clock.now();
     const nowMs = now.getTime();
     let flows: EnvelopeFlow[];

@@ -20,3 +20,4 @@ export * from './batching/micro-batcher';
 export * from './time/within';
 export * from './health/liveness';
 export { listenerOf } from './http/listeners';
+export * from './tracing/job-spans';

@@ -17,6 +17,7 @@ import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { RedisMetrics } from './metrics/redis-metrics';
 import { HOT_QUEUE_NAME, HOT_QUEUE_OPTIONS, HOT_QUEUE_WAIT_MS, HotQueue } from './queues/hot-queue';
+import { stopTracing } from './tracing/tracing';
 import { closeRedis, createDeliveryRedis, createRedis, DELIVERY_REDIS, hotQueuePrefix, REDIS, redisTarget } from './redis/redis';
 
 /**
@@ -69,6 +70,7 @@ class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
     await closeRedis(this.redis);
     await closeRedis(this.deliveryRedis);
     if (this.resources.queueRedis) await closeRedis(this.resources.queueRedis);
+    await stopTracing(); // the spans of the last jobs leave before the process does
   }
 }
 

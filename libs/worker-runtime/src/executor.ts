@@ -9,6 +9,7 @@ import { type ClaimAnswer, Claimer } from './claimer';
 import { effectRecordsFor } from './effect-records';
 import { runHandler, WorkerShutdownError } from './handler-run';
 import { LazyTx } from './lazy-tx';
+import { RunSpan } from './run-span';
 import type { WorkerIdentity } from './worker-identity';
 
 /**
@@ -77,8 +78,9 @@ export class Executor {
 
   async execute(pool: string, hint: TakenHint): Promise<ExecutionResult> {
     let answer: ClaimAnswer | 'give_back';
+    const claim = { fromMs: 0, toMs: 0 };
     try {
-      answer = await this.claimWhenDue(hint);
+      answer = await this.claimWhenDue(hint, claim);
     } catch (err) {
       // Postgres does not answer: the hint goes back to its pool for a later take.
       this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back');
@@ -87,18 +89,21 @@ export class Executor {
     if (answer === 'give_back') return answer;
     if (answer === 'stale' || 'earlyDueMs' in answer) return 'stale';
     if (this.stopping) return this.releaseOne(answer.row); // claimed while the shutdown released the rest
-    return this.run(pool, hint, answer.row, answer.leaseUntilMs);
+    return this.run(pool, hint, answer.row, answer.leaseUntilMs, new RunSpan(answer.row, pool, claim));
   }
 
   /**
    * Waits for the due time, then claims. A row found not due yet by this clock (its hint came
    * early, or the row moved a little later) is waited for and claimed again; one due beyond
-   * CLAIM_RETRY_WITHIN_MS gets a hint for its own time, and this one is dropped.
+   * CLAIM_RETRY_WITHIN_MS gets a hint for its own time, and this one is dropped. `timing` gets
+   * when the last claim was sent and answered (for the run's span).
    */
-  private async claimWhenDue(hint: TakenHint): Promise<ClaimAnswer | 'give_back'> {
+  private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<ClaimAnswer | 'give_back'> {
     for (let dueMs = hint.dueMs; ; ) {
       if (!(await this.until(dueMs))) return 'give_back';
+      timing.fromMs = Date.now();
       const answer = await this.claimer.submit(hint.id);
+      timing.toMs = Date.now();
       if (answer === 'stale' || !('earlyDueMs' in answer)) return answer;
       dueMs = answer.earlyDueMs;
       if (dueMs - this.o.clock.now().getTime() > CLAIM_RETRY_WITHIN_MS) {
@@ -128,7 +133,7 @@ export class Executor {
     }
   }
 
-  private async run(pool: string, hint: TakenHint, row: RunnableJob, leaseUntilMs: number): Promise<ExecutionResult> {
+  private async run(pool: string, hint: TakenHint, row: RunnableJob, leaseUntilMs: number, span: RunSpan): Promise<ExecutionResult> {
     const { clock, metrics } = this.o;
     const startedAt = clock.now();
     const entry: Running = { pool, ref: { id: row.id, attempt: row.attempt }, kind: row.kind, startedAt, leaseUntil: leaseUntilMs, released: false };
@@ -140,12 +145,13 @@ export class Executor {
       const handler = this.o.registry.get(row.kind);
       const effects = effectRecordsFor(this.effects, row, handler?.timeoutMs ?? 0);
       const progress = (percent: number, note?: string) => (entry.progress = JSON.stringify(progressReport(percent, note, row.attempt, clock.now())));
-      const outcome = await runHandler(handler, row, entry, { tx, effects, progress }, metrics, this.o.logger);
+      const outcome = await span.handler(row.kind, () => runHandler(handler, row, entry, { tx, effects, progress }, metrics, this.o.logger));
       if (entry.released) {
         await tx.rollback().catch(() => undefined);
+        span.end('released');
         return 'released';
       }
-      return await this.writer.write(row, outcome, tx, startedAt, entry.leaseUntil);
+      return await span.write(() => this.writer.write(row, outcome, tx, startedAt, entry.leaseUntil));
     } finally {
       if (this.running.get(key) === entry) this.running.delete(key);
     }

@@ -1,3 +1,5 @@
+import { tracer } from '@almanac/platform';
+import { type Span, trace } from '@opentelemetry/api';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 
 export class TransactionClosedError extends Error {
@@ -15,6 +17,8 @@ export class LazyTx {
   private runner: QueryRunner | undefined;
   private opening: Promise<EntityManager> | undefined;
   private closed = false;
+  /** The transaction's span (`ctx.tx()`), a child of the handler's, only while tracing records it. */
+  private span: Span | undefined;
 
   constructor(private readonly dataSource: DataSource) {}
 
@@ -24,6 +28,7 @@ export class LazyTx {
 
   open(): Promise<EntityManager> {
     if (this.closed) return Promise.reject(new TransactionClosedError());
+    if (!this.opening && trace.getActiveSpan()?.isRecording()) this.span = tracer.startSpan('tx');
     this.opening ??= this.begin();
     return this.opening;
   }
@@ -38,9 +43,11 @@ export class LazyTx {
       const ok = await decide(tx);
       if (ok) await runner.commitTransaction();
       else await runner.rollbackTransaction();
+      this.endSpan(ok ? 'commit' : 'rollback');
       return ok;
     } catch (err) {
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      this.endSpan('rollback');
       throw err;
     } finally {
       await runner.release();
@@ -54,14 +61,22 @@ export class LazyTx {
     try {
       await this.opening;
     } catch {
+      this.endSpan('rollback');
       return; // never opened: nothing to undo (begin already released the runner)
     }
     const runner = this.runner as QueryRunner;
     try {
       if (runner.isTransactionActive) await runner.rollbackTransaction();
     } finally {
+      this.endSpan('rollback');
       await runner.release();
     }
+  }
+
+  private endSpan(end: 'commit' | 'rollback'): void {
+    this.span?.setAttribute('almanac.tx.end', end);
+    this.span?.end();
+    this.span = undefined;
   }
 
   private async begin(): Promise<EntityManager> {

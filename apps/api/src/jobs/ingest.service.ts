@@ -18,6 +18,8 @@ interface CommitEntry {
   tenantId: number;
   input: JobInput;
   tier: Tier;
+  /** The ingest span's traceparent (null while tracing is off). */
+  traceParent: string | null;
 }
 
 type CommitResult =
@@ -76,7 +78,7 @@ export class IngestService implements BeforeApplicationShutdown {
   }
 
   /** POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. */
-  async createOne(tenant: TenantRecord, body: unknown): Promise<{ created: boolean; job: JobSummary }> {
+  async createOne(tenant: TenantRecord, body: unknown, traceParent: string | null = null): Promise<{ created: boolean; job: JobSummary }> {
     const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     this.limiter.consume(tenant, 1);
@@ -87,6 +89,7 @@ export class IngestService implements BeforeApplicationShutdown {
       tenantId: tenant.id,
       input: parsed.value,
       tier: tierFor(parsed.value.runAt, now, this.config.horizons),
+      traceParent,
     });
     if (result.status === 'failed') throw result.error;
     if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
@@ -95,7 +98,7 @@ export class IngestService implements BeforeApplicationShutdown {
   }
 
   /** POST /v1/jobs/batch: one result per item, in order; bad items do not sink the rest. */
-  async createBatch(tenant: TenantRecord, body: unknown): Promise<{ results: BatchItem[]; created: number; existing: number; errors: number }> {
+  async createBatch(tenant: TenantRecord, body: unknown, traceParent: string | null = null): Promise<{ results: BatchItem[]; created: number; existing: number; errors: number }> {
     const jobs = this.batchEnvelope(body);
     const now = this.clock.now();
     const results: (BatchItem | undefined)[] = new Array<BatchItem | undefined>(jobs.length);
@@ -104,7 +107,7 @@ export class IngestService implements BeforeApplicationShutdown {
     jobs.forEach((raw, index) => {
       const parsed = parseJobInput(raw, this.settings, kinds);
       if (parsed.ok) {
-        valid.push({ index, entry: { tenantId: tenant.id, input: parsed.value, tier: tierFor(parsed.value.runAt, now, this.config.horizons) } });
+        valid.push({ index, entry: { tenantId: tenant.id, input: parsed.value, tier: tierFor(parsed.value.runAt, now, this.config.horizons), traceParent } });
       } else {
         const e = invalid(parsed.issues);
         results[index] = { index, status: 'error', error: { statusCode: e.status, message: e.message, details: e.details } };
@@ -202,8 +205,9 @@ export class IngestService implements BeforeApplicationShutdown {
   /** One tenant's share of a commit: one insertBatch, results written at the entries' indices. */
   private async insertTenant(tenantId: number, indices: number[], entries: CommitEntry[], results: CommitResult[]): Promise<void> {
     const rows: NewJob[] = indices.map((i) => {
-      const { input, tier } = entries[i];
+      const { input, tier, traceParent } = entries[i];
       return {
+        traceParent,
         kind: input.kind,
         key: input.key,
         runAt: input.runAt,

@@ -1,10 +1,12 @@
 import type { TenantRecord } from '@almanac/persistence';
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
+import { isPlainObject } from '../http/validation';
 import { LongPoll } from '../http/request-deadline.interceptor';
+import { inIngestSpan } from './ingest-span';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
 import { MAX_WAIT_SECONDS, WAITS_PER_TENANT } from './job-waits';
@@ -52,9 +54,16 @@ export class JobsController {
   async create(
     @CurrentTenant() tenant: TenantRecord,
     @Body() body: unknown,
+    @Headers() headers: Record<string, string | undefined>,
     @Res({ passthrough: true }) res: FastifyReply,
   ): Promise<JobDto> {
-    const { created, job } = await this.ingest.createOne(tenant, body);
+    const kind = isPlainObject(body) && typeof body.kind === 'string' ? body.kind : undefined;
+    const { created, job } = await inIngestSpan(
+      headers,
+      { 'messaging.destination.name': kind, 'almanac.tenant': tenant.id },
+      (traceParent) => this.ingest.createOne(tenant, body, traceParent),
+      (r) => ({ 'messaging.message.id': r.job.id, 'almanac.job.id': r.job.id, 'almanac.job.key': r.job.key }),
+    );
     res.status(created ? 201 : 200);
     return job;
   }
@@ -67,8 +76,13 @@ export class JobsController {
   @ApiResponse({ status: 200, type: BatchResultDto })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'Not a {jobs: [...]} body, or more than 1000 jobs' })
   @ApiResponse({ status: 429, type: ErrorDto })
-  createBatch(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown) {
-    return this.ingest.createBatch(tenant, body);
+  createBatch(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Headers() headers: Record<string, string | undefined>) {
+    const count = isPlainObject(body) && Array.isArray(body.jobs) ? body.jobs.length : 0;
+    return inIngestSpan(
+      headers,
+      { 'messaging.batch.message_count': count, 'almanac.tenant': tenant.id },
+      (traceParent) => this.ingest.createBatch(tenant, body, traceParent),
+    );
   }
 
   @Get()

@@ -1,4 +1,5 @@
 import { ManualClock, MetricsService } from '@almanac/platform';
+import { startInMemoryTracing } from '@almanac/testing/in-memory-tracing';
 import { Logger } from '@nestjs/common';
 import type { Sweep, SweepResult } from './sweep';
 import { SweepMetrics } from './sweep-metrics';
@@ -40,6 +41,7 @@ class FakeSweep implements Sweep {
 }
 
 describe('SweepRunner', () => {
+  const tracing = startInMemoryTracing();
   beforeAll(() => Logger.overrideLogger(false));
   afterAll(() => Logger.overrideLogger(['log', 'error', 'warn', 'debug', 'verbose']));
 
@@ -66,6 +68,19 @@ describe('SweepRunner', () => {
     expect(b.calls.length).toBe(2);
     expect(a.calls.length).toBe(122);
     await runner.stop();
+  });
+
+  it('makes a span of each run, with its outcome and counts, failed when the run throws', async () => {
+    tracing.reset();
+    const a = new FakeSweep('promotion');
+    a.results = [{ promoted: 7, more: false } as SweepResult, new Error('connection terminated')];
+    const runner = new SweepRunner([{ sweep: a, intervalMs: 3_600_000 }], clock, metrics);
+    await runner.runEntry({ sweep: a, intervalMs: 3_600_000 });
+    await runner.runEntry({ sweep: a, intervalMs: 3_600_000 });
+    const [ok, failed] = tracing.spans();
+    expect(ok).toMatchObject({ name: 'sweep promotion', attributes: { 'almanac.sweep.outcome': 'ok', 'almanac.sweep.promoted': 7, 'almanac.sweep.more': false } });
+    expect(ok.parentSpanContext).toBeUndefined();
+    expect(failed).toMatchObject({ name: 'sweep promotion', status: { code: 2, message: 'connection terminated' } });
   });
 
   it('passes the clock time into runOnce', async () => {

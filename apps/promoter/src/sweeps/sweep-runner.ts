@@ -1,4 +1,5 @@
-import { type Clock, type Liveness, SILENT_LOGGER } from '@almanac/platform';
+import { type Clock, endFailed, type Liveness, SILENT_LOGGER, tracer, withSpan } from '@almanac/platform';
+import type { Attributes } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from './sweep-metrics';
 import type { Sweep, SweepResult } from './sweep';
@@ -68,15 +69,19 @@ export class SweepRunner {
   async runEntry(entry: ScheduledSweep): Promise<number> {
     const { sweep } = entry;
     const started = process.hrtime.bigint();
+    const span = tracer.startSpan(`sweep ${sweep.name}`, { root: true });
     try {
-      const result: SweepResult = await sweep.runOnce(this.clock.now());
+      const result: SweepResult = await withSpan(span, () => sweep.runOnce(this.clock.now()));
       const outcome = result.skipped ? 'skipped' : 'ok';
       this.metrics?.runs.inc({ sweep: sweep.name, outcome });
       this.log.debug({ sweep: sweep.name, result }, `${sweep.name} sweep ${outcome}`);
+      span.setAttributes(sweepAttributes(result, outcome));
+      span.end();
       return result.more ? MORE_DELAY_MS : entry.intervalMs;
     } catch (err) {
       this.metrics?.runs.inc({ sweep: sweep.name, outcome: 'error' });
       this.log.error({ sweep: sweep.name, err }, `${sweep.name} sweep failed: ${(err as Error).message}`);
+      endFailed(span, err);
       return Math.min(entry.intervalMs, MAX_ERROR_DELAY_MS);
     } finally {
       this.metrics?.duration.observe({ sweep: sweep.name }, Number(process.hrtime.bigint() - started) / 1e9);
@@ -100,4 +105,11 @@ export class SweepRunner {
 
 function livenessName(entry: ScheduledSweep): string {
   return `sweep:${entry.sweep.name}`;
+}
+
+/** A sweep run's span attributes: its outcome and the counts its result reports (`almanac.sweep.<name>`). */
+function sweepAttributes(result: SweepResult, outcome: string): Attributes {
+  const attrs: Attributes = { 'almanac.sweep.outcome': outcome };
+  for (const [k, v] of Object.entries(result)) if (typeof v === 'number' || typeof v === 'boolean') attrs[`almanac.sweep.${k}`] = v;
+  return attrs;
 }

@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { createHmac } from 'node:crypto';
 import { OutboundClient, RefusedAddressError, type Resolver } from './outbound-net';
 import type { TenantOutboundSource } from './tenant-outbound';
+import { inClientSpan } from './outbound-span';
 
 /**
  * `http`: POSTs the payload's `body` as JSON to `url`, for people who write no TypeScript.
@@ -164,7 +165,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
     const idempotencyKey = `${ctx.tenantId}:${ctx.key}`;
     let res;
     try {
-      res = await rules.client.send({
+      res = await inClientSpan(method, url, (traceHeaders) => rules.client.send({
         tenantId: ctx.tenantId,
         url,
         method,
@@ -174,6 +175,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
         headers: {
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           ...(url.origin === origin ? payload.headers : crossOrigin),
+          ...traceHeaders,
           'idempotency-key': idempotencyKey,
           'user-agent': 'almanac-worker',
           'almanac-signature': signatureHeader(tenant.secrets, t, { method, url: url.href, idempotencyKey, body: body ?? '' }),
@@ -181,7 +183,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
           'almanac-job-id': ctx.jobId,
           'almanac-attempt': String(ctx.attempt),
         },
-      });
+      }));
     } catch (err) {
       if (!(err instanceof RefusedAddressError)) throw err; // network errors retry
       // The address is for the operator's log; the tenant is told the range only.

@@ -33,6 +33,8 @@ export interface RunnableJob {
   /** The attempt this run is (the row's attempts, counted by the claim). */
   attempt: number;
   maxAttempts: number;
+  /** The W3C traceparent of the span that created the job, for the run's span link; null without one. */
+  traceParent: string | null;
 }
 
 /** What a claim did: the rows it took, and queued rows not due yet by the worker's clock. */
@@ -82,12 +84,12 @@ export class ExecutionRepository {
     if (ids.length === 0) return { claimed: [], early: [] };
     const { rows } = await sql<{
       id: string; tenant_id: number; kind: string; key: string; payload: unknown;
-      attempts: number; max_attempts: number; run_at: Date; claimed: boolean;
+      attempts: number; max_attempts: number; trace_parent: string | null; run_at: Date; claimed: boolean;
     }>(this.dataSource, CLAIM_FOR_RUN_SQL, [plainArray(ids), dueBy, leaseUntil, workerId]);
     const out: ClaimResult = { claimed: [], early: [] };
     for (const r of rows) {
       if (!r.claimed) out.early.push({ id: r.id, dueMs: r.run_at.getTime() });
-      else out.claimed.push({ id: r.id, tenantId: r.tenant_id, kind: r.kind, key: r.key, payload: r.payload ?? null, attempt: r.attempts, maxAttempts: r.max_attempts });
+      else out.claimed.push({ id: r.id, tenantId: r.tenant_id, kind: r.kind, key: r.key, payload: r.payload ?? null, attempt: r.attempts, maxAttempts: r.max_attempts, traceParent: r.trace_parent });
     }
     return out;
   }

@@ -24,6 +24,8 @@ export interface NewJob {
   maxAttempts?: number;
   /** `scheduled` for cold rows; `queued` for immediate/hot rows the caller enqueues next. */
   state: Extract<JobState, 'scheduled' | 'queued'>;
+  /** The W3C traceparent of the span that created it (ingest's producer span), when tracing is on. */
+  traceParent?: string | null;
 }
 
 /**
@@ -97,6 +99,7 @@ export class JobsRepository {
       const n = pending.length;
       const keys = new Array<string>(n), kinds = new Array<string>(n), runAts = new Array<Date>(n);
       const payloads = new Array<unknown>(n), maxAttempts = new Array<number>(n), states = new Array<string>(n);
+      const traceParents = pending.some((j) => j.traceParent) ? pending.map((j) => j.traceParent ?? null) : [];
       for (let i = 0; i < n; i++) {
         const j = pending[i];
         keys[i] = j.key;
@@ -106,7 +109,7 @@ export class JobsRepository {
         maxAttempts[i] = j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
         states[i] = STATE_CODE[j.state];
       }
-      const params = [tenantId, ...[keys, kinds, runAts, payloads, maxAttempts, states].map((a) => JSON.stringify(a))];
+      const params = [tenantId, ...[keys, kinds, runAts, payloads, maxAttempts, states, traceParents].map((a) => JSON.stringify(a))];
       const rows = await this.insertStatement(db, round === 0 && !inTransaction, inTransaction, params);
       if (rows === RETIRED) {
         askRetired = true;

@@ -31,12 +31,12 @@ export const CLAIM_FOR_RUN_SQL = `WITH claimed AS (
                 (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
           WHERE j.id = t.id
             AND ((j.state::text = 'q' AND j.run_at <= $2 AND j.attempts < 32767) OR (j.state::text = 'r' AND j.claimed_by = $4 AND j.lease_until = $3))
-         RETURNING j.id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts
+         RETURNING j.id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts, j.trace_parent
        ), early AS (
          SELECT j.id, j.run_at
            FROM unnest($1::bigint[]) AS t(id) LEFT JOIN claimed c ON c.id = t.id JOIN jobs j ON j.id = t.id
           WHERE c.id IS NULL AND j.state::text = 'q' AND j.run_at > $2
        )
-       SELECT id::text AS id, tenant_id, kind, key, payload, attempts, max_attempts, NULL::timestamptz AS run_at, true AS claimed FROM claimed
+       SELECT id::text AS id, tenant_id, kind, key, payload, attempts, max_attempts, trace_parent, NULL::timestamptz AS run_at, true AS claimed FROM claimed
        UNION ALL
-       SELECT id::text, NULL, NULL, NULL, NULL, NULL, NULL, run_at, false FROM early`;
+       SELECT id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, run_at, false FROM early`;

@@ -1,4 +1,4 @@
-import { INSERT_BATCH_INPUT, INSERT_BATCH_VALUES } from './insert-batch-optimistic.sql';
+import { INSERT_BATCH_COLUMNS, INSERT_BATCH_INPUT, INSERT_BATCH_VALUES } from './insert-batch-optimistic.sql';
 
 /** The created jobs as one aggregated row, then the rows that already existed. */
 const INSERTED_AND_EXISTING = `
@@ -22,7 +22,7 @@ SELECT false, j.id::text, j.key, j.tenant_id, j.kind, j.run_at, j.state, j.attem
  */
 export const INSERT_BATCH_ON_CONFLICT_SQL = `
 WITH ins AS (
-  INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
+  INSERT INTO jobs (${INSERT_BATCH_COLUMNS})
   SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT}
   ON CONFLICT (tenant_id, key) DO NOTHING
   RETURNING id, key

@@ -1,15 +1,21 @@
-/** The batch as rows: the six JSON arrays ($2 … $7) zipped. */
+/**
+ * The batch as rows: the seven JSON arrays ($2 … $8) zipped. ROWS FROM pads a shorter array with
+ * NULLs, so $8 (traceparents) is `[]` when no job of the batch carries one and costs nothing.
+ */
 export const INSERT_BATCH_INPUT = `ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json), json_array_elements_text($4::json),
-                 json_array_elements($5::json), json_array_elements_text($6::json), json_array_elements_text($7::json)) AS i(k, n, r, p, m, s)`;
+                 json_array_elements($5::json), json_array_elements_text($6::json), json_array_elements_text($7::json),
+                 json_array_elements_text($8::json)) AS i(k, n, r, p, m, s, t)`;
+/** The columns INSERT_BATCH_VALUES fills. */
+export const INSERT_BATCH_COLUMNS = 'tenant_id, key, kind, run_at, payload, max_attempts, state, trace_parent';
 /** One job row's values, $1 the tenant. */
-export const INSERT_BATCH_VALUES = `$1, k, n, r::timestamptz, CASE WHEN json_typeof(p) = 'null' THEN NULL ELSE p END, m::smallint, s::"char"`;
+export const INSERT_BATCH_VALUES = `$1, k, n, r::timestamptz, CASE WHEN json_typeof(p) = 'null' THEN NULL ELSE p END, m::smallint, s::"char", t`;
 
 /**
  * Inserts a batch of one tenant's jobs, failing as a whole (unique violation) if any key exists;
  * INSERT_BATCH_ON_CONFLICT_SQL is the retry. Returns one aggregated row of the created jobs.
  *
- * $1 int tenant; $2 … $7 json arrays, one element per job: keys, kinds, run times, payloads,
- * max attempts, state codes (sorted by key).
+ * $1 int tenant; $2 … $8 json arrays, one element per job: keys, kinds, run times, payloads,
+ * max attempts, state codes (sorted by key), W3C traceparents (or `[]`).
  *
  * One statement per batch. Each column travels as one JSON array, zipped by ROWS FROM: Node
  * serialises it natively (pg's per-element array escaping cost ~3 µs/row more, measured) and
@@ -30,7 +36,7 @@ export const INSERT_BATCH_VALUES = `$1, k, n, r::timestamptz, CASE WHEN json_typ
  */
 export const INSERT_BATCH_OPTIMISTIC_SQL = `
 WITH ins AS (
-  INSERT INTO jobs (tenant_id, key, kind, run_at, payload, max_attempts, state)
+  INSERT INTO jobs (${INSERT_BATCH_COLUMNS})
   SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT}
   RETURNING id, key
 )

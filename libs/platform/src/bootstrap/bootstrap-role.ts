@@ -12,6 +12,7 @@ import { logTransport } from '../logging/logging';
 import { QuietBootLogger } from '../logging/quiet-boot-logger';
 import { type Listener, RouteListeners } from '../http/listeners';
 import { OpsModule, OpsResources } from '../ops.module';
+import { startTracing } from '../tracing/tracing';
 import { describePgError, MigrationError, runMigrationsFromEnv } from './migrate';
 
 export interface BootstrapOptions {
@@ -45,6 +46,8 @@ export async function startRole(roleModules: Type[], opts: BootstrapOptions): Pr
   const log = pino({ level: config.logLevel, base: { role: opts.role }, transport: logTransport(config) });
   for (const w of configWarnings(config)) log.warn(w);
   log.debug({ config: describeConfig(config) }, 'configuration');
+  const tracing = startTracing(opts.role);
+  if (tracing !== 'off') log.info({ tracing }, 'OpenTelemetry tracing on (OTEL_* variables)');
   if (opts.migrate) {
     const applied = await runMigrationsFromEnv(env);
     log.info({ applied }, applied.length ? `applied ${applied.length} migration(s)` : 'schema is up to date');

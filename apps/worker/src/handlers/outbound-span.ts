@@ -1,0 +1,33 @@
+import { endFailed, SpanKind, tracer } from '@almanac/platform';
+import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api';
+
+/**
+ * Runs one outbound HTTP call inside its client span (a child of the handler's), and gives the
+ * call the headers that carry the span's W3C `traceparent`, so the receiver's trace continues
+ * this run's. The span names the server and path, never the query string (it may hold a token).
+ * With tracing off the headers are empty.
+ */
+export async function inClientSpan<T extends { status: number }>(method: string, url: URL, call: (traceHeaders: Record<string, string>) => Promise<T>): Promise<T> {
+  const span = tracer.startSpan(method, {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      'http.request.method': method,
+      'server.address': url.hostname,
+      'server.port': url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80,
+      'url.scheme': url.protocol.slice(0, -1),
+      'url.path': url.pathname,
+    },
+  });
+  const traceHeaders: Record<string, string> = {};
+  propagation.inject(trace.setSpan(context.active(), span), traceHeaders);
+  try {
+    const res = await call(traceHeaders);
+    span.setAttribute('http.response.status_code', res.status);
+    if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+    return res;
+  } catch (err) {
+    endFailed(span, err);
+    throw err;
+  }
+}

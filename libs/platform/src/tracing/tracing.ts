@@ -1,0 +1,51 @@
+import { trace } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
+import type { Env } from '../config/env';
+
+/** Where spans go: nowhere (the API's no-op tracer), an OTLP/HTTP collector, or stdout. */
+export type TracingChoice = 'off' | 'otlp' | 'console';
+
+/**
+ * Reads the standard OTEL_* variables. Tracing is on only when something says where spans go
+ * (an OTLP endpoint, or OTEL_TRACES_EXPORTER), so a deployment that sets nothing exports
+ * nothing and pays only the API's no-op calls; OTEL_SDK_DISABLED=true wins over everything.
+ */
+export function tracingChoice(env: Env): TracingChoice {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return 'off';
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  if (exporters.includes('none')) return 'off';
+  if (exporters.includes('console')) return 'console';
+  if (exporters.includes('otlp')) return 'otlp';
+  return env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? 'otlp' : 'off';
+}
+
+let provider: NodeTracerProvider | undefined;
+
+/**
+ * Starts the OpenTelemetry SDK for this process when tracingChoice says so: the global tracer
+ * provider (batched export), the W3C trace-context propagator and the AsyncLocalStorage context,
+ * under service.name `almanac-<role>` unless OTEL_SERVICE_NAME says otherwise. Everything is
+ * read from the process's environment, where the SDK itself reads OTEL_BSP_*,
+ * OTEL_TRACES_SAMPLER and the exporter's OTEL_EXPORTER_OTLP_*. Once per process: the
+ * all-in-one's roles share it.
+ */
+export function startTracing(role: string): TracingChoice {
+  const choice = tracingChoice(process.env);
+  if (choice === 'off' || provider) return choice;
+  const exporter: SpanExporter = choice === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter();
+  const resource = resourceFromAttributes({ 'service.name': `almanac-${role}` }).merge(detectResources({ detectors: [envDetector] }));
+  provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
+  provider.register();
+  return choice;
+}
+
+/** Sends what is batched and stops the SDK (at shutdown, after the roles stopped making spans). */
+export async function stopTracing(): Promise<void> {
+  const p = provider;
+  provider = undefined;
+  if (!p) return;
+  await p.shutdown().catch(() => undefined); // a collector that is down must not fail a shutdown
+  trace.disable();
+}

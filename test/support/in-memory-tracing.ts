@@ -1,0 +1,13 @@
+import { InMemorySpanExporter, NodeTracerProvider, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
+
+/**
+ * The OpenTelemetry SDK for one test file (each has its own globals), exporting into memory as
+ * each span ends: the global tracer provider, W3C trace-context propagation and the
+ * AsyncLocalStorage context, as startTracing registers them in a role.
+ */
+export function startInMemoryTracing(): { spans: () => ReadableSpan[]; reset: () => void; stop: () => Promise<void> } {
+  const exporter = new InMemorySpanExporter();
+  const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  provider.register();
+  return { spans: () => exporter.getFinishedSpans(), reset: () => exporter.reset(), stop: () => provider.shutdown() };
+}
