@@ -9,6 +9,7 @@
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
  *   npm run bench -- stream [--root /tmp/checkout]   # jobs at distinct instants, a ladder of rates against plain BullMQ (issue 31; ~25 min, not in the default set)
  *   npm run bench -- throughput --root /tmp/checkout # the drain with another checkout's dist/, migrations and hot queue (an A/B)
+ *   npm run bench -- tracing [--before /tmp/checkout] # OpenTelemetry export off / on / sampled, alternated (issue 34; ~20 min, not in the default set)
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
  *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
  *   npm run bench -- recovery --runs 1 --jobs 10000
@@ -677,6 +678,47 @@ const PARTS: Record<string, Part> = {
       };
     },
   },
+  tracing: {
+    // Its throughput runs need dist/; its stream runs build it through scripts/cluster.js.
+    script: 'tracing.ts',
+    needsDist: true,
+    invocations: (q) => {
+      const before = flag('before');
+      return [[...(q ? ['--rounds', '1', '--jobs', '5000', '--seconds', '5'] : ['--rounds', flag('runs') ?? '3']), ...(before ? ['--before', before] : [])]];
+    },
+    parse([out]) {
+      const r = lastJson(out) as unknown as {
+        inputs: { rounds: number; jobs: number; rate: number; seconds: number; modes: string[]; before: string | null };
+        results: Record<string, { drain: number[]; p50: number[]; p99: number[] }>;
+        ratiosAgainstOff: Record<string, { drain: number; p50: number; p99: number }>;
+      };
+      const { jobs, rate } = r.inputs;
+      const label: Record<string, string> = {
+        off: 'tracing off (no OTEL_* variable)',
+        on: 'export on, every trace sampled',
+        ratio: 'export on, 10 % of traces sampled',
+        before: `the code before tracing (${r.inputs.before ?? ''})`,
+      };
+      const figures: Figure[] = [];
+      for (const mode of r.inputs.modes) {
+        const x = r.results[mode];
+        figures.push(fig(`${label[mode] ?? mode}: drain of ${jobs.toLocaleString('en')} jobs, 1 worker`, spread(x.drain), 'jobs/s'));
+        figures.push(fig(`  lag p99 at ${rate.toLocaleString('en')} jobs/s`, spread(x.p99), 'ms'));
+        const v = r.ratiosAgainstOff[mode];
+        if (!v) continue;
+        figures.push(fig('  drain against tracing off', one(v.drain), '×', mode === 'before' ? '' : 'within 5 % (issue 34)', mode === 'before' ? undefined : (d) => d >= 0.95));
+        figures.push(fig('  lag p99 against tracing off', one(v.p99), '×'));
+      }
+      return {
+        figures,
+        charts: [],
+        notes: [
+          `Modes alternated round by round, medians of ${r.inputs.rounds}: bench/throughput.ts with one worker (rows written straight in: the run's spans only) and bench/stream.ts at ${rate.toLocaleString('en')} jobs/s for ${r.inputs.seconds} s (POSTed through the api: its ingest spans too, and each run's link). Export goes over OTLP/HTTP (JSON) to a sink in the bench process that reads and discards it.`,
+        ],
+        raw: r,
+      };
+    },
+  },
   fairness: {
     // scripts/cluster.js (which the script runs) builds dist/ itself when it is older than the sources.
     script: 'fairness.ts',
@@ -779,9 +821,9 @@ async function runPart(name: string, vers: Awaited<ReturnType<typeof versions>>)
 const ALL_PARTS = [...PART_ORDER, 'fairness'];
 /**
  * Run by default: every part but retention (about an hour at full size), autoscale (~20 min of
- * mostly waiting) and stream (~25 min): run them by name.
+ * mostly waiting), stream (~25 min) and tracing (~20 min): run them by name.
  */
-const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention' && p !== 'autoscale' && p !== 'stream');
+const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention' && p !== 'autoscale' && p !== 'stream' && p !== 'tracing');
 
 /** REPORT.md: the generated parts (report-md.ts), then the fairness section (report-fairness.ts). */
 function report(): string {
@@ -794,7 +836,7 @@ async function main(): Promise<void> {
     log(`wrote ${report()}`);
     return;
   }
-  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes', '--rates', '--seconds', '--workers', '--only']);
+  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes', '--rates', '--seconds', '--workers', '--only', '--before']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   const unknown = named.filter((n) => !PARTS[n]);
   if (unknown.length) {
