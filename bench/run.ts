@@ -9,7 +9,7 @@
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
  *   npm run bench -- stream [--root /tmp/checkout]   # jobs at distinct instants, a ladder of rates against plain BullMQ (issue 31; ~25 min, not in the default set)
  *   npm run bench -- throughput --root /tmp/checkout # the drain with another checkout's dist/, migrations and hot queue (an A/B)
- *   npm run bench -- tracing [--before /tmp/checkout] # OpenTelemetry export off / on / sampled, alternated (issue 34; ~20 min, not in the default set)
+ *   npm run bench -- tracing [--before /tmp/checkout] # OpenTelemetry export off / on / sampled, alternated (issue 34; ~35 min, not in the default set)
  *   npm run bench -- --quick          # every part at smoke-test sizes (≤ 3 min); results *-quick.json
  *   npm run bench -- hold --n 1000000 # hold with another N (--baseline M: plain-BullMQ jobs measured)
  *   npm run bench -- recovery --runs 1 --jobs 10000
@@ -684,7 +684,7 @@ const PARTS: Record<string, Part> = {
     needsDist: true,
     invocations: (q) => {
       const before = flag('before');
-      return [[...(q ? ['--rounds', '1', '--jobs', '5000', '--seconds', '5'] : ['--rounds', flag('runs') ?? '3']), ...(before ? ['--before', before] : [])]];
+      return [[...(q ? ['--rounds', '1', '--jobs', '5000', '--seconds', '5'] : ['--rounds', flag('runs') ?? '5', '--jobs', '50000']), ...(before ? ['--before', before] : [])]];
     },
     parse([out]) {
       const r = lastJson(out) as unknown as {
@@ -821,7 +821,7 @@ async function runPart(name: string, vers: Awaited<ReturnType<typeof versions>>)
 const ALL_PARTS = [...PART_ORDER, 'fairness'];
 /**
  * Run by default: every part but retention (about an hour at full size), autoscale (~20 min of
- * mostly waiting), stream (~25 min) and tracing (~20 min): run them by name.
+ * mostly waiting), stream (~25 min) and tracing (~35 min): run them by name.
  */
 const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention' && p !== 'autoscale' && p !== 'stream' && p !== 'tracing');
 
