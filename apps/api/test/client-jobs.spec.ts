@@ -48,6 +48,15 @@ describe('@almanac/client: jobs', () => {
     expect(await client.jobs.get(first.job.id)).toEqual(byKey);
   });
 
+  it("a key whose job retention removed: a ConflictError, or with replay: 'result' what the key keeps", async () => {
+    const request: CreateJobRequest<BuiltInKindPayloads> = { kind: 'noop', key: 'removed:1', runAt: inMs(DAY) };
+    const [{ id: tenantId }] = await h.db.dataSource.query<{ id: number }[]>(`SELECT id FROM tenants WHERE name = 'acme'`);
+    await h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through) VALUES ($1, 'removed:1', '2026-11-02', 'x', NULL)`, [tenantId]);
+    await expect(client.jobs.create(request)).rejects.toBeInstanceOf(ConflictError);
+    const replayed = await client.jobs.create({ ...request, replay: 'result' });
+    expect(replayed).toEqual({ created: false, removed: { removed: true, key: 'removed:1', state: 'dead', removedOn: '2026-11-02', reservedThrough: null, resultDigest: null } });
+  });
+
   it('creates a batch, one result per job in order; a replay finds them existing', async () => {
     const runAt = new Date(Date.now() + 3 * DAY);
     const jobs: CreateJobRequest<BuiltInKindPayloads>[] = [

@@ -15,6 +15,8 @@ export type ErrorBody = Schemas['ErrorDto'];
 export type Job = Schemas['JobDto'];
 export type JobState = Job['state'];
 export type JobDetail = Schemas['JobDetailDto'];
+/** What the key of a job retention removed keeps (a create with `replay: 'result'`). */
+export type RemovedJob = Schemas['RemovedJobDto'];
 export type Attempt = Schemas['AttemptDto'];
 export type JobPage = Schemas['JobPageDto'];
 export type AttemptPage = Schemas['AttemptPageDto'];

@@ -15,7 +15,7 @@ export {
   UnavailableError,
   ValidationError,
 } from './errors';
-export type { CreatedJob, JobsApi } from './jobs-api';
+export type { CreatedJob, JobsApi, ReplayedRemovedJob } from './jobs-api';
 export type { AnyKindPayloads, BuiltInKindPayloads, CreateJobRequest, CreateScheduleRequest, KindName, UpdateScheduleRequest } from './kind-payloads';
 export type { CreatedSchedule, SchedulesApi } from './schedules-api';
 export type { CallOptions, ClientOptions } from './transport';

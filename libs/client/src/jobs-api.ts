@@ -1,4 +1,4 @@
-import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, Operation, RetryJob } from './api-types';
+import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, Operation, RemovedJob, RetryJob } from './api-types';
 import type { CreateJobRequest } from './kind-payloads';
 import { eachItem } from './pages';
 import type { CallOptions, Transport } from './transport';
@@ -9,15 +9,28 @@ export interface CreatedJob {
   job: Job;
 }
 
+/** A create with `replay: 'result'` whose key named a job retention removed: what the key keeps. */
+export interface ReplayedRemovedJob {
+  created: false;
+  removed: RemovedJob;
+}
+
 const path = (id: string) => `/v1/jobs/${encodeURIComponent(id)}`;
 
 /** /v1/jobs: create (one or a batch), look up, list, change, and bulk changes by filter. */
 export class JobsApi<P extends object> {
   constructor(private readonly http: Transport) {}
 
-  /** Idempotent by key: the same request again answers the same job (created: false); a different one with that key is a ConflictError. */
-  async create(job: CreateJobRequest<P>, options?: CallOptions): Promise<CreatedJob> {
-    const res = await this.http.request<Job>({ method: 'POST', path: '/v1/jobs', body: job, idempotent: true, ...options });
+  /**
+   * Idempotent by key: the same request again answers the same job (created: false); a different
+   * one with that key is a ConflictError, and so is a key whose job retention removed, unless the
+   * request says `replay: 'result'`: then it answers what the key keeps (ReplayedRemovedJob).
+   */
+  create(job: CreateJobRequest<P> & { replay: 'result' }, options?: CallOptions): Promise<CreatedJob | ReplayedRemovedJob>;
+  create(job: CreateJobRequest<P>, options?: CallOptions): Promise<CreatedJob>;
+  async create(job: CreateJobRequest<P>, options?: CallOptions): Promise<CreatedJob | ReplayedRemovedJob> {
+    const res = await this.http.request<Job | RemovedJob>({ method: 'POST', path: '/v1/jobs', body: job, idempotent: true, ...options });
+    if ('removed' in res.body) return { created: false, removed: res.body };
     return { created: res.status === 201, job: res.body };
   }
 

@@ -60,6 +60,13 @@ export function intInRange(
 }
 
 /** A numeric path id (`/tenants/:id`), or 0, which names nothing (a 404), for anything else. */
+/** `raw` if it is one of `values`; otherwise an `enum` issue naming them, and undefined. */
+export function oneOf<T extends string>(raw: unknown, field: string, values: readonly T[], issues: Issues): T | undefined {
+  if (typeof raw === 'string' && (values as readonly string[]).includes(raw)) return raw as T;
+  issues.add(field, 'enum', `${field} must be one of ${values.join(', ')}, got ${describeValue(raw)}`);
+  return undefined;
+}
+
 export function pathId(raw: string): number {
   return /^[1-9][0-9]{0,9}$/.test(raw) ? Number(raw) : 0;
 }

@@ -10,7 +10,7 @@ import { KindsService } from '../kinds/kinds.service';
 import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
 import { HotRoutingService } from './hot-routing.service';
 import { differingFields, type JobInput, parseJobInput } from './job-input';
-import { jobSummary, type JobSummary } from './job-view';
+import { jobSummary, type JobSummary, removedJob, type RemovedJob } from './job-view';
 
 export const MAX_BATCH = 1000;
 
@@ -26,12 +26,13 @@ type CommitResult =
   | { status: 'created' | 'existing'; job: JobRecord }
   | { status: 'conflict'; job: JobRecord; fields: string[] }
   /** The key named a job retention removed; it stays reserved. */
-  | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null }
+  | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null; resultDigest: string | null }
   /** This tenant's insert failed; other tenants sharing the group commit are not affected. */
   | { status: 'failed'; error: unknown };
 
 export type BatchItem =
   | { index: number; status: 'created' | 'existing'; job: JobSummary }
+  | { index: number; status: 'removed'; removed: RemovedJob }
   | { index: number; status: 'error'; error: Omit<ErrorBody, 'error'> };
 
 /**
@@ -77,8 +78,11 @@ export class IngestService implements BeforeApplicationShutdown {
     await this.batcher.drain();
   }
 
-  /** POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. */
-  async createOne(tenant: TenantRecord, body: unknown, traceParent: string | null = null): Promise<{ created: boolean; job: JobSummary }> {
+  /**
+   * POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. A key
+   * whose job retention removed: 409, or with `"replay": "result"` what the key keeps (200).
+   */
+  async createOne(tenant: TenantRecord, body: unknown, traceParent: string | null = null): Promise<{ created: boolean; job: JobSummary } | { removed: RemovedJob }> {
     const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     this.limiter.consume(tenant, 1);
@@ -93,12 +97,17 @@ export class IngestService implements BeforeApplicationShutdown {
     });
     if (result.status === 'failed') throw result.error;
     if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
-    if (result.status === 'retired') throw retiredError(result);
+    if (result.status === 'retired') {
+      if (parsed.value.replay === 'result') return { removed: removedJob(result) };
+      throw retiredError(result);
+    }
     return { created: result.status === 'created', job: jobSummary(result.job, now, this.config.horizons) };
   }
 
   /** POST /v1/jobs/batch: one result per item, in order; bad items do not sink the rest. */
-  async createBatch(tenant: TenantRecord, body: unknown, traceParent: string | null = null): Promise<{ results: BatchItem[]; created: number; existing: number; errors: number }> {
+  async createBatch(
+    tenant: TenantRecord, body: unknown, traceParent: string | null = null,
+  ): Promise<{ results: BatchItem[]; created: number; existing: number; removed: number; errors: number }> {
     const jobs = this.batchEnvelope(body);
     const now = this.clock.now();
     const results: (BatchItem | undefined)[] = new Array<BatchItem | undefined>(jobs.length);
@@ -123,6 +132,8 @@ export class IngestService implements BeforeApplicationShutdown {
       if (r.status === 'conflict') {
         const e = this.conflictError(valid[i].entry.input.key, r.fields);
         results[index] = { index, status: 'error', error: { statusCode: 409, message: e.message, details: e.details } };
+      } else if (r.status === 'retired' && valid[i].entry.input.replay === 'result') {
+        results[index] = { index, status: 'removed', removed: removedJob(r) };
       } else if (r.status === 'retired') {
         const e = retiredError(r);
         results[index] = { index, status: 'error', error: { statusCode: 409, message: e.message, details: e.details } };
@@ -135,6 +146,7 @@ export class IngestService implements BeforeApplicationShutdown {
       results: all,
       created: all.filter((r) => r.status === 'created').length,
       existing: all.filter((r) => r.status === 'existing').length,
+      removed: all.filter((r) => r.status === 'removed').length,
       errors: all.filter((r) => r.status === 'error').length,
     };
   }
@@ -229,11 +241,15 @@ export class IngestService implements BeforeApplicationShutdown {
   }
 }
 
-/** 409 for a replay of a key whose job retention removed: what it had become, when it went, and how long the key stays reserved. */
+/**
+ * 409 for a replay of a key whose job retention removed: what it had become, when it went, and
+ * how long the key stays reserved (`"replay": "result"` answers the same facts with 200).
+ */
 function retiredError(r: { key: string; removedOn: string; state: JobState; reservedThrough: string | null }): ApiError {
   const until = r.reservedThrough === null ? 'for good' : `through ${r.reservedThrough} (UTC)`;
   return conflict(
-    `key "${r.key}" named a job that ended ${r.state} and was removed by retention on ${r.removedOn}; the key stays reserved ${until}`,
+    `key "${r.key}" named a job that ended ${r.state} and was removed by retention on ${r.removedOn}; the key stays reserved ${until}` +
+      ' (send "replay": "result" to be answered what it kept, with 200)',
     'key',
     'retired',
   );

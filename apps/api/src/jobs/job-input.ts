@@ -2,7 +2,7 @@ import { describeValue, LATEST_RUN_AT_MS, parseRunAt, validateKey } from '@alman
 import type { ApiSettings } from '../api-settings';
 import type { FieldIssue } from '../http/api-error';
 import { checkKind, checkKindPayload, type KindLookup } from '../kinds/kind-check';
-import { checkPayload, intInRange, isPlainObject, Issues, jsonEqual, rejectUnknown } from '../http/validation';
+import { checkPayload, intInRange, isPlainObject, Issues, jsonEqual, oneOf, rejectUnknown } from '../http/validation';
 
 /** A job request that passed validation. */
 export interface JobInput {
@@ -12,11 +12,16 @@ export interface JobInput {
   /** `null` when absent. */
   payload: unknown;
   maxAttempts: number;
+  /** What a replay of a key whose job retention removed answers: 409 (`conflict`) or 200 with what the key keeps (`result`). */
+  replay: ReplayMode;
 }
+
+export const REPLAY_MODES = ['conflict', 'result'] as const;
+export type ReplayMode = (typeof REPLAY_MODES)[number];
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; issues: FieldIssue[] };
 
-const JOB_FIELDS = ['kind', 'key', 'runAt', 'payload', 'maxAttempts'] as const;
+const JOB_FIELDS = ['kind', 'key', 'runAt', 'payload', 'maxAttempts', 'replay'] as const;
 export const MAX_ATTEMPTS_LIMIT = 100;
 /** Run times outside 1970..9999 are typos, not plans (and stay inside Postgres' and JS' range). */
 const EARLIEST_RUN_AT = 0;
@@ -52,13 +57,14 @@ export function parseJobInput(raw: unknown, settings: ApiSettings, kinds: KindLo
     raw.maxAttempts === undefined
       ? settings.defaultMaxAttempts
       : intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
+  const replay = raw.replay === undefined ? 'conflict' : oneOf(raw.replay, 'replay', REPLAY_MODES, issues);
   const sized = issues.list.length;
   checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
   if (kind !== undefined && issues.list.length === sized) checkKindPayload(kind, raw.payload, kinds, issues);
-  if (!issues.ok || kind === undefined || key === undefined || runAt === undefined || maxAttempts === undefined) {
+  if (!issues.ok || kind === undefined || key === undefined || runAt === undefined || maxAttempts === undefined || replay === undefined) {
     return { ok: false, issues: issues.list };
   }
-  return { ok: true, value: { kind, key, runAt, payload: raw.payload ?? null, maxAttempts } };
+  return { ok: true, value: { kind, key, runAt, payload: raw.payload ?? null, maxAttempts, replay } };
 }
 
 function missing(issues: Issues, field: string): undefined {

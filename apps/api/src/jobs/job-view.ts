@@ -33,12 +33,13 @@ export function jobSummary(j: JobRecord, now: Date, horizons: TierHorizons): Job
  * the tenant (`publicAttemptError`), never an exception's text or the worker's host name (both
  * stay in job_attempts and the logs, for the operator).
  */
-export function jobDetail(j: JobRecord & { progress?: JobProgress | null }, attempts: AttemptRecord[], now: Date, horizons: TierHorizons) {
+export function jobDetail(j: JobRecord & { progress?: JobProgress | null; resultDigest?: string | null }, attempts: AttemptRecord[], now: Date, horizons: TierHorizons) {
   const last = publicAttemptError(j.lastError);
   return {
     ...jobSummary(j, now, horizons),
     payload: j.payload ?? null,
     result: j.result ?? null,
+    resultDigest: j.resultDigest ?? null,
     lastError: last?.message ?? null,
     lastErrorCode: last?.code ?? null,
     finishedAt: j.finishedAt ? j.finishedAt.toISOString() : null,
@@ -62,3 +63,17 @@ export function attemptView(a: AttemptRecord) {
 }
 
 export type AttemptView = ReturnType<typeof attemptView>;
+
+/** What a removed job's reserved key still tells (a replay with `"replay": "result"`). */
+export interface RemovedJob {
+  removed: true;
+  key: string;
+  state: JobState;
+  removedOn: string;
+  reservedThrough: string | null;
+  resultDigest: string | null;
+}
+
+export function removedJob(r: { key: string; state: JobState; removedOn: string; reservedThrough: string | null; resultDigest: string | null }): RemovedJob {
+  return { removed: true, key: r.key, state: r.state, removedOn: r.removedOn, reservedThrough: r.reservedThrough, resultDigest: r.resultDigest };
+}

@@ -1,6 +1,7 @@
 import { JOB_STATES } from '@almanac/domain';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { anyJson } from '../docs/any-json';
+import { REPLAY_MODES } from './job-input';
 import { FieldIssueDto } from '../http/error.dto';
 
 const TIERS = ['immediate', 'hot', 'cold'];
@@ -30,6 +31,14 @@ export class CreateJobDto {
   // Defaults are said in words, not `default`: generators make a property with a default required.
   @ApiPropertyOptional({ example: 5, minimum: 1, maximum: 100, description: 'Attempts in all; when absent ALMANAC_DEFAULT_MAX_ATTEMPTS (3).' })
   maxAttempts?: number;
+
+  @ApiPropertyOptional({
+    enum: REPLAY_MODES,
+    example: 'result',
+    description:
+      'What a key whose job retention removed answers (it stays reserved): `conflict` (when absent) 409 with how and when the job ended; `result` 200 with the same as a RemovedJob, including its result digest, the way an idempotent API replays its first answer.',
+  })
+  replay?: string;
 }
 
 export class CreateJobBatchDto {
@@ -115,6 +124,14 @@ export class JobDetailDto extends JobDto {
   @ApiProperty(anyJson("The handler's result (any JSON; null until it succeeded).", { status: 200 }))
   result!: unknown;
 
+  @ApiProperty({
+    example: '9f86d081884c7d659a2feaa0c55ad015',
+    nullable: true,
+    type: String,
+    description: "Hex of the first 16 bytes of SHA-256 over the result's stored JSON text; null without a result. A replay of the key after retention removed the job answers it (RemovedJob).",
+  })
+  resultDigest!: string | null;
+
   @ApiProperty({ example: null, nullable: true, type: String })
   lastError!: string | null;
 
@@ -136,6 +153,26 @@ export class JobDetailDto extends JobDto {
 
   @ApiProperty({ example: null, nullable: true, type: String, description: 'The cursor of the older attempts (GET /v1/jobs/{id}/attempts?cursor=), null when history holds them all.' })
   historyNext!: string | null;
+}
+
+export class RemovedJobDto {
+  @ApiProperty({ example: true, description: 'Always true: the job was removed by retention; its key stays reserved.' })
+  removed!: boolean;
+
+  @ApiProperty({ example: 'invoice:2026-11:customer-42' })
+  key!: string;
+
+  @ApiProperty({ enum: ['succeeded', 'dead', 'cancelled'], example: 'succeeded', description: 'How the job ended.' })
+  state!: string;
+
+  @ApiProperty({ example: '2027-01-02', format: 'date', description: 'The UTC day retention removed it.' })
+  removedOn!: string;
+
+  @ApiProperty({ example: '2028-02-06', format: 'date', nullable: true, type: String, description: 'The last UTC day the key stays reserved; null: for good.' })
+  reservedThrough!: string | null;
+
+  @ApiProperty({ example: '9f86d081884c7d659a2feaa0c55ad015', nullable: true, type: String, description: "The job's resultDigest as it was (JobDetail.resultDigest); null: no result." })
+  resultDigest!: string | null;
 }
 
 export class AttemptPageDto {
@@ -161,11 +198,14 @@ export class BatchItemDto {
   @ApiProperty({ example: 0 })
   index!: number;
 
-  @ApiProperty({ enum: ['created', 'existing', 'error'], example: 'created' })
+  @ApiProperty({ enum: ['created', 'existing', 'removed', 'error'], example: 'created', description: '`removed`: the key named a job retention removed, and the item asked `"replay": "result"`.' })
   status!: string;
 
   @ApiPropertyOptional({ type: JobDto })
   job?: JobDto;
+
+  @ApiPropertyOptional({ type: RemovedJobDto })
+  removed?: RemovedJobDto;
 
   @ApiPropertyOptional({ type: BatchItemErrorDto })
   error?: BatchItemErrorDto;
@@ -180,6 +220,9 @@ export class BatchResultDto {
 
   @ApiProperty({ example: 1 })
   existing!: number;
+
+  @ApiProperty({ example: 0, description: 'Items answered `removed` (`"replay": "result"` on a key whose job retention removed).' })
+  removed!: number;
 
   @ApiProperty({ example: 1 })
   errors!: number;

@@ -1,6 +1,6 @@
 import type { TenantRecord } from '@almanac/persistence';
 import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
@@ -19,6 +19,7 @@ import {
   JobDetailDto,
   JobDto,
   JobPageDto,
+  RemovedJobDto,
   RescheduleJobDto,
   RetryJobDto,
 } from './job.dto';
@@ -42,12 +43,17 @@ export class JobsController {
   @ApiOperation({ summary: 'Create a job (idempotent by key)', description: 'The row is committed before the answer.' })
   @ApiBody({ type: CreateJobDto })
   @ApiResponse({ status: 201, type: JobDto, description: 'Created' })
-  @ApiResponse({ status: 200, type: JobDto, description: 'The same request was made before: the existing job' })
+  @ApiExtraModels(RemovedJobDto)
+  @ApiResponse({
+    status: 200,
+    schema: { oneOf: [{ $ref: getSchemaPath(JobDto) }, { $ref: getSchemaPath(RemovedJobDto) }] },
+    description: 'The same request was made before: the existing job; or, with `"replay": "result"`, what the key of a job retention removed keeps (RemovedJob)',
+  })
   @ApiResponse({ status: 400, type: ErrorDto })
   @ApiResponse({
     status: 409,
     type: ErrorDto,
-    description: 'The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended)',
+    description: 'The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead)',
   })
   @ApiResponse({ status: 413, type: ErrorDto, description: 'payload over ALMANAC_MAX_PAYLOAD_BYTES' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant rate; see Retry-After' })
@@ -56,16 +62,20 @@ export class JobsController {
     @Body() body: unknown,
     @Headers() headers: Record<string, string | undefined>,
     @Res({ passthrough: true }) res: FastifyReply,
-  ): Promise<JobDto> {
+  ): Promise<JobDto | RemovedJobDto> {
     const kind = isPlainObject(body) && typeof body.kind === 'string' ? body.kind : undefined;
-    const { created, job } = await inIngestSpan(
+    const answer = await inIngestSpan(
       headers,
       { 'messaging.destination.name': kind, 'almanac.tenant': tenant.id },
       (traceParent) => this.ingest.createOne(tenant, body, traceParent),
-      (r) => ({ 'messaging.message.id': r.job.id, 'almanac.job.id': r.job.id, 'almanac.job.key': r.job.key }),
+      (r) => ('job' in r ? { 'messaging.message.id': r.job.id, 'almanac.job.id': r.job.id, 'almanac.job.key': r.job.key } : { 'almanac.job.key': r.removed.key }),
     );
-    res.status(created ? 201 : 200);
-    return job;
+    if ('removed' in answer) {
+      res.status(200);
+      return answer.removed;
+    }
+    res.status(answer.created ? 201 : 200);
+    return answer.job;
   }
 
   @Post('batch')

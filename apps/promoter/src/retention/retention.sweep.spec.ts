@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { JobsRepository, RetentionRepository, TenantsRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
@@ -90,6 +91,17 @@ describe('RetentionSweep (Postgres)', () => {
     expect((await sweep().runOnce(NOW)).removed).toBe(0);
   });
 
+  it("keeps each removed job's result digest with its key: SHA-256 of the stored result's text, 16 bytes; none without a result", async () => {
+    const [withResult, without] = await finished(a, 'd', 2, 40);
+    await db.dataSource.query(`UPDATE jobs SET result = '{"charged": true, "amount": 4200}' WHERE id = $1`, [withResult]);
+    const rows = await db.dataSource.query<{ id: string; key: string; text: string | null }[]>(`SELECT id::text AS id, key, result::text AS text FROM jobs WHERE id = ANY($1::bigint[])`, [[withResult, without]]);
+    const expected = Object.fromEntries(rows.map((r) => [r.key, r.text === null ? null : createHash('sha256').update(r.text, 'utf8').digest('hex').slice(0, 32)]));
+    await sweep().runOnce(NOW);
+    const kept = await db.dataSource.query<{ key: string; digest: string | null }[]>(`SELECT key, encode(result_digest, 'hex') AS digest FROM retired_keys`);
+    expect(Object.fromEntries(kept.map((r) => [r.key, r.digest]))).toEqual(expected);
+    expect(Object.values(expected).filter((d) => d !== null)).toHaveLength(1);
+  });
+
   it("removes the tenant's bulk operations that ended before its cutoff; open ones and another tenant's stay", async () => {
     const op = async (tenantId: number, state: string, finishedDaysAgo: number | null) =>
       (await db.dataSource.query<{ id: string }[]>(
@@ -119,7 +131,7 @@ describe('RetentionSweep (Postgres)', () => {
 
     const jobs = new JobsRepository(db.dataSource);
     const replay = (tenantId: number, key: string) => jobs.insertBatch(tenantId, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
-    expect(await replay(a, keyA)).toEqual([{ status: 'retired', key: keyA, removedOn: '2026-12-02', state: 'dead', reservedThrough: '2028-01-06' }]);
+    expect(await replay(a, keyA)).toEqual([{ status: 'retired', key: keyA, removedOn: '2026-12-02', state: 'dead', reservedThrough: '2028-01-06', resultDigest: null }]);
     // Reserved for its own tenant only, and on the retry path (inside a transaction) as well.
     expect((await replay(b, keyA))[0].status).toBe('created');
     const inTx = await db.dataSource.transaction((tx) => jobs.insertBatch(a, [{ kind: 'noop', key: keyA, runAt: NOW, state: 'scheduled' }], tx));
@@ -176,6 +188,24 @@ describe('RetentionSweep (Postgres)', () => {
     }
   });
 
+  it('measures how far behind it is from the oldest row it can remove, not from one it set aside', async () => {
+    const [poison] = await finished(a, 'd', 1, 60);
+    const rest = await finished(a, 'd', 30, 40);
+    await db.dataSource.query(`CREATE TABLE operator_refs (job_id bigint REFERENCES jobs (id))`);
+    try {
+      await db.dataSource.query(`INSERT INTO operator_refs VALUES ($1)`, [poison]);
+      const r = await sweep({ batchSize: 10, maxPerRun: 20 }).runOnce(NOW);
+      expect(r).toMatchObject({ removed: 20, more: true });
+      expect(await left([poison])).toBe(1);
+      // The rows left are 40 days old, 10 past the 30-day cutoff; the one set aside is 60.
+      expect(r.behindSeconds).toBeGreaterThan(9 * 86_400);
+      expect(r.behindSeconds).toBeLessThan(11 * 86_400);
+      expect(await left(rest)).toBe(10);
+    } finally {
+      await db.dataSource.query(`DROP TABLE operator_refs`);
+    }
+  });
+
   it('refuses every removed key of its own tenant only, whatever the keys look like and however they are batched', async () => {
     const ids: string[] = [];
     for (const [i, prefix] of ['inv:2026-11-02', 'inv:2026-11-01', 'a', 'zz', 'order:0001', 'm'].entries()) {
@@ -227,7 +257,7 @@ describe('RetentionSweep (Postgres)', () => {
       const replay = new JobsRepository(db.dataSource).insertBatch(a, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
       await someoneWaitsOnALock(db.dataSource);
       await removal.commitTransaction();
-      expect(await replay).toEqual([{ status: 'retired', key, removedOn: '2026-12-02', state: 'succeeded', reservedThrough: '2028-01-06' }]);
+      expect(await replay).toEqual([{ status: 'retired', key, removedOn: '2026-12-02', state: 'succeeded', reservedThrough: '2028-01-06', resultDigest: null }]);
     } finally {
       if (removal.isTransactionActive) await removal.rollbackTransaction();
       await removal.release();

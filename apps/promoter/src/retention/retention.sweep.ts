@@ -140,8 +140,9 @@ export class RetentionSweep implements Sweep<RetentionResult> {
       if (r.removed + r.setAside < limit) break;
     }
     if (budget - removed <= 0) {
-      // Cut off by the budget: how far behind is measured from the oldest expired row left.
-      return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff)) };
+      // Cut off by the budget: how far behind is measured from the oldest expired row left but
+      // the ones set aside, which stay for good.
+      return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff, [...this.kept])) };
     }
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredEffects(policy.tenantId, cutoff, this.o.batchSize);
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeAbandonedEffects(policy.tenantId, cutoff, this.o.batchSize);

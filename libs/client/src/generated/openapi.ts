@@ -744,6 +744,38 @@ export interface components {
              */
             nextCursor: string | null;
         };
+        RemovedJobDto: {
+            /**
+             * @description Always true: the job was removed by retention; its key stays reserved.
+             * @example true
+             */
+            removed: boolean;
+            /** @example invoice:2026-11:customer-42 */
+            key: string;
+            /**
+             * @description How the job ended.
+             * @example succeeded
+             * @enum {string}
+             */
+            state: "succeeded" | "dead" | "cancelled";
+            /**
+             * Format: date
+             * @description The UTC day retention removed it.
+             * @example 2027-01-02
+             */
+            removedOn: string;
+            /**
+             * Format: date
+             * @description The last UTC day the key stays reserved; null: for good.
+             * @example 2028-02-06
+             */
+            reservedThrough: string | null;
+            /**
+             * @description The job's resultDigest as it was (JobDetail.resultDigest); null: no result.
+             * @example 9f86d081884c7d659a2feaa0c55ad015
+             */
+            resultDigest: string | null;
+        };
         CreateJobDto: {
             /**
              * @description A kind a worker has registered (GET /v1/kinds; built in: noop, charge, ledger-transfer, http, and email where SMTP is set).
@@ -775,6 +807,12 @@ export interface components {
              * @example 5
              */
             maxAttempts?: number;
+            /**
+             * @description What a key whose job retention removed answers (it stays reserved): `conflict` (when absent) 409 with how and when the job ended; `result` 200 with the same as a RemovedJob, including its result digest, the way an idempotent API replays its first answer.
+             * @example result
+             * @enum {string}
+             */
+            replay?: "conflict" | "result";
         };
         JobDto: {
             /**
@@ -820,11 +858,13 @@ export interface components {
             /** @example 0 */
             index: number;
             /**
+             * @description `removed`: the key named a job retention removed, and the item asked `"replay": "result"`.
              * @example created
              * @enum {string}
              */
-            status: "created" | "existing" | "error";
+            status: "created" | "existing" | "removed" | "error";
             job?: components["schemas"]["JobDto"];
+            removed?: components["schemas"]["RemovedJobDto"];
             error?: components["schemas"]["BatchItemErrorDto"];
         };
         BatchResultDto: {
@@ -834,6 +874,11 @@ export interface components {
             created: number;
             /** @example 1 */
             existing: number;
+            /**
+             * @description Items answered `removed` (`"replay": "result"` on a key whose job retention removed).
+             * @example 0
+             */
+            removed: number;
             /** @example 1 */
             errors: number;
         };
@@ -925,6 +970,11 @@ export interface components {
              *     }
              */
             result: unknown;
+            /**
+             * @description Hex of the first 16 bytes of SHA-256 over the result's stored JSON text; null without a result. A replay of the key after retention removed the job answers it (RemovedJob).
+             * @example 9f86d081884c7d659a2feaa0c55ad015
+             */
+            resultDigest: string | null;
             /** @example null */
             lastError: string | null;
             /**
@@ -2136,13 +2186,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The same request was made before: the existing job */
+            /** @description The same request was made before: the existing job; or, with `"replay": "result"`, what the key of a job retention removed keeps (RemovedJob) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobDto"];
+                    "application/json": components["schemas"]["JobDto"] | components["schemas"]["RemovedJobDto"];
                 };
             };
             /** @description Created */
@@ -2171,7 +2221,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended) */
+            /** @description The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -12,12 +12,14 @@ export interface JobView extends JobRecord {
   position: string;
   /** What its handler last reported (`ctx.progress`), with the attempt that reported it; null: nothing. */
   progress: JobProgress | null;
+  /** Hex of its result's digest (statements/result-digest.sql), which a removed job's key keeps; null without a result. */
+  resultDigest: string | null;
 }
 
-export type RawJob = JobRow & { position: string; progress: JobProgress | null };
+export type RawJob = JobRow & { position: string; progress: JobProgress | null; result_digest: string | null };
 
 export function toView(r: RawJob): JobView {
-  return { ...rowToJob(r), position: r.position, progress: r.progress ?? null };
+  return { ...rowToJob(r), position: r.position, progress: r.progress ?? null, resultDigest: r.result_digest ?? null };
 }
 
 export type Runner = Pick<DataSource, 'query'>;

@@ -32,13 +32,14 @@ export interface NewJob {
  * Per item, in input order. `existing` carries the stored row so the caller can compare
  * kind/runAt/payload (same body → 200, different → 409). A key repeated inside one batch:
  * the first occurrence wins; later ones are `existing` with the first one's job. `retired`: the
- * key named a job removed by retention on `removedOn` (a UTC day), which had ended in `state`; it stays
- * reserved through `reservedThrough` (null: forever).
+ * key named a job removed by retention on `removedOn` (a UTC day), which had ended in `state` with
+ * a result whose digest is `resultDigest` (hex, statements/result-digest; null: no result); it
+ * stays reserved through `reservedThrough` (null: forever).
  */
 export type InsertOutcome =
   | { status: 'created'; job: JobRecord }
   | { status: 'existing'; job: JobRecord }
-  | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null };
+  | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null; resultDigest: string | null };
 
 /** Either the one aggregated row of created jobs (comma-joined ids, JSON array of keys) or an existing row. */
 interface InsertRow extends Omit<Partial<JobRow>, 'id'> {
@@ -166,8 +167,10 @@ export class JobsRepository {
   /** Which of `keys` retention removed, keeping them reserved (any order): ingest's 409s, a schedule's removed runs. */
   async findRetired(tenantId: number, keys: readonly string[], db: Db = this.dataSource): Promise<Extract<InsertOutcome, { status: 'retired' }>[]> {
     if (keys.length === 0) return [];
-    const { rows } = await sql<{ key: string; removed_on: string; state: string; reserved_through: string | null }>(db, FIND_RETIRED_KEYS_SQL, [tenantId, keys]);
-    return rows.map((r) => ({ status: 'retired', key: r.key, removedOn: r.removed_on, state: decodeState(r.state), reservedThrough: r.reserved_through }));
+    const { rows } = await sql<{ key: string; removed_on: string; state: string; reserved_through: string | null; result_digest: string | null }>(db, FIND_RETIRED_KEYS_SQL, [tenantId, keys]);
+    return rows.map((r) => ({
+      status: 'retired', key: r.key, removedOn: r.removed_on, state: decodeState(r.state), reservedThrough: r.reserved_through, resultDigest: r.result_digest,
+    }));
   }
 
   /** The tenant's stored jobs among `keys` (any order). */

@@ -94,9 +94,16 @@ export class RetentionRepository {
     return rows[0].removed;
   }
 
-  /** The run time of the tenant's oldest expired job still kept, or null (what "behind" is measured from). */
-  async oldestExpired(tenantId: number, cutoff: Date, db: Db = this.dataSource): Promise<Date | null> {
-    const { rows } = await sql<{ run_at: Date }>(db, `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} ORDER BY run_at LIMIT 1`, [tenantId, cutoff]);
+  /**
+   * The run time of the tenant's oldest expired job still there, less the `kept` ones (set aside:
+   * they would hold the figure for good), or null: what "behind" is measured from.
+   */
+  async oldestExpired(tenantId: number, cutoff: Date, kept: readonly string[] = [], db: Db = this.dataSource): Promise<Date | null> {
+    const { rows } = await sql<{ run_at: Date }>(
+      db,
+      `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND NOT (id = ANY ($3::bigint[])) ORDER BY run_at LIMIT 1`,
+      [tenantId, cutoff, kept],
+    );
     return rows[0]?.run_at ?? null;
   }
 }

@@ -1,10 +1,12 @@
+import { resultDigest } from './result-digest.sql';
+
 /** The expired rows of one tenant: finished (succeeded, dead, cancelled), due and ended before $2. */
 export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < $2 AND state IN ('d', 'x', 'c') AND finished_at < $2`;
 
 /**
  * Removes up to $3 of one tenant's finished jobs whose run time and finish are both before $2,
  * oldest run time first, with their attempts, and retires their keys unless the tenant frees
- * them. One statement, one short transaction: rows another transaction holds (a retry of a dead
+ * them, with how each ended and its result's digest. One statement, one short transaction: rows another transaction holds (a retry of a dead
  * job) are skipped, and FOR UPDATE re-checks the state of a row that changed. A replay of a key
  * racing this statement is refused by the jobs_refuse_retired_keys trigger (migration 1764400100000).
  *
@@ -27,13 +29,14 @@ WITH doomed AS (
    LIMIT $3
    FOR UPDATE SKIP LOCKED
 ), gone AS (
-  DELETE FROM jobs j USING doomed d WHERE j.id = d.id RETURNING j.id, j.key, j.state, j.run_at
+  DELETE FROM jobs j USING doomed d WHERE j.id = d.id RETURNING j.id, j.key, j.state, j.run_at, ${resultDigest('j.result')} AS result_digest
 ), attempts AS (
   DELETE FROM job_attempts a USING gone g WHERE a.job_id = g.id
 ), retired AS (
-  INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through)
-  SELECT $1::int, g.key, $4::date, g.state, $6::date FROM gone g WHERE NOT $5::boolean
-  ON CONFLICT (tenant_id, key) DO UPDATE SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state, reserved_through = EXCLUDED.reserved_through
+  INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through, result_digest)
+  SELECT $1::int, g.key, $4::date, g.state, $6::date, g.result_digest FROM gone g WHERE NOT $5::boolean
+  ON CONFLICT (tenant_id, key) DO UPDATE
+    SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state, reserved_through = EXCLUDED.reserved_through, result_digest = EXCLUDED.result_digest
 )
 SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
 
