@@ -1,6 +1,7 @@
 import type { JobState } from '@almanac/domain';
 import { createdAtFromJobId } from './job-id';
 import { decodeState } from './job-state.codec';
+import { jobPayload } from './statements/job-payload.sql';
 
 /** A jobs row as the rest of the system sees it. Ids are strings (bigint in Postgres). */
 export interface JobRecord {
@@ -24,7 +25,7 @@ export interface JobRecord {
 
 /** Column list matching `rowToJob`; `j` is the jobs alias. */
 export const JOB_COLUMNS =
-  'j.id, j.tenant_id, j.kind, j.key, j.run_at, j.state, j.attempts, j.max_attempts, j.payload, j.result, j.last_error, j.lease_until, j.finished_at';
+  `j.id, j.tenant_id, j.kind, j.key, j.run_at, j.state, j.attempts, j.max_attempts, ${jobPayload('j')} AS payload, j.result, j.last_error, j.lease_until, j.finished_at`;
 
 export interface JobRow {
   id: string;

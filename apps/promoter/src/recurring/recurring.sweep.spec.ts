@@ -1,5 +1,5 @@
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
-import { SchedulesRepository, SweepsRepository } from '@almanac/persistence';
+import { ExecutionRepository, JobQueriesRepository, PAYLOAD_BY_REFERENCE_BYTES, RetentionRepository, SchedulesRepository, SweepsRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
 import { Logger } from '@nestjs/common';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
@@ -96,6 +96,51 @@ describe('RecurringSweep (Postgres)', () => {
     expect(await nextRunAt(id)).toEqual(new Date('2026-11-30T11:00:00Z'));
     const [job] = await db.dataSource.query(`SELECT payload, max_attempts, kind, tenant_id FROM jobs WHERE key = $1`, [rows[0].key]);
     expect(job).toEqual({ payload: { report: 'daily' }, max_attempts: 5, kind: 'noop', tenant_id: 1 });
+  });
+
+  it('stores a large payload once per version; its occurrences point at it and read it through the claim and the view', async () => {
+    const big = { report: 'monthly', blob: 'x'.repeat(PAYLOAD_BY_REFERENCE_BYTES) };
+    const id = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), payload: big });
+    const small = await schedule({ nextRunAt: new Date('2026-11-29T11:00:00Z'), payload: { report: 'daily' } });
+    const rowsOf = (sid: string) =>
+      db.dataSource.query<{ id: string; payload: unknown; ref: string | null }[]>(
+        `SELECT id::text AS id, payload, payload_ref::text AS ref FROM jobs WHERE key LIKE $1 ORDER BY run_at`, [`schedule:${sid}:%`],
+      );
+    const versions = async () => (await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM schedule_payloads`))[0].n;
+    try {
+      await sweep().runOnce(NOW);
+      const rows = await rowsOf(id);
+      expect(rows).toHaveLength(24);
+      expect(rows.filter((r) => r.payload === null && r.ref !== null)).toHaveLength(24);
+      expect(new Set(rows.map((r) => r.ref)).size).toBe(1);
+      expect(await versions()).toBe(1);
+      expect((await rowsOf(small)).every((r) => r.ref === null && (r.payload as { report: string }).report === 'daily')).toBe(true);
+      // Read back whole: by the worker's claim and by the API's view.
+      expect((await new JobQueriesRepository(db.dataSource).findForTenant(1, rows[1].id))?.payload).toEqual(big);
+      await db.dataSource.query(`UPDATE jobs SET state = 'q', run_at = now() - interval '1 second' WHERE id = $1`, [rows[0].id]);
+      const claim = await new ExecutionRepository(db.dataSource).claim([rows[0].id], new Date(), new Date(Date.now() + 30_000), 7);
+      expect(claim.claimed.map((c) => c.payload)).toEqual([big]);
+      // A new payload is a new version for the rows made from then on; rows made before keep theirs, as copies did.
+      const changed = { ...big, report: 'quarterly' };
+      await new SchedulesRepository(db.dataSource).update(1, id, { payload: changed });
+      expect(await sweep().runOnce(new Date(NOW.getTime() + HOUR))).toMatchObject({ inserted: 2 }); // one of each schedule
+      const after = await rowsOf(id);
+      const made = after.filter((r) => !rows.some((o) => o.id === r.id));
+      expect(after.filter((r) => r.ref === rows[0].ref)).toHaveLength(24);
+      expect(made).toHaveLength(1);
+      expect(made[0].ref).not.toBe(rows[0].ref);
+      expect((await new JobQueriesRepository(db.dataSource).findForTenant(1, made[0].id))?.payload).toEqual(changed);
+      expect(await versions()).toBe(2);
+      // Retention removes a version once nothing points at it: the old one when its last row goes.
+      const retention = new RetentionRepository(db.dataSource);
+      expect(await retention.removeUnusedSchedulePayloads(1, 100)).toBe(0);
+      await db.dataSource.query(`DELETE FROM jobs WHERE payload_ref = $1`, [rows[0].ref]);
+      expect(await retention.removeUnusedSchedulePayloads(1, 100)).toBe(1);
+      expect(await versions()).toBe(1);
+      expect((await new JobQueriesRepository(db.dataSource).findForTenant(1, made[0].id))?.payload).toEqual(changed);
+    } finally {
+      await db.dataSource.query('TRUNCATE schedule_payloads');
+    }
   });
 
   it('is a no-op the second time, and re-materialising the same occurrences inserts nothing', async () => {

@@ -234,6 +234,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
           kind: s.kind,
           runAt: o.runAt,
           payloadJson: s.payloadJson,
+          payloadRef: s.payloadRef,
           maxAttempts: s.maxAttempts,
         });
       }

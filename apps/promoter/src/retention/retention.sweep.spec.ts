@@ -188,6 +188,23 @@ describe('RetentionSweep (Postgres)', () => {
     }
   });
 
+  it('removes stored schedule payloads nothing points at any more, and keeps the ones a job or its schedule points at', async () => {
+    const store = async (tenantId: number) =>
+      (await db.dataSource.query<{ id: string }[]>(`INSERT INTO schedule_payloads (tenant_id, schedule_id, payload) VALUES ($1, 1, '{"big": true}') RETURNING id::text AS id`, [tenantId]))[0].id;
+    const [unused, byJob, ofOther] = [await store(a), await store(a), await store(b)];
+    const [job] = await insertJobs(db.dataSource, { tenantId: a, count: 1, start: at(DAY), state: 's' });
+    await db.dataSource.query(`UPDATE jobs SET payload_ref = $2 WHERE id = $1`, [job, byJob]);
+    try {
+      await sweep().runOnce(NOW);
+      const left = (await db.dataSource.query<{ id: string }[]>(`SELECT id::text AS id FROM schedule_payloads ORDER BY id`)).map((r) => r.id);
+      expect(left).toEqual([byJob]); // the unused ones of both tenants went, each in its own tenant's turn
+      expect(left).not.toContain(unused);
+      expect(left).not.toContain(ofOther);
+    } finally {
+      await db.dataSource.query('TRUNCATE schedule_payloads');
+    }
+  });
+
   it('measures how far behind it is from the oldest row it can remove, not from one it set aside', async () => {
     const [poison] = await finished(a, 'd', 1, 60);
     const rest = await finished(a, 'd', 30, 40);

@@ -127,7 +127,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     return freed;
   }
 
-  /** One tenant's expired rows, up to `budget`; then its expired effect records. */
+  /** One tenant's expired rows, up to `budget`; then its expired effect records, bulk operations and unused schedule payloads. */
   private async drain(policy: RetentionPolicy, now: Date, budget: number): Promise<{ removed: number; behindSeconds: number }> {
     const cutoff = retentionCutoff(now, policy.retentionSeconds);
     const day = utcDay(now);
@@ -147,6 +147,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredEffects(policy.tenantId, cutoff, this.o.batchSize);
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeAbandonedEffects(policy.tenantId, cutoff, this.o.batchSize);
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredBulkOperations(policy.tenantId, cutoff, this.o.batchSize);
+    for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeUnusedSchedulePayloads(policy.tenantId, this.o.batchSize);
     return { removed, behindSeconds: 0 };
   }
 }

@@ -7,6 +7,7 @@ import { REMOVE_ABANDONED_EFFECTS_SQL } from '../statements/remove-abandoned-eff
 import { REMOVE_EXPIRED_EFFECTS_SQL } from '../statements/remove-expired-effects.sql';
 import { EXPIRED_JOB_IDS_SQL, EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
 import { REMOVE_EXPIRED_KEYS_SQL } from '../statements/remove-expired-keys.sql';
+import { REMOVE_UNUSED_SCHEDULE_PAYLOADS_SQL } from '../statements/remove-unused-schedule-payloads.sql';
 
 /** One tenant's retention, the installation default filled in. */
 export interface RetentionPolicy {
@@ -85,6 +86,12 @@ export class RetentionRepository {
   /** Removes up to `limit` of the tenant's effect records claimed before `cutoff` and never done; how many went. */
   async removeAbandonedEffects(tenantId: number, cutoff: Date, limit: number, db: Db = this.dataSource): Promise<number> {
     const { rows } = await sql<{ removed: number }>(db, REMOVE_ABANDONED_EFFECTS_SQL, [tenantId, cutoff, limit]);
+    return rows[0].removed;
+  }
+
+  /** Removes up to `limit` of the tenant's stored schedule payloads nothing points at any more; how many went. */
+  async removeUnusedSchedulePayloads(tenantId: number, limit: number, db: Db = this.dataSource): Promise<number> {
+    const { rows } = await sql<{ removed: number }>(db, REMOVE_UNUSED_SCHEDULE_PAYLOADS_SQL, [tenantId, limit]);
     return rows[0].removed;
   }
 

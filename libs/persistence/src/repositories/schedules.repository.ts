@@ -194,7 +194,10 @@ export class SchedulesRepository {
       if (change.kind !== undefined) set('kind', change.kind);
       if (change.cron !== undefined) set('cron', change.cron);
       if (change.timezone !== undefined) set('timezone', change.timezone);
-      if (change.payload !== undefined) set('payload', jsonParam(change.payload), '::jsonb');
+      if (change.payload !== undefined) {
+        set('payload', jsonParam(change.payload), '::jsonb');
+        sets.push('payload_ref = NULL'); // a new version: stored when its first occurrences need it
+      }
       if (change.maxAttempts !== undefined) set('max_attempts', change.maxAttempts);
       if (change.missed !== undefined) set('missed', change.missed);
       if (change.expectWithinSeconds !== undefined) {

@@ -12,6 +12,7 @@ import { COUNT_JOB_STATES_SQL } from '../statements/count-job-states.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
 import { DUE_COLD_TENANTS_SQL } from '../statements/due-cold-tenants.sql';
 import { INSERT_OCCURRENCES_SQL } from '../statements/insert-occurrences.sql';
+import { STORE_SCHEDULE_PAYLOADS_SQL } from '../statements/store-schedule-payloads.sql';
 import { JOB_STATE_STATS_SQL } from '../statements/job-state-stats.sql';
 import { PROMOTE_COLD_SQL } from '../statements/promote-cold.sql';
 import { PROMOTE_COLD_FAIR_SQL } from '../statements/promote-cold-fair.sql';
@@ -42,19 +43,30 @@ export interface DueSchedule {
   timezone: string;
   missed: string;
   kind: string;
+  /** The payload as JSON text, or null: none, or a stored version (`payloadRef`) its occurrences point at. */
   payloadJson: string | null;
+  /** The stored version of a large payload (schedule_payloads), which occurrences point at instead of copying it. */
+  payloadRef: string | null;
   maxAttempts: number;
 }
 
-/** One occurrence to insert as a job row. */
+/** One occurrence to insert as a job row: its payload copied, or pointing at a stored version. */
 export interface OccurrenceRow {
   tenantId: number;
   key: string;
   kind: string;
   runAt: Date;
   payloadJson: string | null;
+  payloadRef: string | null;
   maxAttempts: number;
 }
+
+/**
+ * A schedule payload at least this large (as JSON text) is stored once per version and pointed
+ * at by its occurrences; a smaller one is copied into each. A copy under a kilobyte costs less
+ * than the pointer's probe at every claim and view, and stays inline in the row (no TOAST).
+ */
+export const PAYLOAD_BY_REFERENCE_BYTES = 1024;
 
 /** A schedule's cursor after materialising: the first nominal time not yet turned into a row. */
 export interface ScheduleAdvance {
@@ -303,13 +315,14 @@ export class SweepsRepository {
       missed: string;
       kind: string;
       payload: string | null;
+      payload_ref: string | null;
       max_attempts: number;
     }>(
       m,
       CLAIM_DUE_SCHEDULES_SQL,
       [until, limit, excludeTenants, onlyIds],
     );
-    return rows.map((r) => ({
+    const due: DueSchedule[] = rows.map((r) => ({
       id: r.id,
       tenantId: r.tenant_id,
       nextRunAt: r.next_run_at,
@@ -318,8 +331,19 @@ export class SweepsRepository {
       missed: r.missed,
       kind: r.kind,
       payloadJson: r.payload,
+      payloadRef: r.payload_ref,
       maxAttempts: r.max_attempts,
     }));
+    return this.storeLargePayloads(m, due);
+  }
+
+  /** Large payloads not stored yet get their version (STORE_SCHEDULE_PAYLOADS_SQL); the schedules then carry its id instead of the text. */
+  private async storeLargePayloads(m: EntityManager, due: DueSchedule[]): Promise<DueSchedule[]> {
+    const large = due.filter((s) => s.payloadJson !== null && Buffer.byteLength(s.payloadJson) >= PAYLOAD_BY_REFERENCE_BYTES);
+    if (large.length === 0) return due;
+    const { rows } = await sql<{ schedule_id: string; ref: string }>(m, STORE_SCHEDULE_PAYLOADS_SQL, [large.map((s) => s.id)]);
+    const refs = new Map(rows.map((r) => [r.schedule_id, r.ref]));
+    return due.map((s) => (refs.has(s.id) ? { ...s, payloadJson: null, payloadRef: refs.get(s.id)! } : s));
   }
 
   /** Inserts occurrences; with `skipRetired`, those whose key retention retired are left out (INSERT_OCCURRENCES_SQL). */
@@ -333,6 +357,7 @@ export class SweepsRepository {
       rows.map((r) => r.payloadJson),
       rows.map((r) => r.maxAttempts),
       skipRetired,
+      rows.map((r) => r.payloadRef),
     ]);
     return rowCount;
   }

@@ -6,12 +6,14 @@ const EARLIEST = `ORDER BY next_run_at
 
 /**
  * Claims (FOR UPDATE SKIP LOCKED) the due schedules, payload as JSON text (copied into the
- * occurrences, never parsed).
+ * occurrences, never parsed), or, when the schedule's payload has a stored version already, that
+ * version's id instead (`payload_ref`; occurrences point at it), with the payload's size.
  *
  * $1 timestamptz until · $2 int limit · $3 int[] tenants to skip · $4 bigint[] only these
  * schedules (null: any; the recurring sweep's isolation of a batch Postgres refused).
  */
-export const CLAIM_DUE_SCHEDULES_SQL = `SELECT id::text AS id, tenant_id, next_run_at, cron, timezone, missed, kind, payload::text AS payload, max_attempts
+export const CLAIM_DUE_SCHEDULES_SQL = `SELECT id::text AS id, tenant_id, next_run_at, cron, timezone, missed, kind, max_attempts,
+         CASE WHEN payload_ref IS NULL THEN payload::text END AS payload, payload_ref::text AS payload_ref
          ${DUE_SCHEDULES} AND ($4::bigint[] IS NULL OR id = ANY($4::bigint[]))
         ${EARLIEST}
         FOR UPDATE SKIP LOCKED`;

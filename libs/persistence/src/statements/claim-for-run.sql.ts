@@ -1,3 +1,5 @@
+import { jobPayload } from './job-payload.sql';
+
 /**
  * A worker's claim of the rows it is about to run, as they come due: queued → running, the
  * attempt counted, a lease, and the worker's mark (`claimed_by`). Returns the claimed rows, and
@@ -31,7 +33,7 @@ export const CLAIM_FOR_RUN_SQL = `WITH claimed AS (
                 (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit
           WHERE j.id = t.id
             AND ((j.state::text = 'q' AND j.run_at <= $2 AND j.attempts < 32767) OR (j.state::text = 'r' AND j.claimed_by = $4 AND j.lease_until = $3))
-         RETURNING j.id, j.tenant_id, j.kind, j.key, j.payload, j.attempts, j.max_attempts, j.trace_parent
+         RETURNING j.id, j.tenant_id, j.kind, j.key, ${jobPayload('j')} AS payload, j.attempts, j.max_attempts, j.trace_parent
        ), early AS (
          SELECT j.id, j.run_at
            FROM unnest($1::bigint[]) AS t(id) LEFT JOIN claimed c ON c.id = t.id JOIN jobs j ON j.id = t.id

@@ -1,4 +1,5 @@
 import { INSERT_BATCH_COLUMNS, INSERT_BATCH_INPUT, INSERT_BATCH_VALUES } from './insert-batch-optimistic.sql';
+import { jobPayload } from './job-payload.sql';
 
 /** The created jobs as one aggregated row, then the rows that already existed. */
 const INSERTED_AND_EXISTING = `
@@ -7,7 +8,7 @@ SELECT true AS created, string_agg(id::text, ',') AS id, json_agg(key)::text AS 
        NULL AS result, NULL::text AS last_error, NULL::timestamptz AS lease_until, NULL::timestamptz AS finished_at
   FROM ins
 UNION ALL
-SELECT false, j.id::text, j.key, j.tenant_id, j.kind, j.run_at, j.state, j.attempts, j.max_attempts, j.payload,
+SELECT false, j.id::text, j.key, j.tenant_id, j.kind, j.run_at, j.state, j.attempts, j.max_attempts, ${jobPayload('j')},
        j.result, j.last_error, j.lease_until, j.finished_at
   FROM json_array_elements_text($2::json) AS e(key) JOIN jobs j ON j.tenant_id = $1 AND j.key = (e.key COLLATE "C")
  WHERE (SELECT count(*) FROM ins) < json_array_length($2::json)`;

@@ -1,0 +1,9 @@
+/**
+ * A job row's payload: its own, or for an occurrence of a schedule with a large payload the
+ * version it points at (`payload_ref`, schedule_payloads: migration 1764400125000). The subquery
+ * runs only for rows that point: one primary-key probe.
+ */
+export function jobPayload(alias = ''): string {
+  const p = alias ? `${alias}.` : '';
+  return `CASE WHEN ${p}payload_ref IS NULL THEN ${p}payload ELSE (SELECT sp.payload FROM schedule_payloads sp WHERE sp.id = ${p}payload_ref) END`;
+}
