@@ -11,7 +11,7 @@
  * table and one JSON line.
  */
 import { randomBytes } from 'node:crypto';
-import { SweepsRepository } from '../libs/persistence/src';
+import { RecurringRepository } from '../libs/persistence/src';
 import { RecurringSweep } from '../apps/promoter/src/recurring/recurring.sweep';
 import { SchedulePlanner } from '../apps/promoter/src/recurring/schedule-planner';
 import { createBenchDatabase } from './lib/bench-db';
@@ -33,7 +33,7 @@ async function measure(schedules: number, payloadBytes: number): Promise<Figure>
         [`minutely-${i}`, payload, new Date('2026-12-01T10:01:00Z')],
       );
     }
-    const sweep = new RecurringSweep(new SweepsRepository(ds), new SchedulePlanner({ missedCap: 100, lateToleranceMs: 300_000 }), {
+    const sweep = new RecurringSweep(new RecurringRepository(ds), new SchedulePlanner({ missedCap: 100, lateToleranceMs: 300_000 }), {
       horizonMs: HOUR, batchSize: 1000, maxPerRun: 10_000_000, concurrency: 1, maxBatchRows: 20_000, maxBatchBytes: 16 * 1024 * 1024,
       maxPerTenantPerRun: Number.MAX_SAFE_INTEGER, nearMs: 10 * 60_000,
     });

@@ -13,7 +13,7 @@
 // afterwards (as a bulk restore would), then VACUUM ANALYZE. --reuse keeps and reuses them.
 // Redis is a private redis-server on a free port (FLUSHALL between runs is safe there).
 import { KindCatalog, KindRoutes, ReadyQueues } from '@almanac/delivery';
-import { createDataSource, KindsRepository, runMigrations, SweepsRepository } from '@almanac/persistence';
+import { createDataSource, KindsRepository, RecurringRepository, runMigrations, SweepsRepository } from '@almanac/persistence';
 import { HotQueue } from '@almanac/platform';
 import { Logger } from '@nestjs/common';
 import { Client } from 'pg';
@@ -326,7 +326,7 @@ async function benchRecurring(args: Args): Promise<RecurringFigures> {
       await ds.query(`VACUUM ANALYZE schedules`);
       await ds.query(`INSERT INTO bench_marker VALUES ($1) ON CONFLICT DO NOTHING`, [marker]);
     }
-    const sweep = new RecurringSweep(new SweepsRepository(ds), new SchedulePlanner({ missedCap: 1000, lateToleranceMs: 300_000 }), {
+    const sweep = new RecurringSweep(new RecurringRepository(ds), new SchedulePlanner({ missedCap: 1000, lateToleranceMs: 300_000 }), {
       horizonMs: DAY, // a day ahead: one occurrence per hourly schedule here, the rate being the figure
       batchSize: 1000,
       maxPerRun: 100_000_000,

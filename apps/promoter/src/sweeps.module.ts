@@ -1,5 +1,5 @@
 import { KindCatalog, KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
-import { BulkOperationsRepository, DueSoonRepository, KindsRepository, RetentionRepository, ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, TenantStatsRepository, WorkersRepository } from '@almanac/persistence';
+import { BulkOperationsRepository, DueSoonRepository, KindsRepository, RecurringRepository, RetentionRepository, ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, TenantStatsRepository, WorkersRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, SILENT_LOGGER, TenantLabels, WORKER_RESCUE_INTERVAL_MS } from '@almanac/platform';
 import { EPOCH_WATCH_INTERVAL_MS, EpochWatch } from './overdue/epoch-watch';
 import { LostHints } from './overdue/lost-hints';
@@ -55,7 +55,7 @@ export function buildSweeps(deps: {
     log('promotion'),
   );
   const recurring = new RecurringSweep(
-    repo,
+    new RecurringRepository(deps.dataSource),
     new SchedulePlanner({ missedCap: config.missedCap, lateToleranceMs: config.lateToleranceMs }),
     {
       horizonMs: config.recurringHorizonMs,

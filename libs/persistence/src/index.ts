@@ -4,6 +4,7 @@ export * from './job-id';
 export * from './job-state.codec';
 export * from './migrations';
 export * from './repositories/sweeps.repository';
+export * from './repositories/recurring.repository';
 export * from './statements/cold-claim.sql';
 export * from './job-record';
 export * from './sql';

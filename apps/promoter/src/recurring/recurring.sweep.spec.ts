@@ -1,5 +1,5 @@
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
-import { ExecutionRepository, JobQueriesRepository, PAYLOAD_BY_REFERENCE_BYTES, RetentionRepository, SchedulesRepository, SweepsRepository } from '@almanac/persistence';
+import { ExecutionRepository, JobQueriesRepository, PAYLOAD_BY_REFERENCE_BYTES, RecurringRepository, RetentionRepository, SchedulesRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
 import { Logger } from '@nestjs/common';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
@@ -24,7 +24,7 @@ interface ScheduleSeed {
 
 describe('RecurringSweep (Postgres)', () => {
   let db: TestDatabase;
-  let repo: SweepsRepository;
+  let repo: RecurringRepository;
   let metrics: SweepMetrics;
 
   const sweep = (
@@ -80,7 +80,7 @@ describe('RecurringSweep (Postgres)', () => {
   beforeAll(async () => {
     Logger.overrideLogger(false);
     db = await createTestDatabase();
-    repo = new SweepsRepository(db.dataSource);
+    repo = new RecurringRepository(db.dataSource);
     metrics = new SweepMetrics(new MetricsService());
   });
   beforeEach(async () => db.dataSource.query('TRUNCATE jobs, schedules'));

@@ -1,7 +1,7 @@
 import { scheduleSetAsideError } from '@almanac/domain';
 import { isValueError, runIsolated, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
-import { type DueSchedule, isRetiredKeyError, type OccurrenceRow, type ScheduleAdvance, type SweepsRepository } from '@almanac/persistence';
+import { type DueSchedule, isRetiredKeyError, type OccurrenceRow, type RecurringRepository, type ScheduleAdvance } from '@almanac/persistence';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { runBatches } from '../sweeps/batch-loop';
 import type { Sweep, SweepResult } from '../sweeps/sweep';
@@ -92,7 +92,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
   readonly name = 'recurring' as const;
 
   constructor(
-    private readonly repo: SweepsRepository,
+    private readonly repo: RecurringRepository,
     private readonly planner: SchedulePlanner,
     private readonly opts: RecurringOptions,
     private readonly metrics?: SweepMetrics,
