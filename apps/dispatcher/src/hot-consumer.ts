@@ -1,4 +1,4 @@
-import { CONSUMER_REMOVAL, type Clock, endFailed, type EnvelopeData, type EnvelopeFlow, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, tracer } from '@almanac/platform';
+import { CONSUMER_REMOVAL, type Clock, endWith, type EnvelopeData, type EnvelopeFlow, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, tracer } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
@@ -88,17 +88,9 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
   }
 
   /** One envelope inside its span: a root of its own, since an envelope carries many jobs' rows. */
-  private async deliver(data: EnvelopeData, hold: boolean): Promise<number> {
+  private deliver(data: EnvelopeData, hold: boolean): Promise<number> {
     const span = tracer.startSpan('hand off', { root: true, attributes: { 'messaging.system': 'almanac', 'messaging.operation.type': 'process' } });
-    try {
-      const rows = await this.handOver(data, hold);
-      span.setAttribute('messaging.batch.message_count', rows);
-      span.end();
-      return rows;
-    } catch (err) {
-      endFailed(span, err);
-      throw err;
-    }
+    return endWith(span, () => this.handOver(data, hold), (rows) => ({ 'messaging.batch.message_count': rows }));
   }
 
   private async handOver(data: EnvelopeData, hold: boolean): Promise<number> {

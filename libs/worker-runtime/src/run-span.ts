@@ -1,6 +1,6 @@
-import { endFailed, jobAttributes, linksTo, SpanKind, tracer, withSpan } from '@almanac/platform';
+import { endFailed, endWith, jobAttributes, linksTo, tracer, withSpan } from '@almanac/platform';
 import type { RunnableJob } from '@almanac/persistence';
-import { ROOT_CONTEXT, type Span, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
 import type { HandlerRun } from './handler-run';
 
 /**
@@ -15,7 +15,7 @@ export class RunSpan {
 
   constructor(row: RunnableJob, pool: string, claim: { fromMs: number; toMs: number }) {
     this.root = tracer.startSpan(`process ${row.kind}`, { kind: SpanKind.CONSUMER, startTime: claim.fromMs, links: linksTo(row.traceParent) }, ROOT_CONTEXT);
-    if (!this.root.isRecording()) return; // tracing off: a no-op span and nothing more, ~80 ns a run (its attributes built first cost 3 µs)
+    if (!this.root.isRecording()) return; // tracing off: a no-op span and nothing more, 74 ns a run (bench/run-span.ts; 3 µs when its attributes were built first)
     this.root.setAttributes(jobAttributes(row));
     this.root.setAttributes({ 'messaging.operation.type': 'process', 'messaging.operation.name': 'process', 'messaging.consumer.group.name': pool });
     this.child('claim', claim.fromMs).end(claim.toMs);
@@ -36,19 +36,12 @@ export class RunSpan {
 
   /**
    * Ends the run's span when its outcome is written, with what became of the write. No span of
-   * its own: a group commit's wait is no one job's work, and a fourth span per run cost the
-   * worker ~8 µs per job with export on (bench/tracing.ts).
+   * its own: a group commit's wait is no one job's work, and every exported span is worker CPU
+   * (bench/tracing.ts).
    */
-  async write<T extends string>(write: () => Promise<T>): Promise<T> {
+  write<T extends string>(write: () => Promise<T>): Promise<T> {
     if (!this.root.isRecording()) return write();
-    try {
-      const result = await write();
-      this.end(result);
-      return result;
-    } catch (err) {
-      endFailed(this.root, err);
-      throw err;
-    }
+    return endWith(this.root, write, (result) => ({ 'almanac.write': result }));
   }
 
   /** Ends the run's span without a write (released at shutdown). */

@@ -1,5 +1,5 @@
-import { contextFromHeaders, endFailed, SpanKind, traceparentOf, tracer } from '@almanac/platform';
-import type { Attributes } from '@opentelemetry/api';
+import { contextFromHeaders, endWith, traceparentOf, tracer } from '@almanac/platform';
+import { type Attributes, SpanKind } from '@opentelemetry/api';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -10,7 +10,7 @@ type Headers = Record<string, string | string[] | undefined>;
  * while tracing is off (the API's no-op span carries no trace). `describe` adds what the answer
  * tells (the job's id and key) before the span ends.
  */
-export async function inIngestSpan<T>(
+export function inIngestSpan<T>(
   headers: Headers,
   attributes: Attributes,
   fn: (traceParent: string | null) => Promise<T>,
@@ -19,13 +19,5 @@ export async function inIngestSpan<T>(
   const name = typeof attributes['messaging.destination.name'] === 'string' ? `send ${attributes['messaging.destination.name']}` : 'send';
   const span = tracer.startSpan(name, { kind: SpanKind.PRODUCER, attributes }, contextFromHeaders(headers));
   span.setAttributes({ 'messaging.system': 'almanac', 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' });
-  try {
-    const result = await fn(traceparentOf(span));
-    span.setAttributes(describe(result));
-    span.end();
-    return result;
-  } catch (err) {
-    endFailed(span, err);
-    throw err;
-  }
+  return endWith(span, () => fn(traceparentOf(span)), describe);
 }

@@ -1,5 +1,5 @@
-import { endFailed, SpanKind, tracer } from '@almanac/platform';
-import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api';
+import { endWith, tracer } from '@almanac/platform';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 /**
  * Runs one outbound HTTP call inside its client span (a child of the handler's), and gives the
@@ -7,7 +7,7 @@ import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api'
  * this run's. The span names the server and path, never the query string (it may hold a token).
  * With tracing off the headers are empty.
  */
-export async function inClientSpan<T extends { status: number }>(method: string, url: URL, call: (traceHeaders: Record<string, string>) => Promise<T>): Promise<T> {
+export function inClientSpan<T extends { status: number }>(method: string, url: URL, call: (traceHeaders: Record<string, string>) => Promise<T>): Promise<T> {
   const span = tracer.startSpan(method, {
     kind: SpanKind.CLIENT,
     attributes: {
@@ -20,14 +20,8 @@ export async function inClientSpan<T extends { status: number }>(method: string,
   });
   const traceHeaders: Record<string, string> = {};
   propagation.inject(trace.setSpan(context.active(), span), traceHeaders);
-  try {
-    const res = await call(traceHeaders);
-    span.setAttribute('http.response.status_code', res.status);
+  return endWith(span, () => call(traceHeaders), (res) => {
     if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    span.end();
-    return res;
-  } catch (err) {
-    endFailed(span, err);
-    throw err;
-  }
+    return { 'http.response.status_code': res.status };
+  });
 }

@@ -1,6 +1,6 @@
 import {
   type Attributes, context, type Context, isSpanContextValid, type Link, propagation, ROOT_CONTEXT, type Span,
-  SpanKind, SpanStatusCode, trace, type Tracer,
+  SpanStatusCode, trace, type Tracer,
 } from '@opentelemetry/api';
 
 /** The one tracer of Almanac's own spans (`@opentelemetry/api`: a no-op until an SDK registers). */
@@ -11,7 +11,7 @@ export const tracer: Tracer = trace.getTracer('almanac');
  * with `extra` (the operation's own). One object literal: spreading one attributes object into
  * another cost ~1.5 µs (the keys have dots), which a worker paid per job with tracing off.
  */
-export function jobAttributes(job: { tenantId: number; id: string; key: string; kind: string; attempt?: number }): Attributes {
+export function jobAttributes(job: { tenantId: number; id: string; key: string; kind: string; attempt: number }): Attributes {
   return {
     'messaging.system': 'almanac',
     'messaging.destination.name': job.kind,
@@ -50,9 +50,24 @@ export function endFailed(span: Span, err: unknown): void {
   span.end();
 }
 
+/**
+ * Ends `span` with the outcome of `run`: the attributes `describe` reads from its result, or
+ * failed with its error (rethrown).
+ */
+export async function endWith<T>(span: Span, run: () => Promise<T>, describe: (result: T) => Attributes = () => ({})): Promise<T> {
+  try {
+    const result = await run();
+    span.setAttributes(describe(result));
+    span.end();
+    return result;
+  } catch (err) {
+    endFailed(span, err);
+    throw err;
+  }
+}
+
 /** Runs `fn` with `span` as the active span, so spans started inside are its children. */
 export function withSpan<T>(span: Span, fn: () => T): T {
   return context.with(trace.setSpan(context.active(), span), fn);
 }
 
-export { SpanKind };
