@@ -46,6 +46,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_tenant_lag_seconds: { type: 'histogram', labels: ['tenant'] },
   almanac_tenant_backlog: { type: 'gauge', labels: ['tenant'] },
   almanac_tenant_oldest_due_seconds: { type: 'gauge', labels: ['tenant'] },
+  almanac_tenant_stored_bytes: { type: 'gauge', labels: ['tenant'] },
   // per pool, as the dispatcher reads the shared state (several replicas: use max, not sum)
   almanac_pool_workers: { type: 'gauge', labels: ['pool'] },
   almanac_kind_served: { type: 'gauge', labels: ['kind', 'pool'] },

@@ -1,4 +1,4 @@
-import { KIND_PATTERN } from '@almanac/domain';
+import { DEFAULT_STORED_BYTES_QUOTA, KIND_PATTERN, MAX_STORED_BYTES_QUOTA, MIN_STORED_BYTES_QUOTA } from '@almanac/domain';
 import { envBool, envInt, envList, type Env } from '@almanac/platform';
 
 /** API-only settings (ALMANAC_* variables read here, validated at module init). */
@@ -23,6 +23,8 @@ export interface ApiSettings {
   requestTimeoutMs: number;
   /** Schedules a tenant may hold; tenants.max_schedules overrides. */
   maxSchedulesPerTenant: number;
+  /** Bytes a tenant may store (payloads, results, schedules); tenants.max_stored_bytes overrides. */
+  storedBytesQuota: number;
   /** Read requests per second per tenant per replica; 0 turns the limit off. */
   readRateLimitPerSecond: number;
   /** Bulk operations a tenant may have pending or running at once. */
@@ -55,6 +57,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     // Issue 12: every request is answered within 3 s, stalled dependencies included.
     requestTimeoutMs: envInt(env, 'ALMANAC_REQUEST_TIMEOUT_MS', 2500, { min: 100, max: 600_000 }),
     maxSchedulesPerTenant: envInt(env, 'ALMANAC_MAX_SCHEDULES_PER_TENANT', 10_000, { min: 1, max: 100_000_000 }),
+    storedBytesQuota: envInt(env, 'ALMANAC_STORED_BYTES_QUOTA', DEFAULT_STORED_BYTES_QUOTA, { min: MIN_STORED_BYTES_QUOTA, max: MAX_STORED_BYTES_QUOTA }),
     readRateLimitPerSecond: envInt(env, 'ALMANAC_READ_RATE_LIMIT_PER_SECOND', 200, { min: 0, max: 1_000_000 }),
     maxOpenBulkOperations: envInt(env, 'ALMANAC_BULK_MAX_OPEN', 5, { min: 1, max: 1000 }),
     // Almanac does not terminate TLS and sits behind a proxy that does, so the request cannot

@@ -27,6 +27,9 @@ describe('@almanac/client: admin', () => {
     expect(bad).toBeInstanceOf(ValidationError);
     expect((bad as ValidationError).fields).toEqual(['weight']);
     await expect(admin.tenants.update(999_999, { weight: 2 })).rejects.toBeInstanceOf(NotFoundError);
+    await admin.tenants.update(acme.id, { maxStoredBytes: 2 ** 30 });
+    expect(await admin.tenants.get(acme.id)).toMatchObject({ weight: 3, httpAllowHosts: ['https://hooks.acme.com'], storage: { storedBytes: 0, quotaBytes: 2 ** 30, measuredAt: null } });
+    await expect(admin.tenants.get(999_999)).rejects.toBeInstanceOf(NotFoundError);
 
     const second = await admin.keys.create(acme.id);
     expect((await admin.keys.list(acme.id)).map((k) => k.id)).toContain(second.id);

@@ -84,7 +84,7 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     await ds.query(`CREATE TRIGGER fail_doomed BEFORE INSERT ON jobs FOR EACH ROW WHEN (NEW.tenant_id = ${doomed.id}) EXECUTE FUNCTION fail_doomed()`);
     try {
       const ingest = h.app.get(IngestService);
-      const tenant = (id: number) => ({ id, name: 't', createdAt: new Date(), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE, disabled: false, retentionSeconds: null, keysAfterRetention: 'reserved' as const, keyReservationSeconds: null });
+      const tenant = (id: number) => ({ id, name: 't', createdAt: new Date(), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE, disabled: false, retentionSeconds: null, keysAfterRetention: 'reserved' as const, keyReservationSeconds: null, storage: { maxStoredBytes: null, storedBytes: 0, measuredAt: null } });
       const body = (key: string) => ({ kind: 'noop', key, runAt: inMs(MINUTE) });
       // Submitted in one turn: one group, two tenants.
       const [a, b] = await Promise.allSettled([ingest.createOne(tenant(ok.id), body('steady-1')), ingest.createOne(tenant(doomed.id), body('doomed-1'))]);

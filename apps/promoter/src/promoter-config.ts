@@ -58,6 +58,9 @@ export interface PromoterConfig {
   retentionMaxPerRun: number;
   /** Rows per state the due-soon sweep reads at most per run (almanac_jobs_due; ~1.5 µs a row). */
   dueSoonScanRows: number;
+  /** How often the stored-bytes sweep takes a step, and the rows a step reads. */
+  storedBytesIntervalMs: number;
+  storedBytesScanRows: number;
 }
 
 const MIN = 60_000;
@@ -111,5 +114,7 @@ export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterC
     // 5,000 rows: one statement of ~0.1-0.2 s (bench/retention.ts prints the longest).
     retentionBatchSize: envInt(env, 'ALMANAC_RETENTION_BATCH_SIZE', 5000, { min: 1, max: 50_000 }),
     retentionMaxPerRun: envInt(env, 'ALMANAC_RETENTION_MAX_PER_RUN', 200_000, { min: 1 }),
+    storedBytesIntervalMs: envInt(env, 'ALMANAC_STORED_BYTES_INTERVAL_MS', 1000, { min: 100, max: DAY }),
+    storedBytesScanRows: envInt(env, 'ALMANAC_STORED_BYTES_SCAN_ROWS', 10_000, { min: 100, max: 1_000_000 }),
   };
 }

@@ -82,6 +82,8 @@ describe('promoterConfigFromEnv', () => {
       keyReservationDefault: 400 * 86_400,
       retentionBatchSize: 5000,
       retentionMaxPerRun: 200_000,
+      storedBytesIntervalMs: 1000,
+      storedBytesScanRows: 10_000,
     });
   });
 

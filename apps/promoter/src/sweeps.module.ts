@@ -21,6 +21,7 @@ import { PromotionSweep } from './sweeps/promotion.sweep';
 import { SweepMetrics } from './sweeps/sweep-metrics';
 import { SweepRunner } from './sweeps/sweep-runner';
 import { DUE_SOON_INTERVAL_MS, DueSoonSweep } from './sweeps/due-soon.sweep';
+import { StoredBytesSweep } from './sweeps/stored-bytes.sweep';
 import { TENANT_BACKLOG_INTERVAL_MS, TenantBacklogSweep } from './sweeps/tenant-backlog.sweep';
 
 export const PROMOTER_CONFIG = Symbol('PROMOTER_CONFIG');
@@ -92,8 +93,9 @@ export function buildSweeps(deps: {
   );
   const jobStates = new JobStatesSweep(repo, metrics);
   const dueSoon = new DueSoonSweep(new DueSoonRepository(deps.dataSource), config.dueSoonScanRows, metrics);
+  const tenantStats = new TenantStatsRepository(deps.dataSource);
   const tenantBacklog = new TenantBacklogSweep(
-    new TenantStatsRepository(deps.dataSource),
+    tenantStats,
     (ids) => TenantLabels.publish(deps.redis, deps.prefix, ids),
     { top: config.tenantMetricsTop, scanRows: config.tenantMetricsScanRows },
     metrics,
@@ -116,6 +118,7 @@ export function buildSweeps(deps: {
     metrics,
     log('retention'),
   );
+  const storedBytes = new StoredBytesSweep(tenantStats, { rowsPerRun: config.storedBytesScanRows, top: config.tenantMetricsTop }, metrics);
   const rescue = new RescueSweep(new WorkersRepository(deps.dataSource), repo, ready, deps.queue, { batchSize: config.overdueBatchSize }, metrics, log('rescue'));
   const epochWatch = new EpochWatch(epoch, overdue);
   const scheduleWatch = new ScheduleWatchSweep(
@@ -126,7 +129,7 @@ export function buildSweeps(deps: {
     metrics,
     log('schedule-watch'),
   );
-  return { repo, promotion, recurring, overdue, epochWatch, scheduleWatch, rescue, jobStates, tenantBacklog, bulk, retention, dueSoon };
+  return { repo, promotion, recurring, overdue, epochWatch, scheduleWatch, rescue, jobStates, tenantBacklog, bulk, retention, dueSoon, storedBytes };
 }
 
 /** Starts the sweeps when the app is up; stops them (waiting for runs in flight) before the shared connections close. */
@@ -179,6 +182,7 @@ class SweepsLifecycle implements OnApplicationBootstrap, BeforeApplicationShutdo
             { sweep: s.bulk, intervalMs: config.bulkIntervalMs },
             { sweep: s.retention, intervalMs: config.retentionIntervalMs },
             { sweep: s.dueSoon, intervalMs: DUE_SOON_INTERVAL_MS },
+            { sweep: s.storedBytes, intervalMs: config.storedBytesIntervalMs },
           ],
           clock,
           metrics,

@@ -48,7 +48,11 @@ export class AdminClient {
     create: async (tenant: CreateTenant, options?: CallOptions): Promise<CreatedTenant> =>
       (await this.http.request<CreatedTenant>({ method: 'POST', path: '/v1/admin/tenants', body: tenant, idempotent: false, ...options })).body,
 
-    /** Weight, limits, retention, http allow-list, or suspension (`disabled`). */
+    /** One tenant: its settings, its http allow-list, and what it stores against its quota (`storage`). */
+    get: async (id: number, options?: CallOptions): Promise<Tenant> =>
+      (await this.http.request<Tenant>({ method: 'GET', path: tenantPath(id), idempotent: true, ...options })).body,
+
+    /** Weight, limits, retention, stored-bytes quota, http allow-list, or suspension (`disabled`). */
     update: async (id: number, change: UpdateTenant, options?: CallOptions): Promise<Tenant> =>
       (await this.http.request<Tenant>({ method: 'PATCH', path: tenantPath(id), body: change, idempotent: true, ...options })).body,
   };

@@ -14,6 +14,7 @@ export * from './attempt-error';
 export * from './outbound';
 export * from './bulk-operation';
 export * from './retention';
+export * from './storage-quota';
 export * from './due-soon';
 export * from './hint';
 export * from './heartbeat-watch';

@@ -21,7 +21,7 @@ const shaped = (name: string) => `alm_${name.padEnd(43, 'x')}`;
 const NO_KEYS = { touch: async () => undefined } as unknown as TenantKeysRepository;
 
 describe('TenantAuthService', () => {
-  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE, disabled: false, retentionSeconds: null, keysAfterRetention: 'reserved', keyReservationSeconds: null };
+  const tenant: TenantRecord = { id: 7, name: 'acme', createdAt: new Date(0), rateLimitPerSecond: null, maxSchedules: null, share: DEFAULT_SHARE, disabled: false, retentionSeconds: null, keysAfterRetention: 'reserved', keyReservationSeconds: null, storage: { maxStoredBytes: null, storedBytes: 0, measuredAt: null } };
 
   /** A repository that knows one key, alm_good, and records every lookup. */
   function recordingRepo() {

@@ -11,6 +11,8 @@ export interface JobInput {
   runAt: Date;
   /** `null` when absent. */
   payload: unknown;
+  /** The payload's size as JSON text, in bytes (0 when absent): what it adds to the tenant's stored bytes. */
+  payloadBytes: number;
   maxAttempts: number;
   /** What a replay of a key whose job retention removed answers: 409 (`conflict`) or 200 with what the key keeps (`result`). */
   replay: ReplayMode;
@@ -59,12 +61,12 @@ export function parseJobInput(raw: unknown, settings: ApiSettings, kinds: KindLo
       : intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
   const replay = raw.replay === undefined ? 'conflict' : oneOf(raw.replay, 'replay', REPLAY_MODES, issues);
   const sized = issues.list.length;
-  checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
+  const payloadBytes = checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
   if (kind !== undefined && issues.list.length === sized) checkKindPayload(kind, raw.payload, kinds, issues);
   if (!issues.ok || kind === undefined || key === undefined || runAt === undefined || maxAttempts === undefined || replay === undefined) {
     return { ok: false, issues: issues.list };
   }
-  return { ok: true, value: { kind, key, runAt, payload: raw.payload ?? null, maxAttempts, replay } };
+  return { ok: true, value: { kind, key, runAt, payload: raw.payload ?? null, payloadBytes, maxAttempts, replay } };
 }
 
 function missing(issues: Issues, field: string): undefined {

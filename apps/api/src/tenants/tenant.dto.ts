@@ -98,6 +98,28 @@ export class UpdateTenantDto {
       'Intersected with the installation\'s ALMANAC_HTTP_ALLOW_HOSTS; replaces the whole list; [] or null allows nothing (the default).',
   })
   httpAllowHosts?: string[] | null;
+
+  @ApiPropertyOptional({
+    example: 53_687_091_200, minimum: 1_048_576, maximum: 1_125_899_906_842_624, nullable: true, type: 'integer',
+    description:
+      "Bytes the tenant may store (payloads, results and errors of its jobs and their attempts, its schedules' payloads); null: the installation's default " +
+      '(ALMANAC_STORED_BYTES_QUOTA, 10 GiB). Past it, new jobs and schedule payloads are refused with 413; what it has keeps running.',
+  })
+  maxStoredBytes?: number | null;
+}
+
+export class TenantStorageDto {
+  @ApiProperty({ example: 734_003_200, description: "what the tenant stores, as of the promoter's last pass over its rows" })
+  storedBytes!: number;
+
+  @ApiProperty({ example: 10_737_418_240, description: 'the quota that applies: its own maxStoredBytes, or the installation default' })
+  quotaBytes!: number;
+
+  @ApiProperty({ example: null, nullable: true, type: Number, description: "its own quota; null: the installation's default" })
+  maxStoredBytes!: number | null;
+
+  @ApiProperty({ example: '2026-12-04T09:00:00.000Z', nullable: true, type: String, description: 'when the pass that measured storedBytes ended; null: none has yet' })
+  measuredAt!: string | null;
 }
 
 export class TenantDto {
@@ -139,7 +161,10 @@ export class TenantDto {
   })
   keyReservationSeconds!: number | 'forever' | null;
 
-  @ApiPropertyOptional({ type: [String], example: ['https://hooks.acme.com'], description: "its `http` jobs' allow-list (in PATCH answers)" })
+  @ApiProperty({ type: TenantStorageDto })
+  storage!: TenantStorageDto;
+
+  @ApiPropertyOptional({ type: [String], example: ['https://hooks.acme.com'], description: "its `http` jobs' allow-list (in GET and PATCH answers of one tenant)" })
   httpAllowHosts?: string[];
 }
 

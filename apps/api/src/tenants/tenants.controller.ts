@@ -6,17 +6,20 @@ import {
   validateKindLimits,
   validateMaxConcurrency,
   validateRetentionSeconds,
+  validateStoredBytesQuota,
   validateWeight,
 } from '@almanac/domain';
 import { type RetentionPatch, type SigningSecretView, TenantOutboundRepository, type TenantRecord, TenantsRepository } from '@almanac/persistence';
-import { Body, Controller, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { invalid, notFound } from '../http/api-error';
 import { intInRange, isPlainObject, Issues, pathId, queryInt, rejectUnknown } from '../http/validation';
 import { DataSource } from 'typeorm';
+import { storedBytesQuota } from './stored-bytes-quota';
 import {
   CreatedSigningSecretDto, CreatedTenantDto, CreateSigningSecretDto, CreateTenantDto, KindLimitDto, SigningSecretDto, SigningSecretListDto, TenantDto, TenantListDto,
   UpdateTenantDto,
@@ -40,6 +43,7 @@ export class TenantsController {
     private readonly tenants: TenantsRepository,
     private readonly events: AuthEvents,
     dataSource: DataSource,
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
   ) {
     this.outbound = new TenantOutboundRepository(dataSource);
   }
@@ -58,7 +62,7 @@ export class TenantsController {
     const rows = await this.tenants.list(after, limit, JOB_COUNT_CAP + 1);
     return {
       items: rows.map((t) => ({
-        ...view(t), createdAt: t.createdAt.toISOString(), keys: t.keys,
+        ...this.view(t), createdAt: t.createdAt.toISOString(), keys: t.keys,
         jobs: Math.min(t.jobs, JOB_COUNT_CAP), jobsAtLeast: t.jobs > JOB_COUNT_CAP,
       })),
       nextCursor: rows.length === limit ? String(rows[rows.length - 1].id) : null,
@@ -101,6 +105,28 @@ export class TenantsController {
     return { id: tenant.id, name: tenant.name, apiKey, rateLimitPerSecond: tenant.rateLimitPerSecond, maxSchedules: tenant.maxSchedules };
   }
 
+  private view(t: TenantRecord): TenantDto {
+    return {
+      id: t.id, name: t.name, rateLimitPerSecond: t.rateLimitPerSecond, maxSchedules: t.maxSchedules,
+      weight: t.share.weight, maxConcurrency: t.share.maxConcurrency, kindLimits: t.share.kindLimits, disabled: t.disabled,
+      retentionSeconds: t.retentionSeconds, keysAfterRetention: t.keysAfterRetention, keyReservationSeconds: t.keyReservationSeconds,
+      storage: {
+        storedBytes: t.storage.storedBytes, quotaBytes: storedBytesQuota(t, this.settings.storedBytesQuota),
+        maxStoredBytes: t.storage.maxStoredBytes, measuredAt: t.storage.measuredAt?.toISOString() ?? null,
+      },
+    };
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'One tenant: its limits, share, retention, allow-list and what it stores against its quota (admin token required)' })
+  @ApiResponse({ status: 200, type: TenantDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  async get(@Param('id') id: string): Promise<TenantDto> {
+    const tenant = await this.tenants.findById(pathId(id));
+    if (!tenant) throw notFound('tenant');
+    return { ...this.view(tenant), httpAllowHosts: (await this.outbound.allowHosts(tenant.id)) ?? [] };
+  }
+
   @Patch(':id')
   @ApiJsonBodyErrors()
   @ApiOperation({ summary: "Change a tenant's share of busy pools and its limits, its http allow-list, or suspend it (admin token required)" })
@@ -112,11 +138,12 @@ export class TenantsController {
     const issues = new Issues();
     const patch: Partial<TenantShare> = {};
     const retention: RetentionPatch = {};
+    let maxStoredBytes: number | null | undefined;
     let hosts: string[] | undefined;
     if (!isPlainObject(body)) {
       issues.add('body', 'type', 'body must be a JSON object');
     } else {
-      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts', 'retentionSeconds', 'keysAfterRetention', 'keyReservationSeconds'], issues);
+      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts', 'retentionSeconds', 'keysAfterRetention', 'keyReservationSeconds', 'maxStoredBytes'], issues);
       if (body.disabled !== undefined && typeof body.disabled !== 'boolean') issues.add('disabled', 'type', 'disabled must be true or false');
       if (body.weight !== undefined) patch.weight = issues.run(() => validateWeight(body.weight));
       if (body.maxConcurrency !== undefined) patch.maxConcurrency = issues.run(() => validateMaxConcurrency(body.maxConcurrency));
@@ -124,24 +151,26 @@ export class TenantsController {
       if (body.retentionSeconds !== undefined) retention.retentionSeconds = issues.run(() => validateRetentionSeconds(body.retentionSeconds));
       if (body.keysAfterRetention !== undefined) retention.keysAfterRetention = issues.run(() => validateKeyPolicy(body.keysAfterRetention));
       if (body.keyReservationSeconds !== undefined) retention.keyReservationSeconds = issues.run(() => validateKeyReservation(body.keyReservationSeconds));
+      if (body.maxStoredBytes !== undefined) maxStoredBytes = issues.run(() => validateStoredBytesQuota(body.maxStoredBytes));
       if (body.httpAllowHosts !== undefined) {
         hosts = issues.run(() => (body.httpAllowHosts === null ? [] : parseHostRules(body.httpAllowHosts, 'httpAllowHosts').map((r) => r.text)));
       }
-      if (issues.ok && Object.keys(patch).length === 0 && Object.keys(retention).length === 0 && body.disabled === undefined && hosts === undefined) {
-        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, retentionSeconds, keysAfterRetention, keyReservationSeconds, httpAllowHosts or disabled');
+      if (issues.ok && Object.keys(patch).length === 0 && Object.keys(retention).length === 0 && body.disabled === undefined && hosts === undefined && body.maxStoredBytes === undefined) {
+        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, retentionSeconds, keysAfterRetention, keyReservationSeconds, maxStoredBytes, httpAllowHosts or disabled');
       }
     }
     if (!issues.ok) throw invalid(issues.list);
     const disabled = isPlainObject(body) && typeof body.disabled === 'boolean' ? body.disabled : undefined;
     let tenant = Object.keys(patch).length > 0 ? await this.tenants.updateShare(pathId(id), patch) : await this.tenants.findById(pathId(id));
     if (tenant && Object.keys(retention).length > 0) tenant = await this.tenants.updateRetention(tenant.id, retention);
+    if (tenant && maxStoredBytes !== undefined) tenant = await this.tenants.setMaxStoredBytes(tenant.id, maxStoredBytes);
     if (tenant && disabled !== undefined && disabled !== tenant.disabled) {
       tenant = await this.tenants.setDisabled(tenant.id, disabled);
       if (tenant) await this.events.tenantChanged(tenant.id); // every replica reads its keys again: 403 within a second
     }
     if (!tenant) throw notFound('tenant');
     const httpAllowHosts = hosts !== undefined ? await this.outbound.setAllowHosts(tenant.id, hosts) : await this.outbound.allowHosts(tenant.id);
-    return { ...view(tenant), httpAllowHosts: httpAllowHosts ?? [] };
+    return { ...this.view(tenant), httpAllowHosts: httpAllowHosts ?? [] };
   }
 
   @Post(':id/signing-secrets')
@@ -184,12 +213,4 @@ export class TenantsController {
 
 function secretView(s: SigningSecretView): SigningSecretDto {
   return { id: s.id, createdAt: s.createdAt.toISOString(), expiresAt: s.expiresAt?.toISOString() ?? null };
-}
-
-function view(t: TenantRecord): TenantDto {
-  return {
-    id: t.id, name: t.name, rateLimitPerSecond: t.rateLimitPerSecond, maxSchedules: t.maxSchedules,
-    weight: t.share.weight, maxConcurrency: t.share.maxConcurrency, kindLimits: t.share.kindLimits, disabled: t.disabled,
-    retentionSeconds: t.retentionSeconds, keysAfterRetention: t.keysAfterRetention, keyReservationSeconds: t.keyReservationSeconds,
-  };
 }

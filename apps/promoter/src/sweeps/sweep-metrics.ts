@@ -29,6 +29,7 @@ export class SweepMetrics {
   /** Watched schedule runs by outcome (the schedule watch: ok, late, missed, failed). */
   readonly scheduleRuns: Counter<'outcome'>;
   readonly schedulesBehind: Gauge<'tenant'>;
+  readonly tenantStoredBytes: Gauge<'tenant'>;
 
   constructor(metrics: MetricsService) {
     this.setAside = setAsideCounter(metrics);
@@ -109,6 +110,11 @@ export class SweepMetrics {
       help: 'Unfinished jobs per pool coming due within the window (1m, 5m, 10m, 15m, 1h), cold rows included: what autoscaling plans for (see the due-soon sweep)',
       labelNames: ['pool', 'within'],
     });
+    this.tenantStoredBytes = metrics.gauge({
+      name: 'almanac_tenant_stored_bytes',
+      help: "Bytes a tenant stores (payloads, results, errors, schedule payloads) as of the stored-bytes sweep's last pass: the top N, the rest summed as \"other\"",
+      labelNames: ['tenant'],
+    });
     this.zero();
   }
 
@@ -126,6 +132,14 @@ export class SweepMetrics {
     this.retentionBehind.set(0);
     this.setTenantBacklog([{ tenant: OTHER_TENANT, backlog: 0, oldestDueSeconds: 0 }]);
     this.setJobsDue(new Map());
+    this.tenantStoredBytes.set({ tenant: OTHER_TENANT }, 0);
+  }
+
+  /** Replaces every tenant's stored-bytes series at once. */
+  setTenantStoredBytes(top: readonly { tenantId: number; storedBytes: number }[], otherBytes: number): void {
+    this.tenantStoredBytes.reset();
+    for (const t of top) this.tenantStoredBytes.set({ tenant: String(t.tenantId) }, t.storedBytes);
+    this.tenantStoredBytes.set({ tenant: OTHER_TENANT }, otherBytes);
   }
 
   /** Replaces every tenant series at once: a tenant that left the top N loses its series. */

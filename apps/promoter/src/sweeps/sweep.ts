@@ -15,7 +15,7 @@ export interface Sweep<R extends SweepResult = SweepResult> {
   runOnce(now: Date): Promise<R>;
 }
 
-export const SWEEP_NAMES = ['promotion', 'recurring', 'overdue', 'rescue', 'job_states', 'tenant_backlog', 'bulk_operations', 'retention', 'due_soon', 'epoch_watch', 'schedule_watch'] as const;
+export const SWEEP_NAMES = ['promotion', 'recurring', 'overdue', 'rescue', 'job_states', 'tenant_backlog', 'bulk_operations', 'retention', 'due_soon', 'epoch_watch', 'schedule_watch', 'stored_bytes'] as const;
 export type SweepName = (typeof SWEEP_NAMES)[number];
 
 /** What the sweeps need from the hot queue (HotQueue satisfies it). */

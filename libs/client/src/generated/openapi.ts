@@ -77,7 +77,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** One tenant: its limits, share, retention, allow-list and what it stores against its quota (admin token required) */
+        get: operations["TenantsController_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -434,6 +435,28 @@ export interface components {
              */
             concurrency?: number;
         };
+        TenantStorageDto: {
+            /**
+             * @description what the tenant stores, as of the promoter's last pass over its rows
+             * @example 734003200
+             */
+            storedBytes: number;
+            /**
+             * @description the quota that applies: its own maxStoredBytes, or the installation default
+             * @example 10737418240
+             */
+            quotaBytes: number;
+            /**
+             * @description its own quota; null: the installation's default
+             * @example null
+             */
+            maxStoredBytes: number | null;
+            /**
+             * @description when the pass that measured storedBytes ended; null: none has yet
+             * @example 2026-12-04T09:00:00.000Z
+             */
+            measuredAt: string | null;
+        };
         TenantSummaryDto: {
             /** @example 1 */
             id: number;
@@ -471,8 +494,9 @@ export interface components {
              * @example null
              */
             keyReservationSeconds: (number | "forever") | null;
+            storage: components["schemas"]["TenantStorageDto"];
             /**
-             * @description its `http` jobs' allow-list (in PATCH answers)
+             * @description its `http` jobs' allow-list (in GET and PATCH answers of one tenant)
              * @example [
              *       "https://hooks.acme.com"
              *     ]
@@ -550,6 +574,52 @@ export interface components {
             message: string;
             details: components["schemas"]["FieldIssueDto"][];
         };
+        TenantDto: {
+            /** @example 1 */
+            id: number;
+            /** @example acme */
+            name: string;
+            /** @example null */
+            rateLimitPerSecond: number | null;
+            /** @example null */
+            maxSchedules: number | null;
+            /** @example 1 */
+            weight: number;
+            /** @example null */
+            maxConcurrency: number | null;
+            /** @example null */
+            kindLimits: {
+                [key: string]: components["schemas"]["KindLimitDto"];
+            } | null;
+            /**
+             * @description suspended: its requests get 403 and its due jobs are held
+             * @example false
+             */
+            disabled: boolean;
+            /**
+             * @description its finished jobs' retention in seconds; null: the installation's default
+             * @example null
+             */
+            retentionSeconds: number | null;
+            /**
+             * @example reserved
+             * @enum {string}
+             */
+            keysAfterRetention: "reserved" | "freed";
+            /**
+             * @description how long a reserved key stays reserved after its job is removed, in seconds, or "forever"; null: the installation's default
+             * @example null
+             */
+            keyReservationSeconds: (number | "forever") | null;
+            storage: components["schemas"]["TenantStorageDto"];
+            /**
+             * @description its `http` jobs' allow-list (in GET and PATCH answers of one tenant)
+             * @example [
+             *       "https://hooks.acme.com"
+             *     ]
+             */
+            httpAllowHosts?: string[];
+        };
         UpdateTenantDto: {
             /**
              * @description Share of a busy pool's capacity relative to other waiting tenants (default 1).
@@ -602,51 +672,11 @@ export interface components {
              *     ]
              */
             httpAllowHosts?: string[] | null;
-        };
-        TenantDto: {
-            /** @example 1 */
-            id: number;
-            /** @example acme */
-            name: string;
-            /** @example null */
-            rateLimitPerSecond: number | null;
-            /** @example null */
-            maxSchedules: number | null;
-            /** @example 1 */
-            weight: number;
-            /** @example null */
-            maxConcurrency: number | null;
-            /** @example null */
-            kindLimits: {
-                [key: string]: components["schemas"]["KindLimitDto"];
-            } | null;
             /**
-             * @description suspended: its requests get 403 and its due jobs are held
-             * @example false
+             * @description Bytes the tenant may store (payloads, results and errors of its jobs and their attempts, its schedules' payloads); null: the installation's default (ALMANAC_STORED_BYTES_QUOTA, 10 GiB). Past it, new jobs and schedule payloads are refused with 413; what it has keeps running.
+             * @example 53687091200
              */
-            disabled: boolean;
-            /**
-             * @description its finished jobs' retention in seconds; null: the installation's default
-             * @example null
-             */
-            retentionSeconds: number | null;
-            /**
-             * @example reserved
-             * @enum {string}
-             */
-            keysAfterRetention: "reserved" | "freed";
-            /**
-             * @description how long a reserved key stays reserved after its job is removed, in seconds, or "forever"; null: the installation's default
-             * @example null
-             */
-            keyReservationSeconds: (number | "forever") | null;
-            /**
-             * @description its `http` jobs' allow-list (in PATCH answers)
-             * @example [
-             *       "https://hooks.acme.com"
-             *     ]
-             */
-            httpAllowHosts?: string[];
+            maxStoredBytes?: number | null;
         };
         CreateSigningSecretDto: {
             /**
@@ -1895,6 +1925,35 @@ export interface operations {
             };
             /** @description Content-Type is not application/json (details[0].field = "content-type") */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    TenantsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantDto"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

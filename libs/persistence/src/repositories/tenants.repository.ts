@@ -23,6 +23,16 @@ export interface TenantRecord {
   keysAfterRetention: KeyPolicy;
   /** How long a reserved key stays reserved after its job is removed; null: the installation's default. */
   keyReservationSeconds: KeyReservation | null;
+  /** What it stores as of the stored-bytes sweep's last pass, and its own quota. */
+  storage: TenantStorage;
+}
+
+export interface TenantStorage {
+  /** Its own quota in bytes; null: the installation's default. */
+  maxStoredBytes: number | null;
+  storedBytes: number;
+  /** When the pass that measured storedBytes ended; null: none has yet. */
+  measuredAt: Date | null;
 }
 
 /** A change of a tenant's retention (fields left undefined stay). */
@@ -50,11 +60,14 @@ interface TenantRow {
   frees_keys: boolean;
   key_reservation_seconds: number | null;
   keys_reserved_forever: boolean;
+  max_stored_bytes: string | null;
+  stored_bytes: string;
+  stored_bytes_at: Date | null;
 }
 
 const COLUMNS =
   'id, name, created_at, rate_limit_per_second, max_schedules, weight, max_concurrency, kind_limits, disabled_at, retention_seconds, frees_keys, ' +
-  'key_reservation_seconds, keys_reserved_forever';
+  'key_reservation_seconds, keys_reserved_forever, max_stored_bytes, stored_bytes, stored_bytes_at';
 const T_COLUMNS = COLUMNS.split(', ').map((c) => `t.${c}`).join(', ');
 
 /** A new API key: `alm_` and 32 random bytes in base64url; only its sha256 is stored. */
@@ -184,6 +197,13 @@ export class TenantsRepository {
     return rows.length ? toTenant(rows[0]) : null;
   }
 
+  /** Sets a tenant's own stored-bytes quota (null: the installation's default); null when there is no such tenant. */
+  async setMaxStoredBytes(id: number, maxStoredBytes: number | null, db: Db = this.dataSource): Promise<TenantRecord | null> {
+    if (!isSerialId(id)) return null;
+    const { rows } = await sql<TenantRow>(db, `UPDATE tenants SET max_stored_bytes = $2 WHERE id = $1 RETURNING ${COLUMNS}`, [id, maxStoredBytes]);
+    return rows.length ? toTenant(rows[0]) : null;
+  }
+
   /**
    * Every tenant whose share differs from the default (weight 1, no limits, not suspended): what
    * the dispatcher keeps in memory. Read once a second; tenants at the default are not read at all.
@@ -210,6 +230,11 @@ function toTenant(r: TenantRow): TenantRecord {
     share: toShare(r), disabled: r.disabled_at !== null,
     retentionSeconds: r.retention_seconds, keysAfterRetention: r.frees_keys ? 'freed' : 'reserved',
     keyReservationSeconds: r.keys_reserved_forever ? 'forever' : r.key_reservation_seconds,
+    storage: {
+      maxStoredBytes: r.max_stored_bytes === null ? null : Number(r.max_stored_bytes),
+      storedBytes: Number(r.stored_bytes),
+      measuredAt: r.stored_bytes_at,
+    },
   };
 }
 

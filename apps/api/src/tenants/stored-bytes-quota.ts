@@ -1,0 +1,23 @@
+import { storageRefusal } from '@almanac/domain';
+import type { TenantRecord } from '@almanac/persistence';
+import { ApiError } from '../http/api-error';
+
+/** The quota that applies to a tenant: its own, or the installation's (ALMANAC_STORED_BYTES_QUOTA). */
+export function storedBytesQuota(tenant: TenantRecord, installationQuota: number): number {
+  return tenant.storage.maxStoredBytes ?? installationQuota;
+}
+
+/**
+ * Refuses a request that would take the tenant past its stored-bytes quota: 413 with what it
+ * stores, what the request adds and the quota. Checked against the last measured figure
+ * (the promoter's stored-bytes sweep), before anything is written: what the tenant has keeps
+ * running, and its results are written whatever the quota.
+ */
+export function assertStoredBytesRoom(tenant: TenantRecord, requestBytes: number, installationQuota: number): void {
+  const refused = storageRefusal(tenant.storage.storedBytes, requestBytes, storedBytesQuota(tenant, installationQuota));
+  if (!refused) return;
+  const message =
+    `this tenant stores ${refused.storedBytes} bytes and this request adds ${refused.requestBytes}; its quota is ${refused.quotaBytes} bytes: ` +
+    'let retention remove finished jobs, delete schedules, or ask the operator to raise maxStoredBytes';
+  throw new ApiError(413, message, [{ field: 'tenant', rule: 'stored_bytes_quota', message }]);
+}

@@ -1,0 +1,77 @@
+import { TenantStatsRepository } from '@almanac/persistence';
+import { randomBytes } from 'node:crypto';
+import { ADMIN_TOKEN, type ApiHarness, inMs, MINUTE, startApi } from './api-harness';
+
+const MIB = 1024 * 1024;
+/** An incompressible payload of about `n` bytes as JSON text. */
+const payload = (n: number) => ({ blob: randomBytes(n).toString('base64').slice(0, n - 12) });
+
+describe('stored-bytes quota: what a tenant stores, reported and bounded (issue 33 item 4)', () => {
+  let h: ApiHarness;
+  const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+
+  beforeAll(async () => {
+    // Every request reads its tenant afresh, so a measured figure applies to the next request.
+    h = await startApi({ ALMANAC_AUTH_CACHE_TTL_MS: '0', ALMANAC_RATE_LIMIT_PER_SECOND: '0' });
+  });
+  afterAll(() => h.close());
+
+  /** One whole pass of the promoter's stored-bytes sweep. */
+  async function measure(): Promise<void> {
+    const stats = new TenantStatsRepository(h.db.dataSource);
+    for (let i = 0; i < 100; i++) if ((await stats.measureStoredBytes(1000)).published) return;
+    throw new Error('no pass finished');
+  }
+
+  it('refuses with 413 and the figures what would pass the quota, keeps what was accepted, and reports it', async () => {
+    const { id, apiKey } = await h.createTenant('quota');
+    const other = await h.createTenant('other');
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    const patched = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: MIB }).expect(200);
+    expect(patched.body.storage).toEqual({ storedBytes: 0, quotaBytes: MIB, maxStoredBytes: MIB, measuredAt: null });
+
+    // A batch bigger than the quota by itself: refused whole, nothing written.
+    const big = Array.from({ length: 20 }, (_, i) => ({ kind: 'noop', key: `big-${i}`, runAt: inMs(MINUTE), payload: payload(60_000) }));
+    const refused = await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: big }).expect(413);
+    expect(refused.body.details).toEqual([expect.objectContaining({ field: 'tenant', rule: 'stored_bytes_quota' })]);
+    expect(refused.body.message).toMatch(/stores 0 bytes and this request adds 1\d{6}; its quota is 1048576 bytes/);
+    await h.http().get('/v1/jobs?key=big-0').set(auth).expect(404);
+
+    // 17 × 60,000 B fits; once measured, two more do not, but a job without a payload does.
+    const fits = Array.from({ length: 17 }, (_, i) => ({ kind: 'noop', key: `fits-${i}`, runAt: inMs(MINUTE), payload: payload(60_000) }));
+    expect((await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: fits }).expect(200)).body.created).toBe(17);
+    await measure();
+    const report = await h.http().get(`/v1/admin/tenants/${id}`).set(admin).expect(200);
+    expect(report.body.storage.storedBytes).toBeGreaterThanOrEqual(17 * 59_900);
+    expect(report.body.storage.storedBytes).toBeLessThan(17 * 60_100);
+    expect(Date.parse(report.body.storage.measuredAt)).toBeGreaterThan(Date.now() - MINUTE);
+
+    await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: big.slice(0, 2) }).expect(413);
+    const one = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'one-more', runAt: inMs(MINUTE), payload: payload(60_000) }).expect(413);
+    expect(one.body.message).toContain(`stores ${report.body.storage.storedBytes} bytes`);
+    await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'no-payload', runAt: inMs(MINUTE) }).expect(201);
+    // Schedules count too: a payload past the quota is refused at create and at PATCH.
+    await h.http().post('/v1/schedules').set(auth).send({ key: 's', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', payload: payload(60_000) }).expect(413);
+    const s = await h.http().post('/v1/schedules').set(auth).send({ key: 's', kind: 'noop', cron: '0 * * * *', timezone: 'UTC' }).expect(201);
+    await h.http().patch(`/v1/schedules/${s.body.id}`).set(auth).send({ payload: payload(60_000) }).expect(413);
+
+    // What was accepted is all there; another tenant is not affected.
+    for (let i = 0; i < 17; i++) await h.http().get(`/v1/jobs?key=fits-${i}`).set(auth).expect(200);
+    await h.http().post('/v1/jobs').set({ Authorization: `Bearer ${other.apiKey}` }).send({ kind: 'noop', key: 'x', runAt: inMs(MINUTE), payload: payload(60_000) }).expect(201);
+
+    // Back to the installation's default (10 GiB): accepted again.
+    const reset = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: null }).expect(200);
+    expect(reset.body.storage).toMatchObject({ quotaBytes: 10 * 1024 * MIB, maxStoredBytes: null });
+    expect((await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: big.slice(0, 2) }).expect(200)).body.created).toBe(2);
+  });
+
+  it('refuses a bad quota naming the field', async () => {
+    const { id } = await h.createTenant('bad-quota');
+    for (const bad of [1000, 1.5, '2000000', 2 ** 60]) {
+      const res = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: bad }).expect(400);
+      expect(res.body.details).toEqual([expect.objectContaining({ field: 'maxStoredBytes', rule: 'range' })]);
+    }
+    await h.http().get('/v1/admin/tenants/999999').set(admin).expect(404);
+    await h.http().get(`/v1/admin/tenants/${id}`).expect(401);
+  });
+});
