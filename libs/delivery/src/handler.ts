@@ -1,4 +1,5 @@
 import { KIND_PATTERN, type HandlerOutcome } from '@almanac/domain';
+import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { EntityManager } from 'typeorm';
 import { type PayloadProblem, type PayloadSchema, PayloadSchemas } from './payload-schema';
@@ -38,6 +39,12 @@ export interface HandlerContext {
    * its next heartbeat (about a second). Throws RangeError for a percent outside 0-100.
    */
   progress(percent: number, note?: string): void;
+  /**
+   * The OpenTelemetry context of this run's handler span: parent your own spans under it
+   * (`tracer.startSpan(name, {}, ctx.traceContext)`). The root context when tracing is off.
+   * Almanac registers no global context manager unless ALMANAC_TRACING_CONTEXT asks for one.
+   */
+  readonly traceContext: Context;
 }
 
 /**

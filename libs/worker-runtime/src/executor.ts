@@ -145,7 +145,7 @@ export class Executor {
       const handler = this.o.registry.get(row.kind);
       const effects = effectRecordsFor(this.effects, row, handler?.timeoutMs ?? 0);
       const progress = (percent: number, note?: string) => (entry.progress = JSON.stringify(progressReport(percent, note, row.attempt, clock.now())));
-      const outcome = await span.handler(row.kind, () => runHandler(handler, row, entry, { tx, effects, progress }, metrics, this.o.logger));
+      const outcome = await span.handler(row.kind, (traceContext) => runHandler(handler, row, entry, { tx, effects, progress, traceContext }, metrics, this.o.logger));
       if (entry.released) {
         await tx.rollback().catch(() => undefined);
         span.end('released');

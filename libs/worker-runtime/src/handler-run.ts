@@ -1,6 +1,7 @@
 import type { HandlerOutcome } from '@almanac/domain';
 import { type DeliveryMetrics, type EffectRecords, type HandlerContext, type HandlerDefinition, handlerPayload } from '@almanac/delivery';
 import type { RunnableJob } from '@almanac/persistence';
+import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { LazyTx } from './lazy-tx';
 
@@ -43,7 +44,7 @@ export async function runHandler(
   handler: HandlerDefinition | undefined,
   row: RunnableJob,
   slot: { abort?: (reason: Error) => void },
-  io: { tx: LazyTx; effects: EffectRecords; progress: (percent: number, note?: string) => void },
+  io: { tx: LazyTx; effects: EffectRecords; progress: (percent: number, note?: string) => void; traceContext: Context },
   metrics: DeliveryMetrics,
   parentLogger: Logger,
 ): Promise<HandlerRun> {
@@ -64,7 +65,7 @@ export async function runHandler(
   const timer = setTimeout(() => abort(new HandlerTimeoutError(handler.timeoutMs)), handler.timeoutMs);
   const ctx: HandlerContext = {
     tenantId: row.tenantId, jobId: row.id, key: row.key, kind: row.kind, attempt: row.attempt,
-    maxAttempts: row.maxAttempts, tx: () => io.tx.open(), effects: io.effects, progress: io.progress,
+    maxAttempts: row.maxAttempts, tx: () => io.tx.open(io.traceContext), effects: io.effects, progress: io.progress, traceContext: io.traceContext,
     get signal() {
       return (controller ??= new AbortController()).signal;
     },

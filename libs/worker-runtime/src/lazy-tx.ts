@@ -1,5 +1,5 @@
 import { tracer } from '@almanac/platform';
-import { type Span, trace } from '@opentelemetry/api';
+import { type Context, ROOT_CONTEXT, type Span, trace } from '@opentelemetry/api';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 
 export class TransactionClosedError extends Error {
@@ -26,9 +26,10 @@ export class LazyTx {
     return this.opening !== undefined;
   }
 
-  open(): Promise<EntityManager> {
+  /** Opens the transaction on first use; its span is a child of `parent`'s span when that one records. */
+  open(parent: Context = ROOT_CONTEXT): Promise<EntityManager> {
     if (this.closed) return Promise.reject(new TransactionClosedError());
-    if (!this.opening && trace.getActiveSpan()?.isRecording()) this.span = tracer.startSpan('tx');
+    if (!this.opening && trace.getSpan(parent)?.isRecording()) this.span = tracer.startSpan('tx', {}, parent);
     this.opening ??= this.begin();
     return this.opening;
   }

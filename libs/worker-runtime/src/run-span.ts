@@ -1,6 +1,6 @@
-import { endFailed, endWith, jobAttributes, linksTo, tracer, withSpan } from '@almanac/platform';
+import { endFailed, endWith, inSpanContext, jobAttributes, linksTo, tracer } from '@almanac/platform';
 import type { RunnableJob } from '@almanac/persistence';
-import { ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { type Context, ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
 import type { HandlerRun } from './handler-run';
 
 /**
@@ -21,11 +21,14 @@ export class RunSpan {
     this.child('claim', claim.fromMs).end(claim.toMs);
   }
 
-  /** Runs the handler inside its span: spans it starts (a transaction, an http call) are its children. */
-  async handler(kind: string, run: () => Promise<HandlerRun>): Promise<HandlerRun> {
-    if (!this.root.isRecording()) return run();
+  /**
+   * Runs the handler inside its span, whose context `run` gets: spans it starts (a transaction,
+   * an http call) are its children. With tracing off, the root context.
+   */
+  async handler(kind: string, run: (traceContext: Context) => Promise<HandlerRun>): Promise<HandlerRun> {
+    if (!this.root.isRecording()) return run(ROOT_CONTEXT);
     const span = this.child(`handle ${kind}`);
-    const result = await withSpan(span, run);
+    const result = await inSpanContext(span, run);
     if (result.error !== undefined) endFailed(span, result.error);
     else {
       if (result.outcome) span.setAttribute('almanac.outcome', result.outcome.type);

@@ -1,4 +1,4 @@
-import { type Clock, endFailed, type Liveness, SILENT_LOGGER, tracer, withSpan } from '@almanac/platform';
+import { type Clock, endFailed, inSpanContext, type Liveness, SILENT_LOGGER, tracer } from '@almanac/platform';
 import type { Attributes } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from './sweep-metrics';
@@ -71,7 +71,7 @@ export class SweepRunner {
     const started = process.hrtime.bigint();
     const span = tracer.startSpan(`sweep ${sweep.name}`, { root: true });
     try {
-      const result: SweepResult = await withSpan(span, () => sweep.runOnce(this.clock.now()));
+      const result: SweepResult = await inSpanContext(span, () => sweep.runOnce(this.clock.now()));
       const outcome = result.skipped ? 'skipped' : 'ok';
       this.metrics?.runs.inc({ sweep: sweep.name, outcome });
       this.log.debug({ sweep: sweep.name, result }, `${sweep.name} sweep ${outcome}`);

@@ -165,7 +165,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
     const idempotencyKey = `${ctx.tenantId}:${ctx.key}`;
     let res;
     try {
-      res = await inClientSpan(method, url, (traceHeaders) => rules.client.send({
+      res = await inClientSpan(ctx.traceContext, method, url, (traceHeaders) => rules.client.send({
         tenantId: ctx.tenantId,
         url,
         method,

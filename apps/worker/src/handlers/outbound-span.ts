@@ -1,5 +1,5 @@
 import { endWith, tracer } from '@almanac/platform';
-import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 /**
  * Runs one outbound HTTP call inside its client span (a child of the handler's), and gives the
@@ -7,7 +7,9 @@ import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentele
  * this run's. The span names the server and path, never the query string (it may hold a token).
  * With tracing off the headers are empty.
  */
-export function inClientSpan<T extends { status: number }>(method: string, url: URL, call: (traceHeaders: Record<string, string>) => Promise<T>): Promise<T> {
+export function inClientSpan<T extends { status: number }>(
+  parent: Context, method: string, url: URL, call: (traceHeaders: Record<string, string>) => Promise<T>,
+): Promise<T> {
   const span = tracer.startSpan(method, {
     kind: SpanKind.CLIENT,
     attributes: {
@@ -17,9 +19,9 @@ export function inClientSpan<T extends { status: number }>(method: string, url: 
       'url.scheme': url.protocol.slice(0, -1),
       'url.path': url.pathname,
     },
-  });
+  }, parent);
   const traceHeaders: Record<string, string> = {};
-  propagation.inject(trace.setSpan(context.active(), span), traceHeaders);
+  propagation.inject(trace.setSpan(parent, span), traceHeaders);
   return endWith(span, () => call(traceHeaders), (res) => {
     if (res.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     return { 'http.response.status_code': res.status };

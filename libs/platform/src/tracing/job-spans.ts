@@ -66,8 +66,13 @@ export async function endWith<T>(span: Span, run: () => Promise<T>, describe: (r
   }
 }
 
-/** Runs `fn` with `span` as the active span, so spans started inside are its children. */
-export function withSpan<T>(span: Span, fn: () => T): T {
-  return context.with(trace.setSpan(context.active(), span), fn);
+/**
+ * Runs `fn` under `span`: `fn` gets the span's context to parent the spans it starts (Almanac
+ * passes it by hand), and it is also the active context for code that asks the context manager,
+ * when one is registered (ALMANAC_TRACING_CONTEXT=async-local-storage).
+ */
+export function inSpanContext<T>(span: Span, fn: (traceContext: Context) => T): T {
+  const traceContext = trace.setSpan(ROOT_CONTEXT, span);
+  return context.with(traceContext, () => fn(traceContext));
 }
 

@@ -1,5 +1,6 @@
-import { tracer } from './job-spans';
-import { startTracing, stopTracing, tracingChoice } from './tracing';
+import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { inSpanContext, tracer } from './job-spans';
+import { startTracing, stopTracing, tracingChoice, tracingContext } from './tracing';
 
 /** The export itself is tested from a real role process: apps/api/test/tracing-export.spec.ts. */
 describe('tracingChoice', () => {
@@ -17,7 +18,36 @@ describe('tracingChoice', () => {
   });
 });
 
+describe('tracingContext', () => {
+  it('passes context by hand unless asked for AsyncLocalStorage, and names the variable for anything else', () => {
+    expect(tracingContext({})).toBe('explicit');
+    expect(tracingContext({ ALMANAC_TRACING_CONTEXT: 'async-local-storage' })).toBe('async-local-storage');
+    expect(() => tracingContext({ ALMANAC_TRACING_CONTEXT: 'als' })).toThrow(/ALMANAC_TRACING_CONTEXT must be/);
+  });
+});
+
 describe('startTracing', () => {
+  const env = { ...process.env };
+  afterEach(async () => {
+    await stopTracing();
+    process.env = { ...env };
+  });
+
+  it.each([
+    ['async-local-storage', true],
+    ['explicit', false],
+  ])('ALMANAC_TRACING_CONTEXT=%s: the span is active inside inSpanContext: %s (it is always passed by hand)', async (mode, active) => {
+    Object.assign(process.env, { OTEL_TRACES_EXPORTER: 'console', ALMANAC_TRACING_CONTEXT: mode, OTEL_TRACES_SAMPLER: 'always_off' });
+    expect(startTracing('probe')).toBe('console');
+    const span = tracer.startSpan('outer', {}, ROOT_CONTEXT);
+    await inSpanContext(span, async (passed) => {
+      await Promise.resolve();
+      expect(trace.getSpan(passed)).toBe(span);
+      expect(trace.getSpan(context.active()) === span).toBe(active);
+    });
+    span.end();
+  });
+
   it('with none of the OTEL_* variables, starts nothing: spans are the no-op kind', async () => {
     expect(startTracing('probe')).toBe('off');
     const span = tracer.startSpan('nothing');

@@ -1,8 +1,8 @@
-import { trace } from '@opentelemetry/api';
+import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
-import type { Env } from '../config/env';
+import { ConfigError, type Env } from '../config/env';
 
 /** Where spans go: nowhere (the API's no-op tracer), an OTLP/HTTP collector, or stdout. */
 export type TracingChoice = 'off' | 'otlp' | 'console';
@@ -21,11 +21,29 @@ export function tracingChoice(env: Env): TracingChoice {
   return env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? 'otlp' : 'off';
 }
 
+/**
+ * How a span's context reaches the spans under it. `explicit` (the default): Almanac passes it by
+ * hand (the handler's `ctx.traceContext`, which `ctx.tx()` and the `http` kind use), and no global
+ * context manager is registered. `async-local-storage`: also the SDK's AsyncLocalStorage context
+ * manager, so instrumentation a handler loads finds its parent by itself; it slows every promise
+ * of the process (a no-op drain with 10 % sampled ran at 0.79× instead of 0.86×; bench/README.md).
+ */
+export type TracingContext = 'explicit' | 'async-local-storage';
+
+export function tracingContext(env: Env): TracingContext {
+  const raw = env.ALMANAC_TRACING_CONTEXT?.trim() || 'explicit';
+  if (raw !== 'explicit' && raw !== 'async-local-storage') {
+    throw new ConfigError(`ALMANAC_TRACING_CONTEXT must be "explicit" or "async-local-storage" (got "${raw}")`);
+  }
+  return raw;
+}
+
 let provider: NodeTracerProvider | undefined;
 
 /**
  * Starts the OpenTelemetry SDK for this process when tracingChoice says so: the global tracer
- * provider (batched export), the W3C trace-context propagator and the AsyncLocalStorage context,
+ * provider (batched export), the W3C trace-context propagator and the context manager
+ * ALMANAC_TRACING_CONTEXT asks for (none by default),
  * under service.name `almanac-<role>` unless OTEL_SERVICE_NAME says otherwise. Everything is
  * read from the process's environment, where the SDK itself reads OTEL_BSP_*,
  * OTEL_TRACES_SAMPLER and the exporter's OTEL_EXPORTER_OTLP_*. Once per process: the
@@ -33,11 +51,12 @@ let provider: NodeTracerProvider | undefined;
  */
 export function startTracing(role: string): TracingChoice {
   const choice = tracingChoice(process.env);
+  const contextManager = tracingContext(process.env) === 'explicit' ? null : undefined; // undefined: the SDK's default
   if (choice === 'off' || provider) return choice;
   const exporter: SpanExporter = choice === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter();
   const resource = resourceFromAttributes({ 'service.name': `almanac-${role}` }).merge(detectResources({ detectors: [envDetector] }));
   provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
-  provider.register();
+  provider.register({ contextManager });
   return choice;
 }
 
@@ -48,4 +67,6 @@ export async function stopTracing(): Promise<void> {
   if (!p) return;
   await p.shutdown().catch(() => undefined); // a collector that is down must not fail a shutdown
   trace.disable();
+  context.disable();
+  propagation.disable();
 }
