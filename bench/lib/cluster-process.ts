@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Pool } from 'pg';
 import { benchServerUrl } from './bench-server';
-import { freePort } from './local';
 
 /** One role process cluster.js started, as it prints it. */
 export interface ClusterInstance { name: string; pid: number; port: number }
@@ -37,7 +36,10 @@ export class ClusterProcess {
   }
 
   async start(): Promise<void> {
-    const basePort = Math.min(await freePort(), 64_000);
+    // Below the kernel's ephemeral range (32768-60999 here): a port the OS picked as free lies
+    // in it, and the outgoing connections of the roles starting meanwhile took base + 1 before
+    // the promoter bound it (EADDRINUSE, a failed tracing bench). cluster.js moves on from a taken one.
+    const basePort = 20_000 + 20 * Math.floor(Math.random() * 600);
     const args = [join(this.root, 'scripts/cluster.js'), '--workers', String(this.workers), '--base-port', String(basePort)];
     if (this.logDir) {
       mkdirSync(this.logDir, { recursive: true });
