@@ -52,7 +52,7 @@ export interface Role {
  * the checkout whose dist/ runs (default this one).
  */
 export async function spawnRole(
-  role: string, env: Record<string, string>, label = role, opts: { port?: number; logFile?: string; root?: string } = {},
+  role: string, env: Record<string, string>, label = role, opts: { port?: number; logFile?: string; root?: string; prefix?: string[] } = {},
 ): Promise<Role> {
   const root = opts.root ?? ROOT;
   const entry = join(root, `dist/apps/${role}/src/main.js`);
@@ -61,7 +61,9 @@ export async function spawnRole(
   // BENCH_ROLE_LOG_DIR=<dir> keeps each role's log there (a run that went wrong, a probe).
   const logFile = opts.logFile ?? (process.env.BENCH_ROLE_LOG_DIR ? join(process.env.BENCH_ROLE_LOG_DIR, `${label}-${port}.log`) : undefined);
   const log = logFile === undefined ? undefined : openSync(logFile, 'a');
-  const child = spawn(process.execPath, [...(process.env.BENCH_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean), entry], {
+  // `prefix`: a command the role runs under (bench/chaos.ts' DNS jail), which must exec node in the same process.
+  const command = [...(opts.prefix ?? []), process.execPath, ...(process.env.BENCH_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean), entry];
+  const child = spawn(command[0], command.slice(1), {
     cwd: root,
     env: { ...process.env, ALMANAC_LOG_LEVEL: 'warn', ...env, PORT: String(port) },
     stdio: log === undefined ? ['ignore', 'ignore', 'pipe'] : ['ignore', log, log],
