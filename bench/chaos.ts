@@ -35,13 +35,21 @@
  * the second tenant's jobs whose change Postgres refuses, beside a bulk cancel of the load
  * tenant's), `poison-promotion` (cold rows of the second tenant coming due whose promotion
  * Postgres refuses, beside the load tenant's: written straight into the table, as if the hour
- * had come, and promoted by the overdue sweep within its interval). Each reports how many poison
- * jobs (or schedules, or operations) were set aside with their reason; the load's figures are
- * the other tenant's.
+ * had come, and promoted by the overdue sweep within its interval), `poison-dns` (`http` jobs of
+ * the second tenant to a host whose DNS server never answers, beside `http` jobs of the load
+ * tenant to hosts found in /etc/hosts, each its own name and so its own lookup: the workers run
+ * in a mount namespace (`unshare -m`, as root; skipped otherwise) whose /etc/resolv.conf names a
+ * UDP listener of this process that reads every query and answers none). Each reports how many
+ * poison jobs (or schedules, or operations) were set aside with their reason; the load's figures
+ * are the other tenant's.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { createSocket } from 'node:dgram';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBenchDatabase } from './lib/bench-db';
 import { arg, freePort, sleep } from './lib/local';
@@ -65,6 +73,8 @@ class Cluster {
     private readonly env: Record<string, string>,
     /** Settings of one role only (worker-b reaches Redis and Postgres through fault proxies). */
     private readonly roleEnv: Partial<Record<RoleName, Record<string, string>>> = {},
+    /** A command the workers run under (the DNS jail), or none. */
+    private readonly workerPrefix?: string[],
   ) {}
 
   async start(role: RoleName, extraEnv: Record<string, string> = {}): Promise<void> {
@@ -75,6 +85,7 @@ class Cluster {
     const started = await spawnRole(role.startsWith('worker') ? 'worker' : role, env, role, {
       port: this.ports.get(role),
       logFile: LOG_DIR === undefined ? undefined : join(LOG_DIR, `${role}.log`),
+      prefix: role.startsWith('worker') ? this.workerPrefix : undefined,
     });
     this.ports.set(role, started.port);
     this.children.set(role, started.child);
@@ -135,6 +146,51 @@ function signalAll(pids: number[], signal: NodeJS.Signals): void {
 }
 
 interface PoisonReport { posted: number; setAside: number; note: string }
+
+/** Names the load tenant's `http` jobs call, each found in the jail's /etc/hosts (127.0.0.1). */
+const DNS_HOSTS = 400;
+const DNS_SERVER = '127.0.0.77';
+
+/**
+ * The workers' view of DNS for `poison-dns`: a mount namespace whose /etc/resolv.conf names
+ * DNS_SERVER, where a UDP socket of this process reads every query and answers none (nothing
+ * listening would answer at once with "port unreachable"), and whose /etc/hosts knows the load
+ * tenant's names. Null without root or `unshare` (the scenario is skipped).
+ */
+async function dnsJail(): Promise<{ prefix: string[]; queries: () => number; close: () => void } | null> {
+  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/unshare')) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'chaos-dns-'));
+  writeFileSync(join(dir, 'resolv.conf'), `nameserver ${DNS_SERVER}\noptions timeout:5 attempts:2\n`);
+  writeFileSync(join(dir, 'hosts'), ['127.0.0.1 localhost', ...Array.from({ length: DNS_HOSTS }, (_, i) => `127.0.0.1 h${i}.chaos.test`)].join('\n') + '\n');
+  const socket = createSocket('udp4');
+  let queries = 0;
+  socket.on('message', () => queries++);
+  await new Promise<void>((resolve, reject) => socket.once('error', reject).bind(53, DNS_SERVER, resolve));
+  const script = 'mount --bind "$0" /etc/resolv.conf && mount --bind "$1" /etc/hosts && shift && exec "$@"';
+  return { prefix: ['unshare', '-m', 'sh', '-c', script, join(dir, 'resolv.conf'), join(dir, 'hosts')], queries: () => queries, close: () => socket.close() };
+}
+
+/** The load tenant's `http` jobs' receiver: answers 204 to everything. */
+async function hookSink(): Promise<{ port: number; received: () => number; close: () => Promise<void> }> {
+  let received = 0;
+  const server = createServer((req, res) => {
+    req.resume().on('end', () => {
+      received++;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as AddressInfo).port, received: () => received, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/** Lets a tenant's `http` jobs call `hosts` and gives it a signing secret (a tenant without one has its calls discarded). */
+async function allowHttp(apiUrl: string, tenantId: number, hosts: string[]): Promise<void> {
+  const admin = { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' };
+  const patched = await fetch(`${apiUrl}/v1/admin/tenants/${tenantId}`, { method: 'PATCH', headers: admin, body: JSON.stringify({ httpAllowHosts: hosts }) });
+  if (!patched.ok) throw new Error(`allow-list of tenant ${tenantId}: ${patched.status} ${await patched.text()}`);
+  const secret = await fetch(`${apiUrl}/v1/admin/tenants/${tenantId}/signing-secrets`, { method: 'POST', headers: admin, body: '{}' });
+  if (!secret.ok) throw new Error(`signing secret of tenant ${tenantId}: ${secret.status} ${await secret.text()}`);
+}
 
 /** A trigger that makes Postgres refuse what the scenario poisons, for rows keyed `<prefix>…`. */
 const POISON_TRIGGERS: Record<'claim' | 'completion', { table: string; body: string }> = {
@@ -228,13 +284,19 @@ async function main(): Promise<void> {
     ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0',
   };
   const cutMs = Number(arg('cut-seconds', '20')) * 1000;
+  const jail = await dnsJail();
+  const sink = await hookSink();
+  Object.assign(env, {
+    ALMANAC_HTTP_ALLOW_HOSTS: `http://never.chaos.test,http://*.chaos.test:${sink.port}`,
+    ALMANAC_HTTP_ALLOW_CIDRS: '127.0.0.0/8',
+  });
   const pgProxy = new FaultProxy(pg.port);
   const redisProxy = new FaultProxy(redis.port);
   await pgProxy.start();
   await redisProxy.start();
   const cluster = new Cluster(env, {
     'worker-b': { DATABASE_URL: db.url.replace(`:${pg.port}/`, `:${pgProxy.port}/`), REDIS_URL: `redis://127.0.0.1:${redisProxy.port}` },
-  });
+  }, jail?.prefix);
   const poison = { key: '', loadKey: '', reports: new Map<string, PoisonReport>() };
   const scenarios: [string, () => Promise<void>][] = [
     ...ROLES.map((role): [string, () => Promise<void>] => [`sigkill-${role}`, async () => {
@@ -379,6 +441,39 @@ async function main(): Promise<void> {
         note: `dead with errorCode set_aside; the other tenant's ${healthy.filter((r) => r.state === 'd').length}/${healthy.length} cold rows ran, at most ${(Math.max(0, ...healthy.map((r) => r.late_ms ?? 0)) / 1000).toFixed(1)} s after due (the overdue sweep's interval)`,
       });
     }],
+    ...(jail ? [['poison-dns', async () => {
+      const post = async (apiKey: string, jobs: object[]) => {
+        const res = await fetch(`${cluster.apiUrl}/v1/jobs/batch`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ jobs }) });
+        const body = (await res.json()) as { errors?: number };
+        if (!res.ok || body.errors) throw new Error(`http jobs: ${res.status} ${JSON.stringify(body).slice(0, 500)}`);
+      };
+      const t0 = Date.now() + 2000;
+      const queriesBefore = jail.queries();
+      // The poison's lookups start first and keep coming: 20 jobs, one attempt each.
+      await post(poison.key, Array.from({ length: 20 }, (_, i) => ({
+        kind: 'http', key: `poison-dns-${i}`, runAt: new Date(t0 + i * 500).toISOString(), maxAttempts: 1, payload: { url: 'http://never.chaos.test/hook' },
+      })));
+      // The load tenant's: a new name, so a new connection and a lookup, every 100 ms.
+      const healthy = Math.min(DNS_HOSTS, cutMs / 100);
+      await post(poison.loadKey, Array.from({ length: healthy }, (_, i) => ({
+        kind: 'http', key: `healthy-dns-${i}`, runAt: new Date(t0 + i * 100).toISOString(), payload: { url: `http://h${i}.chaos.test:${sink.port}/hook` },
+      })));
+      await sleep(cutMs + 5000);
+      const [bad] = await db.dataSource.query(
+        `SELECT count(*)::int AS n FROM jobs WHERE key LIKE 'poison-dns-%' AND state = 'x' AND (last_error ILIKE '%DNS%' OR last_error LIKE '%EAI_AGAIN%' OR last_error LIKE '%ETIMEOUT%')`,
+      );
+      const [good] = await db.dataSource.query(
+        `SELECT count(*) FILTER (WHERE j.state = 'd')::int AS ok,
+                coalesce(max(extract(epoch FROM a.finished_at - j.run_at)), 0)::float8 AS worst_s
+           FROM jobs j LEFT JOIN job_attempts a ON a.job_id = j.id AND a.attempt = j.attempts
+          WHERE j.key LIKE 'healthy-dns-%'`,
+      );
+      poison.reports.set('poison-dns', {
+        posted: 20,
+        setAside: bad.n as number,
+        note: `dead on the lookup's timeout, ${jail.queries() - queriesBefore} queries unanswered; the other tenant's ${good.ok as number}/${healthy} http jobs (a lookup each) succeeded, the slowest done ${(good.worst_s as number).toFixed(1)} s after due; ${sink.received()} calls received`,
+      });
+    }] as [string, () => Promise<void>]] : []),
     ['token-flood', async () => {
       const statuses = await tokenFlood(cluster.apiUrl, cutMs);
       const sent = Object.values(statuses).reduce((a, b) => a + b, 0);
@@ -393,12 +488,16 @@ async function main(): Promise<void> {
     const res = await fetch(`${cluster.apiUrl}/v1/admin/tenants`, {
       method: 'POST', headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'chaos' }),
     });
-    const key = ((await res.json()) as { apiKey: string }).apiKey;
+    const loadTenant = (await res.json()) as { id: number; apiKey: string };
+    const key = loadTenant.apiKey;
     poison.loadKey = key;
     const other = await fetch(`${cluster.apiUrl}/v1/admin/tenants`, {
       method: 'POST', headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'chaos-poison' }),
     });
-    poison.key = ((await other.json()) as { apiKey: string }).apiKey;
+    const poisonTenant = (await other.json()) as { id: number; apiKey: string };
+    poison.key = poisonTenant.apiKey;
+    await allowHttp(cluster.apiUrl, loadTenant.id, [`http://*.chaos.test:${sink.port}`]);
+    await allowHttp(cluster.apiUrl, poisonTenant.id, ['http://never.chaos.test']);
     let scenario = 'warm-up';
     const faultAt = new Map<string, number>();
     /** When each fault's action returned (a stall resumed, a killed role is back). */
@@ -500,6 +599,8 @@ async function main(): Promise<void> {
   } finally {
     for (const role of [...ROLES].reverse()) await cluster.stop(role, 'SIGTERM').catch(() => undefined);
     await redis.kill().catch(() => undefined);
+    jail?.close();
+    await sink.close().catch(() => undefined);
     await pgProxy.stop().catch(() => undefined);
     await redisProxy.stop().catch(() => undefined);
     await db.drop().catch(() => undefined);
