@@ -35,7 +35,10 @@
  * the second tenant's jobs whose change Postgres refuses, beside a bulk cancel of the load
  * tenant's), `poison-promotion` (cold rows of the second tenant coming due whose promotion
  * Postgres refuses, beside the load tenant's: written straight into the table, as if the hour
- * had come, and promoted by the overdue sweep within its interval), `poison-dns` (`http` jobs of
+ * had come, and promoted by the overdue sweep within its interval), `poison-retention` (expired
+ * finished rows of both tenants, one of the second's held by a foreign key an operator added, so
+ * Postgres refuses its delete; both tenants' retention an hour: the scenario waits for the
+ * sweep's next run), `poison-dns` (`http` jobs of
  * the second tenant to a host whose DNS server never answers, beside `http` jobs of the load
  * tenant to hosts found in /etc/hosts, each its own name and so its own lookup: the workers run
  * in a mount namespace (`unshare -m`, as root; skipped otherwise) whose /etc/resolv.conf names a
@@ -439,6 +442,42 @@ async function main(): Promise<void> {
         posted: poisoned.length,
         setAside: poisoned.filter((r) => r.state === 'x' && r.last_error?.startsWith('SetAsideError:')).length,
         note: `dead with errorCode set_aside; the other tenant's ${healthy.filter((r) => r.state === 'd').length}/${healthy.length} cold rows ran, at most ${(Math.max(0, ...healthy.map((r) => r.late_ms ?? 0)) / 1000).toFixed(1)} s after due (the overdue sweep's interval)`,
+      });
+    }],
+    ['poison-retention', async () => {
+      const admin = { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' };
+      const ids = await db.dataSource.query<{ id: number; name: string }[]>(`SELECT id, name FROM tenants WHERE name IN ('chaos', 'chaos-poison')`);
+      for (const { id } of ids) {
+        const res = await fetch(`${cluster.apiUrl}/v1/admin/tenants/${id}`, { method: 'PATCH', headers: admin, body: JSON.stringify({ retentionSeconds: 3600 }) });
+        if (!res.ok) throw new Error(`retention of tenant ${id}: ${res.status}`);
+      }
+      const expired = (tenantId: number, prefix: string) =>
+        db.dataSource.query(
+          `INSERT INTO jobs (tenant_id, key, kind, run_at, finished_at, state, attempts) SELECT $1, $2 || g, 'noop', now() - interval '2 hours', now() - interval '2 hours', 'd', 1 FROM generate_series(0, 19) g`,
+          [tenantId, prefix],
+        );
+      await expired(ids.find((t) => t.name === 'chaos-poison')!.id, 'poison-ret-');
+      await expired(ids.find((t) => t.name === 'chaos')!.id, 'healthy-ret-');
+      await db.dataSource.query(`CREATE TABLE chaos_poison_ref (job_id bigint REFERENCES jobs (id))`);
+      await db.dataSource.query(`INSERT INTO chaos_poison_ref SELECT id FROM jobs WHERE key = 'poison-ret-0'`);
+      const left = async () =>
+        Object.fromEntries((await db.dataSource.query<{ k: string; n: number }[]>(
+          `SELECT split_part(key, '-', 1) || (key = 'poison-ret-0')::text AS k, count(*)::int AS n FROM jobs WHERE key LIKE 'poison-ret-%' OR key LIKE 'healthy-ret-%' GROUP BY 1`,
+        )).map((r) => [r.k, r.n]));
+      let rows: Record<string, number> = {};
+      try {
+        // The retention sweep runs every minute: wait for its next run to meet these rows.
+        for (const until = Date.now() + 75_000; Date.now() < until; await sleep(1000)) {
+          rows = await left();
+          if (!rows.healthyfalse && !rows.poisonfalse) break;
+        }
+      } finally {
+        await db.dataSource.query(`DROP TABLE chaos_poison_ref`);
+      }
+      poison.reports.set('poison-retention', {
+        posted: 1,
+        setAside: rows.poisontrue === 1 && !rows.poisonfalse ? 1 : 0,
+        note: `the row a foreign key holds kept; the poison tenant's other ${19 - (rows.poisonfalse ?? 0)}/19 and the other tenant's ${20 - (rows.healthyfalse ?? 0)}/20 expired rows removed`,
       });
     }],
     ...(jail ? [['poison-dns', async () => {
