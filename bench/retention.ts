@@ -3,11 +3,14 @@
  * `--retention-days` retention. The bench drives the sweeps' clock; nothing waits for real time.
  *
  *   node -r ./bench/lib/register.cjs bench/retention.ts [--days 60] [--per-day 1000000] [--retention-days 30] [--tenants 2]
- *        [--key-reservation-days 400|forever]
+ *        [--key-reservation-days 400|forever] [--keys dated|uuid] [--schedules 0]
  *
  * On a fresh database (`ALMANAC_BENCH_PG_URL`), each simulated day d (now = origin + d days):
  * - ingest: `--per-day` new jobs due tomorrow, through JobsRepository.insertBatch (the API's
- *   statement, with its retired-keys probe), batches of 1,000 on two lanes, tenants in turn;
+ *   statement, with its retired-keys probe), batches of 1,000 on two lanes, tenants in turn; keys
+ *   carry the day (`--keys dated`, an invoice a day) or are random UUIDs (`--keys uuid`);
+ * - occurrences: with `--schedules N`, N per-minute schedules of the first tenant, materialised
+ *   by the promoter's RecurringSweep.runOnce at each hour of the day (its one-hour horizon);
  * - promote: the promoter's PromotionSweep.runOnce(now), the production code, with a queue that
  *   only counts (Redis is not what is measured): yesterday's jobs become queued;
  * - execute: the queued jobs due before tomorrow finish as a worker would leave them (state,
@@ -22,12 +25,15 @@
  * bench/charts/retention.svg (database size and the day's rates over the simulated days).
  */
 import { utcDay } from '@almanac/domain';
-import { JobsRepository, type NewJob, type RetentionPolicy, RetentionRepository, SweepsRepository, TenantsRepository } from '@almanac/persistence';
+import { JobsRepository, type NewJob, RecurringRepository, type RetentionPolicy, RetentionRepository, SweepsRepository, TenantsRepository } from '@almanac/persistence';
 import type { DataSource } from 'typeorm';
+import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RetentionSweep } from '../apps/promoter/src/retention/retention.sweep';
 import { PromotionSweep } from '../apps/promoter/src/sweeps/promotion.sweep';
+import { RecurringSweep } from '../apps/promoter/src/recurring/recurring.sweep';
+import { SchedulePlanner } from '../apps/promoter/src/recurring/schedule-planner';
 import { createBenchDatabase } from './lib/bench-db';
 import { lineChartSvg } from './lib/line-chart';
 import { retentionChart } from './lib/retention-chart';
@@ -41,8 +47,19 @@ const opts = {
   tenants: Number(arg('tenants', '2')),
   /** How long removed jobs' keys stay reserved (the installation default the sweep is given). */
   keyReservationDays: arg('key-reservation-days', '400'),
+  /**
+   * `dated`: keys carry their day (later batches sort past every retired key); `uuid`: random;
+   * `both`: the first tenant's dated, the others' UUIDs, each timed on its own.
+   */
+  keys: arg('keys', 'both') as 'dated' | 'uuid' | 'both',
+  /** Per-minute schedules of the first tenant, materialised alongside (1,440 rows a day each). */
+  schedules: Number(arg('schedules', '0')),
 };
+if (!['dated', 'uuid', 'both'].includes(opts.keys)) throw new Error('--keys must be dated, uuid or both');
+/** A tenant's key style: with `both`, the first tenant's keys are dated and the rest UUIDs. */
+const styleOf = (tenantIndex: number): 'dated' | 'uuid' => (opts.keys === 'both' ? (tenantIndex === 0 ? 'dated' : 'uuid') : opts.keys);
 const DAY = 86_400e3;
+const HOUR = 3600e3;
 const ORIGIN = Date.parse('2027-01-01T00:00:00Z');
 const BATCH = 1000;
 const log = (m: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} retention: ${m}\n`);
@@ -51,6 +68,9 @@ const seconds = (t0: number) => (performance.now() - t0) / 1000;
 interface Day {
   day: number;
   ingestPerSec: number;
+  /** Ingest rates of the tenants with dated keys and with UUID keys (NaN: none of that style). */
+  ingestDatedPerSec: number;
+  ingestUuidPerSec: number;
   promotePerSec: number;
   executeSeconds: number;
   removed: number;
@@ -63,6 +83,8 @@ interface Day {
   retiredBytes: number;
   jobs: number;
   retiredKeys: number;
+  /** Occurrence rows of the schedules kept (future and finished). */
+  scheduleRows: number;
 }
 
 /** RetentionRepository with each statement timed: how long a batch holds its row locks. */
@@ -78,30 +100,39 @@ class TimedRetention extends RetentionRepository {
   }
 }
 
-async function ingest(jobs: JobsRepository, tenants: number[], day: number, now: number): Promise<number> {
-  const batches = Math.ceil(opts.perDay / BATCH);
-  let next = 0;
-  const lane = async () => {
-    for (let b = next++; b < batches; b = next++) {
-      const n = Math.min(BATCH, opts.perDay - b * BATCH);
-      const items: NewJob[] = Array.from({ length: n }, (_, k) => {
-        const i = b * BATCH + k;
-        // A key a producer would send (invoice per day), run times spread over tomorrow.
-        return {
-          kind: 'charge',
-          key: `inv:${day}:${((i * 2654435761) >>> 0).toString(36)}:${i}`,
-          runAt: new Date(now + DAY + Math.floor((i / opts.perDay) * DAY)),
-          payload: { invoice: i, amountCents: 1250, currency: 'EUR' },
-          state: 'scheduled',
-        };
-      });
-      const out = await jobs.insertBatch(tenants[b % tenants.length], items);
-      if (out.some((o) => o.status !== 'created')) throw new Error(`day ${day}: batch ${b} did not create every job`);
-    }
-  };
-  const t0 = performance.now();
-  await Promise.all([lane(), lane()]);
-  return opts.perDay / seconds(t0);
+/** The day's jobs, tenant after tenant (each its share, two lanes); jobs/s over all and per key style. */
+async function ingest(jobs: JobsRepository, tenants: number[], day: number, now: number) {
+  const share = Math.ceil(opts.perDay / tenants.length);
+  const spent = { dated: { jobs: 0, s: 0 }, uuid: { jobs: 0, s: 0 } };
+  for (const [t, tenantId] of tenants.entries()) {
+    const first = t * share;
+    const count = Math.min(share, opts.perDay - first);
+    const batches = Math.ceil(count / BATCH);
+    let next = 0;
+    const lane = async () => {
+      for (let b = next++; b < batches; b = next++) {
+        const items: NewJob[] = Array.from({ length: Math.min(BATCH, count - b * BATCH) }, (_, k) => {
+          const i = first + b * BATCH + k;
+          // A key a producer would send (an invoice a day, or a UUID), run times spread over tomorrow.
+          return {
+            kind: 'charge',
+            key: styleOf(t) === 'uuid' ? randomUUID() : `inv:${day}:${((i * 2654435761) >>> 0).toString(36)}:${i}`,
+            runAt: new Date(now + DAY + Math.floor((i / opts.perDay) * DAY)),
+            payload: { invoice: i, amountCents: 1250, currency: 'EUR' },
+            state: 'scheduled',
+          };
+        });
+        const out = await jobs.insertBatch(tenantId, items);
+        if (out.some((o) => o.status !== 'created')) throw new Error(`day ${day}: tenant ${tenantId}'s batch ${b} did not create every job`);
+      }
+    };
+    const t0 = performance.now();
+    await Promise.all([lane(), lane()]);
+    spent[styleOf(t)].jobs += count;
+    spent[styleOf(t)].s += seconds(t0);
+  }
+  const rate = (x: { jobs: number; s: number }) => (x.jobs ? x.jobs / x.s : NaN);
+  return { all: opts.perDay / (spent.dated.s + spent.uuid.s), dated: rate(spent.dated), uuid: rate(spent.uuid) };
 }
 
 /** The queued jobs due before `until` finish as workers would leave them, 100,000 at a time. */
@@ -124,6 +155,13 @@ async function execute(ds: DataSource, from: number, until: number): Promise<voi
       [new Date(t), new Date(Math.min(t + step, until))],
     );
   }
+}
+
+/** The schedules' occurrence rows kept, counted through jobs_tenant_key (index only). */
+async function scheduleRows(ds: DataSource, tenantId: number): Promise<number> {
+  if (opts.schedules === 0) return 0;
+  const [{ n }] = await ds.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND key >= 'schedule:' AND key < 'schedule;'`, [tenantId]);
+  return n;
 }
 
 async function sizes(ds: DataSource) {
@@ -153,6 +191,17 @@ async function main() {
     const promotion = new PromotionSweep(new SweepsRepository(ds), { enqueue: async (items) => void (promoted += items.length) }, {
       hotHorizonMs: DAY, batchSize: 5000, maxPerRun: 100_000_000, concurrency: 2,
     });
+    const recurring = new RecurringSweep(new RecurringRepository(ds), new SchedulePlanner({ missedCap: 1000, lateToleranceMs: 5 * 60_000 }), {
+      horizonMs: HOUR, batchSize: 1000, maxPerRun: 10_000_000, concurrency: 2, maxBatchRows: 20_000, maxBatchBytes: 16 * 2 ** 20,
+      maxPerTenantPerRun: 10_000_000, nearMs: 6 * 60_000,
+    });
+    if (opts.schedules > 0) {
+      await ds.query(
+        `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, next_run_at)
+         SELECT $1, 'minutely-' || g, 'noop', '* * * * *', 'UTC', '{"report":"minutely"}', $2 FROM generate_series(1, $3) g`,
+        [tenants[0], new Date(ORIGIN), opts.schedules],
+      );
+    }
     const retentionRepo = new TimedRetention(ds);
     const retention = new RetentionSweep(retentionRepo, {
       defaultSeconds: opts.retentionDays * 86_400,
@@ -163,9 +212,14 @@ async function main() {
     const days: Day[] = [];
     for (let d = 0; d < opts.days; d++) {
       const now = ORIGIN + d * DAY;
-      const ingestPerSec = await ingest(jobs, tenants, d, now);
-      promoted = 0;
+      const ingested = await ingest(jobs, tenants, d, now);
       let t = performance.now();
+      for (let h = 0; h < 24 && opts.schedules > 0; h++) {
+        for (let more = true; more; ) more = (await recurring.runOnce(new Date(now + h * HOUR))).more === true;
+      }
+      const materialiseSeconds = seconds(t);
+      promoted = 0;
+      t = performance.now();
       await promotion.runOnce(new Date(now));
       const promotePerSec = d === 0 ? NaN : promoted / seconds(t);
       t = performance.now();
@@ -188,14 +242,15 @@ async function main() {
       await ds.query('VACUUM (ANALYZE) retired_keys');
       const vacuumSeconds = seconds(t);
       const day: Day = {
-        day: d + 1, ingestPerSec: round(ingestPerSec), promotePerSec: round(promotePerSec), executeSeconds: round(executeSeconds, 1),
+        day: d + 1, ingestPerSec: round(ingested.all), ingestDatedPerSec: round(ingested.dated), ingestUuidPerSec: round(ingested.uuid), promotePerSec: round(promotePerSec), executeSeconds: round(executeSeconds, 1),
         removed, retainSeconds: round(retainSeconds, 1), retainMaxStatementMs: round(Math.max(0, ...retentionRepo.statementMs)),
-        vacuumSeconds: round(vacuumSeconds, 1), ...(await sizes(ds)),
+        vacuumSeconds: round(vacuumSeconds, 1), ...(await sizes(ds)), scheduleRows: await scheduleRows(ds, tenants[0]),
       };
       days.push(day);
       log(
         `day ${day.day} (${utcDay(new Date(now))}): ingest ${day.ingestPerSec}/s, promote ${day.promotePerSec}/s, removed ${removed.toLocaleString('en')} in ${day.retainSeconds} s ` +
-          `(longest statement ${day.retainMaxStatementMs} ms), vacuum ${day.vacuumSeconds} s; database ${round(day.dbBytes / 2 ** 30, 2)} GiB, ${Math.round(day.jobs).toLocaleString('en')} jobs`,
+          `(longest statement ${day.retainMaxStatementMs} ms), vacuum ${day.vacuumSeconds} s; database ${round(day.dbBytes / 2 ** 30, 2)} GiB, ${Math.round(day.jobs).toLocaleString('en')} jobs` +
+          (opts.schedules ? `, ${day.scheduleRows.toLocaleString('en')} occurrence rows (materialised in ${round(materialiseSeconds, 1)} s)` : ''),
       );
     }
     report(days, seconds(started));
@@ -221,6 +276,12 @@ function report(days: Day[], wallSeconds: number) {
     steadyDbGiB: round(steadyMedian / 2 ** 30, 2),
     ingestEarly: round(med(days.slice(0, 3).map((d) => d.ingestPerSec))),
     ingestSteady: round(med(steady.map((d) => d.ingestPerSec))),
+    ingestDatedEarly: round(med(days.slice(0, 3).map((d) => d.ingestDatedPerSec))),
+    ingestDatedSteady: round(med(steady.map((d) => d.ingestDatedPerSec))),
+    ingestUuidEarly: round(med(days.slice(0, 3).map((d) => d.ingestUuidPerSec))),
+    ingestUuidSteady: round(med(steady.map((d) => d.ingestUuidPerSec))),
+    /** Removal time on the last day against the first steady day (issue 33: within 1.2×). */
+    retainLastVsFirst: steady.length ? round(last.retainSeconds / Math.max(0.1, steady[0].retainSeconds), 2) : NaN,
     promoteEarly: round(med(early.map((d) => d.promotePerSec))),
     promoteSteady: round(med(steady.map((d) => d.promotePerSec))),
     removedPerDaySteady: round(med(steady.map((d) => d.removed))),
@@ -228,6 +289,11 @@ function report(days: Day[], wallSeconds: number) {
     retainMaxStatementMs: Math.max(...days.map((d) => d.retainMaxStatementMs)),
     vacuumSecondsSteady: round(med(steady.map((d) => d.vacuumSeconds)), 1),
     retiredBytesPerKey: last.retiredKeys > 0 ? round(last.retiredBytes / last.retiredKeys, 1) : NaN,
+    /** The schedules' occurrence rows after day retention + 1: median and largest deviation from it, in %. */
+    scheduleRowsSteady: round(med(steady.map((d) => d.scheduleRows))),
+    scheduleRowsDeviationPct: opts.schedules && steady.length
+      ? round((Math.max(...steady.map((d) => Math.abs(d.scheduleRows - med(steady.map((x) => x.scheduleRows))))) / med(steady.map((d) => d.scheduleRows))) * 100, 1)
+      : NaN,
     wallSeconds: round(wallSeconds),
   };
   const pct = (a: number, b: number) => `${round((a / b) * 100)} %`;
@@ -237,6 +303,9 @@ function report(days: Day[], wallSeconds: number) {
       `| ingest jobs/s: days 1-3 → after day ${opts.retentionDays + 1} | ${summary.ingestEarly} → ${summary.ingestSteady} (${pct(summary.ingestSteady, summary.ingestEarly)}) |\n` +
       `| promotion rows/s: days 2-4 → after day ${opts.retentionDays + 1} | ${summary.promoteEarly} → ${summary.promoteSteady} (${pct(summary.promoteSteady, summary.promoteEarly)}) |\n` +
       `| retention: rows a day, seconds a day, longest statement | ${summary.removedPerDaySteady.toLocaleString('en')}, ${summary.retainSecondsSteady} s, ${summary.retainMaxStatementMs} ms |\n` +
+      `| ingest, dated keys / UUID keys: after day ${opts.retentionDays + 1} against days 1-3 | ${pct(summary.ingestDatedSteady, summary.ingestDatedEarly)} / ${pct(summary.ingestUuidSteady, summary.ingestUuidEarly)} |\n` +
+      `| removal time, last day against day ${opts.retentionDays + 2} | ${summary.retainLastVsFirst} × |\n` +
+      (opts.schedules ? `| occurrence rows of ${opts.schedules} per-minute schedules after day ${opts.retentionDays + 1}: median, largest deviation | ${summary.scheduleRowsSteady.toLocaleString('en')}, ±${summary.scheduleRowsDeviationPct} % |\n` : '') +
       `| retired_keys bytes per key (table and index) | ${summary.retiredBytesPerKey} B |\n`,
   );
   const svg = lineChartSvg(retentionChart(opts, days));

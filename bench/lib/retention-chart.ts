@@ -9,6 +9,8 @@ export interface RetentionDay {
   jobsBytes: number;
   attemptsBytes: number;
   retiredBytes: number;
+  /** Occurrence rows of the schedules kept (absent or 0: no schedules in the run). */
+  scheduleRows?: number;
 }
 
 /** Database size and the day's ingest and promotion rates over the simulated days. */
@@ -36,6 +38,9 @@ export function retentionChart(inputs: { days: number; perDay: number; retention
           { label: 'promotion', color: '#ff7f0e', points: days.filter((d) => d.promotePerSec !== null && d.day > 1).map((d) => [d.day, d.promotePerSec!] as [number, number]) },
         ],
       },
+      ...(days.some((d) => (d.scheduleRows ?? 0) > 0)
+        ? [{ unit: 'rows', series: [{ label: 'schedule occurrences kept', color: '#9467bd', points: x((d) => d.scheduleRows ?? 0) }] }]
+        : []),
     ],
   };
 }
