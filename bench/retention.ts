@@ -22,7 +22,7 @@
  *   for the autovacuum and autoanalyze runs a real day would see (a simulated day lasts under a
  *   minute, less than autovacuum's nap); it takes no lock that blocks reads or writes.
  * Then the database's size. Prints one JSON document (stdout) and a table (stderr), and writes
- * bench/charts/retention.svg (database size and the day's rates over the simulated days).
+ * bench/charts/retention.svg, or retention-schedules.svg with schedules (database size and the day's rates over the simulated days).
  */
 import { utcDay } from '@almanac/domain';
 import { JobsRepository, type NewJob, RecurringRepository, type RetentionPolicy, RetentionRepository, SweepsRepository, TenantsRepository } from '@almanac/persistence';
@@ -36,7 +36,7 @@ import { RecurringSweep } from '../apps/promoter/src/recurring/recurring.sweep';
 import { SchedulePlanner } from '../apps/promoter/src/recurring/schedule-planner';
 import { createBenchDatabase } from './lib/bench-db';
 import { lineChartSvg } from './lib/line-chart';
-import { retentionChart } from './lib/retention-chart';
+import { retentionChart, retentionChartFile } from './lib/retention-chart';
 import { arg, ROOT } from './lib/local';
 import { round, spread } from './lib/stats';
 
@@ -309,7 +309,7 @@ function report(days: Day[], wallSeconds: number) {
       `| retired_keys bytes per key (table and index) | ${summary.retiredBytesPerKey} B |\n`,
   );
   const svg = lineChartSvg(retentionChart(opts, days));
-  writeFileSync(join(ROOT, 'bench', 'charts', 'retention.svg'), svg);
+  writeFileSync(join(ROOT, 'bench', 'charts', retentionChartFile(opts.schedules)), svg);
   process.stdout.write(`${JSON.stringify({ bench: 'retention', at: new Date().toISOString(), inputs: opts, summary, days })}\n`);
 }
 

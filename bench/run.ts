@@ -4,7 +4,8 @@
  *
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
  *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk due-soon autoscale fairness retention
- *   npm run bench -- retention        # 60 simulated days of 1,000,000 jobs (about an hour; not in the default set)
+ *   npm run bench -- retention        # 60 simulated days of 1,000,000 jobs, dated and UUID keys (about an hour; not in the default set)
+ *   npm run bench -- retention-schedules  # the same with 1,000 per-minute schedules alongside (issue 33 item 5; longer)
  *   npm run bench -- autoscale        # the ScaledObject asks before a spike (issue 19; ~20 min, not in the default set) [--root <checkout>]
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
  *   npm run bench -- stream [--root /tmp/checkout]   # jobs at distinct instants, a ladder of rates against plain BullMQ (issue 31; ~25 min, not in the default set)
@@ -30,7 +31,7 @@ import { machine, versions, writeResult, type Figure, type PartResult } from './
 import { PART_ORDER, writeReport } from './lib/report-md';
 import { fairnessFigures, writeFairnessResult, writeFairnessSection, type FairnessDoc } from './lib/report-fairness';
 import type { LineChart } from './lib/line-chart';
-import { retentionChart, type RetentionDay } from './lib/retention-chart';
+import { retentionChart, retentionChartFile, type RetentionDay } from './lib/retention-chart';
 import { autoscaleChart, type AutoscaleDoc } from './lib/autoscale-chart';
 import type { Bar, BarChart } from './lib/svg-chart';
 
@@ -83,6 +84,62 @@ interface Part {
   /** Where the result goes; default bench/results/<date>-<part>[-quick].json. */
   write?(r: PartResult): string;
 }
+
+const retentionPart = (schedules: (quick: boolean) => number): Part => ({
+    // Not in the default set (about an hour at full size): run it by name.
+    script: 'retention.ts',
+    invocations: (q) => [[
+      ...(q
+        ? ['--days', '8', '--per-day', '20000', '--retention-days', '3', '--key-reservation-days', '3']
+        : ['--days', flag('days') ?? '60', '--per-day', flag('per-day') ?? '1000000', '--retention-days', flag('retention-days') ?? '30',
+          '--key-reservation-days', flag('key-reservation-days') ?? '30']),
+      // Issue 33 item 5: dated and UUID keys side by side; the second part adds per-minute schedules.
+      '--keys', flag('keys') ?? 'both', '--schedules', flag('schedules') ?? String(schedules(q)),
+    ]],
+    parse([out]) {
+      const r = lastJson(out) as unknown as {
+        inputs: { days: number; perDay: number; retentionDays: number; tenants: number; schedules?: number };
+        summary: Record<string, number>;
+        days: (RetentionDay & { removed: number })[];
+      };
+      const s = r.summary;
+      const after = `after day ${r.inputs.retentionDays + 1}`;
+      // The same, without retired_keys: what removal and vacuum's reuse hold flat on their own.
+      const steady = r.days.filter((d) => d.day > r.inputs.retentionDays + 1).map((d) => d.dbBytes - d.retiredBytes);
+      const mid = spread(steady).median;
+      const withoutKeys = Math.round((Math.max(...steady.map((b) => Math.abs(b - mid))) / mid) * 1000) / 10;
+      return {
+        figures: [
+          fig(`database size ${after}: largest deviation from the median`, one(s.sizeDeviationPct), '%', '≤ ±5 % (issue 33)', (v) => v <= 5),
+          fig(`  database size ${after}: median`, one(s.steadyDbGiB), 'GiB'),
+          fig(`  database size: last day against day ${r.inputs.retentionDays + 2} (retired_keys grows by design)`, one(s.sizeGrowthPct), '%'),
+          fig(`  database size without retired_keys ${after}: largest deviation from the median`, one(withoutKeys), '%', '≤ ±10 %', (v) => v <= 10),
+          fig(`ingest ${after} / days 1-3`, one(Math.round((s.ingestSteady / s.ingestEarly) * 100)), '%', 'matches day 1 (≥ 90 %)', (v) => v >= 90),
+          fig(`  ingest jobs/s, days 1-3 → ${after}`, one(s.ingestSteady), 'jobs/s', '', undefined, `from ${s.ingestEarly}`),
+          fig(`promotion ${after} / days 2-4`, one(Math.round((s.promoteSteady / s.promoteEarly) * 100)), '%', 'matches day 1 (≥ 90 %)', (v) => v >= 90),
+          fig(`  promotion rows/s, days 2-4 → ${after}`, one(s.promoteSteady), 'rows/s', '', undefined, `from ${s.promoteEarly}`),
+          fig('longest retention statement (row locks held)', one(s.retainMaxStatementMs), 'ms', '≤ 500 ms (issue 33)', (v) => v <= 500),
+          fig('  retention: seconds per simulated day', one(s.retainSecondsSteady), 's', '', undefined, `${s.removedPerDaySteady.toLocaleString('en')} rows a day`),
+          fig('  VACUUM of jobs, job_attempts, retired_keys per simulated day', one(s.vacuumSecondsSteady), 's'),
+          fig('retired_keys: bytes per reserved key (heap and index)', one(s.retiredBytesPerKey), 'B'),
+          ...(s.ingestDatedEarly && s.ingestUuidEarly ? [
+            fig(`ingest ${after} / days 1-3, dated keys`, one(Math.round((s.ingestDatedSteady / s.ingestDatedEarly) * 100)), '%', '≥ 95 % (issue 33)', (v) => v >= 95),
+            fig(`ingest ${after} / days 1-3, UUID keys`, one(Math.round((s.ingestUuidSteady / s.ingestUuidEarly) * 100)), '%', '≥ 95 % (issue 33)', (v) => v >= 95),
+          ] : []),
+          ...(Number.isFinite(s.retainLastVsFirst) ? [fig(`removal time, last day against day ${r.inputs.retentionDays + 2}`, one(s.retainLastVsFirst), '×', '≤ 1.2 × (issue 33)', (v) => v <= 1.2)] : []),
+          ...(s.scheduleRowsSteady ? [
+            fig(`schedule occurrence rows ${after}: largest deviation from the median`, one(s.scheduleRowsDeviationPct), '%', '≤ ±5 % (issue 33)', (v) => v <= 5, `median ${s.scheduleRowsSteady.toLocaleString('en')}`),
+          ] : []),
+        ],
+        charts: [{ file: retentionChartFile(r.inputs.schedules ?? 0), chart: retentionChart(r.inputs, r.days) }],
+        notes: [
+          `In-process, on a fresh database: each simulated day ${r.inputs.perDay.toLocaleString('en')} jobs are ingested through the API's insert statement, promoted by the promoter's PromotionSweep, finished in set-based statements as workers would leave them (one attempt row each), and removed by the promoter's RetentionSweep at the day's end; then one VACUUM (ANALYZE) stands in for the autovacuum runs of a real day. The sweeps' clock is the simulated one.`,
+          `Ingest after day ${r.inputs.retentionDays + 1} pays the reserved-key check: per statement, one scan of retired_keys (tenant_id, key) over the batch's sorted keys (results before 2026-12-04 17:00 UTC: a hash table with per-tenant key ranges). \`bench/retired-keys.ts\` measures it beside 30 M reserved keys against the check disabled, for dated and random keys (bench/README.md).`,
+        ],
+        raw: r,
+      };
+    },
+  });
 
 /** `--root` when it names another checkout than this one. */
 const otherRoot = (): string | undefined => {
@@ -558,61 +615,9 @@ const PARTS: Record<string, Part> = {
       };
     },
   },
-  retention: {
-    // Not in the default set (about an hour at full size): run it by name.
-    script: 'retention.ts',
-    invocations: (q) => [[
-      ...(q
-        ? ['--days', '8', '--per-day', '20000', '--retention-days', '3', '--key-reservation-days', '3']
-        : ['--days', flag('days') ?? '60', '--per-day', flag('per-day') ?? '1000000', '--retention-days', flag('retention-days') ?? '30',
-          '--key-reservation-days', flag('key-reservation-days') ?? '30']),
-      // Issue 33 item 5: dated and UUID keys side by side; schedules in a second run (--schedules 1000).
-      '--keys', flag('keys') ?? 'both', '--schedules', flag('schedules') ?? '0',
-    ]],
-    parse([out]) {
-      const r = lastJson(out) as unknown as {
-        inputs: { days: number; perDay: number; retentionDays: number; tenants: number };
-        summary: Record<string, number>;
-        days: (RetentionDay & { removed: number })[];
-      };
-      const s = r.summary;
-      const after = `after day ${r.inputs.retentionDays + 1}`;
-      // The same, without retired_keys: what removal and vacuum's reuse hold flat on their own.
-      const steady = r.days.filter((d) => d.day > r.inputs.retentionDays + 1).map((d) => d.dbBytes - d.retiredBytes);
-      const mid = spread(steady).median;
-      const withoutKeys = Math.round((Math.max(...steady.map((b) => Math.abs(b - mid))) / mid) * 1000) / 10;
-      return {
-        figures: [
-          fig(`database size ${after}: largest deviation from the median`, one(s.sizeDeviationPct), '%', '≤ ±5 % (issue 33)', (v) => v <= 5),
-          fig(`  database size ${after}: median`, one(s.steadyDbGiB), 'GiB'),
-          fig(`  database size: last day against day ${r.inputs.retentionDays + 2} (retired_keys grows by design)`, one(s.sizeGrowthPct), '%'),
-          fig(`  database size without retired_keys ${after}: largest deviation from the median`, one(withoutKeys), '%', '≤ ±10 %', (v) => v <= 10),
-          fig(`ingest ${after} / days 1-3`, one(Math.round((s.ingestSteady / s.ingestEarly) * 100)), '%', 'matches day 1 (≥ 90 %)', (v) => v >= 90),
-          fig(`  ingest jobs/s, days 1-3 → ${after}`, one(s.ingestSteady), 'jobs/s', '', undefined, `from ${s.ingestEarly}`),
-          fig(`promotion ${after} / days 2-4`, one(Math.round((s.promoteSteady / s.promoteEarly) * 100)), '%', 'matches day 1 (≥ 90 %)', (v) => v >= 90),
-          fig(`  promotion rows/s, days 2-4 → ${after}`, one(s.promoteSteady), 'rows/s', '', undefined, `from ${s.promoteEarly}`),
-          fig('longest retention statement (row locks held)', one(s.retainMaxStatementMs), 'ms', '≤ 500 ms (issue 33)', (v) => v <= 500),
-          fig('  retention: seconds per simulated day', one(s.retainSecondsSteady), 's', '', undefined, `${s.removedPerDaySteady.toLocaleString('en')} rows a day`),
-          fig('  VACUUM of jobs, job_attempts, retired_keys per simulated day', one(s.vacuumSecondsSteady), 's'),
-          fig('retired_keys: bytes per reserved key (heap and index)', one(s.retiredBytesPerKey), 'B'),
-          ...(s.ingestDatedEarly && s.ingestUuidEarly ? [
-            fig(`ingest ${after} / days 1-3, dated keys`, one(Math.round((s.ingestDatedSteady / s.ingestDatedEarly) * 100)), '%', '≥ 95 % (issue 33)', (v) => v >= 95),
-            fig(`ingest ${after} / days 1-3, UUID keys`, one(Math.round((s.ingestUuidSteady / s.ingestUuidEarly) * 100)), '%', '≥ 95 % (issue 33)', (v) => v >= 95),
-          ] : []),
-          ...(Number.isFinite(s.retainLastVsFirst) ? [fig(`removal time, last day against day ${r.inputs.retentionDays + 2}`, one(s.retainLastVsFirst), '×', '≤ 1.2 × (issue 33)', (v) => v <= 1.2)] : []),
-          ...(s.scheduleRowsSteady ? [
-            fig(`schedule occurrence rows ${after}: largest deviation from the median`, one(s.scheduleRowsDeviationPct), '%', '≤ ±5 % (issue 33)', (v) => v <= 5, `median ${s.scheduleRowsSteady.toLocaleString('en')}`),
-          ] : []),
-        ],
-        charts: [{ file: 'retention.svg', chart: retentionChart(r.inputs, r.days) }],
-        notes: [
-          `In-process, on a fresh database: each simulated day ${r.inputs.perDay.toLocaleString('en')} jobs are ingested through the API's insert statement, promoted by the promoter's PromotionSweep, finished in set-based statements as workers would leave them (one attempt row each), and removed by the promoter's RetentionSweep at the day's end; then one VACUUM (ANALYZE) stands in for the autovacuum runs of a real day. The sweeps' clock is the simulated one.`,
-          `Ingest after day ${r.inputs.retentionDays + 1} pays the reserved-key check: per statement, one scan of retired_keys (tenant_id, key) over the batch's sorted keys (results before 2026-12-04 17:00 UTC: a hash table with per-tenant key ranges). \`bench/retired-keys.ts\` measures it beside 30 M reserved keys against the check disabled, for dated and random keys (bench/README.md).`,
-        ],
-        raw: r,
-      };
-    },
-  },
+  retention: retentionPart(() => 0),
+  // Issue 33 item 5's second run: 1,000 per-minute schedules alongside (about 2.5× the rows).
+  'retention-schedules': retentionPart((q) => (q ? 50 : 1000)),
   stream: {
     // Not in the default set (about 25 minutes at full size): run it by name. scripts/cluster.js
     // (which the script runs) builds dist/ itself when it is older than the sources.
@@ -834,7 +839,7 @@ const ALL_PARTS = [...PART_ORDER, 'fairness'];
  * Run by default: every part but retention (about an hour at full size), autoscale (~20 min of
  * mostly waiting), stream (~25 min) and tracing (~35 min): run them by name.
  */
-const DEFAULT_PARTS = ALL_PARTS.filter((p) => p !== 'retention' && p !== 'autoscale' && p !== 'stream' && p !== 'tracing');
+const DEFAULT_PARTS = ALL_PARTS.filter((p) => !p.startsWith('retention') && p !== 'autoscale' && p !== 'stream' && p !== 'tracing');
 
 /** REPORT.md: the generated parts (report-md.ts), then the fairness section (report-fairness.ts). */
 function report(): string {

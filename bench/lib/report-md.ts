@@ -9,7 +9,7 @@ import { BENCH_DIR, latestResults, type Figure, type PartResult } from './report
 import { lineChartSvg } from './line-chart';
 import { barChartSvg } from './svg-chart';
 
-export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'stream', 'recovery', 'faults', 'chaos', 'bulk', 'due-soon', 'autoscale', 'retention', 'tracing'];
+export const PART_ORDER = ['hold', 'storage', 'promote', 'throughput', 'lag', 'stream', 'recovery', 'faults', 'chaos', 'bulk', 'due-soon', 'autoscale', 'retention', 'retention-schedules', 'tracing'];
 
 const TITLES: Record<string, string> = {
   hold: 'Hold: N future jobs, Redis memory against plain BullMQ',
@@ -25,6 +25,7 @@ const TITLES: Record<string, string> = {
   'due-soon': 'Due soon: what the autoscaling look-ahead costs on 10 M rows',
   autoscale: 'Autoscale: the ScaledObject asks for a spike\'s replicas before it is due',
   retention: 'Retention in steady state: simulated days of ingest, execution and removal',
+  'retention-schedules': 'Retention in steady state with 1,000 per-minute schedules alongside',
   tracing: 'OpenTelemetry: what tracing costs, export off, on and sampled',
 };
 

@@ -13,6 +13,11 @@ export interface RetentionDay {
   scheduleRows?: number;
 }
 
+/** The chart's file: one per part (a run with schedules is the part retention-schedules). */
+export function retentionChartFile(schedules: number): string {
+  return schedules > 0 ? 'retention-schedules.svg' : 'retention.svg';
+}
+
 /** Database size and the day's ingest and promotion rates over the simulated days. */
 export function retentionChart(inputs: { days: number; perDay: number; retentionDays: number }, days: readonly RetentionDay[]): LineChart {
   const x = (f: (d: RetentionDay) => number) => days.map((d) => [d.day, f(d)] as [number, number]);
