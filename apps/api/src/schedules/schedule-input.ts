@@ -18,6 +18,8 @@ export interface ScheduleInput {
   kind: string;
   schedule: Schedule;
   payload: unknown;
+  /** The payload's size as JSON text, in bytes (0 when absent): what it adds to the tenant's stored bytes. */
+  payloadBytes: number;
   missed: MissedPolicy;
   maxAttempts: number;
   /** Each run should start within this many seconds of its due instant; null: no expectation. */
@@ -61,11 +63,11 @@ export function parseScheduleCreate(raw: unknown, settings: ApiSettings, kinds: 
   const maxAttempts =
     raw.maxAttempts === undefined ? settings.defaultMaxAttempts : intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
   const sized = issues.list.length;
-  checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
+  const payloadBytes = checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
   if (kind && issues.list.length === sized) checkKindPayload(kind, raw.payload, kinds, issues);
   const expectWithinSeconds = raw.expectWithinSeconds === undefined ? null : expectWithin(raw.expectWithinSeconds, issues);
   if (!issues.ok || !key || !kind || !schedule || !missed || !maxAttempts || expectWithinSeconds === undefined) return { ok: false, issues: issues.list };
-  return { ok: true, value: { key, kind, schedule, payload: raw.payload ?? null, missed, maxAttempts, expectWithinSeconds } };
+  return { ok: true, value: { key, kind, schedule, payload: raw.payload ?? null, payloadBytes, missed, maxAttempts, expectWithinSeconds } };
 }
 
 /**
@@ -90,7 +92,7 @@ export function parseSchedulePatch(raw: unknown, settings: ApiSettings, kinds: K
   if (raw.maxAttempts !== undefined) patch.maxAttempts = intInRange(raw.maxAttempts, 'maxAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
   if (raw.expectWithinSeconds !== undefined) patch.expectWithinSeconds = expectWithin(raw.expectWithinSeconds, issues);
   if (raw.payload !== undefined) {
-    checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
+    patch.payloadBytes = checkPayload(raw.payload, 'payload', settings.maxPayloadBytes, issues);
     patch.payload = raw.payload;
   }
   if (!issues.ok) return { ok: false, issues: issues.list };

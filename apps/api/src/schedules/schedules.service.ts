@@ -32,7 +32,7 @@ export class SchedulesService {
     const parsed = parseScheduleCreate(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     const input = parsed.value;
-    assertStoredBytesRoom(tenant, jsonBytes(input.payload), this.settings.storedBytesQuota);
+    assertStoredBytesRoom(tenant, input.payloadBytes, this.settings.storedBytesQuota);
     const limit = tenant.maxSchedules ?? this.settings.maxSchedulesPerTenant;
     const result = await this.schedules.create({
       tenantId: tenant.id,
@@ -92,7 +92,7 @@ export class SchedulesService {
     const parsed = parseSchedulePatch(body, this.settings, kinds);
     if (!parsed.ok) throw invalid(parsed.issues);
     const patch = parsed.value;
-    if (patch.payload !== undefined) assertStoredBytesRoom(tenant, jsonBytes(patch.payload), this.settings.storedBytesQuota);
+    if (patch.payloadBytes !== undefined) assertStoredBytesRoom(tenant, patch.payloadBytes, this.settings.storedBytesQuota);
     // A timing change is computed from the cron and timezone read here and applies only if they
     // are still current; a concurrent PATCH in between makes us read and compute again.
     for (let tries = 1; ; tries++) {
@@ -197,9 +197,4 @@ export function view(s: ScheduleView) {
     expectWithinSeconds: s.expectWithinSeconds,
     lastOutcome: s.lastOutcome === null ? null : { outcome: s.lastOutcome, dueAt: s.lastOutcomeAt?.toISOString() ?? null },
   };
-}
-
-/** A payload's size as JSON text (0 when absent), as ingest counts it against the quota. */
-function jsonBytes(payload: unknown): number {
-  return payload === undefined || payload === null ? 0 : Buffer.byteLength(JSON.stringify(payload), 'utf8');
 }
