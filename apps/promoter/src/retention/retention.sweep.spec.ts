@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { utcDay } from '@almanac/domain';
 import { JobsRepository, RetentionRepository, TenantsRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
@@ -8,8 +9,15 @@ import { insertJobs } from '../testing/fixtures';
 import { RetentionSweep } from './retention.sweep';
 
 const DAY = 86_400e3;
-const NOW = new Date('2026-12-02T10:00:00Z');
+/**
+ * Today, by the real clock: the sweep takes its time as an argument, but ingest's reserved-key
+ * check judges a key's last day by the database's clock. A fixed date made these tests fail from
+ * the day after the key's last day on.
+ */
+const NOW = new Date(`${utcDay(new Date())}T10:00:00Z`);
 const at = (ms: number) => new Date(NOW.getTime() + ms);
+/** The UTC day `days` after NOW's, as the API reports days. */
+const dayAt = (days: number) => utcDay(at(days * DAY));
 
 describe('RetentionSweep (Postgres)', () => {
   let db: TestDatabase;
@@ -131,7 +139,7 @@ describe('RetentionSweep (Postgres)', () => {
 
     const jobs = new JobsRepository(db.dataSource);
     const replay = (tenantId: number, key: string) => jobs.insertBatch(tenantId, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
-    expect(await replay(a, keyA)).toEqual([{ status: 'retired', key: keyA, removedOn: '2026-12-02', state: 'dead', reservedThrough: '2028-01-06', resultDigest: null }]);
+    expect(await replay(a, keyA)).toEqual([{ status: 'retired', key: keyA, removedOn: dayAt(0), state: 'dead', reservedThrough: dayAt(400), resultDigest: null }]);
     // Reserved for its own tenant only, and on the retry path (inside a transaction) as well.
     expect((await replay(b, keyA))[0].status).toBe('created');
     const inTx = await db.dataSource.transaction((tx) => jobs.insertBatch(a, [{ kind: 'noop', key: keyA, runAt: NOW, state: 'scheduled' }], tx));
@@ -150,24 +158,24 @@ describe('RetentionSweep (Postgres)', () => {
       Object.fromEntries(
         (await db.dataSource.query<{ key: string; through: string | null }[]>(`SELECT key, to_char(reserved_through, 'YYYY-MM-DD') AS through FROM retired_keys`)).map((r) => [r.key, r.through]),
       );
-    expect(await through()).toEqual({ [keyA]: '2026-12-04', [keyB]: '2028-01-06' }); // a's two days; b the installation's 400
+    expect(await through()).toEqual({ [keyA]: dayAt(2), [keyB]: dayAt(400) }); // a's two days; b the installation's 400
 
     const jobs = new JobsRepository(db.dataSource);
     const replay = async (tenantId: number, key: string, now: Date) => {
       await sweep().runOnce(now);
       return (await jobs.insertBatch(tenantId, [{ kind: 'noop', key, runAt: now, state: 'scheduled' }]))[0];
     };
-    expect(await replay(a, keyA, at(2 * DAY))).toMatchObject({ status: 'retired', reservedThrough: '2026-12-04' }); // its last day
+    expect(await replay(a, keyA, at(2 * DAY))).toMatchObject({ status: 'retired', reservedThrough: dayAt(2) }); // its last day
     expect((await metrics.reservedKeysExpired.get()).values[0]?.value ?? 0).toBe(0);
     expect(await replay(a, keyA, at(3 * DAY))).toMatchObject({ status: 'created' }); // the day after: freed
     expect((await metrics.reservedKeysExpired.get()).values[0]?.value).toBe(1);
-    expect(await through()).toEqual({ [keyB]: '2028-01-06' });
+    expect(await through()).toEqual({ [keyB]: dayAt(400) });
 
     // Forever: no last day, never freed; a change applies to keys removed from then on.
     await db.dataSource.query(`UPDATE tenants SET keys_reserved_forever = true WHERE id = $1`, [b]);
     const later = await keyOf((await finished(b, 'd', 1, 40, 'later'))[0]);
     await sweep().runOnce(NOW);
-    expect(await through()).toEqual({ [keyB]: '2028-01-06', [later]: null });
+    expect(await through()).toEqual({ [keyB]: dayAt(400), [later]: null });
   });
 
   it("keeps a finished job Postgres will not delete (another table's foreign key) and removes the rest of its tenant around it", async () => {
@@ -269,12 +277,12 @@ describe('RetentionSweep (Postgres)', () => {
     const removal = db.dataSource.createQueryRunner();
     await removal.startTransaction();
     try {
-      expect((await repo.removeExpired(policy, at(-30 * DAY), 10, '2026-12-02', removal.manager)).removed).toBe(1);
+      expect((await repo.removeExpired(policy, at(-30 * DAY), 10, dayAt(0), removal.manager)).removed).toBe(1);
       // The replay's INSERT meets the row being deleted on the unique index and waits for it.
       const replay = new JobsRepository(db.dataSource).insertBatch(a, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
       await someoneWaitsOnALock(db.dataSource);
       await removal.commitTransaction();
-      expect(await replay).toEqual([{ status: 'retired', key, removedOn: '2026-12-02', state: 'succeeded', reservedThrough: '2028-01-06', resultDigest: null }]);
+      expect(await replay).toEqual([{ status: 'retired', key, removedOn: dayAt(0), state: 'succeeded', reservedThrough: dayAt(400), resultDigest: null }]);
     } finally {
       if (removal.isTransactionActive) await removal.rollbackTransaction();
       await removal.release();
