@@ -1,5 +1,5 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
-import { CLAIM_FOR_RUN_SQL } from '../statements/claim-for-run.sql';
+import { CLAIM_FOR_RUN } from '../statements/claim-for-run.sql';
 import { APPLY_BULK_CANCEL_SQL } from '../statements/apply-bulk-chunk.sql';
 import { ExecutionRepository } from './execution.repository';
 
@@ -34,9 +34,22 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
     });
 
   it('finds the ids through the primary key, not by reading every due queued row (jobs_queued_due)', async () => {
-    const claim = await plan(CLAIM_FOR_RUN_SQL, [ids, new Date(NOW.getTime() + 1000), new Date(NOW.getTime() + 30_000), 1]);
+    const claim = await plan(CLAIM_FOR_RUN.text, [ids, new Date(NOW.getTime() + 1000), new Date(NOW.getTime() + 30_000), 1]);
     expect(claim).toMatch(/Index Scan using jobs_pkey/);
     expect(claim).not.toMatch(/jobs_queued_due/);
+  });
+
+  it('so does its generic plan, the one its prepared statement settles on after five runs', async () => {
+    const generic = await db.dataSource.transaction(async (tx) => {
+      await tx.query('SET LOCAL enable_seqscan = off');
+      await tx.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      await tx.query(`PREPARE claim_plan (bigint[], timestamptz, timestamptz, int) AS ${CLAIM_FOR_RUN.text}`);
+      const rows: { 'QUERY PLAN': string }[] = await tx.query(`EXPLAIN EXECUTE claim_plan('{1,2}', now(), now(), 1)`);
+      await tx.query('DEALLOCATE claim_plan');
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(generic).toMatch(/Index Scan using jobs_pkey/);
+    expect(generic).not.toMatch(/jobs_queued_due/);
   });
 
   it("so does a bulk operation's chunk", async () => {

@@ -4,8 +4,8 @@ import { DataSource } from 'typeorm';
 import { STATE_CODE } from '../job-state.codec';
 import { epochMs, plainArray } from '../plain-array';
 import { Db, sql } from '../sql';
-import { CLAIM_FOR_RUN_SQL } from '../statements/claim-for-run.sql';
-import { COMPLETE_ATTEMPTS_SQL } from '../statements/complete-attempts.sql';
+import { CLAIM_FOR_RUN } from '../statements/claim-for-run.sql';
+import { COMPLETE_ATTEMPTS } from '../statements/complete-attempts.sql';
 import { EXTEND_LEASES_SQL } from '../statements/extend-leases.sql';
 import { RELEASE_DELIVERIES_SQL } from '../statements/release-deliveries.sql';
 import { SET_ASIDE_JOB_SQL } from '../statements/set-aside-job.sql';
@@ -76,7 +76,7 @@ export class ExecutionRepository {
 
   /**
    * queued → running for every row among `ids` due by `dueBy`: the attempt counted, lease until
-   * `leaseUntil`, marked as `workerId`'s (CLAIM_FOR_RUN_SQL). Rows in any other state are left
+   * `leaseUntil`, marked as `workerId`'s (CLAIM_FOR_RUN). Rows in any other state are left
    * alone: with several hints of one row, the update decides which one runs it. Sent again with
    * the same lease (its reply was lost), it returns what the first one took.
    */
@@ -85,7 +85,7 @@ export class ExecutionRepository {
     const { rows } = await sql<{
       id: string; tenant_id: number; kind: string; key: string; payload: unknown;
       attempts: number; max_attempts: number; trace_parent: string | null; run_at: Date; claimed: boolean;
-    }>(this.dataSource, CLAIM_FOR_RUN_SQL, [plainArray(ids), dueBy, leaseUntil, workerId]);
+    }>(this.dataSource, CLAIM_FOR_RUN, [plainArray(ids), dueBy, leaseUntil, workerId]);
     const out: ClaimResult = { claimed: [], early: [] };
     for (const r of rows) {
       if (!r.claimed) out.early.push({ id: r.id, dueMs: r.run_at.getTime() });
@@ -125,7 +125,7 @@ export class ExecutionRepository {
     if (records.length === 0) return new Set();
     const { rows } = await sql<{ id: string }>(
       db,
-      COMPLETE_ATTEMPTS_SQL,
+      COMPLETE_ATTEMPTS,
       [
         plainArray(records.map((r) => r.id)),
         plainArray(records.map((r) => r.attempt)),

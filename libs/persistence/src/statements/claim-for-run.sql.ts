@@ -1,3 +1,4 @@
+import { prepared } from '../sql';
 import { jobPayload } from './job-payload.sql';
 
 /**
@@ -26,7 +27,7 @@ import { jobPayload } from './job-payload.sql';
  * through jobs_queued_due, whose estimate after a burst is a few dozen rows (the planner then
  * read every due queued row into a hash for each claim: 72 ms instead of 9 with 100,000 due).
  */
-export const CLAIM_FOR_RUN_SQL = `WITH claimed AS (
+export const CLAIM_FOR_RUN = prepared('almanac_claim_for_run', `WITH claimed AS (
          UPDATE jobs j
             SET state = 'r', attempts = j.attempts + (j.state::text = 'q')::int, lease_until = $3, claimed_by = $4
            FROM unnest($1::bigint[]) AS t(id),
@@ -41,4 +42,4 @@ export const CLAIM_FOR_RUN_SQL = `WITH claimed AS (
        )
        SELECT id::text AS id, tenant_id, kind, key, payload, attempts, max_attempts, trace_parent, NULL::timestamptz AS run_at, true AS claimed FROM claimed
        UNION ALL
-       SELECT id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, run_at, false FROM early`;
+       SELECT id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, run_at, false FROM early`);

@@ -1,3 +1,5 @@
+import { prepared } from '../sql';
+
 /**
  * Records how attempts ended: one guarded UPDATE of the jobs (running, same attempt) and the
  * upsert of their job_attempts rows, only for the jobs the update matched. Returns the ids applied.
@@ -7,7 +9,7 @@
  * $8 text[] outcomes · $9 float8[] started, epoch ms · $10 float8[] finished, epoch ms ·
  * $11 text[] worker ids · $12 timestamptz now (finished_at of a succeeded or dead job).
  */
-export const COMPLETE_ATTEMPTS_SQL = `WITH input AS (
+export const COMPLETE_ATTEMPTS = prepared('almanac_complete_attempts', `WITH input AS (
          SELECT t.id, t.attempt, t.state, to_timestamp(t.run_ms / 1000.0) AS run_at, t.result, t.error, t.tenant_id, t.outcome,
                 to_timestamp(t.started_ms / 1000.0) AS started_at, to_timestamp(t.finished_ms / 1000.0) AS finished_at, t.worker_id
            FROM unnest($1::bigint[], $2::int2[], $3::"char"[], $4::float8[], $5::jsonb[], $6::text[],
@@ -33,4 +35,4 @@ export const COMPLETE_ATTEMPTS_SQL = `WITH input AS (
             SET started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome,
                 worker_id = EXCLUDED.worker_id, error = EXCLUDED.error, result = EXCLUDED.result
        )
-       SELECT id::text AS id FROM done`;
+       SELECT id::text AS id FROM done`);

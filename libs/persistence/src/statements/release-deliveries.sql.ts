@@ -2,7 +2,7 @@ import { RELEASED_ATTEMPT_ERROR } from '@almanac/domain';
 
 /**
  * running → queued for attempts a worker gives back unfinished (its shutdown), guarded like
- * COMPLETE_ATTEMPTS_SQL, with a `released` history row each: the attempt counts, its handler
+ * COMPLETE_ATTEMPTS, with a `released` history row each: the attempt counts, its handler
  * did start. A row whose attempts counter is full (32,767) goes dead instead: no claim could
  * take it again. Returns the rows released.
  *
