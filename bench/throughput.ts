@@ -193,6 +193,8 @@ interface AlmanacRun {
   postgresCpuUs: number;
   /** Transactions committed in the bench database per job (batching: lower is better). */
   statementsPerJob: number;
+  /** From the resume: when the first handler started, and the last finished (the rest is polling and the final commit). */
+  timeline: { firstStartMs: number; lastFinishMs: number };
 }
 
 /**
@@ -229,6 +231,7 @@ async function almanacRun(db: BenchDb, redis: PrivateRedis, n: number, workers: 
     const pg0 = postgresCpuSeconds();
     const tx0 = await transactions(db);
     const t0 = process.hrtime.bigint();
+    const resumedAtMs = Date.now();
     await hot.queue.resume();
     for (;;) {
       await sleep(POLL_MS);
@@ -248,11 +251,16 @@ async function almanacRun(db: BenchDb, redis: PrivateRedis, n: number, workers: 
               (SELECT count(*)::int FROM jobs WHERE state <> 'd' OR attempts <> 1) AS jobs`,
     );
     if (attempts !== n || jobs !== 0) throw new Error(`durability check failed: ${attempts} attempt rows, ${jobs} rows not done once`);
+    // Where the wall time went: before the first handler started, and after the last one finished.
+    const [span] = await db.query<{ first: number; last: number }>(
+      `SELECT extract(epoch FROM min(started_at)) * 1000 AS first, extract(epoch FROM max(finished_at)) * 1000 AS last FROM job_attempts`,
+    );
+    const timeline = { firstStartMs: Number(span.first) - resumedAtMs, lastFinishMs: Number(span.last) - resumedAtMs };
     return {
       workers, seconds, perSecond: n / seconds,
       dispatcherCpuUs: perJobUs((r) => r.name.startsWith('dispatcher')),
       workerCpuUs: perJobUs((r) => r.name.startsWith('worker')),
-      redisCpuUs, postgresCpuUs, statementsPerJob,
+      redisCpuUs, postgresCpuUs, statementsPerJob, timeline,
     };
   } finally {
     await stopRoles(roles);
@@ -337,7 +345,7 @@ async function main(): Promise<void> {
             `CPU/job: dispatcher ${res.dispatcherCpuUs.toFixed(0)} µs, workers ${res.workerCpuUs.toFixed(0)} µs, ` +
             `redis ${res.redisCpuUs.toFixed(0)} µs, postgres ${res.postgresCpuUs.toFixed(0)} µs, ` +
             `total ${(res.dispatcherCpuUs + res.workerCpuUs + res.redisCpuUs + res.postgresCpuUs).toFixed(0)} µs; ` +
-            `${res.statementsPerJob.toFixed(3)} transactions/job)`,
+            `${res.statementsPerJob.toFixed(3)} transactions/job; first start +${res.timeline.firstStartMs.toFixed(0)} ms, last finish +${res.timeline.lastFinishMs.toFixed(0)} ms)`,
         );
       }
     }
