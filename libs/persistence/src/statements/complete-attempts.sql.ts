@@ -2,7 +2,10 @@ import { prepared } from '../sql';
 
 /**
  * Records how attempts ended: one guarded UPDATE of the jobs (running, same attempt) and the
- * upsert of their job_attempts rows, only for the jobs the update matched. Returns the ids applied.
+ * insert of their job_attempts rows, only for the jobs the update matched. Returns the ids applied.
+ * A plain insert: an attempt's history row is written once, by whichever of completion, release
+ * and rescue moves the row out of `running` under that attempt (each is guarded by it), and the
+ * next claim counts a new attempt. ON CONFLICT's speculative insert cost 2.8 against 1.6 µs a row.
  *
  * $1 bigint[] ids · $2 int2[] attempts · $3 "char"[] next states · $4 float8[] next run
  * times, epoch ms (null: unchanged) · $5 jsonb[] results · $6 text[] errors · $7 int[] tenants ·
@@ -31,8 +34,5 @@ export const COMPLETE_ATTEMPTS = prepared('almanac_complete_attempts', `WITH inp
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, worker_id, error, result)
          SELECT i.id, i.attempt, i.tenant_id, i.started_at, i.finished_at, i.outcome, i.worker_id, i.error, i.result
            FROM input i JOIN done d ON d.id = i.id
-         ON CONFLICT (job_id, attempt) DO UPDATE
-            SET started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at, outcome = EXCLUDED.outcome,
-                worker_id = EXCLUDED.worker_id, error = EXCLUDED.error, result = EXCLUDED.result
        )
        SELECT id::text AS id FROM done`);
