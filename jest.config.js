@@ -23,6 +23,7 @@ module.exports = {
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@fastify/static|croner|content-disposition|@apidevtools/json-schema-ref-parser)/)'],
   moduleNameMapper: {
     '^@almanac/delivery$': '<rootDir>/libs/delivery/src/index.ts',
+    '^@almanac/kinds$': '<rootDir>/libs/kinds/src/index.ts',
     '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',
     '^@almanac/persistence$': '<rootDir>/libs/persistence/src/index.ts',
     '^@almanac/platform$': '<rootDir>/libs/platform/src/index.ts',

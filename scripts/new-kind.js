@@ -43,7 +43,7 @@ const pascal = (name) => camel(name).replace(/^./, (c) => c.toUpperCase());
 /** @param {string} name @param {string} pool */
 function handlerSource(name, pool) {
   const P = pascal(name);
-  return `import { completed, defineHandler } from '@almanac/delivery';
+  return `import { completed, defineHandler } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
 
 /**

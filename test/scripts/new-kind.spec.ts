@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HandlerDefinition } from '@almanac/delivery';
+import type { HandlerDefinition } from '@almanac/kinds';
 import { runTwice } from '@almanac/testing/double-run';
 
 const ROOT = join(__dirname, '../..');

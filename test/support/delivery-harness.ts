@@ -1,4 +1,5 @@
-import { DeliveryMetrics, HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes, ReadyQueues } from '@almanac/delivery';
+import { DeliveryMetrics, HandlerRegistry, kindRegistrations, KindRoutes, ReadyQueues } from '@almanac/delivery';
+import { HandlerDefinition, KindCatalog } from '@almanac/kinds';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, type Hint, RetryPolicy } from '@almanac/domain';
 import { ExecutionRepository, KindsRepository, SweepsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
 import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, SystemClock } from '@almanac/platform';

@@ -1,4 +1,4 @@
-import { completed, defineHandler } from '@almanac/delivery';
+import { completed, defineHandler } from '@almanac/kinds';
 import { createDataSource } from '@almanac/persistence';
 import type { DataSource } from 'typeorm';
 import { DOUBLE_RUN_MODES, DoubleRunError, runTwice } from './double-run';

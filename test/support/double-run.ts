@@ -1,4 +1,4 @@
-import { defineHandler, type HandlerContext, type HandlerDefinition, type HandlerOutcome } from '@almanac/delivery';
+import { defineHandler, type HandlerContext, type HandlerDefinition, type HandlerOutcome } from '@almanac/kinds';
 import { createDataSource } from '@almanac/persistence';
 import { within } from '@almanac/platform';
 import type { DataSource } from 'typeorm';

@@ -1,4 +1,4 @@
-import { completed, defineHandler } from '@almanac/delivery';
+import { completed, defineHandler } from '@almanac/kinds';
 import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, HANDOFF_AHEAD_MS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { BULK_ROWS } from './dispatcher';

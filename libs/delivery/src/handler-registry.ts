@@ -1,5 +1,5 @@
 import type { KindRegistration } from '@almanac/persistence';
-import { HandlerDefinition, HandlerDefinitionError } from './handler';
+import { HandlerDefinition, HandlerDefinitionError } from '@almanac/kinds';
 import type { KindRoutes } from './kind-routes';
 
 /** Handlers by kind. Built once at boot by the worker from its handler list; immutable after. */

@@ -1,6 +1,6 @@
 import { decideAfterFailure, entryState, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
 import type { CompletionRecord, RunnableJob } from '@almanac/persistence';
-import { InvalidPayloadError } from '@almanac/delivery';
+import { InvalidPayloadError } from '@almanac/kinds';
 
 /** Stored error text is bounded: a handler's exception may carry a whole response body. */
 export const MAX_ERROR_LENGTH = 2000;

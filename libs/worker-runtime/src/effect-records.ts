@@ -1,4 +1,4 @@
-import type { EffectOnce, EffectRecords } from '@almanac/delivery';
+import type { EffectOnce, EffectRecords } from '@almanac/kinds';
 import type { EffectsRepository } from '@almanac/persistence';
 
 /** Past the kind's timeout its run has been aborted; this much more covers a slow abort. */

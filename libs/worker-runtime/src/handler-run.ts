@@ -1,5 +1,6 @@
 import type { HandlerOutcome } from '@almanac/domain';
-import { type DeliveryMetrics, type EffectRecords, type HandlerContext, type HandlerDefinition, handlerPayload } from '@almanac/delivery';
+import { type DeliveryMetrics } from '@almanac/delivery';
+import { type EffectRecords, type HandlerContext, type HandlerDefinition, handlerPayload } from '@almanac/kinds';
 import type { RunnableJob } from '@almanac/persistence';
 import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';

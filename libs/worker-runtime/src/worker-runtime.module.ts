@@ -1,4 +1,4 @@
-import type { HandlerDefinition } from '@almanac/delivery';
+import type { HandlerDefinition } from '@almanac/kinds';
 import { ExecutionRepository, KindsRepository } from '@almanac/persistence';
 import type { Env } from '@almanac/platform';
 import { type DynamicModule, Module } from '@nestjs/common';

@@ -1,4 +1,4 @@
-import type { CatalogKind } from '@almanac/delivery';
+import type { CatalogKind } from '@almanac/kinds';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { openApiPayloadSchema } from './payload-schema';
 

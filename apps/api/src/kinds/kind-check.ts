@@ -1,4 +1,4 @@
-import type { PayloadProblem } from '@almanac/delivery';
+import type { PayloadProblem } from '@almanac/kinds';
 import { validateKind } from '@almanac/domain';
 import type { Issues } from '../http/validation';
 

@@ -1,4 +1,4 @@
-import { KindCatalog } from '@almanac/delivery';
+import { KindCatalog } from '@almanac/kinds';
 import { KindsRepository } from '@almanac/persistence';
 import { Clock, within } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';

@@ -1,4 +1,5 @@
-import { KindCatalog, KindRoutes, ReadyQueues } from '@almanac/delivery';
+import { KindRoutes, ReadyQueues } from '@almanac/delivery';
+import { KindCatalog } from '@almanac/kinds';
 import { LostHints } from './lost-hints';
 import type { Hint } from '@almanac/domain';
 import { KindsRepository, SweepsRepository } from '@almanac/persistence';

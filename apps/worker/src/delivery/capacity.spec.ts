@@ -1,5 +1,5 @@
 import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
-import { completed, defineHandler } from '@almanac/delivery';
+import { completed, defineHandler } from '@almanac/kinds';
 import { SweepsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';

@@ -1,7 +1,7 @@
 import { Clock } from '@almanac/platform';
 import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
-import { completed, defineHandler, discard, retry } from '@almanac/delivery';
+import { completed, defineHandler, discard, retry } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { chargeHandler, noopHandler } from '../handlers';
 

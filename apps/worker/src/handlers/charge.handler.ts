@@ -1,4 +1,4 @@
-import { completed, defineHandler } from '@almanac/delivery';
+import { completed, defineHandler } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
 
 /**

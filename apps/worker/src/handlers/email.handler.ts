@@ -1,4 +1,4 @@
-import { completed, defineHandler, retry } from '@almanac/delivery';
+import { completed, defineHandler, retry } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
 import { createTransport, type Transporter } from 'nodemailer';
 

@@ -1,4 +1,4 @@
-import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, InvalidPayloadError, JsonValue, retry } from '@almanac/delivery';
+import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, InvalidPayloadError, JsonValue, retry } from '@almanac/kinds';
 import { defaultPort, type HostRule, outboundVerdict, parseCidr, parseHostRules, type UrlTarget } from '@almanac/domain';
 import { Type } from '@sinclair/typebox';
 import { createHmac } from 'node:crypto';

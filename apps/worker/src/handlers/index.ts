@@ -1,5 +1,5 @@
 import { chargeHandler } from './charge.handler';
-import type { HandlerDefinition } from '@almanac/delivery';
+import type { HandlerDefinition } from '@almanac/kinds';
 import { emailHandler, type EmailHandlerOptions } from './email.handler';
 import { httpHandler, HttpHandlerOptions } from './http.handler';
 import { ledgerTransferHandler } from './ledger-transfer.handler';

@@ -1,4 +1,4 @@
-import { completed, defineHandler, discard } from '@almanac/delivery';
+import { completed, defineHandler, discard } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
 
 /**

@@ -1,4 +1,4 @@
-import { handlerPayload, InvalidPayloadError, type HandlerContext } from '@almanac/delivery';
+import { handlerPayload, InvalidPayloadError, type HandlerContext } from '@almanac/kinds';
 import { DOUBLE_RUN_MODES, runTwice } from '@almanac/testing/double-run';
 import { NOOP_MAX_SLEEP_MS, noopHandler } from './noop.handler';
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { completed, defineHandler } from '@almanac/delivery';
+import { completed, defineHandler } from '@almanac/kinds';
 import { Type } from '@sinclair/typebox';
 
 /** Longest `sleepMs` accepted: below the kind's 5 s timeout, so a sleeping noop still succeeds. */

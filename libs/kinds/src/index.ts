@@ -1,0 +1,3 @@
+export * from './handler';
+export * from './kind-catalog';
+export * from './payload-schema';
