@@ -25,12 +25,13 @@ export interface ClaimerOptions {
 /**
  * Claims of one worker in flight at once, each its own statement on its own connection, so
  * Postgres works on them in parallel and the first rows of a burst reach their handlers sooner.
- * One worker drained 20,000 due jobs at 15,311 jobs/s with six claims of up to 50 rows against
- * 14,212 with four of up to 100 (bench/throughput.ts, warm processes, medians of 5, same hour).
- * Six of the pool's ten connections (ALMANAC_DB_POOL_SIZE) at most: handlers' transactions,
- * completions and lease renewals keep the rest.
+ * With the claim a prepared statement, fewer and larger claims cost less: 20,000 due jobs, CPU
+ * per job over every process 66 µs with three claims of up to 166 rows against 73 µs with six
+ * of up to 50, at the same drain rate within noise (bench/throughput.ts, 3 × 3 runs alternated,
+ * 2026-12-05). Three of the pool's ten connections (ALMANAC_DB_POOL_SIZE) at most: handlers'
+ * transactions, completions and lease renewals keep the rest.
  */
-const CLAIMS_IN_FLIGHT = 6;
+const CLAIMS_IN_FLIGHT = 3;
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_PAUSE_MS = 1000;
 

@@ -32,7 +32,7 @@ export interface ExecutorOptions {
   retryPolicy: RetryPolicy;
   /** Lease a claim starts with; extendLeases() renews it while the handler runs. */
   leaseMs: number;
-  /** Largest group commit (default 500); claims take at most a tenth of it (see Claimer). */
+  /** Largest group commit (default 500); claims take at most a third of it (see Claimer). */
   maxBatch?: number;
   /** How long a failing claim is sent again before its hint goes back (default 5 s). */
   claimRetryForMs?: number;
@@ -68,7 +68,7 @@ export class Executor {
   constructor(private readonly o: ExecutorOptions) {
     const maxBatch = o.maxBatch ?? 500;
     this.effects = new EffectsRepository(o.dataSource);
-    this.claimer = new Claimer({ ...o, maxBatch: Math.max(1, Math.floor(maxBatch / 10)), retryForMs: o.claimRetryForMs });
+    this.claimer = new Claimer({ ...o, maxBatch: Math.max(1, Math.floor(maxBatch / 3)), retryForMs: o.claimRetryForMs });
     this.writer = new AttemptWriter({ ...o, maxBatch, workerName: o.identity.name });
   }
 
