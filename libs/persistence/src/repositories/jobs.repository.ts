@@ -7,8 +7,8 @@ import { decodeState, STATE_CODE } from '../job-state.codec';
 import { type Db, sql } from '../sql';
 import { FIND_JOBS_BY_KEYS_SQL } from '../statements/find-jobs-by-keys.sql';
 import { FIND_RETIRED_KEYS_SQL } from '../statements/find-retired-keys.sql';
-import { INSERT_BATCH_ON_CONFLICT_SQL } from '../statements/insert-batch-on-conflict.sql';
-import { INSERT_BATCH_OPTIMISTIC_SQL } from '../statements/insert-batch-optimistic.sql';
+import { INSERT_BATCH_ON_CONFLICT } from '../statements/insert-batch-on-conflict.sql';
+import { INSERT_BATCH_OPTIMISTIC } from '../statements/insert-batch-optimistic.sql';
 import { isRetiredKeyError } from '../retired-key-error';
 
 export const MAX_INSERT_BATCH = 1000;
@@ -146,17 +146,17 @@ export class JobsRepository {
 
   /**
    * A plain INSERT first when `fast`, ON CONFLICT only after a unique violation
-   * (INSERT_BATCH_OPTIMISTIC_SQL says why); `fast` is never inside a caller's transaction, which a
+   * (INSERT_BATCH_OPTIMISTIC says why); `fast` is never inside a caller's transaction, which a
    * failed statement would abort. RETIRED: a key of the batch is retired (only outside a transaction).
    */
   private async insertStatement(db: Db, fast: boolean, inTransaction: boolean, params: unknown[]): Promise<InsertRow[] | typeof RETIRED> {
     try {
-      if (!fast) return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
+      if (!fast) return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT, params)).rows;
       try {
-        return (await sql<InsertRow>(db, INSERT_BATCH_OPTIMISTIC_SQL, params)).rows;
+        return (await sql<InsertRow>(db, INSERT_BATCH_OPTIMISTIC, params)).rows;
       } catch (err) {
         if (!isUniqueViolation(err)) throw err;
-        return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT_SQL, params)).rows;
+        return (await sql<InsertRow>(db, INSERT_BATCH_ON_CONFLICT, params)).rows;
       }
     } catch (err) {
       if (isRetiredKeyError(err) && !inTransaction) return RETIRED;

@@ -1,3 +1,4 @@
+import { prepared } from '../sql';
 import { INSERT_BATCH_COLUMNS, INSERT_BATCH_INPUT, INSERT_BATCH_VALUES } from './insert-batch-optimistic.sql';
 import { jobPayload } from './job-payload.sql';
 
@@ -15,16 +16,16 @@ SELECT false, j.id::text, j.key, j.tenant_id, j.kind, j.run_at, j.state, j.attem
 
 /**
  * Inserts a batch of one tenant's jobs, skipping keys that exist: the retry of
- * INSERT_BATCH_OPTIMISTIC_SQL (whose comment says why that goes first), and the only form used
+ * INSERT_BATCH_OPTIMISTIC (whose comment says why that goes first), and the only form used
  * inside a caller's transaction. Returns the created jobs as one aggregated row, then one row per
  * key that existed.
  *
- * Parameters as INSERT_BATCH_OPTIMISTIC_SQL's.
+ * Parameters as INSERT_BATCH_OPTIMISTIC's.
  */
-export const INSERT_BATCH_ON_CONFLICT_SQL = `
+export const INSERT_BATCH_ON_CONFLICT = prepared('almanac_insert_batch_on_conflict', `
 WITH ins AS (
   INSERT INTO jobs (${INSERT_BATCH_COLUMNS})
   SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT}
   ON CONFLICT (tenant_id, key) DO NOTHING
   RETURNING id, key
-)${INSERTED_AND_EXISTING}`;
+)${INSERTED_AND_EXISTING}`);

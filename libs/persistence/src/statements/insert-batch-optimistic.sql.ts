@@ -1,3 +1,5 @@
+import { prepared } from '../sql';
+
 /**
  * The batch as rows: the seven JSON arrays ($2 … $8) zipped. ROWS FROM pads a shorter array with
  * NULLs, so $8 (traceparents) is `[]` when no job of the batch carries one and costs nothing.
@@ -12,7 +14,7 @@ export const INSERT_BATCH_VALUES = `$1, k, n, r::timestamptz, CASE WHEN json_typ
 
 /**
  * Inserts a batch of one tenant's jobs, failing as a whole (unique violation) if any key exists;
- * INSERT_BATCH_ON_CONFLICT_SQL is the retry. Returns one aggregated row of the created jobs.
+ * INSERT_BATCH_ON_CONFLICT is the retry. Returns one aggregated row of the created jobs.
  *
  * $1 int tenant; $2 … $8 json arrays, one element per job: keys, kinds, run times, payloads,
  * max attempts, state codes (sorted by key), W3C traceparents (or `[]`).
@@ -34,10 +36,10 @@ export const INSERT_BATCH_VALUES = `$1, k, n, r::timestamptz, CASE WHEN json_typ
  * A key retention removed fails the statement too (SQLSTATE AL001, the jobs_refuse_retired_keys
  * trigger); the caller asks find-retired-keys about the batch.
  */
-export const INSERT_BATCH_OPTIMISTIC_SQL = `
+export const INSERT_BATCH_OPTIMISTIC = prepared('almanac_insert_batch_optimistic', `
 WITH ins AS (
   INSERT INTO jobs (${INSERT_BATCH_COLUMNS})
   SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT}
   RETURNING id, key
 )
-SELECT true AS created, string_agg(id::text, ',') AS id, json_agg(key)::text AS key FROM ins`;
+SELECT true AS created, string_agg(id::text, ',') AS id, json_agg(key)::text AS key FROM ins`);
