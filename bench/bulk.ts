@@ -25,7 +25,7 @@ import { HotQueue, MetricsService } from '@almanac/platform';
 import type { DataSource } from 'typeorm';
 import { BulkOperationsSweep } from '../apps/promoter/src/bulk/bulk-operations.sweep';
 import { SweepMetrics } from '../apps/promoter/src/sweeps/sweep-metrics';
-import { startPrivateRedis } from '../apps/promoter/src/testing/private-redis';
+import { startPrivateRedis } from '../test/support/private-redis';
 import { createBenchDatabase, walPosition } from './lib/bench-db';
 import { arg } from './lib/local';
 import { round, spread } from './lib/stats';

@@ -27,7 +27,7 @@ import { RedisEpoch } from '../apps/promoter/src/overdue/redis-epoch';
 import { RecurringSweep } from '../apps/promoter/src/recurring/recurring.sweep';
 import { SchedulePlanner } from '../apps/promoter/src/recurring/schedule-planner';
 import { PromotionSweep } from '../apps/promoter/src/sweeps/promotion.sweep';
-import { startPrivateRedis, type PrivateRedis } from '../apps/promoter/src/testing/private-redis';
+import { startPrivateRedis, type PrivateRedis } from '../test/support/private-redis';
 
 const PG_BASE = process.env.ALMANAC_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
 const HOUR = 3600e3;

@@ -20,7 +20,7 @@ import { ExecutionRepository, JobsRepository, SweepsRepository, TenantsRepositor
 import { HotQueue } from '@almanac/platform';
 import { readFileSync } from 'node:fs';
 import { PromotionSweep } from '../apps/promoter/src/sweeps/promotion.sweep';
-import { startPrivateRedis } from '../apps/promoter/src/testing/private-redis';
+import { startPrivateRedis } from '../test/support/private-redis';
 import { createBenchDatabase, walPosition } from './lib/bench-db';
 import { arg } from './lib/local';
 import { round, spread } from './lib/stats';

@@ -4,7 +4,7 @@ import IORedis from 'ioredis';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
-import { createTestRedis, TestRedis } from '@almanac/testing/test-redis';
+import { type PrivateRedis, startPrivateRedis } from '@almanac/testing/private-redis';
 import { Clock } from './clock/clock';
 import { ALMANAC_CONFIG, AlmanacConfig } from './config/almanac-config';
 import { MetricsService } from './metrics/metrics.service';
@@ -23,14 +23,15 @@ async function closedPort(): Promise<number> {
 
 describe('OpsModule', () => {
   let db: TestDatabase;
-  let redis: TestRedis;
+  // A server of its own: the stalled-Redis test pauses every client, and test files run in parallel.
+  let redis: PrivateRedis & { prefix: string };
 
   beforeAll(async () => {
     db = await createTestDatabase(2);
-    redis = await createTestRedis();
+    redis = Object.assign(await startPrivateRedis(), { prefix: 'ops-spec' });
   });
   afterAll(async () => {
-    await redis.cleanup();
+    await redis.stop();
     await db.drop();
   });
 
@@ -71,7 +72,7 @@ describe('OpsModule', () => {
     it('reports a stalled Redis (connected, not answering) as not ready within about a second', async () => {
       const admin = new IORedis(redis.url);
       try {
-        // Every client of the shared test Redis waits (the suite runs alone: jest --runInBand).
+        // Every client of this file's Redis waits.
         await admin.call('CLIENT', 'PAUSE', '2500', 'ALL');
         const t0 = Date.now();
         const res = await request(app.getHttpServer()).get('/health/ready').expect(503);

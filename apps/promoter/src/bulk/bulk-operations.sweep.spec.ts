@@ -5,7 +5,7 @@ import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
-import { envelopeOf, inQueue, insertJobs, statesOf } from '../testing/fixtures';
+import { envelopeOf, inQueue, insertJobs, statesOf } from '@almanac/testing/promoter-rows';
 import { BulkOperationsSweep } from './bulk-operations.sweep';
 
 const HOUR = 3600e3;

@@ -9,9 +9,9 @@ import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db'
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
-import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
+import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '@almanac/testing/promoter-rows';
 import { EpochWatch } from './epoch-watch';
-import { startPrivateRedis, type PrivateRedis } from '../testing/private-redis';
+import { startPrivateRedis, type PrivateRedis } from '@almanac/testing/private-redis';
 import { OverdueSweep } from './overdue.sweep';
 import { RedisEpoch } from './redis-epoch';
 

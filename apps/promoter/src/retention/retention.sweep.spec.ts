@@ -5,7 +5,7 @@ import { MetricsService } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
-import { insertJobs } from '../testing/fixtures';
+import { insertJobs } from '@almanac/testing/promoter-rows';
 import { RetentionSweep } from './retention.sweep';
 
 const DAY = 86_400e3;

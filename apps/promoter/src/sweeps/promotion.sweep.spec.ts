@@ -2,7 +2,7 @@ import { DUE_COLD_TENANTS_SQL, SweepsRepository } from '@almanac/persistence';
 import { COARSE_WINDOW_MS, hintsOf, HotQueue, MetricsService, REFINE_LEAD_MS } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
-import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '../testing/fixtures';
+import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '@almanac/testing/promoter-rows';
 import { PromotionSweep, type PromotionFaults } from './promotion.sweep';
 import { SweepMetrics } from './sweep-metrics';
 

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from '@almanac/testing/free-port';
+import { freePort } from './free-port';
 import IORedis from 'ioredis';
 
 /**
