@@ -12,8 +12,8 @@
 // INSERT … SELECT generate_series per million rows with the secondary indexes dropped and rebuilt
 // afterwards (as a bulk restore would), then VACUUM ANALYZE. --reuse keeps and reuses them.
 // Redis is a private redis-server on a free port (FLUSHALL between runs is safe there).
-import { KindRoutes, ReadyQueues } from '@almanac/delivery';
-import { KindCatalog } from '@almanac/kinds';
+import { ReadyQueues } from '@almanac/delivery';
+import { KindCatalog, KindRoutes } from '@almanac/kinds';
 import { createDataSource, KindsRepository, RecurringRepository, runMigrations, SweepsRepository } from '@almanac/persistence';
 import { HotQueue } from '@almanac/platform';
 import { Logger } from '@nestjs/common';

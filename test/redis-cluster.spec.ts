@@ -11,6 +11,7 @@ import { ApiModule } from '../apps/api/src/api.module';
 import { DispatcherModule } from '../apps/dispatcher/src/dispatcher.module';
 import { PromoterModule } from '../apps/promoter/src/promoter.module';
 import { WorkerModule } from '../apps/worker/src/worker.module';
+import { pushHints } from '@almanac/testing/ready-hints';
 
 const ADMIN = 'cluster-test-admin-token-0123';
 
@@ -95,7 +96,7 @@ describe('Almanac on a Redis Cluster (three masters)', () => {
     expect(new Set(await Promise.all(pools.map(async (p) => (await cluster.nodeOf(`${ready.base(p)}:tenants`)).options.port))).size).toBeGreaterThan(1);
     await Promise.all(pools.map((p) => ready.syncShares(p, new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 2 }]]))));
     const hints = (p: number) => Array.from({ length: 3 }, (_, i) => ({ id: String(p * 10 + i + 1), tenantId: 1, kind: 'noop', dueMs: Date.now() }));
-    await Promise.all(pools.map((p, i) => ready.push(p, hints(i))));
+    await Promise.all(pools.map((p, i) => pushHints(ready, p, hints(i))));
     const takes = await Promise.all(pools.map((p) => ready.take(p, 10, Date.now(), 'w1')));
     // Per pool, on a cluster: two each (the third of each pool waits for a slot).
     expect(takes.map((t) => t.hints.length)).toEqual([2, 2, 2]);

@@ -1,4 +1,4 @@
-import { HandlerRegistry, kindRegistrations, KindRoutes } from '@almanac/delivery';
+import { HandlerRegistry, kindRegistrations, KindRoutes } from '@almanac/kinds';
 import { KindsRepository } from '@almanac/persistence';
 import type { DataSource } from 'typeorm';
 import { allHandlers } from '../../apps/worker/src/handlers';

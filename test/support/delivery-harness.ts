@@ -1,5 +1,5 @@
-import { DeliveryMetrics, HandlerRegistry, kindRegistrations, KindRoutes, ReadyQueues } from '@almanac/delivery';
-import { HandlerDefinition, KindCatalog } from '@almanac/kinds';
+import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
+import { HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes } from '@almanac/kinds';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, type Hint, RetryPolicy } from '@almanac/domain';
 import { ExecutionRepository, KindsRepository, SweepsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
 import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, SystemClock } from '@almanac/platform';

@@ -3,6 +3,7 @@ import { createDataSource } from '@almanac/persistence';
 import { within } from '@almanac/platform';
 import type { DataSource } from 'typeorm';
 import { type AttemptRowView, createHarness, type DeliveryHarness, destroyHarness, type WorkerRig } from './delivery-harness';
+import { pushHints } from './ready-hints';
 
 /**
  * How the kit makes a job's handler run twice (issue 14):
@@ -92,7 +93,7 @@ const PLAYS: Record<DoubleRunMode, Play> = {
     await runToEnd(s.h, await worker(s, 'double-run-b')); // the retry
     // And the finished job delivered once more (a duplicate hint): nothing may run.
     const [{ tenant_id: tenantId, kind }] = await s.h.ds.query(`SELECT tenant_id, kind FROM jobs WHERE id = $1`, [s.id]);
-    await s.h.ready.push(s.pool, [{ id: s.id, tenantId, kind, dueMs: Date.now() }]);
+    await pushHints(s.h.ready, s.pool, [{ id: s.id, tenantId, kind, dueMs: Date.now() }]);
     await runToEnd(s.h, await worker(s, 'double-run-c'));
   },
 

@@ -1,5 +1,5 @@
-import { DeliveryMetrics, KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
-import { KindCatalog } from '@almanac/kinds';
+import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
+import { KindCatalog, KindRoutes, parsePoolMap } from '@almanac/kinds';
 import { KindsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, envInt, Liveness, MetricsService, type RedisClient } from '@almanac/platform';
 import { Module } from '@nestjs/common';

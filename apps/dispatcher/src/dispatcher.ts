@@ -1,4 +1,5 @@
-import type { DeliveryMetrics, KindRoutes, ReadyQueues } from '@almanac/delivery';
+import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
+import type { KindRoutes } from '@almanac/kinds';
 import type { EnvelopeFlow } from '@almanac/platform';
 
 /**

@@ -1,5 +1,5 @@
-import type { DeliveryMetrics, KindRoutes, ReadyQueues } from '@almanac/delivery';
-import type { KindCatalog } from '@almanac/kinds';
+import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
+import type { KindCatalog, KindRoutes } from '@almanac/kinds';
 import type { TenantShare } from '@almanac/domain';
 import type { TenantsRepository, WorkersRepository } from '@almanac/persistence';
 import { type Clock, type Liveness, LIVENESS_FLOOR_MS, WORKER_DEAD_AFTER_MS } from '@almanac/platform';

@@ -1,5 +1,5 @@
-import { KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
-import { KindCatalog } from '@almanac/kinds';
+import { ReadyQueues } from '@almanac/delivery';
+import { KindCatalog, KindRoutes, parsePoolMap } from '@almanac/kinds';
 import { BulkOperationsRepository, DueSoonRepository, KindsRepository, RecurringRepository, RetentionRepository, ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, TenantStatsRepository, WorkersRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, SILENT_LOGGER, TenantLabels, WORKER_RESCUE_INTERVAL_MS } from '@almanac/platform';
 import { EPOCH_WATCH_INTERVAL_MS, EpochWatch } from './overdue/epoch-watch';

@@ -1,3 +1,5 @@
 export * from './handler';
+export * from './handler-registry';
 export * from './kind-catalog';
+export * from './kind-routes';
 export * from './payload-schema';

@@ -1,5 +1,6 @@
 import { progressReport, type RetryPolicy, type TierHorizons } from '@almanac/domain';
-import type { DeliveryMetrics, HandlerRegistry, TakenHint } from '@almanac/delivery';
+import type { DeliveryMetrics, TakenHint } from '@almanac/delivery';
+import type { HandlerRegistry } from '@almanac/kinds';
 import { type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
 import { CLAIM_RETRY_WITHIN_MS, type Clock, type HotQueue, MAX_EARLY_WAIT_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
@@ -70,10 +71,6 @@ export class Executor {
     this.effects = new EffectsRepository(o.dataSource);
     this.claimer = new Claimer({ ...o, maxBatch: Math.max(1, Math.floor(maxBatch / 3)), retryForMs: o.claimRetryForMs });
     this.writer = new AttemptWriter({ ...o, maxBatch, workerName: o.identity.name });
-  }
-
-  get inFlight(): number {
-    return this.running.size;
   }
 
   async execute(pool: string, hint: TakenHint): Promise<ExecutionResult> {

@@ -60,10 +60,6 @@ export class PoolTaker {
     return this.lanes.find((l) => l.pool === pool)?.running ?? 0;
   }
 
-  get running(): number {
-    return this.lanes.reduce((n, l) => n + l.running, 0);
-  }
-
   start(): void {
     if (this.loops.length > 0 || this.closing) return;
     for (const lane of this.lanes) {

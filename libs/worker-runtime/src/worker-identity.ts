@@ -28,10 +28,6 @@ export class WorkerIdentity {
     return this.current;
   }
 
-  get registered(): boolean {
-    return this.current !== undefined;
-  }
-
   async register(): Promise<number> {
     const sentMs = this.time?.local.now().getTime() ?? 0;
     const { id, dbNowMs } = await this.repo.register(this.name, this.pools, this.concurrency);

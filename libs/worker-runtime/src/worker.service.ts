@@ -1,5 +1,5 @@
-import { DeliveryMetrics, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap, ReadyQueues } from '@almanac/delivery';
-import { type HandlerDefinition } from '@almanac/kinds';
+import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
+import { type HandlerDefinition, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap } from '@almanac/kinds';
 import { createDataSource, ExecutionRepository, type KindRegistration, KindsRepository, WorkersRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, TenantLabels } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';

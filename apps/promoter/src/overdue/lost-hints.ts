@@ -1,6 +1,6 @@
 import type { Hint } from '@almanac/domain';
-import type { KindRoutes, ReadyQueues } from '@almanac/delivery';
-import type { KindCatalog } from '@almanac/kinds';
+import type { ReadyQueues } from '@almanac/delivery';
+import type { KindCatalog, KindRoutes } from '@almanac/kinds';
 
 /**
  * Which overdue queued rows have lost their hint, for the overdue sweep's repair. A flow (a

@@ -1,5 +1,5 @@
-import { KindRoutes, ReadyQueues } from '@almanac/delivery';
-import { KindCatalog } from '@almanac/kinds';
+import { ReadyQueues } from '@almanac/delivery';
+import { KindCatalog, KindRoutes } from '@almanac/kinds';
 import { LostHints } from './lost-hints';
 import type { Hint } from '@almanac/domain';
 import { KindsRepository, SweepsRepository } from '@almanac/persistence';
@@ -14,6 +14,7 @@ import { EpochWatch } from './epoch-watch';
 import { startPrivateRedis, type PrivateRedis } from '@almanac/testing/private-redis';
 import { OverdueSweep } from './overdue.sweep';
 import { RedisEpoch } from './redis-epoch';
+import { pushHints } from '@almanac/testing/ready-hints';
 
 const HOUR = 3600e3;
 const NOW = new Date('2026-11-29T10:20:00Z');
@@ -127,7 +128,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       const late = await insertJobs(db.dataSource, { count: 25, state: 'q', start: new Date(NOW.getTime() - HOUR), stepMs: 1000 });
       // Another tenant's backlog, waiting in its pool for a worker (hinted, not lost).
       const waiting = await insertJobs(db.dataSource, { count: 3, state: 'q', tenantId: 2, start: new Date(NOW.getTime() - 2 * HOUR), stepMs: 1 });
-      await small.ready.push('default', waiting.map((id, i) => ({ id, tenantId: 2, kind: 'noop', dueMs: NOW.getTime() - 2 * HOUR + i })));
+      await pushHints(small.ready, 'default', waiting.map((id, i) => ({ id, tenantId: 2, kind: 'noop', dueMs: NOW.getTime() - 2 * HOUR + i })));
       const runs = [];
       for (let i = 0; i < 3; i++) {
         const r = await small.sweep.runOnce(NOW);
@@ -207,7 +208,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       const { queue, sweep, ready } = build(priv.connection, 'handed', 10);
       const rows = await insertJobs(db.dataSource, { count: 30, state: 'q', start: new Date(NOW.getTime() - 10_000), stepMs: 1000 });
       // The first rows, due already, were handed over to the pool while the scan went on.
-      await ready.push('default', rows.slice(0, 3).map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: NOW.getTime() - 10_000 + i * 1000 })));
+      await pushHints(ready, 'default', rows.slice(0, 3).map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: NOW.getTime() - 10_000 + i * 1000 })));
       const res = await sweep.runOnce(NOW); // no marker: Redis lost its data
       expect(res).toMatchObject({ redis: 'lost', requeued: { redis_lost: 30 } });
       expect(await inQueue(queue, rows.slice(-10))).toBe(10);

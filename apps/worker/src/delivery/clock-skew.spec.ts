@@ -1,6 +1,7 @@
 import { Clock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { noopHandler } from '../handlers';
+import { pushHints } from '@almanac/testing/ready-hints';
 
 /** A worker's clock running `offsetMs` off the machine's (and so the database's). */
 class SkewedClock extends Clock {
@@ -33,7 +34,7 @@ describe('a worker whose clock is off', () => {
     const w = h.worker({ clock: new SkewedClock(5000) });
     const runAt = new Date(Date.now() + 400);
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
-    await h.ready.push('default', [h.hint(id, { kind: 'noop', runAt })]);
+    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'noop', runAt })]);
     await h.runWorker(w);
     expect(Date.now()).toBeGreaterThanOrEqual(runAt.getTime()); // by its own clock it was due at once
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });

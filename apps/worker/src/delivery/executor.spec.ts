@@ -4,6 +4,7 @@ import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, retry } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { chargeHandler, noopHandler } from '../handlers';
+import { pushHints } from '@almanac/testing/ready-hints';
 
 /** A handler the test controls: it reports when it started and finishes when told. */
 function gate() {
@@ -166,7 +167,7 @@ describe('worker executor', () => {
     const runAt = new Date(Date.now() + 400);
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
     // In the pool now, as clock skew (or a hand-off a few ms ahead) may bring it early.
-    await h.ready.push('default', [h.hint(id, { kind: 'noop', runAt })]);
+    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'noop', runAt })]);
     const running = h.runWorker(h.worker());
     for (const until = runAt.getTime() - 50; Date.now() < until; ) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
     await running;
@@ -240,7 +241,7 @@ describe('worker executor', () => {
     h = await createHarness({ handlers: [noopHandler], clock });
     const runAt = new Date(clock.now().getTime() + 200);
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
-    await h.ready.push('default', [h.hint(id, { kind: 'noop', runAt })]);
+    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'noop', runAt })]);
     await h.runWorker(h.worker());
     const [attempt] = await h.attempts(id);
     expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
@@ -253,7 +254,7 @@ describe('worker executor', () => {
     const b = await h.liveWorker({ workerId: 'b' });
     await h.hot.runOnce();
     // A second hint of the same row (a dispatcher killed after its hand-off, its envelope handed again).
-    await h.ready.push('default', [h.hint(id, seed)]);
+    await pushHints(h.ready, 'default', [h.hint(id, seed)]);
     expect(await h.readyIds()).toEqual([id, id]);
     const [na, nb] = await Promise.all([a.taker.runOnce(1), b.taker.runOnce(1)]);
     expect(na + nb).toBe(2);
@@ -268,7 +269,7 @@ describe('worker executor', () => {
     const w = await h.liveWorker();
     await h.hot.runOnce();
     await h.runWorker(w);
-    await h.ready.push('default', [h.hint(id, seed)]);
+    await pushHints(h.ready, 'default', [h.hint(id, seed)]);
     await h.hotQueue.enqueue([h.hint(id, seed, new Date(Date.now() + 1))], new Date());
     await h.hot.runOnce();
     expect(await h.runWorker(w)).toBe(1); // the second copy is dropped by the take itself

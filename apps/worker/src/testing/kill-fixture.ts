@@ -4,8 +4,8 @@
  * transaction, prints its worker id and READY, and then hangs, so the test can kill the process
  * mid-handler with the write uncommitted. Run with `node -r ./bench/lib/register.cjs`.
  */
-import { DeliveryMetrics, HandlerRegistry, ReadyQueues } from '@almanac/delivery';
-import { defineHandler } from '@almanac/kinds';
+import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
+import { defineHandler, HandlerRegistry } from '@almanac/kinds';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY } from '@almanac/domain';
 import { createDataSource, ExecutionRepository, WorkersRepository } from '@almanac/persistence';
 import { HotQueue, MetricsService, SystemClock } from '@almanac/platform';

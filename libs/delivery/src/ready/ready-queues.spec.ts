@@ -3,6 +3,7 @@ import type { Hint } from '@almanac/domain';
 import { bytesUnder, createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { KIND_SLOT, ReadyQueues, TENANT_SLOT } from './ready-queues';
 import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS } from './take.lua';
+import { pushHints } from '@almanac/testing/ready-hints';
 
 describe('ReadyQueues (Redis): the pool ready structure and its one-step fair take', () => {
   let redis: TestRedis;
@@ -25,7 +26,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
   it('hands hints over in due order, counts what waits, and keeps what a worker took until it finishes', async () => {
     const late = hints(1, 1, 'noop', now + 5)[0];
     const early = hints(1, 1, 'noop', now)[0];
-    expect(await q.push('default', [early, late])).toBe(2);
+    expect(await pushHints(q, 'default', [early, late])).toBe(2);
     expect((await q.waiting(['default'])).get('default')).toBe(2);
     const took = await q.take('default', 10, now, 'w1');
     expect(took.hints).toEqual([{ ...early, slots: 0 }, { ...late, slots: 0 }]);
@@ -51,18 +52,18 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
   });
 
   it("puts a quiet tenant's job next, however long a busy tenant's backlog", async () => {
-    await q.push('default', hints(1, 500));
-    await q.push('default', hints(2, 1));
+    await pushHints(q, 'default', hints(1, 500));
+    await pushHints(q, 'default', hints(2, 1));
     const first = await q.take('default', 2, now, 'w1');
     expect(tenantsOf(first.hints)).toContain(2);
     // Served while tenant 1 still had 498 waiting, and it keeps coming next as it sends more.
-    await q.push('default', hints(2, 1));
+    await pushHints(q, 'default', hints(2, 1));
     expect(tenantsOf((await q.take('default', 2, now, 'w1')).hints)).toContain(2);
   });
 
   it('shares a busy pool by weight', async () => {
     await q.syncShares('default', new Map([[1, share({ weight: 3 })]]));
-    await q.push('default', [...hints(1, 300), ...hints(2, 300)]);
+    await pushHints(q, 'default', [...hints(1, 300), ...hints(2, 300)]);
     const took = (await q.take('default', 200, now, 'w1')).hints;
     const ones = tenantsOf(took).filter((t) => t === 1).length;
     expect(ones).toBeGreaterThanOrEqual(148);
@@ -71,7 +72,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
 
   it('takes no more of a tenant than its maxConcurrency until one finishes, while others go on', async () => {
     await q.syncShares('default', new Map([[1, share({ maxConcurrency: 2 })]]));
-    await q.push('default', [...hints(1, 5), ...hints(2, 2)]);
+    await pushHints(q, 'default', [...hints(1, 5), ...hints(2, 2)]);
     const first = await q.take('default', 10, now, 'w1');
     expect(tenantsOf(first.hints).sort()).toEqual([1, 1, 2, 2]);
     expect(first.hints.filter((h) => h.tenantId === 1).every((h) => h.slots === TENANT_SLOT)).toBe(true);
@@ -83,7 +84,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
 
   it("applies a kind's concurrency and rate in the same step; a held-back kind does not hold the tenant's others", async () => {
     await q.syncShares('default', new Map([[1, share({ kindLimits: { http: { concurrency: 1 }, sms: { perSecond: 10 } } })]]));
-    await q.push('default', [...hints(1, 3, 'http'), ...hints(1, 3, 'sms'), ...hints(1, 2, 'noop')]);
+    await pushHints(q, 'default', [...hints(1, 3, 'http'), ...hints(1, 3, 'sms'), ...hints(1, 2, 'noop')]);
     const first = await q.take('default', 10, now, 'w1');
     expect(first.hints.map((h) => h.kind).sort()).toEqual(['http', 'noop', 'noop', 'sms']);
     expect(first.hints.find((h) => h.kind === 'http')?.slots).toBe(KIND_SLOT);
@@ -94,7 +95,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
 
   it("holds a suspended tenant's jobs in Redis and lets them go once it is enabled", async () => {
     await q.syncShares('default', new Map([[1, share({ held: true })]]));
-    await q.push('default', [...hints(1, 2), ...hints(2, 1)]);
+    await pushHints(q, 'default', [...hints(1, 2), ...hints(2, 1)]);
     expect(tenantsOf((await q.take('default', 10, now, 'w1')).hints)).toEqual([2]);
     await q.syncShares('default', new Map());
     expect((await q.take('default', 10, now + 10, 'w1')).hints).toEqual([]);
@@ -104,7 +105,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
   it('gives taken hints back to the head of their flows in due order, slots freed; a rescue takes everything a worker held', async () => {
     await q.syncShares('default', new Map([[1, share({ maxConcurrency: 1 })]]));
     const [a, b, c] = [...hints(1, 1, 'noop', now), ...hints(1, 1, 'noop', now + 1), ...hints(1, 1, 'noop', now + 2)];
-    await q.push('default', [a, b, c]);
+    await pushHints(q, 'default', [a, b, c]);
     expect((await q.take('default', 10, now, 'w1')).hints.map((h) => h.id)).toEqual([a.id]);
     expect(await q.giveBack('default', 'w1', [a.id])).toEqual([a.id]);
     expect((await q.take('default', 1, now, 'w2')).hints.map((h) => h.id)).toEqual([a.id]);
@@ -116,21 +117,21 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
 
   it('a repair puts rows due before its flow\'s head at the head, in due order, and the rest at the tail', async () => {
     const [older, old, waiting, later] = [...hints(1, 1, 'noop', now - 90_000), ...hints(1, 1, 'noop', now - 60_000), ...hints(1, 1, 'noop', now), ...hints(1, 1, 'noop', now + 1000)];
-    await q.push('default', [waiting]);
-    expect(await q.push('default', [older, old, later], { repair: true })).toBe(3);
+    await pushHints(q, 'default', [waiting]);
+    expect(await pushHints(q, 'default', [older, old, later], { repair: true })).toBe(3);
     expect((await q.take('default', 10, now + 1000, 'w1')).hints.map((h) => h.id)).toEqual([older.id, old.id, waiting.id, later.id]);
     const [lost] = hints(2, 1, 'noop', now - 60_000);
-    expect(await q.push('default', [lost], { repair: true })).toBe(1); // an empty flow takes it as it is
+    expect(await pushHints(q, 'default', [lost], { repair: true })).toBe(1); // an empty flow takes it as it is
   });
 
   it("drops a second copy of a row the worker already holds, and keeps another worker's slots apart", async () => {
     await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
     const [h] = hints(1, 1);
-    await q.push('default', [h]);
+    await pushHints(q, 'default', [h]);
     await q.take('default', 10, now, 'w1');
-    await q.push('default', [h, h]);
+    await pushHints(q, 'default', [h, h]);
     expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
-    await q.push('default', [h]);
+    await pushHints(q, 'default', [h]);
     expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([h.id]);
     await q.finish('default', 'w2', [h.id]); // frees w2's slot, not w1's
     expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
@@ -140,7 +141,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     const blocking = redis.connection.duplicate();
     try {
       const woken = q.waitForWork(blocking, 'default', 5000);
-      await q.push('default', hints(1, 1));
+      await pushHints(q, 'default', hints(1, 1));
       expect(await woken).toBe(true);
       expect(await q.waitForWork(blocking, 'default', 10)).toBe(false);
     } finally {

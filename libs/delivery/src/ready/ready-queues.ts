@@ -51,18 +51,6 @@ export class ReadyQueues {
     return isCluster(this.redis) ? `${this.base(pool)}:limit:` : `${this.prefix}:almanac:limit:`;
   }
 
-  /** Appends hints to their flows (one script call); returns how many were added. */
-  async push(pool: string, hints: readonly Hint[], opts: { repair?: boolean } = {}): Promise<number> {
-    const flows = new Map<string, EnvelopeFlow>();
-    for (const h of hints) {
-      const key = `${h.tenantId}:${h.kind}`;
-      let f = flows.get(key);
-      if (!f) flows.set(key, (f = { tenantId: h.tenantId, kind: h.kind, items: [] }));
-      f.items.push(`${h.id}:${h.dueMs}`);
-    }
-    return this.pushFlows(pool, [...flows.values()], opts);
-  }
-
   /** Appends flows' items (`<id>:<due ms>`, in due order) as they come in an envelope: one script call. */
   async pushFlows(pool: string, flows: readonly EnvelopeFlow[], opts: { repair?: boolean } = {}): Promise<number> {
     if (flows.length === 0) return 0;

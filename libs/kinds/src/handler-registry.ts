@@ -1,5 +1,5 @@
 import type { KindRegistration } from '@almanac/persistence';
-import { HandlerDefinition, HandlerDefinitionError } from '@almanac/kinds';
+import { HandlerDefinition, HandlerDefinitionError } from './handler';
 import type { KindRoutes } from './kind-routes';
 
 /** Handlers by kind. Built once at boot by the worker from its handler list; immutable after. */
@@ -15,10 +15,6 @@ export class HandlerRegistry {
 
   get(kind: string): HandlerDefinition | undefined {
     return this.byKind.get(kind);
-  }
-
-  kinds(): string[] {
-    return [...this.byKind.keys()];
   }
 
   all(): HandlerDefinition[] {
