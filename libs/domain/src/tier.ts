@@ -19,7 +19,7 @@ export const DEFAULT_HORIZONS: TierHorizons = Object.freeze({ immediateMs: 15 * 
 
 /**
  * Checks horizons from configuration: whole, positive milliseconds, with `immediateMs <= hotMs`
- * (equal is allowed: nothing is then delayed in the queue). Returns them unchanged.
+ * (equal is allowed). Returns them unchanged.
  */
 export function validateHorizons(horizons: TierHorizons): TierHorizons {
   for (const field of ['immediateMs', 'hotMs'] as const) {

@@ -1,6 +1,6 @@
 import { JobChangesRepository } from '@almanac/persistence';
 import type { Hint } from '@almanac/domain';
-import { Clock, HotQueue, MetricsService, REDIS, type RedisClient } from '@almanac/platform';
+import { Clock, HotQueue, MetricsService, REDIS, type RedisClient, within } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import type { Counter } from 'prom-client';
@@ -38,7 +38,7 @@ export class HotRoutingService {
     if (items.length === 0) return new Set();
     try {
       if (DOWN.has(this.redis.status)) throw new Error(`redis is ${this.redis.status}`);
-      await withTimeout(this.hotQueue.enqueue(items, this.clock.now()), this.settings.enqueueTimeoutMs);
+      await within(this.settings.enqueueTimeoutMs, this.hotQueue.enqueue(items, this.clock.now()), 'hot queue enqueue');
       return new Set();
     } catch (err) {
       this.failures.inc(items.length);
@@ -52,12 +52,4 @@ export class HotRoutingService {
       return new Set(items.map((i) => i.id));
     }
   }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }

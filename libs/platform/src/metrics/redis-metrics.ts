@@ -4,6 +4,7 @@ import { Cluster } from 'ioredis';
 import type { RedisClient } from '../redis/redis';
 import { REDIS } from '../redis/redis';
 import { MetricsService } from './metrics.service';
+import { within } from '../time/within';
 
 /** A scrape must never hang on a Redis outage: answer without the Redis-backed values instead. */
 const REDIS_SCRAPE_TIMEOUT_MS = 500;
@@ -83,14 +84,6 @@ export class RedisMetrics implements OnModuleInit {
 
   private async withTimeout<T>(fn: () => Promise<T>): Promise<T | undefined> {
     if (this.redis.status !== 'ready') return undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), REDIS_SCRAPE_TIMEOUT_MS);
-    });
-    try {
-      return await Promise.race([fn().catch(() => undefined), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return within(REDIS_SCRAPE_TIMEOUT_MS, fn(), 'redis metrics').catch(() => undefined);
   }
 }
