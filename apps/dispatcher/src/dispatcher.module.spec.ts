@@ -4,7 +4,7 @@ import { createRoleApp, HotQueue, loadConfig } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import type { INestApplication } from '@nestjs/common';
-import { DispatchService } from './dispatch.service';
+import { DispatcherService } from './dispatcher.service';
 import { DispatcherModule } from './dispatcher.module';
 
 describe('DispatcherModule wiring (the role as it boots)', () => {
@@ -34,7 +34,7 @@ describe('DispatcherModule wiring (the role as it boots)', () => {
     const env = { DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: redis.prefix, ALMANAC_LOG_LEVEL: 'silent' };
     app = await createRoleApp([DispatcherModule], { config: loadConfig(env), role: 'dispatcher' });
     await app.init(); // the consumer starts here, with the job already waiting
-    const consumer = app.get(DispatchService).consumer;
+    const consumer = app.get(DispatcherService).consumer;
     const ready = new ReadyQueues(redis.connection, redis.prefix);
     // No live worker in either pool: the job waits in the pool it was routed to.
     for (let i = 0; i < 200; i++) {

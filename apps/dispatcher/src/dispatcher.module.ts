@@ -5,7 +5,7 @@ import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, envInt, Liveness,
 import { Module } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
-import { DispatchService } from './dispatch.service';
+import { DispatcherService } from './dispatcher.service';
 import { Dispatcher } from './dispatcher';
 import { DISPATCHER_CLOCK, DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, type HotConsumerSettings } from './hot-consumer';
 import { PoolObserver } from './pool-observer';
@@ -49,7 +49,7 @@ import { PoolObserver } from './pool-observer';
     TenantsRepository,
     WorkersRepository,
     HotConsumer,
-    DispatchService,
+    DispatcherService,
   ],
 })
 export class DispatcherModule {}

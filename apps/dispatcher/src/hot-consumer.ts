@@ -19,7 +19,7 @@ export interface HotConsumerSettings {
 /**
  * The BullMQ Worker's options, fixed for every dispatcher. Its connection and prefix are
  * BullModule's (OpsModule: the delivery connection); concurrency comes from the settings at
- * start(). It does not run by itself: DispatchService starts it at boot, tests use runOnce().
+ * start(). It does not run by itself: DispatcherService starts it at boot, tests use runOnce().
  */
 const HOT_WORKER_OPTIONS = {
   autorun: false,

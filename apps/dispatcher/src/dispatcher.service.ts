@@ -9,7 +9,7 @@ const FIRST_LOOK_MS = 5000;
 
 /** Wires the dispatcher into the Nest lifecycle: consume the hot queue from boot, stop on SIGTERM. */
 @Injectable()
-export class DispatchService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class DispatcherService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   constructor(
     readonly consumer: HotConsumer,
     readonly observer: PoolObserver,
