@@ -11,7 +11,7 @@ import { MetricsService } from './metrics/metrics.service';
 import { HotQueue } from './queues/hot-queue';
 import { REDIS } from './redis/redis';
 import { Liveness, LIVENESS_FLOOR_MS } from './health/liveness';
-import { createOpsTestApp } from './testing/ops-test-app';
+import { createOpsTestApp } from '@almanac/testing/ops-test-app';
 
 async function closedPort(): Promise<number> {
   const server = createServer();

@@ -20,7 +20,7 @@ describe('a worker that dies', () => {
     await h.hot.runOnce();
     expect(await h.readyIds()).toEqual([id]);
 
-    const child = spawn(process.execPath, ['-r', './bench/lib/register.cjs', 'apps/worker/src/testing/kill-fixture.ts'], {
+    const child = spawn(process.execPath, ['-r', './bench/lib/register.cjs', 'test/support/worker-kill-fixture.ts'], {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: h.db.url, REDIS_URL: h.redis.url, ALMANAC_QUEUE_PREFIX: h.redis.prefix },
       stdio: ['ignore', 'pipe', 'pipe'],

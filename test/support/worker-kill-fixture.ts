@@ -12,7 +12,7 @@ import { HotQueue, MetricsService, SystemClock } from '@almanac/platform';
 import IORedis from 'ioredis';
 import pino from 'pino';
 import { Executor, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
-import { chargeHandler } from '../handlers';
+import { chargeHandler } from '../../apps/worker/src/handlers';
 
 async function main(): Promise<void> {
   const dataSource = createDataSource({ url: process.env.DATABASE_URL as string, poolSize: 4 });

@@ -1,10 +1,7 @@
 import type { DynamicModule, Provider, Type } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test, TestingModuleBuilder } from '@nestjs/testing';
-import { configureApp, httpAdapter, NEST_HTTP_OPTIONS } from '../bootstrap/bootstrap-role';
-import { AlmanacConfig, loadConfig } from '../config/almanac-config';
-import type { Env } from '../config/env';
-import { OpsModule } from '../ops.module';
+import { AlmanacConfig, configureApp, type Env, httpAdapter, loadConfig, NEST_HTTP_OPTIONS, OpsModule } from '@almanac/platform';
 
 export interface OpsTestAppOptions {
   /** Role or feature modules under test. */
@@ -18,8 +15,7 @@ export interface OpsTestAppOptions {
 
 /**
  * The same app a role process runs (OpsModule + modules, configureApp), initialised but not
- * listening: pass `app.getHttpServer()` to supertest. For tests only (imports @nestjs/testing);
- * import it by path, it is not part of `@almanac/platform`.
+ * listening: pass `app.getHttpServer()` to supertest.
  */
 export async function createOpsTestApp(
   opts: OpsTestAppOptions = {},
