@@ -4,6 +4,9 @@ import type { DataSource } from 'typeorm';
 import { allHandlers } from '../../apps/worker/src/handlers';
 import { handlerSettingsFromEnv } from '../../apps/worker/src/handlers/handler-settings';
 
+/** Two of the worker's kinds, for the runtime's tests: a no-op, and a charge that writes in the job's transaction. */
+export { chargeHandler, noopHandler } from '../../apps/worker/src/handlers';
+
 /**
  * Registers the built-in kinds (noop, http, charge, ledger-transfer; email too when `env` has
  * ALMANAC_SMTP_URL) with their real pools, timeouts and payload

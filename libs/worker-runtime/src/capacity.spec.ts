@@ -3,7 +3,7 @@ import { completed, defineHandler } from '@almanac/kinds';
 import { SweepsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
-import { noopHandler } from '../handlers';
+import { noopHandler } from '@almanac/testing/built-in-kinds';
 
 /**
  * An attempt is a run. Jobs waiting for a worker (none alive, or the pool behind) cost no

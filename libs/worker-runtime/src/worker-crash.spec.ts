@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { chargeHandler } from '../handlers';
+import { chargeHandler } from '@almanac/testing/built-in-kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 
-const ROOT = join(__dirname, '../../../..');
+const ROOT = join(__dirname, '../../..');
 
 describe('a worker that dies', () => {
   let h: DeliveryHarness;

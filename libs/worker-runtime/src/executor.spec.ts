@@ -3,7 +3,7 @@ import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, retry } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
-import { chargeHandler, noopHandler } from '../handlers';
+import { chargeHandler, noopHandler } from '@almanac/testing/built-in-kinds';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 /** A handler the test controls: it reports when it started and finishes when told. */

@@ -1,6 +1,6 @@
 import { Clock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
-import { noopHandler } from '../handlers';
+import { noopHandler } from '@almanac/testing/built-in-kinds';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 /** A worker's clock running `offsetMs` off the machine's (and so the database's). */
