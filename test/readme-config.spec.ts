@@ -1,23 +1,15 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { ROLE_SETTINGS } from '@almanac/platform';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * The README's configuration tables name every ALMANAC_ variable the roles read, and nothing
- * they do not: the tables had drifted (a variable renamed in code kept its old name in a
- * message), and nothing checked them. A row may name several variables with a shared stem,
+ * The README's configuration tables name every ALMANAC_ variable the roles read (ROLE_SETTINGS,
+ * which libs/platform/src/config/known-settings.spec.ts keeps equal to the code), and nothing
+ * else: the tables had drifted (a variable renamed in code kept its old name in a message), and
+ * nothing checked them. A row may name several variables with a shared stem,
  * `ALMANAC_PROMOTION_BATCH_SIZE` / `_CONCURRENCY`: each suffix replaces the tail of the first name.
  */
 const ROOT = join(__dirname, '..');
-/** Names in code that are not settings of the roles. */
-const NOT_SETTINGS = new Set(['ALMANAC_CONFIG']);
-
-function sources(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return name === 'node_modules' || name === 'generated' ? [] : sources(path);
-    return path.endsWith('.ts') && !path.endsWith('.spec.ts') && !path.includes(`${join('apps', 'api', 'test')}`) ? [path] : [];
-  });
-}
 
 function namesIn(text: string): Set<string> {
   return new Set(text.match(/ALMANAC_[A-Z0-9_]*[A-Z0-9]/g) ?? []);
@@ -42,11 +34,7 @@ function readmeNames(readme: string, known: Set<string>): Set<string> {
 }
 
 describe('README configuration tables', () => {
-  const code = new Set(
-    [...namesIn(sources(join(ROOT, 'apps')).concat(sources(join(ROOT, 'libs'))).map((f) => readFileSync(f, 'utf8')).join('\n'))].filter(
-      (n) => !NOT_SETTINGS.has(n),
-    ),
-  );
+  const code = new Set(ROLE_SETTINGS);
   const readme = readmeNames(readFileSync(join(ROOT, 'README.md'), 'utf8'), code);
 
   it('name every ALMANAC_ variable the roles read', () => {

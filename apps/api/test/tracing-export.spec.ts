@@ -50,6 +50,7 @@ describe('OpenTelemetry export from a role', () => {
       env: {
         ...process.env, PORT: String(port), DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_QUEUE_PREFIX: redis.prefix,
         ALMANAC_ADMIN_TOKEN: ADMIN, ALMANAC_LOG_LEVEL: 'warn',
+        ALMANAC_TRACING_CONTXT: 'explicit', // misspelt: named in a warning at boot, and ignored
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
         OTEL_BSP_SCHEDULE_DELAY: '60000', // nothing leaves before the shutdown's flush
       },
@@ -81,6 +82,7 @@ describe('OpenTelemetry export from a role', () => {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe('SIGTERM'); // Nest closes the app, then raises the signal again
+    expect(output).toContain('ALMANAC_TRACING_CONTXT is not a setting Almanac reads');
     expect(posts.map((p) => p.url)).toEqual(['/v1/traces']);
     const body = posts[0].body;
     expect(body).toContain('"almanac-api"');

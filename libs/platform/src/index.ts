@@ -3,6 +3,7 @@ export * from './bootstrap/migrate';
 export * from './clock/clock';
 export * from './config/almanac-config';
 export * from './config/env';
+export * from './config/known-settings';
 export * from './health/redis.health';
 export { SILENT_LOGGER } from './logging/logging';
 export * from './metrics/metrics.service';

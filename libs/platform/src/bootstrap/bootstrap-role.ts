@@ -7,6 +7,7 @@ import { STATUS_CODES } from 'node:http';
 import { Logger } from 'nestjs-pino';
 import pino from 'pino';
 import { AlmanacConfig, configWarnings, describeConfig, loadConfig } from '../config/almanac-config';
+import { unknownSettingWarnings } from '../config/known-settings';
 import type { Env } from '../config/env';
 import { logTransport } from '../logging/logging';
 import { QuietBootLogger } from '../logging/quiet-boot-logger';
@@ -44,7 +45,7 @@ export async function startRole(roleModules: Type[], opts: BootstrapOptions): Pr
   const env = opts.env ?? process.env;
   const config = loadConfig(env);
   const log = pino({ level: config.logLevel, base: { role: opts.role }, transport: logTransport(config) });
-  for (const w of configWarnings(config)) log.warn(w);
+  for (const w of [...configWarnings(config), ...unknownSettingWarnings(env)]) log.warn(w);
   log.debug({ config: describeConfig(config) }, 'configuration');
   const tracing = startTracing(opts.role);
   if (tracing !== 'off') log.info({ tracing }, 'OpenTelemetry tracing on (OTEL_* variables)');
