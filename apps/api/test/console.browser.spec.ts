@@ -6,7 +6,7 @@ import { type ApiHarness, DAY, inMs, MINUTE, startApi } from './api-harness';
 
 /** Debian's Chromium (.ci/run installs it); nothing here downloads a browser. */
 const CHROMIUM = process.env.ALMANAC_CHROMIUM ?? '/usr/bin/chromium';
-/** `ALMANAC_CONSOLE_SCREENSHOTS=docs/console npx jest console.browser` refreshes the README's pictures. */
+/** `ALMANAC_CONSOLE_SCREENSHOTS=docs/console npx jest console.browser` refreshes the pictures in docs/api.md. */
 const SHOTS = process.env.ALMANAC_CONSOLE_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'almanac-console-'));
 
 describe('console in a real browser', () => {

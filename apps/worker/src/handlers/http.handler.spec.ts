@@ -21,10 +21,10 @@ interface Seen {
 
 type Verify = (header: string, req: { method: string; url: string; idempotencyKey: string; rawBody: string }, secret: string, toleranceSec?: number) => boolean;
 
-/** The README's "Verifying a signature" block, run as written. */
+/** docs/api.md's "Verifying a signature" block, run as written. */
 function readmeVerifier(): Verify {
-  const readme = readFileSync(join(__dirname, '../../../../README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### Verifying a signature'));
+  const readme = readFileSync(join(__dirname, '../../../../docs/api.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Verifying a signature'));
   const code = /```js\n([\s\S]*?)```/.exec(section)![1];
   return (runInThisContext(`(function (require) {\n${code}\nreturn verifyAlmanacSignature;\n})`) as (r: NodeJS.Require) => Verify)(require);
 }
@@ -143,7 +143,7 @@ describe('http handler', () => {
     return { id, row: await h.job(id), attempts: await h.attempts(id) };
   }
   const local = (path: string) => `http://127.0.0.1:${port}${path}`;
-  /** What the receiver saw, as the README's check takes it (this server's origin is the one called). */
+  /** What the receiver saw, as the documented check takes it (this server's origin is the one called). */
   const received = (s: Seen) => ({ method: s.method, url: local(s.url), idempotencyKey: s.headers['idempotency-key'] as string, rawBody: s.body });
 
   it('POSTs the body as JSON, signed, with Almanac-Tenant/Job-Id/Attempt and Idempotency-Key <tenant>:<key>', async () => {
@@ -160,7 +160,7 @@ describe('http handler', () => {
     expect(signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     const req = received(seen[0]);
     expect(verify(signature, req, secret)).toBe(true);
-    // The README's check refuses a changed body, another secret, and a stale timestamp.
+    // The documented check refuses a changed body, another secret, and a stale timestamp.
     expect(verify(signature, { ...req, rawBody: '{"hello":"there"}' }, secret)).toBe(false);
     expect(verify(signature, req, `${secret}x`)).toBe(false);
     expect(verify(signature.replace(/^t=\d+/, `t=${Math.floor(Date.now() / 1000) - 3600}`), req, secret)).toBe(false);

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * The README's configuration tables name every ALMANAC_ variable the roles read (ROLE_SETTINGS,
+ * The configuration tables (docs/configuration.md) name every ALMANAC_ variable the roles read (ROLE_SETTINGS,
  * which libs/platform/src/config/known-settings.spec.ts keeps equal to the code), and nothing
  * else: the tables had drifted (a variable renamed in code kept its old name in a message), and
  * nothing checked them. A row may name several variables with a shared stem,
@@ -15,10 +15,10 @@ function namesIn(text: string): Set<string> {
   return new Set(text.match(/ALMANAC_[A-Z0-9_]*[A-Z0-9]/g) ?? []);
 }
 
-/** Every name the first cell of the README's table rows gives, shared stems expanded against `known`. */
-function readmeNames(readme: string, known: Set<string>): Set<string> {
+/** Every name the first cell of the tables' rows gives, shared stems expanded against `known`. */
+function tableNames(doc: string, known: Set<string>): Set<string> {
   const names = new Set<string>();
-  for (const row of readme.split('\n').filter((l) => l.startsWith('| `ALMANAC_'))) {
+  for (const row of doc.split('\n').filter((l) => l.startsWith('| `ALMANAC_'))) {
     const cell = row.split('|')[1];
     for (const n of namesIn(cell)) names.add(n);
     const [first, ...suffixes] = [...cell.matchAll(/`(_?[A-Z0-9_]+)`/g)].map((m) => m[1]);
@@ -33,15 +33,15 @@ function readmeNames(readme: string, known: Set<string>): Set<string> {
   return names;
 }
 
-describe('README configuration tables', () => {
+describe('docs/configuration.md tables', () => {
   const code = new Set(ROLE_SETTINGS);
-  const readme = readmeNames(readFileSync(join(ROOT, 'README.md'), 'utf8'), code);
+  const documented = tableNames(readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8'), code);
 
   it('name every ALMANAC_ variable the roles read', () => {
-    expect([...code].filter((n) => !readme.has(n)).sort()).toEqual([]);
+    expect([...code].filter((n) => !documented.has(n)).sort()).toEqual([]);
   });
 
   it('name no variable that nothing reads', () => {
-    expect([...readme].filter((n) => !code.has(n)).sort()).toEqual([]);
+    expect([...documented].filter((n) => !code.has(n)).sort()).toEqual([]);
   });
 });
