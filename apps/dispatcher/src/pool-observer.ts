@@ -2,11 +2,10 @@ import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import type { KindCatalog, KindRoutes } from '@almanac/kinds';
 import type { TenantShare } from '@almanac/domain';
 import type { TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { type Clock, type Liveness, LIVENESS_FLOOR_MS, WORKER_DEAD_AFTER_MS } from '@almanac/platform';
+import { type Clock, type Liveness, LIVENESS_FLOOR_MS, Ticker, WORKER_DEAD_AFTER_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 
 export const OBSERVE_MS = 1000;
-const LIVENESS_NAME = 'dispatcher-observer';
 
 export interface PoolObserverOptions {
   routes: KindRoutes;
@@ -29,12 +28,19 @@ export interface PoolObserverOptions {
  * per-pool gauges (workers, capacity, in flight, waiting) and per-kind `almanac_kind_served`.
  */
 export class PoolObserver {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly ticker: Ticker;
   /** The last copy read: a failed read keeps it. */
   private shares: ReadonlyMap<number, TenantShare> = new Map();
 
-  constructor(private readonly o: PoolObserverOptions) {}
+  constructor(private readonly o: PoolObserverOptions) {
+    this.ticker = new Ticker({
+      turn: () => this.runOnce(),
+      everyMs: OBSERVE_MS,
+      firstAfterMs: OBSERVE_MS,
+      onError: (err) => o.logger.error({ err }, 'dispatcher observe failed; retrying'),
+      liveness: o.liveness && { of: o.liveness, name: 'dispatcher-observer', limitMs: LIVENESS_FLOOR_MS },
+    });
+  }
 
   async runOnce(): Promise<void> {
     const { routes, catalog, tenants, ready, metrics, logger } = this.o;
@@ -65,24 +71,10 @@ export class PoolObserver {
   }
 
   start(): void {
-    if (this.timer) return;
-    this.o.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
-    const tick = () => {
-      this.running = this.runOnce()
-        .catch((err: unknown) => this.o.logger.error({ err }, 'dispatcher observe failed; retrying'))
-        .finally(() => {
-          if (!this.timer) return;
-          this.o.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
-          this.timer = setTimeout(tick, OBSERVE_MS);
-        });
-    };
-    this.timer = setTimeout(tick, OBSERVE_MS);
+    this.ticker.start();
   }
 
-  async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.o.liveness?.forget(LIVENESS_NAME);
-    await this.running;
+  stop(): Promise<void> {
+    return this.ticker.stop();
   }
 }

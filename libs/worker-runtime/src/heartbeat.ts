@@ -1,4 +1,4 @@
-import { HEARTBEAT_MS, type Liveness, LIVENESS_FLOOR_MS, within } from '@almanac/platform';
+import { HEARTBEAT_MS, type Liveness, LIVENESS_FLOOR_MS, Ticker, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { Executor } from './executor';
 import type { PoolTaker } from './pool-taker';
@@ -13,8 +13,6 @@ export interface HeartbeatOptions {
   liveness?: Liveness;
 }
 
-const LIVENESS_NAME = 'worker-heartbeat';
-
 /**
  * The worker's pulse, once a second: its row in `workers` (beat by the database's clock, with
  * its running handlers), which is how the promoter tells it is alive; and the renewal of leases
@@ -22,11 +20,14 @@ const LIVENESS_NAME = 'worker-heartbeat';
  * put back within WORKER_DEAD_AFTER_MS and the rescue's interval.
  */
 export class Heartbeat {
-  private timer: NodeJS.Timeout | undefined;
+  private readonly ticker: Ticker;
   /** Draining at shutdown: counted out of its pools' capacity, still beating while handlers finish. */
   private leaving = false;
 
-  constructor(private readonly o: HeartbeatOptions) {}
+  constructor(private readonly o: HeartbeatOptions) {
+    const liveness = o.liveness && { of: o.liveness, name: 'worker-heartbeat', limitMs: LIVENESS_FLOOR_MS };
+    this.ticker = new Ticker({ turn: () => this.runOnce(), everyMs: HEARTBEAT_MS, liveness });
+  }
 
   /**
    * The beat and the lease renewal are independent: one failing must not stop the other (a
@@ -40,15 +41,7 @@ export class Heartbeat {
   }
 
   start(): void {
-    if (this.timer) return;
-    this.o.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
-    const tick = () => {
-      void this.runOnce().finally(() => {
-        if (this.timer) this.o.liveness?.beat(LIVENESS_NAME, LIVENESS_FLOOR_MS);
-        if (this.timer) this.timer = setTimeout(tick, HEARTBEAT_MS);
-      });
-    };
-    this.timer = setTimeout(tick, 0);
+    this.ticker.start();
   }
 
   /** SIGTERM: the worker says it is leaving (its capacity no longer counts) and keeps beating while it drains. */
@@ -59,9 +52,7 @@ export class Heartbeat {
 
   /** Stops beating (after the drain) and removes the worker's row: nothing of it is left to rescue. */
   async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.o.liveness?.forget(LIVENESS_NAME);
+    await within(HEARTBEAT_MS * 2, this.ticker.stop(), 'last heartbeat').catch(() => undefined); // a turn in flight
     await within(HEARTBEAT_MS * 2, this.o.identity.leave(), 'worker leave').catch((err: unknown) =>
       this.o.logger.warn({ err }, 'could not remove this worker from the workers table; the rescue will'),
     );

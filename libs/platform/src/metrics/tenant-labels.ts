@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis/redis';
+import { Ticker } from '../time/ticker';
 import { within } from '../time/within';
 
 /** How often the promoter publishes the top N and workers re-read it: Prometheus' scrape interval (the ServiceMonitor's 15 s). */
@@ -23,9 +24,7 @@ const topKey = (prefix: string) => `${prefix}:almanac:tenants:top`;
 export class TenantLabels {
   private top = new Set<number>();
   private readonly droppedListeners: ((label: string) => void)[] = [];
-  private timer?: NodeJS.Timeout;
-  /** Bumped by start() and stop(): a refresh that ends after them does not reschedule. */
-  private generation = 0;
+  private ticker: Ticker | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -59,19 +58,12 @@ export class TenantLabels {
   /** Refreshes now and every `intervalMs` until stop(); failures keep the last set. */
   start(intervalMs = TOP_TENANTS_REFRESH_MS): void {
     this.stop();
-    const gen = this.generation;
-    const tick = () => {
-      void this.refresh()
-        .catch(() => undefined)
-        .finally(() => {
-          if (gen === this.generation) this.timer = setTimeout(tick, intervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(tick, 0).unref();
+    this.ticker = new Ticker({ turn: () => this.refresh(), everyMs: intervalMs, onError: () => undefined, unref: true });
+    this.ticker.start();
   }
 
   stop(): void {
-    this.generation++;
-    clearTimeout(this.timer);
+    void this.ticker?.stop();
+    this.ticker = undefined;
   }
 }
