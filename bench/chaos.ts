@@ -575,6 +575,8 @@ async function main(): Promise<void> {
     stop = true;
     await load;
     await Promise.all([...inFlight]);
+    // With CHAOS_LOG_DIR, every answer (scenario, key, sent at, ms, status) beside the roles' logs.
+    if (LOG_DIR !== undefined) writeFileSync(join(LOG_DIR, 'answers.json'), JSON.stringify({ faultAt: Object.fromEntries(faultAt), faultEnd: Object.fromEntries(faultEnd), answers }));
     const accepted = answers.filter((a) => a.status === 200 || a.status === 201).map((a) => a.key);
     log(`${answers.length} requests, ${accepted.length} accepted; waiting for them to run`);
     for (const deadline = Date.now() + drainMs; Date.now() < deadline; await sleep(1000)) {

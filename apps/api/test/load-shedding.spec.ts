@@ -58,7 +58,7 @@ describe('load shedding with a stalled database', () => {
     }
     // Past the commit queue's bound the API sheds at once instead of queueing.
     expect(answers.filter((a) => /too many jobs are waiting/.test(a.body.message)).length).toBeGreaterThan(0);
-    // The ones that were queued commit once the lock goes. A client that resends after
+    // The one whose commit was under way commits once the lock goes. A client that resends after
     // Retry-After (here at once, a few times) gets 201 or 200, never a second job.
     for (let i = 0; i < 8; i++) {
       let again = await h.http().post('/v1/jobs').set(auth).send(bodies[i]);
@@ -67,6 +67,30 @@ describe('load shedding with a stalled database', () => {
       const [{ n }] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key = $1`, [bodies[i].key]);
       expect(n).toBe(1);
     }
+  });
+});
+
+describe('a POST answered 503 at its deadline', () => {
+  const t = stallableApi({ ALMANAC_REQUEST_TIMEOUT_MS: '400', ALMANAC_INGEST_COMMITS_IN_FLIGHT: '1', ALMANAC_PG_LOCK_TIMEOUT_MS: '10000' });
+
+  it('leaves no write behind when its job was still waiting for a group commit', async () => {
+    const { h, auth, locker } = t;
+    const post = (key: string) => h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key, runAt: inMs(DAY) });
+    const [first, queued] = await whileLocked(locker, 'jobs', async () => {
+      const first = post('under-way').then((r) => r); // supertest sends on then()
+      // Its group commit holds the one commit slot, waiting for the lock, before the others come.
+      for (let waiting = 0, tries = 0; waiting === 0; tries++) {
+        if (tries > 200) throw new Error('the first insert never waited for the lock');
+        [{ waiting }] = (await locker.query(`SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted AND relation = 'jobs'::regclass`)).rows;
+      }
+      const queued = await Promise.all(Array.from({ length: 6 }, (_, i) => post(`queued-${i}`)));
+      return [await first, queued];
+    });
+    expect([first.status, ...queued.map((a) => a.status)]).toEqual(Array(7).fill(503));
+    // Group commits go in order: once a later POST is in, anything queued before it would be too.
+    await post('after').expect(201);
+    const rows: { key: string }[] = await h.db.dataSource.query(`SELECT key FROM jobs WHERE key <> 'after' ORDER BY key`);
+    expect(rows.map((r) => r.key)).toEqual(['under-way']);
   });
 });
 

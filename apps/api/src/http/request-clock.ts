@@ -4,7 +4,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { performance } from 'node:perf_hooks';
 
 /** A request with the instant its deadline counts from (see RequestClockHook). */
-export type TimedRequest = FastifyRequest & { deadlineFrom?: number; authMs?: number };
+export type TimedRequest = FastifyRequest & {
+  deadlineFrom?: number;
+  authMs?: number;
+  /** Aborts when the request's deadline passes (RequestDeadlineInterceptor): work still queued then is dropped. */
+  deadline?: AbortSignal;
+};
 
 /**
  * Starts the request deadline's clock once the body is in (a `preValidation` hook), less the

@@ -1,4 +1,4 @@
-import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { CallHandler, createParamDecorator, ExecutionContext, Inject, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
 import { catchError, Observable, throwError, timeout, TimeoutError } from 'rxjs';
@@ -10,11 +10,15 @@ import { deadlineElapsedMs, type TimedRequest } from './request-clock';
  * Every /v1 request is answered within ALMANAC_REQUEST_TIMEOUT_MS once its body is in (see
  * RequestClockHook): past it, 503 with Retry-After. Time spent authenticating counts (the
  * chaos bench's Postgres stall measured 5 s answers when the key lookup and the handler each
- * had the whole deadline); the upload does not (it has the body timeout). The work is not cancelled (a job
- * may still commit), which is why the answer says to resend with the same key: a resend is then
- * 200 with the job, never a second job.
+ * had the whole deadline); the upload does not (it has the body timeout). Work still queued is
+ * withdrawn through `@Deadline()`; work under way is not (a job whose group commit has left may
+ * still commit), which is why the answer says to resend with the same key: a resend is then 200
+ * with the job, never a second job.
  */
 const LONG_POLL = 'almanac:long-poll';
+
+/** The request's deadline as a signal, for work that can still be withdrawn when it passes (see TimedRequest). */
+export const Deadline = createParamDecorator((_: unknown, ctx: ExecutionContext): AbortSignal | undefined => ctx.switchToHttp().getRequest<TimedRequest>().deadline);
 
 /** A route that may hold its answer for `?waitSeconds=` (whole seconds): its deadline grows by that much. */
 export const LongPoll = () => SetMetadata(LONG_POLL, true);
@@ -28,13 +32,14 @@ export class RequestDeadlineInterceptor implements NestInterceptor {
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const http = context.switchToHttp();
+    const req = http.getRequest<TimedRequest>();
     const ms = this.settings.requestTimeoutMs + this.waitMs(context);
-    const elapsed = deadlineElapsedMs(http.getRequest<TimedRequest>(), http.getResponse<FastifyReply>().elapsedTime ?? 0);
+    const left = Math.max(1, Math.ceil(ms - deadlineElapsedMs(req, http.getResponse<FastifyReply>().elapsedTime ?? 0)));
+    const late = () => unavailable(`not answered within ${ms} ms; retry shortly (the same job key is safe to resend)`);
+    req.deadline = AbortSignal.timeout(left);
     return next.handle().pipe(
-      timeout(Math.max(1, ms - elapsed)),
-      catchError((err: unknown) =>
-        throwError(() => (err instanceof TimeoutError ? unavailable(`not answered within ${ms} ms; retry shortly (the same job key is safe to resend)`) : err)),
-      ),
+      timeout(left),
+      catchError((err: unknown) => throwError(() => (err instanceof TimeoutError || err === req.deadline?.reason ? late() : err))),
     );
   }
 

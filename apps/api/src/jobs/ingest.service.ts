@@ -82,8 +82,9 @@ export class IngestService implements BeforeApplicationShutdown {
   /**
    * POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. A key
    * whose job retention removed: 409, or with `"replay": "result"` what the key keeps (200).
+   * Past `deadline`, a job still waiting for its group commit is withdrawn, not written.
    */
-  async createOne(tenant: TenantRecord, body: unknown, traceParent: string | null = null): Promise<{ created: boolean; job: JobSummary } | { removed: RemovedJob }> {
+  async createOne(tenant: TenantRecord, body: unknown, traceParent: string | null = null, deadline?: AbortSignal): Promise<{ created: boolean; job: JobSummary } | { removed: RemovedJob }> {
     const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     assertStoredBytesRoom(tenant, parsed.value.payloadBytes, this.settings.storedBytesQuota);
@@ -96,7 +97,7 @@ export class IngestService implements BeforeApplicationShutdown {
       input: parsed.value,
       tier: tierFor(parsed.value.runAt, now, this.config.horizons),
       traceParent,
-    });
+    }, deadline);
     if (result.status === 'failed') throw result.error;
     if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
     if (result.status === 'retired') {

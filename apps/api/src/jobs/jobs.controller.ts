@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { isPlainObject } from '../http/validation';
-import { LongPoll } from '../http/request-deadline.interceptor';
+import { Deadline, LongPoll } from '../http/request-deadline.interceptor';
 import { inIngestSpan } from './ingest-span';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
@@ -62,12 +62,13 @@ export class JobsController {
     @Body() body: unknown,
     @Headers() headers: Record<string, string | undefined>,
     @Res({ passthrough: true }) res: FastifyReply,
+    @Deadline() deadline: AbortSignal | undefined,
   ): Promise<JobDto | RemovedJobDto> {
     const kind = isPlainObject(body) && typeof body.kind === 'string' ? body.kind : undefined;
     const answer = await inIngestSpan(
       headers,
       { 'messaging.destination.name': kind, 'almanac.tenant': tenant.id },
-      (traceParent) => this.ingest.createOne(tenant, body, traceParent),
+      (traceParent) => this.ingest.createOne(tenant, body, traceParent, deadline),
       (r) => ('job' in r ? { 'messaging.message.id': r.job.id, 'almanac.job.id': r.job.id, 'almanac.job.key': r.job.key } : { 'almanac.job.key': r.removed.key }),
     );
     if ('removed' in answer) {

@@ -31,6 +31,31 @@ describe('MicroBatcher', () => {
     expect(b.pending).toBe(0);
   });
 
+  it('drops an item whose signal aborts while it waits for a batch; an item already in a batch runs on', async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const b = new MicroBatcher(async (xs: number[]) => {
+      batches.push(xs);
+      if (batches.length === 1) await gate;
+      return xs;
+    }, { maxBatch: 10, maxInFlight: 1 });
+    const deadline = new AbortController();
+    const running = b.submit(0, deadline.signal);
+    await new Promise((r) => setImmediate(r));
+    const waiting = b.submit(1, deadline.signal);
+    const other = b.submit(2);
+    deadline.abort(new Error('past the deadline'));
+    await expect(waiting).rejects.toThrow('past the deadline');
+    expect(b.pending).toBe(2);
+    release();
+    await expect(running).resolves.toBe(0);
+    await expect(other).resolves.toBe(2);
+    expect(batches).toEqual([[0], [2]]);
+    await expect(b.submit(3, deadline.signal)).rejects.toThrow('past the deadline');
+    await b.drain();
+  });
+
   it('rejects every item of a failed batch and keeps working', async () => {
     let fail = true;
     const b = new MicroBatcher(async (xs: number[]) => {

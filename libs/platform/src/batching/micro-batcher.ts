@@ -35,9 +35,19 @@ export class MicroBatcher<I, O> {
     private readonly opts: MicroBatcherOptions,
   ) {}
 
-  submit(item: I): Promise<O> {
+  /**
+   * `signal`: once it aborts, an item still waiting for its batch leaves the queue and rejects
+   * with the signal's reason; an item already in a running batch runs on. A request answered
+   * 503 at its deadline then leaves no write behind to compete, when the database is back, with
+   * the requests that still wait for an answer (the chaos bench's 60 s Postgres stall queued
+   * ~3,000 such writes and answered 84 later requests in 3–4 s).
+   */
+  submit(item: I, signal?: AbortSignal): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      if (signal?.aborted) return reject(signal.reason as Error);
+      const pending: Pending<I, O> = { item, resolve, reject };
+      this.queue.push(pending);
+      signal?.addEventListener('abort', () => this.withdraw(pending, signal.reason), { once: true });
       this.schedule();
     });
   }
@@ -50,6 +60,19 @@ export class MicroBatcher<I, O> {
 
   get pending(): number {
     return this.queue.length + this.inFlight;
+  }
+
+  private withdraw(pending: Pending<I, O>, reason: unknown): void {
+    const at = this.queue.indexOf(pending);
+    if (at < 0) return; // already in a batch
+    this.queue.splice(at, 1);
+    pending.reject(reason);
+    if (this.queue.length === 0 && this.inFlight === 0) this.settle();
+  }
+
+  private settle(): void {
+    for (const done of this.idle) done();
+    this.idle.clear();
   }
 
   private schedule(): void {
@@ -88,10 +111,7 @@ export class MicroBatcher<I, O> {
         if (this.opts.lingerMs) this.schedule();
         else this.flush();
       }
-      else if (this.inFlight === 0) {
-        for (const done of this.idle) done();
-        this.idle.clear();
-      }
+      else if (this.inFlight === 0) this.settle();
     }
   }
 }
