@@ -23,6 +23,7 @@ module.exports = {
   // Nest 12 (and @fastify/static's content-disposition, swagger-parser's ref parser) ship ESM only; swc compiles them for Jest.
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@fastify/static|croner|content-disposition|@apidevtools/json-schema-ref-parser)/)'],
   moduleNameMapper: {
+    '^@almanac/config$': '<rootDir>/libs/config/src/index.ts',
     '^@almanac/delivery$': '<rootDir>/libs/delivery/src/index.ts',
     '^@almanac/kinds$': '<rootDir>/libs/kinds/src/index.ts',
     '^@almanac/domain$': '<rootDir>/libs/domain/src/index.ts',

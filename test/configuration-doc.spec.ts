@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 /**
  * The configuration tables (docs/configuration.md) name every ALMANAC_ variable the roles read (ROLE_SETTINGS,
- * which libs/platform/src/config/known-settings.spec.ts keeps equal to the code), and nothing
+ * which libs/config/src/known-settings.spec.ts keeps equal to the code), and nothing
  * else: the tables had drifted (a variable renamed in code kept its old name in a message), and
  * nothing checked them. A row may name several variables with a shared stem,
  * `ALMANAC_PROMOTION_BATCH_SIZE` / `_CONCURRENCY`: each suffix replaces the tail of the first name.

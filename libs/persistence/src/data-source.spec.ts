@@ -1,5 +1,6 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
-import { ConfigError, databaseConfigFromEnv } from './database-config';
+import { ConfigError } from '@almanac/config';
+import { databaseConfigFromEnv } from './database-config';
 import { DatabaseConfig } from './database-config';
 import { createDataSource } from './data-source';
 import type { DataSource } from 'typeorm';

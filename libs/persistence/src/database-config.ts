@@ -1,3 +1,5 @@
+import { ConfigError } from '@almanac/config';
+
 /** Validated database settings. Read once at boot; a bad value stops the process. */
 export interface DatabaseConfig {
   url: string;
@@ -14,9 +16,6 @@ export interface DatabaseConfig {
   acquireTimeoutMs?: number;
 }
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/almanac';
 

@@ -2,8 +2,8 @@ export * from './bootstrap/bootstrap-role';
 export * from './bootstrap/migrate';
 export * from './clock/clock';
 export * from './config/almanac-config';
-export * from './config/env';
-export * from './config/known-settings';
+// The environment's readers and settings, for the roles and libraries above the platform.
+export * from '@almanac/config';
 export * from './health/redis.health';
 export { SILENT_LOGGER } from './logging/logging';
 export * from './metrics/metrics.service';

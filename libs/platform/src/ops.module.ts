@@ -8,7 +8,7 @@ import { DataSource } from 'typeorm';
 import { LoggerModule, PinoLogger } from 'nestjs-pino';
 import { Clock, SystemClock } from './clock/clock';
 import { ALMANAC_CONFIG, AlmanacConfig, loadConfig } from './config/almanac-config';
-import { Env } from './config/env';
+import { Env } from '@almanac/config';
 import { HealthController } from './health/health.controller';
 import { Liveness } from './health/liveness';
 import { RedisHealthIndicator } from './health/redis.health';

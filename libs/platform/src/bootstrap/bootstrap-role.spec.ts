@@ -6,7 +6,7 @@ import { freePort, freePorts } from '@almanac/testing/free-port';
 import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, TestRedis } from '@almanac/testing/test-redis';
 import { ALMANAC_CONFIG, AlmanacConfig } from '../config/almanac-config';
-import { ConfigError } from '../config/env';
+import { ConfigError } from '@almanac/config';
 import { describeBootError, startRole } from './bootstrap-role';
 import { MigrationError } from './migrate';
 

@@ -1,4 +1,5 @@
-import { ConfigError, DEFAULT_DATABASE_URL, redactUrl } from '@almanac/persistence';
+import { ConfigError, type Env, unknownSettingWarnings } from '@almanac/config';
+import { DEFAULT_DATABASE_URL, redactUrl } from '@almanac/persistence';
 import { INestApplication, Logger as NestLogger, Module, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -7,8 +8,6 @@ import { STATUS_CODES } from 'node:http';
 import { Logger } from 'nestjs-pino';
 import pino from 'pino';
 import { AlmanacConfig, configWarnings, describeConfig, loadConfig } from '../config/almanac-config';
-import { unknownSettingWarnings } from '../config/known-settings';
-import type { Env } from '../config/env';
 import { logTransport } from '../logging/logging';
 import { QuietBootLogger } from '../logging/quiet-boot-logger';
 import { type Listener, RouteListeners } from '../http/listeners';

@@ -1,7 +1,7 @@
 import { MIGRATIONS } from '@almanac/persistence';
 import { randomBytes } from 'node:crypto';
 import { templateDb, urlFor, withAdmin } from '@almanac/testing/pg-admin';
-import { ConfigError } from '../config/env';
+import { ConfigError } from '@almanac/config';
 import { MigrationError, runMigrationsFromEnv } from './migrate';
 
 /** An empty database (not cloned from the migrated template); named so global teardown drops it if we do not. */

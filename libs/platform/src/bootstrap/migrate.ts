@@ -1,5 +1,5 @@
 import { createDataSource, databaseConfigFromEnv, redactUrl, runMigrations } from '@almanac/persistence';
-import type { Env } from '../config/env';
+import type { Env } from '@almanac/config';
 
 export class MigrationError extends Error {
   override readonly name = 'MigrationError';

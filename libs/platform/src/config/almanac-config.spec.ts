@@ -1,4 +1,4 @@
-import { ConfigError } from './env';
+import { ConfigError } from '@almanac/config';
 import { configWarnings, describeConfig, DEV_ADMIN_TOKEN, loadConfig } from './almanac-config';
 
 describe('loadConfig', () => {

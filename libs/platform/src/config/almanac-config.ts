@@ -1,5 +1,5 @@
-import { ConfigError, DatabaseConfig, databaseConfigFromEnv, redactUrl } from '@almanac/persistence';
-import { Env, envInt, envList, envString, envUrl } from './env';
+import { ConfigError, Env, envInt, envList, envString, envUrl } from '@almanac/config';
+import { DatabaseConfig, databaseConfigFromEnv, redactUrl } from '@almanac/persistence';
 import { refusePublishedSecrets } from './published-secrets';
 
 /** Nest injection token for the validated `AlmanacConfig`. */

@@ -1,4 +1,4 @@
-import { ConfigError } from './env';
+import { ConfigError } from '@almanac/config';
 
 /**
  * Secrets that appear in this repository (docker-compose, the example Kubernetes secret, the

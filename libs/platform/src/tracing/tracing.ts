@@ -2,7 +2,7 @@ import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
-import { ConfigError, type Env } from '../config/env';
+import { ConfigError, type Env } from '@almanac/config';
 
 /** Where spans go: nowhere (the API's no-op tracer), an OTLP/HTTP collector, or stdout. */
 export type TracingChoice = 'off' | 'otlp' | 'console';

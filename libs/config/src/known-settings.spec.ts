@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROLE_SETTINGS, TOOL_SETTINGS, unknownSettingWarnings } from './known-settings';
 
-const ROOT = join(__dirname, '../../../..');
+const ROOT = join(__dirname, '../../..');
 
 function files(dir: string, keep: (path: string) => boolean): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -1,11 +1,11 @@
-import { ConfigError } from '@almanac/persistence';
-
 /**
  * Typed readers for environment variables. Each throws `ConfigError` naming the variable and
  * quoting the bad value, so a misconfigured process stops at boot with one readable line.
  * An empty string counts as unset: `FOO= node …` behaves like no FOO at all.
  */
-export { ConfigError };
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
 
 export type Env = Readonly<Record<string, string | undefined>>;
 

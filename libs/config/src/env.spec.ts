@@ -1,11 +1,6 @@
-import { ConfigError as PersistenceConfigError } from '@almanac/persistence';
 import { ConfigError, envBool, envInt, envList, envNumber, envString, envUrl } from './env';
 
 describe('env readers', () => {
-  it('share one ConfigError class with persistence', () => {
-    expect(ConfigError).toBe(PersistenceConfigError);
-  });
-
   describe('envNumber', () => {
     it('reads decimals within the range and names the variable otherwise', () => {
       expect(envNumber({}, 'N', 7)).toBe(7);
