@@ -63,7 +63,7 @@ export interface StringRule {
 }
 
 export function envString(env: Env, name: string, fallback: string, rule?: StringRule): string;
-export function envString(env: Env, name: string, fallback: undefined, rule?: StringRule): string | undefined;
+export function envString(env: Env, name: string, fallback: string | undefined, rule?: StringRule): string | undefined;
 export function envString(env: Env, name: string, fallback: string | undefined, rule: StringRule = {}): string | undefined {
   const value = raw(env, name);
   if (value === undefined) return fallback;

@@ -1,8 +1,10 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROLE_SETTINGS, TOOL_SETTINGS, unknownSettingWarnings } from './known-settings';
+import { SETTING_SECTIONS, SETTINGS } from './settings';
 
 const ROOT = join(__dirname, '../../..');
+const DECLARATIONS = join('libs', 'config', 'src', 'settings');
 
 function files(dir: string, keep: (path: string) => boolean): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -17,9 +19,15 @@ function namesIn(paths: string[]): Set<string> {
 }
 
 describe('known settings', () => {
+  it('are declared in one section each', () => {
+    // SETTINGS spreads the sections: a name in two would silently keep the later declaration.
+    const declared = SETTING_SECTIONS.flatMap((s) => Object.keys(s.settings));
+    expect(declared.length).toBe(Object.keys(SETTINGS).length);
+  });
+
   it('are exactly the ALMANAC_ variables the roles read', () => {
     const roleCode = ['apps', 'libs'].flatMap((d) =>
-      files(join(ROOT, d), (p) => p.endsWith('.ts') && !p.endsWith('.spec.ts') && !p.endsWith('known-settings.ts') && !p.includes(join('apps', 'api', 'test'))),
+      files(join(ROOT, d), (p) => p.endsWith('.ts') && !p.endsWith('.spec.ts') && !p.includes(DECLARATIONS) && !p.endsWith('known-settings.ts') && !p.includes(join('apps', 'api', 'test'))),
     );
     const read = [...namesIn(roleCode)].filter((n) => n !== 'ALMANAC_CONFIG').sort(); // a DI token, not a variable
     expect([...ROLE_SETTINGS].sort()).toEqual(read);

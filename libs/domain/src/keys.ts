@@ -54,6 +54,9 @@ export function validateKey(raw: unknown, field = 'key'): string {
  * (`noop`, `http`, `billing.invoice`, `send-email`). Not normalised: `HTTP` is rejected, not lowered.
  */
 export const KIND_PATTERN = /^[a-z][a-z0-9_.-]{0,63}$/;
+
+/** Pool names become Redis keys and metric labels: short, lower-case, no separators. */
+export const POOL_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 export const KIND_MAX_LENGTH = 64;
 
 export function validateKind(raw: unknown, field = 'kind'): string {

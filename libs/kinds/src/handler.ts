@@ -1,4 +1,4 @@
-import { KIND_PATTERN, type HandlerOutcome } from '@almanac/domain';
+import { KIND_PATTERN, POOL_NAME_PATTERN, type HandlerOutcome } from '@almanac/domain';
 import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { EntityManager } from 'typeorm';
@@ -100,9 +100,6 @@ export class InvalidPayloadError extends Error {
 export class HandlerDefinitionError extends Error {
   override readonly name = 'HandlerDefinitionError';
 }
-
-/** Pool names become Redis keys and metric labels: short, lower-case, no separators. */
-export const POOL_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
 /** Declares a handler; checks what can be checked before any job runs. */
 export function defineHandler<P>(def: HandlerDefinition<P>): HandlerDefinition<P> {

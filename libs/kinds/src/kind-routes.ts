@@ -1,6 +1,6 @@
-import { KIND_PATTERN } from '@almanac/domain';
+import { KIND_PATTERN, POOL_NAME_PATTERN } from '@almanac/domain';
 import { ConfigError, Env, envList } from '@almanac/platform';
-import { type HandlerDefinition, POOL_NAME_PATTERN } from './handler';
+import { type HandlerDefinition } from './handler';
 
 export const DEFAULT_POOL = 'default';
 

@@ -1,7 +1,7 @@
 import { Env, envInt, envList, envNumber, envString } from '@almanac/platform';
 import { hostname } from 'node:os';
 import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
-import { POOL_NAME_PATTERN } from '@almanac/kinds';
+import { POOL_NAME_PATTERN } from '@almanac/domain';
 
 export interface WorkerSettings {
   pools: string[];
