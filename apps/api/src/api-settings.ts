@@ -1,7 +1,6 @@
-import { DEFAULT_STORED_BYTES_QUOTA, KIND_PATTERN, MAX_STORED_BYTES_QUOTA, MIN_STORED_BYTES_QUOTA } from '@almanac/domain';
-import { envBool, envInt, envList, type Env } from '@almanac/platform';
+import { type Env, readSetting } from '@almanac/platform';
 
-/** API-only settings (ALMANAC_* variables read here, validated at module init). */
+/** API-only settings, validated at module init (declared in libs/config/src/settings/api.ts). */
 export interface ApiSettings {
   /** ALMANAC_KINDS: when set, ingest accepts only these of the registered kinds; unset, every registered kind. */
   kinds?: ReadonlySet<string>;
@@ -36,36 +35,23 @@ export interface ApiSettings {
 export const API_SETTINGS = Symbol('API_SETTINGS');
 
 export function loadApiSettings(env: Env = process.env): ApiSettings {
+  const kinds = readSetting(env, 'ALMANAC_KINDS');
   return {
-    kinds: optionalSet(
-      envList(env, 'ALMANAC_KINDS', [], {
-        pattern: KIND_PATTERN,
-        describe: 'comma-separated kinds (lower-case letter, then letters, digits, "_", "." or "-")',
-      }),
-    ),
-    maxPayloadBytes: envInt(env, 'ALMANAC_MAX_PAYLOAD_BYTES', 64 * 1024, { min: 16, max: 16 * 1024 * 1024 }),
-    defaultMaxAttempts: envInt(env, 'ALMANAC_DEFAULT_MAX_ATTEMPTS', 3, { min: 1, max: 100 }),
-    rateLimitPerSecond: envInt(env, 'ALMANAC_RATE_LIMIT_PER_SECOND', 2000, { min: 0, max: 10_000_000 }),
-    authCacheTtlMs: envInt(env, 'ALMANAC_AUTH_CACHE_TTL_MS', 10_000, { min: 0, max: 3_600_000 }),
-    authLookupsPerSecond: envInt(env, 'ALMANAC_AUTH_LOOKUPS_PER_SECOND', 200, { min: 1, max: 1_000_000 }),
-    commitsInFlight: envInt(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT', 2, { min: 1, max: 64 }),
-    batchMaxItems: envInt(env, 'ALMANAC_INGEST_BATCH_MAX', 500, { min: 1, max: 1000 }),
-    enqueueTimeoutMs: envInt(env, 'ALMANAC_ENQUEUE_TIMEOUT_MS', 1000, { min: 10, max: 60_000 }),
-    // A group commit of 500 rows takes ~5-15 ms: 5,000 waiting is a few hundred ms of work, the
-    // most a healthy database would queue; beyond it the database is stalled or saturated.
-    maxPendingCommits: envInt(env, 'ALMANAC_INGEST_MAX_PENDING', 5000, { min: 1, max: 1_000_000 }),
-    // Issue 12: every request is answered within 3 s, stalled dependencies included.
-    requestTimeoutMs: envInt(env, 'ALMANAC_REQUEST_TIMEOUT_MS', 2500, { min: 100, max: 600_000 }),
-    maxSchedulesPerTenant: envInt(env, 'ALMANAC_MAX_SCHEDULES_PER_TENANT', 10_000, { min: 1, max: 100_000_000 }),
-    storedBytesQuota: envInt(env, 'ALMANAC_STORED_BYTES_QUOTA', DEFAULT_STORED_BYTES_QUOTA, { min: MIN_STORED_BYTES_QUOTA, max: MAX_STORED_BYTES_QUOTA }),
-    readRateLimitPerSecond: envInt(env, 'ALMANAC_READ_RATE_LIMIT_PER_SECOND', 200, { min: 0, max: 1_000_000 }),
-    maxOpenBulkOperations: envInt(env, 'ALMANAC_BULK_MAX_OPEN', 5, { min: 1, max: 1000 }),
-    // Almanac does not terminate TLS and sits behind a proxy that does, so the request cannot
-    // tell whether the browser used https: the cookie holding the secret is Secure unless told.
-    consoleSecureCookie: envBool(env, 'ALMANAC_CONSOLE_SECURE_COOKIE', true),
+    kinds: kinds.length > 0 ? new Set(kinds) : undefined,
+    maxPayloadBytes: readSetting(env, 'ALMANAC_MAX_PAYLOAD_BYTES'),
+    defaultMaxAttempts: readSetting(env, 'ALMANAC_DEFAULT_MAX_ATTEMPTS'),
+    rateLimitPerSecond: readSetting(env, 'ALMANAC_RATE_LIMIT_PER_SECOND'),
+    authCacheTtlMs: readSetting(env, 'ALMANAC_AUTH_CACHE_TTL_MS'),
+    authLookupsPerSecond: readSetting(env, 'ALMANAC_AUTH_LOOKUPS_PER_SECOND'),
+    commitsInFlight: readSetting(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT'),
+    batchMaxItems: readSetting(env, 'ALMANAC_INGEST_BATCH_MAX'),
+    enqueueTimeoutMs: readSetting(env, 'ALMANAC_ENQUEUE_TIMEOUT_MS'),
+    maxPendingCommits: readSetting(env, 'ALMANAC_INGEST_MAX_PENDING'),
+    requestTimeoutMs: readSetting(env, 'ALMANAC_REQUEST_TIMEOUT_MS'),
+    maxSchedulesPerTenant: readSetting(env, 'ALMANAC_MAX_SCHEDULES_PER_TENANT'),
+    storedBytesQuota: readSetting(env, 'ALMANAC_STORED_BYTES_QUOTA'),
+    readRateLimitPerSecond: readSetting(env, 'ALMANAC_READ_RATE_LIMIT_PER_SECOND'),
+    maxOpenBulkOperations: readSetting(env, 'ALMANAC_BULK_MAX_OPEN'),
+    consoleSecureCookie: readSetting(env, 'ALMANAC_CONSOLE_SECURE_COOKIE'),
   };
-}
-
-function optionalSet(items: string[]): ReadonlySet<string> | undefined {
-  return items.length > 0 ? new Set(items) : undefined;
 }

@@ -1,7 +1,7 @@
 import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import { KindCatalog, KindRoutes, parsePoolMap } from '@almanac/kinds';
 import { KindsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, envInt, Liveness, MetricsService, type RedisClient } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, Liveness, MetricsService, readSetting, type RedisClient } from '@almanac/platform';
 import { Module } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
@@ -27,7 +27,7 @@ import { PoolObserver } from './pool-observer';
     {
       provide: HOT_CONSUMER_SETTINGS,
       // A 200,000-row burst is 200 envelopes, all out of the delayed set together.
-      useFactory: (): HotConsumerSettings => ({ concurrency: envInt(process.env, 'ALMANAC_DISPATCH_CONCURRENCY', 500, { min: 1, max: 10_000 }) }),
+      useFactory: (): HotConsumerSettings => ({ concurrency: readSetting(process.env, 'ALMANAC_DISPATCH_CONCURRENCY') }),
     },
     { provide: ReadyQueues, inject: [ALMANAC_CONFIG, DELIVERY_REDIS], useFactory: (c: AlmanacConfig, redis: RedisClient) => new ReadyQueues(redis, c.queuePrefix) },
     { provide: DeliveryMetrics, inject: [MetricsService], useFactory: (m: MetricsService) => new DeliveryMetrics(m) },

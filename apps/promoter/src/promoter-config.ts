@@ -1,13 +1,5 @@
-import {
-  DEFAULT_KEY_RESERVATION_SECONDS,
-  DEFAULT_RETENTION_SECONDS,
-  type KeyReservation,
-  MAX_MISSED_ALL,
-  MAX_RETENTION_SECONDS,
-  MIN_KEY_RESERVATION_SECONDS,
-  MIN_RETENTION_SECONDS,
-} from '@almanac/domain';
-import { Env, envInt } from '@almanac/platform';
+import type { KeyReservation } from '@almanac/domain';
+import { type Env, readSetting } from '@almanac/platform';
 
 /** Feature settings of the promoter role, read and validated once at module init. */
 export interface PromoterConfig {
@@ -64,57 +56,47 @@ export interface PromoterConfig {
 }
 
 const MIN = 60_000;
-const DAY = 24 * 3600_000;
 
+/** Read and checked as libs/config/src/settings/promoter.ts declares them. */
 export function promoterConfigFromEnv(env: Env, hotHorizonMs: number): PromoterConfig {
-  const recurringIntervalMs = envInt(env, 'ALMANAC_RECURRING_INTERVAL_MS', MIN, { min: 100, max: DAY });
+  const recurringIntervalMs = readSetting(env, 'ALMANAC_RECURRING_INTERVAL_MS');
   return {
     hotHorizonMs,
-    promotionIntervalMs: envInt(env, 'ALMANAC_PROMOTION_INTERVAL_MS', 60 * MIN, { min: 100, max: DAY }),
-    overdueIntervalMs: envInt(env, 'ALMANAC_OVERDUE_INTERVAL_MS', 30_000, { min: 100, max: DAY }),
+    promotionIntervalMs: readSetting(env, 'ALMANAC_PROMOTION_INTERVAL_MS'),
+    overdueIntervalMs: readSetting(env, 'ALMANAC_OVERDUE_INTERVAL_MS'),
     recurringIntervalMs,
-    // A schedule's rows exist this far ahead only: a per-minute schedule holds 60 future rows,
-    // not the 1,440 a day ahead gave it (each with a copy of its payload).
-    recurringHorizonMs: envInt(env, 'ALMANAC_RECURRING_HORIZON_MS', Math.max(10 * MIN, Math.min(60 * MIN, hotHorizonMs)), { min: 10 * MIN, max: Math.max(10 * MIN, hotHorizonMs) }),
-    jobStatesIntervalMs: envInt(env, 'ALMANAC_JOB_STATES_INTERVAL_MS', MIN, { min: 1000, max: DAY }),
-    // Each tenant with its own label adds a lag histogram (17 series) per worker process.
-    tenantMetricsTop: envInt(env, 'ALMANAC_TENANT_METRICS_TOP', 10, { min: 0, max: 100 }),
-    tenantMetricsScanRows: envInt(env, 'ALMANAC_TENANT_METRICS_SCAN_ROWS', 100_000, { min: 1000, max: 10_000_000 }),
-    dueSoonScanRows: envInt(env, 'ALMANAC_DUE_SOON_SCAN_ROWS', 1_000_000, { min: 1000, max: 100_000_000 }),
-    overdueGraceMs: envInt(env, 'ALMANAC_OVERDUE_GRACE_MS', 30_000, { min: 0, max: DAY }),
-    promotionBatchSize: envInt(env, 'ALMANAC_PROMOTION_BATCH_SIZE', 5000, { min: 1, max: 100_000 }),
-    promotionConcurrency: envInt(env, 'ALMANAC_PROMOTION_CONCURRENCY', 2, { min: 1, max: 16 }),
-    promotionMaxPerRun: envInt(env, 'ALMANAC_PROMOTION_MAX_PER_RUN', 1_000_000, { min: 1 }),
-    overdueBatchSize: envInt(env, 'ALMANAC_OVERDUE_BATCH_SIZE', 5000, { min: 1, max: 100_000 }),
-    overdueMaxPerRun: envInt(env, 'ALMANAC_OVERDUE_MAX_PER_RUN', 200_000, { min: 1 }),
-    recurringBatchSize: envInt(env, 'ALMANAC_RECURRING_BATCH_SIZE', 1000, { min: 1, max: 50_000 }),
-    recurringConcurrency: envInt(env, 'ALMANAC_RECURRING_CONCURRENCY', 2, { min: 1, max: 16 }),
-    recurringMaxPerRun: envInt(env, 'ALMANAC_RECURRING_MAX_PER_RUN', 2_000_000, { min: 1 }),
-    // Memory per batch (two lanes in flight): 20,000 rows or 16 MiB of payload, whichever first.
-    recurringBatchRows: envInt(env, 'ALMANAC_RECURRING_BATCH_ROWS', 20_000, { min: 1, max: 1_000_000 }),
-    recurringBatchBytes: envInt(env, 'ALMANAC_RECURRING_BATCH_BYTES', 16 * 1024 * 1024, { min: 1024, max: 1024 * 1024 * 1024 }),
-    recurringTenantOccurrencesPerRun: envInt(env, 'ALMANAC_RECURRING_TENANT_OCCURRENCES_PER_RUN', 200_000, { min: 1 }),
-    missedCap: envInt(env, 'ALMANAC_SCHEDULE_MISSED_CAP', MAX_MISSED_ALL, { min: 1, max: 100_000 }),
-    lateToleranceMs: envInt(env, 'ALMANAC_SCHEDULE_LATE_TOLERANCE_MS', Math.max(5 * MIN, 2 * recurringIntervalMs), {
-      min: 0,
-      max: DAY,
+    // An hour ahead, or less when the hot horizon is shorter; never less than 10 minutes.
+    recurringHorizonMs: readSetting(env, 'ALMANAC_RECURRING_HORIZON_MS', {
+      default: Math.max(10 * MIN, Math.min(60 * MIN, hotHorizonMs)),
+      max: Math.max(10 * MIN, hotHorizonMs),
     }),
-    bulkIntervalMs: envInt(env, 'ALMANAC_BULK_INTERVAL_MS', 1000, { min: 100, max: DAY }),
-    bulkMaxJobs: envInt(env, 'ALMANAC_BULK_MAX_JOBS', 1_000_000, { min: 1, max: 100_000_000 }),
-    bulkChunksPerRun: envInt(env, 'ALMANAC_BULK_CHUNKS_PER_RUN', 10, { min: 1, max: 10_000 }),
-    retentionIntervalMs: envInt(env, 'ALMANAC_RETENTION_INTERVAL_MS', MIN, { min: 100, max: DAY }),
-    retentionDefaultSeconds: envInt(env, 'ALMANAC_RETENTION_DEFAULT_SECONDS', DEFAULT_RETENTION_SECONDS, {
-      min: MIN_RETENTION_SECONDS,
-      max: MAX_RETENTION_SECONDS,
-    }),
-    keyReservationDefault:
-      env.ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS === 'forever'
-        ? 'forever'
-        : envInt(env, 'ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS', DEFAULT_KEY_RESERVATION_SECONDS, { min: MIN_KEY_RESERVATION_SECONDS, max: MAX_RETENTION_SECONDS }),
-    // 5,000 rows: one statement of ~0.1-0.2 s (bench/retention.ts prints the longest).
-    retentionBatchSize: envInt(env, 'ALMANAC_RETENTION_BATCH_SIZE', 5000, { min: 1, max: 50_000 }),
-    retentionMaxPerRun: envInt(env, 'ALMANAC_RETENTION_MAX_PER_RUN', 200_000, { min: 1 }),
-    storedBytesIntervalMs: envInt(env, 'ALMANAC_STORED_BYTES_INTERVAL_MS', 1000, { min: 100, max: DAY }),
-    storedBytesScanRows: envInt(env, 'ALMANAC_STORED_BYTES_SCAN_ROWS', 10_000, { min: 100, max: 1_000_000 }),
+    jobStatesIntervalMs: readSetting(env, 'ALMANAC_JOB_STATES_INTERVAL_MS'),
+    tenantMetricsTop: readSetting(env, 'ALMANAC_TENANT_METRICS_TOP'),
+    tenantMetricsScanRows: readSetting(env, 'ALMANAC_TENANT_METRICS_SCAN_ROWS'),
+    dueSoonScanRows: readSetting(env, 'ALMANAC_DUE_SOON_SCAN_ROWS'),
+    overdueGraceMs: readSetting(env, 'ALMANAC_OVERDUE_GRACE_MS'),
+    promotionBatchSize: readSetting(env, 'ALMANAC_PROMOTION_BATCH_SIZE'),
+    promotionConcurrency: readSetting(env, 'ALMANAC_PROMOTION_CONCURRENCY'),
+    promotionMaxPerRun: readSetting(env, 'ALMANAC_PROMOTION_MAX_PER_RUN'),
+    overdueBatchSize: readSetting(env, 'ALMANAC_OVERDUE_BATCH_SIZE'),
+    overdueMaxPerRun: readSetting(env, 'ALMANAC_OVERDUE_MAX_PER_RUN'),
+    recurringBatchSize: readSetting(env, 'ALMANAC_RECURRING_BATCH_SIZE'),
+    recurringConcurrency: readSetting(env, 'ALMANAC_RECURRING_CONCURRENCY'),
+    recurringMaxPerRun: readSetting(env, 'ALMANAC_RECURRING_MAX_PER_RUN'),
+    recurringBatchRows: readSetting(env, 'ALMANAC_RECURRING_BATCH_ROWS'),
+    recurringBatchBytes: readSetting(env, 'ALMANAC_RECURRING_BATCH_BYTES'),
+    recurringTenantOccurrencesPerRun: readSetting(env, 'ALMANAC_RECURRING_TENANT_OCCURRENCES_PER_RUN'),
+    missedCap: readSetting(env, 'ALMANAC_SCHEDULE_MISSED_CAP'),
+    lateToleranceMs: readSetting(env, 'ALMANAC_SCHEDULE_LATE_TOLERANCE_MS', { default: Math.max(5 * MIN, 2 * recurringIntervalMs) }),
+    bulkIntervalMs: readSetting(env, 'ALMANAC_BULK_INTERVAL_MS'),
+    bulkMaxJobs: readSetting(env, 'ALMANAC_BULK_MAX_JOBS'),
+    bulkChunksPerRun: readSetting(env, 'ALMANAC_BULK_CHUNKS_PER_RUN'),
+    retentionIntervalMs: readSetting(env, 'ALMANAC_RETENTION_INTERVAL_MS'),
+    retentionDefaultSeconds: readSetting(env, 'ALMANAC_RETENTION_DEFAULT_SECONDS'),
+    keyReservationDefault: readSetting(env, 'ALMANAC_KEY_RESERVATION_DEFAULT_SECONDS'),
+    retentionBatchSize: readSetting(env, 'ALMANAC_RETENTION_BATCH_SIZE'),
+    retentionMaxPerRun: readSetting(env, 'ALMANAC_RETENTION_MAX_PER_RUN'),
+    storedBytesIntervalMs: readSetting(env, 'ALMANAC_STORED_BYTES_INTERVAL_MS'),
+    storedBytesScanRows: readSetting(env, 'ALMANAC_STORED_BYTES_SCAN_ROWS'),
   };
 }

@@ -105,13 +105,13 @@ export function envBool(env: Env, name: string, fallback: boolean): boolean {
  * A URL whose scheme is one of `protocols` (e.g. `['redis:', 'rediss:']`). The bad value is not
  * quoted: URLs carry passwords.
  */
-export function envUrl(env: Env, name: string, fallback: string, protocols: readonly string[]): string {
+export function envUrl(env: Env, name: string, fallback: string, protocols: readonly string[], example = `${protocols[0]}//host:port`): string {
   const value = raw(env, name) ?? fallback;
   let parsed: URL;
   try {
     parsed = new URL(value);
   } catch {
-    throw new ConfigError(`${name} is not a URL (expected ${protocols[0]}//host:port)`);
+    throw new ConfigError(`${name} is not a URL (expected ${example})`);
   }
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')} (got ${parsed.protocol}//)`);

@@ -63,6 +63,6 @@ export function readSetting(env: Env, name: SettingName, computed: Computed<unkn
     case 'list':
       return envList(env, name, s.default, { pattern: s.pattern, describe: s.describe });
     case 'url':
-      return envUrl(env, name, s.default, s.protocols);
+      return envUrl(env, name, s.default, s.protocols, s.example);
   }
 }

@@ -70,6 +70,8 @@ export interface UrlSetting extends About {
   type: 'url';
   default: string;
   protocols: readonly string[];
+  /** The shape an error names when the value is no URL at all. */
+  example?: string;
 }
 
 export type Setting = IntSetting | NumberSetting | BoolSetting | StringSetting | EnumSetting | ListSetting | UrlSetting;

@@ -1,5 +1,5 @@
 import { KIND_PATTERN, POOL_NAME_PATTERN } from '@almanac/domain';
-import { ConfigError, Env, envList } from '@almanac/platform';
+import { ConfigError, Env, readSetting } from '@almanac/platform';
 import { type HandlerDefinition } from './handler';
 
 export const DEFAULT_POOL = 'default';
@@ -10,7 +10,7 @@ export const DEFAULT_POOL = 'default';
  */
 export function parsePoolMap(env: Env): Map<string, string> {
   const map = new Map<string, string>();
-  for (const pair of envList(env, 'ALMANAC_POOLS', [])) {
+  for (const pair of readSetting(env, 'ALMANAC_POOLS')) {
     const m = /^([^=]+)=([^=]+)$/.exec(pair);
     if (!m || !KIND_PATTERN.test(m[1]) || !POOL_NAME_PATTERN.test(m[2])) {
       throw new ConfigError(`ALMANAC_POOLS must be kind=pool pairs like http=io,charge=billing (bad item ${JSON.stringify(pair)})`);

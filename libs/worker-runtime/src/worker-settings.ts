@@ -1,7 +1,6 @@
-import { Env, envInt, envList, envNumber, envString } from '@almanac/platform';
+import { Env, readSetting } from '@almanac/platform';
 import { hostname } from 'node:os';
 import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
-import { POOL_NAME_PATTERN } from '@almanac/domain';
 
 export interface WorkerSettings {
   pools: string[];
@@ -23,42 +22,28 @@ export interface PoolScalingSettings {
   maxReplicas: number;
 }
 
-/** Worker role settings; a bad value stops the process at boot with the variable's name. */
+/** Worker role settings, as libs/config/src/settings/workers.ts declares them. */
 export function workerSettingsFromEnv(env: Env): WorkerSettings {
-  // Handlers are mostly I/O-bound and rows are claimed and completed in batches: more in flight
-  // means bigger batches. 20,000 due noop jobs, one worker: 9,673 jobs/s at 200 against 6,642
-  // at 100 (bench/throughput.ts, same hour). Handlers that use ctx.tx() each hold a database
-  // connection while they run.
-  const concurrency = envInt(env, 'ALMANAC_WORKER_CONCURRENCY', 200, { min: 1, max: 10_000 });
+  const concurrency = readSetting(env, 'ALMANAC_WORKER_CONCURRENCY');
   return {
-    pools: envList(env, 'ALMANAC_WORKER_POOLS', ['default'], { pattern: POOL_NAME_PATTERN, describe: 'pool names (a-z, 0-9, _ -)' }),
+    pools: readSetting(env, 'ALMANAC_WORKER_POOLS'),
     concurrency,
-    shutdownMs: envInt(env, 'ALMANAC_WORKER_SHUTDOWN_MS', 25_000, { min: 0, max: 3600_000 }),
-    workerId: envString(env, 'ALMANAC_WORKER_ID', `${hostname()}-${process.pid}`, { pattern: /^[\w.:-]{1,100}$/ }),
+    shutdownMs: readSetting(env, 'ALMANAC_WORKER_SHUTDOWN_MS'),
+    workerId: readSetting(env, 'ALMANAC_WORKER_ID', { default: `${hostname()}-${process.pid}` }),
     retryPolicy: retryPolicyFromEnv(env),
-    // The backstop behind the heartbeat (a dead worker is rescued by its beat, within seconds):
-    // a worker that beats but lost a run gets it back once its lease runs out. Long handlers
-    // keep their lease by heartbeat.
-    leaseMs: envInt(env, 'ALMANAC_LEASE_MS', 30_000, { min: 2000, max: 3600_000 }), // > 1 heartbeat
-    scaling: poolScalingFromEnv(env, concurrency),
-  };
-}
-
-/**
- * Until a pool has been seen saturated, its autoscaling assumes handlers of about a second: a
- * replica runs `concurrency` jobs a second. Set the default nearer the truth for slow handlers.
- */
-function poolScalingFromEnv(env: Env, concurrency: number): PoolScalingSettings {
-  return {
-    // Decimal: five handlers of a minute each run 0.083 jobs/s.
-    defaultThroughput: envNumber(env, 'ALMANAC_WORKER_DEFAULT_THROUGHPUT', concurrency, { min: 0.001, max: 1_000_000 }),
-    maxReplicas: envInt(env, 'ALMANAC_WORKER_MAX_REPLICAS', 20, { min: 1, max: 10_000 }),
+    leaseMs: readSetting(env, 'ALMANAC_LEASE_MS'),
+    // Until a pool has been seen saturated, its autoscaling assumes handlers of about a second:
+    // a replica runs `concurrency` jobs a second. Set the default nearer the truth for slow handlers.
+    scaling: {
+      defaultThroughput: readSetting(env, 'ALMANAC_WORKER_DEFAULT_THROUGHPUT', { default: concurrency }),
+      maxReplicas: readSetting(env, 'ALMANAC_WORKER_MAX_REPLICAS'),
+    },
   };
 }
 
 /** Backoff ceiling for failed attempt n: min(max, base · 2^(n-1)), equal jitter (domain). */
 function retryPolicyFromEnv(env: Env): RetryPolicy {
-  const baseMs = envInt(env, 'ALMANAC_RETRY_BASE_MS', DEFAULT_RETRY_POLICY.baseMs, { min: 1, max: 24 * 3600_000 });
-  const maxMs = envInt(env, 'ALMANAC_RETRY_MAX_MS', DEFAULT_RETRY_POLICY.maxMs, { min: baseMs, max: 30 * 24 * 3600_000 });
+  const baseMs = readSetting(env, 'ALMANAC_RETRY_BASE_MS');
+  const maxMs = readSetting(env, 'ALMANAC_RETRY_MAX_MS', { min: baseMs });
   return { baseMs, factor: DEFAULT_RETRY_POLICY.factor, maxMs };
 }

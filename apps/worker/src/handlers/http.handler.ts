@@ -1,5 +1,6 @@
 import { completed, defineHandler, discard, HandlerContext, HandlerOutcome, InvalidPayloadError, JsonValue, retry } from '@almanac/kinds';
 import { defaultPort, type HostRule, outboundVerdict, parseCidr, parseHostRules, type UrlTarget } from '@almanac/domain';
+import { SETTINGS } from '@almanac/platform';
 import { Type } from '@sinclair/typebox';
 import { createHmac } from 'node:crypto';
 import { OutboundClient, RefusedAddressError, type Resolver } from './outbound-net';
@@ -58,7 +59,8 @@ export interface HttpHandlerOptions {
   resolve?: Resolver;
 }
 
-export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+/** When the options do not say (tests): the declared default of ALMANAC_HTTP_MAX_RESPONSE_BYTES. */
+const DEFAULT_MAX_RESPONSE_BYTES = SETTINGS.ALMANAC_HTTP_MAX_RESPONSE_BYTES.default;
 const MAX_REDIRECTS = 5;
 /** Headers the payload may not set: the transport's own, and Almanac's (signature, tenant, job, attempt). */
 const RESERVED_HEADERS = new Set(['idempotency-key', 'host', 'content-length', 'transfer-encoding', 'connection', 'user-agent']);

@@ -9,6 +9,7 @@ export const CORE_SETTINGS = {
   DATABASE_URL: {
     type: 'url',
     protocols: ['postgres:', 'postgresql:'],
+    example: 'postgres://user@host:port/database',
     default: 'postgres://postgres@127.0.0.1:5432/almanac',
     readers: EVERY_ROLE,
     meaning: 'Postgres connection (`npm start` picks one when unset: [operations.md](operations.md#what-npm-start-and-npm-test-do))',

@@ -1,5 +1,5 @@
-import { ConfigError, type Env, unknownSettingWarnings } from '@almanac/config';
-import { DEFAULT_DATABASE_URL, redactUrl } from '@almanac/persistence';
+import { ConfigError, type Env, SETTINGS, unknownSettingWarnings } from '@almanac/config';
+import { redactUrl } from '@almanac/persistence';
 import { INestApplication, Logger as NestLogger, Module, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
@@ -196,7 +196,7 @@ export function describeBootError(err: unknown, env: Env = process.env): string 
   const e = err as { code?: string; address?: string; port?: number; message?: string; setting?: string } | null;
   if (e?.code === 'EADDRINUSE') return `port ${e.port ?? ''} is already in use (set ${e.setting ?? 'PORT'})`;
   if (e?.code === 'ECONNREFUSED' || e?.code?.length === 5) {
-    return `cannot use Postgres at ${redactUrl(env.DATABASE_URL || DEFAULT_DATABASE_URL)}: ${describePgError(err)}`;
+    return `cannot use Postgres at ${redactUrl(env.DATABASE_URL || SETTINGS.DATABASE_URL.default)}: ${describePgError(err)}`;
   }
   return e?.message ? `boot failed: ${e.message}` : `boot failed: ${String(err)}`;
 }

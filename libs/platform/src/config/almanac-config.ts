@@ -1,14 +1,13 @@
-import { ConfigError, Env, envInt, envList, envString, envUrl } from '@almanac/config';
+import { ConfigError, Env, readSetting, SETTINGS } from '@almanac/config';
 import { DatabaseConfig, databaseConfigFromEnv, redactUrl } from '@almanac/persistence';
 import { refusePublishedSecrets } from './published-secrets';
 
 /** Nest injection token for the validated `AlmanacConfig`. */
 export const ALMANAC_CONFIG = Symbol('ALMANAC_CONFIG');
 
-export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
-const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+type LogLevel = (typeof SETTINGS.ALMANAC_LOG_LEVEL.values)[number];
 
-/** Core settings shared by every role. Feature settings live with their features (envInt & co). */
+/** Core settings shared by every role (libs/config/src/settings/core.ts declares them). */
 export interface AlmanacConfig {
   production: boolean;
   port: number;
@@ -39,21 +38,18 @@ export interface AlmanacConfig {
   httpRequestTimeoutMs: number;
 }
 
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-export const DEFAULT_PORT = 3000;
 /** Development only; production refuses to start without a real token. */
 export const DEV_ADMIN_TOKEN = 'almanac-dev-admin-token';
 const MIN_PRODUCTION_TOKEN_LENGTH = 16;
-const DAY_MS = 24 * 3600_000;
 
 /**
  * Reads and validates every core setting at once; the first bad one throws `ConfigError`
  * naming the variable. Warnings (not errors) are returned for the caller to log.
  */
 export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process.stdout.isTTY)): AlmanacConfig {
-  const production = env.NODE_ENV === 'production';
-  const immediateMs = envInt(env, 'ALMANAC_IMMEDIATE_HORIZON_MS', 15 * 60_000, { min: 0, max: 7 * DAY_MS });
-  const hotMs = envInt(env, 'ALMANAC_HOT_HORIZON_MS', DAY_MS, { min: 1000, max: 30 * DAY_MS });
+  const production = readSetting(env, 'NODE_ENV') === 'production';
+  const immediateMs = readSetting(env, 'ALMANAC_IMMEDIATE_HORIZON_MS');
+  const hotMs = readSetting(env, 'ALMANAC_HOT_HORIZON_MS');
   if (immediateMs > hotMs) {
     throw new ConfigError(
       `ALMANAC_IMMEDIATE_HORIZON_MS (${immediateMs}) must not exceed ALMANAC_HOT_HORIZON_MS (${hotMs})`,
@@ -61,7 +57,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
   }
   const { token, isDefault } = adminToken(env, production);
   if (production) refusePublishedSecrets(env, token);
-  const port = envInt(env, 'PORT', DEFAULT_PORT, PORT_RANGE);
+  const port = readSetting(env, 'PORT');
   const { adminPort, metricsPort } = extraPorts(env, port);
   return {
     production,
@@ -69,52 +65,41 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     adminPort,
     metricsPort,
     database: databaseConfigFromEnv(env),
-    redisUrl: envUrl(env, 'REDIS_URL', DEFAULT_REDIS_URL, ['redis:', 'rediss:']),
+    redisUrl: readSetting(env, 'REDIS_URL'),
     redisClusterNodes: clusterNodes(env),
-    redisCommandTimeoutMs: envInt(env, 'ALMANAC_REDIS_COMMAND_TIMEOUT_MS', 5000, { min: 100, max: 600_000 }),
+    redisCommandTimeoutMs: readSetting(env, 'ALMANAC_REDIS_COMMAND_TIMEOUT_MS'),
     adminToken: token,
     adminTokenIsDefault: isDefault,
-    logLevel: envString(env, 'ALMANAC_LOG_LEVEL', 'info', { oneOf: LOG_LEVELS }) as LogLevel,
-    logFormat: logFormat(envString(env, 'ALMANAC_LOG_FORMAT', 'auto', { oneOf: ['auto', 'json', 'pretty'] }), stdoutIsTty),
-    // BullMQ builds keys as `<prefix>:<queue>:…`; keep the prefix to one plain segment.
-    queuePrefix: envString(env, 'ALMANAC_QUEUE_PREFIX', 'almanac', {
-      pattern: /^[A-Za-z0-9_.-]{1,64}$/,
-      describe: '1-64 letters, digits, "_", "." or "-"',
-    }),
+    logLevel: readSetting(env, 'ALMANAC_LOG_LEVEL'),
+    logFormat: logFormat(readSetting(env, 'ALMANAC_LOG_FORMAT'), stdoutIsTty),
+    queuePrefix: readSetting(env, 'ALMANAC_QUEUE_PREFIX'),
     horizons: { immediateMs, hotMs },
-    maxBodyBytes: envInt(env, 'ALMANAC_MAX_BODY_BYTES', 4 * 1024 * 1024, { min: 1024, max: 256 * 1024 * 1024 }),
-    // 4 MiB at 1 Mbit/s is ~34 s: slower than that is a client holding a connection open.
-    httpRequestTimeoutMs: envInt(env, 'ALMANAC_HTTP_REQUEST_TIMEOUT_MS', 30_000, { min: 1000, max: 600_000 }),
+    maxBodyBytes: readSetting(env, 'ALMANAC_MAX_BODY_BYTES'),
+    httpRequestTimeoutMs: readSetting(env, 'ALMANAC_HTTP_REQUEST_TIMEOUT_MS'),
   };
 }
 
-const PORT_RANGE = { min: 1, max: 65535 };
-
-function logFormat(chosen: string, stdoutIsTty: boolean): 'json' | 'pretty' {
+function logFormat(chosen: 'auto' | 'json' | 'pretty', stdoutIsTty: boolean): 'json' | 'pretty' {
   if (chosen === 'auto') return stdoutIsTty ? 'pretty' : 'json';
-  return chosen === 'pretty' ? 'pretty' : 'json';
+  return chosen;
 }
 
 /** ALMANAC_REDIS_CLUSTER_NODES: `host:port` seed nodes, comma-separated (any few of the cluster's). */
 function clusterNodes(env: Env): { host: string; port: number }[] | null {
-  const list = envList(env, 'ALMANAC_REDIS_CLUSTER_NODES', [], {
-    pattern: /^[A-Za-z0-9_.-]+:\d{1,5}$/,
-    describe: 'host:port',
-  });
+  const list = readSetting(env, 'ALMANAC_REDIS_CLUSTER_NODES');
   if (list.length === 0) return null;
   return list.map((entry) => {
     const i = entry.lastIndexOf(':');
     const port = Number(entry.slice(i + 1));
-    if (port < PORT_RANGE.min || port > PORT_RANGE.max) throw new ConfigError(`ALMANAC_REDIS_CLUSTER_NODES: port out of range in "${entry}"`);
+    if (port < 1 || port > 65535) throw new ConfigError(`ALMANAC_REDIS_CLUSTER_NODES: port out of range in "${entry}"`);
     return { host: entry.slice(0, i), port };
   });
 }
 
 /** ALMANAC_ADMIN_PORT and ALMANAC_METRICS_PORT: unset, or a port of their own. */
 function extraPorts(env: Env, port: number): { adminPort: number | undefined; metricsPort: number | undefined } {
-  const optional = (name: string) => (envString(env, name, undefined) === undefined ? undefined : envInt(env, name, 0, PORT_RANGE));
-  const adminPort = optional('ALMANAC_ADMIN_PORT');
-  const metricsPort = optional('ALMANAC_METRICS_PORT');
+  const adminPort = readSetting(env, 'ALMANAC_ADMIN_PORT');
+  const metricsPort = readSetting(env, 'ALMANAC_METRICS_PORT');
   if (adminPort === port) throw new ConfigError(`ALMANAC_ADMIN_PORT must differ from PORT (both ${port})`);
   if (metricsPort === port) throw new ConfigError(`ALMANAC_METRICS_PORT must differ from PORT (both ${port})`);
   if (metricsPort !== undefined && metricsPort === adminPort) {
@@ -124,7 +109,7 @@ function extraPorts(env: Env, port: number): { adminPort: number | undefined; me
 }
 
 function adminToken(env: Env, production: boolean): { token: string; isDefault: boolean } {
-  const token = env.ALMANAC_ADMIN_TOKEN?.trim();
+  const token = readSetting(env, 'ALMANAC_ADMIN_TOKEN');
   if (!token) {
     if (production) throw new ConfigError('ALMANAC_ADMIN_TOKEN is required when NODE_ENV=production');
     return { token: DEV_ADMIN_TOKEN, isDefault: true };

@@ -2,7 +2,7 @@ import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
-import { ConfigError, type Env } from '@almanac/config';
+import { type Env, readSetting } from '@almanac/config';
 
 /** Where spans go: nowhere (the API's no-op tracer), an OTLP/HTTP collector, or stdout. */
 export type TracingChoice = 'off' | 'otlp' | 'console';
@@ -31,11 +31,7 @@ export function tracingChoice(env: Env): TracingChoice {
 export type TracingContext = 'explicit' | 'async-local-storage';
 
 export function tracingContext(env: Env): TracingContext {
-  const raw = env.ALMANAC_TRACING_CONTEXT?.trim() || 'explicit';
-  if (raw !== 'explicit' && raw !== 'async-local-storage') {
-    throw new ConfigError(`ALMANAC_TRACING_CONTEXT must be "explicit" or "async-local-storage" (got "${raw}")`);
-  }
-  return raw;
+  return readSetting(env, 'ALMANAC_TRACING_CONTEXT');
 }
 
 let provider: NodeTracerProvider | undefined;
