@@ -34,6 +34,7 @@ export const CORE_SETTINGS = {
   ALMANAC_ADMIN_TOKEN: {
     type: 'string',
     defaultText: 'dev default (`npm start` generates one per session)',
+    allowedText: '16+ characters when `NODE_ENV=production`',
     readers: EVERY_ROLE,
     meaning: 'bearer token for `/v1/admin/*`; required, 16+ characters, when `NODE_ENV=production`',
   },

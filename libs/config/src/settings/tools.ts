@@ -58,6 +58,12 @@ export const TOOLING_SETTINGS = {
     meaning: "the migrated database each test file's own database is copied from; Jest's global setup sets it",
   },
   ALMANAC_TEST_LOG: { type: 'string', default: 'silent', readers: TOOL, meaning: "the log level of the tests' delivery harness (`debug` to watch a test's deliveries)" },
+  ALMANAC_WRITE_CONFIG_DOC: {
+    type: 'bool',
+    default: false,
+    readers: TOOL,
+    meaning: '`npm run generate:config-doc` sets it: the reference test writes these tables instead of comparing them',
+  },
   ALMANAC_BENCH_PG_URL: {
     type: 'string',
     default: 'postgres://postgres@127.0.0.1:5432',

@@ -10,6 +10,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     type: 'list',
     default: [],
     defaultText: 'empty',
+    allowedText: '`kind=pool` pairs',
     readers: ['dispatcher', 'promoter', 'worker'],
     meaning: "`kind=pool,…`: which worker pool runs each kind (otherwise the handler's own pool, else `default`); each pool has its own ready lists in Redis",
   },
@@ -98,6 +99,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     type: 'list',
     default: [],
     defaultText: 'empty (no requests at all)',
+    allowedText: '`scheme://host[:port]` entries',
     readers: WORKER,
     meaning:
       "origins the `http` kind may call, `scheme://host[:port]` (`https://*.example.com` for subdomains, not the domain itself), intersected with each tenant's `httpAllowHosts`; redirects are followed only onto origins on both lists",
@@ -106,6 +108,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     type: 'list',
     default: [],
     defaultText: 'empty',
+    allowedText: 'CIDRs (`10.20.0.0/16`, `fd00:1::/64`)',
     readers: WORKER,
     meaning:
       'address ranges the `http` kind may reach although they are loopback, private, link-local or metadata (e.g. `10.20.0.0/16`); every other such address is refused after DNS and on every redirect',
