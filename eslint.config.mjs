@@ -53,6 +53,19 @@ export default tseslint.config(
       'no-restricted-globals': ['error', { name: 'process', message: 'libs/domain never touches the process.' }],
     },
   },
+  // libs/config sits below every other library (persistence reads settings too): it may use the
+  // domain's limits, never a library above it (a cycle) nor a framework.
+  {
+    files: ['libs/config/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          group: ['@nestjs/*', 'typeorm', 'bullmq', 'ioredis', 'pg', '@almanac/*', '!@almanac/domain'],
+          message: 'libs/config sits below the other libraries: it imports @almanac/domain at most.',
+        }],
+      }],
+    },
+  },
   // Apps share code through libs/, never by importing another app's source; only the
   // all-in-one entry point composes them. (test/ and bench/ may drive several apps at once.)
   ...['api', 'promoter', 'dispatcher', 'worker'].map((app) => ({
