@@ -2,7 +2,7 @@ import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import { HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes } from '@almanac/kinds';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, type Hint, RetryPolicy } from '@almanac/domain';
 import { ExecutionRepository, KindsRepository, SweepsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, SystemClock } from '@almanac/platform';
+import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, readSetting, SystemClock } from '@almanac/platform';
 import { DatabaseClock, Executor, Heartbeat, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
 import { BullModule } from '@nestjs/bullmq';
 import { Test, TestingModule } from '@nestjs/testing';
@@ -80,7 +80,7 @@ export class DeliveryHarness {
   private nest?: TestingModule;
   readonly metricsService = new MetricsService();
   readonly metrics = new DeliveryMetrics(this.metricsService);
-  readonly logger = pino({ level: process.env.ALMANAC_TEST_LOG ?? 'silent' });
+  readonly logger = pino({ level: readSetting(process.env, 'ALMANAC_TEST_LOG') });
   private readonly rigs: WorkerRig[] = [];
   private seq = 0;
 

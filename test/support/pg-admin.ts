@@ -1,7 +1,8 @@
+import { readSetting } from '@almanac/config';
 import { Client } from 'pg';
 
 /** Admin connection to the test server; tests create and drop their own databases through it. */
-export const TEST_PG_BASE = process.env.ALMANAC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432';
+export const TEST_PG_BASE = readSetting(process.env, 'ALMANAC_TEST_PG_URL');
 /**
  * Each Jest run migrates its own template (named in the environment by global-setup), so two
  * runs at once on one server never drop each other's databases.

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { readSetting } from '@almanac/config';
 import IORedis from 'ioredis';
 
-export const TEST_REDIS_URL = process.env.ALMANAC_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const TEST_REDIS_URL = readSetting(process.env, 'ALMANAC_TEST_REDIS_URL');
 
 export interface TestRedis {
   /** BullMQ prefix unique to this test file; every queue key lives under it. */

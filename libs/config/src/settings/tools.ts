@@ -18,8 +18,9 @@ export const START_SETTINGS = {
 
 /**
  * Read around the roles, never by one: the schema wait of the Kubernetes initContainer, CI,
- * tests and benchmarks, and the demo key `npm start` prints. Their readers are scripts and test
- * helpers, most of them plain JavaScript run before anything is built.
+ * tests and benchmarks, and the demo key `npm start` prints. The test helpers read theirs through
+ * readSetting; scripts, .ci/run and benchmarks (run before or apart from the built code) parse
+ * theirs themselves, so a default changed there must be changed here too.
  */
 export const TOOLING_SETTINGS = {
   ALMANAC_APP_DIR: {
