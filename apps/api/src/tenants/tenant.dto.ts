@@ -192,7 +192,7 @@ export class SigningSecretDto {
 export class CreatedSigningSecretDto extends SigningSecretDto {
   @ApiProperty({
     example: 'whsec_3q2Vb1Xk0oLxN4v7m8cZ5n6b7v8c9x0z1a2s3d4f5g6',
-    description: 'Shown once. Receivers verify Almanac-Signature with it (HMAC-SHA256 of "<t>\\n<method>\\n<url>\\n<Idempotency-Key>\\n<body>", the whole string as the key; the README shows how).',
+    description: 'Shown once. Receivers verify Almanac-Signature with it (HMAC-SHA256 of "<t>\\n<method>\\n<url>\\n<Idempotency-Key>\\n<body>", the whole string as the key; docs/api.md shows how).',
   })
   secret!: string;
 

@@ -696,7 +696,7 @@ export interface components {
              */
             expiresAt: string | null;
             /**
-             * @description Shown once. Receivers verify Almanac-Signature with it (HMAC-SHA256 of "<t>\n<method>\n<url>\n<Idempotency-Key>\n<body>", the whole string as the key; the README shows how).
+             * @description Shown once. Receivers verify Almanac-Signature with it (HMAC-SHA256 of "<t>\n<method>\n<url>\n<Idempotency-Key>\n<body>", the whole string as the key; docs/api.md shows how).
              * @example whsec_3q2Vb1Xk0oLxN4v7m8cZ5n6b7v8c9x0z1a2s3d4f5g6
              */
             secret: string;

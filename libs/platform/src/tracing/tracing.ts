@@ -26,7 +26,7 @@ export function tracingChoice(env: Env): TracingChoice {
  * hand (the handler's `ctx.traceContext`, which `ctx.tx()` and the `http` kind use), and no global
  * context manager is registered. `async-local-storage`: also the SDK's AsyncLocalStorage context
  * manager, so instrumentation a handler loads finds its parent by itself; it slows every promise
- * of the process (a no-op drain with 10 % sampled ran at 0.79× instead of 0.86×; bench/README.md).
+ * of the process (measured in docs/decisions/2026-12-04-tracing.md).
  */
 export type TracingContext = 'explicit' | 'async-local-storage';
 
