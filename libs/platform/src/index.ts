@@ -23,3 +23,4 @@ export * from './time/within';
 export * from './health/liveness';
 export { listenerOf } from './http/listeners';
 export * from './tracing/job-spans';
+export { runSamplingFromEnv, setRunDecision, startRunSpan } from './tracing/run-sampling';

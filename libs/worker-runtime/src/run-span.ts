@@ -1,4 +1,4 @@
-import { endFailed, endWith, inSpanContext, jobAttributes, linksTo, tracer } from '@almanac/platform';
+import { endFailed, endWith, inSpanContext, jobAttributes, startRunSpan, tracer } from '@almanac/platform';
 import type { RunnableJob } from '@almanac/persistence';
 import { type Context, ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
 import type { HandlerRun } from './handler-run';
@@ -8,14 +8,15 @@ import type { HandlerRun } from './handler-run';
  * parented, to the ingest span that created the job (it may have run months ago), from the claim
  * to the outcome's write, with children for the claim and the handler (ctx.tx() and outbound
  * calls nest under it).
- * With tracing off the root is the API's non-recording span and nothing else is made.
+ * With tracing off, or when the run is not sampled (decided before any SDK span is made:
+ * startRunSpan), the root is the API's non-recording span and nothing else is made.
  */
 export class RunSpan {
   private readonly root: Span;
 
   constructor(row: RunnableJob, pool: string, claim: { fromMs: number; toMs: number }) {
-    this.root = tracer.startSpan(`process ${row.kind}`, { kind: SpanKind.CONSUMER, startTime: claim.fromMs, links: linksTo(row.traceParent) }, ROOT_CONTEXT);
-    if (!this.root.isRecording()) return; // tracing off: a no-op span and nothing more, 74 ns a run (bench/run-span.ts; 3 µs when its attributes were built first)
+    this.root = startRunSpan(`process ${row.kind}`, SpanKind.CONSUMER, claim.fromMs, row.traceParent);
+    if (!this.root.isRecording()) return; // tracing off, or the run not sampled: a non-recording span and nothing more (bench/run-span.ts, bench/run-span-export.ts)
     this.root.setAttributes(jobAttributes(row));
     this.root.setAttributes({ 'messaging.operation.type': 'process', 'messaging.operation.name': 'process', 'messaging.consumer.group.name': pool });
     this.child('claim', claim.fromMs).end(claim.toMs);

@@ -82,6 +82,11 @@ describe('run spans', () => {
     expect(handOff.attributes).toMatchObject({ 'messaging.system': 'almanac', 'messaging.batch.message_count': 2 });
   });
 
+  it('makes no span for a run whose ingest span was not sampled (the run follows its request: docs/decisions/2026-12-05-tracing-cost.md)', async () => {
+    const spans = await runOne({ kind: 'charge', key: 'inv-2', traceParent: traceParent.replace(/-01$/, '-00'), payload: { invoiceId: 'inv-2', amountCents: 500 } });
+    expect(spans.filter((s) => s.name !== 'hand off')).toEqual([]);
+  });
+
   it('has no link for a job created without a trace', async () => {
     const spans = await runOne({ kind: 'noop' });
     expect(spans.find((s) => s.name === 'process noop')!.links).toEqual([]);

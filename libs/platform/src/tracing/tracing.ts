@@ -3,6 +3,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
 import { type Env, readSetting } from '@almanac/config';
+import { runSamplingFromEnv, setRunDecision } from './run-sampling';
 
 /** Where spans go: nowhere (the API's no-op tracer), an OTLP/HTTP collector, or stdout. */
 export type TracingChoice = 'off' | 'otlp' | 'console';
@@ -41,8 +42,9 @@ let provider: NodeTracerProvider | undefined;
  * provider (batched export), the W3C trace-context propagator and the context manager
  * ALMANAC_TRACING_CONTEXT asks for (none by default),
  * under service.name `almanac-<role>` unless OTEL_SERVICE_NAME says otherwise. Everything is
- * read from the process's environment, where the SDK itself reads OTEL_BSP_*,
- * OTEL_TRACES_SAMPLER and the exporter's OTEL_EXPORTER_OTLP_*. Once per process: the
+ * read from the process's environment, where the SDK itself reads OTEL_BSP_* and the exporter's
+ * OTEL_EXPORTER_OTLP_*; OTEL_TRACES_SAMPLER is read by runSamplingFromEnv, which decides a run's
+ * sampling before the SDK makes a span for it. Once per process: the
  * all-in-one's roles share it.
  */
 export function startTracing(role: string): TracingChoice {
@@ -51,8 +53,10 @@ export function startTracing(role: string): TracingChoice {
   if (choice === 'off' || provider) return choice;
   const exporter: SpanExporter = choice === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter();
   const resource = resourceFromAttributes({ 'service.name': `almanac-${role}` }).merge(detectResources({ detectors: [envDetector] }));
-  provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
+  const { sampler, decide } = runSamplingFromEnv(process.env);
+  provider = new NodeTracerProvider({ resource, sampler, spanProcessors: [new BatchSpanProcessor(exporter)] });
   provider.register({ contextManager });
+  setRunDecision(decide);
   return choice;
 }
 
@@ -61,6 +65,7 @@ export async function stopTracing(): Promise<void> {
   const p = provider;
   provider = undefined;
   if (!p) return;
+  setRunDecision(undefined);
   await p.shutdown().catch(() => undefined); // a collector that is down must not fail a shutdown
   trace.disable();
   context.disable();

@@ -1,0 +1,73 @@
+import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
+import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
+import { tracer } from './job-spans';
+import { runSamplingFromEnv, setRunDecision, startRunSpan } from './run-sampling';
+
+const ingest = (flags: string) => `00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-${flags}`;
+
+describe('runSamplingFromEnv: a run decided before its span', () => {
+  it.each([
+    // sampler, ratio, the ingest span's flags (none: no link), sampled
+    [undefined, undefined, undefined, true], // parentbased_always_on, the SDK's default
+    [undefined, undefined, 0, false], // an ingest span explicitly not sampled: the run follows it
+    ['parentbased_always_off', undefined, 1, true], // an ingest span sampled: so is its run, so the trace connects
+    ['parentbased_always_off', undefined, undefined, false],
+    ['parentbased_traceidratio', '0', 1, true],
+    ['parentbased_traceidratio', '1', 0, false],
+    ['parentbased_traceidratio', '0', undefined, false],
+    ['parentbased_traceidratio', '1', undefined, true],
+    ['always_on', undefined, 0, true], // not parent-based: the link's flag is not looked at
+    ['always_off', undefined, 1, false],
+    ['traceidratio', '1', 0, true],
+    ['traceidratio', '0', 1, false],
+    ['traceidratio', '7', undefined, true], // out of range: 1, as the SDK reads it
+    ['jaeger_remote', undefined, 0, false], // unknown: parentbased_always_on, as the SDK reads it
+  ])('%s (arg %s), ingest flags %s → sampled %s', (sampler, arg, flags, sampled) => {
+    const env = { ...(sampler ? { OTEL_TRACES_SAMPLER: sampler } : {}), ...(arg ? { OTEL_TRACES_SAMPLER_ARG: arg } : {}) };
+    expect(runSamplingFromEnv(env).decide(flags)).toBe(sampled);
+  });
+
+  it('samples about the configured ratio of runs without a link', () => {
+    const { decide } = runSamplingFromEnv({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' });
+    let n = 0;
+    for (let i = 0; i < 20_000; i++) if (decide(undefined)) n++;
+    expect(n).toBeGreaterThan(1_600);
+    expect(n).toBeLessThan(2_400);
+  });
+});
+
+describe('startRunSpan', () => {
+  const exporter = new InMemorySpanExporter();
+  const { sampler, decide } = runSamplingFromEnv({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' });
+  const provider = new NodeTracerProvider({ sampler, spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  beforeAll(() => {
+    provider.register({ contextManager: null });
+    setRunDecision(decide);
+  });
+  afterAll(async () => {
+    setRunDecision(undefined);
+    await provider.shutdown();
+  });
+  beforeEach(() => exporter.reset());
+
+  it('makes a non-recording span, and no SDK span, for a run not sampled', () => {
+    const span = startRunSpan('process noop', SpanKind.CONSUMER, 1, ingest('00'));
+    expect(span.isRecording()).toBe(false);
+    span.end();
+    expect(startRunSpan('process noop', SpanKind.CONSUMER, 1, null).isRecording()).toBe(false); // ratio 0
+    expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+
+  it('a run decided sampled is recorded although the SDK sampler (ratio 0) would drop a root, and keeps its link', () => {
+    const span = startRunSpan('process noop', SpanKind.CONSUMER, 1, ingest('01'));
+    expect(span.isRecording()).toBe(true);
+    span.end();
+    const [done] = exporter.getFinishedSpans();
+    expect(done.parentSpanContext).toBeUndefined();
+    expect(done.links.map((l) => l.context.spanId)).toEqual(['00f067aa0ba902b7']);
+  });
+
+  it('other spans keep the configured sampler', () => {
+    expect(tracer.startSpan('ingest', {}, ROOT_CONTEXT).isRecording()).toBe(false); // a root at ratio 0
+  });
+});

@@ -1,0 +1,80 @@
+import {
+  type Context, createContextKey, INVALID_SPAN_CONTEXT, ROOT_CONTEXT, type Span, type SpanKind,
+  trace,
+} from '@opentelemetry/api';
+import {
+  AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, type Sampler, SamplingDecision, type SamplingResult,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-node';
+import type { Env } from '@almanac/config';
+import { linksTo, tracer } from './job-spans';
+
+/**
+ * Whether a run is sampled, decided before any SDK span is made (docs/decisions/2026-12-05-tracing-cost.md):
+ * from the W3C trace flags of the ingest span the row links to (undefined: no link), true to
+ * record and export the run, false for no SDK span at all.
+ */
+type RunDecision = (ingestFlags: number | undefined) => boolean;
+
+/** Set on the context of a run's root span that was decided sampled here: the SDK's sampler then agrees. */
+const DECIDED_SAMPLED = createContextKey('almanac.run decided sampled');
+const SAMPLED_ROOT = ROOT_CONTEXT.setValue(DECIDED_SAMPLED, true);
+/** What an unsampled run gets instead of an SDK span: the API's non-recording span (one for all). */
+const DROPPED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+const RECORD_AND_SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
+
+let decideRun: RunDecision | undefined; // undefined: the SDK's sampler decides each run (no startTracing: tests' own providers)
+
+/**
+ * OTEL_TRACES_SAMPLER and its argument as the SDK reads them (its values and defaults, an
+ * unknown value being parentbased_always_on), as the SDK's sampler and as a run's decision:
+ * - a run whose row links to an ingest span follows that span's sampled flag under a
+ *   `parentbased_*` sampler, as a child follows its parent. OpenTelemetry's ParentBased sampler
+ *   looks at the parent only, and a run has none (it is linked), but a run decided apart from its
+ *   request exports half-traces: a run whose link points at a span that was never exported, or a
+ *   request whose job's run is missing. A sampler that is not parent-based ignores the flag.
+ * - otherwise the run is a root: always_on / always_off, or traceidratio with its probability
+ *   (Math.random, as a fresh trace's random trace id would).
+ */
+export function runSamplingFromEnv(env: Env): { sampler: Sampler; decide: RunDecision } {
+  const name = env.OTEL_TRACES_SAMPLER?.trim() || 'parentbased_always_on';
+  const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim() ? Number(env.OTEL_TRACES_SAMPLER_ARG) : NaN;
+  const ratio = Number.isFinite(arg) && arg >= 0 && arg <= 1 ? arg : 1;
+  const known = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+  const kind = known.includes(name) ? name : 'parentbased_always_on';
+  const rootName = kind.replace(/^parentbased_/, '');
+  const root: Sampler = rootName === 'always_on' ? new AlwaysOnSampler() : rootName === 'always_off' ? new AlwaysOffSampler() : new TraceIdRatioBasedSampler(ratio);
+  const parentBased = kind.startsWith('parentbased_');
+  const decideRoot: () => boolean = rootName === 'always_on' ? () => true : rootName === 'always_off' ? () => false : () => Math.random() < ratio;
+  const configured = parentBased ? new ParentBasedSampler({ root }) : root;
+  const sampler: Sampler = {
+    shouldSample: (context: Context, ...rest) => (context.getValue(DECIDED_SAMPLED) ? RECORD_AND_SAMPLED : configured.shouldSample(context, ...rest)),
+    toString: () => `AlmanacRunSampling{${configured.toString()}}`,
+  };
+  const decide: RunDecision = parentBased ? (flags) => (flags === undefined ? decideRoot() : (flags & 1) === 1) : decideRoot;
+  return { sampler, decide };
+}
+
+/** Makes runs decide their sampling with `decide` (startTracing), or the SDK's sampler (undefined). */
+export function setRunDecision(decide: RunDecision | undefined): void {
+  decideRun = decide;
+}
+
+/** The W3C trace flags of a stored traceparent (`00-<trace id>-<span id>-<flags>`), without parsing the rest. */
+function flagsOf(traceParent: string | null | undefined): number | undefined {
+  if (!traceParent || traceParent.length !== 55) return undefined;
+  const flags = parseInt(traceParent.slice(53), 16);
+  return Number.isNaN(flags) ? undefined : flags;
+}
+
+/**
+ * The root span of a run, linked to the ingest span its row's traceparent names. When startTracing
+ * decides runs, an unsampled one gets the API's non-recording span (~tens of ns) instead of an SDK
+ * span (~1 µs: ids, the sampler, the SDK's counters), and a sampled one an SDK span that its sampler
+ * records without deciding again.
+ */
+export function startRunSpan(name: string, kind: SpanKind, startTime: number, traceParent: string | null | undefined): Span {
+  if (!decideRun) return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, ROOT_CONTEXT);
+  if (!decideRun(flagsOf(traceParent))) return DROPPED;
+  return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, SAMPLED_ROOT);
+}
