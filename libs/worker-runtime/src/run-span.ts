@@ -6,7 +6,8 @@ import type { HandlerRun } from './handler-run';
 /**
  * The spans of one run (OpenTelemetry messaging `process`): a root span per attempt, linked, not
  * parented, to the ingest span that created the job (it may have run months ago), from the claim
- * to the outcome's write, with children for the claim and the handler (ctx.tx() and outbound
+ * to the outcome's write. The claim is its `claimed` event (the span starts as the claim is sent),
+ * not a span: every exported span is worker CPU. The handler is a child (ctx.tx() and outbound
  * calls nest under it).
  * With tracing off, or when the run is not sampled (decided before any SDK span is made:
  * startRunSpan), the root is the API's non-recording span and nothing else is made.
@@ -19,7 +20,7 @@ export class RunSpan {
     if (!this.root.isRecording()) return; // tracing off, or the run not sampled: a non-recording span and nothing more (bench/run-span.ts, bench/run-span-export.ts)
     this.root.setAttributes(jobAttributes(row));
     this.root.setAttributes({ 'messaging.operation.type': 'process', 'messaging.operation.name': 'process', 'messaging.consumer.group.name': pool });
-    this.child('claim', claim.fromMs).end(claim.toMs);
+    this.root.addEvent('claimed', claim.toMs); // the span starts as the claim is sent: an event, not a child span (a third fewer spans to export)
   }
 
   /**
@@ -28,7 +29,7 @@ export class RunSpan {
    */
   async handler(kind: string, run: (traceContext: Context) => Promise<HandlerRun>): Promise<HandlerRun> {
     if (!this.root.isRecording()) return run(ROOT_CONTEXT);
-    const span = this.child(`handle ${kind}`);
+    const span = tracer.startSpan(`handle ${kind}`, {}, trace.setSpan(ROOT_CONTEXT, this.root));
     const result = await inSpanContext(span, run);
     if (result.error !== undefined) endFailed(span, result.error);
     else {
@@ -52,9 +53,5 @@ export class RunSpan {
   end(note: string): void {
     this.root.setAttribute('almanac.write', note);
     this.root.end();
-  }
-
-  private child(name: string, startTime?: number): Span {
-    return tracer.startSpan(name, { startTime }, trace.setSpan(ROOT_CONTEXT, this.root));
   }
 }

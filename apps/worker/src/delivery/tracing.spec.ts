@@ -12,7 +12,7 @@ import { TENANT_OUTBOUND_CACHE, TenantOutboundCache } from '../handlers/tenant-o
 /**
  * A run under OpenTelemetry (the SDK with an in-memory exporter): one `process` span per attempt,
  * linked (not parented) to the ingest span that created the job, ending at the outcome's write,
- * with the claim, the handler, its ctx.tx() and its outbound call as children; the http kind
+ * with the claim as its `claimed` event and the handler, its ctx.tx() and its outbound call as children; the http kind
  * carries the call's traceparent to the receiver. The dispatcher's hand-offs are spans too.
  */
 describe('run spans', () => {
@@ -56,7 +56,7 @@ describe('run spans', () => {
   }
   const childrenOf = (spans: ReadableSpan[], parent: ReadableSpan) => spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
 
-  it('links the run to the ingest span and covers the claim, the handler and its transaction, up to the write', async () => {
+  it('links the run to the ingest span and covers the claim (an event), the handler and its transaction, up to the write', async () => {
     const spans = await runOne({ kind: 'charge', key: 'inv-1', traceParent, payload: { invoiceId: 'inv-1', amountCents: 500 } });
     const root = spans.find((s) => s.name === 'process charge')!;
     expect(root.kind).toBe(SpanKind.CONSUMER);
@@ -67,7 +67,8 @@ describe('run spans', () => {
       'messaging.system': 'almanac', 'messaging.operation.type': 'process', 'messaging.destination.name': 'charge',
       'almanac.tenant': 1, 'almanac.job.key': 'inv-1', 'almanac.attempt': 1, 'messaging.consumer.group.name': 'default',
     });
-    expect(childrenOf(spans, root).map((s) => s.name).sort()).toEqual(['claim', 'handle charge']);
+    expect(childrenOf(spans, root).map((s) => s.name)).toEqual(['handle charge']);
+    expect(root.events.map((e) => e.name)).toEqual(['claimed']); // the claim: from the span's start to this event
     expect(root.attributes['almanac.write']).toBe('applied');
     const handler = spans.find((s) => s.name === 'handle charge')!;
     expect(handler.attributes['almanac.outcome']).toBe('completed');
