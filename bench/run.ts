@@ -724,7 +724,7 @@ const PARTS: Record<string, Part> = {
     },
     parse([out]) {
       const r = lastJson(out) as unknown as {
-        inputs: { rounds: number; jobs: number; rate: number; seconds: number; modes: string[]; before: string | null };
+        inputs: { rounds: number; jobs: number; rate: number; seconds: number; modes: string[]; before: string | null; protocol?: string };
         results: Record<string, { drain: number[]; p50: number[]; p99: number[] }>;
         ratiosAgainstOff: Record<string, { drain: number; p50: number; p99: number }>;
       };
@@ -749,7 +749,7 @@ const PARTS: Record<string, Part> = {
         figures,
         charts: [],
         notes: [
-          `Modes alternated round by round, medians of ${r.inputs.rounds}: bench/throughput.ts with one worker (rows written straight in: the run's spans only) and bench/stream.ts at ${rate.toLocaleString('en')} jobs/s for ${r.inputs.seconds} s (POSTed through the api: its ingest spans too, and each run's link). Export goes over OTLP/HTTP (JSON) to a sink in the bench process that reads and discards it.`,
+          `Modes alternated round by round, medians of ${r.inputs.rounds}: bench/throughput.ts with one worker (rows written straight in: the run's spans only) and bench/stream.ts at ${rate.toLocaleString('en')} jobs/s for ${r.inputs.seconds} s (POSTed through the api: its ingest spans too, and each run's link). Export goes over OTLP/HTTP (${r.inputs.protocol ?? 'http/json'}) to a sink in the bench process that reads and discards it.`,
         ],
         raw: r,
       };

@@ -3,7 +3,8 @@
  * round by round, the same hour:
  * - `off`: no OTEL_* variable (the API's no-op spans);
  * - `on`: OTEL_EXPORTER_OTLP_ENDPOINT at an OTLP/HTTP sink in this process that reads and
- *   discards what it gets, every trace sampled (the SDK's default);
+ *   discards what it gets (protobuf, the default; OTEL_EXPORTER_OTLP_PROTOCOL=http/json in this
+ *   process's environment for JSON), every trace sampled (the SDK's default);
  * - `ratio`: the same, sampling 10 % of traces (OTEL_TRACES_SAMPLER=parentbased_traceidratio,
  *   OTEL_TRACES_SAMPLER_ARG=0.1), as a busy installation would;
  * - `before` (with --before <checkout>): that checkout's code with no OTEL_* variable, to show
@@ -32,7 +33,9 @@ async function startSink(): Promise<Sink> {
     req.on('data', (c: Buffer) => (sink.bytes += c.length));
     req.on('end', () => {
       sink.requests++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      // An empty ExportTraceServiceResponse in the request's encoding (protobuf: no bytes).
+      const json = req.headers['content-type'] === 'application/json';
+      res.writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' }).end(json ? '{}' : '');
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -60,11 +63,12 @@ async function main(): Promise<void> {
   const beforeRoot = arg('before', '');
   const modes = [...arg('modes', 'off,on,ratio').split(','), ...(beforeRoot ? ['before'] : [])];
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')));
+  const protocol = process.env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf';
   const envOf: Record<string, NodeJS.ProcessEnv> = {
     off: base,
     before: base,
-    on: { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url },
-    ratio: { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
+    on: { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: protocol },
+    ratio: { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_EXPORTER_OTLP_PROTOCOL: protocol, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
   };
   const results: Record<string, { drain: number[]; p50: number[]; p99: number[] }> = Object.fromEntries(modes.map((m) => [m, { drain: [], p50: [], p99: [] }]));
   try {
@@ -98,7 +102,7 @@ async function main(): Promise<void> {
     console.log(`| ${mode} | ${m(mode, 'drain').toFixed(0)}/s${x('drain')} | ${m(mode, 'p50').toFixed(1)} ms${x('p50')} | ${m(mode, 'p99').toFixed(1)} ms${x('p99')} |`);
   }
   const ratios = results.off ? Object.fromEntries(modes.filter((x) => x !== 'off').map((x) => [x, { drain: vsOff(x, 'drain'), p50: vsOff(x, 'p50'), p99: vsOff(x, 'p99') }])) : {};
-  console.log(JSON.stringify({ bench: 'tracing', at: new Date().toISOString(), inputs: { rounds, jobs: Number(jobs), rate, seconds: Number(seconds), modes, before: beforeRoot || null }, results, ratiosAgainstOff: ratios, otlpRequests: sink.requests, otlpBytes: sink.bytes }));
+  console.log(JSON.stringify({ bench: 'tracing', at: new Date().toISOString(), inputs: { rounds, jobs: Number(jobs), rate, seconds: Number(seconds), modes, before: beforeRoot || null, protocol }, results, ratiosAgainstOff: ratios, otlpRequests: sink.requests, otlpBytes: sink.bytes }));
 }
 
 main().catch((err: unknown) => {

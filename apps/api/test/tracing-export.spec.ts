@@ -20,19 +20,19 @@ describe('OpenTelemetry export from a role', () => {
   let db: TestDatabase;
   let redis: TestRedis;
   let collector: Server;
-  let posts: { url: string; body: string }[];
+  let posts: { url: string; type: string; body: Buffer }[];
 
   beforeAll(async () => {
     db = await createTestDatabase();
     await registerBuiltInKinds(db.dataSource, new Date(), {});
     redis = await createTestRedis();
-    posts = [];
     collector = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        posts.push({ url: req.url ?? '', body });
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        const type = req.headers['content-type'] ?? '';
+        posts.push({ url: req.url ?? '', type, body: Buffer.concat(chunks) });
+        res.writeHead(200, { 'content-type': type }).end(type === 'application/json' ? '{}' : ''); // an empty response, in either encoding
       });
     });
     await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
@@ -43,7 +43,11 @@ describe('OpenTelemetry export from a role', () => {
     await db.drop();
   });
 
-  it('exports the ingest span as almanac-api to OTEL_EXPORTER_OTLP_ENDPOINT, flushed at shutdown', async () => {
+  it.each([
+    [undefined, 'application/x-protobuf'], // the OTLP default
+    ['http/json', 'application/json'],
+  ])('exports the ingest span as almanac-api to OTEL_EXPORTER_OTLP_ENDPOINT, flushed at shutdown (OTEL_EXPORTER_OTLP_PROTOCOL %s: %s)', async (protocol, type) => {
+    posts = [];
     const port = await freePort();
     const child = spawn(process.execPath, ['-r', './bench/lib/register.cjs', 'apps/api/src/main.ts'], {
       cwd: ROOT,
@@ -53,6 +57,7 @@ describe('OpenTelemetry export from a role', () => {
         ALMANAC_TRACING_CONTXT: 'explicit', // misspelt: named in a warning at boot, and ignored
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
         OTEL_BSP_SCHEDULE_DELAY: '60000', // nothing leaves before the shutdown's flush
+        ...(protocol ? { OTEL_EXPORTER_OTLP_PROTOCOL: protocol } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -83,10 +88,11 @@ describe('OpenTelemetry export from a role', () => {
     }
     expect(await exited).toBe('SIGTERM'); // Nest closes the app, then raises the signal again
     expect(output).toContain('ALMANAC_TRACING_CONTXT is not a setting Almanac reads');
-    expect(posts.map((p) => p.url)).toEqual(['/v1/traces']);
+    expect(posts.map((p) => [p.url, p.type])).toEqual([['/v1/traces', type]]);
     const body = posts[0].body;
-    expect(body).toContain('"almanac-api"');
-    expect(body).toContain('"send noop"');
-    expect(body).toContain('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(body.includes('almanac-api')).toBe(true);
+    expect(body.includes('send noop')).toBe(true);
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'; // the link's trace: hex in JSON, 16 bytes in protobuf
+    expect(body.includes(type === 'application/json' ? traceId : Buffer.from(traceId, 'hex'))).toBe(true);
   }, 60_000);
 });

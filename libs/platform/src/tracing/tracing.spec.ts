@@ -1,6 +1,6 @@
 import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { inSpanContext, tracer } from './job-spans';
-import { startTracing, stopTracing, tracingChoice, tracingContext } from './tracing';
+import { otlpProtocol, startTracing, stopTracing, tracingChoice, tracingContext } from './tracing';
 
 /** The export itself is tested from a real role process: apps/api/test/tracing-export.spec.ts. */
 describe('tracingChoice', () => {
@@ -15,6 +15,21 @@ describe('tracingChoice', () => {
     [{ OTEL_SDK_DISABLED: 'TRUE', OTEL_TRACES_EXPORTER: 'otlp' }, 'off'],
   ])('%j → %s', (env, choice) => {
     expect(tracingChoice(env)).toBe(choice);
+  });
+});
+
+describe('otlpProtocol', () => {
+  it.each([
+    [{}, 'http/protobuf'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, 'http/json'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }, 'http/protobuf'],
+    [{ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }, 'http/json'],
+  ])('%j → %s', (env, protocol) => {
+    expect(otlpProtocol(env)).toBe(protocol);
+  });
+
+  it('refuses gRPC, which is not shipped, by name', () => {
+    expect(() => otlpProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/must be http\/protobuf or http\/json \(got grpc\)/);
   });
 });
 

@@ -1,5 +1,6 @@
 import { context, propagation, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OTLPJsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OTLPProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
 import { type Env, readSetting } from '@almanac/config';
@@ -35,6 +36,17 @@ export function tracingContext(env: Env): TracingContext {
   return readSetting(env, 'ALMANAC_TRACING_CONTEXT');
 }
 
+/**
+ * How OTLP spans are encoded over HTTP: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
+ * OTEL_EXPORTER_OTLP_PROTOCOL, else `http/protobuf` (the OTLP default; JSON cost the worker more
+ * CPU: docs/decisions/2026-12-05-tracing-cost.md). gRPC is not shipped: it is refused by name.
+ */
+export function otlpProtocol(env: Env): 'http/protobuf' | 'http/json' {
+  const value = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').toLowerCase();
+  if (value === 'http/protobuf' || value === 'http/json') return value;
+  throw new Error(`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (got ${value})`);
+}
+
 let provider: NodeTracerProvider | undefined;
 
 /**
@@ -51,7 +63,7 @@ export function startTracing(role: string): TracingChoice {
   const choice = tracingChoice(process.env);
   const contextManager = tracingContext(process.env) === 'explicit' ? null : undefined; // undefined: the SDK's default
   if (choice === 'off' || provider) return choice;
-  const exporter: SpanExporter = choice === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter();
+  const exporter: SpanExporter = choice === 'console' ? new ConsoleSpanExporter() : otlpProtocol(process.env) === 'http/json' ? new OTLPJsonTraceExporter() : new OTLPProtobufTraceExporter();
   const resource = resourceFromAttributes({ 'service.name': `almanac-${role}` }).merge(detectResources({ detectors: [envDetector] }));
   const { sampler, decide } = runSamplingFromEnv(process.env);
   provider = new NodeTracerProvider({ resource, sampler, spanProcessors: [new BatchSpanProcessor(exporter)] });
