@@ -1,9 +1,15 @@
-import { createDataSource, runMigrations } from '../../libs/persistence/src';
+import { createDataSource, runKindMigrations, runMigrations } from '../../libs/persistence/src';
+import { chargeHandler } from '../../apps/worker/src/handlers/charge.handler';
+import { ledgerTransferHandler } from '../../apps/worker/src/handlers/ledger-transfer.handler';
 import { randomBytes } from 'node:crypto';
 import { urlFor, withAdmin } from './pg-admin';
 
+/** The example kinds whose tables tests write without booting a worker (which would apply them). */
+const KINDS_WITH_TABLES = [chargeHandler, ledgerTransferHandler];
+
 /**
- * Builds a template database with every migration applied, once per Jest run. Each test file
+ * Builds a template database with every migration applied (the scheduler's, and the example
+ * kinds' own), once per Jest run. Each test file
  * then clones it (CREATE DATABASE … TEMPLATE), which takes milliseconds instead of migrating.
  */
 export default async function globalSetup(): Promise<void> {
@@ -17,4 +23,5 @@ export default async function globalSetup(): Promise<void> {
   } finally {
     await ds.destroy();
   }
+  await runKindMigrations({ url: urlFor(TEMPLATE_DB), poolSize: 1 }, KINDS_WITH_TABLES.flatMap((h) => h.migrations ?? []));
 }

@@ -1,4 +1,4 @@
-import type { KindRegistration } from '@almanac/persistence';
+import type { KindRegistration, MigrationClass } from '@almanac/persistence';
 import { HandlerDefinition, HandlerDefinitionError } from './handler';
 import type { KindRoutes } from './kind-routes';
 
@@ -32,4 +32,10 @@ export function kindRegistrations(registry: HandlerRegistry, routes: KindRoutes,
     .all()
     .map((h) => ({ kind: h.kind, pool: routes.pool(h.kind), timeoutMs: h.timeoutMs, payloadSchema: h.payloadSchema ?? null }))
     .filter((r) => pools.includes(r.pool));
+}
+
+/** The migrations of the kinds registered (each once, even when kinds share it). */
+export function kindMigrations(registry: HandlerRegistry, registrations: readonly KindRegistration[]): MigrationClass[] {
+  const all = registrations.flatMap((r) => registry.get(r.kind)?.migrations ?? []);
+  return [...new Set(all)];
 }

@@ -1,6 +1,7 @@
 import { KIND_PATTERN, POOL_NAME_PATTERN, type HandlerOutcome } from '@almanac/domain';
 import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import type { MigrationClass } from '@almanac/persistence';
 import type { EntityManager } from 'typeorm';
 import { type PayloadProblem, type PayloadSchema, PayloadSchemas } from './payload-schema';
 
@@ -89,6 +90,13 @@ export interface HandlerDefinition<P = unknown> {
    * `InvalidPayloadError` for a payload that can never succeed: the job is discarded.
    */
   parse?: (payload: unknown) => P;
+  /**
+   * The tables the handler writes, as TypeORM migrations (a class with a timestamped `name`).
+   * A worker applies those of the kinds it registers at boot, recorded in `kind_migrations`;
+   * kinds may share one (it runs once). Like the scheduler's own, they must stay backward
+   * compatible with the release before: its workers run beside the new ones during an update.
+   */
+  migrations?: readonly MigrationClass[];
   handle(ctx: HandlerContext, payload: P): Promise<HandlerOutcome>;
 }
 

@@ -1,12 +1,24 @@
-import { DataSource } from 'typeorm';
+import { DataSource, type MigrationInterface } from 'typeorm';
 import { DatabaseConfig } from './database-config';
 import { MIGRATIONS } from './migrations';
 
-export function createDataSource(config: DatabaseConfig): DataSource {
+/** A TypeORM migration class: the scheduler's own (MIGRATIONS) or a kind's (kind-migrations.ts). */
+export type MigrationClass = new () => MigrationInterface;
+
+/** Which migrations a DataSource applies, and the table that records them. */
+export interface MigrationSet {
+  migrations: readonly MigrationClass[];
+  tableName: string;
+}
+
+const SCHEDULER_MIGRATIONS: MigrationSet = { migrations: MIGRATIONS, tableName: 'migrations' };
+
+export function createDataSource(config: DatabaseConfig, migrationSet: MigrationSet = SCHEDULER_MIGRATIONS): DataSource {
   return new DataSource({
     type: 'postgres',
     url: config.url,
-    migrations: MIGRATIONS,
+    migrations: [...migrationSet.migrations],
+    migrationsTableName: migrationSet.tableName,
     synchronize: false,
     migrationsRun: false,
     extra: {

@@ -1,5 +1,6 @@
 export * from './database-config';
 export * from './data-source';
+export * from './kind-migrations';
 export * from './job-id';
 export * from './job-state.codec';
 export * from './migrations';

@@ -1,4 +1,4 @@
-/** Raised by the jobs_refuse_retired_keys trigger (migration 1764400076000): an insert named a key retention retired. */
+/** Raised by the jobs_refuse_retired_keys trigger: an insert named a key retention retired. */
 export const RETIRED_KEY_SQLSTATE = 'AL001';
 
 export function isRetiredKeyError(err: unknown): boolean {

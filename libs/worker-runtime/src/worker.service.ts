@@ -1,6 +1,6 @@
 import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
-import { type HandlerDefinition, HandlerRegistry, kindRegistrations, KindRoutes, parsePoolMap } from '@almanac/kinds';
-import { createDataSource, ExecutionRepository, type KindRegistration, KindsRepository, WorkersRepository } from '@almanac/persistence';
+import { type HandlerDefinition, HandlerRegistry, kindMigrations, kindRegistrations, KindRoutes, parsePoolMap } from '@almanac/kinds';
+import { createDataSource, type DatabaseConfig, ExecutionRepository, type KindRegistration, KindsRepository, type MigrationClass, runKindMigrations, WorkersRepository } from '@almanac/persistence';
 import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, TenantLabels } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
@@ -29,6 +29,9 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   readonly tenantLabels: TenantLabels;
   /** What this worker registers in the kind registry at boot. */
   readonly registrations: KindRegistration[];
+  /** The tables of the kinds it registers (HandlerDefinition.migrations), applied first. */
+  private readonly migrations: MigrationClass[];
+  private readonly database: DatabaseConfig;
   private readonly logger: Logger;
   /**
    * The heartbeat's own connection: a beat must never queue behind claims and handlers'
@@ -72,12 +75,19 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     });
     const routes = KindRoutes.forHandlers(parsePoolMap(process.env), handlers);
     this.registrations = kindRegistrations(registry, routes, settings.pools);
+    this.migrations = kindMigrations(registry, this.registrations);
+    this.database = config.database;
     this.heartbeat = new Heartbeat({ identity: this.identity, taker: this.taker, executor: this.executor, logger, liveness });
     exportPoolScaling(metrics, settings.pools, settings.scaling);
   }
 
-  /** Registers this worker's kinds and itself before it takes work, so the API accepts them and the dispatcher routes them. */
+  /**
+   * Applies its kinds' migrations, then registers its kinds and itself before it takes work, so
+   * the API accepts them and the dispatcher routes them.
+   */
   async onModuleInit(): Promise<void> {
+    const applied = await runKindMigrations(this.database, this.migrations);
+    if (applied.length > 0) this.logger.info({ applied }, 'kind migrations applied');
     const moved = await this.kinds.register(this.registrations, this.settings.workerId, this.clock.now());
     for (const m of moved) this.logger.warn({ kind: m.kind, from: m.previousPool }, 'kind moved to another pool by this registration');
     await this.beatSource.initialize();

@@ -1,12 +1,13 @@
 import { completed, defineHandler } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
+import { Charges1796400000100 } from './charges.migration';
 
 /**
  * The template for business handlers: an effect that must happen once per thing, recorded in
  * the same transaction as the job's completion.
  *
  * 1. The effect is a row keyed by what it is *for* (tenant, invoice), with a UNIQUE constraint
- *    (migration 1764400005000-charges): the database, not the code, refuses a second charge.
+ *    (charges.migration.ts, the kind's own migration): the database, not the code, refuses a second charge.
  * 2. It is written through `ctx.tx()`. That transaction commits only if this delivery is still
  *    the current attempt when the handler returns; a duplicate or stale delivery rolls back.
  * 3. `ON CONFLICT DO NOTHING` turns "already charged" into a normal, successful outcome: a
@@ -32,6 +33,7 @@ export const chargeHandler = defineHandler<ChargePayload>({
   timeoutMs: 10_000,
   pool: 'default',
   payloadSchema: ChargePayloadSchema,
+  migrations: [Charges1796400000100],
   async handle(ctx, payload) {
     const tx = await ctx.tx();
     const inserted: { job_id: string }[] = await tx.query(

@@ -1,5 +1,6 @@
 import { completed, defineHandler, discard } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
+import { LedgerBalances1796400000200 } from './ledger-balances.migration';
 
 /**
  * `ledger-transfer`: moves an amount between two of the tenant's balances with two plain
@@ -25,6 +26,7 @@ export const ledgerTransferHandler = defineHandler<LedgerTransferPayload>({
   kind: 'ledger-transfer',
   timeoutMs: 10_000,
   payloadSchema: LedgerTransferPayloadSchema,
+  migrations: [LedgerBalances1796400000200],
   async handle(ctx, { from, to, amountCents }) {
     if (from === to) return discard('from and to are the same account');
     const tx = await ctx.tx();

@@ -1,6 +1,6 @@
 /**
  * A job row's payload: its own, or for an occurrence of a schedule with a large payload the
- * version it points at (`payload_ref`, schedule_payloads: migration 1764400125000). The subquery
+ * version it points at (`payload_ref`, table schedule_payloads). The subquery
  * runs only for rows that point: one primary-key probe.
  */
 export function jobPayload(alias = ''): string {

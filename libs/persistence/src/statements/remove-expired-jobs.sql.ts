@@ -8,7 +8,7 @@ export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < 
  * oldest run time first, with their attempts, and retires their keys unless the tenant frees
  * them, with how each ended and its result's digest. One statement, one short transaction: rows another transaction holds (a retry of a dead
  * job) are skipped, and FOR UPDATE re-checks the state of a row that changed. A replay of a key
- * racing this statement is refused by the jobs_refuse_retired_keys trigger (migration 1764400100000).
+ * racing this statement is refused by the jobs_refuse_retired_keys trigger.
  *
  * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from the tenant's oldest
  * entry: the cost is the batch plus the unfinished or late-finished rows it steps over (rare:

@@ -19,7 +19,7 @@ describe('runMigrationsFromEnv', () => {
     const db = await emptyDatabase();
     try {
       const applied = await runMigrationsFromEnv({ DATABASE_URL: db.url });
-      expect(applied[0]).toBe('CoreSchema1764400000000');
+      expect(applied[0]).toBe('Baseline1796400000000');
       expect(applied).toEqual(MIGRATIONS.map((m) => m.name));
       expect(await runMigrationsFromEnv({ DATABASE_URL: db.url })).toEqual([]);
     } finally {
@@ -40,6 +40,20 @@ describe('runMigrationsFromEnv', () => {
       const { rows } = await c.query(`SELECT to_regclass('jobs') AS jobs`);
       expect(rows[0].jobs).toBeNull();
       await c.end();
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('refuses a database that holds a schema from before the baseline, saying what to do', async () => {
+    const db = await emptyDatabase();
+    try {
+      const { Client } = await import('pg');
+      const c = new Client({ connectionString: db.url });
+      await c.connect();
+      await c.query('CREATE TABLE jobs (id bigint)');
+      await c.end();
+      await expect(runMigrationsFromEnv({ DATABASE_URL: db.url })).rejects.toThrow(/before the baseline migration \(pre-release\): drop it and create it again/);
     } finally {
       await db.drop();
     }

@@ -1,12 +1,11 @@
-import { MigrationInterface, QueryRunner } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The example business handler's effect table (apps/worker/src/handlers/charge.handler.ts).
- * UNIQUE (tenant_id, invoice_id) is the point: an invoice can never be charged twice, whatever
- * happens to deliveries. `job_id` says which job made the charge.
+ * The `charge` kind's effect table. UNIQUE (tenant_id, invoice_id) is the point: an invoice can
+ * never be charged twice, whatever happens to deliveries. `job_id` says which job made the charge.
  */
-export class Charges1764400005000 implements MigrationInterface {
-  name = 'Charges1764400005000';
+export class Charges1796400000100 implements MigrationInterface {
+  name = 'Charges1796400000100';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
