@@ -20,7 +20,7 @@ export const START_SETTINGS = {
  * Read around the roles, never by one: the schema wait of the Kubernetes initContainer, CI,
  * tests and benchmarks, and the demo key `npm start` prints. The test helpers read theirs through
  * readSetting; scripts, .ci/run and benchmarks (run before or apart from the built code) parse
- * theirs themselves, so a default changed there must be changed here too.
+ * theirs themselves; test/tool-defaults.spec.ts fails when their default differs from this one.
  */
 export const TOOLING_SETTINGS = {
   ALMANAC_APP_DIR: {
