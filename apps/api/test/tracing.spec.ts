@@ -5,7 +5,7 @@ import { type ApiHarness, startApi } from './api-harness';
 /**
  * Ingest under OpenTelemetry (the SDK with an in-memory exporter): each create call is a
  * producer span, a child of the request's W3C traceparent (or a new trace), and the rows keep
- * that span's traceparent, for their runs' span links (apps/worker/src/delivery/tracing.spec.ts).
+ * that span's traceparent, for their runs' span links (apps/worker/src/run-spans.spec.ts).
  */
 describe('ingest spans', () => {
   const tracing = startInMemoryTracing();

@@ -5,9 +5,9 @@ import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chargeHandler, noopHandler } from '../handlers';
-import { httpHandler } from '../handlers/http.handler';
-import { TENANT_OUTBOUND_CACHE, TenantOutboundCache } from '../handlers/tenant-outbound';
+import { chargeHandler, noopHandler } from './handlers';
+import { httpHandler } from './handlers/http.handler';
+import { TENANT_OUTBOUND_CACHE, TenantOutboundCache } from './handlers/tenant-outbound';
 
 /**
  * A run under OpenTelemetry (the SDK with an in-memory exporter): one `process` span per attempt,
