@@ -1,5 +1,18 @@
 import { MicroBatcher } from './micro-batcher';
 
+/** An echoing batcher, one batch in flight, whose first batch holds until `release()`; `batches` records each. */
+function gatedBatcher(maxBatch: number) {
+  const batches: number[][] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const b = new MicroBatcher(async (xs: number[]) => {
+    batches.push(xs);
+    if (batches.length === 1) await gate;
+    return xs;
+  }, { maxBatch, maxInFlight: 1 });
+  return { b, batches, release };
+}
+
 describe('MicroBatcher', () => {
   it('sends items submitted in the same tick as one batch, answers each in order', async () => {
     const batches: number[][] = [];
@@ -13,14 +26,7 @@ describe('MicroBatcher', () => {
   });
 
   it('queues behind a flush in flight and splits at maxBatch', async () => {
-    const batches: number[][] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const b = new MicroBatcher(async (xs: number[]) => {
-      batches.push(xs);
-      if (batches.length === 1) await gate;
-      return xs;
-    }, { maxBatch: 2, maxInFlight: 1 });
+    const { b, batches, release } = gatedBatcher(2);
     const first = b.submit(0);
     await new Promise((r) => setImmediate(r));
     const rest = [1, 2, 3, 4, 5].map((x) => b.submit(x));
@@ -32,14 +38,7 @@ describe('MicroBatcher', () => {
   });
 
   it('drops an item whose signal aborts while it waits for a batch; an item already in a batch runs on', async () => {
-    const batches: number[][] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const b = new MicroBatcher(async (xs: number[]) => {
-      batches.push(xs);
-      if (batches.length === 1) await gate;
-      return xs;
-    }, { maxBatch: 10, maxInFlight: 1 });
+    const { b, batches, release } = gatedBatcher(10);
     const deadline = new AbortController();
     const running = b.submit(0, deadline.signal);
     await new Promise((r) => setImmediate(r));
