@@ -15,7 +15,7 @@ export { chargeHandler, noopHandler } from '../../apps/worker/src/handlers';
  */
 export async function registerBuiltInKinds(dataSource: DataSource, now = new Date(), env: Record<string, string | undefined> = {}): Promise<string[]> {
   // A worker's environment decides some kinds: with ALMANAC_SMTP_URL it also runs `email`.
-  const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv(env)));
+  const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv(env, dataSource)));
   const routes = KindRoutes.forHandlers(new Map(), registry.all());
   const registrations = kindRegistrations(registry, routes, registry.all().map((h) => routes.pool(h.kind)));
   await new KindsRepository(dataSource).register(registrations, 'test-built-in-kinds', now);

@@ -9,6 +9,6 @@ import { handlerSettingsFromEnv } from './handlers/handler-settings';
  * do not import it here.
  */
 @Module({
-  imports: [WorkerRuntimeModule.forRoot({ handlers: (env) => allHandlers(handlerSettingsFromEnv(env)) })],
+  imports: [WorkerRuntimeModule.forRoot({ handlers: (env, { dataSource }) => allHandlers(handlerSettingsFromEnv(env, dataSource)) })],
 })
 export class WorkerModule {}

@@ -1,13 +1,15 @@
 import { DomainValidationError, parseCidr, parseHostRules } from '@almanac/domain';
 import { ConfigError, Env, readSetting } from '@almanac/platform';
+import { TenantOutboundRepository } from '@almanac/persistence';
+import type { DataSource } from 'typeorm';
 import type { HandlerSettings } from './index';
-import { tenantOutboundFromDatabase } from './tenant-outbound';
+import { TenantOutboundCache } from './tenant-outbound';
 
 /**
  * The handlers' settings (libs/config/src/settings/workers.ts declares them): the `http` kind's
  * allow-lists and limits, and the `email` kind's server, which it runs only when one is set.
  */
-export function handlerSettingsFromEnv(env: Env): HandlerSettings {
+export function handlerSettingsFromEnv(env: Env, dataSource: DataSource): HandlerSettings {
   const smtpUrl = readSetting(env, 'ALMANAC_SMTP_URL');
   const allowHosts = readSetting(env, 'ALMANAC_HTTP_ALLOW_HOSTS');
   try {
@@ -27,8 +29,8 @@ export function handlerSettingsFromEnv(env: Env): HandlerSettings {
       allowCidrs,
       maxResponseBytes: readSetting(env, 'ALMANAC_HTTP_MAX_RESPONSE_BYTES'),
       timeoutMs: readSetting(env, 'ALMANAC_HTTP_TIMEOUT_MS'),
-      // Opened on the first http job: a worker that runs none never connects for it.
-      tenants: tenantOutboundFromDatabase(env),
+      // Read through the worker's own pool; each read waits at most TENANT_OUTBOUND_CACHE.waitMs.
+      tenants: new TenantOutboundCache((tenantId) => new TenantOutboundRepository(dataSource).forDelivery(tenantId)),
     },
   };
 }

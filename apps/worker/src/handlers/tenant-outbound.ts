@@ -1,7 +1,6 @@
 import { type HostRule, parseHostRule } from '@almanac/domain';
-import { createDataSource, databaseConfigFromEnv, TenantOutboundRecord, TenantOutboundRepository } from '@almanac/persistence';
-import { type Env, within } from '@almanac/platform';
-import { DataSource } from 'typeorm';
+import type { TenantOutboundRecord } from '@almanac/persistence';
+import { within } from '@almanac/platform';
 
 /** A tenant's rules for `http` calls as the worker applies them. */
 export interface TenantOutbound {
@@ -87,27 +86,4 @@ function toOutbound(row: TenantOutboundRecord): TenantOutbound {
     }
   });
   return { allowHosts, secrets: row.secrets };
-}
-
-/**
- * The worker's rules source: Postgres through a pool of its own (2 connections, short timeouts),
- * opened on the first `http` job. The worker runtime gives handlers no DataSource (its
- * `handlers(env)` factory sees only the environment), so this one is made from the same
- * DATABASE_URL; its connections end when idle and never hold the process open.
- */
-export function tenantOutboundFromDatabase(env: Env): TenantOutboundSource {
-  let opening: Promise<TenantOutboundRepository> | undefined;
-  const open = async (): Promise<TenantOutboundRepository> => {
-    const base = createDataSource({ ...databaseConfigFromEnv(env), poolSize: 2, statementTimeoutMs: 2_000, lockTimeoutMs: 1_000, acquireTimeoutMs: 2_000 });
-    const ds = new DataSource({ ...base.options, extra: { ...(base.options.extra as object), idleTimeoutMillis: 10_000, allowExitOnIdle: true } });
-    await ds.initialize();
-    return new TenantOutboundRepository(ds);
-  };
-  return new TenantOutboundCache(async (tenantId) => {
-    opening ??= open().catch((err: unknown) => {
-      opening = undefined; // try again on the next job
-      throw err;
-    });
-    return (await opening).forDelivery(tenantId);
-  });
 }
