@@ -18,7 +18,6 @@ export * from './queues/hot-queue';
 export * from './redis/redis';
 export * from './batching/isolate-failures';
 export * from './batching/micro-batcher';
-export * from './cache/read-through-cache';
 export * from './time/ticker';
 export * from './time/within';
 export * from './health/liveness';
