@@ -1,9 +1,8 @@
 import { DomainValidationError, parseCidr, parseHostRules } from '@almanac/domain';
 import { ConfigError, Env, readSetting } from '@almanac/platform';
-import { TenantOutboundRepository } from '@almanac/persistence';
 import type { DataSource } from 'typeorm';
 import type { HandlerSettings } from './index';
-import { TenantOutboundCache } from './tenant-outbound';
+import { outboundRulesReader, TenantOutboundCache } from './tenant-outbound';
 
 /**
  * The handlers' settings (libs/config/src/settings/workers.ts declares them): the `http` kind's
@@ -29,8 +28,7 @@ export function handlerSettingsFromEnv(env: Env, dataSource: DataSource): Handle
       allowCidrs,
       maxResponseBytes: readSetting(env, 'ALMANAC_HTTP_MAX_RESPONSE_BYTES'),
       timeoutMs: readSetting(env, 'ALMANAC_HTTP_TIMEOUT_MS'),
-      // Read through the worker's own pool; each read waits at most TENANT_OUTBOUND_CACHE.waitMs.
-      tenants: new TenantOutboundCache((tenantId) => new TenantOutboundRepository(dataSource).forDelivery(tenantId)),
+      tenants: new TenantOutboundCache(outboundRulesReader(dataSource)),
     },
   };
 }

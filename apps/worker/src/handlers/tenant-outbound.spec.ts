@@ -1,5 +1,6 @@
-import type { TenantOutboundRecord } from '@almanac/persistence';
-import { TENANT_OUTBOUND_CACHE, TenantOutboundCache } from './tenant-outbound';
+import { type TenantOutboundRecord, TenantOutboundRepository, TenantsRepository } from '@almanac/persistence';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { outboundRulesReader, TENANT_OUTBOUND_CACHE, TenantOutboundCache } from './tenant-outbound';
 
 describe('TenantOutboundCache', () => {
   let clock: number;
@@ -52,5 +53,31 @@ describe('TenantOutboundCache', () => {
     await c.get(3);
     await c.get(1);
     expect(reads).toBe(4);
+  });
+});
+
+describe('outboundRulesReader (Postgres)', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase(2);
+  });
+  afterAll(() => db.drop());
+
+  it('reads the rules, and Postgres ends a read stuck behind a lock after the wait, freeing its connection', async () => {
+    const tenant = (await new TenantsRepository(db.dataSource).create('acme')).tenant.id;
+    await new TenantOutboundRepository(db.dataSource).setAllowHosts(tenant, ['https://a.example.com']);
+    const read = outboundRulesReader(db.dataSource, 200);
+    expect(await read(tenant)).toEqual({ allowHosts: ['https://a.example.com'], secrets: [] });
+    const holder = db.dataSource.createQueryRunner();
+    await holder.connect();
+    try {
+      await holder.startTransaction();
+      await holder.query(`LOCK TABLE tenants IN ACCESS EXCLUSIVE MODE`);
+      await expect(read(tenant)).rejects.toThrow(/statement timeout/);
+      await holder.rollbackTransaction();
+    } finally {
+      await holder.release();
+    }
+    expect(await read(tenant)).toEqual({ allowHosts: ['https://a.example.com'], secrets: [] });
   });
 });

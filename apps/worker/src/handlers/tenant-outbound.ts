@@ -1,5 +1,6 @@
 import { type HostRule, parseHostRule } from '@almanac/domain';
-import type { TenantOutboundRecord } from '@almanac/persistence';
+import { type TenantOutboundRecord, TenantOutboundRepository } from '@almanac/persistence';
+import type { DataSource } from 'typeorm';
 import { within } from '@almanac/platform';
 
 /** A tenant's rules for `http` calls as the worker applies them. */
@@ -86,4 +87,18 @@ function toOutbound(row: TenantOutboundRecord): TenantOutbound {
     }
   });
   return { allowHosts, secrets: row.secrets };
+}
+
+/**
+ * Reads a tenant's rules through the worker's pool, in a transaction whose statement Postgres
+ * itself ends after `waitMs`: a read the job stopped waiting for must not hold a connection
+ * that claims and completions need for the pool's 30 s statement timeout.
+ */
+export function outboundRulesReader(dataSource: DataSource, waitMs = TENANT_OUTBOUND_CACHE.waitMs): (tenantId: number) => Promise<TenantOutboundRecord | null> {
+  const repo = new TenantOutboundRepository(dataSource);
+  return (tenantId) =>
+    dataSource.transaction(async (m) => {
+      await m.query(`SELECT set_config('statement_timeout', $1, true)`, [`${waitMs}ms`]);
+      return repo.forDelivery(tenantId, m);
+    });
 }
