@@ -14,6 +14,18 @@ async function emptyDatabase(): Promise<{ url: string; drop(): Promise<void> }> 
   };
 }
 
+/** Runs one statement on `url` over a connection of its own; its rows. */
+async function query(url: string, text: string): Promise<Record<string, unknown>[]> {
+  const { Client } = await import('pg');
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(text)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
 describe('runMigrationsFromEnv', () => {
   it('applies pending migrations once, then finds the schema current', async () => {
     const db = await emptyDatabase();
@@ -31,15 +43,10 @@ describe('runMigrationsFromEnv', () => {
     const db = await emptyDatabase();
     try {
       // A table the core migration wants to create already exists: CREATE TABLE fails.
-      const { Client } = await import('pg');
-      const c = new Client({ connectionString: db.url });
-      await c.connect();
-      await c.query('CREATE TABLE tenants (id int)');
+      await query(db.url, 'CREATE TABLE tenants (id int)');
       await expect(runMigrationsFromEnv({ DATABASE_URL: db.url })).rejects.toThrow(MigrationError);
       await expect(runMigrationsFromEnv({ DATABASE_URL: db.url })).rejects.toThrow(/a migration failed on postgres:\/\/.*tenants/);
-      const { rows } = await c.query(`SELECT to_regclass('jobs') AS jobs`);
-      expect(rows[0].jobs).toBeNull();
-      await c.end();
+      expect(await query(db.url, `SELECT to_regclass('jobs') AS jobs`)).toEqual([{ jobs: null }]);
     } finally {
       await db.drop();
     }
@@ -48,11 +55,7 @@ describe('runMigrationsFromEnv', () => {
   it('refuses a database that holds a schema from before the baseline, saying what to do', async () => {
     const db = await emptyDatabase();
     try {
-      const { Client } = await import('pg');
-      const c = new Client({ connectionString: db.url });
-      await c.connect();
-      await c.query('CREATE TABLE jobs (id bigint)');
-      await c.end();
+      await query(db.url, 'CREATE TABLE jobs (id bigint)');
       await expect(runMigrationsFromEnv({ DATABASE_URL: db.url })).rejects.toThrow(/before the baseline migration \(pre-release\): drop it and create it again/);
     } finally {
       await db.drop();
