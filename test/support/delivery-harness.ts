@@ -9,7 +9,7 @@ import { Test, TestingModule } from '@nestjs/testing';
 import pino from 'pino';
 import type { DataSource } from 'typeorm';
 import { Dispatcher } from '../../apps/dispatcher/src/dispatcher';
-import { DISPATCHER_CLOCK, DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, HotConsumerSettings } from '../../apps/dispatcher/src/hot-consumer';
+import { DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, HotConsumerSettings } from '../../apps/dispatcher/src/hot-consumer';
 import { PoolObserver } from '../../apps/dispatcher/src/pool-observer';
 import { LostHints } from '../../apps/promoter/src/overdue/lost-hints';
 import { RescueSweep } from '../../apps/promoter/src/rescue/rescue.sweep';
@@ -130,7 +130,7 @@ export class DeliveryHarness {
       providers: [
         { provide: Dispatcher, useValue: this.dispatcher },
         { provide: HotQueue, useValue: this.hotQueue },
-        { provide: DISPATCHER_CLOCK, useValue: this.clock },
+        { provide: Clock, useValue: this.clock },
         { provide: HOT_CONSUMER_SETTINGS, useValue: settings },
         { provide: DISPATCHER_LOGGER, useValue: this.logger },
         HotConsumer,

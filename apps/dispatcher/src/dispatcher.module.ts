@@ -7,7 +7,7 @@ import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
 import { DispatcherService } from './dispatcher.service';
 import { Dispatcher } from './dispatcher';
-import { DISPATCHER_CLOCK, DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, type HotConsumerSettings } from './hot-consumer';
+import { DISPATCHER_LOGGER, HOT_CONSUMER_SETTINGS, HotConsumer, type HotConsumerSettings } from './hot-consumer';
 import { PoolObserver } from './pool-observer';
 
 /**
@@ -23,7 +23,6 @@ import { PoolObserver } from './pool-observer';
       inject: [PinoLogger],
       useFactory: (pino: PinoLogger): Logger => pino.logger.child({ component: 'dispatcher' }),
     },
-    { provide: DISPATCHER_CLOCK, useExisting: Clock },
     {
       provide: HOT_CONSUMER_SETTINGS,
       // A 200,000-row burst is 200 envelopes, all out of the delayed set together.

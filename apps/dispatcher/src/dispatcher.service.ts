@@ -1,11 +1,8 @@
-import { within } from '@almanac/platform';
+import { POOL_OBSERVE_MS, within } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { DISPATCHER_LOGGER, HotConsumer } from './hot-consumer';
 import { PoolObserver } from './pool-observer';
-
-/** Long enough for a healthy database, short enough not to hold a boot on a stalled one. */
-const FIRST_LOOK_MS = 5000;
 
 /** Wires the dispatcher into the Nest lifecycle: consume the hot queue from boot, stop on SIGTERM. */
 @Injectable()
@@ -19,10 +16,11 @@ export class DispatcherService implements OnApplicationBootstrap, BeforeApplicat
   /**
    * Reads the kind registry and tenants' limits once before taking envelopes: a job of a kind
    * routed to its own pool must not be handed to `default` for want of a first look (its workers
-   * there have no handler for it). If that first look fails, the next one retries it.
+   * there have no handler for it). A stalled database holds the boot for five looks at most; the
+   * next look retries.
    */
   async onApplicationBootstrap(): Promise<void> {
-    await within(FIRST_LOOK_MS, this.observer.runOnce(), 'first observe').catch((err: unknown) =>
+    await within(5 * POOL_OBSERVE_MS, this.observer.runOnce(), 'first observe').catch((err: unknown) =>
       this.logger.warn({ err }, 'could not read the kind registry before starting; routing by configuration until it can'),
     );
     this.consumer.start();

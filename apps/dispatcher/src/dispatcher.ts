@@ -13,10 +13,8 @@ export const BULK_ROWS = 100;
 const BULK_IN_FLIGHT = 2;
 
 /**
- * Routes hints to their pools (kind → pool: ALMANAC_POOLS, then the pool the kind registered in,
- * then `default`) and appends them to the pools' ready structures: one script call per pool,
- * sent together. Holds nothing: a hint is in its envelope until this call has landed, then in its
- * pool. Touches no job row.
+ * Routes hints to their pools (KindRoutes) and appends them to the pools' ready lists: one script
+ * call per pool, sent together. Holds nothing: a hint is in its envelope until this call landed.
  */
 export class Dispatcher {
   private bulkInFlight = 0;

@@ -1,4 +1,4 @@
-import { CONSUMER_REMOVAL, type Clock, endWith, type EnvelopeData, type EnvelopeFlow, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, tracer } from '@almanac/platform';
+import { Clock, CONSUMER_REMOVAL, endWith, type EnvelopeData, type EnvelopeFlow, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, tracer } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
@@ -8,8 +8,6 @@ import { Dispatcher } from './dispatcher';
 export const HOT_CONSUMER_SETTINGS = Symbol('HOT_CONSUMER_SETTINGS');
 /** The dispatcher role's pino logger (`component: dispatcher`). */
 export const DISPATCHER_LOGGER = Symbol('DISPATCHER_LOGGER');
-/** The clock the consumer holds envelopes by. */
-export const DISPATCHER_CLOCK = Symbol('DISPATCHER_CLOCK');
 
 export interface HotConsumerSettings {
   /** Envelopes held at once, each until its hand-off: a burst's envelopes all come out together. */
@@ -23,20 +21,16 @@ export interface HotConsumerSettings {
  */
 const HOT_WORKER_OPTIONS = {
   autorun: false,
-  // A killed dispatcher's envelopes go back to waiting once their lock lapses and a stalled
-  // check runs: with BullMQ's 30 s / 30 s that made jobs up to 62 s late in the chaos bench.
-  lockDuration: 10_000,
-  stalledInterval: 5_000,
+  lockDuration: ENVELOPE_LOCK_MS,
+  stalledInterval: ENVELOPE_STALLED_CHECK_MS,
   ...CONSUMER_REMOVAL,
 };
 
 /**
- * Consumes the hot queue as envelopes come due: the hot queue's @Processor, whose BullMQ Worker
- * Nest creates. An envelope leaves the delayed set DELIVERY_LEAD_MS before its first row is due;
- * its rows due within MAX_HOLD_MS are handed to their pools HANDOFF_AHEAD_MS before the first is
- * due (the hold is the hand-off: the envelope stays active in BullMQ until the push landed, so a
- * dispatcher killed meanwhile loses nothing). Rows due later (a coarse envelope) go back on the
- * hot queue in fine envelopes.
+ * The hot queue's @Processor (Nest creates its BullMQ Worker). It holds an envelope until
+ * HANDOFF_AHEAD_MS before its first row is due and hands its rows due within MAX_HOLD_MS to their
+ * pools; the envelope stays active until the push landed, so a dispatcher killed meanwhile loses
+ * nothing. Rows due later (a coarse envelope) go back on the hot queue in fine envelopes.
  */
 @Processor(HOT_QUEUE_NAME, HOT_WORKER_OPTIONS)
 export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string>> {
@@ -45,7 +39,7 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly hotQueue: HotQueue,
-    @Inject(DISPATCHER_CLOCK) private readonly clock: Clock,
+    private readonly clock: Clock,
     @Inject(HOT_CONSUMER_SETTINGS) private readonly settings: HotConsumerSettings,
     @Inject(DISPATCHER_LOGGER) private readonly logger: Logger,
   ) {
@@ -87,7 +81,7 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     return 'handed_off';
   }
 
-  /** One envelope inside its span: a root of its own, since an envelope carries many jobs' rows. */
+  /** One envelope, in a span that is a root of its own (an envelope carries many jobs' rows). */
   private deliver(data: EnvelopeData, hold: boolean): Promise<number> {
     const span = tracer.startSpan('hand off', { root: true, attributes: { 'messaging.system': 'almanac', 'messaging.operation.type': 'process' } });
     return endWith(span, () => this.handOver(data, hold), (rows) => ({ 'messaging.batch.message_count': rows }));

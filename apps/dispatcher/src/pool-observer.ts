@@ -2,10 +2,8 @@ import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import type { KindCatalog, KindRoutes } from '@almanac/kinds';
 import type { TenantShare } from '@almanac/domain';
 import type { TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { type Clock, type Liveness, LIVENESS_FLOOR_MS, Ticker, WORKER_DEAD_AFTER_MS } from '@almanac/platform';
+import { type Clock, type Liveness, LIVENESS_FLOOR_MS, POOL_OBSERVE_MS, Ticker, WORKER_DEAD_AFTER_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
-
-export const OBSERVE_MS = 1000;
 
 export interface PoolObserverOptions {
   routes: KindRoutes;
@@ -22,10 +20,9 @@ export interface PoolObserverOptions {
 }
 
 /**
- * The dispatcher's once-a-second look at the world beyond its envelopes: kind → pool as the
- * workers registered it; tenants' weights and limits, copied into each pool's ready structure
- * (where the workers' take applies them, so a PATCH takes effect within about a second); and the
- * per-pool gauges (workers, capacity, in flight, waiting) and per-kind `almanac_kind_served`.
+ * The dispatcher's once-a-second look beyond its envelopes: kind → pool as the workers registered
+ * it; tenants' weights and limits, copied into each pool's ready lists (a PATCH takes effect
+ * within about a second); the per-pool gauges and per-kind `almanac_kind_served`.
  */
 export class PoolObserver {
   private readonly ticker: Ticker;
@@ -35,8 +32,8 @@ export class PoolObserver {
   constructor(private readonly o: PoolObserverOptions) {
     this.ticker = new Ticker({
       turn: () => this.runOnce(),
-      everyMs: OBSERVE_MS,
-      firstAfterMs: OBSERVE_MS,
+      everyMs: POOL_OBSERVE_MS,
+      firstAfterMs: POOL_OBSERVE_MS,
       onError: (err) => o.logger.error({ err }, 'dispatcher observe failed; retrying'),
       liveness: o.liveness && { of: o.liveness, name: 'dispatcher-observer', limitMs: LIVENESS_FLOOR_MS },
     });

@@ -1,7 +1,7 @@
 import type { Hint, RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics } from '@almanac/delivery';
 import type { CompletionRecord, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { type Clock, type HotQueue, isValueError, MicroBatcher, runIsolated } from '@almanac/platform';
+import { type Clock, COMPLETION_LINGER_MS, type HotQueue, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { attemptRecord } from './attempt-record';
 import type { HandlerRun } from './handler-run';
@@ -12,12 +12,6 @@ export type WriteResult = 'applied' | 'stale' | 'submitted';
 
 /** Group commits waiting beyond this make new runs wait (backpressure on a slow database). */
 const MAX_PENDING_COMMITS = 5000;
-/**
- * A group commit short of a full batch waits this long for more outcomes: nobody waits on it
- * (the slot is free when the handler returns), and at a few hundred jobs a second every
- * statement carried one job, its round trip's syscalls costing more than its rows.
- */
-const COMPLETION_LINGER_MS = 5;
 
 export interface AttemptWriterOptions {
   repo: ExecutionRepository;
@@ -77,16 +71,11 @@ export class AttemptWriter {
    * bench measured jobs 50-110 s late when one failed write left the row to the lease rescue.
    * Not during a shutdown: retries could outlast the pod's grace period.
    */
-  private async whileLeased<T>(write: () => Promise<T>, deadlineMs: number, jobId: string): Promise<T> {
-    for (let pause = 500; ; pause = Math.min(pause * 2, 5000)) {
-      try {
-        return await write();
-      } catch (err) {
-        if (this.closing || this.o.clock.now().getTime() + pause >= deadlineMs) throw err;
-        this.o.logger.warn({ err, jobId }, `could not record the outcome; trying again in ${pause} ms`);
-        await new Promise((r) => setTimeout(r, pause));
-      }
-    }
+  private whileLeased<T>(write: () => Promise<T>, deadlineMs: number, jobId: string): Promise<T> {
+    return retryWithBackoff(write, {
+      firstMs: 500, maxMs: 5000, until: () => (this.closing ? 0 : deadlineMs), now: () => this.o.clock.now().getTime(),
+      onRetry: (err, pause) => this.o.logger.warn({ err, jobId }, `could not record the outcome; trying again in ${pause} ms`),
+    });
   }
 
   private async completeInTx(row: RunnableJob, record: CompletionRecord, tx: LazyTx, run: HandlerRun, startedAt: Date, leaseUntilMs: number): Promise<WriteResult> {

@@ -1,7 +1,7 @@
 import { setAsideError } from '@almanac/domain';
 import type { DeliveryMetrics } from '@almanac/delivery';
 import type { ClaimResult, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { type Clock, isValueError, MicroBatcher, runIsolated } from '@almanac/platform';
+import { type Clock, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { WorkerIdentity } from './worker-identity';
 
@@ -32,16 +32,13 @@ export interface ClaimerOptions {
  * transactions, completions and lease renewals keep the rest.
  */
 const CLAIMS_IN_FLIGHT = 3;
-const FIRST_RETRY_MS = 100;
-const MAX_RETRY_PAUSE_MS = 1000;
 
 /**
  * The claim a worker makes as its taken rows come due (queued → running, attempt + 1, lease, its
- * mark), batched: the claims of one tick share one UPDATE, which returns the rows to run. A claim
- * that fails (Postgres restarting, a lost reply) is sent again as it was, same lease and mark:
- * the statement then returns what a lost first try took, so nothing is undone and nothing is
- * counted twice. Past `retryForMs` it gives up and its hints go back to their pool; a row a lost
- * reply did take stays running under this worker's mark until its lease runs out.
+ * mark), batched: the claims of one tick share one UPDATE. A failed claim is sent again as it
+ * was, same lease and mark, so it returns what a lost first try took and counts nothing twice.
+ * Past `retryForMs` its hints go back to their pool; a row a lost reply took stays running under
+ * this worker's mark until its lease runs out.
  */
 export class Claimer {
   private readonly batcher: MicroBatcher<string, ClaimAnswer>;
@@ -63,18 +60,11 @@ export class Claimer {
     const leaseUntilMs = nowMs + this.o.leaseMs;
     const unique = [...new Set(ids)];
     const workerId = this.o.identity.id;
-    const send = () => this.claimIsolated(unique, new Date(nowMs), new Date(leaseUntilMs), workerId);
     const deadline = Date.now() + (this.o.retryForMs ?? 5000);
-    let result: Awaited<ReturnType<typeof send>> | undefined;
-    for (let pause = FIRST_RETRY_MS; result === undefined; pause = Math.min(2 * pause, MAX_RETRY_PAUSE_MS)) {
-      try {
-        result = await send();
-      } catch (err) {
-        if (Date.now() + pause > deadline) throw err;
-        this.o.logger.warn({ err, jobs: unique.length }, `claim failed; sending it again in ${pause} ms`);
-        await new Promise((r) => setTimeout(r, pause));
-      }
-    }
+    const result = await retryWithBackoff(() => this.claimIsolated(unique, new Date(nowMs), new Date(leaseUntilMs), workerId), {
+      firstMs: 100, maxMs: 1000, until: () => deadline,
+      onRetry: (err, pause) => this.o.logger.warn({ err, jobs: unique.length }, `claim failed; sending it again in ${pause} ms`),
+    });
     const answers = new Map<string, ClaimAnswer>();
     for (const row of result.claimed) answers.set(row.id, { row, leaseUntilMs });
     for (const e of result.early) answers.set(e.id, { earlyDueMs: e.dueMs });

@@ -1,19 +1,11 @@
-import { Clock } from '@almanac/platform';
+import { Clock, MAX_READING_ROUND_TRIP_MS } from '@almanac/platform';
 
 /**
  * This worker's clock, set by the database's at every heartbeat: the time it waits for a row's
- * due time by, claims by, and stamps attempts with. The claim counts an attempt only once the
- * row is due, so a worker whose own clock ran 5 s slow claimed nothing for 5 s and handed its
- * rows back (the chaos bench: jobs 42 s late); by the database's clock every worker agrees,
- * as the heartbeat and effect records already do.
+ * due time by, claims by, and stamps attempts with. The claim counts an attempt only once the row
+ * is due, so a worker whose own clock ran 5 s slow claimed nothing for 5 s and handed its rows
+ * back (the chaos bench: jobs 42 s late); by the database's clock every worker agrees.
  */
-/**
- * A reading counts only from a round trip this short: the database's time is placed in its
- * middle, so the error is at most half of it. A beat held up by a stalled database (60 s in the
- * chaos bench) would otherwise set the clock 30 s off.
- */
-const MAX_READING_ROUND_TRIP_MS = 200;
-
 export class DatabaseClock extends Clock {
   private offsetMs = 0;
 

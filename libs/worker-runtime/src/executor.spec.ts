@@ -221,7 +221,7 @@ describe('worker executor', () => {
     const w = await h.liveWorker();
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     await h.hot.runOnce();
-    w.executor.beginClose();
+    w.executor.writer.closing = true;
     jest.spyOn(h.repo, 'complete').mockRejectedValueOnce(connectionLost());
     await w.taker.runOnce();
     expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 }); // left running for the rescue

@@ -13,11 +13,7 @@ import { LazyTx } from './lazy-tx';
 import { RunSpan } from './run-span';
 import type { WorkerIdentity } from './worker-identity';
 
-/**
- * How a taken hint ended: its outcome written (or on its way in a group commit); stale (the row
- * did not want it: cancelled, moved, run by another hint); released at shutdown; or not started,
- * to be given back to its pool (`give_back`).
- */
+/** How a taken hint ended: written (or submitted), stale, released at shutdown, or not started (`give_back` to its pool). */
 export type ExecutionResult = WriteResult | 'released' | 'give_back';
 
 export interface ExecutorOptions {
@@ -52,9 +48,8 @@ interface Running {
 }
 
 /**
- * Runs taken hints: waits for each row's due time, claims it (batched: the attempt is counted
- * here, once, when a slot is free and the job is due), runs the handler under its timeout, and
- * records the outcome (AttemptWriter). While handlers run, extendLeases() keeps their leases ahead.
+ * Runs taken hints: waits for each row's due time, claims it (the attempt is counted there, once),
+ * runs the handler under its timeout and records the outcome; extendLeases() renews their leases.
  */
 export class Executor {
   private readonly claimer: Claimer;
@@ -74,26 +69,25 @@ export class Executor {
   }
 
   async execute(pool: string, hint: TakenHint): Promise<ExecutionResult> {
-    let answer: ClaimAnswer | 'give_back';
     const claim = { fromMs: 0, toMs: 0 };
-    try {
-      answer = await this.claimWhenDue(hint, claim);
-    } catch (err) {
-      // Postgres does not answer: the hint goes back to its pool for a later take.
-      this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back');
-      return 'give_back';
-    }
+    const answer = await this.claimWhenDue(hint, claim).catch((err: unknown) => {
+      this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back for a later take');
+      return 'give_back' as const;
+    });
     if (answer === 'give_back') return answer;
     if (answer === 'stale' || 'earlyDueMs' in answer) return 'stale';
-    if (this.stopping) return this.releaseOne(answer.row); // claimed while the shutdown released the rest
+    if (this.stopping) {
+      // Claimed while the shutdown released the rest: back to queued at once; its hint goes back.
+      await this.o.repo.release([{ id: answer.row.id, attempt: answer.row.attempt }], this.o.clock.now(), this.o.identity.name, []);
+      return 'give_back';
+    }
     return this.run(pool, hint, answer.row, answer.leaseUntilMs, new RunSpan(answer.row, pool, claim));
   }
 
   /**
-   * Waits for the due time, then claims. A row found not due yet by this clock (its hint came
-   * early, or the row moved a little later) is waited for and claimed again; one due beyond
-   * CLAIM_RETRY_WITHIN_MS gets a hint for its own time, and this one is dropped. `timing` gets
-   * when the last claim was sent and answered (for the run's span).
+   * Waits for the due time, then claims. A row not due yet by this clock is waited for and claimed
+   * again, or, due beyond CLAIM_RETRY_WITHIN_MS, gets a hint for its own time and this one is
+   * dropped. `timing`: when the last claim was sent and answered (for the run's span).
    */
   private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<ClaimAnswer | 'give_back'> {
     for (let dueMs = hint.dueMs; ; ) {
@@ -111,10 +105,7 @@ export class Executor {
     }
   }
 
-  /**
-   * Waits until `dueMs` by this worker's clock (again if a timer fired a little early), at most
-   * MAX_EARLY_WAIT_MS of real time; false if the worker stops meanwhile.
-   */
+  /** Waits until `dueMs` by this worker's clock, at most MAX_EARLY_WAIT_MS; false if the worker stops meanwhile. */
   private async until(dueMs: number): Promise<boolean> {
     const cap = Date.now() + MAX_EARLY_WAIT_MS;
     for (;;) {
@@ -155,9 +146,8 @@ export class Executor {
   }
 
   /**
-   * Renews the lease of every attempt whose lease has less than two thirds left (so a handler
-   * shorter than a third of the lease never costs a write), and of every one that reported
-   * progress since, writing that too. Returns how many were renewed.
+   * Renews the leases with less than two thirds left (a handler shorter than a third of the lease
+   * never costs a write) and those with progress to write. Returns how many were renewed.
    */
   async extendLeases(): Promise<number> {
     const now = this.o.clock.now().getTime();
@@ -174,10 +164,9 @@ export class Executor {
   }
 
   /**
-   * Graceful shutdown, after the deadline: gives every unfinished attempt back (running → queued,
-   * a `released` history row), then aborts the handlers; their late completions find the row
-   * moved and change nothing. Hints still waiting for their due time are given back unclaimed.
-   * Returns the rows released, per pool, so their hints go back too.
+   * Graceful shutdown, after the deadline: every unfinished attempt goes back to queued (a
+   * `released` history row), then its handler is aborted; its late completion changes nothing.
+   * Hints waiting for their due time go back unclaimed. Returns the rows released, per pool.
    */
   async releaseUnfinished(): Promise<Map<string, string[]>> {
     this.stopping = true;
@@ -197,17 +186,6 @@ export class Executor {
     }
     this.o.logger.warn({ released: done.length, unfinished: entries.length }, 'released unfinished jobs at shutdown');
     return out;
-  }
-
-  /** Claimed but not started (the shutdown came first): back to queued at once; its hint goes back. */
-  private async releaseOne(row: RunnableJob): Promise<ExecutionResult> {
-    await this.o.repo.release([{ id: row.id, attempt: row.attempt }], this.o.clock.now(), this.o.identity.name, []);
-    return 'give_back';
-  }
-
-  /** The worker is shutting down: failed outcome writes are no longer retried. */
-  beginClose(): void {
-    this.writer.closing = true;
   }
 
   /** Waits for claims and group commits in flight (shutdown, tests). */

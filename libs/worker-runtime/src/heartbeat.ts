@@ -14,10 +14,8 @@ export interface HeartbeatOptions {
 }
 
 /**
- * The worker's pulse, once a second: its row in `workers` (beat by the database's clock, with
- * its running handlers), which is how the promoter tells it is alive; and the renewal of leases
- * of handlers that run long. A worker that dies stops both: its running jobs and taken hints are
- * put back within WORKER_DEAD_AFTER_MS and the rescue's interval.
+ * The worker's pulse, once a second: its row in `workers` (how the promoter tells it is alive)
+ * and the renewal of leases of handlers that run long (docs/architecture.md, the road, step 7).
  */
 export class Heartbeat {
   private readonly ticker: Ticker;
@@ -29,10 +27,7 @@ export class Heartbeat {
     this.ticker = new Ticker({ turn: () => this.runOnce(), everyMs: HEARTBEAT_MS, liveness });
   }
 
-  /**
-   * The beat and the lease renewal are independent: one failing must not stop the other (a
-   * renewal that waits on a locked row must not make the worker look dead).
-   */
+  /** The beat and the lease renewal are independent: a renewal waiting on a locked row must not make the worker look dead. */
   async runOnce(): Promise<void> {
     const beat = within(HEARTBEAT_MS * 2, this.o.identity.beat(this.o.identity.pools.map((p) => this.o.taker.runningIn(p)), this.leaving), 'heartbeat');
     const [b, leases] = await Promise.allSettled([beat, this.o.executor.extendLeases()]);

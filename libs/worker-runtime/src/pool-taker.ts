@@ -1,12 +1,11 @@
-import { type ReadyQueues, SLOT_RENEW_MS, type TakenHint } from '@almanac/delivery';
-import { type Clock, duplicateRedis, type RedisClient, within } from '@almanac/platform';
+import type { ReadyQueues, TakenHint } from '@almanac/delivery';
+import { type Clock, duplicateRedis, type RedisClient, SETTLE_REDIS_WAIT_MS, SLOT_RENEW_MS, TAKE_BLOCK_MS, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { ExecutionResult, Executor } from './executor';
 import type { WorkerIdentity } from './worker-identity';
 
 export interface PoolTakerOptions {
-  /** Used to open one blocking connection per pool (a blocked BLPOP holds its connection). */
-  connection: RedisClient;
+  connection: RedisClient; // duplicated per pool: a blocked BLPOP holds its connection
   ready: ReadyQueues;
   pools: readonly string[];
   /** Handlers running at once, per pool. */
@@ -16,11 +15,6 @@ export interface PoolTakerOptions {
   clock: Clock;
   logger: Logger;
 }
-
-/** How long one blocking wait for work lasts before the loop looks at its flags again. */
-const BLOCK_MS = 1000;
-/** Every Redis call of the settle path answers within this, or is left to expiry and the rescue. */
-const REDIS_WAIT_MS = 2000;
 
 interface Lane {
   pool: string;
@@ -35,12 +29,10 @@ interface Lane {
 }
 
 /**
- * Takes work from the pools' ready structures exactly as fast as handler slots free up: per
- * pool, one loop asks for as many hints as it has free slots (one script: fair, within limits,
- * and reporting the hints it is done with), starts them, and when the pool has nothing for it,
- * blocks until a push or a finish wakes it (or a limit's next opening). Hints stay in this
- * worker's taken hash until their run is over, or go back unstarted (give back), so a worker
- * that dies loses none of them.
+ * Takes work from the pools' ready lists as fast as handler slots free up: per pool, one loop
+ * takes as many hints as it has free slots (the take also reports the hints it is done with),
+ * starts them, and when the pool has nothing for it, blocks until a push, a finish or a limit's
+ * next opening. A hint stays in this worker's taken hash until its run is over or it is given back.
  */
 export class PoolTaker {
   private readonly lanes: Lane[];
@@ -84,26 +76,18 @@ export class PoolTaker {
     return started.length;
   }
 
-  /**
-   * Graceful stop: take nothing new; running handlers get until `deadlineMs`; whatever is still
-   * running then is released back to `queued` and its hint given back, as are hints not started.
-   */
+  /** Graceful stop: take nothing new; what still runs at `deadlineMs` is released to `queued` and its hint given back. */
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
     clearInterval(this.renewTimer);
-    this.o.executor.beginClose();
+    this.o.executor.writer.closing = true; // failed outcome writes are no longer retried
     for (const lane of this.lanes) lane.poke?.();
-    // A blocked BLPOP ends by itself (≤ BLOCK_MS); disconnecting under it could drop a token.
-    await within(BLOCK_MS + 1000, Promise.allSettled(this.loops), 'ready take').catch(() => undefined);
+    // A blocked BLPOP ends by itself (≤ TAKE_BLOCK_MS); disconnecting under it could drop a token.
+    await within(TAKE_BLOCK_MS + 1000, Promise.allSettled(this.loops), 'ready take').catch(() => undefined);
     for (const lane of this.lanes) lane.conn?.disconnect();
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'deadline'>((resolve) => (timer = setTimeout(() => resolve('deadline'), deadlineMs)));
-    const first = await Promise.race([Promise.allSettled([...this.inFlight]).then(() => 'finished' as const), deadline]);
-    clearTimeout(timer); // the timer must not hold the process
+    const finished = await within(deadlineMs, Promise.allSettled([...this.inFlight]), 'handlers').then(() => true, () => false);
     let released = 0;
-    if (first === 'deadline') {
-      for (const ids of (await this.o.executor.releaseUnfinished()).values()) released += ids.length;
-    }
+    if (!finished) for (const ids of (await this.o.executor.releaseUnfinished()).values()) released += ids.length;
     await Promise.allSettled([...this.inFlight]);
     await this.o.executor.drain();
     await this.finishAll();
@@ -140,18 +124,15 @@ export class PoolTaker {
     }
   }
 
-  /**
-   * Until a push or a finish signals the pool (a token in its wake list), a limit's next
-   * opening, or one of this worker's hints is done with (to be reported, with a take).
-   */
+  /** Until a push or a finish signals the pool (its wake token), a limit's next opening, or a hint of this worker's is done with. */
   private async waitForWork(lane: Lane, nextWakeMs: number | null): Promise<void> {
     if (lane.done.size > 0) return;
     const conn = lane.conn as RedisClient;
-    lane.waiter ??= this.o.ready.waitForWork(conn, lane.pool, BLOCK_MS).catch(() => false).finally(() => (lane.waiter = undefined));
-    const untilWake = nextWakeMs === null ? BLOCK_MS : Math.max(1, nextWakeMs - this.o.clock.now().getTime());
+    lane.waiter ??= this.o.ready.waitForWork(conn, lane.pool, TAKE_BLOCK_MS).catch(() => false).finally(() => (lane.waiter = undefined));
+    const untilWake = nextWakeMs === null ? TAKE_BLOCK_MS : Math.max(1, nextWakeMs - this.o.clock.now().getTime());
     let timer: NodeJS.Timeout | undefined;
     const poked = new Promise<void>((resolve) => (lane.poke = resolve));
-    await Promise.race([lane.waiter, poked, new Promise((r) => (timer = setTimeout(r, Math.min(untilWake, BLOCK_MS))))]);
+    await Promise.race([lane.waiter, poked, new Promise((r) => (timer = setTimeout(r, Math.min(untilWake, TAKE_BLOCK_MS))))]);
     clearTimeout(timer);
   }
 
@@ -180,10 +161,10 @@ export class PoolTaker {
   /** A hint is done with (reported with the next take) or goes back unstarted to the head of its flow. */
   private async settle(lane: Lane, takenBy: number, id: string, result: ExecutionResult): Promise<void> {
     if (result !== 'give_back' && result !== 'released') {
-      lane.done.set(takenBy, [...(lane.done.get(takenBy) ?? []), id]);
-      return;
+      const list = lane.done.get(takenBy);
+      return void (list ? list.push(id) : lane.done.set(takenBy, [id]));
     }
-    await within(REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [id]), 'give back').catch((err: unknown) =>
+    await within(SETTLE_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [id]), 'give back').catch((err: unknown) =>
       this.o.logger.warn({ err, pool: lane.pool }, 'could not give a hint back; a rescue or the overdue sweep puts it back'),
     );
   }
@@ -194,7 +175,7 @@ export class PoolTaker {
       const pending = [...lane.done];
       lane.done.clear();
       for (const [takenBy, ids] of pending) {
-        await within(REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch((err: unknown) =>
+        await within(SETTLE_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch((err: unknown) =>
           this.o.logger.warn({ err, pool: lane.pool }, 'could not report finished hints; their slots expire'),
         );
       }
@@ -212,7 +193,7 @@ export class PoolTaker {
     }
     const nowMs = this.o.clock.now().getTime();
     for (const g of byTaker.values()) {
-      await within(REDIS_WAIT_MS, this.o.ready.renew(g.pool, String(g.takenBy), g.ids, nowMs), 'renew limit slots').catch((err: unknown) =>
+      await within(SETTLE_REDIS_WAIT_MS, this.o.ready.renew(g.pool, String(g.takenBy), g.ids, nowMs), 'renew limit slots').catch((err: unknown) =>
         this.o.logger.warn({ err }, 'could not renew limit slots; they expire unless renewed next time'),
       );
     }

@@ -4,11 +4,9 @@ import type { DatabaseClock } from './database-clock';
 
 /**
  * Who this worker process is to Postgres and Redis: its row in `workers` (the id its claims and
- * taken hints carry) and its name (ALMANAC_WORKER_ID, written into history rows). A worker the
- * rescue took for dead (its beats stopped reaching the database for WORKER_DEAD_AFTER_MS) finds
- * its row gone at its next beat and registers again under a new id: its old claims were put back,
- * and their late completions change nothing. Each register and beat also sets `time` (when
- * given) by the database's clock.
+ * taken hints carry) and its name (ALMANAC_WORKER_ID, in history rows). A worker the rescue took
+ * for dead finds its row gone at its next beat and registers again under a new id. Each register
+ * and beat also sets `time` by the database's clock.
  */
 export class WorkerIdentity {
   private current: number | undefined;

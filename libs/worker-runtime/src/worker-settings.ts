@@ -1,4 +1,4 @@
-import { Env, readSetting } from '@almanac/platform';
+import { Env, type MetricsService, readSetting } from '@almanac/platform';
 import { hostname } from 'node:os';
 import { DEFAULT_RETRY_POLICY, RetryPolicy } from '@almanac/domain';
 
@@ -10,7 +10,7 @@ export interface WorkerSettings {
   retryPolicy: RetryPolicy;
   /** Lease a claim starts with; the heartbeat renews it while the handler runs. */
   leaseMs: number;
-  /** What the pool's autoscaling reads from this worker (PoolScalingGauges). */
+  /** What the pool's autoscaling reads from this worker (exportPoolScaling). */
   scaling: PoolScalingSettings;
 }
 
@@ -46,4 +46,27 @@ function retryPolicyFromEnv(env: Env): RetryPolicy {
   const baseMs = readSetting(env, 'ALMANAC_RETRY_BASE_MS');
   const maxMs = readSetting(env, 'ALMANAC_RETRY_MAX_MS', { min: baseMs });
   return { baseMs, factor: DEFAULT_RETRY_POLICY.factor, maxMs };
+}
+
+/**
+ * What a pool's autoscaling needs from its workers besides what they measure (issue 19): the
+ * throughput to assume before the pool has been seen saturated, and the pool's ceiling for the
+ * AlmanacSpikeBeyondCapacity alert. Constant per process, so they are set once; every replica
+ * reports the same values, and the rules take the max per pool.
+ */
+export function exportPoolScaling(metrics: MetricsService, pools: readonly string[], scaling: PoolScalingSettings): void {
+  const defaultThroughput = metrics.gauge({
+    name: 'almanac_pool_default_throughput',
+    help: 'Executions per second one worker replica is assumed to run until its pool has been measured saturated (ALMANAC_WORKER_DEFAULT_THROUGHPUT)',
+    labelNames: ['pool'] as const,
+  });
+  const maxReplicas = metrics.gauge({
+    name: 'almanac_pool_max_replicas',
+    help: "The most worker replicas the pool's autoscaler may run (ALMANAC_WORKER_MAX_REPLICAS, the ScaledObject's maxReplicaCount)",
+    labelNames: ['pool'] as const,
+  });
+  for (const pool of pools) {
+    defaultThroughput.set({ pool }, scaling.defaultThroughput);
+    maxReplicas.set({ pool }, scaling.maxReplicas);
+  }
 }

@@ -8,11 +8,10 @@ import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import { Executor } from './executor';
 import { Heartbeat } from './heartbeat';
-import { exportPoolScaling } from './pool-scaling-gauges';
 import { PoolTaker } from './pool-taker';
 import { DatabaseClock } from './database-clock';
 import { WorkerIdentity } from './worker-identity';
-import type { WorkerSettings } from './worker-settings';
+import { exportPoolScaling, type WorkerSettings } from './worker-settings';
 
 export const WORKER_SETTINGS = Symbol('WORKER_SETTINGS');
 /** The HandlerDefinition[] this worker runs (WorkerRuntimeModule.forRoot). */
@@ -33,11 +32,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   private readonly migrations: MigrationClass[];
   private readonly database: DatabaseConfig;
   private readonly logger: Logger;
-  /**
-   * The heartbeat's own connection: a beat must never queue behind claims and handlers'
-   * transactions for the shared pool (a worker whose beats stall for WORKER_DEAD_AFTER_MS is
-   * taken for dead and its jobs run again elsewhere).
-   */
+  /** The heartbeat's own connection: beats queued behind the shared pool's claims and transactions would get the worker taken for dead. */
   private readonly beatSource: DataSource;
 
   constructor(

@@ -2,7 +2,7 @@ import { DEFAULT_SHARE, type TenantShare } from '@almanac/domain';
 import type { Hint } from '@almanac/domain';
 import { bytesUnder, createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { KIND_SLOT, ReadyQueues, TENANT_SLOT } from './ready-queues';
-import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS } from './take.lua';
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS } from '@almanac/platform';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 describe('ReadyQueues (Redis): the pool ready structure and its one-step fair take', () => {

@@ -1,5 +1,5 @@
 import { DEFAULT_SHARE, type Hint, type TenantShare } from '@almanac/domain';
-import { type EnvelopeFlow, isCluster, type RedisClient } from '@almanac/platform';
+import { type EnvelopeFlow, isCluster, type RedisClient, SLOT_TTL_MS } from '@almanac/platform';
 import type { LuaScript } from './lua-common';
 import { FINISH, GIVE_BACK, PUSH, RENEW, SYNC_SHARES } from './ready-scripts';
 import { TAKE } from './take.lua';
@@ -12,13 +12,6 @@ export interface TakenHint extends Hint {
 export const TENANT_SLOT = 1;
 export const KIND_SLOT = 2;
 
-/**
- * A limit slot lives this long unless the worker running its job renews it (every
- * SLOT_RENEW_MS): a worker that dies without a rescue frees its tenants' slots within this.
- */
-export const SLOT_TTL_MS = 30_000;
-export const SLOT_RENEW_MS = 10_000;
-
 /** What a take brought, and when a limit may let more go (null: nothing is held back). */
 export interface Take {
   hints: TakenHint[];
@@ -26,15 +19,10 @@ export interface Take {
 }
 
 /**
- * Each pool's ready structure in Redis (see lua-common.ts for its keys): per tenant and kind a
- * list of due hints, the dispatcher's one place to put them and the workers' one place to take
- * them. A worker takes what it has slots for in one script that shares the pool fairly between
- * tenants and applies their limits. Every key of a pool carries the hash tag `{pool:<name>}`,
- * so pools spread over a Redis Cluster's nodes and each script stays within one slot. Tenant-wide
- * `maxConcurrency` slots are shared by every pool on one Redis server; on a cluster a script can
- * reach only its pool's slot, so there each pool counts the tenant's limit on its own (a tenant
- * whose kinds run in k pools may run up to k × maxConcurrency). Kind limits are exact either way:
- * a kind runs in one pool.
+ * Each pool's ready lists in Redis (keys: lua-common.ts): the dispatcher's one place to put due
+ * hints and the workers' one place to take them, fairly and within limits. Every key of a pool
+ * carries the hash tag `{pool:<name>}`, so each script stays within one Redis Cluster slot; on a
+ * cluster, tenant-wide slots are therefore counted per pool (docs/architecture.md, Known gaps).
  */
 export class ReadyQueues {
   constructor(
@@ -127,9 +115,8 @@ export class ReadyQueues {
   }
 
   /**
-   * EVALSHA, falling back to EVAL once per connection that lacks the script. Not defineCommand:
-   * ioredis routes a custom command by its first argument (the key count) when it auto-pipelines
-   * on a cluster; EVALSHA is routed by its first key, here the pool's `tenants` key.
+   * EVALSHA, else EVAL. Not defineCommand: auto-pipelining on a cluster, ioredis routes a custom
+   * command by its first argument (the key count); EVALSHA goes by its first key, the pool's.
    */
   private async run(s: LuaScript, pool: string, nowMs: number, args: readonly (string | number)[]): Promise<unknown> {
     const base = this.base(pool);

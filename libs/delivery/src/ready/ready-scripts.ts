@@ -33,12 +33,11 @@ while i <= #ARGV do
     end
     if #older > 0 then bulk('LPUSH', q, older) end
     if #later > 0 then bulk('RPUSH', q, later) end
-    pushed = pushed + n
   else
     bulk('RPUSH', q, items)
-    pushed = pushed + n
     if before == 0 then flowFilled(t, k, V) end
   end
+  pushed = pushed + n
 end
 if pushed > 0 then
   redis.call('INCRBY', K.waiting, pushed)
@@ -83,8 +82,10 @@ table.sort(entries, function(a, b)
   if #a[1] ~= #b[1] then return #a[1] > #b[1] end
   return a[1] > b[1]
 end)
-for _, e in ipairs(entries) do
+local ids = {}
+for i, e in ipairs(entries) do
   local id, v = e[1], e[2]
+  ids[i] = id
   local due, t, mask, k = parseTaken(v)
   redis.call('HDEL', takenKey, id)
   releaseSlots(id .. '@' .. ARGV[4], t, k, mask)
@@ -94,8 +95,6 @@ for _, e in ipairs(entries) do
   if before == 0 then flowFilled(t, k, V) end
 end
 if ARGV[5] == '1' then redis.call('DEL', takenKey) end
-local ids = {}
-for i, e in ipairs(entries) do ids[i] = e[1] end
 if #entries > 0 then
   redis.call('INCRBY', K.waiting, #entries)
   wake()

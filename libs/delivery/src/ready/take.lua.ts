@@ -1,33 +1,14 @@
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS } from '@almanac/platform';
 import { readyScript } from './lua-common';
-
-/** A suspended tenant is looked at again after this long (its flag is in `B:shares`). */
-export const HELD_RECHECK_MS = 1000;
-/**
- * A tenant or kind at its concurrency limit is looked at again after this long. A finish in the
- * same pool wakes it at once; this catches slots freed elsewhere (a tenant-wide limit shared by
- * pools on one Redis server) or expired (a worker that died holding them).
- */
-export const CONCURRENCY_RECHECK_MS = 250;
 
 /**
  * A worker's take: up to ARGV[4] items for worker ARGV[5], fair between tenants and within their
- * limits, in one atomic step.
- *
- * Fairness is start-time fair queueing over tenants (Goyal et al.): each runnable tenant has a
- * start tag; the one with the smallest goes next and its tag grows by 1/weight per job; a tenant
- * that becomes runnable starts at the pool's virtual time (the last tag served), so it waits
- * behind nobody's backlog, and a tenant that empties forgets its tag. Within a tenant, its kinds
- * take turns. A run of one tenant's jobs is popped at once (LPOP count) as far as its tag stays
- * at or below the next tenant's.
- *
- * Limits: `maxConcurrency` (TL:<t>:c) and a kind's `concurrency` are zsets of the row ids taken
- * and not finished, scored by expiry (ARGV[6] ms, renewed by the worker while the job runs); a
- * kind's `perSecond` is GCRA with a burst of a tenth of a second. A tenant or flow over a limit
- * leaves the rotation for `B:blocked` until it may go again; its items wait where they are.
- *
- * First, the ids from ARGV[7] on are finished (see FINISH): a busy worker reports what it is done
- * with in the call that takes more. Returns { next wake ms ('' if none blocked),
- * `<id>:<due>:<tenant>:<slots>:<kind>`... }, and records each item in the worker's taken hash.
+ * limits, in one atomic step (docs/architecture.md, the road, step 4). Fairness is start-time
+ * fair queueing over tenants (Goyal et al.); a run of one tenant's items is popped at once
+ * (LPOP count) as far as its tag stays at or below the next tenant's. `perSecond` is GCRA with a
+ * burst of a tenth of a second; concurrency slots expire after ARGV[6] ms unless renewed.
+ * First, the ids from ARGV[7] on are finished (see FINISH). Returns { next wake ms ('' if none
+ * blocked), `<id>:<due>:<tenant>:<slots>:<kind>`... }, each item recorded in the taken hash.
  */
 export const TAKE = readyScript(`
 local max, worker, ttl = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
@@ -156,9 +137,7 @@ end
 
 local runnable = redis.call('ZCARD', K.tenants)
 if taken > 0 then redis.call('DECRBY', K.waiting, taken) end
-if #out > 1 then
-  redis.call('PEXPIRE', takenKey, 3600000)
-end
+if #out > 1 then redis.call('PEXPIRE', takenKey, 3600000) end
 redis.call('SET', K.vt, runnable == 0 and '0' or string.format('%.17g', V))
 if taken >= max and runnable > 0 then wake() end
 local nb = redis.call('ZRANGE', K.blocked, 0, 0, 'WITHSCORES')

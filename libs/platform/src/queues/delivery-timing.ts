@@ -69,3 +69,47 @@ export const HEARTBEAT_MS = 1_000;
  */
 export const WORKER_DEAD_AFTER_MS = 5_000;
 export const WORKER_RESCUE_INTERVAL_MS = 1_000;
+
+/**
+ * A `maxConcurrency` or kind `concurrency` slot lives this long unless the worker running its job
+ * renews it (every SLOT_RENEW_MS): a worker that dies without a rescue frees its slots by itself.
+ */
+export const SLOT_TTL_MS = 30_000;
+export const SLOT_RENEW_MS = 10_000;
+
+/**
+ * A tenant or kind at its concurrency limit is looked at again by the take after this long. A
+ * finish in the same pool wakes it at once; this catches slots freed elsewhere (a tenant-wide
+ * limit shared by pools) or expired. A suspended tenant is looked at again after HELD_RECHECK_MS.
+ */
+export const CONCURRENCY_RECHECK_MS = 250;
+export const HELD_RECHECK_MS = 1_000;
+
+/** How long a worker's blocking wait for work (BLPOP on the pool's wake token) lasts before it looks at its flags again. */
+export const TAKE_BLOCK_MS = 1_000;
+
+/** A worker's Redis calls after a run (finish, give back, renew) answer within this, or are left to expiry and the rescue. */
+export const SETTLE_REDIS_WAIT_MS = 2_000;
+
+/**
+ * A group commit of outcomes short of a full batch waits this long for more: nobody waits on it
+ * (the slot is free when the handler returns), and at a few hundred jobs a second every statement
+ * carried one job, its round trip's syscalls costing more than its rows.
+ */
+export const COMPLETION_LINGER_MS = 5;
+
+/**
+ * A worker's clock takes the database's time only from a round trip this short (placed in its
+ * middle, so off by at most half): a beat held up 60 s by a stalled database would set it 30 s off.
+ */
+export const MAX_READING_ROUND_TRIP_MS = 200;
+
+/** The dispatcher reads the kind registry and tenants' limits, and sets the pool gauges, this often. */
+export const POOL_OBSERVE_MS = 1_000;
+
+/**
+ * A killed dispatcher's envelopes go back to waiting once their BullMQ lock lapses and a stalled
+ * check runs: with BullMQ's 30 s / 30 s that made jobs up to 62 s late in the chaos bench.
+ */
+export const ENVELOPE_LOCK_MS = 10_000;
+export const ENVELOPE_STALLED_CHECK_MS = 5_000;
