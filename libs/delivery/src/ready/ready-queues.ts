@@ -47,10 +47,7 @@ export class ReadyQueues {
     return (await this.run(PUSH, pool, Date.now(), args)) as number;
   }
 
-  /**
-   * Up to `max` hints for `workerId`, fairly and within limits, recorded in its taken hash; the
-   * hints in `done` are finished first (see finish), in the same call.
-   */
+  /** Up to `max` hints for `workerId`, fairly and within limits, into its taken hash; `done` is finished first, in the same call. */
   async take(pool: string, max: number, nowMs: number, workerId: string, done: readonly string[] = []): Promise<Take> {
     const reply = (await this.run(TAKE, pool, nowMs, [max, workerId, SLOT_TTL_MS, ...done])) as string[];
     const hints = reply.slice(1).map((s): TakenHint => {
@@ -105,10 +102,7 @@ export class ReadyQueues {
     return new Map(pools.map((p, i) => [p, Math.max(0, Number(counts[i] ?? 0))]));
   }
 
-  /**
-   * Blocks on `blocking` (a connection of the caller's own) until a push or a finish signals work
-   * in `pool`, or `timeoutMs` passes. True when woken.
-   */
+  /** Blocks on `blocking` (the caller's own connection) until a push or a finish signals work in `pool`, or `timeoutMs`; true when woken. */
   async waitForWork(blocking: RedisClient, pool: string, timeoutMs: number): Promise<boolean> {
     const seconds = Math.max(0.01, timeoutMs / 1000).toFixed(3);
     return (await blocking.blpop(`${this.base(pool)}:wake`, seconds)) !== null;
