@@ -58,10 +58,12 @@ describe('startRole', () => {
     };
     app = await startRole([ProbeModule], { role: 'probe', migrate: true, env });
     const base = `http://127.0.0.1:${port}`;
-    // The probe's query opens the pool's first connection: under the whole suite's load that took
-    // over readiness' 1 s ping timeout, and the first readiness check answered 503.
     expect((await request(base).get('/probe').expect(200)).body).toEqual({ n: 1, prefix: redis.prefix });
-    await request(base).get('/health/ready').expect(200);
+    // Readiness pings each server with a 1 s timeout; under the whole suite's load on 2 cores one
+    // ping outlasted it (a 503 in CI). Ready means ready within a few probes, as Kubernetes asks.
+    let ready = 0;
+    for (let probe = 0; probe < 3 && ready !== 200; probe++) ready = (await request(base).get('/health/ready')).status;
+    expect(ready).toBe(200);
     // The body timeout reaches Node's server: a slow sender is answered 408 and cut off.
     expect((app.getHttpServer() as { requestTimeout: number }).requestTimeout).toBe(7000);
   });
