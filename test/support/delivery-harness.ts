@@ -2,7 +2,7 @@ import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import { HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes } from '@almanac/kinds';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, type Hint, RetryPolicy } from '@almanac/domain';
 import { ExecutionRepository, KindsRepository, SweepsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, readSetting, SystemClock } from '@almanac/platform';
+import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, readSetting, type RedisClient, SystemClock } from '@almanac/platform';
 import { DatabaseClock, Executor, Heartbeat, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
 import { BullModule } from '@nestjs/bullmq';
 import { Test, TestingModule } from '@nestjs/testing';
@@ -159,6 +159,8 @@ export class DeliveryHarness {
   worker(
     opts: {
       pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimRetryForMs?: number; dataSource?: DataSource;
+      /** What the taker duplicates for its own connections (default: this test's Redis). */
+      takerConnection?: RedisClient;
       /** The worker's own clock, set by the database's at each beat as in a worker process (default: the harness clock, unset). */
       clock?: Clock;
     } = {},
@@ -177,7 +179,7 @@ export class DeliveryHarness {
       clock, logger: this.logger, metrics, identity, leaseMs: this.leaseMs,
       horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimRetryForMs: opts.claimRetryForMs,
     });
-    const taker = new PoolTaker({ connection: this.redis.connection, ready: this.ready, pools, concurrency, executor, identity, clock, logger: this.logger });
+    const taker = new PoolTaker({ connection: opts.takerConnection ?? this.redis.connection, ready: this.ready, pools, concurrency, executor, identity, clock, logger: this.logger });
     const heartbeat = new Heartbeat({ identity, taker, executor, logger: this.logger });
     const rig = { identity, executor, taker, heartbeat, metrics, metricsService };
     this.rigs.push(rig);

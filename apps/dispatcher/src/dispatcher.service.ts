@@ -1,4 +1,4 @@
-import { POOL_OBSERVE_MS, within } from '@almanac/platform';
+import { FIRST_OBSERVE_WAIT_MS, within } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import type { Logger } from 'pino';
 import { DISPATCHER_LOGGER, HotConsumer } from './hot-consumer';
@@ -16,11 +16,10 @@ export class DispatcherService implements OnApplicationBootstrap, BeforeApplicat
   /**
    * Reads the kind registry and tenants' limits once before taking envelopes: a job of a kind
    * routed to its own pool must not be handed to `default` for want of a first look (its workers
-   * there have no handler for it). A stalled database holds the boot for five looks at most; the
-   * next look retries.
+   * there have no handler for it). If that first look fails, the next one retries it.
    */
   async onApplicationBootstrap(): Promise<void> {
-    await within(5 * POOL_OBSERVE_MS, this.observer.runOnce(), 'first observe').catch((err: unknown) =>
+    await within(FIRST_OBSERVE_WAIT_MS, this.observer.runOnce(), 'first observe').catch((err: unknown) =>
       this.logger.warn({ err }, 'could not read the kind registry before starting; routing by configuration until it can'),
     );
     this.consumer.start();

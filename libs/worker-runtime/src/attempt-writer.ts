@@ -1,7 +1,7 @@
 import type { Hint, RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics } from '@almanac/delivery';
 import type { CompletionRecord, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { type Clock, COMPLETION_LINGER_MS, type HotQueue, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
+import { type Clock, COMPLETION_LINGER_MS, type HotQueue, isValueError, MicroBatcher, OUTCOME_RETRY_PAUSES, retryWithBackoff, runIsolated } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { attemptRecord } from './attempt-record';
 import type { HandlerRun } from './handler-run';
@@ -66,14 +66,10 @@ export class AttemptWriter {
     }
   }
 
-  /**
-   * Sends a write again after a failure, with backoff, until `deadlineMs` (the lease): the chaos
-   * bench measured jobs 50-110 s late when one failed write left the row to the lease rescue.
-   * Not during a shutdown: retries could outlast the pod's grace period.
-   */
+  /** Sends a write again after a failure while the lease lasts; not during a shutdown, whose grace period retries could outlast. */
   private whileLeased<T>(write: () => Promise<T>, deadlineMs: number, jobId: string): Promise<T> {
     return retryWithBackoff(write, {
-      firstMs: 500, maxMs: 5000, until: () => (this.closing ? 0 : deadlineMs), now: () => this.o.clock.now().getTime(),
+      ...OUTCOME_RETRY_PAUSES, until: () => (this.closing ? -Infinity : deadlineMs), now: () => this.o.clock.now().getTime(),
       onRetry: (err, pause) => this.o.logger.warn({ err, jobId }, `could not record the outcome; trying again in ${pause} ms`),
     });
   }

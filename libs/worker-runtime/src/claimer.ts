@@ -1,7 +1,7 @@
 import { setAsideError } from '@almanac/domain';
 import type { DeliveryMetrics } from '@almanac/delivery';
 import type { ClaimResult, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { type Clock, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
+import { CLAIM_RETRY_PAUSES, type Clock, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { WorkerIdentity } from './worker-identity';
 
@@ -62,7 +62,7 @@ export class Claimer {
     const workerId = this.o.identity.id;
     const deadline = Date.now() + (this.o.retryForMs ?? 5000);
     const result = await retryWithBackoff(() => this.claimIsolated(unique, new Date(nowMs), new Date(leaseUntilMs), workerId), {
-      firstMs: 100, maxMs: 1000, until: () => deadline,
+      ...CLAIM_RETRY_PAUSES, until: () => deadline,
       onRetry: (err, pause) => this.o.logger.warn({ err, jobs: unique.length }, `claim failed; sending it again in ${pause} ms`),
     });
     const answers = new Map<string, ClaimAnswer>();

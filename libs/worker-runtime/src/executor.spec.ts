@@ -3,6 +3,8 @@ import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, retry } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { freePort } from '@almanac/testing/free-port';
+import IORedis from 'ioredis';
 import { chargeHandler, noopHandler } from '@almanac/testing/built-in-kinds';
 import { pushHints } from '@almanac/testing/ready-hints';
 
@@ -451,6 +453,25 @@ describe('worker executor', () => {
     slowGate.release();
     await h.runWorker(w2);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+  });
+
+  it("takes over the shared connection while a lane's own take connection cannot reach Redis", async () => {
+    const [id] = await h.enqueue([{ kind: 'slow' }]);
+    await h.hot.runOnce();
+    // Nothing listens there, so the connections the taker opens for itself never come up (as with
+    // Redis at maxclients, or an ACL that refuses them); the shared one works.
+    const unreachable = new IORedis(await freePort(), '127.0.0.1', { maxRetriesPerRequest: null, retryStrategy: () => 50 });
+    unreachable.on('error', () => undefined);
+    try {
+      const w = h.worker({ takerConnection: unreachable });
+      await h.startWorker(w);
+      await slowGate.started; // a take queued on the dead connection would wait here until Jest's timeout
+      slowGate.release();
+      await w.taker.close(10_000);
+      expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    } finally {
+      unreachable.disconnect();
+    }
   });
 
   it('graceful shutdown lets a handler that finishes before the deadline complete normally', async () => {

@@ -1,5 +1,5 @@
 import { ReadyQueues, type TakenHint } from '@almanac/delivery';
-import { type Clock, duplicateRedis, type RedisClient, SETTLE_REDIS_WAIT_MS, SLOT_RENEW_MS, TAKE_BLOCK_MS, within } from '@almanac/platform';
+import { type Clock, duplicateRedis, type RedisClient, SLOT_RENEW_MS, TAKE_BLOCK_MS, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { ExecutionResult, Executor } from './executor';
 import type { WorkerIdentity } from './worker-identity';
@@ -88,8 +88,8 @@ export class PoolTaker {
     clearInterval(this.renewTimer);
     this.o.executor.writer.closing = true; // failed outcome writes are no longer retried
     for (const lane of this.lanes) lane.poke?.();
-    // A blocked BLPOP ends by itself (≤ TAKE_BLOCK_MS); disconnecting under it could drop a token.
-    await within(TAKE_BLOCK_MS + 1000, Promise.allSettled(this.loops), 'ready take').catch(() => undefined);
+    // A BLPOP ends by itself (≤ TAKE_BLOCK_MS), a take soon after; disconnecting under either could drop a wake token or a reply.
+    await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled(this.loops), 'ready take').catch(() => undefined);
     for (const lane of this.lanes) for (const c of [lane.blocking, lane.takes?.redis]) c?.disconnect();
     const finished = await within(deadlineMs, Promise.allSettled([...this.inFlight]), 'handlers').then(() => true, () => false);
     let released = 0;
@@ -117,12 +117,14 @@ export class PoolTaker {
       if (lane.done.size > 0) void this.finishAll(); // hints taken under an id this worker had before the rescue
       let take;
       try {
-        take = await (lane.takes as ReadyQueues).take(lane.pool, Math.max(0, free), this.o.clock.now().getTime(), String(takenBy), done);
+        // While its own connection is not up (cannot connect, reconnecting), a lane takes over the shared one.
+        const via = lane.takes?.redis.status === 'ready' ? lane.takes : this.o.ready;
+        take = await via.take(lane.pool, Math.max(0, free), this.o.clock.now().getTime(), String(takenBy), done);
       } catch (err) {
         lane.done.set(takenBy, [...done, ...(lane.done.get(takenBy) ?? [])]); // sent again with the next take
         if (this.closing) break;
         this.o.logger.error({ err, pool: lane.pool }, 'could not take from the pool; retrying');
-        await new Promise((r) => setTimeout(r, 1000));
+        await new Promise((r) => setTimeout(r, TAKE_BLOCK_MS));
         continue;
       }
       for (const h of take.hints) void this.startOne(lane, h, takenBy);
@@ -169,7 +171,7 @@ export class PoolTaker {
       const list = lane.done.get(takenBy);
       return void (list ? list.push(id) : lane.done.set(takenBy, [id]));
     }
-    await within(SETTLE_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [id]), 'give back').catch((err: unknown) =>
+    await within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [id]), 'give back').catch((err: unknown) =>
       this.o.logger.warn({ err, pool: lane.pool }, 'could not give a hint back; a rescue or the overdue sweep puts it back'),
     );
   }
@@ -180,7 +182,7 @@ export class PoolTaker {
       const pending = [...lane.done];
       lane.done.clear();
       for (const [takenBy, ids] of pending) {
-        await within(SETTLE_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch((err: unknown) =>
+        await within(WORKER_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch((err: unknown) =>
           this.o.logger.warn({ err, pool: lane.pool }, 'could not report finished hints; their slots expire'),
         );
       }
@@ -198,7 +200,7 @@ export class PoolTaker {
     }
     const nowMs = this.o.clock.now().getTime();
     for (const g of byTaker.values()) {
-      await within(SETTLE_REDIS_WAIT_MS, this.o.ready.renew(g.pool, String(g.takenBy), g.ids, nowMs), 'renew limit slots').catch((err: unknown) =>
+      await within(WORKER_REDIS_WAIT_MS, this.o.ready.renew(g.pool, String(g.takenBy), g.ids, nowMs), 'renew limit slots').catch((err: unknown) =>
         this.o.logger.warn({ err }, 'could not renew limit slots; they expire unless renewed next time'),
       );
     }

@@ -88,8 +88,25 @@ export const HELD_RECHECK_MS = 1_000;
 /** How long a worker's blocking wait for work (BLPOP on the pool's wake token) lasts before it looks at its flags again. */
 export const TAKE_BLOCK_MS = 1_000;
 
-/** A worker's Redis calls after a run (finish, give back, renew) answer within this, or are left to expiry and the rescue. */
-export const SETTLE_REDIS_WAIT_MS = 2_000;
+/**
+ * A worker's finish, give back and renewal calls answer within this, or are left to slot expiry
+ * and the overdue sweep (a finish is also sent again with the next take). A failed take is tried
+ * again after TAKE_BLOCK_MS.
+ */
+export const WORKER_REDIS_WAIT_MS = 2_000;
+
+/**
+ * A failed claim is sent again after 100 ms, the pause doubling up to 1 s, for the claim's retry
+ * window (ExecutorOptions.claimRetryForMs, 5 s); then its hints go back to their pool.
+ */
+export const CLAIM_RETRY_PAUSES = { firstMs: 100, maxMs: 1_000 };
+
+/**
+ * A failed outcome write is sent again after 500 ms, doubling up to 5 s, while the attempt's lease
+ * lasts: the chaos bench measured jobs 50-110 s late when one failed write left the row to the
+ * lease rescue.
+ */
+export const OUTCOME_RETRY_PAUSES = { firstMs: 500, maxMs: 5_000 };
 
 /**
  * A group commit of outcomes short of a full batch waits this long for more: nobody waits on it
@@ -104,8 +121,13 @@ export const COMPLETION_LINGER_MS = 5;
  */
 export const MAX_READING_ROUND_TRIP_MS = 200;
 
-/** The dispatcher reads the kind registry and tenants' limits, and sets the pool gauges, this often. */
+/**
+ * The dispatcher reads the kind registry and tenants' limits, and sets the pool gauges, this often.
+ * At boot it waits up to FIRST_OBSERVE_WAIT_MS for a first look before it takes envelopes: long
+ * enough for a healthy database, short enough not to hold a boot on a stalled one.
+ */
 export const POOL_OBSERVE_MS = 1_000;
+export const FIRST_OBSERVE_WAIT_MS = 5_000;
 
 /**
  * A killed dispatcher's envelopes go back to waiting once their BullMQ lock lapses and a stalled
