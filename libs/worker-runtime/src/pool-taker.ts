@@ -5,7 +5,8 @@ import type { ExecutionResult, Executor } from './executor';
 import type { WorkerIdentity } from './worker-identity';
 
 export interface PoolTakerOptions {
-  connection: RedisClient; // duplicated per pool for its blocking waits and its takes
+  /** Duplicated per pool, for its blocking waits and for its takes. */
+  connection: RedisClient;
   ready: ReadyQueues;
   pools: readonly string[];
   /** Handlers running at once, per pool. */
