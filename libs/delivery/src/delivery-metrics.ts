@@ -38,7 +38,10 @@ export class DeliveryMetrics {
     this.executions = metrics.counter({
       name: 'almanac_executions_total', labelNames: ['kind', 'outcome'] as const, help: 'Recorded attempts by kind and outcome (succeeded, failed, discarded, released)',
     });
-    this.handlerDuration = metrics.histogram({ name: 'almanac_handler_duration_seconds', help: 'Time inside the handler, per kind', labelNames: ['kind'] as const, buckets: DURATION_BUCKETS });
+    this.handlerDuration = metrics.histogram({
+      name: 'almanac_handler_duration_seconds', labelNames: ['kind'] as const, buckets: DURATION_BUCKETS,
+      help: 'Time inside the handler, per kind',
+    });
     this.dropped = metrics.counter({
       name: 'almanac_dispatch_dropped_total', labelNames: ['reason'] as const,
       help: 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion)',

@@ -1,5 +1,5 @@
-import { Clock } from '@almanac/platform';
-import { LOST_ATTEMPT_ERROR } from '@almanac/domain';
+import { Clock, SLOT_TTL_MS } from '@almanac/platform';
+import { DEFAULT_SHARE, LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, retry } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
@@ -472,6 +472,23 @@ describe('worker executor', () => {
     } finally {
       unreachable.disconnect();
     }
+  });
+
+  it("renews the limit slot of a job still running, so a long handler keeps its tenant's maxConcurrency slot", async () => {
+    const [id] = await h.enqueue([{ kind: 'slow', tenantId: 1 }]);
+    await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 1 }]]));
+    await h.hot.runOnce();
+    const w = h.worker();
+    await h.startWorker(w);
+    await slowGate.started;
+    const slots = `${h.ready.prefix}:almanac:limit:1:c`; // the tenant's slots on one Redis server (lua-common.ts)
+    const member = `${id}@${w.identity.id}`;
+    await h.redis.connection.zadd(slots, 'XX', 1, member); // as if it were about to expire
+    await w.taker.renewSlots();
+    expect(Number(await h.redis.connection.zscore(slots, member))).toBeGreaterThan(Date.now() + SLOT_TTL_MS - 5000);
+    slowGate.release();
+    await w.taker.close(10_000);
+    expect(await h.redis.connection.zscore(slots, member)).toBeNull(); // finished: the slot is freed
   });
 
   it('graceful shutdown lets a handler that finishes before the deadline complete normally', async () => {

@@ -22,6 +22,8 @@ interface Lane {
   running: number;
   /** Hints done with, per worker id that took them: sent with the next take (or FINISH). */
   done: Map<number, string[]>;
+  /** Running hints that hold limit slots, per worker id that took them: renewed until they end. */
+  limited: Map<number, Set<string>>;
   /** Wakes the loop: a slot freed, or a hint is done with. */
   poke?: () => void;
   /** The blocking wait for work in flight on `blocking`, reused until it answers. */
@@ -45,12 +47,10 @@ export class PoolTaker {
   private readonly loops: Promise<void>[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
-  /** Running hints that hold limit slots: id → pool and taker (renewed until they end). */
-  private readonly limited = new Map<string, { pool: string; takenBy: number }>();
   private renewTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: PoolTakerOptions) {
-    this.lanes = o.pools.map((pool) => ({ pool, running: 0, done: new Map() }));
+    this.lanes = o.pools.map((pool) => ({ pool, running: 0, done: new Map(), limited: new Map() }));
   }
 
   /** Handlers running now in `pool` (the heartbeat reports it). */
@@ -146,7 +146,7 @@ export class PoolTaker {
 
   private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> {
     lane.running++;
-    if (h.slots > 0) this.limited.set(h.id, { pool: lane.pool, takenBy });
+    if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
     const run = this.o.executor
       .execute(lane.pool, h)
       .catch((err: unknown): ExecutionResult => {
@@ -155,7 +155,7 @@ export class PoolTaker {
       })
       .then((result) => this.settle(lane, takenBy, h.id, result))
       .finally(() => {
-        this.limited.delete(h.id);
+        lane.limited.get(takenBy)?.delete(h.id);
         lane.running--;
         this.inFlight.delete(run);
         const poke = lane.poke;
@@ -192,18 +192,17 @@ export class PoolTaker {
 
   /** Keeps the limit slots of runs still going from expiring (a long handler); a failure is retried next time. */
   async renewSlots(): Promise<void> {
-    const byTaker = new Map<string, { pool: string; takenBy: number; ids: string[] }>();
-    for (const [id, { pool, takenBy }] of this.limited) {
-      const key = `${pool}|${takenBy}`;
-      let g = byTaker.get(key);
-      if (!g) byTaker.set(key, (g = { pool, takenBy, ids: [] }));
-      g.ids.push(id);
-    }
     const nowMs = this.o.clock.now().getTime();
-    for (const g of byTaker.values()) {
-      await within(WORKER_REDIS_WAIT_MS, this.o.ready.renew(g.pool, String(g.takenBy), g.ids, nowMs), 'renew limit slots').catch((err: unknown) =>
-        this.o.logger.warn({ err }, 'could not renew limit slots; they expire unless renewed next time'),
-      );
+    for (const lane of this.lanes) {
+      for (const [takenBy, ids] of lane.limited) {
+        if (ids.size === 0) {
+          lane.limited.delete(takenBy); // none left under that id
+          continue;
+        }
+        await within(WORKER_REDIS_WAIT_MS, this.o.ready.renew(lane.pool, String(takenBy), [...ids], nowMs), 'renew limit slots').catch((err: unknown) =>
+          this.o.logger.warn({ err }, 'could not renew limit slots; they expire unless renewed next time'),
+        );
+      }
     }
   }
 }
