@@ -18,6 +18,7 @@ export * from './queues/hot-queue';
 export * from './redis/redis';
 export * from './batching/isolate-failures';
 export * from './batching/micro-batcher';
+export * from './cache/read-through-cache';
 export * from './time/retry';
 export * from './time/ticker';
 export * from './time/within';

@@ -1,6 +1,7 @@
 import { DEFAULT_SHARE } from '@almanac/domain';
 import type { TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
+import { createHash } from 'node:crypto';
 import { loadApiSettings } from '../api-settings';
 import { ALL_SOURCES_LOOKUP_FACTOR, TenantAuthService } from './tenant-auth.service';
 
@@ -145,7 +146,24 @@ describe('TenantAuthService', () => {
     await expect(auth.authenticate(shaped('random_x'))).rejects.toMatchObject({ status: 503 });
     // ...yet the known tenant is still served from its expired entry,
     expect(await auth.authenticate(shaped('good'))).toBe(tenant);
-    // and the revoked key is not served from the entry it had before it was found gone.
-    await expect(auth.authenticate(shaped('revoked'))).rejects.toMatchObject({ status: 503 });
+    // and the revoked key is answered from what was found last (gone), never from what it had before.
+    expect(await auth.authenticate(shaped('revoked'))).toBeNull();
+  });
+
+  it('a key revoked while its lookup hangs is refused, and what that lookup read is not kept', async () => {
+    let lookup: (key: string) => Promise<TenantRecord | null> = async () => tenant;
+    const clock = new ManualClock(0);
+    const auth = new TenantAuthService(viaTenant({ findByApiKey: (k) => lookup(k) }), NO_KEYS, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_REQUEST_TIMEOUT_MS: '100' }), clock);
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant);
+    clock.advance(1001); // expired, within the stale grace
+    let finish!: (t: TenantRecord) => void;
+    lookup = () => new Promise((r) => (finish = r)); // the database stalls
+    const request = auth.authenticate(shaped('good'));
+    auth.forgetKey(createHash('sha256').update(shaped('good'), 'utf8').digest('base64')); // revoked meanwhile
+    await expect(request).rejects.toThrow(/key lookup did not answer/); // not the tenant it had before
+    finish(tenant); // the stalled lookup, which read the key before the revocation, comes back
+    await new Promise((r) => setImmediate(r));
+    lookup = async () => null;
+    expect(await auth.authenticate(shaped('good'))).toBeNull();
   });
 });

@@ -1,7 +1,7 @@
 import { type HostRule, parseHostRule } from '@almanac/domain';
 import { type TenantOutboundRecord, TenantOutboundRepository } from '@almanac/persistence';
 import type { DataSource } from 'typeorm';
-import { within } from '@almanac/platform';
+import { ReadThroughCache } from '@almanac/platform';
 
 /** A tenant's rules for `http` calls as the worker applies them. */
 export interface TenantOutbound {
@@ -28,52 +28,23 @@ export interface TenantOutboundCacheOptions {
 
 export const TENANT_OUTBOUND_CACHE: TenantOutboundCacheOptions = { ttlMs: 5_000, waitMs: 2_000, staleMs: 60_000, maxTenants: 10_000 };
 
-interface Entry {
-  value: TenantOutbound | null;
-  readAt: number;
-}
-
-/**
- * Reads a tenant's rules at most once per `ttlMs` (concurrent jobs of one tenant share a read),
- * waits at most `waitMs` for one, and falls back to rules up to `staleMs` old when the read fails.
- */
+/** A tenant's rules, read at most once per `ttlMs` through a ReadThroughCache (shared reads, bounded waits, stale rules while Postgres fails). */
 export class TenantOutboundCache implements TenantOutboundSource {
-  private readonly entries = new Map<number, Entry>();
-  private readonly reads = new Map<number, Promise<TenantOutbound | null>>();
+  private readonly cache: ReadThroughCache<number, TenantOutbound | null>;
 
   constructor(
     private readonly read: (tenantId: number) => Promise<TenantOutboundRecord | null>,
-    private readonly opts: TenantOutboundCacheOptions = TENANT_OUTBOUND_CACHE,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  async get(tenantId: number): Promise<TenantOutbound | null> {
-    const hit = this.entries.get(tenantId);
-    const at = this.now();
-    if (hit && at - hit.readAt < this.opts.ttlMs) return hit.value;
-    try {
-      return await within(this.opts.waitMs, this.load(tenantId), `tenant ${tenantId}'s outbound rules`);
-    } catch (err) {
-      if (hit && at - hit.readAt < this.opts.staleMs) return hit.value;
-      throw err;
-    }
+    opts: TenantOutboundCacheOptions = TENANT_OUTBOUND_CACHE,
+    now: () => number = Date.now,
+  ) {
+    this.cache = new ReadThroughCache({ ...opts, maxEntries: opts.maxTenants, now });
   }
 
-  private load(tenantId: number): Promise<TenantOutbound | null> {
-    const running = this.reads.get(tenantId);
-    if (running) return running;
-    const started = this.now();
-    const p = this.read(tenantId)
-      .then((row) => {
-        const value = row && toOutbound(row);
-        this.entries.delete(tenantId); // re-inserted last: the Map's order is the eviction order
-        this.entries.set(tenantId, { value, readAt: started });
-        if (this.entries.size > this.opts.maxTenants) this.entries.delete(this.entries.keys().next().value!);
-        return value;
-      })
-      .finally(() => this.reads.delete(tenantId));
-    this.reads.set(tenantId, p);
-    return p;
+  get(tenantId: number): Promise<TenantOutbound | null> {
+    return this.cache.get(tenantId, async () => {
+      const row = await this.read(tenantId);
+      return row && toOutbound(row);
+    }, `tenant ${tenantId}'s outbound rules`);
   }
 }
 
