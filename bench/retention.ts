@@ -4,6 +4,7 @@
  *
  *   node -r ./bench/lib/register.cjs bench/retention.ts [--days 60] [--per-day 1000000] [--retention-days 30] [--tenants 2]
  *        [--key-reservation-days 400|forever] [--keys dated|uuid] [--schedules 0]
+ *        [--postgres-settings shared_buffers=6GB,max_wal_size=16GB,...]
  *
  * On a fresh database (`ALMANAC_BENCH_PG_URL`), each simulated day d (now = origin + d days):
  * - ingest: `--per-day` new jobs due tomorrow, through JobsRepository.insertBatch (the API's
@@ -21,7 +22,9 @@
  * - vacuum: one plain VACUUM (ANALYZE) of jobs, job_attempts and retired_keys. It stands in
  *   for the autovacuum and autoanalyze runs a real day would see (a simulated day lasts under a
  *   minute, less than autovacuum's nap); it takes no lock that blocks reads or writes.
- * Then the database's size. Prints one JSON document (stdout) and a table (stderr), and writes
+ * Then the database's size. With `--postgres-settings`, the run has a Postgres cluster of its own
+ * started with those settings (`-c name=value`; bench/lib/private-postgres.ts, whose defaults
+ * fsync=off and synchronous_commit=off a setting given here overrides), instead of the shared server. Prints one JSON document (stdout) and a table (stderr), and writes
  * bench/charts/retention.svg, or retention-schedules.svg with schedules (database size and the day's rates over the simulated days).
  */
 import { utcDay } from '@almanac/domain';
@@ -35,6 +38,7 @@ import { PromotionSweep } from '../apps/promoter/src/sweeps/promotion.sweep';
 import { RecurringSweep } from '../apps/promoter/src/recurring/recurring.sweep';
 import { SchedulePlanner } from '../apps/promoter/src/recurring/schedule-planner';
 import { createBenchDatabase } from './lib/bench-db';
+import { startPostgres } from './lib/private-postgres';
 import { lineChartSvg } from './lib/line-chart';
 import { retentionChart, retentionChartFile } from './lib/retention-chart';
 import { arg, ROOT } from './lib/local';
@@ -54,6 +58,8 @@ const opts = {
   keys: arg('keys', 'both') as 'dated' | 'uuid' | 'both',
   /** Per-minute schedules of the first tenant, materialised alongside (1,440 rows a day each). */
   schedules: Number(arg('schedules', '0')),
+  /** `name=value,…`: a private cluster with these settings instead of the shared server. */
+  postgresSettings: arg('postgres-settings', ''),
 };
 if (!['dated', 'uuid', 'both'].includes(opts.keys)) throw new Error('--keys must be dated, uuid or both');
 /** A tenant's key style: with `both`, the first tenant's keys are dated and the rest UUIDs. */
@@ -179,6 +185,9 @@ async function sizes(ds: DataSource) {
 
 async function main() {
   log(`${opts.days} days × ${opts.perDay.toLocaleString('en')} jobs, ${opts.retentionDays}-day retention, ${opts.tenants} tenants`);
+  const settings = Object.fromEntries(opts.postgresSettings.split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]));
+  const cluster = opts.postgresSettings ? await startPostgres(settings) : undefined;
+  if (cluster) process.env.ALMANAC_BENCH_PG_URL = cluster.url;
   const db = await createBenchDatabase('almanac_bench_retention', 6);
   const started = performance.now();
   try {
@@ -256,6 +265,7 @@ async function main() {
     report(days, seconds(started));
   } finally {
     await db.drop();
+    cluster?.stop();
   }
 }
 
