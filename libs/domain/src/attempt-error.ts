@@ -2,7 +2,7 @@
 export interface PublicAttemptError {
   /**
    * `handler` (the reason the handler chose to give: retry or discard), `invalid_payload`,
-   * `timeout`, `handler_error` (an exception: its text is the operator's), `unknown_kind`,
+   * `timeout`, `handler_error` (an exception: its text is the operator's), `set_aside`,
    * `shutdown`, `lost` (no outcome recorded: the worker stopped), `released` (given back at a
    * worker's shutdown).
    */
@@ -49,8 +49,6 @@ export function publicAttemptError(stored: string | null | undefined): PublicAtt
       const ms = /(\d+) ms/.exec(text)?.[1];
       return { code: 'timeout', message: ms ? `the handler did not finish within ${ms} ms` : 'the handler did not finish in time' };
     }
-    case 'UnknownKindError':
-      return { code: 'unknown_kind', message: 'no worker that took this job runs its kind' };
     case 'SetAsideError':
       return { code: 'set_aside', message: `the job was set aside: ${text}; the operator's logs have the details under this job's id` };
     case 'WorkerShutdownError':

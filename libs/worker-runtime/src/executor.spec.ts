@@ -400,12 +400,18 @@ describe('worker executor', () => {
     expect(row.last_error).toMatch(/HandlerTimeoutError: handler timed out after 50 ms/);
   });
 
-  it('a job of an unknown kind fails and retries (a newer worker may know it)', async () => {
+  it('a worker without the handler of a job\'s kind leaves it queued, no attempt spent, and offers it again seconds later', async () => {
     const [id] = await h.enqueue([{ kind: 'mystery', maxAttempts: 1 }]);
     const w = h.worker();
     await h.hot.runOnce();
+    const t0 = Date.now();
     await h.runWorker(w);
-    expect(await h.job(id)).toMatchObject({ state: 'x', last_error: 'UnknownKindError: no handler registered for kind mystery' });
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0, last_error: null });
+    expect(await h.attempts(id)).toEqual([]);
+    const [again] = (await h.hotQueue.held()).map((x) => x.hint).filter((x) => x.id === id);
+    expect(again.dueMs).toBeGreaterThanOrEqual(t0 + 5000); // a worker that has the handler (a newer pod) takes it then
+    expect(again.dueMs).toBeLessThan(Date.now() + 6000);
+    expect((await w.metrics.dropped.get()).values).toEqual([expect.objectContaining({ labels: { reason: 'unknown_kind' }, value: 1 })]);
   });
 
   it('an invalid payload (a row stored before its kind had a schema) is discarded, not retried, naming the fields', async () => {

@@ -1,8 +1,8 @@
 import { progressReport, type RetryPolicy, type TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, TakenHint } from '@almanac/delivery';
-import type { HandlerRegistry } from '@almanac/kinds';
+import type { HandlerDefinition, HandlerRegistry } from '@almanac/kinds';
 import { type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
-import { CLAIM_RETRY_WITHIN_MS, type Clock, type HotQueue, MAX_EARLY_WAIT_MS } from '@almanac/platform';
+import { CLAIM_RETRY_WITHIN_MS, type Clock, type HotQueue, MAX_EARLY_WAIT_MS, unknownKindReofferAt } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AttemptWriter, type WriteResult } from './attempt-writer';
@@ -69,6 +69,9 @@ export class Executor {
   }
 
   async execute(pool: string, hint: TakenHint): Promise<ExecutionResult> {
+    const handler = this.o.registry.get(hint.kind);
+    // No handler here (a rolling update, a misrouted kind): not claimed, no attempt spent; offered again later.
+    if (!handler) return this.hintAgainAt(hint, unknownKindReofferAt(hint.dueMs, this.o.clock.now().getTime()), 'unknown_kind');
     const claim = { fromMs: 0, toMs: 0 };
     const answer = await this.claimWhenDue(hint, claim).catch((err: unknown) => {
       this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back for a later take');
@@ -81,7 +84,7 @@ export class Executor {
       await this.o.repo.release([{ id: answer.row.id, attempt: answer.row.attempt }], this.o.clock.now(), this.o.identity.name, []);
       return 'give_back';
     }
-    return this.run(pool, hint, answer.row, answer.leaseUntilMs, new RunSpan(answer.row, pool, claim));
+    return this.run(pool, hint, handler, answer.row, answer.leaseUntilMs, new RunSpan(answer.row, pool, claim));
   }
 
   /**
@@ -97,12 +100,15 @@ export class Executor {
       timing.toMs = Date.now();
       if (answer === 'stale' || !('earlyDueMs' in answer)) return answer;
       dueMs = answer.earlyDueMs;
-      if (dueMs - this.o.clock.now().getTime() > CLAIM_RETRY_WITHIN_MS) {
-        this.o.metrics.dropped.inc({ reason: 'moved_later' });
-        await this.writer.requeue([{ id: hint.id, tenantId: hint.tenantId, kind: hint.kind, dueMs }]);
-        return 'stale';
-      }
+      if (dueMs - this.o.clock.now().getTime() > CLAIM_RETRY_WITHIN_MS) return this.hintAgainAt(hint, dueMs, 'moved_later');
     }
+  }
+
+  /** Drops this hint for one due at `dueMs`; the row stays queued, no attempt spent. */
+  private async hintAgainAt(hint: TakenHint, dueMs: number, reason: 'moved_later' | 'unknown_kind'): Promise<'stale'> {
+    this.o.metrics.dropped.inc({ reason });
+    await this.writer.requeue([{ id: hint.id, tenantId: hint.tenantId, kind: hint.kind, dueMs }]);
+    return 'stale';
   }
 
   /** Waits until `dueMs` by this worker's clock, at most MAX_EARLY_WAIT_MS; false if the worker stops meanwhile. */
@@ -121,7 +127,7 @@ export class Executor {
     }
   }
 
-  private async run(pool: string, hint: TakenHint, row: RunnableJob, leaseUntilMs: number, span: RunSpan): Promise<ExecutionResult> {
+  private async run(pool: string, hint: TakenHint, handler: HandlerDefinition, row: RunnableJob, leaseUntilMs: number, span: RunSpan): Promise<ExecutionResult> {
     const { clock, metrics } = this.o;
     const startedAt = clock.now();
     const entry: Running = { pool, ref: { id: row.id, attempt: row.attempt }, kind: row.kind, startedAt, leaseUntil: leaseUntilMs, released: false };
@@ -130,8 +136,7 @@ export class Executor {
     try {
       metrics.observeLag(pool, row.tenantId, Math.max(0, startedAt.getTime() - hint.dueMs) / 1000);
       const tx = new LazyTx(this.o.dataSource);
-      const handler = this.o.registry.get(row.kind);
-      const effects = effectRecordsFor(this.effects, row, handler?.timeoutMs ?? 0);
+      const effects = effectRecordsFor(this.effects, row, handler.timeoutMs);
       const progress = (percent: number, note?: string) => (entry.progress = JSON.stringify(progressReport(percent, note, row.attempt, clock.now())));
       const outcome = await span.handler(row.kind, (traceContext) => runHandler(handler, row, entry, { tx, effects, progress, traceContext }, metrics, this.o.logger));
       if (entry.released) {

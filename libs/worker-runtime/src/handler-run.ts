@@ -6,13 +6,6 @@ import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { LazyTx } from './lazy-tx';
 
-export class UnknownKindError extends Error {
-  override readonly name = 'UnknownKindError';
-  constructor(readonly kind: string) {
-    super(`no handler registered for kind ${kind}`);
-  }
-}
-
 export class HandlerTimeoutError extends Error {
   override readonly name = 'HandlerTimeoutError';
   constructor(readonly timeoutMs: number) {
@@ -42,7 +35,7 @@ export interface HandlerRun {
  * of a worker's CPU per no-op job); the timeout and an abort end the run either way.
  */
 export async function runHandler(
-  handler: HandlerDefinition | undefined,
+  handler: HandlerDefinition,
   row: RunnableJob,
   slot: { abort?: (reason: Error) => void },
   io: { tx: LazyTx; effects: EffectRecords; progress: (percent: number, note?: string) => void; traceContext: Context },
@@ -53,7 +46,6 @@ export async function runHandler(
   let childLogger: Logger | undefined;
   const logger = (): Logger =>
     (childLogger ??= parentLogger.child({ tenantId: row.tenantId, jobId: row.id, kind: row.kind, attempt: row.attempt }));
-  if (!handler) return { error: new UnknownKindError(row.kind), logger };
   const endTimer = metrics.handlerDuration.startTimer({ kind: row.kind });
   let controller: AbortController | undefined;
   let stop!: (reason: Error) => void;

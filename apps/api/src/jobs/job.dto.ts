@@ -95,7 +95,7 @@ export class AttemptDto {
     example: 'handler',
     nullable: true,
     type: String,
-    description: 'handler (the reason the handler gave), invalid_payload, timeout, handler_error, unknown_kind, shutdown, lost, released, set_aside (its claim failed on a value of its row)',
+    description: 'handler (the reason the handler gave), invalid_payload, timeout, handler_error, shutdown, lost, released, set_aside (its claim failed on a value of its row)',
   })
   errorCode!: string | null;
 

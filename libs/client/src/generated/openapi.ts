@@ -945,7 +945,7 @@ export interface components {
              */
             error: string | null;
             /**
-             * @description handler (the reason the handler gave), invalid_payload, timeout, handler_error, unknown_kind, shutdown, lost, released, set_aside (its claim failed on a value of its row)
+             * @description handler (the reason the handler gave), invalid_payload, timeout, handler_error, shutdown, lost, released, set_aside (its claim failed on a value of its row)
              * @example handler
              */
             errorCode: string | null;
