@@ -189,7 +189,7 @@ async function main() {
   const cluster = opts.postgresSettings ? await startPostgres(settings) : undefined;
   if (cluster) process.env.ALMANAC_BENCH_PG_URL = cluster.url;
   // Interrupted (Ctrl-C, a kill), the private cluster is stopped and its files removed too.
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (cluster?.stop(), process.exit(130)));
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) process.once(signal, () => (cluster?.stop(), process.exit(code)));
   const db = await createBenchDatabase('almanac_bench_retention', 6);
   const started = performance.now();
   try {

@@ -44,7 +44,7 @@ export class DeliveryMetrics {
     });
     this.dropped = metrics.counter({
       name: 'almanac_dispatch_dropped_total', labelNames: ['reason'] as const,
-      help: 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion; unknown_kind: offered again later)',
+      help: 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion; unknown_kind: no handler here, offered again by the overdue sweep)',
     });
     this.setAside = setAsideCounter(metrics);
     this.dispatched = metrics.counter({

@@ -2,7 +2,7 @@ import { progressReport, type RetryPolicy, type TierHorizons } from '@almanac/do
 import type { DeliveryMetrics, TakenHint } from '@almanac/delivery';
 import type { HandlerDefinition, HandlerRegistry } from '@almanac/kinds';
 import { type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
-import { CLAIM_RETRY_WITHIN_MS, type Clock, type HotQueue, MAX_EARLY_WAIT_MS, unknownKindReofferAt } from '@almanac/platform';
+import { CLAIM_RETRY_WITHIN_MS, type Clock, type HotQueue, MAX_EARLY_WAIT_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AttemptWriter, type WriteResult } from './attempt-writer';
@@ -70,8 +70,12 @@ export class Executor {
 
   async execute(pool: string, hint: TakenHint): Promise<ExecutionResult> {
     const handler = this.o.registry.get(hint.kind);
-    // No handler here (a rolling update, a misrouted kind): not claimed, no attempt spent; offered again later.
-    if (!handler) return this.hintAgainAt(hint, unknownKindReofferAt(hint.dueMs, this.o.clock.now().getTime()), 'unknown_kind');
+    if (!handler) {
+      // No handler here (a rolling update, a misrouted kind): not claimed, so no attempt is spent.
+      // The hint is dropped and the overdue sweep offers the row again, one hint at a time.
+      this.o.metrics.dropped.inc({ reason: 'unknown_kind' });
+      return 'stale';
+    }
     const claim = { fromMs: 0, toMs: 0 };
     const answer = await this.claimWhenDue(hint, claim).catch((err: unknown) => {
       this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back for a later take');
@@ -100,13 +104,13 @@ export class Executor {
       timing.toMs = Date.now();
       if (answer === 'stale' || !('earlyDueMs' in answer)) return answer;
       dueMs = answer.earlyDueMs;
-      if (dueMs - this.o.clock.now().getTime() > CLAIM_RETRY_WITHIN_MS) return this.hintAgainAt(hint, dueMs, 'moved_later');
+      if (dueMs - this.o.clock.now().getTime() > CLAIM_RETRY_WITHIN_MS) return this.hintAgainAt(hint, dueMs);
     }
   }
 
   /** Drops this hint for one due at `dueMs`; the row stays queued, no attempt spent. */
-  private async hintAgainAt(hint: TakenHint, dueMs: number, reason: 'moved_later' | 'unknown_kind'): Promise<'stale'> {
-    this.o.metrics.dropped.inc({ reason });
+  private async hintAgainAt(hint: TakenHint, dueMs: number): Promise<'stale'> {
+    this.o.metrics.dropped.inc({ reason: 'moved_later' });
     await this.writer.requeue([{ id: hint.id, tenantId: hint.tenantId, kind: hint.kind, dueMs }]);
     return 'stale';
   }

@@ -58,15 +58,6 @@ export const MAX_EARLY_WAIT_MS = 1_000;
  */
 export const CLAIM_RETRY_WITHIN_MS = 3_000;
 
-/**
- * When a hint whose kind the worker has no handler for comes again (it goes back unclaimed): a
- * tenth of the job's lateness later, within 5–60 s: soon during a rolling update, once a minute
- * for a job whose kind no worker of its pool runs.
- */
-export function unknownKindReofferAt(dueMs: number, nowMs: number): number {
-  return nowMs + Math.min(60_000, Math.max(5_000, (nowMs - dueMs) / 10));
-}
-
 /** A worker's heartbeat (its row in `workers`, judged by the database's clock). */
 export const HEARTBEAT_MS = 1_000;
 
