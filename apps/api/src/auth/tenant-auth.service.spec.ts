@@ -150,6 +150,20 @@ describe('TenantAuthService', () => {
     expect(await auth.authenticate(shaped('revoked'))).toBeNull();
   });
 
+  it('a flood of random keys that lasts longer than the stale grace still leaves known tenants getting in: their refreshes spend no lookup budget', async () => {
+    const { repo, lookups } = recordingRepo();
+    const clock = new ManualClock(0);
+    const auth = new TenantAuthService(repo, NO_KEYS, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_AUTH_LOOKUPS_PER_SECOND: '3' }), clock);
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant);
+    for (let minute = 0; minute < 10; minute++) {
+      clock.advance(60_000);
+      for (let i = 0; i < 3 * ALL_SOURCES_LOOKUP_FACTOR; i++) await auth.authenticate(shaped(`random_${minute}_${i}`), `192.0.2.${i}`).catch(() => null);
+      await expect(auth.authenticate(shaped('another'), '198.51.100.7')).rejects.toMatchObject({ status: 503 }); // the budget is spent
+      expect(await auth.authenticate(shaped('good'), '198.51.100.7')).toBe(tenant);
+    }
+    expect(lookups.filter((k) => k === shaped('good'))).toHaveLength(11); // a refresh each time its entry had expired
+  });
+
   it('a key revoked while its lookup hangs is refused, and what that lookup read is not kept', async () => {
     let lookup: (key: string) => Promise<TenantRecord | null> = async () => tenant;
     const clock = new ManualClock(0);

@@ -29,7 +29,7 @@ export const LAST_USED_EVERY_MS = 60_000;
  * so authentication is not one database query per request, and a tenant's changed rate limit is
  * seen within the TTL. Unauthenticated traffic is bounded:
  * - unknown keys have a cache of their own, so a flood of random keys never evicts a valid one;
- * - lookups of keys in neither cache are rate-limited per source address
+ * - lookups of keys not known (a known key's refresh spends nothing) are rate-limited per source address
  *   (ALMANAC_AUTH_LOOKUPS_PER_SECOND per API replica, ALL_SOURCES_LOOKUP_FACTOR times that over
  *   all sources; 503 with Retry-After beyond it): one client's flood of well-shaped random keys
  *   spent a single shared budget, and every tenant whose key was not cached got 503. Concurrent
@@ -66,9 +66,9 @@ export class TenantAuthService {
     // tenant whose key was not cached got 503) and filled the unknown-key cache.
     if (!isApiKeyShaped(apiKey)) return null;
     const id = createHash('sha256').update(apiKey, 'utf8').digest('base64');
-    // Past the lookup rate (a flood of random keys) the lookup fails, and a tenant known a moment
-    // ago is answered from the cache, instead of every tenant getting 503 once its entry expires.
-    const found = await this.keyCache.get(id, () => this.lookUp(apiKey, source), 'key lookup');
+    // A known key's refresh (once per TTL) spends no lookup budget: a flood of random keys that
+    // drains the budget for as long as it lasts must not lock out the tenants known before it.
+    const found = await this.keyCache.get(id, (previous) => this.lookUp(apiKey, source, previous != null), 'key lookup');
     if (found) this.used.add(found.keyId);
     return found?.tenant ?? null;
   }
@@ -94,12 +94,12 @@ export class TenantAuthService {
     await this.keys.touch(ids, this.clock.now());
   }
 
-  /** A database lookup, rate-limited by source, then over all (the cache shares one per key). */
-  private lookUp(apiKey: string, source: string): Promise<Found> {
+  /** A database lookup, rate-limited by source, then over all, unless it refreshes a `known` key (the cache shares one per key). */
+  private lookUp(apiKey: string, source: string, known: boolean): Promise<Found> {
     const rate = this.settings.authLookupsPerSecond;
     const total = rate * ALL_SOURCES_LOOKUP_FACTOR;
     const now = this.clock.now().getTime();
-    for (const [bucket, r] of [[`source:${source}`, rate], ['all', total]] as const) {
+    for (const [bucket, r] of known ? [] : ([[`source:${source}`, rate], ['all', total]] as const)) {
       const allowed = this.lookups.take(bucket, 1, r, r, now);
       if (!allowed.ok) throw overLimit(503, 'too many key lookups', 'authorization', 'lookup_rate', allowed.retryAfterMs);
     }

@@ -67,19 +67,44 @@ describe('ReadThroughCache', () => {
     expect(await c.get('a', reader(async () => 'after')('a'), 'a')).toBe('after');
   });
 
+  it('a caller whose read comes back after its key was forgotten reads again, and gets the answer after the revocation', async () => {
+    const c = cache({ waitMs: 1_000 });
+    let finish!: (v: string) => void;
+    const pending = c.get('a', reader(() => new Promise((r) => (finish = r)))('a'), 'a');
+    c.forget('a');
+    finish('before');
+    const again = reader(async () => null);
+    expect(await Promise.race([pending, c.get('a', again('a'), 'a')])).toBeNull();
+    expect(await pending).toBeNull();
+  });
+
+  it('gives a read the answer it replaces, and starts a new read past a hung one instead of joining it for ever', async () => {
+    const c = cache({ waitMs: 200 }); // a read is taken for hung after 10 waits: 2,000 ms
+    const seen: (string | null | undefined)[] = [];
+    await c.get('a', async (previous) => (seen.push(previous), 'first'), 'a');
+    clock += 1_000;
+    expect(await c.get('a', (previous) => (seen.push(previous), hang()), 'a')).toBe('first'); // the stale answer
+    clock += 1_000; // the hung read is 1,000 ms old: joined
+    expect(await c.get('a', async () => 'unused', 'a')).toBe('first');
+    clock += 1_000; // 2,000 ms: a new read
+    expect(await c.get('a', async (previous) => (seen.push(previous), 'second'), 'a')).toBe('second');
+    expect(seen).toEqual([undefined, 'first', 'first']);
+  });
+
   it('forgetWhere drops the matching entries and keeps nothing from reads in flight', async () => {
     const c = cache({ maxEntries: 10 });
     await c.get('a', reader(async () => 'tenant 7')('a'), 'a');
     await c.get('b', reader(async () => 'tenant 8')('b'), 'b');
     let finish!: (v: string) => void;
-    const pending = c.get('c', reader(() => new Promise((r) => (finish = r)))('c'), 'c');
+    let calls = 0;
+    const pending = c.get('c', reader(() => (++calls === 1 ? new Promise((r) => (finish = r)) : Promise.resolve('tenant 9')))('c'), 'c');
     c.forgetWhere((v) => v === 'tenant 7');
-    finish('tenant 7');
-    expect(await pending).toBe('tenant 7'); // its caller is answered
+    finish('tenant 7'); // read before the change: its caller reads again
+    expect(await pending).toBe('tenant 9');
     await c.get('a', reader(async () => 'tenant 7')('a'), 'a');
     await c.get('b', reader(async () => 'tenant 8')('b'), 'b');
-    await c.get('c', reader(async () => 'tenant 7')('c'), 'c');
-    expect(reads).toEqual(['a', 'b', 'c', 'a', 'c']);
+    await c.get('c', reader(async () => 'unused')('c'), 'c');
+    expect(reads).toEqual(['a', 'b', 'c', 'c', 'a']);
   });
 
   it('keeps nothing with a TTL of 0', async () => {

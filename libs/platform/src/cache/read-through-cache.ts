@@ -15,6 +15,9 @@ export interface ReadThroughCacheOptions<V> {
   now: () => number;
 }
 
+/** A read in flight this many waits long is taken for hung (a stopped database) and a new one starts. */
+const HUNG_READ_WAITS = 10;
+
 interface Entry<V> {
   value: V;
   readAt: number;
@@ -26,22 +29,33 @@ interface Entry<V> {
  * What Almanac remembers of Postgres on a hot path (API keys, a tenant's outbound rules): each
  * key read at most once per TTL, concurrent callers sharing one read, each caller waiting a
  * bounded time, and entries up to `staleMs` old answering while Postgres cannot. A key forgotten
- * (a revoked API key) is never answered from what was read before: a read in flight then is
- * handed to its callers but not kept, and a caller whose read fails finds no entry to fall back on.
+ * (a revoked API key) is never answered from what was read before: a read in flight then is not
+ * kept and its callers read again, and a caller whose read fails finds no entry to fall back on.
  */
 export class ReadThroughCache<K, V> {
   /** [answers, negative answers]; a key is in one at most. Map order is read order, oldest first. */
   private readonly rooms: [Map<K, Entry<V>>, Map<K, Entry<V>>] = [new Map<K, Entry<V>>(), new Map<K, Entry<V>>()];
-  private readonly reads = new Map<K, Promise<V>>();
+  private readonly reads = new Map<K, { p: Promise<V>; at: number }>();
+  /** Reads in flight when their key was forgotten: their callers read again. */
+  private readonly forgotten = new WeakSet<Promise<V>>();
 
   constructor(private readonly o: ReadThroughCacheOptions<V>) {}
 
-  /** The cached answer for `key`, else `read`'s (`what` names it in a timeout's message). */
-  async get(key: K, read: () => Promise<V>, what: string): Promise<V> {
+  /**
+   * The cached answer for `key`, else `read`'s, which is given the answer it replaces (expired), if
+   * any. `what` names the read in a timeout's message.
+   */
+  async get(key: K, read: (previous: V | undefined) => Promise<V>, what: string): Promise<V> {
     const hit = this.entry(key);
-    if (hit && this.o.now() < hit.freshUntil) return hit.value;
+    const now = this.o.now();
+    if (hit && now < hit.freshUntil) return hit.value;
     try {
-      return await within(this.o.waitMs, this.reads.get(key) ?? this.load(key, read), what);
+      // A read that has hung for HUNG_READ_WAITS waits is not joined for ever: a new one starts.
+      const inFlight = this.reads.get(key);
+      const p = inFlight && now - inFlight.at < this.o.waitMs * HUNG_READ_WAITS ? inFlight.p : this.load(key, () => read(hit?.value));
+      const value = await within(this.o.waitMs, p, what);
+      // Forgotten meanwhile (a key revoked): what this read found may predate that, so read again.
+      return this.forgotten.has(p) ? await this.get(key, read, what) : value;
     } catch (err) {
       const stale = this.entry(key); // as it is now: forgotten meanwhile means no fallback
       const now = this.o.now();
@@ -54,12 +68,15 @@ export class ReadThroughCache<K, V> {
   /** Drops `key`, and keeps nothing a read in flight for it brings back. */
   forget(key: K): void {
     for (const room of this.rooms) room.delete(key);
+    const inFlight = this.reads.get(key);
+    if (inFlight) this.forgotten.add(inFlight.p);
     this.reads.delete(key);
   }
 
   /** Drops every entry whose answer `matches`, and keeps nothing any read in flight brings back (it may hold the old answer). */
   forgetWhere(matches: (value: V) => boolean): void {
     for (const room of this.rooms) for (const [key, e] of room) if (matches(e.value)) room.delete(key);
+    for (const { p } of this.reads.values()) this.forgotten.add(p);
     this.reads.clear();
   }
 
@@ -70,12 +87,12 @@ export class ReadThroughCache<K, V> {
   private load(key: K, read: () => Promise<V>): Promise<V> {
     const readAt = this.o.now();
     const p: Promise<V> = (async () => read())().then((value) => {
-      if (this.reads.get(key) === p) this.keep(key, value, readAt); // forgotten meanwhile: answered, not kept
+      if (this.reads.get(key)?.p === p) this.keep(key, value, readAt); // forgotten or replaced meanwhile: not kept
       return value;
     });
-    const done = () => void (this.reads.get(key) === p && this.reads.delete(key));
+    const done = () => void (this.reads.get(key)?.p === p && this.reads.delete(key));
     p.then(done, done);
-    this.reads.set(key, p);
+    this.reads.set(key, { p, at: readAt });
     return p;
   }
 
