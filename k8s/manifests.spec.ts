@@ -258,6 +258,7 @@ describe('alert rules', () => {
     expect(alerts.sort()).toEqual([
       'AlmanacDeadJobsIncreasing',
       'AlmanacDispatchLagHigh',
+      'AlmanacKindNotRunHere',
       'AlmanacKindUnserved',
       'AlmanacOverdueRequeues',
       'AlmanacPoolNotConsumed',
