@@ -44,11 +44,11 @@ export class AttemptWriter {
   }
 
   /** The handler's outcome, as its row and history record it. */
-  async write(row: RunnableJob, run: HandlerRun, tx: LazyTx, startedAt: Date, leaseUntilMs: number): Promise<WriteResult> {
+  write(row: RunnableJob, run: HandlerRun, tx: LazyTx, startedAt: Date, leaseUntilMs: number): Promise<WriteResult> {
     const record = this.record(row, run, startedAt);
     if (tx.opened && run.error === undefined) return this.completeInTx(row, record, tx, run, startedAt, leaseUntilMs);
-    await tx.rollback().catch((err: unknown) => run.logger().warn({ err }, 'rollback failed'));
-    return this.completeInGroup(row, record, run, leaseUntilMs);
+    if (!tx.opened) return (void tx.rollback(), this.completeInGroup(row, record, run, leaseUntilMs)); // closes it; nothing to wait for
+    return tx.rollback().catch((err: unknown) => run.logger().warn({ err }, 'rollback failed')).then(() => this.completeInGroup(row, record, run, leaseUntilMs));
   }
 
   async drain(): Promise<void> {
@@ -94,12 +94,11 @@ export class AttemptWriter {
    * the row is still running: the rescue runs the job again, as after a crash mid-handler.
    */
   private async completeInGroup(row: RunnableJob, record: CompletionRecord, run: HandlerRun, leaseUntilMs: number): Promise<WriteResult> {
-    const settle = this.whileLeased(() => this.commit({ record, kind: row.kind }), leaseUntilMs, row.id).then(
-      (applied) => void this.afterCommit(applied, row, record, run.error, run.logger),
-      (err: unknown) => run.logger().error({ err }, 'could not record the outcome; the rescue will run the job again'),
+    const settle: Promise<void> = this.whileLeased(() => this.commit({ record, kind: row.kind }), leaseUntilMs, row.id).then(
+      (applied) => void (this.settling.delete(settle), this.afterCommit(applied, row, record, run.error, run.logger)),
+      (err: unknown) => void (this.settling.delete(settle), run.logger().error({ err }, 'could not record the outcome; the rescue will run the job again')),
     );
     this.settling.add(settle);
-    void settle.finally(() => this.settling.delete(settle));
     while (this.settling.size > MAX_PENDING_COMMITS) await Promise.race(this.settling);
     return 'submitted';
   }
