@@ -77,10 +77,13 @@ export class Executor {
       return 'stale';
     }
     const claim = { fromMs: 0, toMs: 0 };
-    const answer = await this.claimWhenDue(hint, claim).catch((err: unknown) => {
+    let answer: ClaimAnswer | 'give_back';
+    try {
+      answer = await this.claimWhenDue(hint, claim);
+    } catch (err) {
       this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back for a later take');
-      return 'give_back' as const;
-    });
+      answer = 'give_back';
+    }
     if (answer === 'give_back') return answer;
     if (answer === 'stale' || 'earlyDueMs' in answer) return 'stale';
     if (this.stopping) {
@@ -98,7 +101,7 @@ export class Executor {
    */
   private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<ClaimAnswer | 'give_back'> {
     for (let dueMs = hint.dueMs; ; ) {
-      if (!(await this.until(dueMs))) return 'give_back';
+      if ((dueMs > this.o.clock.now().getTime() || this.stopping) && !(await this.until(dueMs))) return 'give_back'; // a due row waits for no timer
       timing.fromMs = Date.now();
       const answer = await this.claimer.submit(hint.id);
       timing.toMs = Date.now();
