@@ -6,6 +6,10 @@
  *        [--key-reservation-days 400|forever] [--keys dated|uuid] [--schedules 0]
  *        [--postgres-settings shared_buffers=6GB,max_wal_size=16GB,...]
  *
+ * `--postgres-settings` runs on a Postgres cluster of the bench's own, started with those settings
+ * (`-c name=value`, overriding bench/lib/private-postgres.ts' fsync=off and synchronous_commit=off),
+ * instead of the shared server.
+ *
  * On a fresh database (`ALMANAC_BENCH_PG_URL`), each simulated day d (now = origin + d days):
  * - ingest: `--per-day` new jobs due tomorrow, through JobsRepository.insertBatch (the API's
  *   statement, with its retired-keys probe), batches of 1,000 on two lanes, tenants in turn; keys
@@ -22,9 +26,7 @@
  * - vacuum: one plain VACUUM (ANALYZE) of jobs, job_attempts and retired_keys. It stands in
  *   for the autovacuum and autoanalyze runs a real day would see (a simulated day lasts under a
  *   minute, less than autovacuum's nap); it takes no lock that blocks reads or writes.
- * Then the database's size. With `--postgres-settings`, the run has a Postgres cluster of its own
- * started with those settings (`-c name=value`; bench/lib/private-postgres.ts, whose defaults
- * fsync=off and synchronous_commit=off a setting given here overrides), instead of the shared server. Prints one JSON document (stdout) and a table (stderr), and writes
+ * Then the database's size. Prints one JSON document (stdout) and a table (stderr), and writes
  * bench/charts/retention.svg, or retention-schedules.svg with schedules (database size and the day's rates over the simulated days).
  */
 import { utcDay } from '@almanac/domain';
@@ -188,8 +190,6 @@ async function main() {
   const settings = Object.fromEntries(opts.postgresSettings.split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]));
   const cluster = opts.postgresSettings ? await startPostgres(settings) : undefined;
   if (cluster) process.env.ALMANAC_BENCH_PG_URL = cluster.url;
-  // Interrupted (Ctrl-C, a kill), the private cluster is stopped and its files removed too.
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) process.once(signal, () => (cluster?.stop(), process.exit(code)));
   const db = await createBenchDatabase('almanac_bench_retention', 6);
   const started = performance.now();
   try {

@@ -37,6 +37,19 @@ export async function startPostgres(settings: Record<string, string> = {}): Prom
   const opts = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c fsync=off -c synchronous_commit=off -c max_connections=200${Object.entries(settings).map(([k, v]) => ` -c ${k}=${v}`).join('')}`;
   const ctl = (action: string) => asPostgres('pg_ctl', ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', '-m', 'fast', action]);
   ctl('start');
+  // Interrupted (Ctrl-C, a kill), the bench stops its cluster and removes its files: a killed
+  // 60-day retention run left a 6 GB shared_buffers server and its data behind.
+  const onSignal = (code: number) => () => (stop(), process.exit(code));
+  const signals = [['SIGINT', onSignal(130)], ['SIGTERM', onSignal(143)]] as const;
+  for (const [signal, handler] of signals) process.once(signal, handler);
+  const stop = () => {
+    for (const [signal, handler] of signals) process.off(signal, handler);
+    try {
+      ctl('stop');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
   return {
     url: `postgres://postgres@127.0.0.1:${port}`,
     port,
@@ -46,12 +59,6 @@ export async function startPostgres(settings: Record<string, string> = {}): Prom
       return [postmaster, ...children];
     },
     restart: () => ctl('restart'),
-    stop() {
-      try {
-        ctl('stop');
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
+    stop,
   };
 }
