@@ -101,7 +101,7 @@ export class Executor {
    */
   private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<ClaimAnswer | 'give_back'> {
     for (let dueMs = hint.dueMs; ; ) {
-      if ((dueMs > this.o.clock.now().getTime() || this.stopping) && !(await this.until(dueMs))) return 'give_back'; // a due row waits for no timer
+      if (!(await this.until(dueMs))) return 'give_back';
       timing.fromMs = Date.now();
       const answer = await this.claimer.submit(hint.id);
       timing.toMs = Date.now();
