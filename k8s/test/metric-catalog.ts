@@ -17,6 +17,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_http_request_duration_seconds: { type: 'histogram', labels: ['method', 'route', 'status'] },
   almanac_ingest_commit_rows: { type: 'histogram', labels: [] },
   almanac_ingest_enqueue_failures_total: { type: 'counter', labels: [] },
+  almanac_rate_limit_local_decisions_total: { type: 'counter', labels: ['limit'] },
   // promoter
   almanac_jobs: { type: 'gauge', labels: ['state'] },
   almanac_sweep_runs_total: { type: 'counter', labels: ['sweep', 'outcome'] },

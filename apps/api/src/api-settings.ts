@@ -24,7 +24,7 @@ export interface ApiSettings {
   maxSchedulesPerTenant: number;
   /** Bytes a tenant may store (payloads, results, schedules); tenants.max_stored_bytes overrides. */
   storedBytesQuota: number;
-  /** Read requests per second per tenant per replica; 0 turns the limit off. */
+  /** Read requests per second per tenant, over all replicas; 0 turns the limit off. */
   readRateLimitPerSecond: number;
   /** Bulk operations a tenant may have pending or running at once. */
   maxOpenBulkOperations: number;

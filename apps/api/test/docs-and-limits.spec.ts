@@ -51,6 +51,16 @@ describe('OpenAPI docs, rate limit, metrics', () => {
     await h.http().get('/v1/jobs').set(auth).expect(200);
   });
 
+  it('counts a tenant\'s ingest on every replica against one rate', async () => {
+    const { apiKey } = await h.createTenant('spread', 1);
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    const other = await h.replica();
+    const jobs = Array.from({ length: 1000 }, (_, i) => ({ kind: 'noop', key: `spread-${i}`, runAt: inMs(2 * DAY) }));
+    await h.http().post('/v1/jobs/batch').set(auth).send({ jobs }).expect(200); // the whole burst, on this replica
+    const refused = await other.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'spread-over', runAt: inMs(2 * DAY) }).expect(429);
+    expect(refused.body.details[0]).toMatchObject({ rule: 'rate_limit' });
+  });
+
   it('records request durations by route pattern, also for answers given before a controller runs', async () => {
     await h.http().get('/v1/jobs/1234567890123').expect(401);
     await h.http().get('/v1/no-such-route/42').expect(404);

@@ -224,7 +224,7 @@ export class ConsoleController {
     }
     const v = viewer as TenantViewer;
     try {
-      if (v.role === 'tenant') this.reads.take(v.tenant.id, o.cost ?? 1);
+      if (v.role === 'tenant') await this.reads.take(v.tenant.id, o.cost ?? 1);
       const shown = await build(v);
       if ('redirect' in shown) return redirect(reply, shown.redirect);
       this.render(reply, v, shown);

@@ -88,7 +88,7 @@ export class IngestService implements BeforeApplicationShutdown {
     const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     assertStoredBytesRoom(tenant, parsed.value.payloadBytes, this.settings.storedBytesQuota);
-    this.limiter.consume(tenant, 1);
+    await this.limiter.consume(tenant, 1);
     // Shed load rather than queue without bound behind a stalled or saturated database.
     if (this.batcher.pending >= this.settings.maxPendingCommits) throw unavailable('too many jobs are waiting to be committed; retry shortly');
     const now = this.clock.now();
@@ -126,7 +126,7 @@ export class IngestService implements BeforeApplicationShutdown {
       }
     });
     assertStoredBytesRoom(tenant, valid.reduce((sum, v) => sum + v.entry.input.payloadBytes, 0), this.settings.storedBytesQuota);
-    this.limiter.consume(tenant, valid.length);
+    await this.limiter.consume(tenant, valid.length);
     const committed = await this.commit(valid.map((v) => v.entry));
     const failed = committed.find((r) => r.status === 'failed');
     if (failed) throw failed.error;

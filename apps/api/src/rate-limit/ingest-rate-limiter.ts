@@ -1,27 +1,32 @@
-import { Clock } from '@almanac/platform';
+import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService, REDIS, type RedisClient } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { overLimit } from '../http/api-error';
-import { TokenBuckets } from './token-bucket';
+import { localDecisions, RATE_LIMIT_WAIT_MS, SharedTokenBuckets } from './shared-token-buckets';
 
 /** The smallest burst a tenant gets, so one full batch always fits in an idle bucket. */
 const MIN_BURST = 1000;
 
-/** Per-tenant limit on jobs ingested per second (a batch of n costs n). */
+/** Per-tenant limit on jobs ingested per second (a batch of n costs n), shared by every API replica. */
 @Injectable()
 export class IngestRateLimiter {
-  private readonly buckets = new TokenBuckets();
+  private readonly buckets: SharedTokenBuckets;
 
   constructor(
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     private readonly clock: Clock,
-  ) {}
+    @Inject(REDIS) redis: RedisClient,
+    @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
+    metrics: MetricsService,
+  ) {
+    this.buckets = new SharedTokenBuckets(redis, `${config.queuePrefix}:rate:ingest`, RATE_LIMIT_WAIT_MS, localDecisions(metrics, 'ingest'));
+  }
 
-  /** Throws 429 with Retry-After (whole seconds, at least 1) when the tenant is over its rate. */
-  consume(tenant: { id: number; rateLimitPerSecond: number | null }, jobs: number): void {
+  /** Rejects with 429 and Retry-After (whole seconds, at least 1) when the tenant is over its rate. */
+  async consume(tenant: { id: number; rateLimitPerSecond: number | null }, jobs: number): Promise<void> {
     const rate = tenant.rateLimitPerSecond ?? this.settings.rateLimitPerSecond;
     if (rate <= 0 || jobs <= 0) return;
-    const res = this.buckets.take(tenant.id, jobs, rate, Math.max(rate, MIN_BURST), this.clock.now().getTime());
+    const res = await this.buckets.take(tenant.id, jobs, rate, Math.max(rate, MIN_BURST), this.clock.now().getTime());
     if (res.ok) return;
     throw overLimit(429, `rate limit of ${rate} jobs/s exceeded`, 'tenant', 'rate_limit', res.retryAfterMs);
   }

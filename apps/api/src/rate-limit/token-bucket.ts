@@ -1,10 +1,9 @@
 /**
  * A token bucket per key, in process memory: refilled continuously at `rate` tokens/s up to
- * `capacity`. Time is an argument so tests drive it without sleeping. Per API replica: with N
- * replicas behind a balancer a tenant gets up to N × its rate, which is the price of keeping a
- * Redis round trip off every ingest request. A key with a full bucket holds no memory, and at
- * most `maxKeys` buckets are kept (the oldest goes first): keys an attacker picks (addresses)
- * cannot grow the map.
+ * `capacity`. Time is an argument so tests drive it without sleeping. Budgets of this replica
+ * alone (failed sign-ins, key lookups), and the stand-in for SharedTokenBuckets while Redis does
+ * not answer. A key with a full bucket holds no memory, and at most `maxKeys` buckets are kept
+ * (the oldest goes first): keys an attacker picks (addresses) cannot grow the map.
  */
 export class TokenBuckets {
   private readonly buckets = new Map<string | number, { tokens: number; at: number }>();
