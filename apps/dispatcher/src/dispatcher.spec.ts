@@ -152,7 +152,19 @@ describe('dispatcher', () => {
     expect((await h.metrics.dispatched.get()).values.find((v) => v.labels.via === 'repair')?.value).toBe(1501);
   });
 
-  it('an envelope whose hand-off failed leaves nothing behind, so the same hints can be added again', async () => {
+  it('tries a failed hand-off again, holding its envelope, so its rows land at once instead of after the overdue sweep', async () => {
+    const [id] = await h.enqueue([{ kind: 'noop' }]);
+    const handOff = jest.spyOn(h.dispatcher, 'handOff').mockRejectedValueOnce(new Error('redis is down'));
+    const done = new Promise<void>((resolve) => h.hot.worker.once('completed', () => resolve()));
+    h.hot.start();
+    await done;
+    expect(handOff).toHaveBeenCalledTimes(2);
+    expect(await h.readyIds()).toEqual([id]);
+    expect(await h.hotQueue.queue.getJobCountByTypes('waiting', 'delayed', 'active', 'failed')).toBe(0);
+  });
+
+  it('an envelope whose hand-off failed past its retries leaves nothing behind, so the same hints can be added again', async () => {
+    h.hotSettings.handOffRetryForMs = 0;
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     const [envelope] = await h.hotQueue.queue.getWaiting();
     jest.spyOn(h.dispatcher, 'handOff').mockRejectedValueOnce(new Error('redis is down'));

@@ -130,6 +130,15 @@ export const POOL_OBSERVE_MS = 1_000;
 export const FIRST_OBSERVE_WAIT_MS = 5_000;
 
 /**
+ * A hand-off that fails (Redis refused it or did not answer) is tried again by the dispatcher,
+ * which holds its envelope meanwhile: 100 ms, doubling up to 1 s, for up to 5 s. Only then does
+ * BullMQ drop the envelope and leave its rows to the overdue sweep (30 s grace, swept every 30 s).
+ * A retry may push a hint again into a pool whose push had landed: the claim's guard drops it.
+ */
+export const HANDOFF_RETRY_PAUSES = { firstMs: 100, maxMs: 1_000 };
+export const HANDOFF_RETRY_FOR_MS = 5_000;
+
+/**
  * A killed dispatcher's envelopes go back to waiting once their BullMQ lock lapses and a stalled
  * check runs: with BullMQ's 30 s / 30 s that made jobs up to 62 s late in the chaos bench.
  */
