@@ -1,11 +1,11 @@
 import type { TenantRecord } from '@almanac/persistence';
-import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService, REDIS, type RedisClient } from '@almanac/platform';
+import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService } from '@almanac/platform';
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { from, type Observable, switchMap } from 'rxjs';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { overLimit } from '../http/api-error';
-import { localDecisions, RATE_LIMIT_WAIT_MS, SharedTokenBuckets } from './shared-token-buckets';
+import { localDecisions, RATE_LIMIT_WAIT_MS, RateLimitRedis, SharedTokenBuckets } from './shared-token-buckets';
 
 /**
  * Per-tenant limit on read requests (GET and HEAD on tenant routes) per second, shared by every
@@ -19,11 +19,11 @@ export class ReadRateLimiter implements NestInterceptor {
   constructor(
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     private readonly clock: Clock,
-    @Inject(REDIS) redis: RedisClient,
+    redis: RateLimitRedis,
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
     metrics: MetricsService,
   ) {
-    this.buckets = new SharedTokenBuckets(redis, `${config.queuePrefix}:rate:read`, RATE_LIMIT_WAIT_MS, localDecisions(metrics, 'read'));
+    this.buckets = new SharedTokenBuckets(redis.client, `${config.queuePrefix}:rate:read`, RATE_LIMIT_WAIT_MS, localDecisions(metrics, 'read'));
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {

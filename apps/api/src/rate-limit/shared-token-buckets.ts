@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { type MetricsService, type RedisClient, within } from '@almanac/platform';
+import { closeRedis, duplicateRedis, type MetricsService, REDIS, type RedisClient, within } from '@almanac/platform';
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { TokenBuckets } from './token-bucket';
 
 /**
@@ -7,10 +8,14 @@ import { TokenBuckets } from './token-bucket';
  * `capacity`, as TokenBuckets does in memory. The time is the caller's (ARGV[4], ms): tests step
  * it, and replicas' clocks, a few milliseconds apart under NTP, move a bucket by rate × skew
  * tokens at most; `at` never goes back. A full bucket expires: a key costs memory only while spent.
- * Answers {1, 0} taken, or {0, ms until `cost` would be there}.
+ * A call that reaches Redis after its caller stopped waiting (ARGV[5], wall-clock ms: a stalled
+ * Redis running what queued up) spends nothing: that request was decided without Redis.
+ * Answers {1, 0} taken, {0, ms until `cost` would be there}, or {2, 0} too late.
  */
 const TAKE_LUA = `
 local cost, rate, cap, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local clock = redis.call('TIME')
+if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[5]) then return {2, 0} end
 local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens, at = cap, now
 if b[1] then
@@ -26,12 +31,9 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((cap - tokens) / rate * 1000) + 60000)
 return {1, 0}`;
 const TAKE_SHA = createHash('sha1').update(TAKE_LUA).digest('hex');
 
-/** ioredis states in which a command would only queue: the local bucket answers at once instead. */
-const DOWN = new Set(['reconnecting', 'close', 'end']);
-
 /**
  * How long a request waits for Redis' answer before its replica decides alone: a round trip is
- * well under a millisecond, and a stalled Redis must not hold every request up for long.
+ * well under a millisecond, and a stalled Redis must not hold requests up for long.
  */
 export const RATE_LIMIT_WAIT_MS = 250;
 
@@ -39,7 +41,7 @@ export const RATE_LIMIT_WAIT_MS = 250;
 export function localDecisions(metrics: MetricsService, limit: 'ingest' | 'read'): () => void {
   const counter = metrics.counter({
     name: 'almanac_rate_limit_local_decisions_total',
-    help: 'Rate-limit decisions this API replica took with its own bucket because Redis did not answer (the limit is then per replica)',
+    help: 'Rate-limit decisions this API replica took with its own bucket because Redis was not ready, refused or did not answer in time (the limit is then per replica)',
     labelNames: ['limit'],
   });
   return () => counter.inc({ limit });
@@ -48,14 +50,38 @@ export function localDecisions(metrics: MetricsService, limit: 'ingest' | 'read'
 export type BucketAnswer = { ok: true } | { ok: false; retryAfterMs: number };
 
 /**
+ * The API's connection for rate limits: a command is answered now or not at all. No offline queue
+ * (while connecting a call fails at once) and no resending after a reconnect (a resent call would
+ * spend a bucket for a request already decided).
+ */
+@Injectable()
+export class RateLimitRedis implements OnApplicationShutdown {
+  readonly client: RedisClient;
+
+  constructor(@Inject(REDIS) shared: RedisClient) {
+    this.client = duplicateRedis(shared, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
+    this.client.on('error', () => undefined); // the shared connection reports outages, once each
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return closeRedis(this.client);
+  }
+}
+
+/** After Redis failed a decision, the next ones are taken locally for this long without asking it. */
+const LOCAL_AFTER_FAILURE_MS = 1_000;
+
+/**
  * Token buckets every API replica shares, in Redis: N replicas behind a balancer give a tenant
- * its rate, not N times it. Each decision is one script call (~1 round trip), bounded by
- * `waitMs`; when Redis is down or slow the replica decides alone with its own in-memory bucket
- * (the limit is then per replica, as it was before), so an outage neither refuses nor stalls
- * requests. `onLocal` counts those decisions.
+ * its rate, not N times it. Each decision is one script call, bounded by `waitMs`. While Redis is
+ * not ready, and for a second after it failed or was slow, the replica decides alone with its own
+ * in-memory bucket (the limit is then per replica): an outage refuses no request, and delays one
+ * by `waitMs` at most once a second. `onLocal` counts those decisions. A cost above the capacity
+ * spends the whole bucket (it could never be taken otherwise).
  */
 export class SharedTokenBuckets {
   private readonly local = new TokenBuckets();
+  private localUntilMs = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -66,16 +92,18 @@ export class SharedTokenBuckets {
   ) {}
 
   async take(key: string | number, cost: number, rate: number, capacity: number, nowMs: number): Promise<BucketAnswer> {
-    if (!DOWN.has(this.redis.status)) {
+    const spend = Math.min(cost, capacity);
+    if (this.redis.status === 'ready' && Date.now() >= this.localUntilMs) {
       try {
-        const [ok, retryAfterMs] = await within(this.waitMs, this.run(`${this.prefix}:${key}`, [cost, rate, capacity, nowMs]), 'rate limit');
-        return ok === 1 ? { ok: true } : { ok: false, retryAfterMs };
+        const args = [spend, rate, capacity, nowMs, Date.now() + this.waitMs];
+        const [code, retryAfterMs] = await within(this.waitMs, this.run(`${this.prefix}:${key}`, args), 'rate limit');
+        if (code !== 2) return code === 1 ? { ok: true } : { ok: false, retryAfterMs };
       } catch {
-        // Redis refused or did not answer in time: decided here alone (below).
+        this.localUntilMs = Date.now() + LOCAL_AFTER_FAILURE_MS; // refused or slow: decided here for a while (below)
       }
     }
     this.onLocal();
-    return this.local.take(key, cost, rate, capacity, nowMs);
+    return this.local.take(key, spend, rate, capacity, nowMs);
   }
 
   /** EVALSHA, else EVAL (the script cache is empty after a restart). */

@@ -22,7 +22,7 @@ export const API_ROLE_SETTINGS = {
     min: 0,
     max: 10_000_000,
     readers: API,
-    meaning: "ingest rate per tenant over all API replicas, jobs/s (0 = off); `429` with `Retry-After` above it; a tenant's own `rateLimitPerSecond` overrides it",
+    meaning: "ingest rate per tenant over all API replicas (per replica while Redis is unavailable), jobs/s (0 = off); `429` with `Retry-After` above it; a tenant's own `rateLimitPerSecond` overrides it",
   },
   ALMANAC_AUTH_CACHE_TTL_MS: {
     type: 'ms',
@@ -90,7 +90,7 @@ export const API_ROLE_SETTINGS = {
     min: 0,
     max: 1_000_000,
     readers: API,
-    meaning: 'read requests (GET, HEAD) per second per tenant over all API replicas (0 = off); `429` with `Retry-After` above it',
+    meaning: 'read requests (GET, HEAD) per second per tenant over all API replicas (per replica while Redis is unavailable; 0 = off); `429` with `Retry-After` above it',
   },
   // Issue 12: every request is answered within 3 s, stalled dependencies included.
   ALMANAC_REQUEST_TIMEOUT_MS: {

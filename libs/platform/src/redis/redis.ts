@@ -42,14 +42,27 @@ export function redisTarget(config: { redisUrl: string; redisClusterNodes: reado
  * A new connection to the same place with some options changed (a subscriber without a command
  * timeout, a blocking reader without auto-pipelining); on a cluster, for every node.
  */
-export function duplicateRedis(redis: RedisClient, override: { commandTimeout?: undefined; enableAutoPipelining?: boolean }): RedisClient {
+export function duplicateRedis(redis: RedisClient, override: DuplicateOverride): RedisClient {
   if (!(redis instanceof Cluster)) return redis.duplicate(override);
-  const { enableAutoPipelining, ...redisOptions } = override;
+  const { enableAutoPipelining, enableOfflineQueue, ...redisOptions } = override;
   return redis.duplicate(undefined, {
     ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     redisOptions: { ...redis.options.redisOptions, ...redisOptions },
   });
 }
+
+/**
+ * What a duplicate may change. A connection that must answer now or not at all (a rate limit)
+ * turns off ioredis' offline queue and its resending of unanswered commands after a reconnect.
+ */
+type DuplicateOverride = {
+  commandTimeout?: undefined;
+  enableAutoPipelining?: boolean;
+  enableOfflineQueue?: false;
+  autoResendUnfulfilledCommands?: false;
+  maxRetriesPerRequest?: 0;
+};
 
 /** Whether `redis` talks to a Redis Cluster (keys that go together then need a shared hash tag). */
 export function isCluster(redis: RedisClient): redis is Cluster {
