@@ -77,8 +77,6 @@ export class DeliveryHarness {
   readonly rescue: RescueSweep;
   /** The hot queue's @Processor, its Worker created by BullModule as in the dispatcher role (see init). */
   hot!: HotConsumer;
-  /** The hot consumer's settings, read as it runs (a test may shorten the hand-off's retries). */
-  readonly hotSettings: HotConsumerSettings = { concurrency: 100 };
   private nest?: TestingModule;
   readonly metricsService = new MetricsService();
   readonly metrics = new DeliveryMetrics(this.metricsService);
@@ -123,6 +121,7 @@ export class DeliveryHarness {
     const routes = KindRoutes.forHandlers(this.poolMap, this.registry.all());
     await this.registerKinds(this.registry.all().map((h) => routes.pool(h.kind)), 'test-harness');
     await this.observer.runOnce();
+    const settings: HotConsumerSettings = { concurrency: 100 };
     this.nest = await Test.createTestingModule({
       imports: [
         BullModule.forRoot({ connection: this.redis.connection, prefix: this.redis.prefix }),
@@ -132,7 +131,7 @@ export class DeliveryHarness {
         { provide: Dispatcher, useValue: this.dispatcher },
         { provide: HotQueue, useValue: this.hotQueue },
         { provide: Clock, useValue: this.clock },
-        { provide: HOT_CONSUMER_SETTINGS, useValue: this.hotSettings },
+        { provide: HOT_CONSUMER_SETTINGS, useValue: settings },
         { provide: DISPATCHER_LOGGER, useValue: this.logger },
         HotConsumer,
       ],

@@ -152,19 +152,24 @@ describe('dispatcher', () => {
     expect((await h.metrics.dispatched.get()).values.find((v) => v.labels.via === 'repair')?.value).toBe(1501);
   });
 
-  it('tries a failed hand-off again, holding its envelope, so its rows land at once instead of after the overdue sweep', async () => {
-    const [id] = await h.enqueue([{ kind: 'noop' }]);
-    const handOff = jest.spyOn(h.dispatcher, 'handOff').mockRejectedValueOnce(new Error('redis is down'));
+  it('sends a refused push again to its pool alone, holding the envelope, so its rows land at once instead of after the overdue sweep', async () => {
+    const [a, b] = await h.enqueue([{ kind: 'noop' }, { kind: 'charge' }]);
+    const pushFlows = h.ready.pushFlows.bind(h.ready);
+    let refused = false;
+    const push = jest.spyOn(h.ready, 'pushFlows').mockImplementation((pool, flows, opts) => {
+      if (pool !== 'billing' || refused) return pushFlows(pool, flows, opts);
+      refused = true;
+      return Promise.reject(new Error('OOM command not allowed when used memory > maxmemory'));
+    });
     const done = new Promise<void>((resolve) => h.hot.worker.once('completed', () => resolve()));
     h.hot.start();
     await done;
-    expect(handOff).toHaveBeenCalledTimes(2);
-    expect(await h.readyIds()).toEqual([id]);
+    expect(push.mock.calls.map(([pool]) => pool).sort()).toEqual(['billing', 'billing', 'default']);
+    expect([await h.readyIds(), await h.readyIds('billing')]).toEqual([[a], [b]]); // each once
     expect(await h.hotQueue.queue.getJobCountByTypes('waiting', 'delayed', 'active', 'failed')).toBe(0);
   });
 
   it('an envelope whose hand-off failed past its retries leaves nothing behind, so the same hints can be added again', async () => {
-    h.hotSettings.handOffRetryForMs = 0;
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     const [envelope] = await h.hotQueue.queue.getWaiting();
     jest.spyOn(h.dispatcher, 'handOff').mockRejectedValueOnce(new Error('redis is down'));

@@ -1,5 +1,4 @@
-import { Clock, CONSUMER_REMOVAL, endWith, type EnvelopeData, type EnvelopeFlow, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, HANDOFF_AHEAD_MS } from '@almanac/platform';
-import { HANDOFF_RETRY_FOR_MS, HANDOFF_RETRY_PAUSES, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, retryWithBackoff, tracer } from '@almanac/platform';
+import { Clock, CONSUMER_REMOVAL, endWith, type EnvelopeData, type EnvelopeFlow, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, tracer } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
@@ -13,7 +12,6 @@ export const DISPATCHER_LOGGER = Symbol('DISPATCHER_LOGGER');
 export interface HotConsumerSettings {
   /** Envelopes held at once, each until its hand-off: a burst's envelopes all come out together. */
   concurrency: number;
-  handOffRetryForMs?: number; // how long a failed hand-off is tried again (HANDOFF_RETRY_FOR_MS)
 }
 
 /**
@@ -21,13 +19,18 @@ export interface HotConsumerSettings {
  * BullModule's (OpsModule: the delivery connection); concurrency comes from the settings at
  * start(). It does not run by itself: DispatcherService starts it at boot, tests use runOnce().
  */
-const HOT_WORKER_OPTIONS = { autorun: false, lockDuration: ENVELOPE_LOCK_MS, stalledInterval: ENVELOPE_STALLED_CHECK_MS, ...CONSUMER_REMOVAL };
+const HOT_WORKER_OPTIONS = {
+  autorun: false,
+  lockDuration: ENVELOPE_LOCK_MS,
+  stalledInterval: ENVELOPE_STALLED_CHECK_MS,
+  ...CONSUMER_REMOVAL,
+};
 
 /**
  * The hot queue's @Processor (Nest creates its BullMQ Worker). It holds an envelope until
  * HANDOFF_AHEAD_MS before its first row is due and hands its rows due within MAX_HOLD_MS to their
- * pools; the envelope stays active until the push landed (a failed one is tried again), so a
- * dispatcher killed meanwhile loses nothing. Rows due later (a coarse envelope) go back on the hot queue in fine envelopes.
+ * pools; the envelope stays active until the push landed, so a dispatcher killed meanwhile loses
+ * nothing. Rows due later (a coarse envelope) go back on the hot queue in fine envelopes.
  */
 @Processor(HOT_QUEUE_NAME, HOT_WORKER_OPTIONS)
 export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string>> {
@@ -104,9 +107,7 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     if (flows.length > 0) {
       const wait = firstDueMs - HANDOFF_AHEAD_MS - nowMs;
       if (hold && wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const until = Date.now() + (this.settings.handOffRetryForMs ?? HANDOFF_RETRY_FOR_MS);
-      const onRetry = (err: unknown, pause: number) => this.logger.warn({ err }, `hand-off failed; trying again in ${pause} ms`);
-      await retryWithBackoff(() => this.dispatcher.handOff(flows, { repair: data.x === 1 }), { ...HANDOFF_RETRY_PAUSES, until: () => until, onRetry });
+      await this.dispatcher.handOff(flows, { repair: data.x === 1 });
     }
     if (data.w !== undefined) await this.hotQueue.windows.clear(data.w);
     return flows.reduce((n, f) => n + f.items.length, 0);

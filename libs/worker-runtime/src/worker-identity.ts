@@ -36,10 +36,7 @@ export class WorkerIdentity {
 
   /** One heartbeat (`running`: per pool, in the order of `pools`); registers again if the rescue removed this worker meanwhile. */
   async beat(running: readonly number[], leaving: boolean): Promise<void> {
-    if (this.current === undefined) {
-      await this.register();
-      return;
-    }
+    if (this.current === undefined) return void (await this.register());
     const sentMs = this.time?.local.now().getTime() ?? 0;
     const dbNowMs = await this.repo.beat(this.current, running, leaving);
     if (dbNowMs !== null) return this.time?.observe(dbNowMs, sentMs);

@@ -130,13 +130,17 @@ export const POOL_OBSERVE_MS = 1_000;
 export const FIRST_OBSERVE_WAIT_MS = 5_000;
 
 /**
- * A hand-off that fails (Redis refused it or did not answer) is tried again by the dispatcher,
- * which holds its envelope meanwhile: 100 ms, doubling up to 1 s, for up to 5 s. Only then does
- * BullMQ drop the envelope and leave its rows to the overdue sweep (30 s grace, swept every 30 s).
- * A retry may push a hint again into a pool whose push had landed: the claim's guard drops it.
+ * A pool's push of a hand-off that Redis refuses, or that has no answer within HANDOFF_ATTEMPT_MS
+ * (a 200-envelope burst landed within ~600 ms on 2 cores), is sent again, 100 ms later and
+ * doubling up to 1 s, while the first try is less than HANDOFF_RETRY_FOR_MS old; the dispatcher
+ * holds the envelope meanwhile. Then BullMQ drops it and the overdue sweep re-hints its rows (30 s
+ * grace, swept every 30 s). A push that hung may land late, and a Redis stalled past the
+ * envelope's lock (ENVELOPE_LOCK_MS) lets another dispatcher hand the rows over again: duplicate
+ * hints, which the claim's guard drops.
  */
 export const HANDOFF_RETRY_PAUSES = { firstMs: 100, maxMs: 1_000 };
 export const HANDOFF_RETRY_FOR_MS = 5_000;
+export const HANDOFF_ATTEMPT_MS = 2_000;
 
 /**
  * A killed dispatcher's envelopes go back to waiting once their BullMQ lock lapses and a stalled
