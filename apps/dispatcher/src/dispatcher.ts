@@ -1,6 +1,6 @@
 import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import type { KindRoutes } from '@almanac/kinds';
-import { type EnvelopeFlow, HANDOFF_ATTEMPT_MS, HANDOFF_RETRY_FOR_MS, HANDOFF_RETRY_PAUSES, retryWithBackoff, within } from '@almanac/platform';
+import { type EnvelopeFlow, HANDOFF_RETRY_FOR_MS, HANDOFF_RETRY_PAUSES, retryWithBackoff } from '@almanac/platform';
 
 /**
  * A hand-off of more rows than this is bulk: at most BULK_IN_FLIGHT bulk pushes are in Redis at
@@ -36,11 +36,11 @@ export class Dispatcher {
     }
     const rows = flows.reduce((n, f) => n + f.items.length, 0);
     const keys = new Set(flows.map((f) => `${f.tenantId}:${f.kind}`));
-    // A failed or hung push goes again to its pool alone, from when its turn came, before the turn passes on.
+    // A refused push goes again to its pool alone, before the turn passes on (HANDOFF_RETRY_PAUSES).
     const push = (until = Date.now() + HANDOFF_RETRY_FOR_MS) =>
       Promise.all(
         [...byPool].map(async ([pool, list]) => {
-          const added = await retryWithBackoff(() => within(HANDOFF_ATTEMPT_MS, this.ready.pushFlows(pool, list, opts), 'hand-off'), { ...HANDOFF_RETRY_PAUSES, until: () => until });
+          const added = await retryWithBackoff(() => this.ready.pushFlows(pool, list, opts), { ...HANDOFF_RETRY_PAUSES, until: () => until });
           if (added > 0) this.metrics.dispatched.inc({ pool, via: opts.repair ? 'repair' : 'hot' }, added);
         }),
       );
