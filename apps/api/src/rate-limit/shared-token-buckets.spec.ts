@@ -8,6 +8,7 @@ describe('SharedTokenBuckets', () => {
 
   beforeAll(async () => {
     redis = await createTestRedis();
+    await redis.connection.ping(); // ready: a bucket asks Redis only over a ready connection
   });
   afterAll(() => redis.cleanup());
 

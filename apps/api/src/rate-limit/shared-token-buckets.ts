@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { closeRedis, duplicateRedis, type MetricsService, REDIS, type RedisClient, within } from '@almanac/platform';
-import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { TokenBuckets } from './token-bucket';
 
 /**
@@ -55,7 +55,7 @@ export type BucketAnswer = { ok: true } | { ok: false; retryAfterMs: number };
  * spend a bucket for a request already decided).
  */
 @Injectable()
-export class RateLimitRedis implements OnApplicationShutdown {
+export class RateLimitRedis implements OnModuleInit, OnApplicationShutdown {
   readonly client: RedisClient;
 
   constructor(@Inject(REDIS) shared: RedisClient) {
@@ -63,10 +63,19 @@ export class RateLimitRedis implements OnApplicationShutdown {
     this.client.on('error', () => undefined); // the shared connection reports outages, once each
   }
 
+  /** Boot waits a moment for the connection, so the first requests are limited over every replica too. */
+  async onModuleInit(): Promise<void> {
+    if (this.client.status === 'ready') return;
+    await within(RATE_LIMIT_BOOT_WAIT_MS, new Promise((resolve) => this.client.once('ready', resolve)), 'rate-limit redis').catch(() => undefined);
+  }
+
   onApplicationShutdown(): Promise<void> {
     return closeRedis(this.client);
   }
 }
+
+/** At boot, how long the API waits for its rate-limit connection before it starts deciding alone. */
+const RATE_LIMIT_BOOT_WAIT_MS = 2_000;
 
 /** After Redis failed a decision, the next ones are taken locally for this long without asking it. */
 const LOCAL_AFTER_FAILURE_MS = 1_000;
