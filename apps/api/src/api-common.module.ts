@@ -24,7 +24,7 @@ import { HotRoutingService } from './jobs/hot-routing.service';
 import { KindsService } from './kinds/kinds.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
 import { ReadRateLimiter } from './rate-limit/read-rate-limiter';
-import { RateLimitRedis } from './rate-limit/shared-token-buckets';
+import { RateLimits } from './rate-limit/shared-token-buckets';
 
 const REPOSITORIES = [
   JobsRepository,
@@ -45,7 +45,7 @@ const REPOSITORIES = [
     { provide: API_SETTINGS, useFactory: () => loadApiSettings(process.env) },
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
     { provide: APP_INTERCEPTOR, useClass: RequestDeadlineInterceptor },
-    RateLimitRedis,
+    RateLimits,
     // One instance: the interceptor on /v1 reads, and the console's pages (ReadRateLimiter.take).
     ReadRateLimiter,
     { provide: APP_INTERCEPTOR, useExisting: ReadRateLimiter },

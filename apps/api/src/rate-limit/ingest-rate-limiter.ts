@@ -1,8 +1,8 @@
-import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService } from '@almanac/platform';
+import { Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { overLimit } from '../http/api-error';
-import { localDecisions, RATE_LIMIT_WAIT_MS, RateLimitRedis, SharedTokenBuckets } from './shared-token-buckets';
+import { RateLimits, type SharedTokenBuckets } from './shared-token-buckets';
 
 /** The smallest burst a tenant gets, so one full batch always fits in an idle bucket. */
 const MIN_BURST = 1000;
@@ -15,11 +15,9 @@ export class IngestRateLimiter {
   constructor(
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     private readonly clock: Clock,
-    redis: RateLimitRedis,
-    @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
-    metrics: MetricsService,
+    limits: RateLimits,
   ) {
-    this.buckets = new SharedTokenBuckets(redis.client, `${config.queuePrefix}:rate:ingest`, RATE_LIMIT_WAIT_MS, localDecisions(metrics, 'ingest'));
+    this.buckets = limits.buckets('ingest');
   }
 
   /** Rejects with 429 and Retry-After (whole seconds, at least 1) when the tenant is over its rate. */

@@ -1,11 +1,11 @@
 import type { TenantRecord } from '@almanac/persistence';
-import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService } from '@almanac/platform';
+import { Clock } from '@almanac/platform';
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { from, type Observable, switchMap } from 'rxjs';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { overLimit } from '../http/api-error';
-import { localDecisions, RATE_LIMIT_WAIT_MS, RateLimitRedis, SharedTokenBuckets } from './shared-token-buckets';
+import { RateLimits, type SharedTokenBuckets } from './shared-token-buckets';
 
 /**
  * Per-tenant limit on read requests (GET and HEAD on tenant routes) per second, shared by every
@@ -19,11 +19,9 @@ export class ReadRateLimiter implements NestInterceptor {
   constructor(
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     private readonly clock: Clock,
-    redis: RateLimitRedis,
-    @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
-    metrics: MetricsService,
+    limits: RateLimits,
   ) {
-    this.buckets = new SharedTokenBuckets(redis.client, `${config.queuePrefix}:rate:read`, RATE_LIMIT_WAIT_MS, localDecisions(metrics, 'read'));
+    this.buckets = limits.buckets('read');
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {

@@ -59,7 +59,7 @@ describe('SharedTokenBuckets', () => {
       upstream.on('error', () => undefined);
     }).listen(0, '127.0.0.1');
     await new Promise((resolve) => proxy.once('listening', resolve));
-    // The options RateLimitRedis gives its connection: answered now or not at all.
+    // The options RateLimits gives its connection: answered now or not at all.
     const client = new IORedis({ port: (proxy.address() as { port: number }).port, host: '127.0.0.1', enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
     await new Promise((resolve) => client.once('ready', resolve));
     return {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { closeRedis, duplicateRedis, type MetricsService, REDIS, type RedisClient, within } from '@almanac/platform';
+import { ALMANAC_CONFIG, type AlmanacConfig, closeRedis, duplicateRedis, MetricsService, REDIS, type RedisClient, within } from '@almanac/platform';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { TokenBuckets } from './token-bucket';
 
@@ -10,7 +10,8 @@ import { TokenBuckets } from './token-bucket';
  * tokens at most; `at` never goes back. A full bucket expires: a key costs memory only while spent.
  * A call that reaches Redis after its caller stopped waiting (ARGV[5], wall-clock ms: a stalled
  * Redis running what queued up) spends nothing: that request was decided without Redis.
- * Answers {1, 0} taken, {0, ms until `cost` would be there}, or {2, 0} too late.
+ * `cost` is at most `capacity` (the caller's). Answers {1, 0} taken, {0, ms until `cost` would be
+ * there}, or {2, 0} too late.
  */
 const TAKE_LUA = `
 local cost, rate, cap, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -23,7 +24,7 @@ if b[1] then
   tokens = math.min(cap, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) / 1000 * rate)
 end
 if tokens < cost then
-  return {0, math.ceil((math.min(cost, cap) - tokens) / rate * 1000)}
+  return {0, math.ceil((cost - tokens) / rate * 1000)}
 end
 tokens = tokens - cost
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', at)
@@ -35,32 +36,37 @@ const TAKE_SHA = createHash('sha1').update(TAKE_LUA).digest('hex');
  * How long a request waits for Redis' answer before its replica decides alone: a round trip is
  * well under a millisecond, and a stalled Redis must not hold requests up for long.
  */
-export const RATE_LIMIT_WAIT_MS = 250;
-
-/** Counts the decisions a replica took alone, per limit (Redis down or slow). */
-export function localDecisions(metrics: MetricsService, limit: 'ingest' | 'read'): () => void {
-  const counter = metrics.counter({
-    name: 'almanac_rate_limit_local_decisions_total',
-    help: 'Rate-limit decisions this API replica took with its own bucket because Redis was not ready, refused or did not answer in time (the limit is then per replica)',
-    labelNames: ['limit'],
-  });
-  return () => counter.inc({ limit });
-}
+const RATE_LIMIT_WAIT_MS = 250;
 
 export type BucketAnswer = { ok: true } | { ok: false; retryAfterMs: number };
 
 /**
- * The API's connection for rate limits: a command is answered now or not at all. No offline queue
- * (while connecting a call fails at once) and no resending after a reconnect (a resent call would
- * spend a bucket for a request already decided).
+ * The API's rate limits' home: their buckets (`buckets(limit)`), their metric, and their
+ * connection, on which a command is answered now or not at all. No offline queue (while
+ * connecting a call fails at once) and no resending after a reconnect (a resent call would spend
+ * a bucket for a request already decided).
  */
 @Injectable()
-export class RateLimitRedis implements OnModuleInit, OnApplicationShutdown {
-  readonly client: RedisClient;
+export class RateLimits implements OnModuleInit, OnApplicationShutdown {
+  private readonly client: RedisClient;
 
-  constructor(@Inject(REDIS) shared: RedisClient) {
+  constructor(
+    @Inject(REDIS) shared: RedisClient,
+    @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
+    private readonly metrics: MetricsService,
+  ) {
     this.client = duplicateRedis(shared, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
     this.client.on('error', () => undefined); // the shared connection reports outages, once each
+  }
+
+  /** The buckets of one limit, keyed `<queue prefix>:rate:<limit>:<tenant>`. */
+  buckets(limit: 'ingest' | 'read'): SharedTokenBuckets {
+    const local = this.metrics.counter({
+      name: 'almanac_rate_limit_local_decisions_total',
+      help: 'Rate-limit decisions this API replica took with its own bucket because Redis was not ready, refused or did not answer in time (the limit is then per replica)',
+      labelNames: ['limit'],
+    });
+    return new SharedTokenBuckets(this.client, `${this.config.queuePrefix}:rate:${limit}`, RATE_LIMIT_WAIT_MS, () => local.inc({ limit }));
   }
 
   /** Boot waits a moment for the connection, so the first requests are limited over every replica too. */
