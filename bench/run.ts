@@ -649,7 +649,7 @@ const PARTS: Record<string, Part> = {
       const common = [...(root ? ['--root', root] : []), ...(workers ? ['--workers', workers] : [])];
       return [q
         ? ['--rates', flag('rates') ?? '500,1500', '--seconds', flag('seconds') ?? '5', '--runs', flag('runs') ?? '1', ...common]
-        : ['--rates', flag('rates') ?? '500,1500,3000,4000,5000,6000', '--seconds', flag('seconds') ?? '20', '--runs', flag('runs') ?? '3', ...common]];
+        : ['--rates', flag('rates') ?? '500,1500,3000,6000,9000,12000', '--seconds', flag('seconds') ?? '20', '--runs', flag('runs') ?? '3', ...common]];
     },
     parse([out]) {
       type S = { median: number | null; min: number | null; max: number | null; runs: (number | null)[] };

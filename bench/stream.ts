@@ -2,7 +2,7 @@
  * Jobs at distinct instants at a steady rate (issue 31 item 7), Almanac through `npm run cluster`
  * against plain BullMQ in the same run, on the same machine, on a ladder of rates.
  *
- *   node -r ./bench/lib/register.cjs bench/stream.ts [--rates 500,1500,3000,4000,5000,6000] [--seconds 20]
+ *   node -r ./bench/lib/register.cjs bench/stream.ts [--rates 500,1500,3000,6000,9000,12000] [--seconds 20]
  *        [--runs 3] [--workers 1] [--hz 10] [--connections 4] [--give-up-seconds 120] [--root <checkout>] [--verbose]
  *   node -r ./bench/lib/register.cjs bench/stream.ts --rates 500,1500 --seconds 5 --runs 1   # smoke test, ~1 min
  *   npm run bench -- stream [--root <checkout>]       # the same through bench/run.ts, into REPORT.md
@@ -71,7 +71,7 @@ const POLL_MS = 250;
 const P99_LIMIT_MS = 1000;
 
 const opts = {
-  rates: arg('rates', '500,1500,3000,4000,5000,6000').split(',').map(Number).filter((r) => r > 0).sort((a, b) => a - b),
+  rates: arg('rates', '500,1500,3000,6000,9000,12000').split(',').map(Number).filter((r) => r > 0).sort((a, b) => a - b),
   seconds: Number(arg('seconds', '20')),
   runs: Number(arg('runs', '3')),
   workers: Number(arg('workers', '1')),
