@@ -36,7 +36,7 @@ export class DeliveryMetrics {
     // A tenant that left the top N loses its series, so labels stay bounded over time.
     tenants?.onDropped((tenant) => this.tenantLag.remove({ tenant }));
     this.executions = metrics.counter({
-      name: 'almanac_executions_total', labelNames: ['kind', 'outcome'] as const, help: 'Recorded attempts by kind and outcome (succeeded, failed, discarded, released)',
+      name: 'almanac_executions_total', labelNames: ['kind', 'outcome'] as const, help: 'Recorded attempts by kind and outcome (succeeded, failed, snoozed, discarded, released)',
     });
     this.handlerDuration = metrics.histogram({
       name: 'almanac_handler_duration_seconds', labelNames: ['kind'] as const, buckets: DURATION_BUCKETS,

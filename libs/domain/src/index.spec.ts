@@ -26,9 +26,10 @@ describe('@almanac/domain public API', () => {
     'parseRunAt',
     'InvalidRunAtError',
     'decideAfterFailure',
-    'decideAfterOutcome',
+    'decideAfterSnooze',
     'completed',
     'retry',
+    'snooze',
     'discard',
     'isHandlerOutcome',
     'DEFAULT_RETRY_POLICY',
@@ -45,7 +46,7 @@ describe('@almanac/domain public API', () => {
   });
 
   // The job-state transition table went in #13: the guarded UPDATEs in libs/persistence are the authority.
-  it.each(['JOB_TRANSITIONS', 'TERMINAL_STATES', 'canTransition', 'assertTransition', 'IllegalTransitionError'])('no longer exports %s', (name) => {
+  it.each(['JOB_TRANSITIONS', 'TERMINAL_STATES', 'canTransition', 'assertTransition', 'IllegalTransitionError', 'decideAfterOutcome'])('no longer exports %s', (name) => {
     expect(name in domain).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { DEFAULT_RETRY_POLICY, decideAfterFailure, LATEST_RUN_AT_MS, nextAttemptDecision, retryDelayMs, validateRetryPolicy } from './retry';
+import { DEFAULT_RETRY_POLICY, decideAfterFailure, decideAfterSnooze, LATEST_RUN_AT_MS, MAX_LIFETIME_ATTEMPTS, nextAttemptDecision, retryDelayMs, validateRetryPolicy } from './retry';
 import { InvalidDomainConfigError } from './errors';
 
 const fixed = (r: number) => () => r;
@@ -129,5 +129,27 @@ describe('decideAfterFailure', () => {
 
   it('is also exported under the contract name nextAttemptDecision', () => {
     expect(nextAttemptDecision).toBe(decideAfterFailure);
+  });
+});
+
+describe('decideAfterSnooze', () => {
+  const now = new Date('2026-11-30T09:00:00.000Z');
+
+  it('comes back after the delay on the last attempt too: a snooze spends none', () => {
+    expect(decideAfterSnooze({ attempt: 3, maxAttempts: 3, now, delayMs: 30_000 })).toEqual({
+      kind: 'snooze',
+      runAt: new Date('2026-11-30T09:00:30.000Z'),
+      delayMs: 30_000,
+      tier: 'immediate',
+    });
+    expect(decideAfterSnooze({ attempt: 1, maxAttempts: 3, now, delayMs: 2 * 86_400_000 })).toMatchObject({ kind: 'snooze', tier: 'cold' });
+    expect(decideAfterSnooze({ attempt: 1, maxAttempts: 3, now, delayMs: -5 })).toMatchObject({ kind: 'snooze', delayMs: 0 });
+    expect(decideAfterSnooze({ attempt: 1, maxAttempts: 3, now, delayMs: 1e16 })).toMatchObject({ runAt: new Date(LATEST_RUN_AT_MS) });
+  });
+
+  it('is a failed attempt once the job has used its lifetime of attempts', () => {
+    const worn = { attempt: MAX_LIFETIME_ATTEMPTS, now, delayMs: 1000 };
+    expect(decideAfterSnooze({ ...worn, maxAttempts: MAX_LIFETIME_ATTEMPTS })).toEqual({ kind: 'dead' });
+    expect(decideAfterSnooze({ ...worn, maxAttempts: MAX_LIFETIME_ATTEMPTS + 2 })).toMatchObject({ kind: 'retry', delayMs: 1000 });
   });
 });

@@ -91,10 +91,25 @@ export function decideAfterFailure(input: FailureInput): FailureDecision {
     explicit !== undefined && Number.isFinite(explicit)
       ? Math.max(0, Math.round(explicit))
       : retryDelayMs(input.attempt, input.policy ?? DEFAULT_RETRY_POLICY, input.random);
+  return retryAt(input.now, delayMs, input.horizons);
+}
+
+/**
+ * After a snooze (`snooze({delayMs})`): again at `now + delayMs`, no attempt spent, unless the job
+ * has used MAX_LIFETIME_ATTEMPTS, where it ends as a failed attempt would.
+ */
+export function decideAfterSnooze(input: Omit<FailureInput, 'retryAfterMs'> & { delayMs: number }): SnoozeDecision {
+  if (input.attempt >= MAX_LIFETIME_ATTEMPTS) return decideAfterFailure({ ...input, retryAfterMs: input.delayMs });
+  return { ...retryAt(input.now, Number.isFinite(input.delayMs) ? Math.max(0, Math.round(input.delayMs)) : 0, input.horizons), kind: 'snooze' };
+}
+
+export type SnoozeDecision = FailureDecision | { readonly kind: 'snooze'; readonly runAt: Date; readonly delayMs: number; readonly tier: Tier };
+
+function retryAt(now: Date, delayMs: number, horizons: TierHorizons = DEFAULT_HORIZONS) {
   // A handler's delay is not capped, but its run time stays one a job may have: past it the
   // outcome could not be stored, and its group commit failed for every job in it.
-  const runAt = new Date(Math.min(input.now.getTime() + delayMs, LATEST_RUN_AT_MS));
-  return { kind: 'retry', runAt, delayMs: runAt.getTime() - input.now.getTime(), tier: tierFor(runAt, input.now, input.horizons ?? DEFAULT_HORIZONS) };
+  const runAt = new Date(Math.min(now.getTime() + delayMs, LATEST_RUN_AT_MS));
+  return { kind: 'retry' as const, runAt, delayMs: runAt.getTime() - now.getTime(), tier: tierFor(runAt, now, horizons) };
 }
 
 /** The name the shared contract uses for decideAfterFailure. */

@@ -7,9 +7,9 @@ import { type PayloadProblem, type PayloadSchema, PayloadSchemas } from './paylo
 
 /**
  * Outcomes are the domain's values: `completed(result?)`, `retry({delayMs?, reason?})`,
- * `discard(reason)`. Re-exported so a handler file imports everything from one place.
+ * `snooze({delayMs, reason?})`, `discard(reason)`. Re-exported so a handler file imports everything from one place.
  */
-export { completed, discard, retry } from '@almanac/domain';
+export { completed, discard, retry, snooze } from '@almanac/domain';
 export type { HandlerOutcome, JsonValue } from '@almanac/domain';
 
 export interface HandlerContext {
@@ -63,7 +63,7 @@ export type EffectOnce<T> = { busy: false; ran: boolean; result: T } | { busy: t
 export interface EffectRecords {
   /**
    * Calls `call` unless the effect `key` was done before. `busy`: another run holds the claim
-   * now; return `retry({ delayMs: retryAfterMs })`. A call that throws gives the claim up (the
+   * now; return `snooze({ delayMs: retryAfterMs })` (it spends no attempt). A call that throws gives the claim up (the
    * retry calls again). A claim older than `staleAfterMs` (default: the kind's timeout plus 30 s,
    * by which time its run has been aborted) is presumed dead and taken over. A worker that dies
    * between the call and its record leaves a claim that is taken over after that: the call is

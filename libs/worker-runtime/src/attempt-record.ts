@@ -1,4 +1,4 @@
-import { decideAfterFailure, entryState, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
+import { decideAfterFailure, decideAfterSnooze, entryState, type SnoozeDecision, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
 import type { CompletionRecord, RunnableJob } from '@almanac/persistence';
 import { InvalidPayloadError } from '@almanac/kinds';
 
@@ -19,31 +19,38 @@ export interface AttemptContext {
 
 /**
  * How one attempt ended, as the row and its history record it: the handler's outcome, or its
- * exception (a retry with backoff; an invalid payload is discarded).
+ * exception (a retry with backoff; an invalid payload is discarded). A `snoozed` attempt gives
+ * the job one more (COMPLETE_ATTEMPTS adds it to max_attempts).
  */
 export function attemptRecord(row: RunnableJob, outcome: HandlerOutcome | undefined, error: unknown, c: AttemptContext): CompletionRecord {
+  if (outcome?.type === 'completed') {
+    // Written out, not spread: this one runs for every successful job.
+    return {
+      id: row.id, attempt: row.attempt, tenantId: row.tenantId, startedAt: c.startedAt, finishedAt: c.now, workerId: c.workerId,
+      next: 'succeeded', outcome: 'succeeded', result: outcome.result, error: null,
+    };
+  }
   const base = { id: row.id, attempt: row.attempt, tenantId: row.tenantId, startedAt: c.startedAt, finishedAt: c.now, workerId: c.workerId };
-  // A retry goes back through the tiers like a new job: queued within the hot horizon, else a
-  // cold scheduled row with no Redis entry.
-  const fail = (retryAfterMs: number | undefined) => {
-    const d = decideAfterFailure({ attempt: row.attempt, maxAttempts: row.maxAttempts, retryAfterMs, now: c.now, horizons: c.horizons, policy: c.retryPolicy });
-    return d.kind === 'dead' ? { next: 'dead' as const } : { next: entryState(d.tier), runAt: d.runAt };
-  };
+  const input = { attempt: row.attempt, maxAttempts: row.maxAttempts, now: c.now, horizons: c.horizons, policy: c.retryPolicy };
+  const fail = (retryAfterMs: number | undefined) => nextState(decideAfterFailure({ ...input, retryAfterMs }));
   if (outcome === undefined) {
     const message = truncateError(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
     if (error instanceof InvalidPayloadError) return { ...base, next: 'dead', outcome: 'discarded', error: message };
     return { ...base, ...fail(undefined), outcome: 'failed', error: message };
   }
   switch (outcome.type) {
-    case 'completed':
-      // Written out, not spread: this one runs for every successful job.
-      return {
-        id: row.id, attempt: row.attempt, tenantId: row.tenantId, startedAt: c.startedAt, finishedAt: c.now, workerId: c.workerId,
-        next: 'succeeded', outcome: 'succeeded', result: outcome.result, error: null,
-      };
     case 'retry':
       return { ...base, ...fail(outcome.delayMs), outcome: 'failed', result: outcome.result, error: truncateError(outcome.reason ?? 'retry requested') };
+    case 'snooze': {
+      const d = decideAfterSnooze({ ...input, delayMs: outcome.delayMs });
+      return { ...base, ...nextState(d), outcome: d.kind === 'snooze' ? 'snoozed' : 'failed', error: truncateError(outcome.reason ?? 'snoozed') };
+    }
     case 'discard':
       return { ...base, next: 'dead', outcome: 'discarded', result: outcome.result, error: truncateError(outcome.reason) };
   }
+}
+
+/** A retry goes back through the tiers like a new job: queued within the hot horizon, else a cold scheduled row with no Redis entry. */
+function nextState(d: SnoozeDecision): { next: 'dead' } | { next: 'queued' | 'scheduled'; runAt: Date } {
+  return d.kind === 'dead' ? { next: 'dead' } : { next: entryState(d.tier), runAt: d.runAt };
 }

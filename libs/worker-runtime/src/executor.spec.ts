@@ -1,7 +1,7 @@
 import { Clock, SLOT_TTL_MS } from '@almanac/platform';
 import { DEFAULT_SHARE, LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
-import { completed, defineHandler, discard, retry } from '@almanac/kinds';
+import { completed, defineHandler, discard, retry, snooze } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { freePort } from '@almanac/testing/free-port';
 import IORedis from 'ioredis';
@@ -34,7 +34,7 @@ function claimReplyLostOnce(h: DeliveryHarness): void {
   });
 }
 
-const flaky = { calls: 0, mode: 'throw' as 'throw' | 'retry' | 'discard' | 'retry-later' };
+const flaky = { calls: 0, mode: 'throw' as 'throw' | 'retry' | 'discard' | 'retry-later' | 'snooze' };
 const flakyHandler = defineHandler<unknown>({
   kind: 'flaky',
   timeoutMs: 5000,
@@ -49,6 +49,8 @@ const flakyHandler = defineHandler<unknown>({
         return retry({ delayMs: 3 * 24 * 3600_000, reason: 'in three days' });
       case 'discard':
         return discard('bad input');
+      case 'snooze':
+        return snooze({ delayMs: 0, reason: 'held by another run' });
     }
   },
 });
@@ -388,6 +390,25 @@ describe('worker executor', () => {
     expect(await h.hot.runOnce()).toBe(1);
     await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 2 });
+  });
+
+  it('snooze() brings the job back without spending an attempt: its maxAttempts grows by one', async () => {
+    flaky.mode = 'snooze';
+    const [id] = await h.enqueue([{ kind: 'flaky', maxAttempts: 1 }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.runWorker(w);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: 'held by another run' });
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['snoozed']);
+    const exec = (await w.metrics.executions.get()).values;
+    expect(exec).toEqual([expect.objectContaining({ labels: { kind: 'flaky', outcome: 'snoozed' }, value: 1 })]);
+    // The one attempt it was given is still its own: a failure now retries once more, then it is dead.
+    flaky.mode = 'throw';
+    expect(await h.hot.runOnce()).toBe(1);
+    await h.runWorker(w);
+    expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 2 });
+    const [{ max_attempts }] = await h.ds.query(`SELECT max_attempts FROM jobs WHERE id = $1`, [id]);
+    expect(max_attempts).toBe(2);
   });
 
   it('a handler that overruns its timeout fails the attempt even if it ignores the signal', async () => {

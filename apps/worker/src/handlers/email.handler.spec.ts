@@ -1,3 +1,4 @@
+import { createHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { DOUBLE_RUN_MODES, runTwice } from '@almanac/testing/double-run';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
@@ -43,6 +44,31 @@ describe('email', () => {
     expect(raw).toMatch(/^To: ada@example.com$/m);
     expect(raw).toMatch(/^Subject: Your invoice$/m);
     expect(raw).toMatch(/^Message-ID: <1\.k-[^@]+@test\.almanac>$/m);
+  });
+
+  it('snoozes, sending nothing and spending no attempt, while another run holds the message', async () => {
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000 })] });
+    try {
+      const before = smtp.messages.length;
+      const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 1, payload: { to: 'ada@example.com', subject: 'held', text: 'once' } }]);
+      const [{ key }] = await h.ds.query(`SELECT key FROM jobs WHERE id = $1`, [id]);
+      // Another job's run claimed this message 5 s ago and has not finished.
+      await h.ds.query(`INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at) VALUES (1, $1, $2, now() - interval '5 seconds')`, [`email:${key}`, id]);
+      const w = h.worker();
+      await h.hot.runOnce();
+      await h.runWorker(w);
+      const row = await h.job(id);
+      expect(row).toMatchObject({ state: 'q', attempts: 1, last_error: 'this message is being sent by another run' });
+      // Back when that claim goes stale: the kind's timeout plus 30 s after it was taken.
+      expect(row.run_at.getTime() - Date.now()).toBeGreaterThan(30_000);
+      expect(row.run_at.getTime() - Date.now()).toBeLessThanOrEqual(35_000);
+      expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['snoozed']);
+      const [{ max_attempts }] = await h.ds.query(`SELECT max_attempts FROM jobs WHERE id = $1`, [id]);
+      expect(max_attempts).toBe(2);
+      expect(smtp.messages.length).toBe(before);
+    } finally {
+      await destroyHarness(h);
+    }
   });
 
   // The effect as the recipient sees it: messages, told apart by Message-ID (mail clients fold

@@ -1,4 +1,4 @@
-import { completed, defineHandler, retry } from '@almanac/kinds';
+import { completed, defineHandler, snooze } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
 import { createTransport, type Transporter } from 'nodemailer';
 
@@ -56,7 +56,7 @@ export function emailHandler(opts: EmailHandlerOptions) {
         const info = await transport!.sendMail({ ...payload, messageId });
         return { messageId: info.messageId, response: info.response ?? null };
       });
-      if (sent.busy) return retry({ delayMs: sent.retryAfterMs, reason: 'this message is being sent by another run' });
+      if (sent.busy) return snooze({ delayMs: sent.retryAfterMs, reason: 'this message is being sent by another run' });
       return completed({ messageId: sent.result.messageId, response: sent.result.response, alreadySent: !sent.ran });
     },
   });

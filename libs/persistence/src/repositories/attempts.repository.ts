@@ -5,11 +5,12 @@ import { LIST_ATTEMPTS_SQL } from '../statements/list-attempts.sql';
 
 /**
  * How an attempt ended: `succeeded`; `failed` (the handler threw or asked for a retry; the
- * job may run again); `discarded` (the handler gave up; the job is dead); `lost` (the lease
+ * job may run again); `snoozed` (the handler asked to come back later; the job got one more
+ * attempt for it); `discarded` (the handler gave up; the job is dead); `lost` (the lease
  * expired and the overdue sweep took the job back); `released` (a worker shutting down handed
  * it back unfinished; it runs again at once).
  */
-export type AttemptOutcome = 'succeeded' | 'failed' | 'discarded' | 'lost' | 'released';
+export type AttemptOutcome = 'succeeded' | 'failed' | 'snoozed' | 'discarded' | 'lost' | 'released';
 
 export interface AttemptRecord {
   jobId: string;

@@ -47,7 +47,7 @@ export interface ClaimResult {
 export type CompletionState = 'succeeded' | 'dead' | 'scheduled' | 'queued';
 
 /** How one attempt ended (`job_attempts.outcome`); the subset of AttemptOutcome a worker writes. */
-export type ExecutionOutcome = 'succeeded' | 'failed' | 'discarded' | 'released';
+export type ExecutionOutcome = 'succeeded' | 'failed' | 'snoozed' | 'discarded' | 'released';
 
 export interface CompletionRecord {
   id: string;
