@@ -16,7 +16,7 @@ export class Baseline1796400000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`DROP TABLE storage_scan, sweep_leases, workers, job_kinds, bulk_operation_chunks, bulk_operations,
+    await q.query(`DROP TABLE storage_scan, sweep_leases, workers, job_kinds, bulk_operation_chunks, bulk_operations, kind_definitions,
                    retired_keys, job_effects, schedule_payloads, schedules, job_attempts, jobs,
                    tenant_signing_secrets, tenant_keys, tenants`);
     await q.query(`DROP FUNCTION almanac_refuse_retired_keys(), almanac_hour(timestamptz), almanac_job_id()`);
@@ -251,6 +251,18 @@ const SCHEMA = [
      payload_schema jsonb,
      registered_by text NOT NULL,
      registered_at timestamptz NOT NULL
+   )`,
+  // Every definition of a kind that workers assert (a digest of its pool, timeout and schema),
+  // so the registry can take the newest one still live rather than the last one registered.
+  `CREATE TABLE kind_definitions (
+     kind text NOT NULL,
+     digest text NOT NULL,
+     pool text NOT NULL,
+     timeout_ms integer NOT NULL,
+     payload_schema jsonb,
+     first_seen_at timestamptz NOT NULL,
+     asserted_at timestamptz NOT NULL,
+     PRIMARY KEY (kind, digest)
    )`,
   // One row per worker process, its beat moved every second by the database's clock; the rescue
   // puts back the running jobs of a worker whose beat stopped. fillfactor 50: beats are HOT updates.

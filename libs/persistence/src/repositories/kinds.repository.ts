@@ -18,12 +18,20 @@ export interface RegisteredKind extends KindRegistration {
   registeredAt: Date;
 }
 
-/** The kind registry (table job_kinds): written by workers at boot, read by the API and the dispatcher. */
+/** How often a worker asserts its kinds' definitions (REGISTER_KINDS_SQL). */
+export const KIND_ASSERT_EVERY_MS = 30_000;
+/** A definition stays live this long after it was last asserted: three assertions missed. */
+const KIND_LIVE_FOR_MS = 3 * KIND_ASSERT_EVERY_MS;
+
+/**
+ * The kind registry (table job_kinds): the newest live definition of each kind, as workers
+ * assert them (REGISTER_KINDS_SQL); read by the API and the dispatcher.
+ */
 @Injectable()
 export class KindsRepository {
   constructor(private readonly db: DataSource) {}
 
-  /** Registers every kind at once; returns the kinds that moved to another pool, with their old pool. */
+  /** Asserts every kind's definition at once; returns the kinds that moved to another pool, with their old pool. */
   async register(kinds: readonly KindRegistration[], workerId: string, now: Date): Promise<{ kind: string; previousPool: string }[]> {
     if (kinds.length === 0) return [];
     kinds = [...kinds].sort((a, b) => a.kind.localeCompare(b.kind));
@@ -34,6 +42,7 @@ export class KindsRepository {
       kinds.map((k) => (k.payloadSchema === null ? null : JSON.stringify(k.payloadSchema))),
       workerId,
       now,
+      KIND_LIVE_FOR_MS,
     ]);
     return rows.map((r) => ({ kind: r.kind, previousPool: r.previous_pool }));
   }
