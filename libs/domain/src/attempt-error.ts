@@ -10,6 +10,13 @@ export interface PublicAttemptError {
   message: string;
 }
 
+/** Stored error text is bounded: a handler's exception may carry a whole response body. */
+export const MAX_ERROR_LENGTH = 2000;
+
+export function truncateError(message: string): string {
+  return message.length <= MAX_ERROR_LENGTH ? message : `${message.slice(0, MAX_ERROR_LENGTH - 1)}…`;
+}
+
 /** The stored text of an attempt nobody finished (execution repository, overdue sweep). */
 export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the worker stopped or lost its lease';
 /** The stored text of an attempt a worker released at shutdown. */

@@ -1,7 +1,7 @@
-import { completed, DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, discard, MAX_LIFETIME_ATTEMPTS, retry, snooze } from '@almanac/domain';
+import { completed, DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, discard, MAX_ERROR_LENGTH, MAX_LIFETIME_ATTEMPTS, retry, snooze } from '@almanac/domain';
 import { InvalidPayloadError } from '@almanac/kinds';
 import type { RunnableJob } from '@almanac/persistence';
-import { attemptRecord, MAX_ERROR_LENGTH } from './attempt-record';
+import { attemptRecord } from './attempt-record';
 
 describe('attemptRecord', () => {
   const now = new Date('2026-11-30T09:00:00.000Z');

@@ -1,13 +1,6 @@
-import { decideAfterFailure, decideAfterSnooze, entryState, type SnoozeDecision, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
+import { decideAfterFailure, decideAfterSnooze, entryState, truncateError, type SnoozeDecision, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
 import type { CompletionRecord, RunnableJob } from '@almanac/persistence';
 import { InvalidPayloadError } from '@almanac/kinds';
-
-/** Stored error text is bounded: a handler's exception may carry a whole response body. */
-export const MAX_ERROR_LENGTH = 2000;
-
-export function truncateError(message: string): string {
-  return message.length <= MAX_ERROR_LENGTH ? message : `${message.slice(0, MAX_ERROR_LENGTH - 1)}…`;
-}
 
 export interface AttemptContext {
   startedAt: Date;
@@ -32,15 +25,14 @@ export function attemptRecord(row: RunnableJob, outcome: HandlerOutcome | undefi
   }
   const base = { id: row.id, attempt: row.attempt, tenantId: row.tenantId, startedAt: c.startedAt, finishedAt: c.now, workerId: c.workerId };
   const input = { attempt: row.attempt, maxAttempts: row.maxAttempts, now: c.now, horizons: c.horizons, policy: c.retryPolicy };
-  const fail = (retryAfterMs: number | undefined) => nextState(decideAfterFailure({ ...input, retryAfterMs }));
   if (outcome === undefined) {
     const message = truncateError(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
     if (error instanceof InvalidPayloadError) return { ...base, next: 'dead', outcome: 'discarded', error: message };
-    return { ...base, ...fail(undefined), outcome: 'failed', error: message };
+    return { ...base, ...nextState(decideAfterFailure(input)), outcome: 'failed', error: message };
   }
   switch (outcome.type) {
     case 'retry':
-      return { ...base, ...fail(outcome.delayMs), outcome: 'failed', result: outcome.result, error: truncateError(outcome.reason ?? 'retry requested') };
+      return { ...base, ...nextState(decideAfterFailure({ ...input, retryAfterMs: outcome.delayMs })), outcome: 'failed', result: outcome.result, error: truncateError(outcome.reason ?? 'retry requested') };
     case 'snooze': {
       const d = decideAfterSnooze({ ...input, delayMs: outcome.delayMs });
       return { ...base, ...nextState(d), outcome: d.kind === 'snooze' ? 'snoozed' : 'failed', error: truncateError(outcome.reason ?? 'snoozed') };

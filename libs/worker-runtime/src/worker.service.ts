@@ -1,7 +1,7 @@
 import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
-import { type HandlerDefinition, HandlerRegistry, kindMigrations, kindRegistrations, KindRoutes, parsePoolMap } from '@almanac/kinds';
-import { createDataSource, type DatabaseConfig, ExecutionRepository, KIND_ASSERT_EVERY_MS, type KindRegistration, KindsRepository, type MigrationClass, runKindMigrations, WorkersRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, TenantLabels, Ticker } from '@almanac/platform';
+import { type HandlerDefinition, HandlerRegistry, KindAssertion, kindMigrations, kindRegistrations, KindRoutes, parsePoolMap } from '@almanac/kinds';
+import { createDataSource, type DatabaseConfig, ExecutionRepository, KindsRepository, type MigrationClass, runKindMigrations, WorkersRepository } from '@almanac/persistence';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, TenantLabels } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
@@ -26,9 +26,8 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   readonly heartbeat: Heartbeat;
   /** The tenants that get their own lag series (the promoter's top N); refreshed every 15 s. */
   readonly tenantLabels: TenantLabels;
-  /** What this worker asserts in the kind registry, at boot and every KIND_ASSERT_EVERY_MS. */
-  readonly registrations: KindRegistration[];
-  private readonly assertion: Ticker;
+  /** This worker's kinds in the registry, asserted at boot and every 30 s. */
+  readonly kindAssertion: KindAssertion;
   /** The tables of the kinds it registers (HandlerDefinition.migrations), applied first. */
   private readonly migrations: MigrationClass[];
   private readonly database: DatabaseConfig;
@@ -44,8 +43,8 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     @Inject(REDIS) commandRedis: RedisClient,
     dataSource: DataSource,
     repo: ExecutionRepository,
-    private readonly kinds: KindsRepository,
-    private readonly clock: Clock,
+    kinds: KindsRepository,
+    clock: Clock,
     hotQueue: HotQueue,
     metrics: MetricsService,
     pino: PinoLogger,
@@ -70,16 +69,10 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
       concurrency: settings.concurrency, executor: this.executor, identity: this.identity, clock: time, logger,
     });
     const routes = KindRoutes.forHandlers(parsePoolMap(process.env), handlers);
-    this.registrations = kindRegistrations(registry, routes, settings.pools);
-    this.migrations = kindMigrations(registry, this.registrations);
+    const registrations = kindRegistrations(registry, routes, settings.pools);
+    this.kindAssertion = new KindAssertion(kinds, registrations, settings.workerId, clock, logger);
+    this.migrations = kindMigrations(registry, registrations);
     this.database = config.database;
-    this.assertion = new Ticker({
-      turn: () => this.registerKinds(),
-      everyMs: KIND_ASSERT_EVERY_MS,
-      firstAfterMs: KIND_ASSERT_EVERY_MS,
-      onError: (err) => logger.warn({ err }, 'could not assert the kinds in the registry; trying again'),
-      unref: true,
-    });
     this.heartbeat = new Heartbeat({ identity: this.identity, taker: this.taker, executor: this.executor, logger, liveness });
     exportPoolScaling(metrics, settings.pools, settings.scaling);
   }
@@ -91,27 +84,21 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   async onModuleInit(): Promise<void> {
     const applied = await runKindMigrations(this.database, this.migrations);
     if (applied.length > 0) this.logger.info({ applied }, 'kind migrations applied');
-    await this.registerKinds();
+    await this.kindAssertion.runOnce();
     await this.beatSource.initialize();
     await this.identity.register();
-    this.logger.info({ kinds: this.registrations.map((r) => `${r.kind}@${r.pool}`), id: this.identity.id }, 'kinds registered');
-  }
-
-  /** Asserts this worker's kinds: the registry keeps the newest definition still asserted (REGISTER_KINDS_SQL). */
-  async registerKinds(): Promise<void> {
-    const moved = await this.kinds.register(this.registrations, this.settings.workerId, this.clock.now());
-    for (const m of moved) this.logger.warn({ kind: m.kind, from: m.previousPool }, 'kind moved to another pool by this registration');
+    this.logger.info({ kinds: this.kindAssertion.registrations.map((r) => `${r.kind}@${r.pool}`), id: this.identity.id }, 'kinds registered');
   }
 
   onApplicationBootstrap(): void {
-    this.assertion.start();
+    this.kindAssertion.start();
     this.tenantLabels.start();
     this.heartbeat.start();
     this.taker.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.assertion.stop();
+    await this.kindAssertion.stop();
     await this.heartbeat.leave(); // capacity no longer counted; beats and lease renewals go on while handlers drain
     await this.taker.close(this.settings.shutdownMs);
     await this.heartbeat.stop();
