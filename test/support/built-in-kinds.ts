@@ -13,11 +13,11 @@ export { chargeHandler, noopHandler } from '../../apps/worker/src/handlers';
  * schemas, as a worker does at boot: for API tests, which run no worker. It lives under test/
  * because it reaches into the worker app, which the api app may not.
  */
-export async function registerBuiltInKinds(dataSource: DataSource, now = new Date(), env: Record<string, string | undefined> = {}): Promise<string[]> {
+export async function registerBuiltInKinds(dataSource: DataSource, env: Record<string, string | undefined> = {}): Promise<string[]> {
   // A worker's environment decides some kinds: with ALMANAC_SMTP_URL it also runs `email`.
   const registry = new HandlerRegistry(allHandlers(handlerSettingsFromEnv(env, dataSource)));
   const routes = KindRoutes.forHandlers(new Map(), registry.all());
   const registrations = kindRegistrations(registry, routes, registry.all().map((h) => routes.pool(h.kind)));
-  await new KindsRepository(dataSource).register(registrations, 'test-built-in-kinds', now);
+  await new KindsRepository(dataSource).register(registrations, 'test-built-in-kinds');
   return registrations.map((r) => r.kind);
 }

@@ -144,7 +144,7 @@ export class DeliveryHarness {
   /** What a worker serving `pools` registers at boot (WorkerService.onModuleInit). */
   private async registerKinds(pools: readonly string[], workerId: string): Promise<void> {
     const routes = KindRoutes.forHandlers(this.poolMap, this.registry.all());
-    await new KindsRepository(this.ds).register(kindRegistrations(this.registry, routes, pools), workerId, this.clock.now());
+    await new KindsRepository(this.ds).register(kindRegistrations(this.registry, routes, pools), workerId);
   }
 
   get ds(): DataSource {

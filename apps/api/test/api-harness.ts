@@ -30,7 +30,7 @@ export interface ApiHarness {
  */
 export async function startApi(env: Record<string, string> = {}): Promise<ApiHarness> {
   const db = await createTestDatabase();
-  await registerBuiltInKinds(db.dataSource, new Date(), env); // as a worker with this environment would at boot
+  await registerBuiltInKinds(db.dataSource, env); // as a worker with this environment would at boot
   const redis = await createTestRedis();
   const fullEnv = {
     DATABASE_URL: db.url,

@@ -135,7 +135,6 @@ describe('ingest (POST /v1/jobs, /v1/jobs/batch)', () => {
     await new KindsRepository(h.db.dataSource).register(
       [{ kind: 'invoice.send', pool: 'mail', timeoutMs: 5000, payloadSchema: { type: 'object', required: ['to'], properties: { to: { type: 'string', format: 'email' } } } }],
       'worker-late',
-      new Date(),
     );
     await h.http().post('/v1/jobs').set(auth()).send(body).expect(201);
     const wrong = await h.http().post('/v1/jobs').set(auth()).send({ ...body, key: 'late-kind-2', payload: { to: 'not-an-address' } }).expect(400);

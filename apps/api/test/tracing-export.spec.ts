@@ -24,7 +24,7 @@ describe('OpenTelemetry export from a role', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    await registerBuiltInKinds(db.dataSource, new Date(), {});
+    await registerBuiltInKinds(db.dataSource, {});
     redis = await createTestRedis();
     collector = createServer((req, res) => {
       const chunks: Buffer[] = [];

@@ -23,7 +23,7 @@ describe('DispatcherModule wiring (the role as it boots)', () => {
   });
 
   it('reads the kind registry before its first hot job: a job waiting at boot goes to its kind\'s pool, not default', async () => {
-    await new KindsRepository(db.dataSource).register([{ kind: 'report', pool: 'reports', timeoutMs: 1000, payloadSchema: null }], 'w', new Date());
+    await new KindsRepository(db.dataSource).register([{ kind: 'report', pool: 'reports', timeoutMs: 1000, payloadSchema: null }], 'w');
     const [{ id }] = await db.dataSource.query<{ id: string }[]>(
       `INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, 'boot-1', 'report', now(), 'q') RETURNING id::text AS id`,
     );

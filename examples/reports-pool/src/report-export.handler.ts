@@ -1,4 +1,4 @@
-import { completed, defineHandler, retry } from '@almanac/kinds';
+import { completed, defineHandler, snooze } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
 import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -51,7 +51,7 @@ export function reportExportHandler(opts: ReportExportOptions) {
         await appendFile(file, `${line}\n`);
         return { file, appended: true };
       });
-      if (written.busy) return retry({ delayMs: written.retryAfterMs, reason: 'this export is being written by another run' });
+      if (written.busy) return snooze({ delayMs: written.retryAfterMs, reason: 'this export is being written by another run' });
       return completed({ ...written.result, alreadyWritten: !written.ran });
     },
   });

@@ -1,7 +1,7 @@
 /** What a tenant is told about a failed attempt: a stable code, and a message meant for it. */
 export interface PublicAttemptError {
   /**
-   * `handler` (the reason the handler chose to give: retry or discard), `invalid_payload`,
+   * `handler` (the reason the handler chose to give: retry, snooze or discard), `invalid_payload`,
    * `timeout`, `handler_error` (an exception: its text is the operator's), `set_aside`,
    * `shutdown`, `lost` (no outcome recorded: the worker stopped), `released` (given back at a
    * worker's shutdown).

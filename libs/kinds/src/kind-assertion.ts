@@ -1,5 +1,5 @@
 import { KIND_ASSERT_EVERY_MS, type KindRegistration, type KindsRepository } from '@almanac/persistence';
-import { type Clock, Ticker } from '@almanac/platform';
+import { Ticker } from '@almanac/platform';
 import type { Logger } from 'pino';
 
 /**
@@ -13,7 +13,6 @@ export class KindAssertion {
     private readonly kinds: KindsRepository,
     readonly registrations: readonly KindRegistration[],
     private readonly workerId: string,
-    private readonly clock: Clock,
     private readonly logger: Logger,
   ) {
     this.ticker = new Ticker({
@@ -26,7 +25,7 @@ export class KindAssertion {
   }
 
   async runOnce(): Promise<void> {
-    const moved = await this.kinds.register(this.registrations, this.workerId, this.clock.now());
+    const moved = await this.kinds.register(this.registrations, this.workerId);
     for (const m of moved) this.logger.warn({ kind: m.kind, from: m.previousPool }, 'kind moved to another pool by this registration');
   }
 

@@ -114,7 +114,7 @@ export class AttemptWriter {
     if (record.outcome !== 'succeeded') {
       // The whole exception (stack included) goes to the log: its tenant is shown only a code and
       // a message meant for it (publicAttemptError), never its text.
-      logger().warn({ outcome: record.outcome, next: record.next, err: error instanceof Error ? error : undefined, reason: record.error }, 'attempt did not complete');
+      logger()[record.outcome === 'snoozed' ? 'info' : 'warn']({ outcome: record.outcome, next: record.next, err: error instanceof Error ? error : undefined, reason: record.error }, 'attempt did not complete');
     }
     return 'applied';
   }

@@ -70,7 +70,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     });
     const routes = KindRoutes.forHandlers(parsePoolMap(process.env), handlers);
     const registrations = kindRegistrations(registry, routes, settings.pools);
-    this.kindAssertion = new KindAssertion(kinds, registrations, settings.workerId, clock, logger);
+    this.kindAssertion = new KindAssertion(kinds, registrations, settings.workerId, logger);
     this.migrations = kindMigrations(registry, registrations);
     this.database = config.database;
     this.heartbeat = new Heartbeat({ identity: this.identity, taker: this.taker, executor: this.executor, logger, liveness });
@@ -98,10 +98,11 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    await this.kindAssertion.stop();
+    const asserting = this.kindAssertion.stop(); // a turn in progress finishes beside the drain
     await this.heartbeat.leave(); // capacity no longer counted; beats and lease renewals go on while handlers drain
     await this.taker.close(this.settings.shutdownMs);
     await this.heartbeat.stop();
+    await asserting;
     this.tenantLabels.stop();
     await this.beatSource.destroy().catch((err: unknown) => this.logger.warn({ err }, 'could not close the heartbeat connection'));
   }

@@ -242,7 +242,7 @@ const SCHEMA = [
      PRIMARY KEY (operation_id, chunk)
    )`,
 
-  // The kind registry, written by workers at boot: the API accepts these kinds and checks
+  // The kind registry, kept by workers' assertions (at boot and every 30 s): the API accepts these kinds and checks
   // payloads against their schemas; the dispatcher routes them to their pools.
   `CREATE TABLE job_kinds (
      kind text PRIMARY KEY,

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { sql } from '../sql';
 import { LIST_KINDS_SQL } from '../statements/list-kinds.sql';
-import { REGISTER_KINDS_SQL } from '../statements/register-kinds.sql';
+import { FORGET_KIND_DEFINITIONS_SQL, REGISTER_KINDS_SQL } from '../statements/register-kinds.sql';
 
 /** A kind as a worker registers it: what runs it, for how long at most, and what payload it takes. */
 export interface KindRegistration {
@@ -32,7 +32,7 @@ export class KindsRepository {
   constructor(private readonly db: DataSource) {}
 
   /** Asserts every kind's definition at once; returns the kinds that moved to another pool, with their old pool. */
-  async register(kinds: readonly KindRegistration[], workerId: string, now: Date): Promise<{ kind: string; previousPool: string }[]> {
+  async register(kinds: readonly KindRegistration[], workerId: string): Promise<{ kind: string; previousPool: string }[]> {
     if (kinds.length === 0) return [];
     kinds = [...kinds].sort((a, b) => a.kind.localeCompare(b.kind));
     const { rows } = await sql<{ kind: string; previous_pool: string }>(this.db, REGISTER_KINDS_SQL, [
@@ -41,9 +41,9 @@ export class KindsRepository {
       kinds.map((k) => k.timeoutMs),
       kinds.map((k) => (k.payloadSchema === null ? null : JSON.stringify(k.payloadSchema))),
       workerId,
-      now,
       KIND_LIVE_FOR_MS,
     ]);
+    await sql(this.db, FORGET_KIND_DEFINITIONS_SQL, [kinds.map((k) => k.kind)]);
     return rows.map((r) => ({ kind: r.kind, previousPool: r.previous_pool }));
   }
 
