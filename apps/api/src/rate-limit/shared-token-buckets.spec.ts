@@ -112,7 +112,11 @@ describe('SharedTokenBuckets', () => {
     try {
       const buckets = new SharedTokenBuckets(proxy.client, key, 100);
       proxy.hold();
+      const asked = Date.now();
       expect(await buckets.take(1, 10, 5, 10, 0)).toEqual({ ok: true }); // decided locally after 100 ms
+      // A timer counts from the event loop's cached time, which can lag Date.now(), so it may fire before
+      // the deadline the script checks: release the call only once the deadline has surely passed (CI once did not).
+      while (Date.now() <= asked + 110) await new Promise((resolve) => setImmediate(resolve));
       proxy.release(); // the held script call runs now, late
       for (let i = 0; i < 10_000 && proxy.client.commandQueue.length > 0; i++) await new Promise((resolve) => setImmediate(resolve)); // its answer is in
       expect(await redis.connection.hgetall(`${key}:1`)).toEqual({}); // the bucket was not touched
