@@ -89,7 +89,7 @@ export function decideAfterFailure(input: FailureInput): FailureDecision {
   const explicit = input.retryAfterMs;
   const delayMs =
     explicit !== undefined && Number.isFinite(explicit)
-      ? Math.max(0, Math.round(explicit))
+      ? explicit
       : retryDelayMs(input.attempt, input.policy ?? DEFAULT_RETRY_POLICY, input.random);
   return retryAt(input.now, delayMs, input.horizons);
 }
@@ -100,15 +100,16 @@ export function decideAfterFailure(input: FailureInput): FailureDecision {
  */
 export function decideAfterSnooze(input: Omit<FailureInput, 'retryAfterMs'> & { delayMs: number }): SnoozeDecision {
   if (input.attempt >= MAX_LIFETIME_ATTEMPTS) return decideAfterFailure({ ...input, retryAfterMs: input.delayMs });
-  return { ...retryAt(input.now, Number.isFinite(input.delayMs) ? Math.max(0, Math.round(input.delayMs)) : 0, input.horizons), kind: 'snooze' };
+  return { ...retryAt(input.now, Number.isFinite(input.delayMs) ? input.delayMs : 0, input.horizons), kind: 'snooze' };
 }
 
 export type SnoozeDecision = FailureDecision | { readonly kind: 'snooze'; readonly runAt: Date; readonly delayMs: number; readonly tier: Tier };
 
+/** Again after `delayMs` (a whole number of ms, at least 0), tiered like a new job. */
 function retryAt(now: Date, delayMs: number, horizons: TierHorizons = DEFAULT_HORIZONS) {
   // A handler's delay is not capped, but its run time stays one a job may have: past it the
   // outcome could not be stored, and its group commit failed for every job in it.
-  const runAt = new Date(Math.min(now.getTime() + delayMs, LATEST_RUN_AT_MS));
+  const runAt = new Date(Math.min(now.getTime() + Math.max(0, Math.round(delayMs)), LATEST_RUN_AT_MS));
   return { kind: 'retry' as const, runAt, delayMs: runAt.getTime() - now.getTime(), tier: tierFor(runAt, now, horizons) };
 }
 
