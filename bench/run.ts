@@ -4,7 +4,7 @@
  *
  *   npm run bench                     # every part at default sizes (≤ 45 min on 2 cores)
  *   npm run bench -- hold             # one part (or several): hold storage promote throughput lag recovery faults chaos bulk due-soon autoscale fairness retention
- *   npm run bench -- retention        # 60 simulated days of 1,000,000 jobs, dated and UUID keys (about an hour; not in the default set)
+ *   npm run bench -- retention        # 60 simulated days of 1,000,000 jobs, dated and UUID keys (about an hour; not in the default set) [--postgres-settings shared_buffers=6GB]
  *   npm run bench -- retention-schedules  # the same with 1,000 per-minute schedules alongside (issue 33 item 5; longer)
  *   npm run bench -- autoscale        # the ScaledObject asks before a spike (issue 19; ~20 min, not in the default set) [--root <checkout>]
  *   npm run bench -- fairness --label after [--root /tmp/checkout]   # fairness between tenants (issue 15), through `npm run cluster`
@@ -96,6 +96,8 @@ const retentionPart = (schedules: (quick: boolean) => number): Part => ({
           '--key-reservation-days', flag('key-reservation-days') ?? '30']),
       // Issue 33 item 5: dated and UUID keys side by side; the second part adds per-minute schedules.
       '--keys', flag('keys') ?? 'both', '--schedules', flag('schedules') ?? String(schedules(q)),
+      // A private cluster so configured (e.g. shared_buffers=6GB), instead of the shared server.
+      ...(flag('postgres-settings') ? ['--postgres-settings', flag('postgres-settings')!] : []),
     ]],
     parse([out]) {
       const r = lastJson(out) as unknown as {
@@ -872,7 +874,7 @@ async function main(): Promise<void> {
     log(`wrote ${report()}`);
     return;
   }
-  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes', '--rates', '--seconds', '--workers', '--only', '--before', '--keys', '--schedules', '--key-reservation-days']);
+  const valued = new Set(['--n', '--baseline', '--jobs', '--runs', '--noisy', '--label', '--root', '--days', '--per-day', '--retention-days', '--spike', '--lead-minutes', '--rates', '--seconds', '--workers', '--only', '--before', '--keys', '--schedules', '--key-reservation-days', '--postgres-settings']);
   const named = argv.filter((a, i) => !a.startsWith('--') && !valued.has(argv[i - 1] ?? ''));
   const unknown = named.filter((n) => !PARTS[n]);
   if (unknown.length) {
