@@ -8,6 +8,8 @@ import type { Logger } from 'pino';
  */
 export class KindAssertion {
   private readonly ticker: Ticker;
+  /** Kinds whose chosen definition is another worker's, with its pool: each said once, not every 30 s. */
+  private readonly superseded = new Map<string, string>();
 
   constructor(
     private readonly kinds: KindsRepository,
@@ -25,8 +27,17 @@ export class KindAssertion {
   }
 
   async runOnce(): Promise<void> {
-    const moved = await this.kinds.register(this.registrations, this.workerId);
+    const { moved, superseded } = await this.kinds.register(this.registrations, this.workerId);
     for (const m of moved) this.logger.warn({ kind: m.kind, from: m.previousPool }, 'kind moved to another pool by this registration');
+    const now = new Map(superseded.map((s) => [s.kind, s.pool]));
+    for (const [kind, pool] of now) {
+      if (this.superseded.get(kind) === pool) continue;
+      const own = this.registrations.find((r) => r.kind === kind)?.pool;
+      this.logger.warn({ kind, pool, ownPool: own }, "another live worker build defines this kind differently, and its definition is the one in use (a rolling update, or deployments that disagree)");
+    }
+    for (const kind of this.superseded.keys()) if (!now.has(kind)) this.logger.info({ kind }, "this worker's definition of the kind is in use again");
+    this.superseded.clear();
+    for (const [kind, pool] of now) this.superseded.set(kind, pool);
   }
 
   start(): void {

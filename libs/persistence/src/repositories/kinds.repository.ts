@@ -18,6 +18,14 @@ export interface RegisteredKind extends KindRegistration {
   registeredAt: Date;
 }
 
+/** What a worker's assertion of its kinds changed or found, for its log. */
+export interface KindAssertionResult {
+  /** Kinds this assertion moved to another pool, with the pool they had. */
+  moved: { kind: string; previousPool: string }[];
+  /** Kinds whose chosen definition is another live one, not this worker's, with the pool it names. */
+  superseded: { kind: string; pool: string }[];
+}
+
 /** How often a worker asserts its kinds' definitions (REGISTER_KINDS_SQL). */
 export const KIND_ASSERT_EVERY_MS = 30_000;
 /** A definition stays live this long after it was last asserted: three assertions missed. */
@@ -31,11 +39,11 @@ const KIND_LIVE_FOR_MS = 3 * KIND_ASSERT_EVERY_MS;
 export class KindsRepository {
   constructor(private readonly db: DataSource) {}
 
-  /** Asserts every kind's definition at once; returns the kinds that moved to another pool, with their old pool. */
-  async register(kinds: readonly KindRegistration[], workerId: string): Promise<{ kind: string; previousPool: string }[]> {
-    if (kinds.length === 0) return [];
+  /** Asserts every kind's definition at once. */
+  async register(kinds: readonly KindRegistration[], workerId: string): Promise<KindAssertionResult> {
+    if (kinds.length === 0) return { moved: [], superseded: [] };
     kinds = [...kinds].sort((a, b) => a.kind.localeCompare(b.kind));
-    const { rows } = await sql<{ kind: string; previous_pool: string }>(this.db, REGISTER_KINDS_SQL, [
+    const { rows } = await sql<{ kind: string; pool: string; previous_pool: string | null; superseded: boolean }>(this.db, REGISTER_KINDS_SQL, [
       kinds.map((k) => k.kind),
       kinds.map((k) => k.pool),
       kinds.map((k) => k.timeoutMs),
@@ -44,7 +52,10 @@ export class KindsRepository {
       KIND_LIVE_FOR_MS,
     ]);
     await sql(this.db, FORGET_KIND_DEFINITIONS_SQL, [kinds.map((k) => k.kind)]);
-    return rows.map((r) => ({ kind: r.kind, previousPool: r.previous_pool }));
+    return {
+      moved: rows.flatMap((r) => (r.previous_pool === null ? [] : [{ kind: r.kind, previousPool: r.previous_pool }])),
+      superseded: rows.flatMap((r) => (r.superseded ? [{ kind: r.kind, pool: r.pool }] : [])),
+    };
   }
 
   async list(): Promise<RegisteredKind[]> {

@@ -12,8 +12,10 @@
  * the new build's last assertion). The registry row changes only when the chosen definition
  * does. Two builds asserting at the same instant may leave the older one chosen until the next
  * assertion.
- * Returns the kinds whose pool changed, with the pool they had, so the worker can say so in its
- * log. Callers pass the kinds sorted, so two workers lock the rows in the same order.
+ * Returns, to say so in the worker's log, the kinds whose pool this registration changed (with
+ * the pool they had) and those whose chosen definition is another live one, not the asserting
+ * worker's (with its pool): an older build during a rolling update, or two deployments that
+ * disagree. Callers pass the kinds sorted, so two workers lock the rows in the same order.
  */
 export const REGISTER_KINDS_SQL = `WITH input AS (
     SELECT i.*, md5(concat_ws(E'\\n', i.pool, i.timeout_ms, i.payload_schema::jsonb::text)) AS digest
@@ -42,7 +44,9 @@ export const REGISTER_KINDS_SQL = `WITH input AS (
       payload_schema = EXCLUDED.payload_schema, registered_by = EXCLUDED.registered_by, registered_at = EXCLUDED.registered_at
     RETURNING kind, pool
   )
-  SELECT u.kind, p.pool AS previous_pool FROM upserted u JOIN previous p USING (kind) WHERE p.pool <> u.pool`;
+  SELECT n.kind, n.pool, CASE WHEN p.pool <> u.pool THEN p.pool END AS previous_pool, n.digest <> i.digest AS superseded
+    FROM newest n JOIN input i USING (kind) LEFT JOIN previous p USING (kind) LEFT JOIN upserted u USING (kind)
+   WHERE p.pool <> u.pool OR n.digest <> i.digest`;
 
 /** Definitions of these kinds ($1) no worker has asserted for 30 days: forgotten, apart from the assertion. */
 export const FORGET_KIND_DEFINITIONS_SQL = `DELETE FROM kind_definitions
