@@ -173,10 +173,12 @@ describe('dispatcher', () => {
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     const [envelope] = await h.hotQueue.queue.getWaiting();
     jest.spyOn(h.dispatcher, 'handOff').mockRejectedValueOnce(new Error('redis is down'));
+    const logged = jest.spyOn(h.logger, 'error');
     const failed = new Promise<void>((resolve) => h.hot.worker.once('failed', () => resolve()));
     h.hot.start();
     await failed;
     await h.hot.close();
+    expect(logged).toHaveBeenCalledWith(expect.objectContaining({ envelope: envelope.id, rows: 1 }), expect.stringMatching(/could not be handed off/));
     // A failed envelope kept under its id would turn a re-add of the same rows into a no-op.
     expect(await h.hotQueue.queue.getJob(envelope.id as string)).toBeUndefined();
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });

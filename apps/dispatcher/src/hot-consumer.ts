@@ -15,16 +15,10 @@ export interface HotConsumerSettings {
 }
 
 /**
- * The BullMQ Worker's options, fixed for every dispatcher. Its connection and prefix are
- * BullModule's (OpsModule: the delivery connection); concurrency comes from the settings at
- * start(). It does not run by itself: DispatcherService starts it at boot, tests use runOnce().
+ * The BullMQ Worker's options; connection and prefix are BullModule's (the delivery connection),
+ * concurrency the settings' at start(). DispatcherService starts it at boot, tests use runOnce().
  */
-const HOT_WORKER_OPTIONS = {
-  autorun: false,
-  lockDuration: ENVELOPE_LOCK_MS,
-  stalledInterval: ENVELOPE_STALLED_CHECK_MS,
-  ...CONSUMER_REMOVAL,
-};
+const HOT_WORKER_OPTIONS = { autorun: false, lockDuration: ENVELOPE_LOCK_MS, stalledInterval: ENVELOPE_STALLED_CHECK_MS, ...CONSUMER_REMOVAL };
 
 /**
  * The hot queue's @Processor (Nest creates its BullMQ Worker). It holds an envelope until
@@ -56,6 +50,11 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
   @OnWorkerEvent('error')
   onWorkerError(err: Error): void {
     this.logger.error({ err }, 'hot queue worker error');
+  }
+
+  @OnWorkerEvent('failed')
+  onEnvelopeFailed(job: Job<EnvelopeData, unknown, string> | undefined, err: Error): void {
+    this.logger.error({ err, envelope: job?.id, rows: job && hintsOf(job.data).length }, 'an envelope could not be handed off; the overdue sweep hints its rows again');
   }
 
   /** Hands over every envelope waiting now, without holding; returns how many rows it handed. Tests and tools. */
