@@ -2,8 +2,8 @@ import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import { HandlerDefinition, HandlerRegistry, KindCatalog, kindRegistrations, KindRoutes } from '@almanac/kinds';
 import { DEFAULT_HORIZONS, DEFAULT_RETRY_POLICY, type Hint, RetryPolicy } from '@almanac/domain';
 import { ExecutionRepository, KindsRepository, SweepsRepository, TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { Clock, HOT_QUEUE_NAME, HotQueue, MetricsService, readSetting, type RedisClient, SystemClock } from '@almanac/platform';
-import { DatabaseClock, Executor, Heartbeat, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
+import { Clock, DatabaseClock, HOT_QUEUE_NAME, HotQueue, MetricsService, readSetting, type RedisClient, SystemClock } from '@almanac/platform';
+import { Executor, Heartbeat, PoolTaker, WorkerIdentity } from '@almanac/worker-runtime';
 import { BullModule } from '@nestjs/bullmq';
 import { Test, TestingModule } from '@nestjs/testing';
 import pino from 'pino';
@@ -73,6 +73,8 @@ export class DeliveryHarness {
   /** Tenants' weights and limits as the observer reads them and copies them into the pools. */
   /** The dispatcher's once-a-second look: routes, shares, gauges. */
   readonly observer: PoolObserver;
+  /** The hot consumer's clock: the dispatcher's own, set by the database's when `dispatcherClock` was given. */
+  readonly dispatcherTime: DatabaseClock;
   /** The promoter's rescue of dead workers' work (see rescueWith for a sweep with another watch). */
   readonly rescue: RescueSweep;
   /** The hot queue's @Processor, its Worker created by BullModule as in the dispatcher role (see init). */
@@ -91,6 +93,7 @@ export class DeliveryHarness {
     readonly clock: Clock,
     readonly poolMap: ReadonlyMap<string, string>,
     readonly leaseMs: number,
+    dispatcherClock?: Clock,
   ) {
     this.repo = new ExecutionRepository(db.dataSource);
     this.hotQueue = HotQueue.open(redis.connection, redis.prefix);
@@ -98,8 +101,10 @@ export class DeliveryHarness {
     this.workers = new WorkersRepository(db.dataSource);
     this.routes = new KindRoutes(poolMap);
     this.dispatcher = new Dispatcher(this.routes, this.ready, this.metrics);
+    this.dispatcherTime = new DatabaseClock(dispatcherClock ?? clock);
     this.observer = new PoolObserver({
-      routes: this.routes, ready: this.ready, workers: this.workers, metrics: this.metrics, clock, logger: this.logger, tenants: new TenantsRepository(db.dataSource),
+      routes: this.routes, ready: this.ready, workers: this.workers, metrics: this.metrics, logger: this.logger, tenants: new TenantsRepository(db.dataSource),
+      clock: this.dispatcherTime, time: dispatcherClock ? this.dispatcherTime : undefined,
       catalog: new KindCatalog(new KindsRepository(db.dataSource), { maxAgeMs: 0, missRefreshMs: 0 }),
     });
     this.rescue = new RescueSweep(this.workers, new SweepsRepository(db.dataSource), this.ready, this.hotQueue, { batchSize: 500 });
@@ -130,7 +135,7 @@ export class DeliveryHarness {
       providers: [
         { provide: Dispatcher, useValue: this.dispatcher },
         { provide: HotQueue, useValue: this.hotQueue },
-        { provide: Clock, useValue: this.clock },
+        { provide: DatabaseClock, useValue: this.dispatcherTime },
         { provide: HOT_CONSUMER_SETTINGS, useValue: settings },
         { provide: DISPATCHER_LOGGER, useValue: this.logger },
         HotConsumer,
@@ -276,12 +281,14 @@ export class DeliveryHarness {
 export async function createHarness(opts: {
   handlers: HandlerDefinition[];
   clock?: Clock;
+  /** The dispatcher's own clock, set by the database's at each observe as in a dispatcher process (default: the harness clock, unset). */
+  dispatcherClock?: Clock;
   poolMap?: ReadonlyMap<string, string>;
   leaseMs?: number;
 }): Promise<DeliveryHarness> {
   const db = await createTestDatabase(12);
   const redis: TestRedis = await createTestRedis();
-  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000).init();
+  return new DeliveryHarness(db, redis, new HandlerRegistry(opts.handlers), opts.clock ?? new SystemClock(), opts.poolMap ?? new Map(), opts.leaseMs ?? 30_000, opts.dispatcherClock).init();
 }
 
 export async function destroyHarness(h: DeliveryHarness | undefined): Promise<void> {

@@ -1,4 +1,4 @@
-import { Clock, CONSUMER_REMOVAL, endWith, type EnvelopeData, type EnvelopeFlow, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, tracer } from '@almanac/platform';
+import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, type EnvelopeFlow, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, tracer } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
@@ -33,7 +33,7 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly hotQueue: HotQueue,
-    private readonly clock: Clock,
+    private readonly clock: DatabaseClock,
     @Inject(HOT_CONSUMER_SETTINGS) private readonly settings: HotConsumerSettings,
     @Inject(DISPATCHER_LOGGER) private readonly logger: Logger,
   ) {

@@ -2,7 +2,7 @@ import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import type { KindCatalog, KindRoutes } from '@almanac/kinds';
 import type { TenantShare } from '@almanac/domain';
 import type { TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { type Clock, type Liveness, LIVENESS_FLOOR_MS, POOL_OBSERVE_MS, Ticker, WORKER_DEAD_AFTER_MS } from '@almanac/platform';
+import { type Clock, type DatabaseClock, type Liveness, LIVENESS_FLOOR_MS, POOL_OBSERVE_MS, Ticker, WORKER_DEAD_AFTER_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 
 export interface PoolObserverOptions {
@@ -15,6 +15,8 @@ export interface PoolObserverOptions {
   workers: WorkersRepository;
   metrics: DeliveryMetrics;
   clock: Clock;
+  /** Set by the database's clock at each look, as the hot consumer's hold goes by it (a process: its DatabaseClock). */
+  time?: DatabaseClock;
   logger: Logger;
   liveness?: Liveness;
 }
@@ -47,7 +49,9 @@ export class PoolObserver {
       (s) => void (this.shares = s),
       (err: unknown) => logger.warn({ err }, "could not read tenants' weights and limits; using the last copy"),
     );
+    const sentMs = this.o.time?.local.now().getTime() ?? 0;
     const { dbNowMs, workers } = await this.o.workers.list();
+    this.o.time?.observe(dbNowMs, sentMs);
     const pools = [...new Set([...routes.configuredPools(), ...workers.flatMap((w) => w.pools)])].sort();
     await Promise.all(pools.map((p) => ready.syncShares(p, this.shares)));
     const waiting = await ready.waiting(pools);

@@ -1,6 +1,7 @@
 export * from './bootstrap/bootstrap-role';
 export * from './bootstrap/migrate';
 export * from './clock/clock';
+export * from './clock/database-clock';
 export * from './config/almanac-config';
 // The environment's readers and settings, for the roles and libraries above the platform.
 export * from '@almanac/config';

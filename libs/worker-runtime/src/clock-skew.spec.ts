@@ -1,18 +1,7 @@
-import { Clock } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { noopHandler } from '@almanac/testing/built-in-kinds';
 import { pushHints } from '@almanac/testing/ready-hints';
-
-/** A worker's clock running `offsetMs` off the machine's (and so the database's). */
-class SkewedClock extends Clock {
-  constructor(private readonly offsetMs: number) {
-    super();
-  }
-
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
-}
+import { SkewedClock } from '@almanac/testing/skewed-clock';
 
 describe('a worker whose clock is off', () => {
   let h: DeliveryHarness;

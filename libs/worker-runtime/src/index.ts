@@ -1,4 +1,3 @@
-export * from './database-clock';
 export * from './executor';
 export * from './handler-run';
 export * from './heartbeat';

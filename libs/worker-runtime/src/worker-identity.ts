@@ -1,6 +1,6 @@
 import type { WorkersRepository } from '@almanac/persistence';
 import type { Logger } from 'pino';
-import type { DatabaseClock } from './database-clock';
+import type { DatabaseClock } from '@almanac/platform';
 
 /**
  * Who this worker process is to Postgres and Redis: its row in `workers` (the id its claims and

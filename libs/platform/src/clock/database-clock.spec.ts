@@ -1,4 +1,4 @@
-import { ManualClock } from '@almanac/platform';
+import { ManualClock } from './clock';
 import { DatabaseClock } from './database-clock';
 
 describe('DatabaseClock', () => {

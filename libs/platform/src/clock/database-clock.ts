@@ -1,4 +1,5 @@
-import { Clock, MAX_READING_ROUND_TRIP_MS } from '@almanac/platform';
+import { MAX_READING_ROUND_TRIP_MS } from '../queues/delivery-timing';
+import { Clock } from './clock';
 
 /**
  * This worker's clock, set by the database's at every heartbeat: the time it waits for a row's
