@@ -13,7 +13,8 @@ describe('a dispatcher whose clock is off', () => {
   it('5 s fast, holds an envelope that comes out early by the database clock: its row is handed over when due, not 5 s early', async () => {
     const fast = new SkewedClock(5000);
     h = await createHarness({ handlers: [noopHandler], clock: fast, dispatcherClock: fast });
-    await h.observer.runOnce(); // its once-a-second look also reads the database's clock
+    // Its once-a-second look also reads the database's clock (a reading over 200 ms is not taken).
+    for (let look = 0; look < 20 && Math.abs(h.dispatcherTime.skewMs + 5000) > 200; look++) await h.observer.runOnce();
     const handed = new Promise<number>((resolve) => jest.spyOn(h!.dispatcher, 'handOff').mockImplementation(async () => resolve(Date.now())));
     const dueMs = Date.now() + 5600;
     await h.enqueue([{ kind: 'noop', runAt: new Date(dueMs) }]); // out of BullMQ ~0.5 s from now

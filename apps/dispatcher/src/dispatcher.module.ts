@@ -37,7 +37,7 @@ import { PoolObserver } from './pool-observer';
       useFactory: (routes: KindRoutes, ready: ReadyQueues, metrics: DeliveryMetrics) => new Dispatcher(routes, ready, metrics),
     },
     // Envelopes are held by the database's clock, read at every observe: by its own, a dispatcher 5 s
-    // slow handed every job over 5 s late.
+    // fast handed every job over 5 s early.
     { provide: DatabaseClock, inject: [Clock], useFactory: (clock: Clock) => new DatabaseClock(clock) },
     {
       provide: PoolObserver,

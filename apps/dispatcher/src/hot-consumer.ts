@@ -54,7 +54,8 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
 
   @OnWorkerEvent('failed')
   onEnvelopeFailed(job: Job<EnvelopeData, unknown, string> | undefined, err: Error): void {
-    this.logger.error({ err, envelope: job?.id, rows: job && hintsOf(job.data).length }, 'an envelope could not be handed off; the overdue sweep hints its rows again');
+    const what = job?.data.w === undefined ? { rows: job && hintsOf(job.data).length } : { window: job.data.w };
+    this.logger.error({ err, envelope: job?.id, ...what }, 'an envelope could not be handed off; the overdue sweep hints its rows again');
   }
 
   /** Hands over every envelope waiting now, without holding; returns how many rows it handed. Tests and tools. */
