@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 export class KindAssertion {
   private readonly ticker: Ticker;
   /** Kinds whose chosen definition is another worker's, with its pool: each said once, not every 30 s. */
-  private readonly superseded = new Map<string, string>();
+  private superseded = new Map<string, string>();
 
   constructor(
     private readonly kinds: KindsRepository,
@@ -36,8 +36,7 @@ export class KindAssertion {
       this.logger.warn({ kind, pool, ownPool: own }, "another live worker build defines this kind differently, and its definition is the one in use (a rolling update, or deployments that disagree)");
     }
     for (const kind of this.superseded.keys()) if (!now.has(kind)) this.logger.info({ kind }, "this worker's definition of the kind is in use again");
-    this.superseded.clear();
-    for (const [kind, pool] of now) this.superseded.set(kind, pool);
+    this.superseded = now;
   }
 
   start(): void {
