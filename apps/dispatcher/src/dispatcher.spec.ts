@@ -132,6 +132,33 @@ describe('dispatcher', () => {
     expect(fine.map((j) => j.opts.delay)).toEqual([REFINE_LEAD_MS + 10 - DELIVERY_LEAD_MS, REFINE_LEAD_MS + 40_000 - DELIVERY_LEAD_MS]);
   });
 
+  it("sends a coarse window's reads and writes that Redis refuses again, so its rows are not left for the overdue sweep", async () => {
+    const clock = new ManualClock(Date.now());
+    await destroyHarness(h);
+    h = await createHarness({ handlers: [noop], clock });
+    const minute = Math.floor((Date.now() + 3 * COARSE_WINDOW_MS) / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
+    const ids = await h.enqueue([{ kind: 'noop', runAt: new Date(minute + 10) }, { kind: 'noop', runAt: new Date(minute + 40_000) }]);
+    const [coarse] = await h.hotQueue.queue.getDelayed();
+    clock.set(minute - REFINE_LEAD_MS);
+    await coarse.promote();
+    const refused = new Error('LOADING Redis is loading the dataset in memory');
+    const enqueue = h.hotQueue.enqueue.bind(h.hotQueue);
+    let firstOpenAt = 0;
+    const spies = [
+      jest.spyOn(h.hotQueue.windows, 'open').mockImplementationOnce(() => ((firstOpenAt = Date.now()), Promise.reject(refused))),
+      // Its envelopes land, its reply is lost: sent again, it adds nothing twice.
+      jest.spyOn(h.hotQueue, 'enqueue').mockImplementationOnce(async (...args) => (await enqueue(...args), Promise.reject(refused))),
+      jest.spyOn(h.hotQueue.windows, 'clear').mockRejectedValueOnce(refused),
+    ];
+    expect(await h.hot.runOnce()).toBe(0);
+    expect(spies.map((s) => s.mock.calls.length)).toEqual([2, 2, 2]); // each refused once, then sent again
+    expect(await h.hotQueue.windows.peek(minute)).toEqual([]);
+    const fine = (await h.hotQueue.queue.getDelayed()).sort((x, y) => (x.opts.delay ?? 0) - (y.opts.delay ?? 0));
+    expect(fine.map((j) => hintsOf(j.data).map((x) => x.id))).toEqual([[ids[0]], [ids[1]]]);
+    // Their delays count from the hand-over's start, not from the try after the 100 ms pause.
+    for (const j of fine) expect(j.timestamp).toBeLessThanOrEqual(firstOpenAt);
+  });
+
   it('a repair puts rows older than their flow\'s head at its head, and lands every row of a repair split over envelopes', async () => {
     const t0 = Date.now();
     const [a] = await h.enqueue([{ kind: 'noop', runAt: new Date(t0) }]);

@@ -1,6 +1,6 @@
 import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import type { KindRoutes } from '@almanac/kinds';
-import { type EnvelopeFlow, HANDOFF_RETRY_FOR_MS, HANDOFF_RETRY_PAUSES, retryWithBackoff } from '@almanac/platform';
+import { type EnvelopeFlow, HANDOFF_RETRY_FOR_MS, retryHandOff } from '@almanac/platform';
 
 /**
  * A hand-off of more rows than this is bulk: at most BULK_IN_FLIGHT bulk pushes are in Redis at
@@ -40,7 +40,7 @@ export class Dispatcher {
     const push = (until = Date.now() + HANDOFF_RETRY_FOR_MS) =>
       Promise.all(
         [...byPool].map(async ([pool, list]) => {
-          const added = await retryWithBackoff(() => this.ready.pushFlows(pool, list, opts), { ...HANDOFF_RETRY_PAUSES, until: () => until });
+          const added = await retryHandOff(() => this.ready.pushFlows(pool, list, opts), until);
           if (added > 0) this.metrics.dispatched.inc({ pool, via: opts.repair ? 'repair' : 'hot' }, added);
         }),
       );

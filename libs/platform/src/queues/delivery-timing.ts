@@ -1,3 +1,5 @@
+import { retryWithBackoff } from '../time/retry';
+
 /**
  * Every "how early" and "how long" of the road from a queued row to its handler, in one place,
  * each with its reason. The producer, the dispatcher, the worker and the promoter's rescue read
@@ -130,17 +132,24 @@ export const POOL_OBSERVE_MS = 1_000;
 export const FIRST_OBSERVE_WAIT_MS = 5_000;
 
 /**
- * A pool's push of a hand-off that Redis refuses (OOM, READONLY, LOADING, a dropped connection)
- * is sent again, 100 ms later and doubling up to 1 s, while the first try is less than
- * HANDOFF_RETRY_FOR_MS old; the dispatcher holds the envelope meanwhile. Then BullMQ drops it and
+ * A pool's push of a hand-off that Redis refuses (OOM, READONLY, LOADING, a dropped connection),
+ * and each read or write of a coarse window's refinement, is sent again, 100 ms later and
+ * doubling up to 1 s, while its first try is less than HANDOFF_RETRY_FOR_MS old; the dispatcher
+ * holds the envelope meanwhile (BullMQ renews its lock). Then BullMQ drops it and
  * the overdue sweep re-hints its rows (30 s grace, swept every 30 s). A push with no answer is
  * waited for, not sent again: it lands once a stalled Redis answers, where a copy would land too
  * (the chaos bench's 60 s Redis stall, one run each: the last job 9.1 s late past its end with a
  * copy sent after 2 s, 6.5 s without). A bound per try (a timer per push) also cost the
- * dispatcher ~6 µs per job at 3,000 jobs/s at distinct instants.
+ * dispatcher ~6 µs per job at 3,000 jobs/s at distinct instants. A window's calls are bounded
+ * by the hot queue's Redis wait and, each safe to repeat, are sent again after it too.
  */
 export const HANDOFF_RETRY_PAUSES = { firstMs: 100, maxMs: 1_000 };
 export const HANDOFF_RETRY_FOR_MS = 5_000;
+
+/** Sends `op` again while Redis refuses it, by the rule above. */
+export function retryHandOff<T>(op: () => Promise<T>, until = Date.now() + HANDOFF_RETRY_FOR_MS): Promise<T> {
+  return retryWithBackoff(op, { ...HANDOFF_RETRY_PAUSES, until: () => until });
+}
 
 /**
  * A killed dispatcher's envelopes go back to waiting once their BullMQ lock lapses and a stalled

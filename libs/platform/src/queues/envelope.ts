@@ -35,6 +35,11 @@ export interface EnvelopeOptions {
    * its id would be ignored.
    */
   resent?: boolean;
+  /**
+   * When (Date.now()) the caller read its `now`: the envelopes' delays count from it (BullMQ's job
+   * timestamp), so a call sent again after a refusal adds them due at the same time, not later.
+   */
+  addedAtMs?: number;
 }
 
 /** One BullMQ job to add: its id, data and how long it stays delayed. */
