@@ -663,7 +663,7 @@ const PARTS: Record<string, Part> = {
   // Issue 33 item 5's second run: 1,000 per-minute schedules alongside (about 2.5× the rows).
   'retention-schedules': retentionPart((q) => (q ? 50 : 1000)),
   stream: {
-    // Not in the default set (about 25 minutes at full size): run it by name. scripts/cluster.js
+    // Not in the default set (about 40 minutes at full size): run it by name. scripts/cluster.js
     // (which the script runs) builds dist/ itself when it is older than the sources.
     script: 'stream.ts',
     takesRoot: true,
@@ -673,7 +673,7 @@ const PARTS: Record<string, Part> = {
       const common = [...(root ? ['--root', root] : []), ...(workers ? ['--workers', workers] : [])];
       return [q
         ? ['--rates', flag('rates') ?? '500,1500', '--seconds', flag('seconds') ?? '5', '--runs', flag('runs') ?? '1', ...common]
-        : ['--rates', flag('rates') ?? '500,1500,3000,6000,9000,12000', '--seconds', flag('seconds') ?? '20', '--runs', flag('runs') ?? '3', ...common]];
+        : ['--rates', flag('rates') ?? '500,1500,3000,6000,9000,12000,15000,18000,21000', '--seconds', flag('seconds') ?? '20', '--runs', flag('runs') ?? '3', ...common]];
     },
     parse([out]) {
       type S = { median: number | null; min: number | null; max: number | null; runs: (number | null)[] };

@@ -2,15 +2,15 @@
  * Jobs at distinct instants at a steady rate (issue 31 item 7), Almanac through `npm run cluster`
  * against plain BullMQ in the same run, on the same machine, on a ladder of rates.
  *
- *   node -r ./bench/lib/register.cjs bench/stream.ts [--rates 500,1500,3000,6000,9000,12000] [--seconds 20]
+ *   node -r ./bench/lib/register.cjs bench/stream.ts [--rates 500,1500,3000,6000,9000,12000,15000,18000,21000] [--seconds 20]
  *        [--runs 3] [--workers 1] [--hz 10] [--connections 4] [--give-up-seconds 120] [--root <checkout>] [--verbose]
  *   node -r ./bench/lib/register.cjs bench/stream.ts --rates 500,1500 --seconds 5 --runs 1   # smoke test, ~1 min
  *   npm run bench -- stream [--root <checkout>]       # the same through bench/run.ts, into REPORT.md
  *
- * Duration: about 25 minutes at the defaults on this 2-core machine (3 runs × 6 rates × two
+ * Duration: about 40 minutes at the defaults on this 2-core machine (3 runs × 9 rates × two
  * systems; a measurement takes its --seconds plus ~5-15 s of setup, loading and teardown for
- * plain BullMQ, ~15-25 s for Almanac; a stream that falls behind adds its drain), up to ~40
- * minutes if streams fall behind so badly that they give up. Bounded: a measurement gives up
+ * plain BullMQ, ~15-25 s for Almanac; a stream that falls behind adds its drain: 2,392 s on an
+ * AMD EPYC, 2026-12-06, both falling behind from 15,000-18,000/s). Bounded: a measurement gives up
  * --give-up-seconds (120) after its last job was due (recorded as failed: not every job ran),
  * and a system's ladder stops for the rest of a run after two rates in a row missed p99 ≤ 1 s.
  *
@@ -71,7 +71,7 @@ const POLL_MS = 250;
 const P99_LIMIT_MS = 1000;
 
 const opts = {
-  rates: arg('rates', '500,1500,3000,6000,9000,12000').split(',').map(Number).filter((r) => r > 0).sort((a, b) => a - b),
+  rates: arg('rates', '500,1500,3000,6000,9000,12000,15000,18000,21000').split(',').map(Number).filter((r) => r > 0).sort((a, b) => a - b),
   seconds: Number(arg('seconds', '20')),
   runs: Number(arg('runs', '3')),
   workers: Number(arg('workers', '1')),
