@@ -20,6 +20,16 @@ describe('dispatcher', () => {
   });
   afterEach(() => destroyHarness(h));
 
+  /** A harness on a manual clock, and two rows in the coarse window of a minute 3 windows ahead. */
+  async function twoRowsInACoarseWindow(): Promise<{ clock: ManualClock; minute: number; ids: string[] }> {
+    const clock = new ManualClock(Date.now());
+    await destroyHarness(h);
+    h = await createHarness({ handlers: [noop], clock });
+    const minute = Math.floor((Date.now() + 3 * COARSE_WINDOW_MS) / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
+    const ids = await h.enqueue([{ kind: 'noop', runAt: new Date(minute + 10) }, { kind: 'noop', runAt: new Date(minute + 40_000) }]);
+    return { clock, minute, ids };
+  }
+
   it('hands due rows to their pools without touching them (no attempt, no lease) and leaves nothing of the envelope behind', async () => {
     const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }, { kind: 'charge', payload: { invoiceId: 'i', amountCents: 1 } }]);
     expect(await h.hotQueue.queue.getJobCountByTypes('waiting')).toBe(1); // one envelope, whatever the kinds
@@ -113,11 +123,7 @@ describe('dispatcher', () => {
   });
 
   it('sends the rows of a coarse window back in fine envelopes when its minute comes near, even after a dispatcher died holding it', async () => {
-    const clock = new ManualClock(Date.now());
-    await destroyHarness(h);
-    h = await createHarness({ handlers: [noop], clock });
-    const minute = Math.floor((Date.now() + 3 * COARSE_WINDOW_MS) / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
-    const ids = await h.enqueue([{ kind: 'noop', runAt: new Date(minute + 10) }, { kind: 'noop', runAt: new Date(minute + 40_000) }]);
+    const { clock, minute, ids } = await twoRowsInACoarseWindow();
     const [coarse, ...none] = await h.hotQueue.queue.getDelayed();
     expect(none).toEqual([]);
     expect(coarse.data.w).toBe(minute);
@@ -133,11 +139,7 @@ describe('dispatcher', () => {
   });
 
   it("sends a coarse window's reads and writes that Redis refuses again, so its rows are not left for the overdue sweep", async () => {
-    const clock = new ManualClock(Date.now());
-    await destroyHarness(h);
-    h = await createHarness({ handlers: [noop], clock });
-    const minute = Math.floor((Date.now() + 3 * COARSE_WINDOW_MS) / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
-    const ids = await h.enqueue([{ kind: 'noop', runAt: new Date(minute + 10) }, { kind: 'noop', runAt: new Date(minute + 40_000) }]);
+    const { clock, minute, ids } = await twoRowsInACoarseWindow();
     const [coarse] = await h.hotQueue.queue.getDelayed();
     clock.set(minute - REFINE_LEAD_MS);
     await coarse.promote();

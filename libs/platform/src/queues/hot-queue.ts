@@ -75,8 +75,10 @@ export class HotQueue {
     // The rest: rows due within the fine horizon, and rows an open window refused (a producer's
     // clock behind the dispatcher's), which go in a coarse envelope of their own.
     const envelopes = [...windowed.windows.map((w) => windowEnvelope(w, nowMs)), ...envelopesOf(windowed.rest, nowMs, opts)];
-    const at = opts.addedAtMs === undefined ? {} : { timestamp: opts.addedAtMs };
-    const jobs = envelopes.map((e) => ({ name: ENVELOPE_NAME, data: e.data, opts: { jobId: e.jobId, delay: e.delayMs, ...at } }));
+    const timestamp = opts.addedAtMs; // unset: BullMQ's own Date.now() at the add, and no key stored
+    const jobs = envelopes.map((e) => ({
+      name: ENVELOPE_NAME, data: e.data, opts: timestamp === undefined ? { jobId: e.jobId, delay: e.delayMs } : { jobId: e.jobId, delay: e.delayMs, timestamp },
+    }));
     if (jobs.length > 0) await within(this.waitMs, this.queue.addBulk(jobs), 'hot queue addBulk');
     // Only once the jobs are in: a failed add leaves the flag unset, and the next add adds the job.
     await this.windows.jobAdded(windowed.windows, nowMs);
