@@ -4,60 +4,105 @@ import { completed, defineHandler } from '@almanac/kinds';
 import { TAKE_BLOCK_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 
-/** What the take loop did, in order: `ran <id>`, `take done <ids>`, `woke` / `timed out` (its blocking wait answered). */
+/** What the take loop did, in order: `ran <id>`, `take done <ids>`, `woke` / `timed out` (a blocking wait answered). */
 const events: { what: string; atMs: number }[] = [];
 const record = (what: string) => void events.push({ what, atMs: Date.now() });
-const ran = new Map<string, () => void>();
+const runs = new Map<string, () => void>();
 const loggedHandler = defineHandler<unknown>({
   kind: 'logged',
   timeoutMs: 5000,
   handle: async (ctx) => {
     record(`ran ${ctx.jobId}`);
-    ran.get(ctx.jobId)?.();
+    runs.get(ctx.jobId)?.();
     return completed();
   },
 });
 
-/** Records each take (at send, with the ids it reports done) and each blocking wait's answer, on the real scripts. */
-function recordTakes(): { doneSent: (id: string) => Promise<void> } {
-  const waiters = new Map<string, () => void>();
+/** Runs until its job's gate opens; `gated`, limited to one at a time, and `held`, not limited, in the tests below. */
+const gates = new Map<string, Promise<void>>();
+const gatedHandlers = ['gated', 'held'].map((kind) =>
+  defineHandler<unknown>({
+    kind,
+    timeoutMs: 60_000,
+    handle: async (ctx) => {
+      record(`ran ${ctx.jobId}`);
+      runs.get(ctx.jobId)?.();
+      await gates.get(ctx.jobId);
+      record(`returned ${ctx.jobId}`);
+      return completed();
+    },
+  }),
+);
+
+function gate(id: string): () => void {
+  let open!: () => void;
+  gates.set(id, new Promise<void>((r) => (open = r)));
+  return open;
+}
+
+function ran(id: string): Promise<void> {
+  return new Promise<void>((r) => runs.set(id, r));
+}
+
+/**
+ * Records each take (at send, with the ids it reports done) and each blocking wait's answer, on
+ * the real scripts. `afterTake` runs once a take has answered, before the loop sees the answer.
+ */
+function recordTakes(afterTake?: (done: readonly string[]) => Promise<void>) {
+  const doneWaiters = new Map<string, () => void>();
+  let onWoke: (() => void) | undefined;
   const take = ReadyQueues.prototype.take;
-  jest.spyOn(ReadyQueues.prototype, 'take').mockImplementation(function (this: ReadyQueues, ...args: Parameters<ReadyQueues['take']>) {
+  jest.spyOn(ReadyQueues.prototype, 'take').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['take']>) {
     const done = args[4] ?? [];
     record(`take done ${done.join(',')}`);
-    for (const id of done) waiters.get(id)?.();
-    return take.apply(this, args);
+    for (const id of done) doneWaiters.get(id)?.();
+    const answer = await take.apply(this, args);
+    await afterTake?.(done);
+    return answer;
+  });
+  const finish = ReadyQueues.prototype.finish;
+  jest.spyOn(ReadyQueues.prototype, 'finish').mockImplementation(function (this: ReadyQueues, ...args: Parameters<ReadyQueues['finish']>) {
+    record(`finish ${args[2].join(',')}`);
+    return finish.apply(this, args);
   });
   const wait = ReadyQueues.prototype.waitForWork;
   jest.spyOn(ReadyQueues.prototype, 'waitForWork').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['waitForWork']>) {
     const woke = await wait.apply(this, args);
     record(woke ? 'woke' : 'timed out');
+    if (woke) onWoke?.();
     return woke;
   });
-  return { doneSent: (id) => new Promise<void>((r) => waiters.set(id, r)) };
+  return {
+    doneSent: (id: string) => new Promise<void>((r) => doneWaiters.set(id, r)),
+    nextWoke: () => new Promise<void>((r) => (onWoke = r)),
+  };
 }
 
-function runOf(id: string): Promise<void> {
-  return new Promise<void>((r) => ran.set(id, r));
+/** The index of the take that reported `id` done. */
+function sent(id: string): number {
+  return events.findIndex((e) => e.what.startsWith('take done') && e.what.split(' ')[2].split(',').includes(id));
 }
 
 describe('pool taker', () => {
   let h: DeliveryHarness;
+  beforeEach(async () => {
+    h = await createHarness({ handlers: [loggedHandler, ...gatedHandlers] });
+  });
   afterEach(async () => {
     jest.restoreAllMocks();
     events.length = 0;
-    ran.clear();
+    runs.clear();
+    gates.clear();
     await destroyHarness(h);
   });
 
   it('reports a finished job with the next take, and one that holds a limit slot at once', async () => {
-    h = await createHarness({ handlers: [loggedHandler] });
     const takes = recordTakes();
     const w = h.worker();
     await h.startWorker(w);
 
     const [free] = await h.enqueue([{ kind: 'logged' }]);
-    const freeRan = runOf(free);
+    const freeRan = ran(free);
     await h.hot.runOnce();
     await freeRan;
 
@@ -68,13 +113,66 @@ describe('pool taker', () => {
     await limitedDone;
     await w.taker.close(10_000);
 
-    const sent = (id: string) => events.findIndex((e) => e.what.startsWith('take done') && e.what.split(' ')[2].split(',').includes(id));
-    // No take of its own for a job without slots: its id rides with the take the next push wakes.
-    expect(events[sent(free) - 1].what).toBe('woke');
+    expect([sent(free), sent(limited)]).not.toContain(-1);
+    // No take of its own for a job without slots: its id rides with the take a blocking wait's answer starts.
+    const afterFreeRan = events.slice(events.findIndex((e) => e.what === `ran ${free}`), sent(free)).map((e) => e.what);
+    expect(afterFreeRan).toEqual(expect.arrayContaining([expect.stringMatching(/^(woke|timed out)$/)]));
     // A slot another worker may wait for is freed as the run ends, not when the blocking wait runs out.
     const [limitedRan, limitedSent] = [events[sent(limited) - 1], events[sent(limited)]];
     expect(limitedRan.what).toBe(`ran ${limited}`);
     expect(limitedSent.atMs - limitedRan.atMs).toBeLessThan(TAKE_BLOCK_MS / 2);
     for (const id of [free, limited]) expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
+  it('takes at once the work a token announced to a blocking wait the loop had stopped racing', async () => {
+    // Each run holds a limit slot, so its end wakes the loop to report it while its blocking wait
+    // is still out; the next push lands just after that take, and the wait left behind gets its token.
+    await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 5 }]]));
+    const [first] = await h.enqueue([{ kind: 'logged' }]);
+    let second: { id: string; pushedAtMs: number; ran: Promise<void> } | undefined;
+    let secondPushed!: () => void;
+    const pushed = new Promise<void>((r) => (secondPushed = r));
+    const takes = recordTakes(async (done) => {
+      if (!done.includes(first) || second) return;
+      const [id] = await h.enqueue([{ kind: 'logged' }]);
+      const woke = takes.nextWoke();
+      second = { id, pushedAtMs: Date.now(), ran: ran(id) };
+      await h.hot.runOnce();
+      await woke; // the wait left behind took the push's token
+      secondPushed();
+    });
+    const w = h.worker();
+    await h.startWorker(w);
+    await h.hot.runOnce();
+    await pushed;
+    await second!.ran;
+    await w.taker.close(10_000);
+
+    const secondRan = events.find((e) => e.what === `ran ${second!.id}`)!;
+    expect(secondRan.atMs - second!.pushedAtMs).toBeLessThan(TAKE_BLOCK_MS / 2);
+  });
+
+  it('shutting down, frees the limit slot of a job that ends while another still runs', async () => {
+    recordTakes();
+    await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, kindLimits: { gated: { concurrency: 1 } } }]]));
+    const [limited, other] = await h.enqueue([{ kind: 'gated' }, { kind: 'held' }]);
+    const [openLimited, openOther] = [gate(limited), gate(other)];
+    const started = Promise.all([ran(limited), ran(other)]);
+    const w = h.worker();
+    await h.startWorker(w);
+    await h.hot.runOnce();
+    await started;
+
+    const closing = w.taker.close(10_000);
+    openLimited();
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r)); // its run's end is handled
+    openOther();
+    await closing;
+
+    const at = (what: string) => events.findIndex((e) => e.what === what);
+    const finished = events.findIndex((e) => e.what.startsWith('finish ') && e.what.slice(7).split(',').includes(limited));
+    expect(finished).toBeGreaterThan(at(`returned ${limited}`));
+    expect(finished).toBeLessThan(at(`returned ${other}`));
+    for (const id of [limited, other]) expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
   });
 });

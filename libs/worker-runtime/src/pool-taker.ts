@@ -23,19 +23,25 @@ interface Lane {
   /** Hints done with, per worker id that took them: sent with the next take (or FINISH). */
   done: Map<number, string[]>;
   /**
-   * How many of `done` hold limit slots: those are sent at once (another worker may wait for the
-   * slot); the rest only tidy the taken hash and wait for the next take. Taking to finish each one
-   * cost a take per job at 500 jobs/s: 11,124 takes for 15,000 jobs (2026-12-06).
+   * Whether a hint in `done` holds limit slots: then the loop takes at once (another worker may
+   * wait for the slot); other hints only tidy the taken hash and ride with the next take. A take
+   * of their own cost 0.74 takes a job at 500 jobs/s (11,124 for 15,000 jobs; now 2,059).
    */
-  slotsToFree: number;
+  doneHoldsSlots: boolean;
   /** Running hints that hold limit slots, per worker id that took them: renewed until they end. */
   limited: Map<number, Set<string>>;
   /** Wakes the loop waiting for a free slot. */
   slotFreed?: () => void;
   /** Wakes the loop waiting for work: a hint that holds limit slots is done with, or the worker stops. */
-  poke?: () => void;
+  wakeToFinish?: () => void;
   /** The blocking wait for work in flight on `blocking`, reused until it answers. */
   waiter?: Promise<boolean>;
+  /**
+   * A wait answered with the wake token since the last take was sent. A wait the loop stopped
+   * racing (a poke, its timer) can still take the token; without this the loop would block
+   * again and the pushed work wait up to TAKE_BLOCK_MS, for this worker and every other.
+   */
+  woken: boolean;
   blocking?: RedisClient;
   /**
    * Takes go over a connection of their own, not auto-pipelined, so they wait for no setImmediate
@@ -48,7 +54,8 @@ interface Lane {
  * Takes work from the pools' ready lists as fast as handler slots free up: per pool, one loop
  * takes as many hints as it has free slots (the take also reports the hints it is done with),
  * starts them, and when the pool has nothing for it, blocks until a push, a finish or a limit's
- * next opening. A hint stays in this worker's taken hash until its run is over or it is given back.
+ * next opening. A hint stays in this worker's taken hash until it is given back, or reported done:
+ * at once when its run held limit slots, else with the next take (within TAKE_BLOCK_MS).
  */
 export class PoolTaker {
   private readonly lanes: Lane[];
@@ -58,7 +65,7 @@ export class PoolTaker {
   private renewTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: PoolTakerOptions) {
-    this.lanes = o.pools.map((pool) => ({ pool, running: 0, done: new Map(), slotsToFree: 0, limited: new Map() }));
+    this.lanes = o.pools.map((pool) => ({ pool, running: 0, done: new Map(), doneHoldsSlots: false, limited: new Map(), woken: false }));
   }
 
   /** Handlers running now in `pool` (the heartbeat reports it). */
@@ -96,7 +103,7 @@ export class PoolTaker {
     this.closing = true;
     clearInterval(this.renewTimer);
     this.o.executor.writer.closing = true; // failed outcome writes are no longer retried
-    for (const lane of this.lanes) for (const wake of [lane.slotFreed, lane.poke]) wake?.();
+    for (const lane of this.lanes) for (const wake of [lane.slotFreed, lane.wakeToFinish]) wake?.();
     // A BLPOP ends by itself (≤ TAKE_BLOCK_MS), a take soon after; disconnecting under either could drop a wake token or a reply.
     await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled(this.loops), 'ready take').catch(() => undefined);
     for (const lane of this.lanes) for (const c of [lane.blocking, lane.takes?.redis]) c?.disconnect();
@@ -114,7 +121,7 @@ export class PoolTaker {
       const free = this.o.concurrency - lane.running;
       const takenBy = this.o.identity.id;
       const done = lane.done.get(takenBy) ?? [];
-      if (free <= 0 && lane.slotsToFree === 0) {
+      if (free <= 0 && !lane.doneHoldsSlots) {
         await new Promise<void>((resolve) => (lane.slotFreed = resolve));
         // Handlers finishing in the same turn free their slots together: take for all of them
         // in one script (and claim them in one statement). Taking per freed slot measured
@@ -123,8 +130,9 @@ export class PoolTaker {
         continue;
       }
       lane.done.delete(takenBy);
-      const slotsToFree = lane.slotsToFree;
-      lane.slotsToFree = 0;
+      const doneHoldsSlots = lane.doneHoldsSlots;
+      lane.doneHoldsSlots = false;
+      lane.woken = false; // this take finds what a token before it announced
       if (lane.done.size > 0) void this.finishAll(); // hints taken under an id this worker had before the rescue
       let take;
       try {
@@ -133,7 +141,7 @@ export class PoolTaker {
         take = await via.take(lane.pool, Math.max(0, free), this.o.clock.now().getTime(), String(takenBy), done);
       } catch (err) {
         lane.done.set(takenBy, [...done, ...(lane.done.get(takenBy) ?? [])]); // sent again with the next take
-        lane.slotsToFree += slotsToFree;
+        lane.doneHoldsSlots ||= doneHoldsSlots;
         if (this.closing) break;
         this.o.logger.error({ err, pool: lane.pool }, 'could not take from the pool; retrying');
         await new Promise((r) => setTimeout(r, TAKE_BLOCK_MS));
@@ -146,11 +154,14 @@ export class PoolTaker {
 
   /** Until a push or a finish signals the pool (its wake token), a limit's next opening, or a hint of this worker's that holds limit slots is done with. */
   private async waitForWork(lane: Lane, nextWakeMs: number | null): Promise<void> {
-    if (lane.slotsToFree > 0) return;
-    lane.waiter ??= this.o.ready.waitForWork(lane.blocking as RedisClient, lane.pool, TAKE_BLOCK_MS).catch(() => false).finally(() => (lane.waiter = undefined));
+    if (lane.doneHoldsSlots || lane.woken) return;
+    lane.waiter ??= this.o.ready.waitForWork(lane.blocking as RedisClient, lane.pool, TAKE_BLOCK_MS).then(
+      (woke) => ((lane.waiter = undefined), (lane.woken ||= woke)),
+      () => ((lane.waiter = undefined), false),
+    );
     const untilWake = nextWakeMs === null ? TAKE_BLOCK_MS : Math.max(1, nextWakeMs - this.o.clock.now().getTime());
     let timer: NodeJS.Timeout | undefined;
-    const poked = new Promise<void>((resolve) => (lane.poke = resolve));
+    const poked = new Promise<void>((resolve) => (lane.wakeToFinish = resolve));
     await Promise.race([lane.waiter, poked, new Promise((r) => (timer = setTimeout(r, Math.min(untilWake, TAKE_BLOCK_MS))))]);
     clearTimeout(timer);
   }
@@ -172,10 +183,12 @@ export class PoolTaker {
         const slotFreed = lane.slotFreed;
         lane.slotFreed = undefined;
         slotFreed?.();
-        if (lane.slotsToFree === 0) return;
-        const poke = lane.poke;
-        lane.poke = undefined;
-        poke?.();
+        if (!lane.doneHoldsSlots) return;
+        // Shutting down, the loops have stopped: free the slot now, not after the slowest handler.
+        if (this.closing) return void this.finishAll();
+        const wakeToFinish = lane.wakeToFinish;
+        lane.wakeToFinish = undefined;
+        wakeToFinish?.();
       });
     this.inFlight.add(run);
     return run;
@@ -185,7 +198,7 @@ export class PoolTaker {
   private async settle(lane: Lane, takenBy: number, h: TakenHint, result: ExecutionResult): Promise<void> {
     if (result !== 'give_back' && result !== 'released') {
       const list = lane.done.get(takenBy);
-      if (h.slots > 0) lane.slotsToFree++;
+      if (h.slots > 0) lane.doneHoldsSlots = true;
       return void (list ? list.push(h.id) : lane.done.set(takenBy, [h.id]));
     }
     await within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [h.id]), 'give back').catch((err: unknown) =>
@@ -198,7 +211,7 @@ export class PoolTaker {
     for (const lane of this.lanes) {
       const pending = [...lane.done];
       lane.done.clear();
-      lane.slotsToFree = 0;
+      lane.doneHoldsSlots = false;
       for (const [takenBy, ids] of pending) {
         await within(WORKER_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch((err: unknown) =>
           this.o.logger.warn({ err, pool: lane.pool }, 'could not report finished hints; their slots expire'),

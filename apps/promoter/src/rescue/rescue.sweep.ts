@@ -33,7 +33,8 @@ export interface RescueOptions {
  * 1. its running rows, and any whose lease ran out (a backstop for a worker whose beats go on
  *    while a run is lost), go back to queued with a `lost` history row, or dead on their last
  *    attempt (one statement, SKIP LOCKED);
- * 2. every hint it held in Redis (taken, claimed or running) goes back to the head of its flow;
+ * 2. every hint it held in Redis (taken, claimed or running, or run and not reported done yet:
+ *    those claims find their rows moved on) goes back to the head of its flow;
  * 3. rows from step 1 that were in no taken hash get a hint through the hot queue;
  * 4. its row is deleted, unless it beat meanwhile.
  * Postgres first: a hint back in its pool finds its row queued.

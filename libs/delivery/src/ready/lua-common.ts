@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
  *   writes it);
  * - `B:waiting` how many items wait; `B:wake` a token idle workers block on (at most one);
  * - `B:taken:<worker>` hash row id → `<due>:<tenant>:<slots>:<kind>`: what a worker took and has
- *   not finished, so a dead worker's hints can be put back;
+ *   not reported done, so a dead worker's hints can be put back;
  * - `B:limit:<tenant>:<kind>:c` / `:r` kind concurrency slots (zset `<row id>@<worker>` → expiry) /
  *   rate (GCRA); `TL<tenant>:c` the tenant's slots, alike.
  * Invariants: a flow with items is in its tenant's `kinds` list or `blocked`, never both; a
