@@ -44,11 +44,19 @@ function ran(id: string): Promise<void> {
   return new Promise<void>((r) => runs.set(id, r));
 }
 
+/** `p`, or a failure naming what did not happen within `ms`. */
+function within<T>(ms: number, p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 /**
- * Records each take (at send, with the ids it reports done) and each blocking wait's answer, on
- * the real scripts. `afterTake` runs once a take has answered, before the loop sees the answer.
+ * Records each take (at send, with the ids it reports done), each FINISH (at send and when it
+ * landed) and each blocking wait's answer, on the real scripts. `afterTake` runs once a take has
+ * answered, before the loop sees the answer; a FINISH is sent once `holdFinish(ids)` resolves.
  */
-function recordTakes(afterTake?: (done: readonly string[]) => Promise<void>) {
+function recordTakes(opts: { afterTake?: (done: readonly string[]) => Promise<void>; holdFinish?: (ids: readonly string[]) => Promise<void> | undefined } = {}) {
   const doneWaiters = new Map<string, () => void>();
   let onWoke: (() => void) | undefined;
   const take = ReadyQueues.prototype.take;
@@ -57,13 +65,16 @@ function recordTakes(afterTake?: (done: readonly string[]) => Promise<void>) {
     record(`take done ${done.join(',')}`);
     for (const id of done) doneWaiters.get(id)?.();
     const answer = await take.apply(this, args);
-    await afterTake?.(done);
+    await opts.afterTake?.(done);
     return answer;
   });
   const finish = ReadyQueues.prototype.finish;
-  jest.spyOn(ReadyQueues.prototype, 'finish').mockImplementation(function (this: ReadyQueues, ...args: Parameters<ReadyQueues['finish']>) {
+  jest.spyOn(ReadyQueues.prototype, 'finish').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['finish']>) {
     record(`finish ${args[2].join(',')}`);
-    return finish.apply(this, args);
+    for (const id of args[2]) doneWaiters.get(id)?.();
+    await opts.holdFinish?.(args[2]);
+    await finish.apply(this, args);
+    record(`finish landed ${args[2].join(',')}`);
   });
   const wait = ReadyQueues.prototype.waitForWork;
   jest.spyOn(ReadyQueues.prototype, 'waitForWork').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['waitForWork']>) {
@@ -132,47 +143,81 @@ describe('pool taker', () => {
     let second: { id: string; pushedAtMs: number; ran: Promise<void> } | undefined;
     let secondPushed!: () => void;
     const pushed = new Promise<void>((r) => (secondPushed = r));
-    const takes = recordTakes(async (done) => {
+    const takes = recordTakes({ afterTake: async (done) => {
       if (!done.includes(first) || second) return;
       const [id] = await h.enqueue([{ kind: 'logged' }]);
       const woke = takes.nextWoke();
       second = { id, pushedAtMs: Date.now(), ran: ran(id) };
       await h.hot.runOnce();
-      await woke; // the wait left behind took the push's token
+      await within(TAKE_BLOCK_MS, woke, 'the wait left behind answering with the push'); // it took the token
       secondPushed();
-    });
+    } });
     const w = h.worker();
     await h.startWorker(w);
     await h.hot.runOnce();
-    await pushed;
-    await second!.ran;
+    await within(5000, pushed, 'the second push');
+    await within(5000, second!.ran, 'the second run');
     await w.taker.close(10_000);
 
     const secondRan = events.find((e) => e.what === `ran ${second!.id}`)!;
     expect(secondRan.atMs - second!.pushedAtMs).toBeLessThan(TAKE_BLOCK_MS / 2);
   });
 
-  it('shutting down, frees the limit slot of a job that ends while another still runs', async () => {
-    recordTakes();
+  it('shutting down, frees the limit slot of a job that ends while another still runs, and returns once that landed', async () => {
+    let openFinish!: () => void;
+    const finishHeld = new Promise<void>((r) => (openFinish = r));
+    let limited = '';
+    const takes = recordTakes({ holdFinish: (ids) => (ids.includes(limited) ? finishHeld : undefined) });
     await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, kindLimits: { gated: { concurrency: 1 } } }]]));
-    const [limited, other] = await h.enqueue([{ kind: 'gated' }, { kind: 'held' }]);
+    const [first, other] = await h.enqueue([{ kind: 'gated' }, { kind: 'held' }]);
+    limited = first;
     const [openLimited, openOther] = [gate(limited), gate(other)];
     const started = Promise.all([ran(limited), ran(other)]);
     const w = h.worker();
     await h.startWorker(w);
     await h.hot.runOnce();
     await started;
+    // The slot's FINISH lands only after the last outcome is written: close() must still wait for it.
+    const drain = w.executor.drain.bind(w.executor);
+    jest.spyOn(w.executor, 'drain').mockImplementation(() => drain().then(() => void setImmediate(openFinish)));
 
-    const closing = w.taker.close(10_000);
+    const closing = w.taker.close(10_000).then((r) => (record('closed'), r));
+    const limitedFinished = takes.doneSent(limited);
     openLimited();
-    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r)); // its run's end is handled
-    openOther();
+    await within(5000, limitedFinished, 'the FINISH of the limited run');
+    openOther(); // the slowest handler ends after it
     await closing;
 
     const at = (what: string) => events.findIndex((e) => e.what === what);
-    const finished = events.findIndex((e) => e.what.startsWith('finish ') && e.what.slice(7).split(',').includes(limited));
-    expect(finished).toBeGreaterThan(at(`returned ${limited}`));
-    expect(finished).toBeLessThan(at(`returned ${other}`));
+    expect(at(`finish ${limited}`)).toBeLessThan(at(`returned ${other}`));
+    expect(events.slice(0, at('closed')).map((e) => e.what)).toContain(`finish landed ${limited}`);
     for (const id of [limited, other]) expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
+  it('a full lane passes on a token that a wait it left behind took', async () => {
+    // A rate limit makes the loop's timer, not its wait, start the take that fills the lane: the
+    // wait is still out when the next push comes, and this worker has no slot for that work.
+    const takes = recordTakes();
+    await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, kindLimits: { gated: { perSecond: 5 } } }]]));
+    const [one, two] = await h.enqueue([{ kind: 'gated' }, { kind: 'gated' }]);
+    const opens = [gate(one), gate(two)];
+    const bothRan = Promise.all([ran(one), ran(two)]);
+    const w = h.worker({ concurrency: 2 });
+    await h.startWorker(w);
+    await h.hot.runOnce();
+    await within(5000, bothRan, 'both rate-limited runs'); // the second 200 ms after the first, taken on the timer
+
+    await h.enqueue([{ kind: 'logged' }]);
+    const woke = takes.nextWoke();
+    await h.hot.runOnce();
+    await within(TAKE_BLOCK_MS, woke, 'the wait left behind answering with the push');
+    const wake = `${h.ready.base('default')}:wake`;
+    const passedOn = (async () => {
+      while ((await h.redis.connection.llen(wake)) === 0) await new Promise((r) => setImmediate(r));
+    })();
+    await within(2000, passedOn, 'the token passed on');
+    expect(events.filter((e) => e.what.startsWith('ran ')).map((e) => e.what)).toEqual([`ran ${one}`, `ran ${two}`]); // nothing more: the lane is full
+    for (const open of opens) open();
+    await w.taker.close(10_000);
   });
 });

@@ -38,8 +38,9 @@ interface Lane {
   waiter?: Promise<boolean>;
   /**
    * A wait answered with the wake token since the last take was sent. A wait the loop stopped
-   * racing (a poke, its timer) can still take the token; without this the loop would block
-   * again and the pushed work wait up to TAKE_BLOCK_MS, for this worker and every other.
+   * racing (wakeToFinish, its timer) can still take the token: the next take uses it (a full
+   * lane's takes none and passes it on, see take.lua), where a new wait would sit on work that
+   * is there for up to TAKE_BLOCK_MS, and so would every idle worker.
    */
   woken: boolean;
   blocking?: RedisClient;
@@ -63,6 +64,8 @@ export class PoolTaker {
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing = false;
   private renewTimer: NodeJS.Timeout | undefined;
+  /** FINISH calls in flight (finishAll): close() waits for them. */
+  private readonly finishing = new Set<Promise<void>>();
 
   constructor(private readonly o: PoolTakerOptions) {
     this.lanes = o.pools.map((pool) => ({ pool, running: 0, done: new Map(), doneHoldsSlots: false, limited: new Map(), woken: false }));
@@ -112,7 +115,7 @@ export class PoolTaker {
     if (!finished) for (const ids of (await this.o.executor.releaseUnfinished()).values()) released += ids.length;
     await Promise.allSettled([...this.inFlight]);
     await this.o.executor.drain();
-    await this.finishAll();
+    await Promise.allSettled([...this.finishing, this.finishAll()]);
     return { released };
   }
 
@@ -121,7 +124,7 @@ export class PoolTaker {
       const free = this.o.concurrency - lane.running;
       const takenBy = this.o.identity.id;
       const done = lane.done.get(takenBy) ?? [];
-      if (free <= 0 && !lane.doneHoldsSlots) {
+      if (free <= 0 && !lane.doneHoldsSlots && !lane.woken) {
         await new Promise<void>((resolve) => (lane.slotFreed = resolve));
         // Handlers finishing in the same turn free their slots together: take for all of them
         // in one script (and claim them in one statement). Taking per freed slot measured
@@ -132,7 +135,7 @@ export class PoolTaker {
       lane.done.delete(takenBy);
       const doneHoldsSlots = lane.doneHoldsSlots;
       lane.doneHoldsSlots = false;
-      lane.woken = false; // this take finds what a token before it announced
+      lane.woken = false; // a token taken before now announced work this take sees
       if (lane.done.size > 0) void this.finishAll(); // hints taken under an id this worker had before the rescue
       let take;
       try {
@@ -156,13 +159,21 @@ export class PoolTaker {
   private async waitForWork(lane: Lane, nextWakeMs: number | null): Promise<void> {
     if (lane.doneHoldsSlots || lane.woken) return;
     lane.waiter ??= this.o.ready.waitForWork(lane.blocking as RedisClient, lane.pool, TAKE_BLOCK_MS).then(
-      (woke) => ((lane.waiter = undefined), (lane.woken ||= woke)),
+      (woke) => {
+        lane.waiter = undefined;
+        if (!woke) return false;
+        lane.woken = true;
+        const slotFreed = lane.slotFreed; // a full lane passes it on
+        lane.slotFreed = undefined;
+        slotFreed?.();
+        return true;
+      },
       () => ((lane.waiter = undefined), false),
     );
     const untilWake = nextWakeMs === null ? TAKE_BLOCK_MS : Math.max(1, nextWakeMs - this.o.clock.now().getTime());
     let timer: NodeJS.Timeout | undefined;
-    const poked = new Promise<void>((resolve) => (lane.wakeToFinish = resolve));
-    await Promise.race([lane.waiter, poked, new Promise((r) => (timer = setTimeout(r, Math.min(untilWake, TAKE_BLOCK_MS))))]);
+    const toFinish = new Promise<void>((resolve) => (lane.wakeToFinish = resolve));
+    await Promise.race([lane.waiter, toFinish, new Promise((r) => (timer = setTimeout(r, Math.min(untilWake, TAKE_BLOCK_MS))))]);
     clearTimeout(timer);
   }
 
@@ -184,7 +195,7 @@ export class PoolTaker {
         lane.slotFreed = undefined;
         slotFreed?.();
         if (!lane.doneHoldsSlots) return;
-        // Shutting down, the loops have stopped: free the slot now, not after the slowest handler.
+        // Shutting down, the loops are stopping: free the slot now, not after the slowest handler.
         if (this.closing) return void this.finishAll();
         const wakeToFinish = lane.wakeToFinish;
         lane.wakeToFinish = undefined;
@@ -206,18 +217,25 @@ export class PoolTaker {
     );
   }
 
-  /** Reports every hint done with that no take carried (tests, shutdown). */
-  private async finishAll(): Promise<void> {
-    for (const lane of this.lanes) {
-      const pending = [...lane.done];
+  /** Reports every hint done with that no take carried (tests, shutdown, a rescued id). */
+  private finishAll(): Promise<void> {
+    const pending = this.lanes.map((lane) => {
+      const ids = [...lane.done];
       lane.done.clear();
       lane.doneHoldsSlots = false;
-      for (const [takenBy, ids] of pending) {
-        await within(WORKER_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch((err: unknown) =>
-          this.o.logger.warn({ err, pool: lane.pool }, 'could not report finished hints; their slots expire'),
-        );
+      return { pool: lane.pool, ids };
+    });
+    const sent = (async () => {
+      for (const { pool, ids } of pending) {
+        for (const [takenBy, some] of ids) {
+          await within(WORKER_REDIS_WAIT_MS, this.o.ready.finish(pool, String(takenBy), some), 'finish hints').catch((err: unknown) =>
+            this.o.logger.warn({ err, pool }, 'could not report finished hints; their slots expire'),
+          );
+        }
       }
-    }
+    })().finally(() => this.finishing.delete(sent));
+    this.finishing.add(sent);
+    return sent;
   }
 
   /** Keeps the limit slots of runs still going from expiring (a long handler); a failure is retried next time. */
