@@ -1,7 +1,7 @@
 import { ReadyQueues } from '@almanac/delivery';
 import { DEFAULT_SHARE } from '@almanac/domain';
 import { completed, defineHandler } from '@almanac/kinds';
-import { TAKE_BLOCK_MS } from '@almanac/platform';
+import { TAKE_BLOCK_MS, within } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 
 /** What the take loop did, in order: `ran <id>`, `take done <ids>`, `woke` / `timed out` (a blocking wait answered). */
@@ -42,13 +42,6 @@ function gate(id: string): () => void {
 
 function ran(id: string): Promise<void> {
   return new Promise<void>((r) => runs.set(id, r));
-}
-
-/** `p`, or a failure naming what did not happen within `ms`. */
-function within<T>(ms: number, p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 /**
