@@ -1,9 +1,9 @@
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter as OTLPJsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OTLPProtobufTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
+import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { type Env, readSetting } from '@almanac/config';
+import { ProtobufBatchSpanProcessor } from './protobuf-batch-processor';
 import { runSamplingFromEnv, setRunDecision } from './run-sampling';
 
 /** Where spans go: nowhere (the API's no-op tracer), an OTLP/HTTP collector, or stdout. */
@@ -51,7 +51,7 @@ let provider: NodeTracerProvider | undefined;
 
 /**
  * Starts the OpenTelemetry SDK for this process when tracingChoice says so: the global tracer
- * provider (batched export), the W3C trace-context propagator and the context manager
+ * provider (batched export; OTLP protobuf written as each span ends, ProtobufBatchSpanProcessor), the W3C trace-context propagator and the context manager
  * ALMANAC_TRACING_CONTEXT asks for (none by default),
  * under service.name `almanac-<role>` unless OTEL_SERVICE_NAME says otherwise. Everything is
  * read from the process's environment, where the SDK itself reads OTEL_BSP_* and the exporter's
@@ -63,10 +63,11 @@ export function startTracing(role: string): TracingChoice {
   const choice = tracingChoice(process.env);
   const contextManager = tracingContext(process.env) === 'explicit' ? null : undefined; // undefined: the SDK's default
   if (choice === 'off' || provider) return choice;
-  const exporter: SpanExporter = choice === 'console' ? new ConsoleSpanExporter() : otlpProtocol(process.env) === 'http/json' ? new OTLPJsonTraceExporter() : new OTLPProtobufTraceExporter();
+  const processor: SpanProcessor =
+    choice === 'console' ? new BatchSpanProcessor(new ConsoleSpanExporter()) : otlpProtocol(process.env) === 'http/json' ? new BatchSpanProcessor(new OTLPJsonTraceExporter()) : new ProtobufBatchSpanProcessor();
   const resource = resourceFromAttributes({ 'service.name': `almanac-${role}` }).merge(detectResources({ detectors: [envDetector] }));
   const { sampler, decide } = runSamplingFromEnv(process.env);
-  provider = new NodeTracerProvider({ resource, sampler, spanProcessors: [new BatchSpanProcessor(exporter)] });
+  provider = new NodeTracerProvider({ resource, sampler, spanProcessors: [processor] });
   provider.register({ contextManager });
   setRunDecision(decide);
   return choice;
