@@ -51,12 +51,12 @@ let provider: NodeTracerProvider | undefined;
 
 /**
  * Starts the OpenTelemetry SDK for this process when tracingChoice says so: the global tracer
- * provider (batched export; OTLP protobuf written as each span ends, ProtobufBatchSpanProcessor), the W3C trace-context propagator and the context manager
- * ALMANAC_TRACING_CONTEXT asks for (none by default),
- * under service.name `almanac-<role>` unless OTEL_SERVICE_NAME says otherwise. Everything is
- * read from the process's environment, where the SDK itself reads OTEL_BSP_* and the exporter's
- * OTEL_EXPORTER_OTLP_*; OTEL_TRACES_SAMPLER is read by runSamplingFromEnv, which decides a run's
- * sampling before the SDK makes a span for it. Once per process: the
+ * provider, the W3C trace-context propagator and the context manager ALMANAC_TRACING_CONTEXT asks
+ * for (none by default), under service.name `almanac-<role>` unless OTEL_SERVICE_NAME says
+ * otherwise. Export is batched; in OTLP protobuf each span is written as it ends
+ * (ProtobufBatchSpanProcessor). Everything is read from the process's environment: OTEL_BSP_*
+ * for batching, OTEL_EXPORTER_OTLP_* by the exporter; OTEL_TRACES_SAMPLER by runSamplingFromEnv,
+ * which decides a run's sampling before the SDK makes a span for it. Once per process: the
  * all-in-one's roles share it.
  */
 export function startTracing(role: string): TracingChoice {
