@@ -6,7 +6,7 @@ const LEN = 2;
  * Protocol Buffers wire format into one growing buffer, in a single pass: a length-delimited
  * field reserves one byte for its length and moves its content when it needs more (messages are
  * mostly under 128 bytes). The output is what OpenTelemetry's own ProtobufWriter writes, byte for
- * byte (tested in otlp-span-writer.spec.ts), without its size-estimating first pass.
+ * byte (tested in protobuf-batch-processor.spec.ts), without its size-estimating first pass.
  */
 export class ProtoWriter {
   buf: Uint8Array;

@@ -14,10 +14,13 @@ export interface WrittenBatch {
   spans: number;
 }
 
+/** Exports out at once: the exporter is given this limit (an export past it would fail at once), and flushes wait under it. */
+const MAX_EXPORTS = 30;
+
 /** OTLP/HTTP protobuf export of written batches: the SDK exporter's transport, retries and OTEL_EXPORTER_OTLP_* settings. */
 export function otlpProtobufBatchExporter(): BatchExporter {
   // convertLegacyHttpOptions is how exporter-trace-otlp-proto 0.223 itself reads the environment.
-  const options = convertLegacyHttpOptions({}, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' });
+  const options = convertLegacyHttpOptions({ concurrencyLimit: MAX_EXPORTS }, 'TRACES', 'v1/traces', { 'Content-Type': 'application/x-protobuf' });
   const serializer = { serializeRequest: (b: WrittenBatch) => b.bytes, deserializeResponse: (d: Uint8Array) => ProtobufTraceSerializer.deserializeResponse(d) };
   return new OTLPExporterBase(createOtlpHttpExportDelegate(options, serializer, 'otlp_http_span_exporter', { name: 'span', countItems: (b) => b.spans }, undefined));
 }
@@ -39,9 +42,6 @@ export function batchSettingsFromEnv(): BatchSettings {
     queueSize: getNumberFromEnv('OTEL_BSP_MAX_QUEUE_SIZE') ?? 2048,
   };
 }
-
-/** otlp-exporter-base's default concurrency limit: an export past it fails at once. */
-const MAX_EXPORTS = 30;
 
 interface Written {
   w: ProtoWriter;
