@@ -27,6 +27,16 @@ export const HANDOFF_AHEAD_MS = 10;
  */
 export const ENVELOPE_WINDOW_MS = 10;
 
+/**
+ * An envelope of fewer than SPARSE_ENVELOPE_ROWS rows stays open for rows due up to
+ * SPARSE_WINDOW_MS after its first: at 500 jobs/s a 10 ms window held ~5 rows, and the
+ * dispatcher's BullMQ cycle per envelope was the largest cost per job. Dense rows keep the
+ * 10 ms window: 50 ms for all cost at 12,000 jobs/s, where rows handed over early each waited
+ * for its instant and claimed alone (docs/decisions/2026-12-06-quiet-pool-cost.md).
+ */
+export const SPARSE_ENVELOPE_ROWS = 25;
+export const SPARSE_WINDOW_MS = 50;
+
 /** At most this many rows in one envelope (its data is ~20 B a row: 20 KB). */
 export const ENVELOPE_MAX_ROWS = 1000;
 
@@ -49,7 +59,7 @@ export const MAX_HOLD_MS = 1_000;
 
 /**
  * A worker waits at most this long for a taken row to come due before it claims it (rows come
- * HANDOFF_AHEAD_MS plus up to one ENVELOPE_WINDOW_MS early; more only with clock skew).
+ * HANDOFF_AHEAD_MS plus up to one SPARSE_WINDOW_MS early; more only with clock skew).
  */
 export const MAX_EARLY_WAIT_MS = 1_000;
 

@@ -1,5 +1,5 @@
 import type { Hint } from '@almanac/domain';
-import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, ENVELOPE_WINDOW_MS, REFINE_LEAD_MS } from './delivery-timing';
+import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, ENVELOPE_WINDOW_MS, REFINE_LEAD_MS, SPARSE_ENVELOPE_ROWS, SPARSE_WINDOW_MS } from './delivery-timing';
 import { envelopesOf, hintsOf } from './envelope';
 
 describe('envelopes: rows that travel the hot queue together', () => {
@@ -7,8 +7,8 @@ describe('envelopes: rows that travel the hot queue together', () => {
   const hint = (id: number, dueMs: number, tenantId = 1, kind = 'noop'): Hint => ({ id: String(id), tenantId, kind, dueMs });
 
   it('puts rows due in the same window in one envelope whatever their tenant and kind, out a delivery lead before the first', () => {
-    const base = Math.ceil((now + 10_000) / ENVELOPE_WINDOW_MS) * ENVELOPE_WINDOW_MS;
-    const rows = [hint(3, base + 4, 2, 'http'), hint(1, base, 1, 'noop'), hint(2, base + 9, 3, 'noop'), hint(4, base + ENVELOPE_WINDOW_MS, 1)];
+    const base = now + 10_000;
+    const rows = [hint(3, base + 4, 2, 'http'), hint(1, base, 1, 'noop'), hint(2, base + 9, 3, 'noop'), hint(4, base + SPARSE_WINDOW_MS, 1)];
     const out = envelopesOf(rows, now);
     expect(out).toHaveLength(2);
     expect(hintsOf(out[0].data)).toEqual([rows[1], rows[0], rows[2]]); // in due order
@@ -16,6 +16,19 @@ describe('envelopes: rows that travel the hot queue together', () => {
     expect(out[0].delayMs).toBe(base - DELIVERY_LEAD_MS - now);
     expect(out[0].data.f.map(([t, k]) => `${t}:${k}`)).toEqual(['1:noop', '2:http', '3:noop']); // by flow, ready to hand over
     expect(hintsOf(out[1].data)).toEqual([rows[3]]);
+    expect(out[1].delayMs).toBe(base + SPARSE_WINDOW_MS - DELIVERY_LEAD_MS - now);
+  });
+
+  it('keeps a sparse envelope open up to SPARSE_WINDOW_MS or SPARSE_ENVELOPE_ROWS rows; dense rows share ENVELOPE_WINDOW_MS', () => {
+    const base = now + 10_000;
+    const sizes = (everyMs: number, n: number) => envelopesOf(Array.from({ length: n }, (_, i) => hint(i + 1, base + Math.floor(i * everyMs))), now).map((e) => hintsOf(e.data).length);
+    // 250 jobs/s: 13 rows span 48 ms; the next is past SPARSE_WINDOW_MS.
+    expect(sizes(4, 104)).toEqual(Array(8).fill(13));
+    // 1,000 jobs/s: 10 rows in ENVELOPE_WINDOW_MS, so the envelope fills to SPARSE_ENVELOPE_ROWS.
+    expect(sizes(1, 100)).toEqual(Array(4).fill(SPARSE_ENVELOPE_ROWS));
+    // 12,000 jobs/s: 120 rows in ENVELOPE_WINDOW_MS, a window each.
+    expect(sizes(1 / 12, 1200)).toEqual(Array(10).fill(12 * ENVELOPE_WINDOW_MS));
+    expect(SPARSE_ENVELOPE_ROWS).toBeLessThan(12 * ENVELOPE_WINDOW_MS);
   });
 
   it('sends rows already due together at once, whatever their due times', () => {

@@ -1,4 +1,7 @@
-import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, ENVELOPE_WINDOW_MS, FINE_HORIZON_MS, REFINE_LEAD_MS } from './delivery-timing';
+import {
+  COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, ENVELOPE_WINDOW_MS, FINE_HORIZON_MS, REFINE_LEAD_MS, SPARSE_ENVELOPE_ROWS,
+  SPARSE_WINDOW_MS,
+} from './delivery-timing';
 import type { Hint } from '@almanac/domain';
 
 /**
@@ -52,8 +55,8 @@ export interface Envelope {
 /**
  * Packs hints into envelopes, whatever their tenant and kind:
  * - due within DELIVERY_LEAD_MS (or already due): together, at once, whatever their due times;
- * - due within FINE_HORIZON_MS: per ENVELOPE_WINDOW_MS window, out DELIVERY_LEAD_MS before the
- *   window's first row is due;
+ * - due within FINE_HORIZON_MS: in due order, per window from the first row's due time (see
+ *   fineGroups), out DELIVERY_LEAD_MS before that first row is due;
  * - later: per COARSE_WINDOW_MS window, out REFINE_LEAD_MS before the window starts, when the
  *   dispatcher sends its rows on in fine envelopes.
  * At most ENVELOPE_MAX_ROWS rows each. The id is derived from the rows and their due times, so
@@ -61,24 +64,57 @@ export interface Envelope {
  * gets an envelope of its own.
  */
 export function envelopesOf(hints: readonly Hint[], nowMs: number, opts: EnvelopeOptions = {}): Envelope[] {
-  const groups = new Map<string, { hints: Hint[]; fireAtMs: (first: number) => number }>();
+  const due: Hint[] = [];
+  const fine: Hint[] = [];
+  const coarse = new Map<number, Hint[]>();
   for (const h of hints) {
-    const { key, fireAtMs } = windowOf(h.dueMs, nowMs);
-    const g = groups.get(key);
-    if (g) g.hints.push(h);
-    else groups.set(key, { hints: [h], fireAtMs });
+    const start = coarseWindowOf(h.dueMs, nowMs);
+    if (h.dueMs <= nowMs + DELIVERY_LEAD_MS) due.push(h);
+    else if (start === null) fine.push(h);
+    else if (coarse.has(start)) coarse.get(start)!.push(h);
+    else coarse.set(start, [h]);
   }
   const out: Envelope[] = [];
-  for (const { hints: group, fireAtMs } of groups.values()) {
-    group.sort((a, c) => a.dueMs - c.dueMs || compareIds(a.id, c.id));
-    for (let i = 0; i < group.length; i += ENVELOPE_MAX_ROWS) {
-      const rows = group.slice(i, i + ENVELOPE_MAX_ROWS);
-      const data = encode(rows, opts.repair === true);
-      const jobId = `e-${rows[0].id}-${rows[rows.length - 1].id}-${rows.length}-${data.b}${opts.resent ? `-r${nowMs}` : ''}`;
-      out.push({ jobId, data, delayMs: Math.max(0, fireAtMs(data.b) - nowMs) });
-    }
-  }
+  const add = (rows: Hint[], fireAtMs: number) => {
+    const data = encode(rows, opts.repair === true);
+    const jobId = `e-${rows[0].id}-${rows[rows.length - 1].id}-${rows.length}-${data.b}${opts.resent ? `-r${nowMs}` : ''}`;
+    out.push({ jobId, data, delayMs: Math.max(0, fireAtMs - nowMs) });
+  };
+  for (const rows of chunks(inDueOrder(due))) add(rows, nowMs);
+  for (const rows of fineGroups(inDueOrder(fine))) add(rows, rows[0].dueMs - DELIVERY_LEAD_MS);
+  for (const [start, group] of coarse) for (const rows of chunks(inDueOrder(group))) add(rows, start - REFINE_LEAD_MS);
   return out;
+}
+
+/**
+ * Rows in due order cut into fine envelopes: an envelope takes the rows due within
+ * ENVELOPE_WINDOW_MS of its first, and while it holds fewer than SPARSE_ENVELOPE_ROWS, those due
+ * within SPARSE_WINDOW_MS; at most ENVELOPE_MAX_ROWS.
+ */
+function fineGroups(rows: readonly Hint[]): Hint[][] {
+  const out: Hint[][] = [];
+  let group: Hint[] = [];
+  for (const h of rows) {
+    const span = group.length === 0 ? 0 : h.dueMs - group[0].dueMs;
+    const full = group.length >= ENVELOPE_MAX_ROWS || span >= SPARSE_WINDOW_MS || (span >= ENVELOPE_WINDOW_MS && group.length >= SPARSE_ENVELOPE_ROWS);
+    if (full) {
+      out.push(group);
+      group = [];
+    }
+    group.push(h);
+  }
+  if (group.length > 0) out.push(group);
+  return out;
+}
+
+function chunks(rows: readonly Hint[]): Hint[][] {
+  const out: Hint[][] = [];
+  for (let i = 0; i < rows.length; i += ENVELOPE_MAX_ROWS) out.push(rows.slice(i, i + ENVELOPE_MAX_ROWS));
+  return out;
+}
+
+function inDueOrder(rows: Hint[]): Hint[] {
+  return rows.sort((a, c) => a.dueMs - c.dueMs || compareIds(a.id, c.id));
 }
 
 /** The start of the coarse window a row due at `dueMs` travels in, if it is due further ahead than FINE_HORIZON_MS; else null. */
@@ -89,13 +125,6 @@ export function coarseWindowOf(dueMs: number, nowMs: number): number | null {
 /** A coarse window's one BullMQ job: out REFINE_LEAD_MS before the window starts. */
 export function windowEnvelope(start: number, nowMs: number): Envelope {
   return { jobId: `w-${start}`, data: { b: start, l: start + COARSE_WINDOW_MS - 1, f: [], w: start }, delayMs: Math.max(0, start - REFINE_LEAD_MS - nowMs) };
-}
-
-function windowOf(dueMs: number, nowMs: number): { key: string; fireAtMs: (first: number) => number } {
-  if (dueMs <= nowMs + DELIVERY_LEAD_MS) return { key: 'now', fireAtMs: () => nowMs };
-  const start = coarseWindowOf(dueMs, nowMs);
-  if (start === null) return { key: `f${Math.floor(dueMs / ENVELOPE_WINDOW_MS)}`, fireAtMs: (first) => first - DELIVERY_LEAD_MS };
-  return { key: `c${start}`, fireAtMs: () => start - REFINE_LEAD_MS };
 }
 
 function encode(rows: readonly Hint[], repair: boolean): EnvelopeData {
