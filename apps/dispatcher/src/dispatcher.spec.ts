@@ -1,5 +1,6 @@
 import { completed, defineHandler } from '@almanac/kinds';
-import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, HANDOFF_AHEAD_MS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
+import type { Hint } from '@almanac/domain';
+import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, HANDOFF_AHEAD_MS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { BULK_ROWS } from './dispatcher';
 
@@ -160,6 +161,24 @@ describe('dispatcher', () => {
     // Their delays count from the hand-over's start, not from the try after the 100 ms pause.
     for (const j of fine) expect(j.timestamp).toBeLessThanOrEqual(firstOpenAt);
   });
+
+  it('a coarse window opened after its minute began sends even a burst of 200,000 rows on, in envelopes of at most ENVELOPE_MAX_ROWS', async () => {
+    const clock = new ManualClock(Date.now());
+    await destroyHarness(h);
+    h = await createHarness({ handlers: [noop], clock });
+    const minute = Math.floor((Date.now() + 3 * COARSE_WINDOW_MS) / COARSE_WINDOW_MS) * COARSE_WINDOW_MS;
+    const burst = Array.from({ length: 200_000 }, (_, i): Hint => ({ id: String(1_000_000 + i), tenantId: 1, kind: 'noop', dueMs: minute + 10 }));
+    for (let i = 0; i < burst.length; i += 5000) await h.hotQueue.enqueue(burst.slice(i, i + 5000), clock.now());
+    const [coarse] = await h.hotQueue.queue.getDelayed();
+    clock.set(minute + 60_000); // a dispatcher was down when it came out: every row is due
+    await coarse.promote();
+    expect(await h.hot.runOnce(1)).toBe(0);
+    expect(await h.hotQueue.windows.peek(minute)).toEqual([]);
+    const envelopes = await h.hotQueue.queue.getWaiting();
+    expect(envelopes.map((j) => hintsOf(j.data).length)).toEqual(Array(200).fill(ENVELOPE_MAX_ROWS));
+    expect(await h.hot.runOnce()).toBe(200_000);
+    expect(new Set(await h.readyIds()).size).toBe(200_000);
+  }, 60_000);
 
   it('a repair puts rows older than their flow\'s head at its head, and lands every row of a repair split over envelopes', async () => {
     const t0 = Date.now();

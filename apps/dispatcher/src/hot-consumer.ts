@@ -1,4 +1,4 @@
-import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, type EnvelopeFlow, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, retryHandOff, tracer } from '@almanac/platform';
+import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, retryHandOff, tracer } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
@@ -87,33 +87,30 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     return endWith(span, () => this.handOver(data, hold), (rows) => ({ 'messaging.batch.message_count': rows }));
   }
 
-  /** Its window's reads and writes that Redis refuses go again, as a refused push does (retryHandOff). */
+  /**
+   * The usual envelope, every row due within MAX_HOLD_MS: held, then handed over. A coarse
+   * window, or an envelope with rows due later (it came out early: a clock off), goes back on the
+   * hot queue whole, in fine envelopes; rows already due in envelopes of at most ENVELOPE_MAX_ROWS
+   * out at once (a window opened late can hold a whole burst: 200,000 rows in one hand-off
+   * overflowed the call stack). Its window's reads and writes that Redis refuses go again, as a
+   * refused push does (retryHandOff).
+   */
   private async handOver(data: EnvelopeData, hold: boolean): Promise<number> {
     const [now, addedAtMs] = [this.clock.now(), Date.now()];
-    const nowMs = now.getTime();
     const windowStart = data.w;
-    let flows: EnvelopeFlow[];
-    let firstDueMs = data.b;
-    if (windowStart === undefined && data.l <= nowMs + MAX_HOLD_MS) {
-      flows = flowsOf(data); // the usual case: every row is due soon
-    } else {
-      // A coarse window (or envelope): rows due later go back in fine envelopes, the rest on.
-      const hints = windowStart === undefined ? hintsOf(data) : await retryHandOff(() => this.hotQueue.windows.open(windowStart, nowMs));
-      const later = hints.filter((h) => h.dueMs > nowMs + MAX_HOLD_MS);
-      // An envelope's own rows need ids of their own (it is still active); a window's are new.
-      // Safe to send again as it was: the same `now` gives the same envelope ids (a try that landed
-      // is not added twice) and a window's rows go to no window (open, or inside the fine horizon).
-      await retryHandOff(() => this.hotQueue.enqueue(later, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs }));
-      const soon = hints.filter((h) => h.dueMs <= nowMs + MAX_HOLD_MS);
-      flows = soon.map((h) => ({ tenantId: h.tenantId, kind: h.kind, items: [`${h.id}:${h.dueMs}`] }));
-      firstDueMs = Math.min(...soon.map((h) => h.dueMs));
-    }
-    if (flows.length > 0) {
-      const wait = firstDueMs - HANDOFF_AHEAD_MS - this.clock.now().getTime(); // after any retries above
+    if (windowStart === undefined && data.l <= now.getTime() + MAX_HOLD_MS) {
+      const wait = data.b - HANDOFF_AHEAD_MS - now.getTime();
       if (hold && wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const flows = flowsOf(data);
       await this.dispatcher.handOff(flows, { repair: data.x === 1 });
+      return flows.reduce((n, f) => n + f.items.length, 0);
     }
+    const hints = windowStart === undefined ? hintsOf(data) : await retryHandOff(() => this.hotQueue.windows.open(windowStart, now.getTime()));
+    // An envelope's own rows need ids of their own (it is still active); a window's are new.
+    // Safe to send again as it was: the same `now` gives the same envelope ids (a try that landed
+    // is not added twice) and a window's rows go to no window (open, or inside the fine horizon).
+    await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs }));
     if (windowStart !== undefined) await retryHandOff(() => this.hotQueue.windows.clear(windowStart));
-    return flows.reduce((n, f) => n + f.items.length, 0);
+    return 0;
   }
 }
