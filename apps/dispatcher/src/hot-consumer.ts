@@ -22,9 +22,9 @@ const HOT_WORKER_OPTIONS = { autorun: false, lockDuration: ENVELOPE_LOCK_MS, sta
 
 /**
  * The hot queue's @Processor (Nest creates its BullMQ Worker). It holds an envelope until
- * HANDOFF_AHEAD_MS before its first row is due and hands its rows due within MAX_HOLD_MS to their
- * pools; the envelope stays active until the push landed, so a dispatcher killed meanwhile loses
- * nothing. Rows due later (a coarse envelope) go back on the hot queue in fine envelopes.
+ * HANDOFF_AHEAD_MS before its first row is due and hands its rows to their pools; the envelope
+ * stays active until the push landed, so a dispatcher killed meanwhile loses nothing. A coarse
+ * window, or an envelope with rows due later than MAX_HOLD_MS, goes back on the hot queue.
  */
 @Processor(HOT_QUEUE_NAME, HOT_WORKER_OPTIONS)
 export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string>> {
@@ -88,12 +88,12 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
   }
 
   /**
-   * The usual envelope, every row due within MAX_HOLD_MS: held, then handed over. A coarse
-   * window, or an envelope with rows due later (it came out early: a clock off), goes back on the
-   * hot queue whole, in fine envelopes; rows already due in envelopes of at most ENVELOPE_MAX_ROWS
-   * out at once (a window opened late can hold a whole burst: 200,000 rows in one hand-off
-   * overflowed the call stack). Its window's reads and writes that Redis refuses go again, as a
-   * refused push does (retryHandOff).
+   * The usual envelope, every row due within MAX_HOLD_MS: held, then handed over; returns its
+   * rows. A coarse window, or an envelope with rows due later (it came out early: a clock off),
+   * goes back on the hot queue whole (envelopesOf: rows already due in envelopes of at most
+   * ENVELOPE_MAX_ROWS out at once), and none is handed over here: a window opened late can hold
+   * a whole burst, and 200,000 rows in one hand-off overflowed the call stack. Its window's reads
+   * and writes that Redis refuses go again, as a refused push does (retryHandOff).
    */
   private async handOver(data: EnvelopeData, hold: boolean): Promise<number> {
     const [now, addedAtMs] = [this.clock.now(), Date.now()];
@@ -108,7 +108,9 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     const hints = windowStart === undefined ? hintsOf(data) : await retryHandOff(() => this.hotQueue.windows.open(windowStart, now.getTime()));
     // An envelope's own rows need ids of their own (it is still active); a window's are new.
     // Safe to send again as it was: the same `now` gives the same envelope ids (a try that landed
-    // is not added twice) and a window's rows go to no window (open, or inside the fine horizon).
+    // is not added twice while its envelopes wait; one already handed over and removed is, and
+    // the claim drops the second hint) and a window's rows go to no window (open, or inside the
+    // fine horizon).
     await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs }));
     if (windowStart !== undefined) await retryHandOff(() => this.hotQueue.windows.clear(windowStart));
     return 0;

@@ -23,13 +23,15 @@ export const HANDOFF_AHEAD_MS = 10;
 /**
  * Rows due within one window of this many ms share an envelope (one BullMQ job), whatever their
  * tenant and kind. BullMQ's own work per job (add, move to active, finish) cost about as much CPU
- * as a whole plain BullMQ job; at 1,500 jobs/s at distinct instants a window holds ~15 rows.
+ * as a whole plain BullMQ job; at 1,500 jobs/s at distinct instants a window holds ~15 rows
+ * (and a sparse envelope ~25: SPARSE_ENVELOPE_ROWS).
  */
 export const ENVELOPE_WINDOW_MS = 10;
 
 /**
  * An envelope of fewer than SPARSE_ENVELOPE_ROWS rows stays open for rows due up to
- * SPARSE_WINDOW_MS after its first: at 500 jobs/s a 10 ms window held ~5 rows, and the
+ * SPARSE_WINDOW_MS after its first, never across a multiple of SPARSE_WINDOW_MS (so an add sent
+ * again with another `now` changes the envelopes of one such span at most): at 500 jobs/s a 10 ms window held ~5 rows, and the
  * dispatcher's BullMQ cycle per envelope was the largest cost per job. Dense rows keep the
  * 10 ms window: 50 ms for all cost at 12,000 jobs/s, where rows handed over early each waited
  * for its instant and claimed alone (docs/decisions/2026-12-06-quiet-pool-cost.md).
@@ -59,7 +61,8 @@ export const MAX_HOLD_MS = 1_000;
 
 /**
  * A worker waits at most this long for a taken row to come due before it claims it (rows come
- * HANDOFF_AHEAD_MS plus up to one SPARSE_WINDOW_MS early; more only with clock skew).
+ * HANDOFF_AHEAD_MS plus up to one SPARSE_WINDOW_MS early, or DELIVERY_LEAD_MS in an envelope of
+ * rows due at once; more only with clock skew).
  */
 export const MAX_EARLY_WAIT_MS = 1_000;
 

@@ -22,8 +22,9 @@ describe('envelopes: rows that travel the hot queue together', () => {
   it('keeps a sparse envelope open up to SPARSE_WINDOW_MS or SPARSE_ENVELOPE_ROWS rows; dense rows share ENVELOPE_WINDOW_MS', () => {
     const base = now + 10_000;
     const sizes = (everyMs: number, n: number) => envelopesOf(Array.from({ length: n }, (_, i) => hint(i + 1, base + Math.floor(i * everyMs))), now).map((e) => hintsOf(e.data).length);
-    // 250 jobs/s: 13 rows span 48 ms; the next is past SPARSE_WINDOW_MS.
-    expect(sizes(4, 104)).toEqual(Array(8).fill(13));
+    // 200 jobs/s: the 10 rows of each SPARSE_WINDOW_MS span (base is a multiple of it).
+    expect(base % SPARSE_WINDOW_MS).toBe(0);
+    expect(sizes(5, 100)).toEqual(Array(10).fill(10));
     // 1,000 jobs/s: 10 rows in ENVELOPE_WINDOW_MS, so the envelope fills to SPARSE_ENVELOPE_ROWS.
     expect(sizes(1, 100)).toEqual(Array(4).fill(SPARSE_ENVELOPE_ROWS));
     // 12,000 jobs/s: 120 rows in ENVELOPE_WINDOW_MS, a window each.
@@ -44,6 +45,14 @@ describe('envelopes: rows that travel the hot queue together', () => {
     const out = envelopesOf([hint(1, minute + 5), hint(2, minute + 59_000)], now);
     expect(out).toHaveLength(1);
     expect(out[0].delayMs).toBe(minute - REFINE_LEAD_MS - now);
+  });
+
+  it('cuts sparse envelopes at multiples of SPARSE_WINDOW_MS, so an add sent again with a later `now` keeps the ids past the first such span', () => {
+    const base = now + 10_000;
+    const rows = Array.from({ length: 40 }, (_, i) => hint(i + 1, base + 3 + 5 * i)).reverse(); // any order
+    const ids = (at: number) => envelopesOf(rows, at).map((e) => e.jobId);
+    const later = ids(base + 3 - DELIVERY_LEAD_MS); // the first row is due now: it leaves its envelope
+    expect(later.slice(2)).toEqual(ids(now).slice(1));
   });
 
   it('caps an envelope at ENVELOPE_MAX_ROWS rows; the same hints give the same ids, a row moved to another time another id', () => {

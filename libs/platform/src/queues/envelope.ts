@@ -60,8 +60,8 @@ export interface Envelope {
  * - later: per COARSE_WINDOW_MS window, out REFINE_LEAD_MS before the window starts, when the
  *   dispatcher sends its rows on in fine envelopes.
  * At most ENVELOPE_MAX_ROWS rows each. The id is derived from the rows and their due times, so
- * adding the same hints again (a promoter retry) adds nothing, while a row moved to another time
- * gets an envelope of its own.
+ * adding the same hints again with the same `now` (a retry) adds nothing while the envelopes
+ * wait, while a row moved to another time gets an envelope of its own.
  */
 export function envelopesOf(hints: readonly Hint[], nowMs: number, opts: EnvelopeOptions = {}): Envelope[] {
   const due: Hint[] = [];
@@ -89,14 +89,15 @@ export function envelopesOf(hints: readonly Hint[], nowMs: number, opts: Envelop
 /**
  * Rows in due order cut into fine envelopes: an envelope takes the rows due within
  * ENVELOPE_WINDOW_MS of its first, and while it holds fewer than SPARSE_ENVELOPE_ROWS, those due
- * within SPARSE_WINDOW_MS; at most ENVELOPE_MAX_ROWS.
+ * within SPARSE_WINDOW_MS, up to the next multiple of SPARSE_WINDOW_MS; at most ENVELOPE_MAX_ROWS.
  */
 function fineGroups(rows: readonly Hint[]): Hint[][] {
   const out: Hint[][] = [];
   let group: Hint[] = [];
   for (const h of rows) {
     const span = group.length === 0 ? 0 : h.dueMs - group[0].dueMs;
-    const full = group.length >= ENVELOPE_MAX_ROWS || span >= SPARSE_WINDOW_MS || (span >= ENVELOPE_WINDOW_MS && group.length >= SPARSE_ENVELOPE_ROWS);
+    const cell = group.length > 0 && Math.floor(h.dueMs / SPARSE_WINDOW_MS) !== Math.floor(group[0].dueMs / SPARSE_WINDOW_MS);
+    const full = cell || group.length >= ENVELOPE_MAX_ROWS || (span >= ENVELOPE_WINDOW_MS && group.length >= SPARSE_ENVELOPE_ROWS);
     if (full) {
       out.push(group);
       group = [];
