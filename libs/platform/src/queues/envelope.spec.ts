@@ -55,6 +55,14 @@ describe('envelopes: rows that travel the hot queue together', () => {
     expect(later.slice(2)).toEqual(ids(now).slice(1));
   });
 
+  it('gives rows between the same first and last rows an envelope of their own (an overdue re-hint beside a waiting envelope)', () => {
+    const due = now + 10_000;
+    const waiting = envelopesOf([hint(1, due), hint(2, due + 1), hint(9, due + 3)], now);
+    const rehint = envelopesOf([hint(1, due), hint(5, due + 2), hint(9, due + 3)], now);
+    expect(rehint[0].jobId).not.toBe(waiting[0].jobId);
+    expect(envelopesOf([hint(9, due + 3), hint(5, due + 2), hint(1, due)], now)[0].jobId).toBe(rehint[0].jobId); // same rows, same id
+  });
+
   it('caps an envelope at ENVELOPE_MAX_ROWS rows; the same hints give the same ids, a row moved to another time another id', () => {
     const burst = Array.from({ length: ENVELOPE_MAX_ROWS + 1 }, (_, i) => hint(100 + i, now + 30_000));
     const a = envelopesOf(burst, now);

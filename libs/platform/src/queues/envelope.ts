@@ -2,6 +2,7 @@ import {
   COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, ENVELOPE_WINDOW_MS, FINE_HORIZON_MS, REFINE_LEAD_MS, SPARSE_ENVELOPE_ROWS,
   SPARSE_WINDOW_MS,
 } from './delivery-timing';
+import { createHash } from 'node:crypto';
 import type { Hint } from '@almanac/domain';
 
 /**
@@ -77,7 +78,7 @@ export function envelopesOf(hints: readonly Hint[], nowMs: number, opts: Envelop
   const out: Envelope[] = [];
   const add = (rows: Hint[], fireAtMs: number) => {
     const data = encode(rows, opts.repair === true);
-    const jobId = `e-${rows[0].id}-${rows[rows.length - 1].id}-${rows.length}-${data.b}${opts.resent ? `-r${nowMs}` : ''}`;
+    const jobId = `e-${rows[0].id}-${rows[rows.length - 1].id}-${digestOf(data)}-${data.b}${opts.resent ? `-r${nowMs}` : ''}`;
     out.push({ jobId, data, delayMs: Math.max(0, fireAtMs - nowMs) });
   };
   for (const rows of chunks(inDueOrder(due))) add(rows, nowMs);
@@ -106,6 +107,17 @@ function fineGroups(rows: readonly Hint[]): Hint[][] {
   }
   if (group.length > 0) out.push(group);
   return out;
+}
+
+/**
+ * The rows an envelope carries, in 12 characters: an id of its first and last row and their count
+ * alone let a re-hint of other rows between them (the overdue sweep's) share the id of an
+ * envelope still waiting, and BullMQ ignored the add, so those rows waited for the next sweep.
+ */
+function digestOf(data: EnvelopeData): string {
+  const hash = createHash('sha1');
+  for (const [tenant, kind, items] of data.f) hash.update(`${tenant}|${kind}|${items};`);
+  return hash.digest('base64url').slice(0, 12);
 }
 
 function chunks(rows: readonly Hint[]): Hint[][] {
