@@ -31,10 +31,11 @@ export const ENVELOPE_WINDOW_MS = 10;
 /**
  * An envelope of fewer than SPARSE_ENVELOPE_ROWS rows stays open for rows due up to
  * SPARSE_WINDOW_MS after its first, never across a multiple of SPARSE_WINDOW_MS (so an add sent
- * again with another `now` changes the envelopes of one such span at most): at 500 jobs/s a 10 ms window held ~5 rows, and the
- * dispatcher's BullMQ cycle per envelope was the largest cost per job. Dense rows keep the
- * 10 ms window: 50 ms for all cost at 12,000 jobs/s, where rows handed over early each waited
- * for its instant and claimed alone (docs/decisions/2026-12-06-quiet-pool-cost.md).
+ * again with another `now` changes the envelopes of one such span at most): at 500 jobs/s a
+ * 10 ms window held ~5 rows, and the dispatcher's BullMQ cycle per envelope was the largest cost
+ * per job. Dense rows keep the 10 ms window: 50 ms for all cost at 12,000 jobs/s, where rows
+ * handed over early each waited for its instant and claimed alone
+ * (docs/decisions/2026-12-06-quiet-pool-cost.md).
  */
 export const SPARSE_ENVELOPE_ROWS = 25;
 export const SPARSE_WINDOW_MS = 50;

@@ -1,8 +1,8 @@
+import { createHash } from 'node:crypto';
 import {
   COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, ENVELOPE_WINDOW_MS, FINE_HORIZON_MS, REFINE_LEAD_MS, SPARSE_ENVELOPE_ROWS,
   SPARSE_WINDOW_MS,
 } from './delivery-timing';
-import { createHash } from 'node:crypto';
 import type { Hint } from '@almanac/domain';
 
 /**
@@ -69,9 +69,12 @@ export function envelopesOf(hints: readonly Hint[], nowMs: number, opts: Envelop
   const fine: Hint[] = [];
   const coarse = new Map<number, Hint[]>();
   for (const h of hints) {
+    if (h.dueMs <= nowMs + DELIVERY_LEAD_MS) {
+      due.push(h);
+      continue;
+    }
     const start = coarseWindowOf(h.dueMs, nowMs);
-    if (h.dueMs <= nowMs + DELIVERY_LEAD_MS) due.push(h);
-    else if (start === null) fine.push(h);
+    if (start === null) fine.push(h);
     else if (coarse.has(start)) coarse.get(start)!.push(h);
     else coarse.set(start, [h]);
   }
