@@ -1,4 +1,4 @@
-import { HANDOFF_AHEAD_MS } from '@almanac/platform';
+import { DELIVERY_LEAD_MS } from '@almanac/platform';
 import { noopHandler } from '@almanac/testing/built-in-kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { SkewedClock } from '@almanac/testing/skewed-clock';
@@ -10,7 +10,7 @@ describe('a dispatcher whose clock is off', () => {
   // BullMQ takes a delayed envelope out by the host's own clock (Date.now), which no test can
   // skew; an envelope enqueued by a clock 5 s fast comes out 5 s early just the same. A slow
   // host's envelopes come out late, which no dispatcher can undo (docs/architecture.md, Known gaps).
-  it('5 s fast, holds an envelope that comes out early by the database clock: its row is handed over when due, not 5 s early', async () => {
+  it('5 s fast, sends an envelope that comes out early by the database clock back: its row is handed over as it comes due, not 5 s early', async () => {
     const fast = new SkewedClock(5000);
     h = await createHarness({ handlers: [noopHandler], clock: fast, dispatcherClock: fast });
     // Its once-a-second look also reads the database's clock (a reading over 200 ms is not taken).
@@ -20,7 +20,7 @@ describe('a dispatcher whose clock is off', () => {
     await h.enqueue([{ kind: 'noop', runAt: new Date(dueMs) }]); // out of BullMQ ~0.5 s from now
     h.hot.start();
     const lateness = (await handed) - dueMs;
-    expect(lateness).toBeGreaterThan(-HANDOFF_AHEAD_MS - 200); // the clock's reading is good to half a round trip
+    expect(lateness).toBeGreaterThan(-DELIVERY_LEAD_MS - 200); // the clock's reading is good to half a round trip
     expect(lateness).toBeLessThan(1000);
   });
 });

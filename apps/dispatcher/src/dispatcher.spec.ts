@@ -1,6 +1,6 @@
 import { completed, defineHandler } from '@almanac/kinds';
 import type { Hint } from '@almanac/domain';
-import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, HANDOFF_AHEAD_MS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
+import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { BULK_ROWS } from './dispatcher';
 
@@ -110,7 +110,7 @@ describe('dispatcher', () => {
     expect(await h.readyIds('reports')).toEqual([id]);
   });
 
-  it('holds an envelope until just before its first row is due, then hands it over', async () => {
+  it('hands an envelope over as it comes out, DELIVERY_LEAD_MS before its first row is due: the row waits in its pool', async () => {
     const dueMs = Date.now() + 400;
     const [id] = await h.enqueue([{ kind: 'noop', runAt: new Date(dueMs) }]);
     h.hot.start();
@@ -119,8 +119,8 @@ describe('dispatcher', () => {
       if ((await h.readyIds()).includes(id)) seenAt = Date.now();
       else await new Promise((r) => setTimeout(r, 2));
     }
-    expect(seenAt).toBeGreaterThanOrEqual(dueMs - HANDOFF_AHEAD_MS - 5);
-    expect(seenAt).toBeLessThan(dueMs + 100);
+    expect(seenAt).toBeGreaterThanOrEqual(dueMs - DELIVERY_LEAD_MS - 5);
+    expect(seenAt).toBeLessThan(dueMs);
   });
 
   it('sends the rows of a coarse window back in fine envelopes when its minute comes near, even after a dispatcher died holding it', async () => {

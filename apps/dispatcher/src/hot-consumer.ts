@@ -1,4 +1,4 @@
-import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, HANDOFF_AHEAD_MS, hintsOf, HOT_QUEUE_NAME, HotQueue, MAX_HOLD_MS, retryHandOff, tracer } from '@almanac/platform';
+import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, hintsOf, HANDOFF_WITHIN_MS, HOT_QUEUE_NAME, HotQueue, retryHandOff, tracer } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
@@ -10,7 +10,7 @@ export const HOT_CONSUMER_SETTINGS = Symbol('HOT_CONSUMER_SETTINGS');
 export const DISPATCHER_LOGGER = Symbol('DISPATCHER_LOGGER');
 
 export interface HotConsumerSettings {
-  /** Envelopes held at once, each until its hand-off: a burst's envelopes all come out together. */
+  /** Envelopes handed off at once: a burst's envelopes all come out together. */
   concurrency: number;
 }
 
@@ -21,10 +21,11 @@ export interface HotConsumerSettings {
 const HOT_WORKER_OPTIONS = { autorun: false, lockDuration: ENVELOPE_LOCK_MS, stalledInterval: ENVELOPE_STALLED_CHECK_MS, ...CONSUMER_REMOVAL };
 
 /**
- * The hot queue's @Processor (Nest creates its BullMQ Worker). It holds an envelope until
- * HANDOFF_AHEAD_MS before its first row is due and hands its rows to their pools; the envelope
- * stays active until the push landed, so a dispatcher killed meanwhile loses nothing. A coarse
- * window, or an envelope with rows due later than MAX_HOLD_MS, goes back on the hot queue.
+ * The hot queue's @Processor (Nest creates its BullMQ Worker). It hands an envelope's rows to
+ * their pools as it comes out (DELIVERY_LEAD_MS before its first row is due: they wait in the
+ * pool, where a take leaves rows not due yet); the envelope stays active until the push landed,
+ * so a dispatcher killed meanwhile loses nothing. A coarse window, or an envelope with rows due
+ * later than HANDOFF_WITHIN_MS, goes back on the hot queue.
  */
 @Processor(HOT_QUEUE_NAME, HOT_WORKER_OPTIONS)
 export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string>> {
@@ -58,14 +59,14 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     this.logger.error({ err, envelope: job?.id, ...what }, 'an envelope could not be handed off; the overdue sweep hints its rows again');
   }
 
-  /** Hands over every envelope waiting now, without holding; returns how many rows it handed. Tests and tools. */
+  /** Hands over every envelope waiting now; returns how many rows it handed. Tests and tools. */
   async runOnce(max = 10_000): Promise<number> {
     const token = `once-${process.pid}-${Date.now()}`;
     let rows = 0;
     for (let n = 0; n < max; n++) {
       const job = (await this.worker.getNextJob(token, { block: false })) as Job<EnvelopeData, unknown, string> | undefined;
       if (!job) break;
-      rows += await this.deliver(job.data, false);
+      rows += await this.deliver(job.data);
       await job.moveToCompleted('handed_off', token, false);
     }
     return rows;
@@ -77,30 +78,28 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
 
   /** BullMQ's processor: one envelope. */
   async process(job: Job<EnvelopeData, unknown, string>): Promise<string> {
-    await this.deliver(job.data, true);
+    await this.deliver(job.data);
     return 'handed_off';
   }
 
   /** One envelope, in a span that is a root of its own (an envelope carries many jobs' rows). */
-  private deliver(data: EnvelopeData, hold: boolean): Promise<number> {
+  private deliver(data: EnvelopeData): Promise<number> {
     const span = tracer.startSpan('hand off', { root: true, attributes: { 'messaging.system': 'almanac', 'messaging.operation.type': 'process' } });
-    return endWith(span, () => this.handOver(data, hold), (rows) => ({ 'messaging.batch.message_count': rows }));
+    return endWith(span, () => this.handOver(data), (rows) => ({ 'messaging.batch.message_count': rows }));
   }
 
   /**
-   * The usual envelope, every row due within MAX_HOLD_MS: held, then handed over; returns its
-   * rows. A coarse window, or an envelope with rows due later (it came out early: a clock off),
-   * goes back on the hot queue whole (envelopesOf: rows already due in envelopes of at most
+   * The usual envelope, every row due within HANDOFF_WITHIN_MS: handed over; returns its rows. A
+   * coarse window, or an envelope with rows due later (it came out early: a clock off), goes back
+   * on the hot queue whole (envelopesOf: rows already due in envelopes of at most
    * ENVELOPE_MAX_ROWS out at once), and none is handed over here: a window opened late can hold
    * a whole burst, and 200,000 rows in one hand-off overflowed the call stack. Its window's reads
    * and writes that Redis refuses go again, as a refused push does (retryHandOff).
    */
-  private async handOver(data: EnvelopeData, hold: boolean): Promise<number> {
+  private async handOver(data: EnvelopeData): Promise<number> {
     const [now, addedAtMs] = [this.clock.now(), Date.now()];
     const windowStart = data.w;
-    if (windowStart === undefined && data.l <= now.getTime() + MAX_HOLD_MS) {
-      const wait = data.b - HANDOFF_AHEAD_MS - now.getTime();
-      if (hold && wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (windowStart === undefined && data.l <= now.getTime() + HANDOFF_WITHIN_MS) {
       const flows = flowsOf(data);
       await this.dispatcher.handOff(flows, { repair: data.x === 1 });
       return flows.reduce((n, f) => n + f.items.length, 0);

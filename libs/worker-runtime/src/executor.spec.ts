@@ -170,11 +170,26 @@ describe('worker executor', () => {
   it('a hint taken before its row is due waits for it: claimed (attempt counted) when due, never earlier', async () => {
     const runAt = new Date(Date.now() + 400);
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
-    // In the pool now, as clock skew (or a hand-off a few ms ahead) may bring it early.
-    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'noop', runAt })]);
-    const running = h.runWorker(h.worker());
+    // Taken early, as a take a few ms ahead (or a clock that moved between take and claim) brings it.
+    const w = h.worker();
+    await w.heartbeat.runOnce();
+    const running = w.executor.execute('default', { ...h.hint(id, { kind: 'noop', runAt }), slots: 0 });
     for (const until = runAt.getTime() - 50; Date.now() < until; ) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
     await running;
+    await w.executor.drain();
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect((await h.attempts(id))[0].started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
+  });
+
+  it('a take leaves a row not due yet in its pool, holding no slot, and takes it once it is due', async () => {
+    const runAt = new Date(Date.now() + 300);
+    const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
+    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'noop', runAt })]);
+    const w = h.worker();
+    expect(await h.runWorker(w)).toBe(0);
+    expect(await h.readyIds()).toEqual([id]);
+    let ran = 0;
+    while (ran === 0) ran = await h.runWorker(w); // each pass one take: none takes it before it is due
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     expect((await h.attempts(id))[0].started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
   });
@@ -245,8 +260,10 @@ describe('worker executor', () => {
     h = await createHarness({ handlers: [noopHandler], clock });
     const runAt = new Date(clock.now().getTime() + 200);
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
-    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'noop', runAt })]);
-    await h.runWorker(h.worker());
+    const w = h.worker();
+    await w.heartbeat.runOnce();
+    await w.executor.execute('default', { ...h.hint(id, { kind: 'noop', runAt }), slots: 0 });
+    await w.executor.drain();
     const [attempt] = await h.attempts(id);
     expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
   });

@@ -58,8 +58,6 @@ export class Executor {
   private readonly running = new Map<string, Running>();
   /** Set once unfinished work was released: later hints are given straight back. */
   private stopping = false;
-  /** Wakes hints waiting for their due time when the worker stops. */
-  private readonly stopWaits = new Set<() => void>();
 
   constructor(private readonly o: ExecutorOptions) {
     const maxBatch = o.maxBatch ?? 500;
@@ -118,20 +116,11 @@ export class Executor {
     return 'stale';
   }
 
-  /** Waits until `dueMs` by this worker's clock, at most MAX_EARLY_WAIT_MS; false if the worker stops meanwhile. */
+  /** Waits until `dueMs` by this worker's clock (a few ms: takes come TAKE_AHEAD_MS early), at most MAX_EARLY_WAIT_MS; false if the worker stops. */
   private async until(dueMs: number): Promise<boolean> {
     const cap = Date.now() + MAX_EARLY_WAIT_MS;
-    for (;;) {
-      const wait = Math.min(dueMs - this.o.clock.now().getTime(), cap - Date.now());
-      if (wait <= 0 || this.stopping) return !this.stopping;
-      let wake!: () => void;
-      const stopped = new Promise<void>((r) => (wake = r));
-      this.stopWaits.add(wake);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([new Promise((r) => (timer = setTimeout(r, wait))), stopped]);
-      clearTimeout(timer);
-      this.stopWaits.delete(wake);
-    }
+    for (let wait; !this.stopping && (wait = Math.min(dueMs - this.o.clock.now().getTime(), cap - Date.now())) > 0; ) await new Promise((r) => setTimeout(r, wait));
+    return !this.stopping;
   }
 
   private async run(pool: string, hint: TakenHint, handler: HandlerDefinition, row: RunnableJob, leaseUntilMs: number, span: RunSpan): Promise<ExecutionResult> {
@@ -182,7 +171,6 @@ export class Executor {
    */
   async releaseUnfinished(): Promise<Map<string, string[]>> {
     this.stopping = true;
-    for (const wake of this.stopWaits) wake();
     await this.claimer.drain(); // claims in flight land first, and those rows are released too
     const entries = [...this.running.values()];
     const out = new Map<string, string[]>();

@@ -45,8 +45,8 @@ interface Lane {
 /**
  * Takes work from the pools' ready lists as handler slots free up: per pool, one loop takes as
  * many hints as it has free slots, starts them, and when the pool has nothing for it, blocks until
- * a push, a finish or a limit's next opening. A take also reports the hints done with: at once when
- * a run held limit slots, else with the next take (until then they stay in the taken hash).
+ * a push, a finish, or a row comes due or a limit opens. A take also reports the hints done with:
+ * at once when a run held limit slots, else with the next take (until then in the taken hash).
  */
 export class PoolTaker {
   private readonly lanes: Lane[];
@@ -144,7 +144,7 @@ export class PoolTaker {
     }
   }
 
-  /** Until a push or a finish signals the pool (its wake token), a limit's next opening, or a hint of this worker's that holds limit slots is done with. */
+  /** Until a push or a finish signals the pool (its wake token), the next row's due time or a limit's opening, or a hint of this worker's that holds limit slots is done with. */
   private async waitForWork(lane: Lane, nextWakeMs: number | null): Promise<void> {
     if (lane.doneHoldsSlots || lane.woken) return;
     lane.waiter ??= this.o.ready.waitForWork(lane.blocking as RedisClient, lane.pool, TAKE_BLOCK_MS).catch(() => false).then((woke) => {

@@ -20,7 +20,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     min: 1,
     max: 10_000,
     readers: ['dispatcher'],
-    meaning: 'envelopes (hot-queue jobs) the dispatcher holds at once, each until its hand-off (≤ 150 ms)',
+    meaning: 'envelopes (hot-queue jobs) the dispatcher hands off at once',
   },
   // The backstop behind the heartbeat (a dead worker is rescued by its beat, within seconds): a
   // worker that beats but lost a run gets it back once its lease runs out. Long handlers keep

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
  * - `B:tenants` zset of tenants with a runnable flow, scored by virtual start time (SFQ);
  * - `B:vt` the pool's virtual time: the start tag of the last job taken;
  * - `B:blocked` zset of `<tenant>` and `<tenant>:<kind>` held back by a limit or a suspension,
- *   scored by when to look again;
+ *   or a flow whose first item is not due yet, scored by when to look again;
  * - `B:shares` hash tenant → weight and limits (tenants off the default only; the dispatcher
  *   writes it);
  * - `B:waiting` how many items wait; `B:wake` a token idle workers block on (at most one);
@@ -33,6 +33,7 @@ local function tenantSlotsKey(t) return TL .. t .. ':c' end
 local function kindSlotsKey(t, k) return B .. ':limit:' .. t .. ':' .. k .. ':c' end
 local function rateKey(t, k) return B .. ':limit:' .. t .. ':' .. k .. ':r' end
 local function vtime() return tonumber(redis.call('GET', K.vt) or '0') end
+local function dueOf(item) return tonumber(string.match(item, ':(%d+)$')) end
 local function bulk(cmd, key, args)
   if #args == 0 then return end
   for i = 1, #args, 1000 do redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args))) end
@@ -64,6 +65,9 @@ local function releaseSlots(member, t, k, mask)
   end
   return woke
 end
+-- A due item put at the head of a flow (a repair, a give-back): a flow in \`blocked\` (waiting for
+-- a later head, or a limit) is looked at again by the next take.
+local function headIsDue(t, k) redis.call('ZADD', K.blocked, 'XX', 0, t .. ':' .. k) end
 local function parseTaken(v)
   local due, t, mask, k = string.match(v, '^([^:]+):([^:]+):([^:]+):(.+)$')
   return due, t, tonumber(mask), k

@@ -2,7 +2,7 @@ import { DEFAULT_SHARE, type TenantShare } from '@almanac/domain';
 import type { Hint } from '@almanac/domain';
 import { bytesUnder, createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { KIND_SLOT, ReadyQueues, TENANT_SLOT } from './ready-queues';
-import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS } from '@almanac/platform';
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS } from '@almanac/platform';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 describe('ReadyQueues (Redis): the pool ready structure and its one-step fair take', () => {
@@ -36,6 +36,42 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     await q.finish('default', 'w1', [early.id]);
     expect(await redis.connection.hkeys(`${q.base('default')}:taken:w1`)).toEqual([late.id]);
     expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
+  });
+
+  it('takes only rows due within TAKE_AHEAD_MS: the rest of a flow waits in the pool, holding no slot, until its head is due', async () => {
+    await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
+    const [due, soon, later] = [now, now + 40, now + 90].map((d) => hints(1, 1, 'noop', d)[0]);
+    await pushHints(q, 'default', [due, soon, later]);
+    const first = await q.take('default', 10, now, 'w1');
+    expect(first.hints.map((x) => x.id)).toEqual([due.id]);
+    expect(first.nextWakeMs).toBe(soon.dueMs - TAKE_AHEAD_MS);
+    expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1); // only the due row holds a slot
+    expect((await q.take('default', 10, soon.dueMs - TAKE_AHEAD_MS - 1, 'w1')).hints).toEqual([]);
+    expect((await q.take('default', 10, soon.dueMs - TAKE_AHEAD_MS, 'w1')).hints.map((x) => x.id)).toEqual([soon.id]);
+    const last = await q.take('default', 10, later.dueMs, 'w1');
+    expect(last.hints.map((x) => x.id)).toEqual([later.id]);
+    expect((await q.waiting(['default'])).get('default')).toBe(0);
+  });
+
+  it('a repair or a give-back that puts a due row ahead of a flow waiting for its later head has it taken at once', async () => {
+    const [later, overdue] = [hints(1, 1, 'noop', now + 1000)[0], hints(1, 1, 'noop', now - 60_000)[0]];
+    await pushHints(q, 'default', [later]);
+    expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
+    await q.pushFlows('default', [{ tenantId: 1, kind: 'noop', items: [`${overdue.id}:${overdue.dueMs}`] }], { repair: true });
+    expect((await q.take('default', 10, now, 'w1')).hints.map((x) => x.id)).toEqual([overdue.id]);
+    expect(await redis.connection.lrange(`${q.base('default')}:q:1:noop`, 0, -1)).toEqual([`${later.id}:${later.dueMs}`]);
+    // A give-back alike: the taken row goes back ahead of the waiting flow and is taken again at once.
+    expect(await q.giveBack('default', 'w1', [overdue.id])).toEqual([overdue.id]);
+    expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([overdue.id]);
+  });
+
+  it('a full take passes the wake token on while a flow waits for its head: an idle worker learns when to take', async () => {
+    const [later, due] = [hints(1, 1, 'noop', now + 50)[0], hints(2, 1, 'noop', now)[0]];
+    await pushHints(q, 'default', [due, later]);
+    await redis.connection.del(`${q.base('default')}:wake`);
+    expect((await q.take('default', 1, now, 'w1')).hints.map((x) => x.id)).toEqual([due.id]);
+    expect(await redis.connection.llen(`${q.base('default')}:wake`)).toBe(1);
+    expect((await q.take('default', 5, now, 'w2')).nextWakeMs).toBe(later.dueMs - TAKE_AHEAD_MS);
   });
 
   it('holds a burst of 200,000 due hints in a pool in under 100 bytes each (issue 31: a burst waits in Redis at ≤ 100 B a job)', async () => {

@@ -23,15 +23,15 @@ while i <= #ARGV do
   local q = flowKey(t, k)
   local before = redis.call('LLEN', q)
   if repair and before > 0 then
-    local headDue = tonumber(string.match(redis.call('LINDEX', q, 0), ':(%d+)$'))
+    local headDue = dueOf(redis.call('LINDEX', q, 0))
     local older, later = {}, {}
     for j = n, 1, -1 do
-      if tonumber(string.match(items[j], ':(%d+)$')) < headDue then older[#older + 1] = items[j] end
+      if dueOf(items[j]) < headDue then older[#older + 1] = items[j] end
     end
     for j = 1, n do
-      if tonumber(string.match(items[j], ':(%d+)$')) >= headDue then later[#later + 1] = items[j] end
+      if dueOf(items[j]) >= headDue then later[#later + 1] = items[j] end
     end
-    if #older > 0 then bulk('LPUSH', q, older) end
+    if #older > 0 then bulk('LPUSH', q, older) headIsDue(t, k) end
     if #later > 0 then bulk('RPUSH', q, later) end
   else
     bulk('RPUSH', q, items)
@@ -92,7 +92,7 @@ for i, e in ipairs(entries) do
   local q = flowKey(t, k)
   local before = redis.call('LLEN', q)
   redis.call('LPUSH', q, id .. ':' .. due)
-  if before == 0 then flowFilled(t, k, V) end
+  if before == 0 then flowFilled(t, k, V) else headIsDue(t, k) end
 end
 if ARGV[5] == '1' then redis.call('DEL', takenKey) end
 if #entries > 0 then

@@ -1,17 +1,19 @@
-import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS } from '@almanac/platform';
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS } from '@almanac/platform';
 import { readyScript } from './lua-common';
 
 /**
- * A worker's take: up to ARGV[4] items for worker ARGV[5], fair between tenants and within their
- * limits, in one atomic step (docs/architecture.md, the road, step 4). Fairness is start-time
- * fair queueing over tenants (Goyal et al.); a run of one tenant's items is popped at once
- * (LPOP count) as far as its tag stays at or below the next tenant's. `perSecond` is GCRA with a
- * burst of a tenth of a second; concurrency slots expire after ARGV[6] ms unless renewed.
+ * A worker's take: up to ARGV[4] items due within TAKE_AHEAD_MS for worker ARGV[5], fair between
+ * tenants and within their limits, in one atomic step (docs/architecture.md, the road, step 4):
+ * a flow whose head is due later waits in `blocked`, so a row holds no slot before it can run.
+ * Fairness is start-time fair queueing over tenants (Goyal et al.); a run of one tenant's items
+ * is taken at once as far as its tag stays at or below the next tenant's. `perSecond` is GCRA
+ * with a burst of a tenth of a second; concurrency slots expire after ARGV[6] ms unless renewed.
  * First, the ids from ARGV[7] on are finished (see FINISH). Returns { next wake ms ('' if none
  * blocked), `<id>:<due>:<tenant>:<slots>:<kind>`... }, each item recorded in the taken hash.
  */
 export const TAKE = readyScript(`
 local max, worker, ttl = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local horizon = now + ${TAKE_AHEAD_MS}
 local takenKey = B .. ':taken:' .. worker
 finish(worker, ARGV, 7)
 local V = vtime()
@@ -85,7 +87,11 @@ while taken < max and steps < max + 256 do
       local kl = s.kinds[k]
       local mask = s.maxc and 1 or 0
       local blockKind, tat, interval, room
-      if kl and kl.conc then
+      local q = flowKey(t, k)
+      local head = redis.call('LINDEX', q, 0)
+      if head and dueOf(head) > horizon then
+        blockKind = dueOf(head) - ${TAKE_AHEAD_MS}
+      elseif kl and kl.conc then
         room = concRoom(kindSlotsKey(t, k), kl.conc)
         if room <= 0 then blockKind = now + ${CONCURRENCY_RECHECK_MS} else want = math.min(want, room) mask = mask + 2 end
       end
@@ -93,13 +99,17 @@ while taken < max and steps < max + 256 do
         room, blockKind, tat, interval = rateRoom(rateKey(t, k), kl.rate)
         if room > 0 then want = math.min(want, room) end
       end
-      local q = flowKey(t, k)
-      if blockKind then
-        redis.call('LREM', kk, -1, k)
-        redis.call('ZADD', K.blocked, blockKind, t .. ':' .. k)
-      else
-        items = redis.call('LPOP', q, want)
+      if not blockKind and head then
+        -- The items due by the horizon; the rest of the flow waits in \`blocked\` for its head.
+        items = redis.call('LRANGE', q, 0, want - 1)
+        local n = #items
+        while dueOf(items[n]) > horizon do n = n - 1 end
+        if n < #items then blockKind = dueOf(items[n + 1]) - ${TAKE_AHEAD_MS} end
+        for j = #items, n + 1, -1 do items[j] = nil end
+        redis.call('LTRIM', q, n, -1)
       end
+      if blockKind then redis.call('ZADD', K.blocked, blockKind, t .. ':' .. k) end
+      if blockKind or redis.call('LLEN', q) == 0 then redis.call('LREM', kk, -1, k) end
       if items then
         local n = 0
         local slotArgs, takenArgs = {}, {}
@@ -125,7 +135,6 @@ while taken < max and steps < max + 256 do
         V = S + (#items - 1) / s.w
         taken = taken + #items
       end
-      if not blockKind and redis.call('LLEN', q) == 0 then redis.call('LREM', kk, -1, k) end
     end
     if redis.call('LLEN', kk) == 0 then
       redis.call('ZREM', K.tenants, t)
@@ -139,8 +148,9 @@ local runnable = redis.call('ZCARD', K.tenants)
 if taken > 0 then redis.call('DECRBY', K.waiting, taken) end
 if #out > 1 then redis.call('PEXPIRE', takenKey, 3600000) end
 redis.call('SET', K.vt, runnable == 0 and '0' or string.format('%.17g', V))
-if taken >= max and runnable > 0 then wake() end
 local nb = redis.call('ZRANGE', K.blocked, 0, 0, 'WITHSCORES')
 if nb[2] then out[1] = nb[2] end
+-- A full worker does not wait for the next opening: another, woken, learns it from its own take.
+if taken >= max and (runnable > 0 or nb[2]) then wake() end
 return out
 `);

@@ -14,13 +14,6 @@ import { retryWithBackoff } from '../time/retry';
 export const DELIVERY_LEAD_MS = 150;
 
 /**
- * The dispatcher hands an envelope's rows to their pools this long before the first one is due,
- * so a worker has taken them (a wake, one script) by then; the worker waits out the rest and
- * claims each row at its due time.
- */
-export const HANDOFF_AHEAD_MS = 10;
-
-/**
  * Rows due within one window of this many ms share an envelope (one BullMQ job), whatever their
  * tenant and kind. BullMQ's own work per job (add, move to active, finish) cost about as much CPU
  * as a whole plain BullMQ job; at 1,500 jobs/s at distinct instants a window holds ~15 rows
@@ -55,15 +48,22 @@ export const COARSE_WINDOW_MS = 120_000;
 export const REFINE_LEAD_MS = 5_000;
 
 /**
- * A dispatcher holds rows due within this much of now until their hand-off, and sends rows due
- * later back to the hot queue (a coarse envelope being refined, or a clock far off).
+ * A dispatcher hands over rows due within this much of now, and sends rows due later back to the
+ * hot queue (a coarse envelope being refined, or a clock far off).
  */
-export const MAX_HOLD_MS = 1_000;
+export const HANDOFF_WITHIN_MS = 1_000;
+
+/**
+ * A take takes only rows due within this much of the worker's now; a flow whose first row is due
+ * later waits in its pool until then. So a row holds no handler slot and no limit slot before it
+ * can run (rows taken as they came, up to 150 ms early, held them), and the take's round trip is
+ * done before the row is due.
+ */
+export const TAKE_AHEAD_MS = 5;
 
 /**
  * A worker waits at most this long for a taken row to come due before it claims it (rows come
- * HANDOFF_AHEAD_MS plus up to one SPARSE_WINDOW_MS early, or DELIVERY_LEAD_MS in an envelope of
- * rows due at once; more only with clock skew).
+ * up to TAKE_AHEAD_MS early; more only if the worker's clock moved between take and claim).
  */
 export const MAX_EARLY_WAIT_MS = 1_000;
 
