@@ -116,7 +116,7 @@ export class Executor {
     return 'stale';
   }
 
-  /** Waits until `dueMs` by this worker's clock (a few ms: takes come TAKE_AHEAD_MS early), at most MAX_EARLY_WAIT_MS; false if the worker stops. */
+  /** Waits until `dueMs` by this worker's clock (takes come at most TAKE_AHEAD_MS early), at most MAX_EARLY_WAIT_MS; false if the worker stops. */
   private async until(dueMs: number): Promise<boolean> {
     const cap = Date.now() + MAX_EARLY_WAIT_MS;
     for (let wait; !this.stopping && (wait = Math.min(dueMs - this.o.clock.now().getTime(), cap - Date.now())) > 0; ) await new Promise((r) => setTimeout(r, wait));

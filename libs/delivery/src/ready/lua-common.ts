@@ -65,8 +65,7 @@ local function releaseSlots(member, t, k, mask)
   end
   return woke
 end
--- A due item put at the head of a flow (a repair, a give-back): a flow in \`blocked\` (waiting for
--- a later head, or a limit) is looked at again by the next take.
+-- A due item put at the head of a flow (a repair, a give-back): if blocked, the next take looks.
 local function headIsDue(t, k) redis.call('ZADD', K.blocked, 'XX', 0, t .. ':' .. k) end
 local function parseTaken(v)
   local due, t, mask, k = string.match(v, '^([^:]+):([^:]+):([^:]+):(.+)$')

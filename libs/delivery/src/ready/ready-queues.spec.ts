@@ -2,7 +2,7 @@ import { DEFAULT_SHARE, type TenantShare } from '@almanac/domain';
 import type { Hint } from '@almanac/domain';
 import { bytesUnder, createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { KIND_SLOT, ReadyQueues, TENANT_SLOT } from './ready-queues';
-import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS } from '@almanac/platform';
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS, TAKE_WAKE_AHEAD_MS } from '@almanac/platform';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 describe('ReadyQueues (Redis): the pool ready structure and its one-step fair take', () => {
@@ -38,19 +38,30 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
   });
 
-  it('takes only rows due within TAKE_AHEAD_MS: the rest of a flow waits in the pool, holding no slot, until its head is due', async () => {
+  it('takes only rows due within TAKE_AHEAD_MS: the rest of a flow waits in the pool, holding no slot, until just before its head is due', async () => {
     await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
-    const [due, soon, later] = [now, now + 40, now + 90].map((d) => hints(1, 1, 'noop', d)[0]);
-    await pushHints(q, 'default', [due, soon, later]);
+    const wakeAt = now + 40 - TAKE_WAKE_AHEAD_MS;
+    const [due, soon, withSoon, later] = [now, now + 40, wakeAt + TAKE_AHEAD_MS, wakeAt + TAKE_AHEAD_MS + 1].map((d) => hints(1, 1, 'noop', d)[0]);
+    await pushHints(q, 'default', [due, soon, withSoon, later]);
     const first = await q.take('default', 10, now, 'w1');
     expect(first.hints.map((x) => x.id)).toEqual([due.id]);
-    expect(first.nextWakeMs).toBe(soon.dueMs - TAKE_AHEAD_MS);
+    expect(first.nextWakeMs).toBe(wakeAt);
     expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1); // only the due row holds a slot
-    expect((await q.take('default', 10, soon.dueMs - TAKE_AHEAD_MS - 1, 'w1')).hints).toEqual([]);
-    expect((await q.take('default', 10, soon.dueMs - TAKE_AHEAD_MS, 'w1')).hints.map((x) => x.id)).toEqual([soon.id]);
-    const last = await q.take('default', 10, later.dueMs, 'w1');
-    expect(last.hints.map((x) => x.id)).toEqual([later.id]);
+    expect((await q.take('default', 10, wakeAt - 1, 'w1')).hints).toEqual([]);
+    const next = await q.take('default', 10, wakeAt, 'w1'); // the rows of the next TAKE_AHEAD_MS, together
+    expect(next.hints.map((x) => x.id)).toEqual([soon.id, withSoon.id]);
+    expect(next.nextWakeMs).toBe(later.dueMs - TAKE_WAKE_AHEAD_MS);
+    expect((await q.take('default', 10, later.dueMs, 'w1')).hints.map((x) => x.id)).toEqual([later.id]);
     expect((await q.waiting(['default'])).get('default')).toBe(0);
+  });
+
+  it('takes every due row of a long flow, however many it reads first, and leaves the rest', async () => {
+    const due = [...hints(1, 16), ...hints(1, 9, 'noop', now + TAKE_AHEAD_MS)];
+    const later = hints(1, 30, 'noop', now + TAKE_AHEAD_MS + 1);
+    await pushHints(q, 'default', [...due, ...later]);
+    expect((await q.take('default', 100, now, 'w1')).hints.map((x) => x.id)).toEqual(due.map((x) => x.id));
+    expect((await q.take('default', 5, later[0].dueMs, 'w1')).hints.map((x) => x.id)).toEqual(later.slice(0, 5).map((x) => x.id));
+    expect((await q.waiting(['default'])).get('default')).toBe(25);
   });
 
   it('a repair or a give-back that puts a due row ahead of a flow waiting for its later head has it taken at once', async () => {
@@ -71,7 +82,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     await redis.connection.del(`${q.base('default')}:wake`);
     expect((await q.take('default', 1, now, 'w1')).hints.map((x) => x.id)).toEqual([due.id]);
     expect(await redis.connection.llen(`${q.base('default')}:wake`)).toBe(1);
-    expect((await q.take('default', 5, now, 'w2')).nextWakeMs).toBe(later.dueMs - TAKE_AHEAD_MS);
+    expect((await q.take('default', 5, now, 'w2')).nextWakeMs).toBe(later.dueMs - TAKE_WAKE_AHEAD_MS);
   });
 
   it('holds a burst of 200,000 due hints in a pool in under 100 bytes each (issue 31: a burst waits in Redis at ≤ 100 B a job)', async () => {
