@@ -36,7 +36,7 @@ import { PoolObserver } from './pool-observer';
       inject: [KindRoutes, ReadyQueues, DeliveryMetrics],
       useFactory: (routes: KindRoutes, ready: ReadyQueues, metrics: DeliveryMetrics) => new Dispatcher(routes, ready, metrics),
     },
-    // Envelopes are held by the database's clock, read at every observe: by its own, a dispatcher 5 s
+    // Envelopes are judged by the database's clock, read at every observe: by its own, a dispatcher 5 s
     // fast handed every job over 5 s early.
     { provide: DatabaseClock, inject: [Clock], useFactory: (clock: Clock) => new DatabaseClock(clock) },
     {

@@ -204,8 +204,8 @@ describe('dispatcher', () => {
     const [a, b] = await h.enqueue([{ kind: 'noop' }, { kind: 'charge' }]);
     const pushFlows = h.ready.pushFlows.bind(h.ready);
     let refused = false;
-    const push = jest.spyOn(h.ready, 'pushFlows').mockImplementation((pool, flows, opts) => {
-      if (pool !== 'billing' || refused) return pushFlows(pool, flows, opts);
+    const push = jest.spyOn(h.ready, 'pushFlows').mockImplementation((pool, flows) => {
+      if (pool !== 'billing' || refused) return pushFlows(pool, flows);
       refused = true;
       return Promise.reject(new Error('OOM command not allowed when used memory > maxmemory'));
     });

@@ -40,7 +40,7 @@ export class Dispatcher {
     const push = (until = Date.now() + HANDOFF_RETRY_FOR_MS) =>
       Promise.all(
         [...byPool].map(async ([pool, list]) => {
-          const added = await retryHandOff(() => this.ready.pushFlows(pool, list, opts), until);
+          const added = await retryHandOff(() => this.ready.pushFlows(pool, list), until);
           if (added > 0) this.metrics.dispatched.inc({ pool, via: opts.repair ? 'repair' : 'hot' }, added);
         }),
       );

@@ -56,7 +56,7 @@ export class DeliveryMetrics {
     this.poolWorkers = poolGauge('almanac_pool_workers', 'Live worker processes serving the pool (a heartbeat within 5 s, not shutting down)');
     this.poolCapacity = poolGauge('almanac_pool_capacity', "Handlers the pool can run at once: the sum of its live workers' concurrency");
     this.poolInFlight = poolGauge('almanac_pool_in_flight', "Jobs the pool's workers are running (taken and not finished)");
-    this.poolBacklog = poolGauge('almanac_pool_backlog', "Due jobs waiting in the pool's ready lists for a worker");
+    this.poolBacklog = poolGauge('almanac_pool_backlog', "Jobs waiting in the pool's ready lists for a worker: due, or due within ~150 ms");
     this.kindServed = metrics.gauge({
       name: 'almanac_kind_served', labelNames: ['kind', 'pool'] as const,
       help: 'Per registered kind: 1 when the pool it routes to has a live worker, 0 when none would run it',

@@ -119,7 +119,7 @@ export class Executor {
   /** Waits until `dueMs` by this worker's clock (takes come at most TAKE_AHEAD_MS early), at most MAX_EARLY_WAIT_MS; false if the worker stops. */
   private async until(dueMs: number): Promise<boolean> {
     const cap = Date.now() + MAX_EARLY_WAIT_MS;
-    for (let wait; !this.stopping && (wait = Math.min(dueMs - this.o.clock.now().getTime(), cap - Date.now())) > 0; ) await new Promise((r) => setTimeout(r, wait));
+    for (let wait; !this.stopping && (wait = Math.min(dueMs - this.o.clock.now().getTime(), cap - Date.now())) > 0; ) await new Promise((r) => setTimeout(r, Math.min(wait, 50))); // a stop is seen within 50 ms
     return !this.stopping;
   }
 

@@ -33,7 +33,7 @@ local function tenantSlotsKey(t) return TL .. t .. ':c' end
 local function kindSlotsKey(t, k) return B .. ':limit:' .. t .. ':' .. k .. ':c' end
 local function rateKey(t, k) return B .. ':limit:' .. t .. ':' .. k .. ':r' end
 local function vtime() return tonumber(redis.call('GET', K.vt) or '0') end
-local function dueOf(item) return tonumber(string.match(item, ':(%d+)$')) end
+local function dueOf(item) return tonumber(string.match(item, ':(%d+)$')) or 0 end -- malformed: due, never a stuck pool
 local function bulk(cmd, key, args)
   if #args == 0 then return end
   for i = 1, #args, 1000 do redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args))) end

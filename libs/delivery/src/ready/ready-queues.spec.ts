@@ -64,11 +64,20 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect((await q.waiting(['default'])).get('default')).toBe(25);
   });
 
+  it('a take that runs out of steps among flows not due yet, with due work left, asks to be sent again at once', async () => {
+    await pushHints(q, 'default', Array.from({ length: 300 }, (_, i) => hints(100 + i, 1, 'noop', now + 1000)[0]));
+    await pushHints(q, 'default', hints(999, 1)); // sorts after every tenant above
+    const take = await q.take('default', 1, now, 'w1');
+    expect(take.hints).toEqual([]);
+    expect(take.nextWakeMs).toBe(now);
+    expect((await q.take('default', 1, now, 'w1')).hints.map((h) => h.tenantId)).toEqual([999]);
+  });
+
   it('a repair or a give-back that puts a due row ahead of a flow waiting for its later head has it taken at once', async () => {
     const [later, overdue] = [hints(1, 1, 'noop', now + 1000)[0], hints(1, 1, 'noop', now - 60_000)[0]];
     await pushHints(q, 'default', [later]);
     expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
-    await q.pushFlows('default', [{ tenantId: 1, kind: 'noop', items: [`${overdue.id}:${overdue.dueMs}`] }], { repair: true });
+    await pushHints(q, 'default', [overdue]);
     expect((await q.take('default', 10, now, 'w1')).hints.map((x) => x.id)).toEqual([overdue.id]);
     expect(await redis.connection.lrange(`${q.base('default')}:q:1:noop`, 0, -1)).toEqual([`${later.id}:${later.dueMs}`]);
     // A give-back alike: the taken row goes back ahead of the waiting flow and is taken again at once.
@@ -162,13 +171,19 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect((await q.take('default', 10, now + CONCURRENCY_RECHECK_MS, 'w3')).hints.map((h) => h.id)).toEqual([a.id, b.id, c.id]);
   });
 
-  it('a repair puts rows due before its flow\'s head at the head, in due order, and the rest at the tail', async () => {
-    const [older, old, waiting, later] = [...hints(1, 1, 'noop', now - 90_000), ...hints(1, 1, 'noop', now - 60_000), ...hints(1, 1, 'noop', now), ...hints(1, 1, 'noop', now + 1000)];
-    await pushHints(q, 'default', [waiting]);
-    expect(await pushHints(q, 'default', [older, old, later], { repair: true })).toBe(3);
-    expect((await q.take('default', 10, now + 1000, 'w1')).hints.map((h) => h.id)).toEqual([older.id, old.id, waiting.id, later.id]);
+  it('keeps a flow in due order, whatever order its rows are handed over in: a row due now is not held behind later ones', async () => {
+    const [older, old, waiting, mid, later, last] = [-90_000, -60_000, 0, 30, 60, 1000].map((d) => hints(1, 1, 'noop', now + d)[0]);
+    await pushHints(q, 'default', [waiting, later, last]);
+    expect(await pushHints(q, 'default', [older, old, mid])).toBe(3); // a repair's, and an overlapping envelope's
+    const flow = await redis.connection.lrange(`${q.base('default')}:q:1:noop`, 0, -1);
+    expect(flow).toEqual([older, old, waiting, mid, later, last].map((h) => `${h.id}:${h.dueMs}`));
     const [lost] = hints(2, 1, 'noop', now - 60_000);
-    expect(await pushHints(q, 'default', [lost], { repair: true })).toBe(1); // an empty flow takes it as it is
+    expect(await pushHints(q, 'default', [lost])).toBe(1); // an empty flow takes it as it is
+    const [dueNow] = hints(3, 1, 'noop', now);
+    await pushHints(q, 'default', hints(3, 3, 'noop', now + 140));
+    expect((await q.take('default', 10, now, 'w1')).hints.map((h) => h.id).sort()).toEqual([older.id, old.id, waiting.id, lost.id].sort());
+    await pushHints(q, 'default', [dueNow]); // a job due now, behind rows handed over 140 ms early
+    expect((await q.take('default', 10, now, 'w1')).hints.map((h) => h.id)).toEqual([dueNow.id]);
   });
 
   it("drops a second copy of a row the worker already holds, and keeps another worker's slots apart", async () => {

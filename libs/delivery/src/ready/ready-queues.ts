@@ -39,10 +39,10 @@ export class ReadyQueues {
     return isCluster(this.redis) ? `${this.base(pool)}:limit:` : `${this.prefix}:almanac:limit:`;
   }
 
-  /** Appends flows' items (`<id>:<due ms>`, in due order) as they come in an envelope: one script call. */
-  async pushFlows(pool: string, flows: readonly EnvelopeFlow[], opts: { repair?: boolean } = {}): Promise<number> {
+  /** Puts flows' items (`<id>:<due ms>`, in due order) into their flows in due order, as they come in an envelope: one script call. */
+  async pushFlows(pool: string, flows: readonly EnvelopeFlow[]): Promise<number> {
     if (flows.length === 0) return 0;
-    const args: (string | number)[] = [opts.repair ? '1' : '0'];
+    const args: (string | number)[] = [];
     for (const f of flows) args.push(f.tenantId, f.kind, f.items.length, ...f.items);
     return (await this.run(PUSH, pool, Date.now(), args)) as number;
   }

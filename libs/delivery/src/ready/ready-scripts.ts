@@ -1,42 +1,41 @@
 import { readyScript } from './lua-common';
 
 /**
- * The dispatcher's hand-off: appends each flow's items (ARGV from 5: tenant, kind, count, then
- * `<id>:<due>` × count, per flow) and makes newly filled flows runnable; wakes idle workers.
- * ARGV[4] = '1' for a repair (the overdue sweep's re-hints, which may be older than a flow's
- * head): rows due before the head go to the head, in due order, the rest to the tail. Nothing is
- * left out: the sweep judged these rows hintless, and a repair split over several envelopes fills
- * the flow it repairs (leaving out rows due after the head then dropped all but the first
- * envelope's: 3,630 of 10,000 jobs never ran after a FLUSHALL). A second hint of a row is dropped
- * by the take or the claim. Returns how many items it added.
+ * The dispatcher's hand-off: puts each flow's items (ARGV from 4: tenant, kind, count, then
+ * `<id>:<due>` × count in due order, per flow) into the flow in due order, and makes newly
+ * filled flows runnable; wakes idle workers. A take stops at a flow's first item not due, so an
+ * item due before items already there goes before them: before the head (a repair's re-hint, a
+ * job due now behind ~150 ms of handed-over rows), or merged from the tail (envelopes of
+ * separate enqueues overlap). Nothing is left out: leaving out a repair's rows due after the
+ * head dropped all but the first envelope's (3,630 of 10,000 jobs never ran after a FLUSHALL).
+ * A second hint of a row is dropped by the take or the claim. Returns how many items it added.
  */
 export const PUSH = readyScript(`
-local repair = ARGV[4] == '1'
 local V = vtime()
 local pushed = 0
-local i = 5
+local i = 4
 while i <= #ARGV do
   local t, k, n = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
-  local items = {}
-  for j = 1, n do items[j] = ARGV[i + 2 + j] end
+  local items = { unpack(ARGV, i + 3, i + 2 + n) } -- at most ENVELOPE_MAX_ROWS (1,000)
   i = i + 3 + n
   local q = flowKey(t, k)
-  local before = redis.call('LLEN', q)
-  if repair and before > 0 then
-    local headDue = dueOf(redis.call('LINDEX', q, 0))
-    local older, later = {}, {}
-    for j = n, 1, -1 do
-      if dueOf(items[j]) < headDue then older[#older + 1] = items[j] end
-    end
-    for j = 1, n do
-      if dueOf(items[j]) >= headDue then later[#later + 1] = items[j] end
-    end
-    if #older > 0 then bulk('LPUSH', q, older) headIsDue(t, k) end
-    if #later > 0 then bulk('RPUSH', q, later) end
-  else
-    bulk('RPUSH', q, items)
-    if before == 0 then flowFilled(t, k, V) end
+  local head, rest, older = redis.call('LINDEX', q, 0), items, {}
+  if head and dueOf(items[1]) < dueOf(head) then
+    for j = n, 1, -1 do if dueOf(items[j]) < dueOf(head) then older[#older + 1] = items[j] end end
+    rest = {}
+    for j = #older + 1, n do rest[#rest + 1] = items[j] end
+    bulk('LPUSH', q, older)
+    headIsDue(t, k)
   end
+  -- The tail items due after the first of the rest come off and go back merged (few: envelopes overlap by ms).
+  local tail, merged = {}, {}
+  while #rest > 0 and dueOf(redis.call('LINDEX', q, -1) or '0:0') > dueOf(rest[1]) do tail[#tail + 1] = redis.call('RPOP', q) end
+  local a, b = 1, #tail
+  while a <= #rest or b >= 1 do
+    if b < 1 or (a <= #rest and dueOf(rest[a]) < dueOf(tail[b])) then merged[#merged + 1], a = rest[a], a + 1 else merged[#merged + 1], b = tail[b], b - 1 end
+  end
+  bulk('RPUSH', q, merged)
+  if not head then flowFilled(t, k, V) end
   pushed = pushed + n
 end
 if pushed > 0 then

@@ -151,6 +151,7 @@ if #out > 1 then redis.call('PEXPIRE', takenKey, 3600000) end
 redis.call('SET', K.vt, runnable == 0 and '0' or string.format('%.17g', V))
 local nb = redis.call('ZRANGE', K.blocked, 0, 0, 'WITHSCORES')
 if nb[2] then out[1] = nb[2] end
+if runnable > 0 and taken < max then out[1] = tostring(now) end -- out of steps (many flows not due): again at once
 -- A full worker does not wait for the next opening: another, woken, learns it from its own take.
 if taken >= max and (runnable > 0 or nb[2]) then wake() end
 return out

@@ -4,7 +4,7 @@ import { Clock } from './clock';
 /**
  * A process's clock, set by the database's: a worker's at every heartbeat (it waits for a row's
  * due time by it, claims by it, stamps attempts with it), a dispatcher's at every observe (it
- * holds envelopes by it). The claim counts an attempt only once the row is due, so a worker whose
+ * judges envelopes by it). The claim counts an attempt only once the row is due, so a worker whose
  * own clock ran 5 s slow claimed nothing for 5 s and handed its rows back (the chaos bench: jobs
  * 42 s late); by the database's clock every process agrees.
  */

@@ -56,7 +56,7 @@ export const HANDOFF_WITHIN_MS = 1_000;
 /**
  * A take takes only rows due within TAKE_AHEAD_MS of the worker's now; a flow whose first row is
  * due later waits in its pool until TAKE_WAKE_AHEAD_MS before it (the take's round trip). So a
- * row holds a handler slot and its limit slots at most ~18 ms before it can run (rows taken as
+ * row holds a handler slot and its limit slots at most ~20 ms before it can run (rows taken as
  * they came held them up to 150 ms), and a take brings the rows of the next ~18 ms together.
  * Each take is a script of ~100 µs of Redis: at 500 jobs/s at distinct instants, a take 5 ms
  * ahead brought one row (Redis 250 µs a job against 50 before), 10 ms ahead ~5 (110 µs), 20 ms
