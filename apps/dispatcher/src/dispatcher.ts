@@ -18,7 +18,7 @@ const BULK_IN_FLIGHT = 2;
  */
 export class Dispatcher {
   private bulkInFlight = 0;
-  private readonly bulkWaiting: { go: () => void; flows: Set<string> }[] = [];
+  private readonly bulkWaiting: (() => void)[] = [];
 
   constructor(
     private readonly routes: KindRoutes,
@@ -35,7 +35,6 @@ export class Dispatcher {
       else byPool.set(pool, [f]);
     }
     const rows = flows.reduce((n, f) => n + f.items.length, 0);
-    const keys = new Set(flows.map((f) => `${f.tenantId}:${f.kind}`));
     // A refused push goes again to its pool alone, before the turn passes on (HANDOFF_RETRY_PAUSES).
     const push = (until = Date.now() + HANDOFF_RETRY_FOR_MS) =>
       Promise.all(
@@ -44,17 +43,15 @@ export class Dispatcher {
           if (added > 0) this.metrics.dispatched.inc({ pool, via: opts.repair ? 'repair' : 'hot' }, added);
         }),
       );
-    // A few rows pass the waiting bulk hand-offs, unless one of them carries the same flow: a
-    // flow's items stay in the order they were handed off (due order).
-    const waitsForFlow = this.bulkWaiting.some((w) => [...keys].some((k) => w.flows.has(k)));
-    if (rows <= BULK_ROWS && !waitsForFlow) return void (await push());
-    if (this.bulkInFlight >= BULK_IN_FLIGHT) await new Promise<void>((go) => this.bulkWaiting.push({ go, flows: keys }));
+    // A few rows pass the waiting bulk hand-offs (the push keeps each flow in due order).
+    if (rows <= BULK_ROWS) return void (await push());
+    if (this.bulkInFlight >= BULK_IN_FLIGHT) await new Promise<void>((go) => this.bulkWaiting.push(go));
     else this.bulkInFlight++;
     try {
       await push();
     } finally {
       const next = this.bulkWaiting.shift(); // hands its turn on; the count stays
-      if (next) next.go();
+      if (next) next();
       else this.bulkInFlight--;
     }
   }
