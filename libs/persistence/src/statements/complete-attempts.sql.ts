@@ -31,7 +31,7 @@ export const COMPLETE_ATTEMPTS = prepared('almanac_complete_attempts', `WITH inp
                 result = i.result,
                 last_error = i.error
            FROM input i
-          WHERE j.id = i.id AND j.state = 'r' AND j.attempts = i.attempt
+          WHERE j.id = i.id AND j.state::text = 'r' AND j.attempts = i.attempt
          RETURNING j.id
        ), history AS (
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, worker_id, error, result)

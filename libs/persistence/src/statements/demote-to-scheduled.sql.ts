@@ -9,15 +9,13 @@ import { sql } from '../sql';
  *
  * $1 bigint[] ids · $2 timestamptz[] the run times that were enqueued.
  */
+export const DEMOTE_TO_SCHEDULED_SQL = `UPDATE jobs j SET state = 's'
+       FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, run_at)
+      WHERE j.id = u.id AND j.state::text = 'q' AND j.run_at = u.run_at
+     RETURNING j.id`;
+
 export async function demoteToScheduled(db: Db, items: readonly { id: string; runAt: Date }[]): Promise<number> {
   if (items.length === 0) return 0;
-  const { rows } = await sql(
-    db,
-    `UPDATE jobs j SET state = 's'
-       FROM unnest($1::bigint[], $2::timestamptz[]) AS u(id, run_at)
-      WHERE j.id = u.id AND j.state = 'q' AND j.run_at = u.run_at
-     RETURNING j.id`,
-    [items.map((i) => i.id), items.map((i) => i.runAt)],
-  );
+  const { rows } = await sql(db, DEMOTE_TO_SCHEDULED_SQL, [items.map((i) => i.id), items.map((i) => i.runAt)]);
   return rows.length;
 }

@@ -8,5 +8,5 @@
  */
 export const EXTEND_LEASES_SQL = `UPDATE jobs j SET lease_until = $3, progress = COALESCE(t.progress::jsonb, j.progress)
          FROM unnest($1::bigint[], $2::int2[], $4::text[]) AS t(id, attempt, progress)
-        WHERE j.id = t.id AND j.state = 'r' AND j.attempts = t.attempt
+        WHERE j.id = t.id AND j.state::text = 'r' AND j.attempts = t.attempt
        RETURNING j.id::text AS id`;

@@ -16,7 +16,7 @@ export const RELEASE_DELIVERIES_SQL = `WITH input AS (
                 finished_at = CASE WHEN j.attempts >= 32767 THEN $3::timestamptz END,
                 last_error = CASE WHEN j.attempts >= 32767 THEN 'released with its attempts counter full (32,767)' ELSE j.last_error END
            FROM input i
-          WHERE j.id = i.id AND j.state = 'r' AND j.attempts = i.attempt
+          WHERE j.id = i.id AND j.state::text = 'r' AND j.attempts = i.attempt
          RETURNING j.id, j.tenant_id, j.kind, j.run_at, j.attempts
        ), history AS (
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, worker_id, error)
