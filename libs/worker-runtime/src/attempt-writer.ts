@@ -67,9 +67,9 @@ export class AttemptWriter {
   }
 
   /** Sends a write again after a failure while the lease lasts; not during a shutdown, whose grace period retries could outlast. */
-  private whileLeased<T>(write: () => Promise<T>, deadlineMs: number, jobId: string): Promise<T> {
+  private whileLeased<T>(write: () => Promise<T>, deadlineMs: number, jobId: string, failed?: unknown): Promise<T> {
     return retryWithBackoff(write, {
-      ...OUTCOME_RETRY_PAUSES, until: () => (this.closing ? -Infinity : deadlineMs), now: () => this.o.clock.now().getTime(),
+      ...OUTCOME_RETRY_PAUSES, failed, until: () => (this.closing ? -Infinity : deadlineMs), now: () => this.o.clock.now().getTime(),
       onRetry: (err, pause) => this.o.logger.warn({ err, jobId }, `could not record the outcome; trying again in ${pause} ms`),
     });
   }
@@ -94,7 +94,9 @@ export class AttemptWriter {
    * the row is still running: the rescue runs the job again, as after a crash mid-handler.
    */
   private async completeInGroup(row: RunnableJob, record: CompletionRecord, run: HandlerRun, leaseUntilMs: number): Promise<WriteResult> {
-    const settle: Promise<void> = this.whileLeased(() => this.commit({ record, kind: row.kind }), leaseUntilMs, row.id).then(
+    const item = { record, kind: row.kind };
+    // Tried once straight through the group commit; only an outcome whose batch failed pays for the retry loop (its promises and closures were ~2 KB of the worker's garbage per job).
+    const settle: Promise<void> = this.completer.submit(item).then((answer) => (answer instanceof Error ? this.whileLeased(() => this.commit(item), leaseUntilMs, row.id, answer) : answer)).then(
       (applied) => void (this.settling.delete(settle), this.afterCommit(applied, row, record, run.error, run.logger)),
       (err: unknown) => void (this.settling.delete(settle), run.logger().error({ err }, 'could not record the outcome; the rescue will run the job again')),
     );

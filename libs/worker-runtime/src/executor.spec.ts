@@ -72,7 +72,8 @@ const progressHandler = defineHandler<unknown>({
   kind: 'progress',
   timeoutMs: 60_000,
   handle: async (ctx) => {
-    ctx.progress(40, 'rows 400 of 1000');
+    const { progress } = ctx; // ctx's functions work destructured, as handlers use them
+    progress(40, 'rows 400 of 1000');
     progressGate.onStart();
     await progressGate.released;
     ctx.progress(90);

@@ -1,4 +1,4 @@
-import { progressReport, type RetryPolicy, type TierHorizons } from '@almanac/domain';
+import type { RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, TakenHint } from '@almanac/delivery';
 import type { HandlerDefinition, HandlerRegistry } from '@almanac/kinds';
 import { type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
@@ -7,7 +7,6 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AttemptWriter, type WriteResult } from './attempt-writer';
 import { type ClaimAnswer, Claimer } from './claimer';
-import { effectRecordsFor } from './effect-records';
 import { runHandler, WorkerShutdownError } from './handler-run';
 import { LazyTx } from './lazy-tx';
 import { RunSpan } from './run-span';
@@ -36,12 +35,7 @@ export interface ExecutorOptions {
 }
 
 interface Running {
-  pool: string;
-  ref: DeliveryRef;
-  kind: string;
-  startedAt: Date;
-  leaseUntil: number;
-  released: boolean;
+  pool: string; ref: DeliveryRef; kind: string; startedAt: Date; leaseUntil: number; released: boolean;
   abort?: (reason: Error) => void;
   /** The handler's latest progress report as JSON, not written yet (extendLeases writes it). */
   progress?: string;
@@ -99,7 +93,7 @@ export class Executor {
    */
   private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<ClaimAnswer | 'give_back'> {
     for (let dueMs = hint.dueMs; ; ) {
-      if (!(await this.until(dueMs))) return 'give_back';
+      if ((this.stopping || dueMs > this.o.clock.now().getTime()) && !(await this.until(dueMs))) return 'give_back';
       timing.fromMs = Date.now();
       const answer = await this.claimer.submit(hint.id);
       timing.toMs = Date.now();
@@ -131,16 +125,14 @@ export class Executor {
     this.running.set(key, entry);
     try {
       metrics.observeLag(pool, row.tenantId, Math.max(0, startedAt.getTime() - hint.dueMs) / 1000);
-      const tx = new LazyTx(this.o.dataSource);
-      const effects = effectRecordsFor(this.effects, row, handler.timeoutMs);
-      const progress = (percent: number, note?: string) => (entry.progress = JSON.stringify(progressReport(percent, note, row.attempt, clock.now())));
-      const outcome = await span.handler(row.kind, (traceContext) => runHandler(handler, row, entry, { tx, effects, progress, traceContext }, metrics, this.o.logger));
+      const io = { tx: new LazyTx(this.o.dataSource), effects: this.effects, clock, logger: this.o.logger, slot: entry };
+      const outcome = await span.handler(row.kind, (traceContext) => runHandler(handler, row, io, traceContext, metrics));
       if (entry.released) {
-        await tx.rollback().catch(() => undefined);
+        await io.tx.rollback().catch(() => undefined);
         span.end('released');
         return 'released';
       }
-      return await span.write(() => this.writer.write(row, outcome, tx, startedAt, entry.leaseUntil));
+      return await span.write(() => this.writer.write(row, outcome, io.tx, startedAt, entry.leaseUntil));
     } finally {
       if (this.running.get(key) === entry) this.running.delete(key);
     }

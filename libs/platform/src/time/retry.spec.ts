@@ -35,4 +35,14 @@ describe('retryWithBackoff', () => {
     const once = retryWithBackoff(async () => Promise.reject(new Error(`try ${++calls}`)), { firstMs: 500, maxMs: 5000, until: () => 0 });
     await expect(once).rejects.toThrow('try 1');
   });
+
+  it('given the error a first try elsewhere ended with, pauses before its own first try and gives that error up if no try fits', async () => {
+    const pauses: number[] = [];
+    let calls = 0;
+    const answer = await retryWithBackoff(async () => `try ${++calls}`, { firstMs: 1, maxMs: 3, until: () => Date.now() + 60_000, failed: new Error('first'), onRetry: (_err, pause) => pauses.push(pause) });
+    expect([answer, pauses]).toEqual(['try 1', [1]]);
+    const late = retryWithBackoff(async () => `try ${++calls}`, { firstMs: 500, maxMs: 5000, until: () => 0, failed: new Error('first') });
+    await expect(late).rejects.toThrow('first');
+    expect(calls).toBe(1);
+  });
 });
