@@ -40,5 +40,5 @@ export const PROMOTE_COLD_FAIR_SQL = `WITH h0 AS MATERIALIZED (
   )
   UPDATE jobs j SET state = 'q'
     FROM claimed c
-   WHERE j.id = c.id AND j.state = 's'
+   WHERE j.id = c.id AND j.state::text = 's'
   RETURNING j.id::text AS id, j.run_at, j.tenant_id, j.kind`;

@@ -9,5 +9,5 @@ import { COLD_CLAIM_SQL } from './cold-claim.sql';
  */
 export const PROMOTE_COLD_SQL = `UPDATE jobs j SET state = 'q'
            FROM (${COLD_CLAIM_SQL}) c
-          WHERE j.id = c.id AND j.state = 's'
+          WHERE j.id = c.id AND j.state::text = 's'
           RETURNING j.id::text AS id, j.run_at, j.tenant_id, j.kind`;

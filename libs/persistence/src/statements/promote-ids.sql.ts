@@ -6,5 +6,5 @@
  * $1 bigint[] ids. Returns what the hot queue needs of each (PROMOTE_COLD_SQL's shape).
  */
 export const PROMOTE_IDS_SQL = `UPDATE jobs j SET state = 'q'
-          WHERE j.id = ANY($1::bigint[]) AND j.state = 's'
+          WHERE j.id = ANY($1::bigint[]) AND j.state::text = 's'
           RETURNING j.id::text AS id, j.run_at, j.tenant_id, j.kind`;

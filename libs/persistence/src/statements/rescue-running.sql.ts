@@ -21,7 +21,7 @@ export const RESCUE_RUNNING_SQL = `WITH gone AS (
                 finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1::timestamptz END,
                 last_error = $3
            FROM gone g
-          WHERE j.id = g.id AND j.state = 'r'
+          WHERE j.id = g.id AND j.state::text = 'r'
           RETURNING j.id, j.run_at, j.tenant_id, j.kind, j.state, j.attempts
        ), lost AS (
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, error)
