@@ -191,7 +191,7 @@ class DoubleRunScript {
           return result;
         }, opts),
     };
-    const outcome = await run({ ...ctx, effects, tx: () => ctx.tx(), logger: ctx.logger });
+    const outcome = await run({ ...ctx, effects, tx: () => ctx.tx(), logger: ctx.logger, signal: ctx.signal, progress: ctx.progress }); // getters and bound functions: a spread copies own fields only
     if (ctx.attempt === 1 && !struck) {
       struck = true;
       await this.strike();

@@ -96,7 +96,8 @@ export class AttemptWriter {
   private async completeInGroup(row: RunnableJob, record: CompletionRecord, run: HandlerRun, leaseUntilMs: number): Promise<WriteResult> {
     const item = { record, kind: row.kind };
     // Tried once straight through the group commit; only an outcome whose batch failed pays for the retry loop (its promises and closures were ~2 KB of the worker's garbage per job).
-    const settle: Promise<void> = this.completer.submit(item).then((answer) => (answer instanceof Error ? this.whileLeased(() => this.commit(item), leaseUntilMs, row.id, answer) : answer)).then(
+    const again = (failed: unknown) => this.whileLeased(() => this.commit(item), leaseUntilMs, row.id, failed);
+    const settle: Promise<void> = this.completer.submit(item).then((answer) => (answer instanceof Error ? again(answer) : answer), again).then(
       (applied) => void (this.settling.delete(settle), this.afterCommit(applied, row, record, run.error, run.logger)),
       (err: unknown) => void (this.settling.delete(settle), run.logger().error({ err }, 'could not record the outcome; the rescue will run the job again')),
     );
@@ -128,10 +129,8 @@ export class AttemptWriter {
   }
 
   /** One outcome through the group commit: applied or stale; throws for a write to send again. */
-  private async commit(item: { record: CompletionRecord; kind: string }): Promise<boolean> {
-    const answer = await this.completer.submit(item);
-    if (answer instanceof Error) throw answer;
-    return answer;
+  private commit(item: { record: CompletionRecord; kind: string }): Promise<boolean> {
+    return this.completer.submit(item).then((answer) => (answer instanceof Error ? Promise.reject(answer) : answer));
   }
 
   /**

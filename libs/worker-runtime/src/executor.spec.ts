@@ -1,7 +1,7 @@
 import { Clock, SLOT_TTL_MS, TAKE_AHEAD_MS } from '@almanac/platform';
 import { DEFAULT_SHARE, LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
-import { completed, defineHandler, discard, retry, snooze } from '@almanac/kinds';
+import { completed, defineHandler, discard, type HandlerContext, retry, snooze } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { freePort } from '@almanac/testing/free-port';
 import IORedis from 'ioredis';
@@ -92,10 +92,11 @@ const poisonHandler = defineHandler<{ nul?: 'result' | 'error' }>({
   },
 });
 
+let stuckCtx: HandlerContext | undefined;
 const stuckHandler = defineHandler<unknown>({
   kind: 'stuck',
   timeoutMs: 50,
-  handle: () => new Promise(() => undefined), // ignores its signal on purpose
+  handle: (ctx) => ((stuckCtx = ctx), new Promise(() => undefined)), // ignores its signal on purpose
 });
 
 describe('worker executor', () => {
@@ -440,6 +441,8 @@ describe('worker executor', () => {
     const row = await h.job(id);
     expect(row).toMatchObject({ state: 'q', attempts: 1 });
     expect(row.last_error).toMatch(/HandlerTimeoutError: handler timed out after 50 ms/);
+    // Its signal, first read after the timeout, is aborted too: a call it starts late is cut short.
+    expect(stuckCtx?.signal.reason).toMatchObject({ name: 'HandlerTimeoutError' });
   });
 
   it("a worker without the handler of a job's kind leaves it queued, no attempt spent, and the overdue sweep offers it again", async () => {

@@ -23,13 +23,8 @@ export class WorkerShutdownError extends Error {
   }
 }
 
-/** How the handler call ended: an outcome, or the error it threw (or timed out with). */
-export interface HandlerRun {
-  outcome?: HandlerOutcome;
-  error?: unknown;
-  /** The job's logger, built on first use. */
-  logger: () => Logger;
-}
+/** How the handler call ended: an outcome, or the error it threw (or timed out with); `logger()` builds the job's logger on first use. */
+export interface HandlerRun { outcome?: HandlerOutcome; error?: unknown; logger: () => Logger }
 
 /** What a run's context reaches: the job's transaction and effect records, and the running slot its progress and abort go through. */
 export interface RunIo { tx: LazyTx; effects: EffectsRepository; clock: Clock; logger: Logger; slot: { progress?: string; abort?: (reason: Error) => void } }
@@ -37,11 +32,12 @@ export interface RunIo { tx: LazyTx; effects: EffectsRepository; clock: Clock; l
 /**
  * The handler's `ctx`, one per run: a class, not an object literal, since the literal's getters
  * and arrows were closures built for every job; what a handler never reads (its signal, logger,
- * effects, an AbortController and a pino child: ~4 µs of a no-op job) is never built.
+ * effects, an AbortController and a pino child: ~4 µs of a no-op job) is never built. Its getters
+ * read private fields: wrap it by delegation or a spread that names them (double-run.ts), not a Proxy.
  */
 class JobContext implements HandlerContext {
   readonly tenantId: number; readonly jobId: string; readonly key: string; readonly kind: string; readonly attempt: number; readonly maxAttempts: number;
-  #controller?: AbortController; #logger?: Logger; #effects?: EffectRecords; #tx?: () => Promise<EntityManager>; #progress?: (percent: number, note?: string) => void;
+  #controller?: AbortController; #aborted?: Error; #logger?: Logger; #effects?: EffectRecords; #tx?: () => Promise<EntityManager>; #progress?: (percent: number, note?: string) => void;
   readonly #row: RunnableJob; readonly #io: RunIo; readonly #timeoutMs: number;
 
   constructor(row: RunnableJob, io: RunIo, timeoutMs: number, readonly traceContext: Context) {
@@ -50,14 +46,17 @@ class JobContext implements HandlerContext {
   }
 
   /** Aborts the handler's signal, if it made one (a static, so handlers see no such method on `ctx`). */
-  static abort(ctx: JobContext, reason: Error): void { ctx.#controller?.abort(reason); }
-  get signal(): AbortSignal { return (this.#controller ??= new AbortController()).signal; }
+  static abort(ctx: JobContext, reason: Error): void { ctx.#aborted = reason; ctx.#controller?.abort(reason); }
+  get signal(): AbortSignal { return (this.#controller ??= controllerAbortedBy(this.#aborted)).signal; }
   get logger(): Logger { return (this.#logger ??= this.#io.logger.child({ tenantId: this.tenantId, jobId: this.jobId, kind: this.kind, attempt: this.attempt })); }
   get effects(): EffectRecords { return (this.#effects ??= effectRecordsFor(this.#io.effects, this.#row, this.#timeoutMs)); }
   // Functions bound on first read, so `const { tx } = ctx` works as with the literal's arrows.
   get tx(): () => Promise<EntityManager> { return (this.#tx ??= () => this.#io.tx.open(this.traceContext)); }
   get progress(): (percent: number, note?: string) => void { return (this.#progress ??= (percent, note) => void (this.#io.slot.progress = JSON.stringify(progressReport(percent, note, this.attempt, this.#io.clock.now())))); }
 }
+
+// A signal first read after its run was aborted (timed out, released) is born aborted.
+function controllerAbortedBy(reason: Error | undefined): AbortController { const c = new AbortController(); if (reason) c.abort(reason); return c; }
 
 /**
  * Calls the handler with its context, under its timeout. `io.slot.abort` is set so a shutdown
