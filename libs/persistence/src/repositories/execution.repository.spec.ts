@@ -1,5 +1,5 @@
+import { planOf } from '@almanac/testing/plans';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
-import { CLAIM_FOR_RUN } from '../statements/claim-for-run.sql';
 import { APPLY_BULK_CANCEL_SQL } from '../statements/apply-bulk-chunk.sql';
 import { ExecutionRepository } from './execution.repository';
 
@@ -24,40 +24,13 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
   });
   afterAll(() => db.drop());
 
-  // Seq scans off: 20,000 rows are cheap to scan whole, ten million are not (the planner's
-  // choice at production size).
-  const plan = (sql: string, params: unknown[]) =>
-    db.dataSource.transaction(async (tx) => {
-      await tx.query('SET LOCAL enable_seqscan = off');
-      const rows: { 'QUERY PLAN': string }[] = await tx.query(`EXPLAIN ${sql}`, params);
-      return rows.map((r) => r['QUERY PLAN']).join('\n');
-    });
-
-  it('finds the ids through the primary key, not by reading every due queued row (jobs_queued_due)', async () => {
-    const claim = await plan(CLAIM_FOR_RUN.text, [ids, new Date(NOW.getTime() + 1000), new Date(NOW.getTime() + 30_000), 1]);
-    expect(claim).toMatch(/Index Scan using jobs_pkey/);
-    expect(claim).not.toMatch(/jobs_queued_due/);
-  });
-
-  it('so does its generic plan, the one its prepared statement settles on after five runs', async () => {
-    const generic = await db.dataSource.transaction(async (tx) => {
-      await tx.query('SET LOCAL enable_seqscan = off');
-      await tx.query('SET LOCAL plan_cache_mode = force_generic_plan');
-      await tx.query(`PREPARE claim_plan (bigint[], timestamptz, timestamptz, int) AS ${CLAIM_FOR_RUN.text}`);
-      const rows: { 'QUERY PLAN': string }[] = await tx.query(`EXPLAIN EXECUTE claim_plan('{1,2}', now(), now(), 1)`);
-      await tx.query('DEALLOCATE claim_plan');
-      return rows.map((r) => r['QUERY PLAN']).join('\n');
-    });
-    expect(generic).toMatch(/Index Scan using jobs_pkey/);
-    expect(generic).not.toMatch(/jobs_queued_due/);
-  });
-
-  it("so does a bulk operation's chunk", async () => {
+  // The claim's own plan is in statements/by-id-plans.spec.ts.
+  it("a bulk operation's chunk finds its rows through the primary key, not by reading every due queued row (jobs_queued_due)", async () => {
     await db.dataSource.query(`INSERT INTO tenants (name) VALUES ('t')`);
     await db.dataSource.query(`INSERT INTO bulk_operations (tenant_id, action, filter) VALUES (1, 'cancel', '{}')`);
     await db.dataSource.query(`INSERT INTO bulk_operation_chunks (operation_id, chunk, job_ids) VALUES (1, 0, $1::bigint[])`, [ids]);
     await db.dataSource.query(`UPDATE bulk_operations SET state = 'running', chunks = 1`);
-    const apply = await plan(APPLY_BULK_CANCEL_SQL, ['1', 0]);
+    const apply = await planOf(db.dataSource, APPLY_BULK_CANCEL_SQL, ['1', 0]);
     expect(apply).toMatch(/jobs_pkey/);
     expect(apply).not.toMatch(/jobs_queued_due/);
   });
