@@ -96,8 +96,7 @@ export class AttemptWriter {
   private async completeInGroup(row: RunnableJob, record: CompletionRecord, run: HandlerRun, leaseUntilMs: number): Promise<WriteResult> {
     const item = { record, kind: row.kind };
     // Tried once straight through the group commit; only an outcome whose batch failed pays for the retry loop (its promises and closures were ~2 KB of the worker's garbage per job).
-    const again = (failed: unknown) => this.whileLeased(() => this.commit(item), leaseUntilMs, row.id, failed);
-    const settle: Promise<void> = this.completer.submit(item).then((answer) => (answer instanceof Error ? again(answer) : answer), again).then(
+    const settle: Promise<void> = this.commit(item).catch((failed: unknown) => this.whileLeased(() => this.commit(item), leaseUntilMs, row.id, failed)).then(
       (applied) => void (this.settling.delete(settle), this.afterCommit(applied, row, record, run.error, run.logger)),
       (err: unknown) => void (this.settling.delete(settle), run.logger().error({ err }, 'could not record the outcome; the rescue will run the job again')),
     );
@@ -130,7 +129,7 @@ export class AttemptWriter {
 
   /** One outcome through the group commit: applied or stale; throws for a write to send again. */
   private commit(item: { record: CompletionRecord; kind: string }): Promise<boolean> {
-    return this.completer.submit(item).then((answer) => (answer instanceof Error ? Promise.reject(answer) : answer));
+    return this.completer.submit(item).then(appliedOrThrow);
   }
 
   /**
@@ -178,6 +177,8 @@ export class AttemptWriter {
     });
   }
 }
+
+const appliedOrThrow = (answer: boolean | Error): boolean | Promise<never> => (answer instanceof Error ? Promise.reject(answer) : answer);
 
 function hintOf(r: CompletionRecord, kind: string): Hint {
   return { id: r.id, tenantId: r.tenantId, kind, dueMs: (r.runAt ?? new Date()).getTime() };
