@@ -99,15 +99,11 @@ export class Executor {
       timing.toMs = Date.now();
       if (answer === 'stale' || !('earlyDueMs' in answer)) return answer;
       dueMs = answer.earlyDueMs;
-      if (dueMs - this.o.clock.now().getTime() > CLAIM_RETRY_WITHIN_MS) return this.hintAgainAt(hint, dueMs);
+      if (dueMs - this.o.clock.now().getTime() <= CLAIM_RETRY_WITHIN_MS) continue;
+      this.o.metrics.dropped.inc({ reason: 'moved_later' }); // a hint for its own time; the row stays queued, no attempt spent
+      await this.writer.requeue([{ id: hint.id, tenantId: hint.tenantId, kind: hint.kind, dueMs }]);
+      return 'stale';
     }
-  }
-
-  /** Drops this hint for one due at `dueMs`; the row stays queued, no attempt spent. */
-  private async hintAgainAt(hint: TakenHint, dueMs: number): Promise<'stale'> {
-    this.o.metrics.dropped.inc({ reason: 'moved_later' });
-    await this.writer.requeue([{ id: hint.id, tenantId: hint.tenantId, kind: hint.kind, dueMs }]);
-    return 'stale';
   }
 
   /** Waits until `dueMs` by this worker's clock (takes come at most TAKE_AHEAD_MS early), at most MAX_EARLY_WAIT_MS; false if the worker stops. */

@@ -3,6 +3,7 @@ import { DEFAULT_SHARE } from '@almanac/domain';
 import { completed, defineHandler } from '@almanac/kinds';
 import { TAKE_BLOCK_MS, within } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { pushHints } from '@almanac/testing/ready-hints';
 
 /** What the take loop did, in order: `ran <id>`, `take done <ids>`, `woke` / `timed out` (a blocking wait answered). */
 const events: { what: string; atMs: number }[] = [];
@@ -212,5 +213,19 @@ describe('pool taker', () => {
     expect(events.filter((e) => e.what.startsWith('ran ')).map((e) => e.what)).toEqual([`ran ${one}`, `ran ${two}`]); // nothing more: the lane is full
     for (const open of opens) open();
     await w.taker.close(10_000);
+  });
+
+  it('a stopping worker that keeps the pool timer hands it on', async () => {
+    let tookOnce!: () => void;
+    const took = new Promise<void>((r) => (tookOnce = r));
+    recordTakes({ afterTake: async () => tookOnce() });
+    await pushHints(h.ready, 'default', [{ id: '999000001', tenantId: 1, kind: 'logged', dueMs: Date.now() + 60_000 }]);
+    const w = h.worker();
+    await h.startWorker(w);
+    await took;
+    const timer = `${h.ready.base('default')}:timer`;
+    expect(await h.redis.connection.get(timer)).toMatch(new RegExp(`^${w.identity.id}:`));
+    await w.taker.close(10_000);
+    expect(await h.redis.connection.exists(timer)).toBe(0);
   });
 });

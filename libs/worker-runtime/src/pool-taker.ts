@@ -32,10 +32,7 @@ interface Lane {
   wakeToFinish?: () => void;
   /** The blocking wait for work in flight on `blocking`, reused until it answers. */
   waiter?: Promise<boolean>;
-  /**
-   * A wait took the wake token since the last take, maybe one the loop stopped racing: the next
-   * take uses it (a full lane's takes none, which passes it on) instead of waiting on work that is there.
-   */
+  /** A wait took the wake token since the last take (maybe one the loop stopped racing): the next take uses it, or a full lane's passes it on. */
   woken: boolean;
   blocking?: RedisClient;
   /** Takes' own connection, not auto-pipelined: no wait behind a setImmediate or another command (drain 23,751 against 23,118 jobs/s). */
@@ -91,7 +88,7 @@ export class PoolTaker {
     return started.length;
   }
 
-  /** Graceful stop: take nothing new; what still runs at `deadlineMs` is released to `queued` and its hint given back. */
+  /** Graceful stop: take nothing new (a last take of nothing hands the pool's timer on: take.lua); what still runs at `deadlineMs` is released to `queued` and its hint given back. */
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
     clearInterval(this.renewTimer);
@@ -99,6 +96,7 @@ export class PoolTaker {
     for (const lane of this.lanes) for (const wake of [lane.slotFreed, lane.wakeToFinish]) wake?.();
     // A BLPOP ends by itself (≤ TAKE_BLOCK_MS), a take soon after; disconnecting under either could drop a wake token or a reply.
     await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled(this.loops), 'ready take').catch(() => undefined);
+    await Promise.allSettled(this.lanes.map((l) => within(WORKER_REDIS_WAIT_MS, this.o.ready.take(l.pool, 0, this.o.clock.now().getTime(), String(this.o.identity.id)), 'hand the timer on')));
     for (const lane of this.lanes) for (const c of [lane.blocking, lane.takes?.redis]) c?.disconnect();
     const finished = await within(deadlineMs, Promise.allSettled([...this.inFlight]), 'handlers').then(() => true, () => false);
     let released = 0;
@@ -116,8 +114,7 @@ export class PoolTaker {
       const done = lane.done.get(takenBy) ?? [];
       if (free <= 0 && !lane.doneHoldsSlots && !lane.woken) {
         await new Promise<void>((resolve) => (lane.slotFreed = resolve));
-        // Handlers ending in the same turn free their slots together: one take (and claim) for all of them;
-        // a take per freed slot measured batches of 1-3 and ~20% of the worker's CPU in socket writes.
+        // Handlers ending in the same turn free their slots together: one take (and claim) for all (one per slot: batches of 1-3, ~20% of the worker's CPU in socket writes).
         await new Promise((resolve) => setImmediate(resolve));
         continue;
       }

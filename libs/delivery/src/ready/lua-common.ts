@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
  * - `B:shares` hash tenant → weight and limits (tenants off the default only; the dispatcher
  *   writes it);
  * - `B:waiting` how many items wait; `B:wake` a token idle workers block on (at most one);
+ *   `B:timer` `<worker>:<ms>`: the one idle worker that takes at the next opening (see take.lua);
  * - `B:taken:<worker>` hash row id → `<due>:<tenant>:<slots>:<kind>`: what a worker took and has
  *   not reported done, so a dead worker's hints can be put back;
  * - `B:limit:<tenant>:<kind>:c` / `:r` kind concurrency slots (zset `<row id>@<worker>` → expiry) /
@@ -26,7 +27,7 @@ const COMMON = `
 local B, TL = ARGV[1], ARGV[2]
 local now = tonumber(ARGV[3])
 local K = { tenants = B .. ':tenants', blocked = B .. ':blocked', vt = B .. ':vt', shares = B .. ':shares',
-  waiting = B .. ':waiting', wake = B .. ':wake' }
+  waiting = B .. ':waiting', wake = B .. ':wake', timer = B .. ':timer' }
 local function kindsKey(t) return B .. ':kinds:' .. t end
 local function flowKey(t, k) return B .. ':q:' .. t .. ':' .. k end
 local function tenantSlotsKey(t) return TL .. t .. ':c' end

@@ -2,7 +2,7 @@ import { DEFAULT_SHARE, type TenantShare } from '@almanac/domain';
 import type { Hint } from '@almanac/domain';
 import { bytesUnder, createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { KIND_SLOT, ReadyQueues, TENANT_SLOT } from './ready-queues';
-import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS, TAKE_WAKE_AHEAD_MS } from '@almanac/platform';
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS, TAKE_BLOCK_MS, TAKE_WAKE_AHEAD_MS } from '@almanac/platform';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 describe('ReadyQueues (Redis): the pool ready structure and its one-step fair take', () => {
@@ -92,6 +92,31 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect((await q.take('default', 1, now, 'w1')).hints.map((x) => x.id)).toEqual([due.id]);
     expect(await redis.connection.llen(`${q.base('default')}:wake`)).toBe(1);
     expect((await q.take('default', 5, now, 'w2')).nextWakeMs).toBe(later.dueMs - TAKE_WAKE_AHEAD_MS);
+  });
+
+  it('one idle worker keeps the timer for the next opening; the others wait for a token, and an earlier opening or a full take moves it', async () => {
+    const later = hints(1, 1, 'noop', now + 500)[0];
+    const wakeAt = later.dueMs - TAKE_WAKE_AHEAD_MS;
+    await pushHints(q, 'default', [later]);
+    const timer = `${q.base('default')}:timer`;
+    expect((await q.take('default', 5, now, 'w1')).nextWakeMs).toBe(wakeAt);
+    expect((await q.take('default', 5, now, 'w2')).nextWakeMs).toBeNull();
+    expect((await q.take('default', 5, now, 'w1')).nextWakeMs).toBe(wakeAt); // its own timer, kept
+    const ttl = await redis.connection.pttl(timer);
+    expect(ttl).toBeGreaterThan(wakeAt - now + TAKE_BLOCK_MS - 1000); // lasts past the opening: a dead keeper's mark goes by itself
+    expect(ttl).toBeLessThanOrEqual(wakeAt - now + TAKE_BLOCK_MS);
+    const sooner = hints(2, 1, 'noop', now + 100)[0];
+    await pushHints(q, 'default', [sooner]);
+    expect((await q.take('default', 5, now, 'w2')).nextWakeMs).toBe(sooner.dueMs - TAKE_WAKE_AHEAD_MS); // an earlier opening: w2 keeps it
+    expect((await q.take('default', 5, now, 'w1')).nextWakeMs).toBeNull();
+    expect((await q.take('default', 0, now, 'w1')).nextWakeMs).toBeNull(); // a full take by another: the mark stays
+    expect(await redis.connection.get(timer)).toBe(`w2:${sooner.dueMs - TAKE_WAKE_AHEAD_MS}`);
+    await redis.connection.del(`${q.base('default')}:wake`);
+    // Full, or stopping (its last take is of nothing): the keeper will not take at the opening, so its mark goes and an idle worker is woken.
+    expect((await q.take('default', 0, now, 'w2')).nextWakeMs).toBeNull();
+    expect(await redis.connection.exists(timer)).toBe(0);
+    expect(await redis.connection.llen(`${q.base('default')}:wake`)).toBe(1);
+    expect((await q.take('default', 5, now, 'w1')).nextWakeMs).toBe(sooner.dueMs - TAKE_WAKE_AHEAD_MS);
   });
 
   it('holds a burst of 200,000 due hints in a pool in under 100 bytes each (issue 31: a burst waits in Redis at ≤ 100 B a job)', async () => {

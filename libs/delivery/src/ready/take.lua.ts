@@ -1,4 +1,4 @@
-import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS, TAKE_WAKE_AHEAD_MS } from '@almanac/platform';
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS, TAKE_BLOCK_MS, TAKE_WAKE_AHEAD_MS } from '@almanac/platform';
 import { readyScript } from './lua-common';
 
 /**
@@ -8,8 +8,8 @@ import { readyScript } from './lua-common';
  * Fairness is start-time fair queueing over tenants (Goyal et al.); a run of one tenant's items
  * is taken at once as far as its tag stays at or below the next tenant's. `perSecond` is GCRA
  * with a burst of a tenth of a second; concurrency slots expire after ARGV[6] ms unless renewed.
- * First, the ids from ARGV[7] on are finished (see FINISH). Returns { next wake ms ('' if none
- * blocked), `<id>:<due>:<tenant>:<slots>:<kind>`... }, each item recorded in the taken hash.
+ * First, the ids from ARGV[7] on are finished (see FINISH). Returns { next wake ms ('' if none, or
+ * another worker keeps the timer), `<id>:<due>:<tenant>:<slots>:<kind>`... }, each into the taken hash.
  */
 export const TAKE = readyScript(`
 local max, worker, ttl = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
@@ -150,7 +150,14 @@ if taken > 0 then redis.call('DECRBY', K.waiting, taken) end
 if #out > 1 then redis.call('PEXPIRE', takenKey, 3600000) end
 redis.call('SET', K.vt, runnable == 0 and '0' or string.format('%.17g', V))
 local nb = redis.call('ZRANGE', K.blocked, 0, 0, 'WITHSCORES')
-if nb[2] then out[1] = nb[2] end
+-- One idle worker keeps a timer for the next opening, the rest wait for a wake token: an opening
+-- costs one take, not one per idle replica. Its mark outlives the opening by TAKE_BLOCK_MS.
+local keeper, at = string.match(redis.call('GET', K.timer) or '', '^(.*):(.*)$')
+if keeper == worker then redis.call('DEL', K.timer) at = nil end
+if nb[2] and taken < max and (not at or tonumber(at) > tonumber(nb[2])) then
+  out[1] = nb[2]
+  redis.call('SET', K.timer, worker .. ':' .. nb[2], 'PX', math.max(1, math.ceil(nb[2] - now)) + ${TAKE_BLOCK_MS})
+end
 if runnable > 0 and taken < max then out[1] = tostring(now) end -- out of steps (many flows not due): again at once
 -- A full worker does not wait for the next opening: another, woken, learns it from its own take.
 if taken >= max and (runnable > 0 or nb[2]) then wake() end
