@@ -215,17 +215,19 @@ describe('pool taker', () => {
     await w.taker.close(10_000);
   });
 
-  it('a stopping worker that keeps the pool timer hands it on', async () => {
-    let tookOnce!: () => void;
-    const took = new Promise<void>((r) => (tookOnce = r));
-    recordTakes({ afterTake: async () => tookOnce() });
+  it('a stopping worker that keeps the pool timer hands it on, and leaves the token for another worker, not its own last wait', async () => {
+    let [takes, secondTake] = [0, () => undefined as void];
+    const tookTwice = new Promise<void>((r) => (secondTake = r));
+    recordTakes({ afterTake: async () => void (++takes === 2 && secondTake()) });
+    // The push leaves a token: the first wait takes it, so the wait after the second take blocks.
     await pushHints(h.ready, 'default', [{ id: '999000001', tenantId: 1, kind: 'logged', dueMs: Date.now() + 60_000 }]);
     const w = h.worker();
     await h.startWorker(w);
-    await took;
+    await tookTwice;
     const timer = `${h.ready.base('default')}:timer`;
     expect(await h.redis.connection.get(timer)).toMatch(new RegExp(`^${w.identity.id}:`));
     await w.taker.close(10_000);
     expect(await h.redis.connection.exists(timer)).toBe(0);
+    expect(await h.redis.connection.llen(`${h.ready.base('default')}:wake`)).toBe(1);
   });
 });

@@ -85,18 +85,24 @@ export class PoolTaker {
     await Promise.all(started);
     await this.o.executor.drain(); // outcomes recorded before the caller looks
     await this.finishAll();
+    await this.handTimerOn(); // no timer here to keep
     return started.length;
   }
 
-  /** Graceful stop: take nothing new (a last take of nothing hands the pool's timer on: take.lua); what still runs at `deadlineMs` is released to `queued` and its hint given back. */
+  /** A take of nothing hands the pool's timer on if this worker keeps it (take.lua): it stops, or runs once. */
+  private handTimerOn(): Promise<unknown> {
+    return Promise.allSettled(this.lanes.map((l) => within(WORKER_REDIS_WAIT_MS, this.o.ready.take(l.pool, 0, this.o.clock.now().getTime(), String(this.o.identity.id)), 'hand the timer on')));
+  }
+
+  /** Graceful stop: take nothing new; what still runs at `deadlineMs` is released to `queued` and its hint given back. */
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
     clearInterval(this.renewTimer);
     this.o.executor.writer.closing = true; // failed outcome writes are no longer retried
     for (const lane of this.lanes) for (const wake of [lane.slotFreed, lane.wakeToFinish]) wake?.();
     // A BLPOP ends by itself (≤ TAKE_BLOCK_MS), a take soon after; disconnecting under either could drop a wake token or a reply.
-    await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled(this.loops), 'ready take').catch(() => undefined);
-    await Promise.allSettled(this.lanes.map((l) => within(WORKER_REDIS_WAIT_MS, this.o.ready.take(l.pool, 0, this.o.clock.now().getTime(), String(this.o.identity.id)), 'hand the timer on')));
+    await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled([...this.loops, ...this.lanes.flatMap((l) => l.waiter ?? [])]), 'ready take').catch(() => undefined);
+    if (this.loops.length > 0) await this.handTimerOn(); // after our own BLPOPs ended: the token it leaves wakes another worker
     for (const lane of this.lanes) for (const c of [lane.blocking, lane.takes?.redis]) c?.disconnect();
     const finished = await within(deadlineMs, Promise.allSettled([...this.inFlight]), 'handlers').then(() => true, () => false);
     let released = 0;

@@ -35,10 +35,6 @@ export class ReadyQueues {
     return `${this.prefix}:almanac:{pool:${pool}}`;
   }
 
-  private tenantLimitBase(pool: string): string {
-    return isCluster(this.redis) ? `${this.base(pool)}:limit:` : `${this.prefix}:almanac:limit:`;
-  }
-
   /** Puts flows' items (`<id>:<due ms>`, in due order) into their flows in due order, as they come in an envelope: one script call. */
   async pushFlows(pool: string, flows: readonly EnvelopeFlow[]): Promise<number> {
     if (flows.length === 0) return 0;
@@ -114,7 +110,7 @@ export class ReadyQueues {
    */
   private async run(s: LuaScript, pool: string, nowMs: number, args: readonly (string | number)[]): Promise<unknown> {
     const base = this.base(pool);
-    const all = [base, this.tenantLimitBase(pool), nowMs, ...args];
+    const all = [base, isCluster(this.redis) ? `${base}:limit:` : `${this.prefix}:almanac:limit:`, nowMs, ...args]; // tenant-wide slots: see the class
     try {
       return await this.redis.evalsha(s.sha, 1, `${base}:tenants`, ...all);
     } catch (err) {
