@@ -372,7 +372,7 @@ const PARTS: Record<string, Part> = {
         notes: [
           'Every Almanac job is handed to its pool, taken, claimed when due, run and recorded durably (row → succeeded + one job_attempts row); plain BullMQ keeps no record. Redis hz 100 (the setting Almanac asks for). All 20,000 jobs are due at one instant, so they travel the hot queue as envelopes of 1,000 rows and wait in their pool\'s ready list in Redis until a worker takes them.',
           'Postgres CPU is every process of the shared local server during the drain: keep the machine quiet while measuring.',
-          'Each process first drains 5,000 jobs, not measured (its JIT warm, as in a running installation): plain BullMQ\'s one process 5,000, Almanac 5,000 per worker process.',
+          'Before each measured drain, not measured (JIT warm, as in a running installation): plain BullMQ\'s one process drains 5,000 jobs, Almanac 5,000 × its worker processes, shared among them as their takes fall.',
           ...(code ? [`Code under test (roles from its dist/, its migrations, its hot queue): ${code}.`] : []),
         ],
         raw: out,

@@ -20,7 +20,8 @@
  * (queued → running), handler, completion (row → succeeded + one job_attempts row). Timed from resume until every row is succeeded; then checked: exactly N
  * attempt rows, nothing run twice. The plain BullMQ figure is one process with a no-op
  * processor (concurrency 50, removeOnComplete) draining N jobs from the same redis-server.
- * Both systems first drain --warmup jobs per worker process (5,000; 0 for none), not measured, so the figure is a
+ * Both systems first drain --warmup jobs per worker process (5,000; 0 for none; Almanac's workers share
+ * --warmup × workers as their takes fall), not measured, so the figure is a
  * burst meeting processes that have run before (their JIT, connections, Lua scripts loaded),
  * as in a running installation: cold, one Almanac worker's first 2,000 jobs ran at half its
  * later rate.

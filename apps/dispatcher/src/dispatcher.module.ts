@@ -31,11 +31,7 @@ import { PoolObserver } from './pool-observer';
     { provide: ReadyQueues, inject: [ALMANAC_CONFIG, DELIVERY_REDIS], useFactory: (c: AlmanacConfig, redis: RedisClient) => new ReadyQueues(redis, c.queuePrefix) },
     { provide: DeliveryMetrics, inject: [MetricsService], useFactory: (m: MetricsService) => new DeliveryMetrics(m) },
     { provide: KindRoutes, useFactory: () => new KindRoutes(parsePoolMap(process.env)) },
-    {
-      provide: Dispatcher,
-      inject: [KindRoutes, ReadyQueues, DeliveryMetrics],
-      useFactory: (routes: KindRoutes, ready: ReadyQueues, metrics: DeliveryMetrics) => new Dispatcher(routes, ready, metrics),
-    },
+    Dispatcher,
     // Envelopes are judged by the database's clock, read at every observe: by its own, a dispatcher 5 s
     // fast handed every job over 5 s early.
     { provide: DatabaseClock, inject: [Clock], useFactory: (clock: Clock) => new DatabaseClock(clock) },

@@ -1,6 +1,7 @@
-import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
-import type { KindRoutes } from '@almanac/kinds';
+import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
+import { KindRoutes } from '@almanac/kinds';
 import { type EnvelopeFlow, HANDOFF_RETRY_FOR_MS, retryHandOff } from '@almanac/platform';
+import { Injectable } from '@nestjs/common';
 
 /**
  * A hand-off of more rows than this is bulk: at most BULK_IN_FLIGHT bulk pushes are in Redis at
@@ -16,6 +17,7 @@ const BULK_IN_FLIGHT = 2;
  * Routes hints to their pools (KindRoutes) and appends them to the pools' ready lists: one script
  * call per pool, sent together. Holds nothing: a hint is in its envelope until this call landed.
  */
+@Injectable()
 export class Dispatcher {
   private bulkInFlight = 0;
   private readonly bulkWaiting: (() => void)[] = [];

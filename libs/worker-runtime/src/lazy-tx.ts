@@ -22,9 +22,7 @@ export class LazyTx {
 
   constructor(private readonly dataSource: DataSource) {}
 
-  get opened(): boolean {
-    return this.opening !== undefined;
-  }
+  get opened(): boolean { return this.opening !== undefined; }
 
   /** Opens the transaction on first use; its span is a child of `parent`'s span when that one records. */
   open(parent: Context = ROOT_CONTEXT): Promise<EntityManager> {
@@ -42,8 +40,7 @@ export class LazyTx {
     const runner = this.runner as QueryRunner;
     try {
       const ok = await decide(tx);
-      if (ok) await runner.commitTransaction();
-      else await runner.rollbackTransaction();
+      await (ok ? runner.commitTransaction() : runner.rollbackTransaction());
       this.endSpan(ok ? 'commit' : 'rollback');
       return ok;
     } catch (err) {
@@ -75,8 +72,7 @@ export class LazyTx {
   }
 
   private endSpan(end: 'commit' | 'rollback'): void {
-    this.span?.setAttribute('almanac.tx.end', end);
-    this.span?.end();
+    this.span?.setAttribute('almanac.tx.end', end).end();
     this.span = undefined;
   }
 
