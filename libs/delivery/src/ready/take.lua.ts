@@ -154,11 +154,11 @@ local nb = redis.call('ZRANGE', K.blocked, 0, 0, 'WITHSCORES')
 -- costs one take, not one per idle replica. A mark lasts TAKE_BLOCK_MS past its opening; one past
 -- it (its keeper late or gone) or later than the next opening is taken over.
 local keeper, at = string.match(redis.call('GET', K.timer) or '', '^(.*):(.*)$')
-if keeper == worker then redis.call('DEL', K.timer) end
 local kept = nb[2] and keeper ~= worker and tonumber(at) and tonumber(at) >= now and tonumber(at) <= tonumber(nb[2])
 if nb[2] and taken < max and not kept then
   out[1] = nb[2]
   redis.call('SET', K.timer, worker .. ':' .. nb[2], 'PX', math.max(1, math.ceil(nb[2] - now)) + ${TAKE_BLOCK_MS})
+elseif keeper == worker then redis.call('DEL', K.timer) -- it will not take at the opening (full, or stopping)
 end
 if runnable > 0 and taken < max then out[1] = tostring(now) end -- out of steps (many flows not due): again at once
 -- A full worker does not wait for the next opening: another, woken, keeps it (unless one does).
