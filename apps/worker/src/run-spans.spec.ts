@@ -13,10 +13,13 @@ import { TENANT_OUTBOUND_CACHE, TenantOutboundCache } from './handlers/tenant-ou
  * A run under OpenTelemetry (the SDK with an in-memory exporter): one `process` span per attempt,
  * linked (not parented) to the ingest span that created the job, ending at the outcome's write,
  * with the claim as its `claimed` event and the handler, its ctx.tx() and its outbound call as children; the http kind
- * carries the call's traceparent to the receiver. The dispatcher's hand-offs are spans too.
+ * carries the call's traceparent to the receiver. The dispatcher's hand-offs are spans too. All
+ * of it with the SDK's spans for a run and with LeanSpans (what OTLP protobuf export uses).
  */
-describe('run spans', () => {
-  const tracing = startInMemoryTracing();
+const tracing = startInMemoryTracing();
+afterAll(() => tracing.stop());
+
+describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
   const producer = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
   const traceParent = `00-${producer.traceId}-${producer.spanId}-01`;
   let h: DeliveryHarness;
@@ -31,11 +34,9 @@ describe('run spans', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    tracing.runs(runs);
   });
-  afterAll(async () => {
-    await new Promise<void>((r) => server.close(() => r()));
-    await tracing.stop();
-  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
   beforeEach(async () => {
     received = [];
     tracing.reset();
@@ -59,6 +60,7 @@ describe('run spans', () => {
   it('links the run to the ingest span and covers the claim (an event), the handler and its transaction, up to the write', async () => {
     const spans = await runOne({ kind: 'charge', key: 'inv-1', traceParent, payload: { invoiceId: 'inv-1', amountCents: 500 } });
     const root = spans.find((s) => s.name === 'process charge')!;
+    expect(root.constructor.name).toBe(runs === 'lean' ? 'LeanSpan' : 'SpanImpl');
     expect(root.kind).toBe(SpanKind.CONSUMER);
     expect(root.parentSpanContext).toBeUndefined(); // a job may run months later: a link, not a parent
     expect(root.spanContext().traceId).not.toBe(producer.traceId);

@@ -26,4 +26,4 @@ export * from './time/within';
 export * from './health/liveness';
 export { listenerOf } from './http/listeners';
 export * from './tracing/job-spans';
-export { runSamplingFromEnv, setRunDecision, startRunSpan } from './tracing/run-sampling';
+export { runSamplingFromEnv, setRunDecision, startRunChildSpan, startRunSpan } from './tracing/run-sampling';

@@ -1,6 +1,6 @@
-import { endFailed, endWith, inSpanContext, jobAttributes, startRunSpan, tracer } from '@almanac/platform';
+import { endFailed, endWith, inSpanContext, jobAttributes, startRunChildSpan, startRunSpan } from '@almanac/platform';
 import type { RunnableJob } from '@almanac/persistence';
-import { type Context, ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
+import { type Context, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
 import type { HandlerRun } from './handler-run';
 
 /**
@@ -23,7 +23,7 @@ export class RunSpan {
   /** Runs the handler inside its span, whose context `run` gets (a transaction, an http call nest under it). */
   async handler(kind: string, run: (traceContext: Context) => Promise<HandlerRun>): Promise<HandlerRun> {
     if (!this.root.isRecording()) return run(ROOT_CONTEXT);
-    const span = tracer.startSpan(`handle ${kind}`, {}, trace.setSpan(ROOT_CONTEXT, this.root));
+    const span = startRunChildSpan(`handle ${kind}`, this.root);
     const result = await inSpanContext(span, run);
     if (result.error !== undefined) endFailed(span, result.error);
     else {

@@ -97,7 +97,7 @@ function writeAttributes(w: ProtoWriter, field: number, attributes: Attributes |
   for (const key in attributes) {
     if (!Object.prototype.hasOwnProperty.call(attributes, key)) continue;
     const kv = w.begin(field);
-    stringField(w, 1, key);
+    w.raw(keyField(key));
     const value = w.begin(2);
     writeAnyValue(w, attributes[key]);
     w.end(value);
@@ -131,6 +131,22 @@ function writeAnyValue(w: ProtoWriter, value: AttributeValue | Uint8Array | Attr
     writeAttributes(w, 1, value);
     w.end(map);
   }
+}
+
+/** Attribute keys are few and repeat in every span: each is encoded once (up to KEYS of them). */
+const KEYS = 1024;
+const keyFields = new Map<string, Uint8Array>();
+
+/** A KeyValue's key field, tag and length included. */
+function keyField(key: string): Uint8Array {
+  let field = keyFields.get(key);
+  if (!field) {
+    const k = new ProtoWriter(key.length + 8);
+    stringField(k, 1, key);
+    field = k.finish().slice();
+    if (keyFields.size < KEYS) keyFields.set(key, field);
+  }
+  return field;
 }
 
 function stringField(w: ProtoWriter, field: number, value: string): void {

@@ -1,6 +1,7 @@
 import type { HrTime } from '@opentelemetry/api';
 
 const LEN = 2;
+const encoder = new TextEncoder();
 
 /**
  * Protocol Buffers wire format into one growing buffer, in a single pass: a length-delimited
@@ -79,7 +80,8 @@ export class ProtoWriter {
     this.tag(field, LEN);
     this.varint(hex.length >> 1);
     this.room(hex.length >> 1);
-    for (let i = 0; i + 1 < hex.length; i += 2) this.buf[this.pos++] = (nibble(hex.charCodeAt(i)) << 4) | nibble(hex.charCodeAt(i + 1));
+    const b = this.buf;
+    for (let i = 0; i + 1 < hex.length; i += 2) b[this.pos++] = (nibble(hex.charCodeAt(i)) << 4) | nibble(hex.charCodeAt(i + 1));
   }
 
   bytes(value: Uint8Array): void {
@@ -94,14 +96,20 @@ export class ProtoWriter {
     this.pos += value.length;
   }
 
+  /** A string's length and UTF-8 bytes: ASCII copied as it is checked, anything else through TextEncoder. */
   string(value: string): void {
     const n = value.length;
-    let ascii = true;
-    for (let i = 0; i < n && ascii; i++) ascii = value.charCodeAt(i) < 0x80;
-    if (!ascii) return this.bytes(new TextEncoder().encode(value));
-    this.varint(n);
-    this.room(n);
-    for (let i = 0; i < n; i++) this.buf[this.pos++] = value.charCodeAt(i);
+    if (n > 127) return this.bytes(encoder.encode(value)); // a length of two bytes or more: rare (long keys, stack traces)
+    this.room(n + 1);
+    const b = this.buf;
+    const start = this.pos;
+    b[start] = n;
+    for (let i = 0; i < n; i++) {
+      const c = value.charCodeAt(i);
+      if (c >= 0x80) return this.bytes(encoder.encode(value)); // overwrites what was copied
+      b[start + 1 + i] = c;
+    }
+    this.pos = start + 1 + n;
   }
 
   /** Opens a length-delimited field; `end` closes it with the position this returns. */

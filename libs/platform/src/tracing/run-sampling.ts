@@ -8,6 +8,7 @@ import {
 } from '@opentelemetry/sdk-trace-node';
 import type { Env } from '@almanac/config';
 import { linksTo, tracer } from './job-spans';
+import { LeanSpan, type LeanSpanSink } from './lean-span';
 
 /**
  * Whether a run is sampled, decided before any SDK span is made (docs/decisions/2026-12-05-tracing-cost.md):
@@ -24,6 +25,7 @@ const DROPPED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 const RECORD_AND_SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
 
 let decideRun: RunDecision | undefined; // undefined: the SDK's sampler decides each run (no startTracing: tests' own providers)
+let leanSink: LeanSpanSink | undefined; // undefined: a sampled run's spans are the SDK's
 
 /**
  * OTEL_TRACES_SAMPLER and its argument as the SDK reads them (its values and defaults, an
@@ -55,9 +57,13 @@ export function runSamplingFromEnv(env: Env): { sampler: Sampler; decide: RunDec
   return { sampler, decide };
 }
 
-/** Makes runs decide their sampling with `decide` (startTracing), or the SDK's sampler (undefined). */
-export function setRunDecision(decide: RunDecision | undefined): void {
+/**
+ * Makes runs decide their sampling with `decide` (startTracing), or the SDK's sampler (undefined);
+ * with `sink`, a sampled run's spans are LeanSpans that end into it, else the SDK's.
+ */
+export function setRunDecision(decide: RunDecision | undefined, sink?: LeanSpanSink): void {
   decideRun = decide;
+  leanSink = decide && sink;
 }
 
 /** The W3C trace flags of a stored traceparent (`00-<trace id>-<span id>-<flags>`), without parsing the rest. */
@@ -67,14 +73,20 @@ function flagsOf(traceParent: string | null | undefined): number | undefined {
   return Number.isNaN(flags) ? undefined : flags;
 }
 
+/** A child of a run's span, starting now: a LeanSpan under a LeanSpan, else the SDK's. */
+export function startRunChildSpan(name: string, parent: Span): Span {
+  return parent instanceof LeanSpan ? parent.child(name) : tracer.startSpan(name, {}, trace.setSpan(ROOT_CONTEXT, parent));
+}
+
 /**
  * The root span of a run, linked to the ingest span its row's traceparent names. When startTracing
  * decides runs, an unsampled one gets the API's non-recording span (~tens of ns) instead of an SDK
- * span (~1 µs: ids, the sampler, the SDK's counters), and a sampled one an SDK span that its sampler
- * records without deciding again.
+ * span (~1 µs: ids, the sampler, the SDK's counters), and a sampled one a LeanSpan (when
+ * startTracing gave a sink) or an SDK span that its sampler records without deciding again.
  */
 export function startRunSpan(name: string, kind: SpanKind, startTime: number, traceParent: string | null | undefined): Span {
   if (!decideRun) return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, ROOT_CONTEXT);
   if (!decideRun(flagsOf(traceParent))) return DROPPED;
+  if (leanSink) return LeanSpan.root(leanSink, name, kind, startTime, linksTo(traceParent));
   return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, SAMPLED_ROOT);
 }

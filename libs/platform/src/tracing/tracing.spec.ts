@@ -1,5 +1,7 @@
-import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import { inSpanContext, tracer } from './job-spans';
+import { LeanSpan } from './lean-span';
+import { startRunSpan } from './run-sampling';
 import { otlpProtocol, startTracing, stopTracing, tracingChoice, tracingContext } from './tracing';
 
 /** The export itself is tested from a real role process: apps/api/test/tracing-export.spec.ts. */
@@ -69,5 +71,18 @@ describe('startTracing', () => {
     expect(span.isRecording()).toBe(false);
     span.end();
     await stopTracing();
+  });
+
+  it.each([
+    [{}, true],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' }, false],
+    [{ OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: '16' }, false],
+    [{ OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: '256' }, false],
+  ])('over OTLP %j, a sampled run is a LeanSpan: %s (it keeps the default limits only)', (extra, lean) => {
+    Object.assign(process.env, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', ...extra });
+    expect(startTracing('probe')).toBe('otlp');
+    const run = startRunSpan('process noop', SpanKind.CONSUMER, Date.now(), null); // never ended: nothing to export
+    expect(run.isRecording()).toBe(true);
+    expect(run instanceof LeanSpan).toBe(lean);
   });
 });

@@ -1,8 +1,10 @@
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter as OTLPJsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import type { InstrumentationScope } from '@opentelemetry/core';
+import { detectResources, envDetector, type Resource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { type Env, readSetting } from '@almanac/config';
+import type { LeanSpanSink } from './lean-span';
 import { ProtobufBatchSpanProcessor } from './protobuf-batch-processor';
 import { runSamplingFromEnv, setRunDecision } from './run-sampling';
 
@@ -54,7 +56,8 @@ let provider: NodeTracerProvider | undefined;
  * provider, the W3C trace-context propagator and the context manager ALMANAC_TRACING_CONTEXT asks
  * for (none by default), under service.name `almanac-<role>` unless OTEL_SERVICE_NAME says
  * otherwise. Export is batched; in OTLP protobuf each span is written as it ends
- * (ProtobufBatchSpanProcessor). Everything is read from the process's environment: OTEL_BSP_*
+ * (ProtobufBatchSpanProcessor), and a sampled run's spans are LeanSpans (unless an OTEL_*_LIMIT
+ * is set). Everything is read from the process's environment: OTEL_BSP_*
  * for batching, OTEL_EXPORTER_OTLP_* by the exporter; OTEL_TRACES_SAMPLER by runSamplingFromEnv,
  * which decides a run's sampling before the SDK makes a span for it. Once per process: the
  * all-in-one's roles share it.
@@ -63,14 +66,25 @@ export function startTracing(role: string): TracingChoice {
   const choice = tracingChoice(process.env);
   const contextManager = tracingContext(process.env) === 'explicit' ? null : undefined; // undefined: the SDK's default
   if (choice === 'off' || provider) return choice;
-  const processor: SpanProcessor =
-    choice === 'console' ? new BatchSpanProcessor(new ConsoleSpanExporter()) : otlpProtocol(process.env) === 'http/json' ? new BatchSpanProcessor(new OTLPJsonTraceExporter()) : new ProtobufBatchSpanProcessor();
+  const protobuf = choice === 'otlp' && otlpProtocol(process.env) === 'http/protobuf' ? new ProtobufBatchSpanProcessor() : undefined;
+  const processor: SpanProcessor = protobuf ?? new BatchSpanProcessor(choice === 'console' ? new ConsoleSpanExporter() : new OTLPJsonTraceExporter());
   const resource = resourceFromAttributes({ 'service.name': `almanac-${role}` }).merge(detectResources({ detectors: [envDetector] }));
   const { sampler, decide } = runSamplingFromEnv(process.env);
   provider = new NodeTracerProvider({ resource, sampler, spanProcessors: [processor] });
   provider.register({ contextManager });
-  setRunDecision(decide);
+  setRunDecision(decide, protobuf && !spanLimitsSet(process.env) ? leanSinkOf(provider, resource, protobuf) : undefined);
   return choice;
+}
+
+/** Whether an OTEL_*_LIMIT variable is set (LeanSpans keep the SDK's default limits only). */
+function spanLimitsSet(env: Env): boolean {
+  return Object.keys(env).some((k) => k.startsWith('OTEL_') && k.endsWith('_LIMIT') && env[k]?.trim());
+}
+
+/** Where runs' LeanSpans end: the processor, under the provider's resource and the scope of Almanac's tracer (one ScopeSpans for both). */
+function leanSinkOf(p: NodeTracerProvider, resource: Resource, processor: SpanProcessor): LeanSpanSink {
+  const { instrumentationScope: scope } = p.getTracer('almanac') as unknown as { instrumentationScope: InstrumentationScope };
+  return { resource, scope, onEnd: (span) => processor.onEnd(span) };
 }
 
 /** Sends what is batched and stops the SDK (at shutdown, after the roles stopped making spans). */
