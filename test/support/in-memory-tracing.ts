@@ -1,5 +1,4 @@
-import { runSamplingFromEnv, setRunDecision } from '@almanac/platform';
-import type { InstrumentationScope } from '@opentelemetry/core';
+import { leanSinkOf, runSamplingFromEnv, setRunDecision } from '@almanac/platform';
 import { defaultResource } from '@opentelemetry/resources';
 import { InMemorySpanExporter, NodeTracerProvider, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 
@@ -20,12 +19,11 @@ export function startInMemoryTracing(env: Record<string, string> = {}): {
   const processor = new SimpleSpanProcessor(exporter);
   const provider = new NodeTracerProvider({ resource, sampler, spanProcessors: [processor] });
   provider.register({ contextManager: null });
-  const { instrumentationScope: scope } = provider.getTracer('almanac') as unknown as { instrumentationScope: InstrumentationScope };
   setRunDecision(decide);
   return {
     spans: () => exporter.getFinishedSpans(),
     reset: () => exporter.reset(),
-    runs: (spans) => setRunDecision(decide, spans === 'lean' ? { resource, scope, onEnd: (span) => processor.onEnd(span) } : undefined),
+    runs: (spans) => setRunDecision(decide, spans === 'lean' ? leanSinkOf(provider, resource, processor) : undefined),
     stop: () => {
       setRunDecision(undefined);
       return provider.shutdown();

@@ -27,3 +27,4 @@ export * from './health/liveness';
 export { listenerOf } from './http/listeners';
 export * from './tracing/job-spans';
 export { runSamplingFromEnv, setRunDecision, startRunChildSpan, startRunSpan } from './tracing/run-sampling';
+export { leanSinkOf } from './tracing/tracing';

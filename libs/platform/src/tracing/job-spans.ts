@@ -3,8 +3,11 @@ import {
   SpanStatusCode, trace, type Tracer,
 } from '@opentelemetry/api';
 
+/** The name of the one tracer of Almanac's own spans. */
+export const TRACER_NAME = 'almanac';
+
 /** The one tracer of Almanac's own spans (`@opentelemetry/api`: a no-op until an SDK registers). */
-export const tracer: Tracer = trace.getTracer('almanac');
+export const tracer: Tracer = trace.getTracer(TRACER_NAME);
 
 /**
  * A job's attributes on every span about it (OpenTelemetry messaging conventions, plus Almanac's),

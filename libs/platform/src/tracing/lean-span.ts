@@ -3,7 +3,7 @@ import {
   type SpanStatus, SpanStatusCode, type TimeInput, TraceFlags,
 } from '@opentelemetry/api';
 import {
-  hrTime, hrTimeDuration, type InstrumentationScope, isAttributeValue, isTimeInput, isTimeInputHrTime, millisToHrTime,
+  addHrTimes, hrTime, hrTimeDuration, type InstrumentationScope, otperformance, isAttributeValue, isTimeInput, isTimeInputHrTime, millisToHrTime,
   sanitizeAttributes,
 } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
@@ -18,6 +18,8 @@ export interface LeanSpanSink {
 
 /** The SDK's default count limits (attributes; events; links; attributes per event or link). Runs use SDK spans when an OTEL_*_LIMIT is set. */
 const LIMIT = 128;
+/** A span's duration until it ends, as the SDK's span has it. */
+const NOT_ENDED: HrTime = [-1, -1];
 const ids = new RandomIdGenerator();
 
 /**
@@ -39,29 +41,39 @@ export class LeanSpan implements Span, ReadableSpan {
   droppedAttributesCount = 0;
   droppedEventsCount = 0;
   droppedLinksCount = 0;
+  readonly startTime: HrTime;
   private attributeCount = 0;
   private readonly context: SpanContext;
+  /** The SDK span's clock (its `otperformance`): a reading at the start, and what brings a performance reading to Date's clock. */
+  private readonly perfStart: number;
+  private readonly perfOffset: number;
+  private readonly startGiven: boolean;
 
-  constructor(
+  private constructor(
     private readonly sink: LeanSpanSink,
     public name: string,
     readonly kind: SpanKind,
-    readonly startTime: HrTime,
+    startMs: number | undefined,
     readonly parentSpanContext?: SpanContext,
   ) {
     this.context = { traceId: parentSpanContext?.traceId ?? ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.SAMPLED };
+    const now = Date.now();
+    this.perfStart = otperformance.now();
+    this.perfOffset = now - (this.perfStart + otperformance.timeOrigin);
+    this.startGiven = startMs !== undefined;
+    this.startTime = this.time(startMs ?? now);
   }
 
   /** A sampled run's root span, starting at `startMs` (epoch ms), linked to `links`. */
   static root(sink: LeanSpanSink, name: string, kind: SpanKind, startMs: number, links: Link[]): LeanSpan {
-    const span = new LeanSpan(sink, name, kind, millisToHrTime(startMs));
+    const span = new LeanSpan(sink, name, kind, startMs);
     for (const link of links) span.addLink(link);
     return span;
   }
 
   /** A child span starting now (the SDK's default kind, INTERNAL). */
   child(name: string): LeanSpan {
-    return new LeanSpan(this.sink, name, SpanKind.INTERNAL, hrTime(), this.context);
+    return new LeanSpan(this.sink, name, SpanKind.INTERNAL, undefined, this.context);
   }
 
   get resource(): Resource {
@@ -73,7 +85,7 @@ export class LeanSpan implements Span, ReadableSpan {
   }
 
   get duration(): HrTime {
-    return hrTimeDuration(this.startTime, this.endTime);
+    return this.ended ? hrTimeDuration(this.startTime, this.endTime) : NOT_ENDED;
   }
 
   spanContext(): SpanContext {
@@ -85,11 +97,15 @@ export class LeanSpan implements Span, ReadableSpan {
   }
 
   setAttribute(key: string, value: AttributeValue | undefined): this {
-    if (value == null || this.ended || key.length === 0 || !isAttributeValue(value)) return this;
+    if (value == null || this.ended) return this;
+    if (key.length === 0 || !isAttributeValue(value)) {
+      diag.warn(`Invalid attribute ${key.length === 0 ? 'key' : `value set for key: ${key}`}`);
+      return this;
+    }
     const isNew = !Object.prototype.hasOwnProperty.call(this.attributes, key);
     if (isNew && this.attributeCount >= LIMIT) this.droppedAttributesCount++;
     else {
-      this.attributes[key] = value;
+      this.attributes[key] = Array.isArray(value) ? value.slice() : value; // the SDK copies an array: later changes to it are not exported
       if (isNew) this.attributeCount++;
     }
     return this;
@@ -111,7 +127,7 @@ export class LeanSpan implements Span, ReadableSpan {
       this.droppedEventsCount++;
     }
     const [attributes, droppedAttributesCount] = limited(attributesOrTime);
-    this.events.push({ name, attributes, time: toHrTime(time), droppedAttributesCount });
+    this.events.push({ name, attributes, time: this.time(time), droppedAttributesCount });
     return this;
   }
 
@@ -159,20 +175,26 @@ export class LeanSpan implements Span, ReadableSpan {
     else diag.warn('Failed to record an exception: it has neither a type nor a message');
   }
 
+  /**
+   * A time as the SDK span reads it: epoch ms, a performance.now() reading (moved to Date's
+   * clock), a Date, an HrTime. None: Date.now() when the start was given (a root), else the start
+   * plus the performance clock's elapsed time, so a child's times do not follow Date's steps.
+   */
+  private time(time: TimeInput | undefined): HrTime {
+    if (typeof time === 'number') return time <= otperformance.now() ? hrTime(time + this.perfOffset) : millisToHrTime(time);
+    if (time instanceof Date) return millisToHrTime(time.getTime());
+    if (isTimeInputHrTime(time)) return time;
+    if (this.startGiven) return millisToHrTime(Date.now());
+    return addHrTimes(this.startTime, millisToHrTime(otperformance.now() - this.perfStart));
+  }
+
   end(time?: TimeInput): void {
     if (this.ended) return diag.error(`${this.name} ${this.context.traceId}-${this.context.spanId} - You can only call end() on a span once.`);
-    this.endTime = toHrTime(time);
-    if (this.duration[0] < 0) this.endTime = this.startTime; // clocks disagree: a zero duration, as the SDK makes it
+    this.endTime = this.time(time);
     this.ended = true;
+    if (this.duration[0] < 0) this.endTime = this.startTime; // clocks disagree: a zero duration, as the SDK makes it
     this.sink.onEnd(this);
   }
-}
-
-/** A time as the SDK reads it: epoch ms, a performance.now() reading, a Date, an HrTime; now when none. */
-function toHrTime(time: TimeInput | undefined): HrTime {
-  if (typeof time === 'number') return time <= performance.now() ? hrTime(time) : millisToHrTime(time);
-  if (time instanceof Date) return millisToHrTime(time.getTime());
-  return isTimeInputHrTime(time) ? time : hrTime();
 }
 
 /** An event's or link's valid attributes, up to the default count, and how many were dropped. */

@@ -97,7 +97,7 @@ function writeAttributes(w: ProtoWriter, field: number, attributes: Attributes |
   for (const key in attributes) {
     if (!Object.prototype.hasOwnProperty.call(attributes, key)) continue;
     const kv = w.begin(field);
-    w.raw(keyField(key));
+    writeKey(w, key);
     const value = w.begin(2);
     writeAnyValue(w, attributes[key]);
     w.end(value);
@@ -133,20 +133,21 @@ function writeAnyValue(w: ProtoWriter, value: AttributeValue | Uint8Array | Attr
   }
 }
 
-/** Attribute keys are few and repeat in every span: each is encoded once (up to KEYS of them). */
+/**
+ * Attribute keys are few and repeat in every span: each is encoded once, up to KEYS keys of up to
+ * 127 characters (a length of one byte); others are written as any string is.
+ */
 const KEYS = 1024;
 const keyFields = new Map<string, Uint8Array>();
 
-/** A KeyValue's key field, tag and length included. */
-function keyField(key: string): Uint8Array {
-  let field = keyFields.get(key);
-  if (!field) {
-    const k = new ProtoWriter(key.length + 8);
-    stringField(k, 1, key);
-    field = k.finish().slice();
-    if (keyFields.size < KEYS) keyFields.set(key, field);
-  }
-  return field;
+/** A KeyValue's key field (1), from the cache when it can be. */
+function writeKey(w: ProtoWriter, key: string): void {
+  const cached = keyFields.get(key);
+  if (cached) return w.raw(cached);
+  if (key.length > 127 || keyFields.size >= KEYS) return stringField(w, 1, key);
+  const at = w.pos;
+  stringField(w, 1, key);
+  keyFields.set(key, w.buf.slice(at, w.pos));
 }
 
 function stringField(w: ProtoWriter, field: number, value: string): void {

@@ -96,20 +96,26 @@ export class ProtoWriter {
     this.pos += value.length;
   }
 
-  /** A string's length and UTF-8 bytes: ASCII copied as it is checked, anything else through TextEncoder. */
+  /** A string's length and UTF-8 bytes: a short ASCII one copied as it is checked, any other encoded in place. */
   string(value: string): void {
     const n = value.length;
-    if (n > 127) return this.bytes(encoder.encode(value)); // a length of two bytes or more: rare (long keys, stack traces)
-    this.room(n + 1);
-    const b = this.buf;
-    const start = this.pos;
-    b[start] = n;
-    for (let i = 0; i < n; i++) {
-      const c = value.charCodeAt(i);
-      if (c >= 0x80) return this.bytes(encoder.encode(value)); // overwrites what was copied
-      b[start + 1 + i] = c;
+    if (n <= 127) { // a length of one byte
+      this.room(n + 1);
+      const b = this.buf;
+      const start = this.pos;
+      let i = 0;
+      for (let c; i < n && (c = value.charCodeAt(i)) < 0x80; i++) b[start + 1 + i] = c;
+      if (i === n) {
+        b[start] = n;
+        this.pos = start + 1 + n;
+        return;
+      }
     }
-    this.pos = start + 1 + n;
+    const size = Buffer.byteLength(value, 'utf8'); // what TextEncoder writes, a lone surrogate as U+FFFD
+    this.varint(size);
+    this.room(size);
+    encoder.encodeInto(value, this.buf.subarray(this.pos, this.pos + size));
+    this.pos += size;
   }
 
   /** Opens a length-delimited field; `end` closes it with the position this returns. */

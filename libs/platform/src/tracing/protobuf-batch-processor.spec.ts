@@ -58,7 +58,8 @@ describe('ProtobufBatchSpanProcessor', () => {
     });
     const root = almanac.startSpan('process charge', {
       kind: SpanKind.CONSUMER,
-      attributes: { 'almanac.tenant': 7, 'almanac.job.key': 'clé-✓', big: 2 ** 40, negative: -5, ratio: 0.25, ok: false, list: ['a', 'b'], numbers: [1, 2.5], long: 'x'.repeat(200), longer: 'y'.repeat(20_000) },
+      attributes: { 'almanac.tenant': 7, 'almanac.job.key': 'clé-✓', big: 2 ** 40, negative: -5, ratio: 0.25, ok: false, list: ['a', 'b'], numbers: [1, 2.5], long: 'x'.repeat(200), longer: 'y'.repeat(20_000),
+        ['k'.repeat(127)]: 'v'.repeat(127), ['l'.repeat(128)]: 'é'.repeat(100), 'clé': 'w'.repeat(128), ['ké'.repeat(70)]: 'one-byte length, two-byte key', lone: 'a\uD800b'.repeat(50) },
       links: [{ context: trace.getSpanContext(remote)!, attributes: { why: 'ingest' } }],
     }, remote);
     root.addEvent('claimed', { rows: 3 });

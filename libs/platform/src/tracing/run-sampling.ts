@@ -73,9 +73,14 @@ function flagsOf(traceParent: string | null | undefined): number | undefined {
   return Number.isNaN(flags) ? undefined : flags;
 }
 
-/** A child of a run's span, starting now: a LeanSpan under a LeanSpan, else the SDK's. */
+/**
+ * A child of a run's span, starting now: a LeanSpan under a LeanSpan, else the SDK's, recorded
+ * with its run when runs are decided here (as a LeanSpan child is), not decided again by a
+ * sampler that is not parent-based.
+ */
 export function startRunChildSpan(name: string, parent: Span): Span {
-  return parent instanceof LeanSpan ? parent.child(name) : tracer.startSpan(name, {}, trace.setSpan(ROOT_CONTEXT, parent));
+  if (parent instanceof LeanSpan) return parent.child(name);
+  return tracer.startSpan(name, {}, trace.setSpan(decideRun ? SAMPLED_ROOT : ROOT_CONTEXT, parent));
 }
 
 /**

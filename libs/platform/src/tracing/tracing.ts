@@ -1,9 +1,10 @@
-import { context, propagation, trace } from '@opentelemetry/api';
+import { context, propagation, trace, type TracerProvider } from '@opentelemetry/api';
 import { OTLPTraceExporter as OTLPJsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import { detectResources, envDetector, type Resource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { type Env, readSetting } from '@almanac/config';
+import { TRACER_NAME } from './job-spans';
 import type { LeanSpanSink } from './lean-span';
 import { ProtobufBatchSpanProcessor } from './protobuf-batch-processor';
 import { runSamplingFromEnv, setRunDecision } from './run-sampling';
@@ -81,9 +82,13 @@ function spanLimitsSet(env: Env): boolean {
   return Object.keys(env).some((k) => k.startsWith('OTEL_') && k.endsWith('_LIMIT') && env[k]?.trim());
 }
 
-/** Where runs' LeanSpans end: the processor, under the provider's resource and the scope of Almanac's tracer (one ScopeSpans for both). */
-function leanSinkOf(p: NodeTracerProvider, resource: Resource, processor: SpanProcessor): LeanSpanSink {
-  const { instrumentationScope: scope } = p.getTracer('almanac') as unknown as { instrumentationScope: InstrumentationScope };
+/**
+ * Where runs' LeanSpans end: `processor`, under the provider's resource and the scope of its
+ * tracer for Almanac's spans, so both kinds of span share one ResourceSpans and ScopeSpans.
+ */
+export function leanSinkOf(p: Pick<TracerProvider, 'getTracer'>, resource: Resource, processor: SpanProcessor): LeanSpanSink {
+  // The SDK's Tracer has the scope as a public field; the API's Tracer type does not show it.
+  const { instrumentationScope: scope } = p.getTracer(TRACER_NAME) as unknown as { instrumentationScope: InstrumentationScope };
   return { resource, scope, onEnd: (span) => processor.onEnd(span) };
 }
 
