@@ -216,8 +216,9 @@ export class JobQueriesRepository {
       hour = spanEnd;
       span *= 2;
     }
-    // Everything before `hour` has been read; resume there.
-    return { items, next: hour ? { runAt: isoMicros(hour), id: '-1' } : null };
+    // Everything before `hour` has been read; resume there, before its first row (job ids are
+    // positive, and the API's cursor refuses a negative one).
+    return { items, next: hour ? { runAt: isoMicros(hour), id: '0' } : null };
   }
 
   /** The tenant's first hour bucket holding a scheduled row, at or after `from`. */
