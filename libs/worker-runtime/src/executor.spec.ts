@@ -525,6 +525,34 @@ describe('worker executor', () => {
     }
   });
 
+  it('beats while a lease renewal waits on a locked row: a slow renewal never makes a live worker look dead', async () => {
+    const [id] = await h.enqueue([{ kind: 'progress' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.startWorker(w);
+    await progressGate.started; // its progress report makes the next renewal write the row
+    const locker = h.ds.createQueryRunner();
+    await locker.startTransaction();
+    try {
+      await locker.query(`SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, [id]);
+      const beatAt = async () => (await h.ds.query(`SELECT beat_at FROM workers WHERE id = $1`, [w.identity.id]))[0].beat_at.getTime();
+      const before = await beatAt();
+      let renewed = false;
+      const renewal = w.heartbeat.renewLeases().then(() => (renewed = true));
+      await w.heartbeat.beat();
+      expect(renewed).toBe(false); // still waiting for the row
+      expect(await beatAt()).toBeGreaterThan(before);
+      await locker.rollbackTransaction();
+      await renewal;
+      expect((await h.ds.query(`SELECT progress FROM jobs WHERE id = $1`, [id]))[0].progress).toMatchObject({ percent: 40 });
+    } finally {
+      if (locker.isTransactionActive) await locker.rollbackTransaction();
+      await locker.release();
+      progressGate.release();
+      await w.taker.close(10_000);
+    }
+  });
+
   it("renews the limit slot of a job still running, so a long handler keeps its tenant's maxConcurrency slot", async () => {
     const [id] = await h.enqueue([{ kind: 'slow', tenantId: 1 }]);
     await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 1 }]]));

@@ -14,29 +14,43 @@ export interface HeartbeatOptions {
 }
 
 /**
- * The worker's pulse, once a second: its row in `workers` (how the promoter tells it is alive)
- * and the renewal of leases of handlers that run long (docs/architecture.md, the road, step 7).
+ * The worker's pulse, once a second: its row in `workers` (how the promoter tells it is alive),
+ * and apart from it the renewal of leases of handlers that run long and of progress reports
+ * (docs/architecture.md, the road, step 7). Two loops, so a renewal waiting for a pooled
+ * connection or a locked row never holds the next beat back: a beat missing for
+ * WORKER_DEAD_AFTER_MS gets a live worker's jobs rescued and run again.
  */
 export class Heartbeat {
-  private readonly ticker: Ticker;
+  private readonly beats: Ticker;
+  private readonly renewals: Ticker;
   /** Draining at shutdown: counted out of its pools' capacity, still beating while handlers finish. */
   private leaving = false;
 
   constructor(private readonly o: HeartbeatOptions) {
-    const liveness = o.liveness && { of: o.liveness, name: 'worker-heartbeat', limitMs: LIVENESS_FLOOR_MS };
-    this.ticker = new Ticker({ turn: () => this.runOnce(), everyMs: HEARTBEAT_MS, liveness });
+    const liveness = (name: string) => o.liveness && { of: o.liveness, name, limitMs: LIVENESS_FLOOR_MS };
+    this.beats = new Ticker({ turn: () => this.beat(), everyMs: HEARTBEAT_MS, liveness: liveness('worker-heartbeat') });
+    this.renewals = new Ticker({ turn: () => this.renewLeases(), everyMs: HEARTBEAT_MS, liveness: liveness('lease-renewal') });
   }
 
-  /** The beat and the lease renewal are independent: a renewal waiting on a locked row must not make the worker look dead. */
+  /** One beat and one lease renewal (tests, shutdown). */
   async runOnce(): Promise<void> {
-    const beat = within(HEARTBEAT_MS * 2, this.o.identity.beat(this.o.identity.pools.map((p) => this.o.taker.runningIn(p)), this.leaving), 'heartbeat');
-    const [b, leases] = await Promise.allSettled([beat, this.o.executor.extendLeases()]);
-    if (b.status === 'rejected') this.o.logger.warn({ err: b.reason as unknown }, 'heartbeat not recorded');
-    if (leases.status === 'rejected') this.o.logger.error({ err: leases.reason as unknown }, 'could not renew leases');
+    await Promise.all([this.beat(), this.renewLeases()]);
+  }
+
+  /** The worker's row: alive, with its running handlers per pool. */
+  async beat(): Promise<void> {
+    const running = this.o.identity.pools.map((p) => this.o.taker.runningIn(p));
+    await within(HEARTBEAT_MS * 2, this.o.identity.beat(running, this.leaving), 'heartbeat').catch((err: unknown) => this.o.logger.warn({ err }, 'heartbeat not recorded'));
+  }
+
+  /** Leases with less than two thirds left, and progress not written yet. */
+  async renewLeases(): Promise<void> {
+    await this.o.executor.extendLeases().catch((err: unknown) => this.o.logger.error({ err }, 'could not renew leases'));
   }
 
   start(): void {
-    this.ticker.start();
+    this.beats.start();
+    this.renewals.start();
   }
 
   /** SIGTERM: the worker says it is leaving (its capacity no longer counts) and keeps beating while it drains. */
@@ -47,7 +61,7 @@ export class Heartbeat {
 
   /** Stops beating (after the drain) and removes the worker's row: nothing of it is left to rescue. */
   async stop(): Promise<void> {
-    await within(HEARTBEAT_MS * 2, this.ticker.stop(), 'last heartbeat').catch(() => undefined); // a turn in flight
+    await within(HEARTBEAT_MS * 2, Promise.all([this.beats.stop(), this.renewals.stop()]), 'last heartbeat').catch(() => undefined); // turns in flight
     await within(HEARTBEAT_MS * 2, this.o.identity.leave(), 'worker leave').catch((err: unknown) =>
       this.o.logger.warn({ err }, 'could not remove this worker from the workers table; the rescue will'),
     );
