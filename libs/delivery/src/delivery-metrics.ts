@@ -28,39 +28,26 @@ export class DeliveryMetrics {
     private readonly tenants?: TenantLabels,
   ) {
     this.lag = metrics.histogram({ name: 'almanac_dispatch_lag_seconds', help: 'Handler start minus the job due time', labelNames: ['pool'] as const, buckets: LAG_BUCKETS });
-    this.tenantLag = metrics.histogram({
-      name: 'almanac_tenant_lag_seconds', labelNames: ['tenant'] as const, buckets: LAG_BUCKETS,
-      help: 'Handler start minus the job due time, per tenant: the top N by due backlog, the rest as "other"',
-    });
+    const perTenant = 'Handler start minus the job due time, per tenant: the top N by due backlog, the rest as "other"';
+    this.tenantLag = metrics.histogram({ name: 'almanac_tenant_lag_seconds', labelNames: ['tenant'] as const, buckets: LAG_BUCKETS, help: perTenant });
     this.tenantLag.zero({ tenant: OTHER_TENANT });
     // A tenant that left the top N loses its series, so labels stay bounded over time.
     tenants?.onDropped((tenant) => this.tenantLag.remove({ tenant }));
-    this.executions = metrics.counter({
-      name: 'almanac_executions_total', labelNames: ['kind', 'outcome'] as const, help: 'Recorded attempts by kind and outcome (succeeded, failed, snoozed, discarded, released)',
-    });
-    this.handlerDuration = metrics.histogram({
-      name: 'almanac_handler_duration_seconds', labelNames: ['kind'] as const, buckets: DURATION_BUCKETS,
-      help: 'Time inside the handler, per kind',
-    });
-    this.dropped = metrics.counter({
-      name: 'almanac_dispatch_dropped_total', labelNames: ['reason'] as const,
-      help: 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion; unknown_kind: no handler here, offered again by the overdue sweep)',
-    });
+    this.executions = metrics.counter({ name: 'almanac_executions_total', labelNames: ['kind', 'outcome'] as const, help: 'Recorded attempts by kind and outcome (succeeded, failed, snoozed, discarded, released)' });
+    this.handlerDuration = metrics.histogram({ name: 'almanac_handler_duration_seconds', labelNames: ['kind'] as const, buckets: DURATION_BUCKETS, help: 'Time inside the handler, per kind' });
+    const dropped = 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion; unknown_kind: no handler here, offered again by the overdue sweep)';
+    this.dropped = metrics.counter({ name: 'almanac_dispatch_dropped_total', labelNames: ['reason'] as const, help: dropped });
     this.setAside = setAsideCounter(metrics);
-    this.dispatched = metrics.counter({
-      name: 'almanac_dispatched_total', labelNames: ['pool', 'via'] as const,
-      help: "Jobs handed to a pool's ready lists (via = hot: from the hot queue; repair: the overdue sweep's re-hints)",
-    });
+    const dispatched = "Jobs handed to a pool's ready lists (via = hot: from the hot queue; repair: the overdue sweep's re-hints)";
+    this.dispatched = metrics.counter({ name: 'almanac_dispatched_total', labelNames: ['pool', 'via'] as const, help: dispatched });
     // Per pool, as the dispatcher sees it (the workers table, the ready lists): what autoscaling and the "pool has no worker" alert read.
     const poolGauge = (name: `almanac_${string}`, help: string) => metrics.gauge({ name, help, labelNames: ['pool'] as const });
     this.poolWorkers = poolGauge('almanac_pool_workers', 'Live worker processes serving the pool (a heartbeat within 5 s, not shutting down)');
     this.poolCapacity = poolGauge('almanac_pool_capacity', "Handlers the pool can run at once: the sum of its live workers' concurrency");
     this.poolInFlight = poolGauge('almanac_pool_in_flight', "Jobs the pool's workers are running (taken and not finished)");
     this.poolBacklog = poolGauge('almanac_pool_backlog', "Jobs waiting in the pool's ready lists for a worker: due, or due within ~150 ms");
-    this.kindServed = metrics.gauge({
-      name: 'almanac_kind_served', labelNames: ['kind', 'pool'] as const,
-      help: 'Per registered kind: 1 when the pool it routes to has a live worker, 0 when none would run it',
-    });
+    const served = 'Per registered kind: 1 when the pool it routes to has a live worker, 0 when none would run it';
+    this.kindServed = metrics.gauge({ name: 'almanac_kind_served', labelNames: ['kind', 'pool'] as const, help: served });
   }
 
   /** One handler start: per pool, and per tenant under its label. */

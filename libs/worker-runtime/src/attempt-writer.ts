@@ -58,12 +58,7 @@ export class AttemptWriter {
 
   /** Hints of rows due again soon (a retry, a release) back on the hot queue; if Redis refuses, the overdue sweep has them. */
   async requeue(hints: Hint[]): Promise<void> {
-    if (hints.length === 0) return;
-    try {
-      await this.o.hotQueue.enqueue(hints, this.o.clock.now());
-    } catch (err) {
-      this.o.logger.error({ err, jobs: hints.length }, 'could not re-enqueue; the overdue sweep will');
-    }
+    if (hints.length > 0) await this.o.hotQueue.enqueue(hints, this.o.clock.now()).catch((err: unknown) => this.o.logger.error({ err, jobs: hints.length }, 'could not re-enqueue; the overdue sweep will'));
   }
 
   /** Sends a write again after a failure while the lease lasts; not during a shutdown, whose grace period retries could outlast. */
@@ -144,9 +139,7 @@ export class AttemptWriter {
     for (const i of items) if (!first.has(i.record.id)) first.set(i.record.id, i);
     const now = this.o.clock.now();
     const applied = new Set<string>();
-    const write = async (records: CompletionRecord[]) => {
-      for (const id of await this.o.repo.complete(records, now)) applied.add(id);
-    };
+    const write = async (records: CompletionRecord[]) => void (await this.o.repo.complete(records, now)).forEach((id) => applied.add(id));
     let failed: Error | undefined;
     await runIsolated([...first.values()].map((i) => i.record), {
       run: write,
@@ -171,10 +164,7 @@ export class AttemptWriter {
     });
     const again = [...first.values()].filter((i) => i.record.next === 'queued' && applied.has(i.record.id));
     await this.requeue(again.map((i) => hintOf(i.record, i.kind)));
-    return items.map((i) => {
-      if (first.get(i.record.id) !== i) return false;
-      return applied.has(i.record.id) || (failed ?? false);
-    });
+    return items.map((i) => first.get(i.record.id) === i && (applied.has(i.record.id) || (failed ?? false)));
   }
 }
 

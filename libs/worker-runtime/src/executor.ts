@@ -69,13 +69,10 @@ export class Executor {
       return 'stale';
     }
     const claim = { fromMs: 0, toMs: 0 };
-    let answer: ClaimAnswer | 'give_back';
-    try {
-      answer = await this.claimWhenDue(hint, claim);
-    } catch (err) {
+    const answer = await this.claimWhenDue(hint, claim).catch((err: unknown): 'give_back' => {
       this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back for a later take');
-      answer = 'give_back';
-    }
+      return 'give_back';
+    });
     if (answer === 'give_back') return answer;
     if (answer === 'stale' || 'earlyDueMs' in answer) return 'stale';
     if (this.stopping) {
