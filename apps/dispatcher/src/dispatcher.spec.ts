@@ -2,7 +2,11 @@ import { completed, defineHandler } from '@almanac/kinds';
 import type { Hint } from '@almanac/domain';
 import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { DEFAULT_SHARE } from '@almanac/domain';
+import { KindCatalog } from '@almanac/kinds';
+import { KindsRepository } from '@almanac/persistence';
 import { BULK_ROWS } from './dispatcher';
+import { PoolObserver } from './pool-observer';
 
 // The dispatcher never runs handlers: stand-ins for the worker's kinds are enough here.
 const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
@@ -30,6 +34,15 @@ describe('dispatcher', () => {
     const ids = await h.enqueue([{ kind: 'noop', runAt: new Date(minute + 10) }, { kind: 'noop', runAt: new Date(minute + 40_000) }]);
     return { clock, minute, ids };
   }
+
+  it("keeps the pools' copy of tenants' limits and suspensions while its first read of them fails (a dispatcher just started)", async () => {
+    await h.ready.syncShares('default', new Map([[7, { ...DEFAULT_SHARE, held: true }]])); // as a dispatcher already running wrote it
+    const { routes, ready, workers, metrics, logger, clock } = h;
+    const catalog = new KindCatalog(new KindsRepository(h.ds), { maxAgeMs: 0, missRefreshMs: 0 });
+    const tenants = { listShares: () => Promise.reject(new Error('canceling statement due to lock timeout')) };
+    await new PoolObserver({ routes, ready, workers, metrics, logger, clock, catalog, tenants }).runOnce();
+    expect(await h.redis.connection.hget(`${h.ready.base('default')}:shares`, '7')).not.toBeNull();
+  });
 
   it('hands due rows to their pools without touching them (no attempt, no lease) and leaves nothing of the envelope behind', async () => {
     const ids = await h.enqueue([{ kind: 'noop' }, { kind: 'noop' }, { kind: 'charge', payload: { invoiceId: 'i', amountCents: 1 } }]);

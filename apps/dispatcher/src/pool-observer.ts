@@ -28,8 +28,8 @@ export interface PoolObserverOptions {
  */
 export class PoolObserver {
   private readonly ticker: Ticker;
-  /** The last copy read: a failed read keeps it. */
-  private shares: ReadonlyMap<number, TenantShare> = new Map();
+  /** The last copy read: a failed read keeps it, and before one succeeds the pools keep theirs (another dispatcher's). */
+  private shares: ReadonlyMap<number, TenantShare> | undefined;
 
   constructor(private readonly o: PoolObserverOptions) {
     this.ticker = new Ticker({
@@ -53,7 +53,8 @@ export class PoolObserver {
     const { dbNowMs, workers } = await this.o.workers.list();
     this.o.time?.observe(dbNowMs, sentMs);
     const pools = [...new Set([...routes.configuredPools(), ...workers.flatMap((w) => w.pools)])].sort();
-    await Promise.all(pools.map((p) => ready.syncShares(p, this.shares)));
+    const shares = this.shares;
+    if (shares) await Promise.all(pools.map((p) => ready.syncShares(p, shares)));
     const waiting = await ready.waiting(pools);
     // Live: a beat within WORKER_DEAD_AFTER_MS by the database's own clock.
     const live = workers.filter((w) => dbNowMs - w.beatAtMs < WORKER_DEAD_AFTER_MS);
