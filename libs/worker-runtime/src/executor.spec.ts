@@ -289,6 +289,40 @@ describe('worker executor', () => {
     expect(await h.attempts(id)).toHaveLength(1);
   });
 
+  it("runs a row whose hint a take's lost reply left in the worker's taken hash, once the overdue repair hints it again", async () => {
+    const seed = { kind: 'noop' };
+    const [id] = await h.enqueue([seed]);
+    const w = await h.liveWorker();
+    await h.hot.runOnce();
+    await h.ready.take('default', 10, Date.now(), String(w.identity.id)); // executed, its reply lost: the worker never saw the row
+    const row = { id, tenantId: 1, kind: 'noop', dueMs: (await h.job(id)).run_at.getTime() };
+    const lost = await h.lostHints().of([row], Date.now() + 60_000);
+    await h.hotQueue.enqueue(lost.map((r) => h.hint(r.id, seed)), new Date(), { repair: true }); // the overdue sweep's repair
+    await h.hot.runOnce();
+    expect(await h.runWorker(w)).toBe(1);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
+  it('a second copy of a row the worker runs is dropped by the worker: one run, its slot freed once', async () => {
+    const [id] = await h.enqueue([{ kind: 'slow', tenantId: 1 }]);
+    await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 2 }]]));
+    await h.hot.runOnce();
+    const w = h.worker();
+    await h.startWorker(w);
+    await slowGate.started;
+    await h.hotQueue.enqueue([h.hint(id, { kind: 'slow', tenantId: 1 })], new Date(), { repair: true }); // a repair's copy while it runs
+    await h.hot.runOnce(); // handed over with the pool's wake token: the worker takes it now
+    const slots = `${h.ready.prefix}:almanac:limit:1:c`;
+    for (let i = 0; i < 500 && (await h.ready.heads('default', [{ tenantId: 1, kind: 'slow' }]))[0] !== null; i++); // taken (each look is a round trip)
+    expect((await h.ready.heads('default', [{ tenantId: 1, kind: 'slow' }]))[0]).toBeNull();
+    slowGate.release();
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect(await h.attempts(id)).toHaveLength(1);
+    expect((await w.metrics.dropped.get()).values).toEqual([]); // never claimed beside it (a stale claim would free the slot the run holds)
+    expect(await h.redis.connection.zcard(slots)).toBe(0);
+  });
+
   it('a hint after completion changes nothing; two copies in one take run at most once', async () => {
     const seed = { kind: 'charge', payload: { invoiceId: 'inv-2', amountCents: 700 } };
     const [id] = await h.enqueue([seed]);

@@ -15,10 +15,8 @@ export interface HeartbeatOptions {
 
 /**
  * The worker's pulse, once a second: its row in `workers` (how the promoter tells it is alive),
- * and apart from it the renewal of leases of handlers that run long and of progress reports
- * (docs/architecture.md, the road, step 7). Two loops, so a renewal waiting for a pooled
- * connection or a locked row never holds the next beat back: a beat missing for
- * WORKER_DEAD_AFTER_MS gets a live worker's jobs rescued and run again.
+ * and in a loop of its own the renewal of long handlers' leases (docs/architecture.md, the road,
+ * step 7): a renewal waiting on the pool or a locked row must not delay a beat past WORKER_DEAD_AFTER_MS.
  */
 export class Heartbeat {
   private readonly beats: Ticker;
@@ -38,14 +36,14 @@ export class Heartbeat {
   }
 
   /** The worker's row: alive, with its running handlers per pool. */
-  async beat(): Promise<void> {
-    const running = this.o.identity.pools.map((p) => this.o.taker.runningIn(p));
-    await within(HEARTBEAT_MS * 2, this.o.identity.beat(running, this.leaving), 'heartbeat').catch((err: unknown) => this.o.logger.warn({ err }, 'heartbeat not recorded'));
+  beat(): Promise<void> {
+    const beat = this.o.identity.beat(this.o.identity.pools.map((p) => this.o.taker.runningIn(p)), this.leaving);
+    return within(HEARTBEAT_MS * 2, beat, 'heartbeat').catch((err: unknown) => this.o.logger.warn({ err }, 'heartbeat not recorded'));
   }
 
   /** Leases with less than two thirds left, and progress not written yet. */
-  async renewLeases(): Promise<void> {
-    await this.o.executor.extendLeases().catch((err: unknown) => this.o.logger.error({ err }, 'could not renew leases'));
+  renewLeases(): Promise<void> {
+    return this.o.executor.extendLeases().then(() => undefined, (err: unknown) => this.o.logger.error({ err }, 'could not renew leases'));
   }
 
   start(): void {

@@ -3,7 +3,9 @@ import { DEFAULT_SHARE } from '@almanac/domain';
 import { completed, defineHandler } from '@almanac/kinds';
 import { TAKE_BLOCK_MS, within } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { quietProxy } from '@almanac/testing/quiet-proxy';
 import { pushHints } from '@almanac/testing/ready-hints';
+import IORedis from 'ioredis';
 
 /** What the take loop did, in order: `ran <id>`, `take done <ids>`, `woke` / `timed out` (a blocking wait answered). */
 const events: { what: string; atMs: number }[] = [];
@@ -99,6 +101,32 @@ describe('pool taker', () => {
     runs.clear();
     gates.clear();
     await destroyHarness(h);
+  });
+
+  it('connects a lane again when its take connection goes quiet (its Redis host lost), and takes on', async () => {
+    const proxy = await quietProxy(h.redis.connection.options.port ?? 6379);
+    const conn = new IORedis(proxy.port, '127.0.0.1', { maxRetriesPerRequest: null, retryStrategy: () => 50 });
+    conn.on('error', () => undefined);
+    try {
+      const w = h.worker({ takerConnection: conn });
+      await h.startWorker(w);
+      for (let i = 0; i < 1000 && proxy.opened < 3; i++) await h.redis.connection.ping(); // its own, and the lane's blocking and take connections
+      const [first, second] = await h.enqueue([{ kind: 'logged' }, { kind: 'logged', runAt: new Date(Date.now() + 3_600_000) }]);
+      const firstRan = ran(first);
+      await h.hot.runOnce();
+      await firstRan; // taken on the lane's own connections
+      proxy.quiet();
+      await h.ds.query(`UPDATE jobs SET run_at = now() WHERE id = $1`, [second]);
+      await h.hotQueue.enqueue([h.hint(second, { kind: 'logged' })], new Date());
+      const secondRan = ran(second);
+      await h.hot.runOnce();
+      await secondRan; // without a bound, the take on the quiet connection waited for TCP to give up (hours)
+      await w.taker.close(10_000);
+      expect(await h.job(second)).toMatchObject({ state: 'd', attempts: 1 });
+    } finally {
+      conn.disconnect();
+      await proxy.close();
+    }
   });
 
   it('reports a finished job with the next take, and one that holds a limit slot at once', async () => {

@@ -20,6 +20,8 @@ export interface PoolTakerOptions {
 interface Lane {
   pool: string;
   running: number;
+  /** Rows taken and not settled: a second copy of one (a repair's) is dropped, not run beside it. */
+  held: Set<string>;
   /** Hints done with, per worker id that took them: sent with the next take (or FINISH). */
   done: Map<number, string[]>;
   /** A hint in `done` holds limit slots: take at once to free them. Others ride with the next take (a take of their own: 0.74 takes a job at 500/s). */
@@ -55,7 +57,7 @@ export class PoolTaker {
   private readonly finishing = new Set<Promise<void>>();
 
   constructor(private readonly o: PoolTakerOptions) {
-    this.lanes = o.pools.map((pool) => ({ pool, running: 0, done: new Map(), doneHoldsSlots: false, limited: new Map(), woken: false }));
+    this.lanes = o.pools.map((pool) => ({ pool, running: 0, held: new Set(), done: new Map(), doneHoldsSlots: false, limited: new Map(), woken: false }));
   }
 
   /** Handlers running now in `pool` (the heartbeat reports it). */
@@ -66,7 +68,7 @@ export class PoolTaker {
   start(): void {
     if (this.loops.length > 0 || this.closing) return;
     for (const lane of this.lanes) {
-      const [blocking, takes] = [0, 1].map(() => duplicateRedis(this.o.connection, { enableAutoPipelining: false }));
+      const [blocking, takes] = [{}, { autoResendUnfulfilledCommands: false as const }].map((o) => duplicateRedis(this.o.connection, { enableAutoPipelining: false, ...o }));
       for (const c of [blocking, takes]) c.on('error', () => undefined); // the shared connection's owner reports outages
       [lane.blocking, lane.takes] = [blocking, new ReadyQueues(takes, this.o.ready.prefix)];
       this.loops.push(this.loop(lane));
@@ -80,7 +82,7 @@ export class PoolTaker {
     const started: Promise<unknown>[] = [];
     for (const lane of this.lanes) {
       const take = await this.o.ready.take(lane.pool, max - started.length, this.o.clock.now().getTime(), String(this.o.identity.id));
-      for (const h of take.hints) started.push(this.startOne(lane, h, this.o.identity.id));
+      started.push(...take.hints.flatMap((h) => this.startOne(lane, h, this.o.identity.id) ?? []));
     }
     await Promise.all(started);
     await this.o.executor.drain(); // outcomes recorded before the caller looks
@@ -129,12 +131,14 @@ export class PoolTaker {
       lane.doneHoldsSlots = false;
       lane.woken = false; // a token taken before now announced work this take sees
       if (lane.done.size > 0) void this.finishAll(); // hints taken under an id this worker had before the rescue
+      // While its own connection is not up (cannot connect, reconnecting), a lane takes over the shared one.
+      const via = lane.takes?.redis.status === 'ready' ? lane.takes : this.o.ready;
       let take;
       try {
-        // While its own connection is not up (cannot connect, reconnecting), a lane takes over the shared one.
-        const via = lane.takes?.redis.status === 'ready' ? lane.takes : this.o.ready;
-        take = await via.take(lane.pool, Math.max(0, free), this.o.clock.now().getTime(), String(takenBy), done);
+        take = await within(WORKER_REDIS_WAIT_MS, via.take(lane.pool, Math.max(0, free), this.o.clock.now().getTime(), String(takenBy), done), 'ready take');
       } catch (err) {
+        // A socket gone quiet (its Redis host lost) answers nothing until TCP gives up: connect again, the take not resent.
+        if (via === lane.takes) for (const c of [lane.blocking, lane.takes.redis]) c?.disconnect(true);
         lane.done.set(takenBy, [...done, ...(lane.done.get(takenBy) ?? [])]); // sent again with the next take
         lane.doneHoldsSlots ||= doneHoldsSlots;
         if (this.closing) break;
@@ -163,7 +167,10 @@ export class PoolTaker {
     clearTimeout(timer);
   }
 
-  private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> {
+  /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, whose taken entry is the running copy's. */
+  private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> | undefined {
+    if (lane.held.has(h.id)) return undefined;
+    lane.held.add(h.id);
     lane.running++;
     if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
     const run = this.o.executor
@@ -174,6 +181,7 @@ export class PoolTaker {
       })
       .then((result) => this.settle(lane, takenBy, h, result))
       .finally(() => {
+        lane.held.delete(h.id);
         lane.limited.get(takenBy)?.delete(h.id);
         lane.running--;
         this.inFlight.delete(run);

@@ -224,13 +224,14 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect((await q.take('default', 10, now, 'w1')).hints.map((h) => h.id)).toEqual([dueNow.id]);
   });
 
-  it("drops a second copy of a row the worker already holds, and keeps another worker's slots apart", async () => {
+  it("gives a later copy of a row in a worker's taken hash (a lost reply's) to that worker again, one slot still, and keeps another worker's slots apart", async () => {
     await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
     const [h] = hints(1, 1);
     await pushHints(q, 'default', [h]);
-    await q.take('default', 10, now, 'w1');
-    await pushHints(q, 'default', [h, h]);
-    expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
+    await q.take('default', 10, now, 'w1'); // its reply lost: the worker never ran it
+    await pushHints(q, 'default', [h, h]); // the overdue sweep's repair, twice
+    expect((await q.take('default', 10, now, 'w1')).hints.map((x) => x.id)).toEqual([h.id]);
+    expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
     await pushHints(q, 'default', [h]);
     expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([h.id]);
     await q.finish('default', 'w2', [h.id]); // frees w2's slot, not w1's

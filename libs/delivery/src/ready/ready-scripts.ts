@@ -101,17 +101,11 @@ end
 return ids
 `);
 
-/**
- * Moves the expiry of the limit slots a worker's running jobs hold (ARGV[4] worker, ARGV[5] new
- * expiry, ids from 6), and the slot sets' own expiry with them: a tenant at its limit takes
- * nothing, so no take renews the set, and a set that expired under long handlers let the next
- * take start a full limit more.
- */
+/** Moves the expiry of the limit slots a worker's running jobs hold (ARGV[4] worker, ARGV[5] new expiry, ids from 6), and the sets' own: no take renews a tenant's at its limit. */
 export const RENEW = readyScript(`
 local takenKey = B .. ':taken:' .. ARGV[4]
 local keyTtl = 2 * math.max(1, math.ceil(tonumber(ARGV[5]) - now))
 local function renewIn(slots, member)
-  if not redis.call('ZSCORE', slots, member) then return end
   redis.call('ZADD', slots, 'XX', ARGV[5], member)
   if redis.call('PTTL', slots) < keyTtl then redis.call('PEXPIRE', slots, keyTtl) end
 end

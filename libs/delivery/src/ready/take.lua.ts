@@ -117,8 +117,9 @@ while taken < max and steps < max + 256 do
         local rest = ':' .. t .. ':' .. mask .. ':' .. k
         for j = 1, #items do
           local id, due = string.match(items[j], '^([^:]+):(.+)$')
-          -- A second copy of a row this worker already holds (a repair's) is dropped here.
-          if redis.call('HEXISTS', takenKey, id) == 0 and not seen[id] then
+          -- A second copy in one take is dropped here, one of a row the worker runs by the worker
+          -- (an entry a lost reply left here must not swallow the row's repair).
+          if not seen[id] then
             seen[id] = true
             n = n + 1
             takenArgs[2 * n - 1], takenArgs[2 * n] = id, due .. rest
