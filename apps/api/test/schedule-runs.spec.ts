@@ -68,6 +68,10 @@ describe('schedule runs (/v1/schedules/:id/runs)', () => {
     expect(bad.body.details[0]).toMatchObject({ field: 'date', rule: 'format' });
     const order = await h.http().get(`/v1/schedules/${id}/runs`).query({ from: '2026-11-12T00:00Z', to: '2026-11-10T00:00Z' }).set(auth).expect(400);
     expect(order.body.details[0]).toMatchObject({ field: 'from', rule: 'order' });
+    for (const [field, value] of [['from', '2026-13-01T00:00'], ['to', '2026-02-30T00:00'], ['from', '2026-11-10T24:00'], ['date', '2026-02-30'], ['date', '2026-00-10']]) {
+      const res = await h.http().get(`/v1/schedules/${id}/runs`).query({ [field]: value }).set(auth);
+      expect({ value, status: res.status, detail: res.body.details?.[0] }).toEqual({ value, status: 400, detail: expect.objectContaining({ field, rule: 'out_of_range' }) });
+    }
     const other = await h.createTenant('other');
     await h.http().get(`/v1/schedules/${id}/runs`).set({ Authorization: `Bearer ${other.apiKey}` }).expect(404);
   });

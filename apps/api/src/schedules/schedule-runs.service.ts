@@ -13,6 +13,19 @@ export const RUNS_PAGE_MAX = 1000;
 const LOCAL_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ZONELESS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?$/;
 
+/**
+ * A wall-clock time without a zone (`wall`, the query's `raw`), as epoch ms of that time read as
+ * UTC, checked as runAt is (no February 30th, no 24:00, years as written); else an issue.
+ */
+function wallTime(raw: string, wall: string, field: string, issues: Issues): number | undefined {
+  try {
+    return parseRunAt(`${wall}Z`, field).getTime();
+  } catch {
+    issues.add(field, 'out_of_range', `${field} is not a real date${field === 'date' ? '' : '-time'}, got ${JSON.stringify(raw)}`);
+    return undefined;
+  }
+}
+
 /** One occurrence of a schedule, run or not (ScheduleRunDto documents each field). */
 export type ScheduleRun = ScheduleRunDto;
 
@@ -80,15 +93,18 @@ export class ScheduleRunsService {
     const fromRaw = queryString(query.from, 'from', issues);
     const toRaw = queryString(query.to, 'to', issues);
     if (date !== undefined) {
-      const m = LOCAL_DATE.exec(date);
-      if (!m || (fromRaw ?? toRaw) !== undefined) {
+      if (!LOCAL_DATE.test(date) || (fromRaw ?? toRaw) !== undefined) {
         issues.add('date', 'format', 'date must be a day as YYYY-MM-DD (the schedule\'s own zone), without from or to');
         return null;
       }
-      const wall = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
-      return { from: new Date(instantOfWall(zone, wall)), to: new Date(instantOfWall(zone, wall + DAY_MS) - 1) };
+      const wall = wallTime(date, `${date}T00:00`, 'date', issues);
+      return wall === undefined ? null : { from: new Date(instantOfWall(zone, wall)), to: new Date(instantOfWall(zone, wall + DAY_MS) - 1) };
     }
-    const local = (raw: string, field: string) => (ZONELESS.test(raw) ? new Date(instantOfWall(zone, Date.parse(`${raw}Z`))) : issues.run(() => parseRunAt(raw, field)));
+    const local = (raw: string, field: string) => {
+      if (!ZONELESS.test(raw)) return issues.run(() => parseRunAt(raw, field));
+      const wall = wallTime(raw, raw, field, issues);
+      return wall === undefined ? undefined : new Date(instantOfWall(zone, wall));
+    };
     const to = toRaw === undefined ? now : local(toRaw, 'to');
     const from = fromRaw === undefined ? new Date((to ?? now).getTime() - DAY_MS) : local(fromRaw, 'from');
     if (!from || !to) return null;
