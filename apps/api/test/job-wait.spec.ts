@@ -1,4 +1,5 @@
 import { createClient } from '@almanac/client';
+import { JobWaits } from '../src/jobs/job-waits';
 import { type ApiHarness, startApi } from './api-harness';
 
 /** GET /v1/jobs/:id?waitSeconds=: a producer waits for a job to end without polling. */
@@ -6,10 +7,11 @@ describe('waiting for a job (/v1/jobs/:id?waitSeconds=)', () => {
   let h: ApiHarness;
   let auth: { Authorization: string };
   let apiKey: string;
+  let tenantId: number;
 
   beforeAll(async () => {
     h = await startApi();
-    ({ apiKey } = await h.createTenant());
+    ({ apiKey, id: tenantId } = await h.createTenant());
     auth = { Authorization: `Bearer ${apiKey}` };
   });
   afterAll(() => h.close());
@@ -44,6 +46,22 @@ describe('waiting for a job (/v1/jobs/:id?waitSeconds=)', () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(10);
     const bad = await h.http().get(`/v1/jobs/${id}`).query({ waitSeconds: 21 }).set(auth).expect(400);
     expect(bad.body.details[0]).toMatchObject({ field: 'waitSeconds' });
+  });
+
+  it('frees the slot of a wait whose client went away at once, not when its waitSeconds run out', async () => {
+    const id = await create('wait-gone');
+    const waits = h.app.get(JobWaits);
+    const until = async (held: number) => {
+      for (let i = 0; i < 500 && waits.held(tenantId) !== held; i++) await new Promise((r) => setTimeout(r, 10)); // requests in flight, not a timer
+      expect(waits.held(tenantId)).toBe(held);
+    };
+    const clients = Array.from({ length: 10 }, () => new AbortController());
+    const gone = clients.map((c) => fetch(`${h.url}/v1/jobs/${id}?waitSeconds=20`, { headers: auth, signal: c.signal }).catch(() => 'aborted'));
+    await until(10);
+    for (const c of clients) c.abort();
+    expect(await Promise.all(gone)).toEqual(Array(10).fill('aborted'));
+    await until(0);
+    await h.http().get(`/v1/jobs/${id}`).query({ waitSeconds: 1 }).set(auth).expect(200);
   });
 
   it('the client waits too', async () => {

@@ -20,6 +20,15 @@ const LONG_POLL = 'almanac:long-poll';
 /** The request's deadline as a signal, for work that can still be withdrawn when it passes (see TimedRequest). */
 export const Deadline = createParamDecorator((_: unknown, ctx: ExecutionContext): AbortSignal | undefined => ctx.switchToHttp().getRequest<TimedRequest>().deadline);
 
+/** Aborted once the request needs no more work: its connection closed (the client went away) or its deadline passed. */
+export const RequestOver = createParamDecorator((_: unknown, ctx: ExecutionContext): AbortSignal => {
+  const http = ctx.switchToHttp();
+  const gone = new AbortController();
+  http.getResponse<FastifyReply>().raw.once('close', () => gone.abort());
+  const deadline = http.getRequest<TimedRequest>().deadline;
+  return deadline ? AbortSignal.any([deadline, gone.signal]) : gone.signal;
+});
+
 /** A route that may hold its answer for `?waitSeconds=` (whole seconds): its deadline grows by that much. */
 export const LongPoll = () => SetMetadata(LONG_POLL, true);
 

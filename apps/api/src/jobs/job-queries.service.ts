@@ -29,7 +29,7 @@ export class JobQueriesService {
   ) {}
 
   /** The job; with `waitSeconds`, once it has ended or that time ran out (JobWaits). */
-  async get(tenant: TenantRecord, id: string, query: Record<string, unknown> = {}) {
+  async get(tenant: TenantRecord, id: string, query: Record<string, unknown> = {}, over?: AbortSignal) {
     const issues = new Issues();
     const wait = queryInt(query.waitSeconds, 'waitSeconds', 0, 0, MAX_WAIT_SECONDS, issues);
     if (!issues.ok) throw invalid(issues.list);
@@ -38,7 +38,7 @@ export class JobQueriesService {
       if (!job) throw notFound(`job ${id}`);
       return job;
     };
-    return this.detail(tenant, wait === 0 ? await read() : await this.waits.wait(tenant.id, wait, read));
+    return this.detail(tenant, wait === 0 ? await read() : await this.waits.wait(tenant.id, wait, read, over));
   }
 
   /**

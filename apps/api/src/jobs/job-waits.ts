@@ -26,7 +26,13 @@ export class JobWaits {
   private readonly perTenant = new Map<number, number>();
   private total = 0;
 
-  async wait<J extends { state: string }>(tenantId: number, seconds: number, read: () => Promise<J>): Promise<J> {
+  /** Waits `tenantId` holds now on this replica. */
+  held(tenantId: number): number {
+    return this.perTenant.get(tenantId) ?? 0;
+  }
+
+  /** Until the job ends, `seconds` pass, or `done` aborts (its client went away, its deadline passed): its slot is free at once. */
+  async wait<J extends { state: string }>(tenantId: number, seconds: number, read: () => Promise<J>, done?: AbortSignal): Promise<J> {
     if ((this.perTenant.get(tenantId) ?? 0) >= WAITS_PER_TENANT) throw overLimit(429, `more than ${WAITS_PER_TENANT} waits of this tenant at once`, 'waitSeconds', 'concurrent_waits', 1000);
     if (this.total >= WAITS_PER_REPLICA) throw overLimit(503, 'too many waits on this replica', 'waitSeconds', 'concurrent_waits', 1000);
     this.perTenant.set(tenantId, (this.perTenant.get(tenantId) ?? 0) + 1);
@@ -36,8 +42,11 @@ export class JobWaits {
       for (let pause = FIRST_LOOK_MS; ; pause = Math.min(MAX_LOOK_MS, Math.round(pause * 1.5))) {
         const job = await read();
         const left = deadline - Date.now();
-        if (ENDED.has(job.state) || left <= 0) return job;
-        await new Promise((r) => setTimeout(r, Math.min(pause, left)));
+        if (ENDED.has(job.state) || left <= 0 || done?.aborted) return job;
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, Math.min(pause, left));
+          done?.addEventListener('abort', () => (clearTimeout(timer), r()), { once: true });
+        });
       }
     } finally {
       this.total--;

@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { isPlainObject } from '../http/validation';
-import { Deadline, LongPoll } from '../http/request-deadline.interceptor';
+import { Deadline, LongPoll, RequestOver } from '../http/request-deadline.interceptor';
 import { inIngestSpan } from './ingest-span';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
@@ -123,8 +123,8 @@ export class JobsController {
   @ApiResponse({ status: 200, type: JobDetailDto })
   @ApiResponse({ status: 404, type: ErrorDto })
   @ApiResponse({ status: 429, type: ErrorDto })
-  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
-    return this.queries.get(tenant, id, query);
+  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
+    return this.queries.get(tenant, id, query, over);
   }
 
   @Get(':id/attempts')
