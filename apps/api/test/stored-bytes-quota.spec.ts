@@ -47,6 +47,9 @@ describe('stored-bytes quota: what a tenant stores, reported and bounded (issue 
     expect(Date.parse(report.body.storage.measuredAt)).toBeGreaterThan(Date.now() - MINUTE);
 
     await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: big.slice(0, 2) }).expect(413);
+    // A resend of what was accepted adds nothing: answered as the replay it is, past the quota.
+    expect((await h.http().post('/v1/jobs').set(auth).send(fits[0]).expect(200)).body.key).toBe('fits-0');
+    expect((await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: fits.slice(0, 3) }).expect(200)).body.existing).toBe(3);
     const one = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'one-more', runAt: inMs(MINUTE), payload: payload(60_000) }).expect(413);
     expect(one.body.message).toContain(`stores ${report.body.storage.storedBytes} bytes`);
     await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'no-payload', runAt: inMs(MINUTE) }).expect(201);

@@ -8,7 +8,7 @@ import { ApiError, conflict, type ErrorBody, invalid, unavailable } from '../htt
 import { isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
 import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
-import { assertStoredBytesRoom } from '../tenants/stored-bytes-quota';
+import { assertRoomForNewKeys } from '../tenants/stored-bytes-quota';
 import { HotRoutingService } from './hot-routing.service';
 import { differingFields, type JobInput, parseJobInput } from './job-input';
 import { jobSummary, type JobSummary, removedJob, type RemovedJob } from './job-view';
@@ -87,7 +87,7 @@ export class IngestService implements BeforeApplicationShutdown {
   async createOne(tenant: TenantRecord, body: unknown, traceParent: string | null = null, deadline?: AbortSignal): Promise<{ created: boolean; job: JobSummary } | { removed: RemovedJob }> {
     const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
-    assertStoredBytesRoom(tenant, parsed.value.payloadBytes, this.settings.storedBytesQuota);
+    await assertRoomForNewKeys(tenant, [parsed.value], this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
     await this.limiter.consume(tenant, 1);
     // Shed load rather than queue without bound behind a stalled or saturated database.
     if (this.batcher.pending >= this.settings.maxPendingCommits) throw unavailable('too many jobs are waiting to be committed; retry shortly');
@@ -125,7 +125,7 @@ export class IngestService implements BeforeApplicationShutdown {
         results[index] = { index, status: 'error', error: { statusCode: e.status, message: e.message, details: e.details } };
       }
     });
-    assertStoredBytesRoom(tenant, valid.reduce((sum, v) => sum + v.entry.input.payloadBytes, 0), this.settings.storedBytesQuota);
+    await assertRoomForNewKeys(tenant, valid.map((v) => v.entry.input), this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
     await this.limiter.consume(tenant, valid.length);
     const committed = await this.commit(valid.map((v) => v.entry));
     const failed = committed.find((r) => r.status === 'failed');

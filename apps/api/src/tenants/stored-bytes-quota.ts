@@ -21,3 +21,17 @@ export function assertStoredBytesRoom(tenant: TenantRecord, requestBytes: number
     'let retention remove finished jobs, delete schedules, or ask the operator to raise maxStoredBytes';
   throw new ApiError(413, message, [{ field: 'tenant', rule: 'stored_bytes_quota', message }]);
 }
+
+/**
+ * assertStoredBytesRoom for jobs with keys, counting only keys the tenant has not used: a resend
+ * of an accepted job (after a 503, say) adds nothing and is answered as the replay it is. `known`
+ * is asked only when the whole request would be refused.
+ */
+export async function assertRoomForNewKeys(
+  tenant: TenantRecord, items: readonly { key: string; payloadBytes: number }[], installationQuota: number, known: (keys: string[]) => Promise<readonly string[]>,
+): Promise<void> {
+  const bytes = (xs: readonly { payloadBytes: number }[]) => xs.reduce((sum, x) => sum + x.payloadBytes, 0);
+  if (!storageRefusal(tenant.storage.storedBytes, bytes(items), storedBytesQuota(tenant, installationQuota))) return;
+  const used = new Set(await known(items.map((x) => x.key)));
+  assertStoredBytesRoom(tenant, bytes(items.filter((x) => !used.has(x.key))), installationQuota);
+}

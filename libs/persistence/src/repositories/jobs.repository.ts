@@ -173,6 +173,13 @@ export class JobsRepository {
     }));
   }
 
+  /** Which of `keys` the tenant has used: a stored job's, or one retention removed and keeps reserved. */
+  async knownKeys(tenantId: number, keys: readonly string[]): Promise<string[]> {
+    if (keys.length === 0) return [];
+    const [jobs, retired] = await Promise.all([this.findByKeys(tenantId, keys, this.dataSource), this.findRetired(tenantId, keys)]);
+    return [...jobs.map((j) => j.key), ...retired.map((r) => r.key)];
+  }
+
   /** The tenant's stored jobs among `keys` (any order). */
   private async findByKeys(tenantId: number, keys: readonly string[], db: Db): Promise<JobRecord[]> {
     const { rows } = await sql<JobRow>(
