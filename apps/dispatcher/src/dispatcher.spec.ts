@@ -1,9 +1,7 @@
-import { completed, defineHandler } from '@almanac/kinds';
-import type { Hint } from '@almanac/domain';
+import { completed, defineHandler, KindCatalog } from '@almanac/kinds';
+import { DEFAULT_SHARE, type Hint } from '@almanac/domain';
 import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
-import { DEFAULT_SHARE } from '@almanac/domain';
-import { KindCatalog } from '@almanac/kinds';
 import { KindsRepository } from '@almanac/persistence';
 import { BULK_ROWS } from './dispatcher';
 import { PoolObserver } from './pool-observer';

@@ -597,7 +597,7 @@ describe('worker executor', () => {
     const slots = `${h.ready.prefix}:almanac:limit:1:c`; // the tenant's slots on one Redis server (lua-common.ts)
     const member = `${id}@${w.identity.id}`;
     await h.redis.connection.zadd(slots, 'XX', 1, member); // as if it were about to expire
-    await h.redis.connection.pexpire(slots, 50); // the set too: a tenant at its limit takes nothing, and no take renews it
+    await h.redis.connection.pexpire(slots, 5000); // the set too: a tenant at its limit takes nothing, and no take renews it
     await w.taker.renewSlots();
     expect(Number(await h.redis.connection.zscore(slots, member))).toBeGreaterThan(Date.now() + SLOT_TTL_MS - 5000);
     expect(await h.redis.connection.pttl(slots)).toBeGreaterThan(SLOT_TTL_MS);

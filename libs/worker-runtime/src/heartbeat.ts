@@ -54,7 +54,7 @@ export class Heartbeat {
   /** SIGTERM: the worker says it is leaving (its capacity no longer counts) and keeps beating while it drains. */
   async leave(): Promise<void> {
     this.leaving = true;
-    await this.runOnce();
+    await this.beat();
   }
 
   /** Stops beating (after the drain) and removes the worker's row: nothing of it is left to rescue. */

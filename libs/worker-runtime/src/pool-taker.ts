@@ -1,5 +1,5 @@
 import { ReadyQueues, type TakenHint } from '@almanac/delivery';
-import { type Clock, duplicateRedis, type RedisClient, SLOT_RENEW_MS, TAKE_BLOCK_MS, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
+import { type Clock, duplicateRedis, type RedisClient, SLOT_RENEW_MS, TAKE_BLOCK_MS, WaitTimeoutError, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { ExecutionResult, Executor } from './executor';
 import type { WorkerIdentity } from './worker-identity';
@@ -20,8 +20,8 @@ export interface PoolTakerOptions {
 interface Lane {
   pool: string;
   running: number;
-  /** Rows taken and not settled: a second copy of one (a repair's) is dropped, not run beside it. */
-  held: Set<string>;
+  /** Rows taken and not settled, by the worker id that took each: a second copy under that id (a repair's) is dropped, not run beside it. */
+  held: Map<string, number>;
   /** Hints done with, per worker id that took them: sent with the next take (or FINISH). */
   done: Map<number, string[]>;
   /** A hint in `done` holds limit slots: take at once to free them. Others ride with the next take (a take of their own: 0.74 takes a job at 500/s). */
@@ -57,7 +57,7 @@ export class PoolTaker {
   private readonly finishing = new Set<Promise<void>>();
 
   constructor(private readonly o: PoolTakerOptions) {
-    this.lanes = o.pools.map((pool) => ({ pool, running: 0, held: new Set(), done: new Map(), doneHoldsSlots: false, limited: new Map(), woken: false }));
+    this.lanes = o.pools.map((pool) => ({ pool, running: 0, held: new Map(), done: new Map(), doneHoldsSlots: false, limited: new Map(), woken: false }));
   }
 
   /** Handlers running now in `pool` (the heartbeat reports it). */
@@ -137,8 +137,8 @@ export class PoolTaker {
       try {
         take = await within(WORKER_REDIS_WAIT_MS, via.take(lane.pool, Math.max(0, free), this.o.clock.now().getTime(), String(takenBy), done), 'ready take');
       } catch (err) {
-        // A socket gone quiet (its Redis host lost) answers nothing until TCP gives up: connect again, the take not resent.
-        if (via === lane.takes) for (const c of [lane.blocking, lane.takes.redis]) c?.disconnect(true);
+        // A socket gone quiet (its Redis host lost) answers nothing until TCP gives up: connect again (on one server, the take not resent).
+        if (via === lane.takes && err instanceof WaitTimeoutError) for (const c of [lane.blocking, lane.takes.redis]) c?.disconnect(true);
         lane.done.set(takenBy, [...done, ...(lane.done.get(takenBy) ?? [])]); // sent again with the next take
         lane.doneHoldsSlots ||= doneHoldsSlots;
         if (this.closing) break;
@@ -169,8 +169,8 @@ export class PoolTaker {
 
   /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, whose taken entry is the running copy's. */
   private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> | undefined {
-    if (lane.held.has(h.id)) return undefined;
-    lane.held.add(h.id);
+    if (lane.held.get(h.id) === takenBy) return undefined; // taken under a new id (this worker rescued), it runs: its claim decides
+    lane.held.set(h.id, takenBy);
     lane.running++;
     if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
     const run = this.o.executor
@@ -181,7 +181,7 @@ export class PoolTaker {
       })
       .then((result) => this.settle(lane, takenBy, h, result))
       .finally(() => {
-        lane.held.delete(h.id);
+        if (lane.held.get(h.id) === takenBy) lane.held.delete(h.id);
         lane.limited.get(takenBy)?.delete(h.id);
         lane.running--;
         this.inFlight.delete(run);
