@@ -74,7 +74,7 @@ describe('job queries and changes', () => {
   });
 
   it('pages a sparse tenant\'s scheduled jobs to the end: the cursor of a page cut short by the bucket budget is accepted', async () => {
-    // Ten jobs ten days apart: a page reads 8 hour buckets (MAX_HOURS_READ) and ends with a cursor at the next unread hour.
+    // Ten jobs ten days apart: a page spends its 168 hours of buckets (MAX_HOURS_READ) in 8 probes and ends with a cursor at the next unread hour.
     const t = await h.createTenant();
     const sparse = createClient({ baseUrl: h.url, apiKey: t.apiKey });
     const keys = Array.from({ length: 10 }, (_, i) => `sparse-${i}`);

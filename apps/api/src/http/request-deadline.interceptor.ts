@@ -24,7 +24,9 @@ export const Deadline = createParamDecorator((_: unknown, ctx: ExecutionContext)
 export const RequestOver = createParamDecorator((_: unknown, ctx: ExecutionContext): AbortSignal => {
   const http = ctx.switchToHttp();
   const gone = new AbortController();
-  http.getResponse<FastifyReply>().raw.once('close', () => gone.abort());
+  const res = http.getResponse<FastifyReply>().raw;
+  if (res.destroyed || http.getRequest<TimedRequest>().raw.socket?.destroyed) gone.abort(); // gone before the route ran: 'close' is past
+  else res.once('close', () => gone.abort());
   const deadline = http.getRequest<TimedRequest>().deadline;
   return deadline ? AbortSignal.any([deadline, gone.signal]) : gone.signal;
 });

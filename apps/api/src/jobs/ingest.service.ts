@@ -87,8 +87,8 @@ export class IngestService implements BeforeApplicationShutdown {
   async createOne(tenant: TenantRecord, body: unknown, traceParent: string | null = null, deadline?: AbortSignal): Promise<{ created: boolean; job: JobSummary } | { removed: RemovedJob }> {
     const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
+    await this.limiter.consume(tenant, 1); // first: an over-quota refusal reads the tenant's keys
     await assertRoomForNewKeys(tenant, [parsed.value], this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
-    await this.limiter.consume(tenant, 1);
     // Shed load rather than queue without bound behind a stalled or saturated database.
     if (this.batcher.pending >= this.settings.maxPendingCommits) throw unavailable('too many jobs are waiting to be committed; retry shortly');
     const now = this.clock.now();
@@ -125,8 +125,8 @@ export class IngestService implements BeforeApplicationShutdown {
         results[index] = { index, status: 'error', error: { statusCode: e.status, message: e.message, details: e.details } };
       }
     });
-    await assertRoomForNewKeys(tenant, valid.map((v) => v.entry.input), this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
     await this.limiter.consume(tenant, valid.length);
+    await assertRoomForNewKeys(tenant, valid.map((v) => v.entry.input), this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
     const committed = await this.commit(valid.map((v) => v.entry));
     const failed = committed.find((r) => r.status === 'failed');
     if (failed) throw failed.error;

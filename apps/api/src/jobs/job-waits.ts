@@ -37,18 +37,20 @@ export class JobWaits {
     if (this.total >= WAITS_PER_REPLICA) throw overLimit(503, 'too many waits on this replica', 'waitSeconds', 'concurrent_waits', 1000);
     this.perTenant.set(tenantId, (this.perTenant.get(tenantId) ?? 0) + 1);
     this.total++;
+    let timer: NodeJS.Timeout | undefined;
+    let wake = () => {};
+    const stop = () => (clearTimeout(timer), wake());
+    done?.addEventListener('abort', stop, { once: true });
     try {
       const deadline = Date.now() + seconds * 1000;
       for (let pause = FIRST_LOOK_MS; ; pause = Math.min(MAX_LOOK_MS, Math.round(pause * 1.5))) {
         const job = await read();
         const left = deadline - Date.now();
         if (ENDED.has(job.state) || left <= 0 || done?.aborted) return job;
-        await new Promise<void>((r) => {
-          const timer = setTimeout(r, Math.min(pause, left));
-          done?.addEventListener('abort', () => (clearTimeout(timer), r()), { once: true });
-        });
+        await new Promise<void>((r) => ((wake = r), (timer = setTimeout(r, Math.min(pause, left)))));
       }
     } finally {
+      done?.removeEventListener('abort', stop);
       this.total--;
       const n = (this.perTenant.get(tenantId) ?? 1) - 1;
       if (n > 0) this.perTenant.set(tenantId, n);
