@@ -47,14 +47,25 @@ export interface MaterialisationPlan {
   readonly nextCursor: Date;
   /** The first occurrence after nextCursor (store as schedules.next_run_at), null if none ever. */
   readonly nextRunAt: Date | null;
+  /** Missed occurrences stepped through (what `maxSteps` bounds). */
+  readonly steps: number;
 }
 
 export interface MaterialisationOptions {
   /** Upper bound on upcoming occurrences per call (an every-minute schedule has 1440 a day). */
   readonly maxUpcoming?: number;
+  /**
+   * Missed occurrences stepped through per call (~5 µs each): past it the call stops short of
+   * `now`, materialises nothing, counts what lies before the policy's window as skipped and
+   * leaves the window for the next call (nextRunAt at its first), so a per-minute schedule
+   * resumed after a year (525,600 steps, 2.5 s) is caught up in slices the sweep's other work
+   * and the promoter's other sweeps go between.
+   */
+  readonly maxSteps?: number;
 }
 
 export const DEFAULT_MAX_UPCOMING = 10_000;
+export const DEFAULT_MAX_STEPS = 20_000;
 
 /**
  * Which occurrences of `schedule` to materialise at `now`.
@@ -79,6 +90,7 @@ export function planMaterialisation(
 ): MaterialisationPlan {
   assertCap(cap);
   const maxUpcoming = options.maxUpcoming ?? DEFAULT_MAX_UPCOMING;
+  const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS;
   if (!Number.isSafeInteger(maxUpcoming) || maxUpcoming < 1) throw new RangeError(`maxUpcoming must be a positive integer, got ${maxUpcoming}`);
   if (!Number.isSafeInteger(hotHorizonMs) || hotHorizonMs < 0) throw new RangeError(`hotHorizonMs must be a non-negative integer, got ${hotHorizonMs}`);
   const nowMs = now.getTime();
@@ -95,6 +107,7 @@ export function planMaterialisation(
   const upcoming: Date[] = [];
   let overshoot: Date | null = null;
   let truncated = false;
+  let stoppedAt: Date | null = null;
 
   schedule.forEachAfter(start, (t) => {
     const ms = t.getTime();
@@ -103,6 +116,10 @@ export function planMaterialisation(
       return false;
     }
     if (ms < nowMs) {
+      if (missed >= Math.max(maxSteps, keep + 1)) {
+        stoppedAt = t; // not counted: the next call starts at it, or at the window kept before it
+        return false;
+      }
       missed++;
       if (keep > 0) {
         kept.push(t);
@@ -121,6 +138,11 @@ export function planMaterialisation(
   });
 
   if (kept.length > keep) kept.splice(0, kept.length - keep);
+  if (stoppedAt !== null) {
+    const resumeAt: Date = kept[0] ?? stoppedAt;
+    const handled = missed - kept.length;
+    return { toMaterialise: [], missed: handled, skipped: handled, nextCursor: new Date(resumeAt.getTime() - 1), nextRunAt: resumeAt, steps: missed };
+  }
   const nextCursor = truncated ? upcoming[upcoming.length - 1] : new Date(Math.max(startMs, windowEnd));
   // With a cursor already past the window the loop stopped at once: overshoot is still the first
   // occurrence after it, which is what nextRunAt means.
@@ -130,6 +152,7 @@ export function planMaterialisation(
     skipped: missed - kept.length,
     nextCursor,
     nextRunAt: overshoot,
+    steps: missed,
   };
 }
 

@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_STEPS } from '@almanac/domain';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { ExecutionRepository, JobQueriesRepository, PAYLOAD_BY_REFERENCE_BYTES, RecurringRepository, RetentionRepository, SchedulesRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
@@ -311,6 +312,22 @@ describe('RecurringSweep (Postgres)', () => {
     const res = await sweep().runOnce(later);
     expect(res.occurrences).toEqual({ materialised: 24, missed: 1, skipped: 4 });
     expect(iso(await occurrences(id))[0]).toBe('2026-11-29T15:00:00.000Z');
+  });
+
+  it('catches up a per-minute schedule resumed after 60 days in slices of bounded planning, one batch each', async () => {
+    // 86,395 missed minutes: stepped through at once, ~0.4 s of the promoter's event loop for one schedule.
+    const id = await schedule({ cron: '* * * * *', nextRunAt: new Date(NOW.getTime() - 60 * DAY), missed: 'latest' });
+    const plans = jest.spyOn(SchedulePlanner.prototype, 'plan');
+    try {
+      const res = await sweep().runOnce(NOW);
+      const steps = plans.mock.results.map((r) => (r.value as { steps: number }).steps);
+      expect(steps.length).toBeGreaterThan(4); // each slice its own batch: the event loop turns between them
+      expect(Math.max(...steps)).toBeLessThanOrEqual(DEFAULT_MAX_STEPS);
+      expect(res.occurrences).toMatchObject({ missed: 1, skipped: 60 * 24 * 60 - 6 }); // the last 5 minutes are within the tolerance
+      expect(iso(await occurrences(id))[0]).toBe('2026-11-29T10:14:00.000Z'); // the latest missed one, then on time from 10:15
+    } finally {
+      plans.mockRestore();
+    }
   });
 
   it('a cron change (API) removes unrun occurrences; the next run materialises the new timing only', async () => {

@@ -1,4 +1,4 @@
-import { scheduleSetAsideError } from '@almanac/domain';
+import { DEFAULT_MAX_STEPS, scheduleSetAsideError } from '@almanac/domain';
 import { isValueError, runIsolated, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { type DueSchedule, isRetiredKeyError, type OccurrenceRow, type RecurringRepository, type ScheduleAdvance } from '@almanac/persistence';
@@ -55,6 +55,8 @@ const ROW_OVERHEAD_BYTES = 120;
 interface BatchBudget {
   rows: number;
   bytes: number;
+  /** Missed occurrences stepped through (planMaterialisation's maxSteps), so a batch's planning stays ~0.1 s. */
+  steps: number;
   /** The budget cut the batch short: schedules left due, or one truncated. */
   cut: boolean;
 }
@@ -147,7 +149,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
   private async materialise(now: Date, until: Date, limit: number, quota: RunQuota | null, total: RecurringResult, onlyIds: string[] | null) {
     const attempt = async (skipRetired: boolean) => {
       const counts = { materialised: 0, missed: 0, skipped: 0, invalid: 0 };
-      const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, cut: false };
+      const budget: BatchBudget = { rows: this.opts.maxBatchRows, bytes: this.opts.maxBatchBytes, steps: DEFAULT_MAX_STEPS, cut: false };
       const batch = await this.repo.materialiseDueSchedules(
         until,
         limit,
@@ -211,7 +213,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     for (const s of schedules) {
       // Its tenant out of quota, or the batch out of budget: not advanced, so it stays due.
       if (quota?.atQuota.has(s.tenantId)) continue;
-      if (budget.rows <= 0 || budget.bytes <= 0) {
+      if (budget.rows <= 0 || budget.bytes <= 0 || budget.steps <= 0) {
         budget.cut = true;
         continue;
       }
@@ -219,7 +221,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       const tenantLeft = quota ? this.opts.maxPerTenantPerRun - (quota.perTenant.get(s.tenantId) ?? 0) : Number.MAX_SAFE_INTEGER;
       // At least one, so every batch makes progress whatever one schedule's payload weighs.
       const cap = Math.max(1, Math.min(budget.rows, tenantLeft, Math.floor(budget.bytes / rowBytes)));
-      const plan = this.planner.plan(s, now, until, cap);
+      const plan = this.planner.plan(s, now, until, cap, budget.steps);
       if (plan === null) {
         // Unparsable (written before validation tightened?): park it rather than fail the batch.
         counts.invalid += 1;
@@ -246,6 +248,8 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       if (n >= cap && cap < tenantLeft) budget.cut = true; // possibly truncated by the budget
       budget.rows -= n;
       budget.bytes -= n * rowBytes;
+      budget.steps -= plan.steps;
+      if (budget.steps <= 0) budget.cut = true; // a catch-up stopped short, or the next would: the run goes on
       if (quota) {
         const used = (quota.perTenant.get(s.tenantId) ?? 0) + n;
         quota.perTenant.set(s.tenantId, used);

@@ -25,6 +25,8 @@ export interface SchedulePlan {
   skipped: number;
   /** The schedule's new next_run_at: first occurrence not materialised, null if none ever. */
   next: Date | null;
+  /** Missed occurrences stepped through (bounded by `maxSteps`: past it, `next` is still behind). */
+  steps: number;
 }
 
 export interface SchedulePlannerOptions {
@@ -59,7 +61,7 @@ export class SchedulePlanner {
    * `maxUpcoming` caps the upcoming occurrences of this pass; `next` is then the first one left,
    * so the schedule stays due and the next batch goes on from there.
    */
-  plan(s: DueSchedule, now: Date, until: Date, maxUpcoming?: number): SchedulePlan | null {
+  plan(s: DueSchedule, now: Date, until: Date, maxUpcoming?: number, maxSteps?: number): SchedulePlan | null {
     const schedule = this.parse(s.cron, s.timezone);
     if (schedule === null) return null;
     const policy = (MISSED_POLICIES as readonly string[]).includes(s.missed) ? (s.missed as MissedPolicy) : 'skip';
@@ -72,7 +74,7 @@ export class SchedulePlanner {
       Math.max(0, until.getTime() - lateEdge.getTime()),
       policy,
       this.opts.missedCap,
-      maxUpcoming === undefined ? {} : { maxUpcoming },
+      { maxUpcoming, maxSteps },
     );
     const runMissed = plan.missed - plan.skipped;
     return {
@@ -81,6 +83,7 @@ export class SchedulePlanner {
       missed: runMissed,
       skipped: plan.skipped,
       next: plan.nextRunAt,
+      steps: plan.steps,
     };
   }
 
