@@ -56,6 +56,11 @@ describe('stored-bytes quota: what a tenant stores, reported and bounded (issue 
     // Schedules count too: a payload past the quota is refused at create and at PATCH.
     await h.http().post('/v1/schedules').set(auth).send({ key: 's', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', payload: payload(60_000) }).expect(413);
     const s = await h.http().post('/v1/schedules').set(auth).send({ key: 's', kind: 'noop', cron: '0 * * * *', timezone: 'UTC' }).expect(201);
+    const withPayload = { key: 's-big', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', payload: payload(60_000) };
+    await h.db.dataSource.query(`UPDATE tenants SET max_stored_bytes = NULL WHERE id = $1`, [id]); // room for one more, then the quota back
+    await h.http().post('/v1/schedules').set(auth).send(withPayload).expect(201);
+    await h.db.dataSource.query(`UPDATE tenants SET max_stored_bytes = $2 WHERE id = $1`, [id, MIB]);
+    await h.http().post('/v1/schedules').set(auth).send(withPayload).expect(200); // its resend: a replay, not 413
     await h.http().patch(`/v1/schedules/${s.body.id}`).set(auth).send({ payload: payload(60_000) }).expect(413);
 
     // What was accepted is all there; another tenant is not affected.

@@ -7,7 +7,7 @@ import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
-import { assertStoredBytesRoom } from '../tenants/stored-bytes-quota';
+import { assertRoomForNewKeys, assertStoredBytesRoom } from '../tenants/stored-bytes-quota';
 import { checkPatchedPayload, formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
 
 export const MAX_PREVIEW = 100;
@@ -32,7 +32,7 @@ export class SchedulesService {
     const parsed = parseScheduleCreate(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     const input = parsed.value;
-    assertStoredBytesRoom(tenant, input.payloadBytes, this.settings.storedBytesQuota);
+    await assertRoomForNewKeys(tenant, [input], this.settings.storedBytesQuota, (keys) => this.schedules.knownKeys(tenant.id, keys));
     const limit = tenant.maxSchedules ?? this.settings.maxSchedulesPerTenant;
     const result = await this.schedules.create({
       tenantId: tenant.id,

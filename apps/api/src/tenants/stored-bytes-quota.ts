@@ -23,9 +23,9 @@ export function assertStoredBytesRoom(tenant: TenantRecord, requestBytes: number
 }
 
 /**
- * assertStoredBytesRoom for jobs with keys, counting only keys the tenant has not used: a resend
- * of an accepted job (after a 503, say) adds nothing and is answered as the replay it is. `known`
- * is asked only when the whole request would be refused.
+ * assertStoredBytesRoom for jobs or schedules with keys, counting only keys the tenant has not
+ * used: a resend of an accepted one (after a 503, say) adds nothing and is answered as the replay
+ * it is. `known` is asked only when the whole request would be refused.
  */
 export async function assertRoomForNewKeys(
   tenant: TenantRecord, items: readonly { key: string; payloadBytes: number }[], installationQuota: number, known: (keys: string[]) => Promise<readonly string[]>,

@@ -164,6 +164,12 @@ export class SchedulesRepository {
     return rows[0] ? toView(rows[0]) : null;
   }
 
+  /** Which of `keys` name one of the tenant's schedules. */
+  async knownKeys(tenantId: number, keys: readonly string[]): Promise<string[]> {
+    const rows: { key: string }[] = await this.db.query(`SELECT key FROM schedules WHERE tenant_id = $1 AND key = ANY ($2::text[])`, [tenantId, keys]);
+    return rows.map((r) => r.key);
+  }
+
   /** Keyset page ordered by key (the unique (tenant_id, key) index). */
   async list(tenantId: number, afterKey: string | null, limit: number): Promise<ScheduleView[]> {
     const rows: RawSchedule[] = afterKey === null
