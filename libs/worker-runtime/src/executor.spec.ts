@@ -559,6 +559,20 @@ describe('worker executor', () => {
     }
   });
 
+  it("the rescue judges leases by the database's clock: a promoter host 31 s ahead leaves a live run alone", async () => {
+    const [id] = await h.enqueue([{ kind: 'slow' }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    await h.startWorker(w);
+    await slowGate.started; // claimed, its lease 30 s past the database's now
+    const aheadHost = new Date(Date.now() + h.leaseMs + 1000);
+    expect(await h.rescueWith(() => []).runOnce(aheadHost)).toMatchObject({ requeued: 0, dead: 0 });
+    expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 });
+    slowGate.release();
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
   it('beats while a lease renewal waits on a locked row: a slow renewal never makes a live worker look dead', async () => {
     const [id] = await h.enqueue([{ kind: 'progress' }]);
     const w = h.worker();

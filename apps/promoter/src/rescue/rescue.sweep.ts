@@ -58,7 +58,9 @@ export class RescueSweep implements Sweep<RescueResult> {
   async runOnce(now: Date): Promise<RescueResult> {
     const view = await this.workers.list();
     const deadIds = new Set(this.watch.look(view.workers, view.dbNowMs));
-    return this.putBack(view.workers.filter((w) => deadIds.has(w.id)), now);
+    // Leases are written by the database's clock (the workers' DatabaseClock): a promoter host
+    // running ahead must not find live runs' leases out. One running behind judges them late.
+    return this.putBack(view.workers.filter((w) => deadIds.has(w.id)), new Date(Math.min(now.getTime(), view.dbNowMs)));
   }
 
   /** Steps 1-4 for workers found dead (and any running row whose lease ran out before `now`). */
