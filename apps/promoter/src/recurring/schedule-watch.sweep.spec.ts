@@ -59,6 +59,19 @@ describe('ScheduleWatchSweep (Postgres)', () => {
     expect(await sweep().runOnce(NOW)).toMatchObject({ schedules: 0, outcomes: { ok: 0, late: 0, failed: 0, missed: 0 } });
   });
 
+  it('never moves a schedule\'s watch back over a cron change made while its batch was looked at', async () => {
+    await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
+    const s = await schedule(4, 300);
+    const watch = new ScheduleWatchRepository(db.dataSource);
+    const [looked] = await watch.due(NOW, 10); // the sweep's read
+    expect(looked.id).toBe(s);
+    await db.dataSource.query(`UPDATE schedules SET cron = '30 * * * *', version = version + 1, watched_through = $2 WHERE id = $1`, [s, NOW]); // the API's PATCH
+    await watch.record([{ id: s, through: new Date('2026-12-01T05:25:00Z'), last: { outcome: 'missed', dueAt: new Date('2026-12-01T05:00:00Z') } }]);
+    const [row] = await db.dataSource.query(`SELECT watched_through, last_outcome FROM schedules WHERE id = $1`, [s]);
+    expect(row).toEqual({ watched_through: NOW, last_outcome: null });
+    expect(await sweep().runOnce(NOW)).toMatchObject({ outcomes: { missed: 0 } });
+  });
+
   it('looks at a long backlog of runs a bounded number at a time', async () => {
     await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
     const s = await schedule(3, 60);
