@@ -24,6 +24,25 @@ async function startSmtp(): Promise<{ port: number; messages: string[]; close():
   return { port, messages, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
+/** An SMTP server that answers each RCPT TO after `delayMs`: every step within nodemailer's timeouts, the whole send past the run's. */
+async function startSlowSmtp(delayMs: number) {
+  const messages: string[] = [];
+  let closed!: () => void;
+  const connectionClosed = new Promise<void>((r) => (closed = r));
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    onRcptTo: (_address, _session, done) => void setTimeout(() => done(), delayMs),
+    onData(stream, _session, done) {
+      stream.on('data', () => undefined).on('end', () => (messages.push('message'), done()));
+    },
+    onClose: () => closed(),
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.server.address() as AddressInfo).port;
+  return { port, messages, connectionClosed, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
 describe('email', () => {
   let smtp: Awaited<ReturnType<typeof startSmtp>>;
 
@@ -44,6 +63,23 @@ describe('email', () => {
     expect(raw).toMatch(/^To: ada@example.com$/m);
     expect(raw).toMatch(/^Subject: Your invoice$/m);
     expect(raw).toMatch(/^Message-ID: <1\.k-[^@]+@test\.almanac>$/m);
+  });
+
+  it('stops sending when its run is aborted: a server slow at every step gets no message after the run ended', async () => {
+    const slow = await startSlowSmtp(1000);
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${slow.port}`, from: 'almanac@example.com', timeoutMs: 2500 })] });
+    try {
+      const to = ['a@example.com', 'b@example.com', 'c@example.com', 'd@example.com']; // 4 s of RCPTs against a 2.5 s run
+      const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 1, payload: { to, subject: 'slow', text: 'once' } }]);
+      await h.hot.runOnce();
+      await h.runWorker(h.worker());
+      expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 1 }); // timed out
+      await slow.connectionClosed; // at the abort; without the signal, after the send went through
+      expect(slow.messages).toEqual([]);
+    } finally {
+      await destroyHarness(h);
+      await slow.close();
+    }
   });
 
   it('snoozes, sending nothing and spending no attempt, while another run holds the message', async () => {

@@ -45,7 +45,9 @@ export function emailHandler(opts: EmailHandlerOptions) {
     payloadSchema: EmailPayloadSchema,
     async handle(ctx, payload) {
       // SMTP timeouts inside the kind's own, so a hung server fails the send (and releases its
-      // claim) before the run is aborted; nodemailer's defaults are minutes.
+      // claim) before the run is aborted; nodemailer's defaults are minutes. They bound each step,
+      // not the send: a server slow at every step is cut off by the run's signal (the connection
+      // closed), or the send would go on past the run and the retry's takeover send it again.
       const timeoutMs = opts.timeoutMs ?? 30_000;
       transport ??= createTransport(
         { url: opts.smtpUrl, connectionTimeout: Math.floor(timeoutMs / 3), greetingTimeout: Math.floor(timeoutMs / 3), socketTimeout: Math.floor(timeoutMs / 2) },
@@ -53,7 +55,7 @@ export function emailHandler(opts: EmailHandlerOptions) {
       );
       const messageId = `<${ctx.tenantId}.${encodeURIComponent(ctx.key)}@${host}>`;
       const sent = await ctx.effects.once(`email:${ctx.key}`, async () => {
-        const info = await transport!.sendMail({ ...payload, messageId });
+        const info = await transport!.sendMail({ ...payload, messageId, signal: ctx.signal });
         return { messageId: info.messageId, response: info.response ?? null };
       });
       if (sent.busy) return snooze({ delayMs: sent.retryAfterMs, reason: 'this message is being sent by another run' });
