@@ -169,7 +169,7 @@ export class PoolTaker {
 
   /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, whose taken entry is the running copy's. */
   private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> | undefined {
-    if (lane.held.get(h.id) === takenBy) return undefined; // taken under a new id (this worker rescued), it runs: its claim decides
+    if (lane.held.get(h.id) === takenBy) return undefined; // under a new id (this worker was rescued) a copy runs: its claim decides
     lane.held.set(h.id, takenBy);
     lane.running++;
     if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));

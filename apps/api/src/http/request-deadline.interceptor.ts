@@ -23,12 +23,12 @@ export const Deadline = createParamDecorator((_: unknown, ctx: ExecutionContext)
 /** Aborted once the request needs no more work: its connection closed (the client went away) or its deadline passed. */
 export const RequestOver = createParamDecorator((_: unknown, ctx: ExecutionContext): AbortSignal => {
   const http = ctx.switchToHttp();
-  const gone = new AbortController();
+  const req = http.getRequest<TimedRequest>();
   const res = http.getResponse<FastifyReply>().raw;
-  if (res.destroyed || http.getRequest<TimedRequest>().raw.socket?.destroyed) gone.abort(); // gone before the route ran: 'close' is past
+  const gone = new AbortController();
+  if (res.destroyed || req.raw.socket?.destroyed) gone.abort(); // gone before the route ran: 'close' is past
   else res.once('close', () => gone.abort());
-  const deadline = http.getRequest<TimedRequest>().deadline;
-  return deadline ? AbortSignal.any([deadline, gone.signal]) : gone.signal;
+  return req.deadline ? AbortSignal.any([req.deadline, gone.signal]) : gone.signal;
 });
 
 /** A route that may hold its answer for `?waitSeconds=` (whole seconds): its deadline grows by that much. */

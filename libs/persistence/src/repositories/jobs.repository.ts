@@ -7,6 +7,7 @@ import { decodeState, STATE_CODE } from '../job-state.codec';
 import { type Db, sql } from '../sql';
 import { FIND_JOBS_BY_KEYS_SQL } from '../statements/find-jobs-by-keys.sql';
 import { FIND_RETIRED_KEYS_SQL } from '../statements/find-retired-keys.sql';
+import { FIND_USED_KEYS_SQL } from '../statements/find-used-keys.sql';
 import { INSERT_BATCH_ON_CONFLICT } from '../statements/insert-batch-on-conflict.sql';
 import { INSERT_BATCH_OPTIMISTIC } from '../statements/insert-batch-optimistic.sql';
 import { isRetiredKeyError } from '../retired-key-error';
@@ -176,8 +177,8 @@ export class JobsRepository {
   /** Which of `keys` the tenant has used: a stored job's, or one retention removed and keeps reserved. */
   async knownKeys(tenantId: number, keys: readonly string[]): Promise<string[]> {
     if (keys.length === 0) return [];
-    const [jobs, retired] = await Promise.all([this.findByKeys(tenantId, keys, this.dataSource), this.findRetired(tenantId, keys)]);
-    return [...jobs.map((j) => j.key), ...retired.map((r) => r.key)];
+    const { rows } = await sql<{ key: string }>(this.dataSource, FIND_USED_KEYS_SQL, [tenantId, keys]);
+    return rows.map((r) => r.key);
   }
 
   /** The tenant's stored jobs among `keys` (any order). */
