@@ -11,6 +11,7 @@ export * from './metrics/metrics.service';
 export * from './metrics/redis-metrics';
 export * from './metrics/tenant-labels';
 export * from './metrics/set-aside';
+export * from './metrics/pool-scaling';
 export * from './errors/dependency-errors';
 export * from './ops.module';
 export * from './queues/delivery-timing';

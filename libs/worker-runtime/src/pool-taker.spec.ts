@@ -129,6 +129,27 @@ describe('pool taker', () => {
     }
   });
 
+  it("gives back what a take whose reply was lost took, before its next take: the row runs without the overdue sweep", async () => {
+    const take = ReadyQueues.prototype.take;
+    let lose = true;
+    jest.spyOn(ReadyQueues.prototype, 'take').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['take']>) {
+      const answer = await take.apply(this, args);
+      if (!lose || answer.hints.length === 0) return answer;
+      lose = false;
+      throw new Error('Connection is closed.'); // the take ran in Redis; its reply never came
+    });
+    const w = h.worker();
+    await h.startWorker(w);
+    const [id] = await h.enqueue([{ kind: 'logged' }]);
+    const idRan = ran(id);
+    await h.hot.runOnce();
+    await within(TAKE_BLOCK_MS * 3, idRan, 'the run after the lost take'); // without the give-back: the overdue sweep's grace, 30 s
+    await w.taker.close(10_000);
+    expect(lose).toBe(false);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect(await h.redis.connection.hlen(`${h.ready.base('default')}:taken:${w.identity.id}`)).toBe(0);
+  });
+
   it('reports a finished job with the next take, and one that holds a limit slot at once', async () => {
     const takes = recordTakes();
     const w = h.worker();

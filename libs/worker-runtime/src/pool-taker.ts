@@ -28,6 +28,8 @@ interface Lane {
   doneHoldsSlots: boolean;
   /** Running hints that hold limit slots, per worker id that took them: renewed until they end. */
   limited: Map<number, Set<string>>;
+  /** A take failed, maybe after it took: before the next, what the taken hash holds that this lane neither runs nor is done with goes back. */
+  lostTake: boolean;
   /** Wakes the loop waiting for a free slot. */
   slotFreed?: () => void;
   /** Wakes the loop waiting for work: a hint that holds limit slots is done with, or the worker stops. */
@@ -57,7 +59,7 @@ export class PoolTaker {
   private readonly finishing = new Set<Promise<void>>();
 
   constructor(private readonly o: PoolTakerOptions) {
-    this.lanes = o.pools.map((pool) => ({ pool, running: 0, held: new Map(), done: new Map(), doneHoldsSlots: false, limited: new Map(), woken: false }));
+    this.lanes = o.pools.map((pool) => ({ pool, running: 0, held: new Map(), done: new Map(), doneHoldsSlots: false, limited: new Map(), lostTake: false, woken: false }));
   }
 
   /** Handlers running now in `pool` (the heartbeat reports it). */
@@ -107,8 +109,7 @@ export class PoolTaker {
     if (this.loops.length > 0) await this.handTimerOn(); // after our own BLPOPs ended: the token it leaves wakes another worker
     for (const lane of this.lanes) for (const c of [lane.blocking, lane.takes?.redis]) c?.disconnect();
     const finished = await within(deadlineMs, Promise.allSettled([...this.inFlight]), 'handlers').then(() => true, () => false);
-    let released = 0;
-    if (!finished) for (const ids of (await this.o.executor.releaseUnfinished()).values()) released += ids.length;
+    const released = finished ? 0 : [...(await this.o.executor.releaseUnfinished()).values()].reduce((n, ids) => n + ids.length, 0);
     await Promise.allSettled([...this.inFlight]);
     await this.o.executor.drain();
     await Promise.allSettled([...this.finishing, this.finishAll()]);
@@ -119,6 +120,7 @@ export class PoolTaker {
     while (!this.closing) {
       const free = this.o.concurrency - lane.running;
       const takenBy = this.o.identity.id;
+      if (lane.lostTake) lane.lostTake = !(await this.giveBackLost(lane, takenBy));
       const done = lane.done.get(takenBy) ?? [];
       if (free <= 0 && !lane.doneHoldsSlots && !lane.woken) {
         await new Promise<void>((resolve) => (lane.slotFreed = resolve));
@@ -141,6 +143,7 @@ export class PoolTaker {
         if (via === lane.takes && err instanceof WaitTimeoutError) for (const c of [lane.blocking, lane.takes.redis]) c?.disconnect(true);
         lane.done.set(takenBy, [...done, ...(lane.done.get(takenBy) ?? [])]); // sent again with the next take
         lane.doneHoldsSlots ||= doneHoldsSlots;
+        lane.lostTake = true;
         if (this.closing) break;
         this.o.logger.error({ err, pool: lane.pool }, 'could not take from the pool; retrying');
         await new Promise((r) => setTimeout(r, TAKE_BLOCK_MS));
@@ -165,6 +168,12 @@ export class PoolTaker {
     const toFinish = new Promise<void>((resolve) => (lane.wakeToFinish = resolve));
     await Promise.race([lane.waiter, toFinish, new Promise((r) => (timer = setTimeout(r, Math.min(untilWake, TAKE_BLOCK_MS))))]);
     clearTimeout(timer);
+  }
+
+  /** What a take whose reply was lost took goes back (else the overdue sweep's grace, 30-60 s); true once that answered. */
+  private giveBackLost(lane: Lane, takenBy: number): Promise<boolean> {
+    const keep = [...lane.held].flatMap(([id, by]) => (by === takenBy ? [id] : [])).concat(lane.done.get(takenBy) ?? []);
+    return within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), { except: keep }), 'give back a lost take').then(() => true, () => false);
   }
 
   /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, whose taken entry is the running copy's. */

@@ -1,7 +1,7 @@
 import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import { type HandlerDefinition, HandlerRegistry, KindAssertion, kindMigrations, kindRegistrations, KindRoutes, parsePoolMap } from '@almanac/kinds';
 import { createDataSource, type DatabaseConfig, ExecutionRepository, KindsRepository, type MigrationClass, runKindMigrations, WorkersRepository } from '@almanac/persistence';
-import { ALMANAC_CONFIG, AlmanacConfig, Clock, DatabaseClock, DELIVERY_REDIS, HotQueue, Liveness, MetricsService, REDIS, type RedisClient, TenantLabels } from '@almanac/platform';
+import { ALMANAC_CONFIG, AlmanacConfig, Clock, DatabaseClock, DELIVERY_REDIS, HotQueue, Liveness, exportPoolScaling, MetricsService, REDIS, type RedisClient, TenantLabels } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import type { Logger } from 'pino';
@@ -10,7 +10,7 @@ import { Executor } from './executor';
 import { Heartbeat } from './heartbeat';
 import { PoolTaker } from './pool-taker';
 import { WorkerIdentity } from './worker-identity';
-import { exportPoolScaling, type WorkerSettings } from './worker-settings';
+import type { WorkerSettings } from './worker-settings';
 
 export const WORKER_SETTINGS = Symbol('WORKER_SETTINGS');
 /** The HandlerDefinition[] this worker runs (WorkerRuntimeModule.forRoot). */

@@ -58,10 +58,10 @@ export class ReadyQueues {
     if (ids.length > 0) await this.run(FINISH, pool, Date.now(), [workerId, ...ids]);
   }
 
-  /** Taken hints the worker will not run go back to the head of their flows; `all`: every one it holds. Returns their ids. */
-  async giveBack(pool: string, workerId: string, ids: readonly string[] | 'all'): Promise<string[]> {
-    if (ids !== 'all' && ids.length === 0) return [];
-    const args = ids === 'all' ? [workerId, '1'] : [workerId, '0', ...ids];
+  /** Taken hints the worker will not run go back to the head of their flows; `all`: every one it holds; `except`: all but those. Returns their ids. */
+  async giveBack(pool: string, workerId: string, ids: readonly string[] | 'all' | { except: readonly string[] }): Promise<string[]> {
+    if (Array.isArray(ids) && ids.length === 0) return [];
+    const args = ids === 'all' ? [workerId, '1'] : 'except' in ids ? [workerId, '2', ...ids.except] : [workerId, '0', ...ids];
     return (await this.run(GIVE_BACK, pool, Date.now(), args)) as string[];
   }
 

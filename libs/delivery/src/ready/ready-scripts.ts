@@ -58,15 +58,17 @@ return 1
 /**
  * Items a worker took but will not run (it is stopping, or its claim failed) go back to the head
  * of their flows, in due order, their slots freed. ARGV[4] the worker, ARGV[5] = '1' for every
- * item it holds (a dead worker's rescue; its hash is then deleted), else ARGV from 6: row ids.
+ * item it holds (a dead worker's rescue; its hash is then deleted), '0' for the row ids from
+ * ARGV[6], '2' for every item but those (what a take whose reply was lost took).
  * Returns the ids that went back.
  */
 export const GIVE_BACK = readyScript(`
 local takenKey = B .. ':taken:' .. ARGV[4]
-local entries = {}
-if ARGV[5] == '1' then
+local entries, keep = {}, {}
+if ARGV[5] ~= '0' then
+  for i = 6, #ARGV do keep[ARGV[i]] = true end
   local all = redis.call('HGETALL', takenKey)
-  for i = 1, #all, 2 do entries[#entries + 1] = { all[i], all[i + 1] } end
+  for i = 1, #all, 2 do if not keep[all[i]] then entries[#entries + 1] = { all[i], all[i + 1] } end end
 else
   for i = 6, #ARGV do
     local v = redis.call('HGET', takenKey, ARGV[i])
