@@ -19,3 +19,4 @@ export * from './due-soon';
 export * from './hint';
 export * from './heartbeat-watch';
 export * from './progress';
+export * from './storable-json';

@@ -1,4 +1,4 @@
-import { completed, discard, isHandlerOutcome, retry, snooze } from './outcome';
+import { completed, discard, isHandlerOutcome, retry, snooze, handlerOutcome } from './outcome';
 
 describe('handler outcome helpers', () => {
   it('build the union members', () => {
@@ -17,5 +17,15 @@ describe('handler outcome helpers', () => {
     for (const bad of [undefined, null, 'completed', {}, { type: 'done' }, { type: 'discard' }, { type: 'retry', delayMs: '5' }, { type: 'retry', reason: 5 }, { type: 'snooze' }, { type: 'snooze', delayMs: NaN }, { type: 'snooze', delayMs: 1, reason: 2 }]) {
       expect(isHandlerOutcome(bad)).toBe(false);
     }
+  });
+
+  it('refuses, saying what it was, a value that is not an outcome', () => {
+    for (const ok of [completed(), retry({ reason: 'later' }), discard('gone', { status: 410 })]) expect(handlerOutcome(ok)).toBe(ok);
+    const cases: [unknown, RegExp][] = [
+      [undefined, /returned undefined, not an outcome/],
+      [{ type: 'done' }, /an object with type "done"/],
+      [{ type: 'snooze' }, /a snooze outcome with invalid fields/],
+    ];
+    for (const [value, message] of cases) expect(() => handlerOutcome(value)).toThrow(message);
   });
 });

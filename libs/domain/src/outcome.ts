@@ -50,3 +50,19 @@ export function isHandlerOutcome(value: unknown): value is HandlerOutcome {
       return false;
   }
 }
+
+/**
+ * What a handler returned, as an outcome: anything else (a JS handler's `{ type: 'done' }`) is
+ * refused here with a TypeError that says what it was, so its run fails as a thrown error does;
+ * unrecognised, it broke the group commit of every job batched with it.
+ */
+export function handlerOutcome(value: unknown): HandlerOutcome {
+  if (isHandlerOutcome(value)) return value;
+  throw new TypeError(`the handler returned ${describeOutcome(value)}, not an outcome: use completed(), retry(), snooze() or discard()`);
+}
+
+function describeOutcome(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return String(value);
+  const type = (value as { type?: unknown }).type;
+  return ['completed', 'retry', 'snooze', 'discard'].includes(type as string) ? `a ${String(type)} outcome with invalid fields` : `an object with type ${String(JSON.stringify(type))}`;
+}

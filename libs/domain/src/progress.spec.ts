@@ -14,4 +14,11 @@ describe('progressReport', () => {
       expect(() => progressReport(bad, undefined, 1, at)).toThrow(/ctx.progress: percent must be a number from 0 to 100/);
     }
   });
+
+  it('keeps a note jsonb can store: a cut never splits a pair, and U+0000 or a lone half becomes U+FFFD', () => {
+    const emojiAtCut = `${'x'.repeat(MAX_PROGRESS_NOTE - 1)}😀`;
+    expect(progressReport(1, emojiAtCut, 1, at).note).toBe('x'.repeat(MAX_PROGRESS_NOTE - 1));
+    expect(progressReport(1, `${'x'.repeat(MAX_PROGRESS_NOTE - 2)}😀`, 1, at).note).toBe(`${'x'.repeat(MAX_PROGRESS_NOTE - 2)}😀`);
+    expect(progressReport(1, 'a\u0000b \ud83d c \ude00', 1, at).note).toBe('a\ufffdb \ufffd c \ufffd');
+  });
 });

@@ -1,5 +1,5 @@
 import { Clock, SLOT_TTL_MS, TAKE_AHEAD_MS } from '@almanac/platform';
-import { DEFAULT_SHARE, LOST_ATTEMPT_ERROR } from '@almanac/domain';
+import { DEFAULT_SHARE, type HandlerOutcome, type JsonValue, LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, type HandlerContext, retry, snooze } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
@@ -68,12 +68,12 @@ const slowHandler = defineHandler<unknown>({
 
 let progressGate = gate();
 /** Reports progress, waits to be told to go on, reports again and finishes. */
-const progressHandler = defineHandler<unknown>({
+const progressHandler = defineHandler<{ note?: string } | null>({
   kind: 'progress',
   timeoutMs: 60_000,
-  handle: async (ctx) => {
+  handle: async (ctx, payload) => {
     const { progress } = ctx; // ctx's functions work destructured, as handlers use them
-    progress(40, 'rows 400 of 1000');
+    progress(40, payload?.note?.replace('{NUL}', '\u0000') ?? 'rows 400 of 1000'); // a payload cannot hold U+0000
     progressGate.onStart();
     await progressGate.released;
     ctx.progress(90);
@@ -83,11 +83,13 @@ const progressHandler = defineHandler<unknown>({
 });
 
 /** Ends as its payload says, with values Postgres cannot store when asked (a NUL in text). */
-const poisonHandler = defineHandler<{ nul?: 'result' | 'error' }>({
+const poisonHandler = defineHandler<{ nul?: 'result' | 'error'; bad?: 'bigint' | 'shape' }>({
   kind: 'poison',
   timeoutMs: 5000,
   handle: async (_ctx, payload) => {
     if (payload?.nul === 'error') throw new Error('binary body \u0000 in the message');
+    if (payload?.bad === 'bigint') return completed({ cents: 10n } as unknown as JsonValue); // a JS handler's result TypeScript did not check
+    if (payload?.bad === 'shape') return { type: 'done' } as unknown as HandlerOutcome;
     return completed({ note: payload?.nul === 'result' ? 'a\u0000b' : 'fine' });
   },
 });
@@ -129,21 +131,26 @@ describe('worker executor', () => {
     expect(lag.values.find((v) => v.metricName === 'almanac_dispatch_lag_seconds_count')).toMatchObject({ labels: { pool: 'default' }, value: 3 });
   });
 
-  it("an outcome Postgres refuses (a NUL in its result or error) is written without it; the rest of its group commit is written whole", async () => {
+  it("an outcome Postgres refuses (a NUL in its result or error, a result that is not JSON) is written without it, one that is not an outcome fails its run; the rest of its group commit is written whole", async () => {
     const w = h.worker({ workerId: 'w-1' });
     const ids = await h.enqueue([
       ...Array.from({ length: 6 }, () => ({ kind: 'poison', payload: {} })),
       { kind: 'poison', payload: { nul: 'result' } },
       { kind: 'poison', payload: { nul: 'error' } },
+      { kind: 'poison', payload: { bad: 'bigint' } },
+      { kind: 'poison', payload: { bad: 'shape' } },
     ]);
     await h.hot.runOnce();
-    expect(await h.runWorker(w)).toBe(8);
+    expect(await h.runWorker(w)).toBe(10);
     for (const id of ids.slice(0, 6)) expect(await h.job(id)).toMatchObject({ state: 'd', result: { note: 'fine' } });
     expect(await h.job(ids[6])).toMatchObject({ state: 'd', result: null }); // it succeeded: its effects happened
     expect((await h.attempts(ids[6]))[0]).toMatchObject({ outcome: 'succeeded', error: expect.stringContaining('could not be stored (SQLSTATE 22P05)') });
     expect(await h.job(ids[7])).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('could not be stored (SQLSTATE 22021)') });
+    // A result JSON cannot hold is set aside like a NUL; what is not an outcome fails its run. Neither fails the batch.
+    expect((await h.attempts(ids[8]))[0]).toMatchObject({ outcome: 'succeeded', error: expect.stringContaining('could not be stored (SQLSTATE 22032)') });
+    expect(await h.job(ids[9])).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('TypeError: the handler returned an object with type "done"') });
     const aside = await w.metrics.setAside.get();
-    expect(aside.values).toEqual([expect.objectContaining({ labels: { statement: 'completion' }, value: 2 })]);
+    expect(aside.values).toEqual([expect.objectContaining({ labels: { statement: 'completion' }, value: 3 })]);
   });
 
   it("a job whose claim Postgres refuses on a value is set aside (dead, set_aside) and every job batched with it, of any tenant, runs", async () => {
@@ -518,6 +525,20 @@ describe('worker executor', () => {
     await w.taker.close(10_000);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     expect(await progress()).toMatchObject({ percent: 40 }); // 90 was reported after the last beat: progress is what was written while it ran
+  });
+
+  it('a progress note jsonb would refuse (U+0000, a pair cut in half) is written made storable, and the leases renewed with it', async () => {
+    const [id] = await h.enqueue([{ kind: 'progress', payload: { note: `a{NUL}b ${'x'.repeat(195)}😀` } }]); // the cut at 200 falls between the emoji's halves
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.startWorker(w);
+    await progressGate.started;
+    await h.ds.query(`UPDATE jobs SET lease_until = now() WHERE id = $1`, [id]); // due for renewal
+    await w.heartbeat.runOnce();
+    const [row] = await h.ds.query(`SELECT progress, lease_until > now() + interval '10 seconds' AS renewed FROM jobs WHERE id = $1`, [id]);
+    expect(row).toMatchObject({ renewed: true, progress: { percent: 40, note: `a\ufffdb ${'x'.repeat(195)}` } });
+    progressGate.release();
+    await w.taker.close(10_000);
   });
 
   it('graceful shutdown: a handler still running at the deadline is released to queued, its hint back at the head of its flow', async () => {

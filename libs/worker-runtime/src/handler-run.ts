@@ -1,4 +1,4 @@
-import { type HandlerOutcome, progressReport } from '@almanac/domain';
+import { type HandlerOutcome, progressReport, handlerOutcome } from '@almanac/domain';
 import { type DeliveryMetrics } from '@almanac/delivery';
 import { type EffectRecords, type HandlerContext, type HandlerDefinition, handlerPayload } from '@almanac/kinds';
 import type { EffectsRepository, RunnableJob } from '@almanac/persistence';
@@ -76,7 +76,7 @@ export async function runHandler(handler: HandlerDefinition, row: RunnableJob, i
       timer = setTimeout(() => io.slot.abort?.(new HandlerTimeoutError(handler.timeoutMs)), handler.timeoutMs);
       Promise.resolve(handler.handle(ctx, payload)).then(resolve, reject);
     });
-    return { outcome, logger };
+    return { outcome: handlerOutcome(outcome), logger };
   } catch (error) {
     return { error: error instanceof Error ? error : new Error(String(error)), logger };
   } finally {

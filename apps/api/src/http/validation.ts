@@ -1,4 +1,4 @@
-import { DomainValidationError, describeValue } from '@almanac/domain';
+import { DomainValidationError, describeValue, unstorableJson } from '@almanac/domain';
 import type { FieldIssue } from './api-error';
 
 /** Collects every problem with a request instead of stopping at the first. */
@@ -108,12 +108,6 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return ak.length === bk.length && ak.every((k) => Object.prototype.hasOwnProperty.call(bo, k) && jsonEqual(ao[k], bo[k]));
 }
 
-// Postgres cannot keep U+0000 or unpaired surrogates in text (jsonb refuses them, json only
-// defers the failure to whoever reads the value as text). JSON.stringify writes both as
-// \u escapes (a pair is written as the character itself); an escaped backslash before one
-// does not count.
-const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
-const LONE_SURROGATE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i;
 /** Deeper JSON is refused: recursive parsers and comparisons (ours, Postgres') must not overflow. */
 export const MAX_PAYLOAD_DEPTH = 64;
 
@@ -139,12 +133,10 @@ export function checkPayload(payload: unknown, field: string, maxBytes: number, 
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
     issues.add(field, 'too_large', `${field} is ${bytes} bytes; the limit is ${maxBytes}`);
-  } else if (!text.includes('\\u')) {
-    // No escapes at all (the usual payload): nothing for the two checks below to find.
-  } else if (NUL_ESCAPE.test(text)) {
-    issues.add(field, 'nul_character', `${field} must not contain the character U+0000`);
-  } else if (LONE_SURROGATE.test(text)) {
-    issues.add(field, 'unpaired_surrogate', `${field} must be valid Unicode (it has an unpaired surrogate)`);
+  } else {
+    const unstorable = unstorableJson(text);
+    if (unstorable === 'nul_character') issues.add(field, unstorable, `${field} must not contain the character U+0000`);
+    else if (unstorable) issues.add(field, unstorable, `${field} must be valid Unicode (it has an unpaired surrogate)`);
   }
   return bytes;
 }

@@ -131,7 +131,7 @@ export class ExecutionRepository {
         plainArray(records.map((r) => r.attempt)),
         plainArray(records.map((r) => STATE_CODE[r.next])),
         plainArray(records.map((r) => (r.next === 'scheduled' || r.next === 'queued' ? epochMs(r.runAt) : null))),
-        records.map((r) => (r.result === undefined ? null : JSON.stringify(r.result))),
+        records.map(resultJson),
         records.map((r) => r.error ?? null),
         plainArray(records.map((r) => r.tenantId)),
         plainArray(records.map((r) => r.outcome)),
@@ -157,5 +157,19 @@ export class ExecutionRepository {
       [refs.map((r) => r.id), refs.map((r) => r.attempt), now, workerName, refs.map((_, i) => startedAt[i] ?? now)],
     );
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, kind: r.kind, dueMs: r.run_at.getTime() }));
+  }
+}
+
+/**
+ * A record's result as JSON text. A value JSON cannot hold (a BigInt, a cycle) is refused as
+ * Postgres refuses one, SQLSTATE 22032 (invalid_json_text): a TypeError here failed the group
+ * commit of every job batched with it; a value error is set aside and written without it.
+ */
+function resultJson(r: CompletionRecord): string | null {
+  if (r.result === undefined) return null;
+  try {
+    return JSON.stringify(r.result) ?? null;
+  } catch (err) {
+    throw Object.assign(new Error(`the result of job ${r.id} is not JSON: ${err instanceof Error ? err.message : String(err)}`), { code: '22032' });
   }
 }
