@@ -55,6 +55,7 @@ describe('http handler', () => {
           '/redirect-out': () => res.writeHead(302, { location: `http://localhost:${port}/ok` }).end(),
           '/redirect-private': () => res.writeHead(307, { location: `http://10.0.0.1:${port}/ok` }).end(),
           '/redirect-rebind': () => res.writeHead(307, { location: `http://rebind.test:${port}/ok` }).end(),
+          '/redirect-fragment': () => res.writeHead(307, { location: '/ok#section' }).end(),
           '/redirect-metadata': () => res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end(),
           // A body that never ends: only the bound stops the reader.
           '/endless': () => {
@@ -168,6 +169,16 @@ describe('http handler', () => {
     expect(verify(signature, { ...req, idempotencyKey: `${tenantId}:replayed` }, secret)).toBe(false);
     expect(verify(signature, { ...req, url: local('/other') }, secret)).toBe(false);
     expect(verify(signature, { ...req, method: 'PUT' }, secret)).toBe(false);
+  });
+
+  it('signs the URL as sent: a fragment, in the payload or a redirect, is dropped and the documented check passes', async () => {
+    expect(parseHttpPayload({ url: 'https://hooks.example.com/x?a=1#anything' }).url).toBe('https://hooks.example.com/x?a=1');
+    const { row } = await run(local('/ok#anything'));
+    expect(row).toMatchObject({ state: 'd', result: { status: 201 } });
+    const redirected = await run(local('/redirect-fragment#top'));
+    expect(redirected.row).toMatchObject({ state: 'd', result: { status: 201 } });
+    expect(seen.map((s) => s.url)).toEqual(['/ok', '/redirect-fragment', '/ok']);
+    for (const s of seen) expect(verify(s.headers['almanac-signature'] as string, received(s), secret)).toBe(true);
   });
 
   it('sends both signatures during a rotation’s overlap, the new one first, and only the new one after an overlap of 0', async () => {

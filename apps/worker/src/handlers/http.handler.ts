@@ -28,6 +28,7 @@ import { inClientSpan } from './outbound-span';
  *   a numeric Retry-After); any other status → discard (dead), status recorded. A URL off the
  *   lists, a refused address, a tenant with no signing secret and a header value with CR/LF are
  *   discarded: retrying cannot help.
+ * - A URL's fragment is dropped (Node never sends it), so the signature covers what is sent.
  */
 export interface HttpPayload {
   url: string;
@@ -97,7 +98,8 @@ export function parseHttpPayload(raw: unknown): HttpPayload {
       if (!RESERVED_HEADERS.has(lower) && !lower.startsWith(RESERVED_PREFIX)) headers[name] = value;
     }
   }
-  return { url: url.toString(), body: p.body as JsonValue | undefined, headers };
+  url.hash = ''; // never sent, so never signed: the receiver rebuilds the URL from path and query
+  return { url: url.href, body: p.body as JsonValue | undefined, headers };
 }
 
 /** C0 controls other than tab, and DEL: refused by Node's header check (which would make a retry, not a discard). */
@@ -112,7 +114,7 @@ function hasControlCharacter(value: string): boolean {
 /** What a signature covers: a captured call replayed with another key, method or URL fails it. */
 export interface SignedRequest {
   method: string;
-  /** The URL as called (its href: a receiver rebuilds it from its public origin and the request's path). */
+  /** The URL as called (its href, with no fragment: a receiver rebuilds it from its public origin and the request's path and query). */
   url: string;
   idempotencyKey: string;
   body: string;
@@ -198,6 +200,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
     if (status >= 300 && status < 400 && location) {
       if (hop >= MAX_REDIRECTS) return discard(`more than ${MAX_REDIRECTS} redirects`, result);
       url = new URL(location, url);
+      url.hash = ''; // as for the payload's URL: not sent, so not signed
       if (url.protocol !== 'http:' && url.protocol !== 'https:') return discard(`redirect to a ${url.protocol} URL`, result);
       if (status !== 307 && status !== 308) {
         method = 'GET';
