@@ -56,6 +56,7 @@ describe('http handler', () => {
           '/redirect-private': () => res.writeHead(307, { location: `http://10.0.0.1:${port}/ok` }).end(),
           '/redirect-rebind': () => res.writeHead(307, { location: `http://rebind.test:${port}/ok` }).end(),
           '/redirect-fragment': () => res.writeHead(307, { location: '/ok#section' }).end(),
+          '/redirect-unparseable': () => res.writeHead(302, { location: 'http://[::1' }).end(),
           '/redirect-metadata': () => res.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end(),
           // A body that never ends: only the bound stops the reader.
           '/endless': () => {
@@ -326,6 +327,23 @@ describe('http handler', () => {
     expect(seen).toHaveLength(0);
   });
 
+  it('discards a header value Node would refuse (above U+00FF) at the first attempt, sending nothing; é is sent', async () => {
+    const { row, attempts } = await run(local('/ok'), { headers: { Authorization: 'Bearer €' } });
+    expect(row).toMatchObject({ state: 'x', attempts: 1, last_error: expect.stringContaining('http payload: header Authorization contains U+20AC') });
+    expect(attempts.map((a) => a.outcome)).toEqual(['discarded']);
+    expect(seen).toHaveLength(0);
+    expect((await run(local('/ok'), { headers: { 'X-Name': 'é' } })).row).toMatchObject({ state: 'd' });
+    // Node writes it as UTF-8 bytes, which the receiver's parser reads one byte per character.
+    expect(Buffer.from(seen[0].headers['x-name'] as string, 'latin1').toString('utf8')).toBe('é');
+  });
+
+  it('discards a redirect whose Location is not a URL, without retrying', async () => {
+    const { row, attempts } = await run(local('/redirect-unparseable'));
+    expect(row).toMatchObject({ state: 'x', attempts: 1, last_error: 'redirect to "http://[::1", which is not a URL', result: { status: 302 } });
+    expect(attempts.map((a) => a.outcome)).toEqual(['discarded']);
+    expect(seen.map((s) => s.url)).toEqual(['/redirect-unparseable']);
+  });
+
   it('never reads a response body past the bound', async () => {
     await start({ maxResponseBytes: 64 * 1024 });
     const began = Date.now();
@@ -356,7 +374,9 @@ describe('http handler', () => {
     expect(() => parseHttpPayload({})).toThrow('url must be a string');
     expect(() => parseHttpPayload({ url: 'http://x/', headers: { a: 1 } })).toThrow('header a');
     expect(() => parseHttpPayload({ url: 'http://x/', headers: { 'a b': '1' } })).toThrow('not a valid header name');
-    expect(() => parseHttpPayload({ url: 'http://x/', headers: { a: 'x\u0000y' } })).toThrow('control character');
+    expect(() => parseHttpPayload({ url: 'http://x/', headers: { a: 'x\u0000y' } })).toThrow('header a contains U+0000');
+    expect(() => parseHttpPayload({ url: 'http://x/', headers: { a: 'x\u007fy' } })).toThrow('header a contains U+007F');
+    expect(() => parseHttpPayload({ url: 'http://x/', headers: { a: 'x😀' } })).toThrow('header a contains U+1F600');
     expect(parseHttpPayload({ url: 'http://x/', headers: { 'Almanac-Signature': 'forged', 'user-agent': 'me', ok: 'x' } }).headers).toEqual({ ok: 'x' });
   });
 

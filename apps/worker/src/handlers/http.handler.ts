@@ -26,8 +26,9 @@ import { inClientSpan } from './outbound-span';
  * - A response body is read up to ALMANAC_HTTP_MAX_RESPONSE_BYTES, never further.
  * - 2xx → completed with `{status}`; 5xx, 408, 429 and network errors → retry (429/503 honour
  *   a numeric Retry-After); any other status → discard (dead), status recorded. A URL off the
- *   lists, a refused address, a tenant with no signing secret and a header value with CR/LF are
- *   discarded: retrying cannot help.
+ *   lists, a refused address, a tenant with no signing secret, a header value Node refuses (CR/LF,
+ *   other controls, above U+00FF) and a redirect Location that is not a URL are discarded:
+ *   retrying cannot help.
  * - A URL's fragment is dropped (Node never sends it), so the signature covers what is sent.
  */
 export interface HttpPayload {
@@ -70,6 +71,8 @@ const RESERVED_PREFIX = 'almanac-';
 const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
 /** RFC 9110 token. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Node's own check of a header value: what it refuses throws at send time, which would be retried, not discarded. */
+const REFUSED_HEADER_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 
 export function parseHttpPayload(raw: unknown): HttpPayload {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidPayloadError('http payload must be an object with a url');
@@ -93,22 +96,17 @@ export function parseHttpPayload(raw: unknown): HttpPayload {
       if (typeof value !== 'string') throw new InvalidPayloadError(`http payload: header ${name} must be a string`);
       // A CR or LF would end the header and start another (header injection): never sent, never retried.
       if (/[\r\n]/.test(value)) throw new InvalidPayloadError(`http payload: header ${name} contains CR or LF, which would inject headers`);
-      if (hasControlCharacter(value)) throw new InvalidPayloadError(`http payload: header ${name} contains a control character`);
+      const refused = REFUSED_HEADER_CHAR.exec(value);
+      if (refused) {
+        const code = value.codePointAt(refused.index)!.toString(16).toUpperCase().padStart(4, '0');
+        throw new InvalidPayloadError(`http payload: header ${name} contains U+${code}, which Node refuses in a header value (control characters, anything above U+00FF)`);
+      }
       const lower = name.toLowerCase();
       if (!RESERVED_HEADERS.has(lower) && !lower.startsWith(RESERVED_PREFIX)) headers[name] = value;
     }
   }
   url.hash = ''; // never sent, so never signed: the receiver rebuilds the URL from path and query
   return { url: url.href, body: p.body as JsonValue | undefined, headers };
-}
-
-/** C0 controls other than tab, and DEL: refused by Node's header check (which would make a retry, not a discard). */
-function hasControlCharacter(value: string): boolean {
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if ((c < 0x20 && c !== 0x09) || c === 0x7f) return true;
-  }
-  return false;
 }
 
 /** What a signature covers: a captured call replayed with another key, method or URL fails it. */
@@ -199,7 +197,11 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
     const location = headers.location;
     if (status >= 300 && status < 400 && location) {
       if (hop >= MAX_REDIRECTS) return discard(`more than ${MAX_REDIRECTS} redirects`, result);
-      url = new URL(location, url);
+      try {
+        url = new URL(location, url);
+      } catch {
+        return discard(`redirect to ${JSON.stringify(location.slice(0, 200))}, which is not a URL`, result); // thrown, it would be retried
+      }
       url.hash = ''; // as for the payload's URL: not sent, so not signed
       if (url.protocol !== 'http:' && url.protocol !== 'https:') return discard(`redirect to a ${url.protocol} URL`, result);
       if (status !== 307 && status !== 308) {
