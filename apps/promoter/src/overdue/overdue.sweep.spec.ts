@@ -26,7 +26,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
   let repo: SweepsRepository;
   let metrics: SweepMetrics;
 
-  function build(connection: TestRedis['connection'], prefix: string, batchSize = 1000, log?: Logger) {
+  function build(connection: TestRedis['connection'], prefix: string, batchSize = 1000, log?: Logger, maxPerRun = 100_000) {
     const queue = HotQueue.open(connection, prefix);
     const promotion = new PromotionSweep(repo, queue, { hotHorizonMs: 24 * HOUR, batchSize, maxPerRun: 1e6, concurrency: 2 }, metrics);
     const epoch = new RedisEpoch(connection, prefix);
@@ -38,7 +38,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       lost,
       epoch,
       promotion,
-      { graceMs: GRACE, lookaheadMs: 30_000, batchSize, maxPerRun: 100_000 },
+      { graceMs: GRACE, lookaheadMs: 30_000, batchSize, maxPerRun },
       metrics,
       log,
     );
@@ -213,6 +213,21 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(res).toMatchObject({ redis: 'lost', requeued: { redis_lost: 30 } });
       expect(await inQueue(queue, rows.slice(-10))).toBe(10);
       await queue.close();
+    });
+
+    it('a recovery larger than a run goes on where the last run stopped, in another replica too, until it ends', async () => {
+      const { queue, sweep, epoch } = build(priv.connection, 'resumed', 10, undefined, 25);
+      await sweep.runOnce(NOW); // the marker written: nothing was queued
+      const rows = await insertJobs(db.dataSource, { count: 60, state: 'q', start: new Date(NOW.getTime() + 1000), stepMs: 1000 });
+      await priv.connection.del(epoch.key); // Redis lost its data
+      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'lost', more: true, requeued: { redis_lost: 25 } });
+      // A promoter restarted, or another replica: from where the first stopped, not from the start (which never ended past a run's size).
+      const other = build(priv.connection, 'resumed', 10, undefined, 25);
+      expect(await other.sweep.runOnce(NOW)).toMatchObject({ redis: 'lost', more: true, requeued: { redis_lost: 25 } });
+      expect(await other.sweep.runOnce(NOW)).toMatchObject({ redis: 'lost', more: false, requeued: { redis_lost: 10 } });
+      expect(await inQueue(queue, rows)).toBe(60);
+      expect((await sweep.runOnce(NOW)).redis).toBe('ok');
+      await Promise.all([queue.close(), other.queue.close()]);
     });
 
     it('a Redis restart (new run_id, data kept) re-enqueues too: the last writes may be gone', async () => {

@@ -94,12 +94,17 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       this.overdueCursor = scan.next;
       more ||= scan.next !== null;
     } else {
-      const epoch = await this.epoch.begin();
-      requeued.redis_lost = (await this.requeueQueued(now, null, Number.MAX_SAFE_INTEGER, 'redis_lost', null, redis === 'lost')).requeued;
+      // A recovery larger than a run goes on where the last run stopped, whichever replica runs
+      // next: from the start every time (a restart, a failure), one larger than a run never ended.
+      const resumed = await this.epoch.resume();
+      const epoch = resumed?.epoch ?? (await this.epoch.begin());
+      const scan = await this.requeueQueued(now, null, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, redis === 'lost');
+      requeued.redis_lost = scan.requeued;
       // A second loss during the scan leaves the marker missing: the next run starts over.
-      more ||= !(await this.epoch.finish(epoch));
-      const what = redis === 'lost' ? 'Redis lost its data (or is new)' : 'Redis was restarted or replaced';
-      if (requeued.redis_lost > 0) this.log.warn({ redis, requeued: requeued.redis_lost }, `${what}: re-enqueued ${requeued.redis_lost} queued jobs`);
+      more ||= scan.next !== null || !(await this.epoch.finish(epoch));
+      if (scan.next) await this.epoch.progress(epoch, scan.next);
+      const what = redis === 'lost' ? `Redis lost its data (or is new)${resumed ? ', recovery going on' : ''}` : 'Redis was restarted or replaced';
+      if (requeued.redis_lost > 0) this.log.warn({ redis, requeued: requeued.redis_lost, more: scan.next !== null }, `${what}: re-enqueued ${requeued.redis_lost} queued jobs`);
       // A brand-new installation has no marker either: with nothing queued, nothing was lost.
       else this.log.info({ redis }, `${what}: no job was queued, marker written`);
     }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { QueuedCursor } from '@almanac/persistence';
 import type { RedisClient } from '@almanac/platform';
 
 /**
@@ -15,8 +16,10 @@ export type RedisEpochStatus = 'ok' | 'lost' | 'restarted';
  * grace to notice job by job. A small hash `<prefix>:almanac:epoch` {run_id, epoch, recovering}
  * is written by the promoter. Recovery is two-phase so a crash or a second flush during the
  * re-enqueue is noticed again next time: `begin()` writes a fresh epoch with `recovering=1`,
- * the caller re-enqueues, `finish(epoch)` clears the flag only if the epoch is still ours.
- * Callers serialise through the overdue sweep's lease, so one replica recovers at once.
+ * the caller re-enqueues in runs of bounded size, each ending with `progress(epoch, after)`
+ * (where the next run, of any replica, goes on), and `finish(epoch)` clears the flag; both
+ * only if the epoch is still ours. Callers serialise through the overdue sweep's lease, so one
+ * replica recovers at once.
  */
 export class RedisEpoch {
   readonly key: string;
@@ -37,19 +40,31 @@ export class RedisEpoch {
   /** Marks a recovery in progress; returns the epoch to pass to `finish`. */
   async begin(): Promise<string> {
     const epoch = randomBytes(8).toString('hex');
-    await this.redis.hset(this.key, { run_id: await this.runId(), epoch, recovering: '1' });
+    await this.redis.multi().hdel(this.key, 'after').hset(this.key, { run_id: await this.runId(), epoch, recovering: '1' }).exec();
     return epoch;
   }
 
+  /** The recovery under way on this very server, and where its re-enqueue got to (null: from the start); null if none. */
+  async resume(): Promise<{ epoch: string; after: QueuedCursor | null } | null> {
+    const [marker, runId] = await Promise.all([this.redis.hgetall(this.key), this.runId()]);
+    if (!marker.epoch || marker.recovering !== '1' || marker.run_id !== runId) return null;
+    const at = marker.after?.indexOf(':') ?? -1;
+    return { epoch: marker.epoch, after: at > 0 ? { runAt: new Date(Number(marker.after.slice(0, at))), id: marker.after.slice(at + 1) } : null };
+  }
+
+  /** Records where the recovery's re-enqueue got to, unless the marker was lost again (or another recovery began). */
+  async progress(epoch: string, after: QueuedCursor): Promise<boolean> {
+    return this.ifOurs(epoch, `redis.call('HSET', KEYS[1], 'after', ARGV[2])`, `${after.runAt.getTime()}:${after.id}`);
+  }
+
   /** Ends a recovery unless Redis lost the marker again (or another recovery began) meanwhile. */
-  async finish(epoch: string): Promise<boolean> {
-    const done = (await this.redis.eval(
-      `if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then redis.call('HDEL', KEYS[1], 'recovering') return 1 end return 0`,
-      1,
-      this.key,
-      epoch,
-    )) as number;
-    return done === 1;
+  finish(epoch: string): Promise<boolean> {
+    return this.ifOurs(epoch, `redis.call('HDEL', KEYS[1], 'recovering', 'after')`);
+  }
+
+  private async ifOurs(epoch: string, change: string, ...args: string[]): Promise<boolean> {
+    const lua = `if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then ${change} return 1 end return 0`;
+    return ((await this.redis.eval(lua, 1, this.key, epoch, ...args)) as number) === 1;
   }
 
   /** The run_id of the server holding the marker: through a script on its key, so on a Redis Cluster it is that key's node. */
