@@ -1,5 +1,6 @@
 import type { EffectOnce, EffectRecords } from '@almanac/kinds';
 import type { EffectsRepository } from '@almanac/persistence';
+import { OUTCOME_RETRY_PAUSES, retryWithBackoff } from '@almanac/platform';
 
 /** Past the kind's timeout its run has been aborted; this much more covers a slow abort. */
 const STALE_MARGIN_MS = 30_000;
@@ -9,6 +10,7 @@ export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: numbe
   return {
     async once<T>(key: string, call: () => Promise<T>, opts: { staleAfterMs?: number } = {}): Promise<EffectOnce<T>> {
       const staleMs = opts.staleAfterMs ?? timeoutMs + STALE_MARGIN_MS;
+      const staleAt = Date.now() + staleMs; // measured from before the claim, so never after the database's
       const claim = await repo.claim(job.tenantId, key, job.id, staleMs);
       if (claim.state === 'busy') return { busy: true, retryAfterMs: Math.max(1000, Math.ceil(staleMs - claim.ageMs)) };
       if (claim.state === 'done') return { busy: false, ran: false, result: claim.result as T };
@@ -19,7 +21,9 @@ export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: numbe
         await repo.release(job.tenantId, key, job.id, claim.token).catch(() => undefined); // else it goes stale
         throw err;
       }
-      await repo.finish(job.tenantId, key, job.id, result);
+      // The call happened: a record that fails (a pool timeout, a failover) is sent again while the
+      // claim holds, or the run that takes the stale claim over would make the call a second time.
+      await retryWithBackoff(() => repo.finish(job.tenantId, key, job.id, result), { ...OUTCOME_RETRY_PAUSES, until: () => staleAt });
       return { busy: false, ran: true, result };
     },
   };

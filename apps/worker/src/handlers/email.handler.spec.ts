@@ -1,3 +1,4 @@
+import { EffectsRepository } from '@almanac/persistence';
 import { createHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { DOUBLE_RUN_MODES, runTwice } from '@almanac/testing/double-run';
 import type { AddressInfo } from 'node:net';
@@ -103,6 +104,26 @@ describe('email', () => {
       expect(max_attempts).toBe(2);
       expect(smtp.messages.length).toBe(before);
     } finally {
+      await destroyHarness(h);
+    }
+  });
+
+  it('sends once when recording the send fails at first: the record is written again, not the message sent again', async () => {
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000 })] });
+    // The server answered 250; then the record's first write fails, as a pool acquire timeout under load does.
+    const finish = jest.spyOn(EffectsRepository.prototype, 'finish').mockRejectedValueOnce(new Error('timeout exceeded when trying to connect'));
+    try {
+      const before = smtp.messages.length;
+      const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 2, payload: { to: 'ada@example.com', subject: 'recorded late', text: 'once' } }]);
+      await h.hot.runOnce();
+      await h.runWorker(h.worker());
+      expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1, result: { alreadySent: false } });
+      expect(finish).toHaveBeenCalledTimes(2);
+      const [{ done }] = await h.ds.query(`SELECT done_at IS NOT NULL AS done FROM job_effects WHERE job_id = $1`, [id]);
+      expect(done).toBe(true); // so no later run sends it again
+      expect(smtp.messages.length - before).toBe(1);
+    } finally {
+      finish.mockRestore();
       await destroyHarness(h);
     }
   });

@@ -6,9 +6,10 @@ import { createTransport, type Transporter } from 'nodemailer';
  * `email`: sends one message through SMTP (nodemailer). SMTP takes no idempotency key, so the
  * send is guarded by an effect record (`ctx.effects.once`): claimed and committed before the
  * send, marked done with the server's answer after it. A second run of the job (a retry, a
- * duplicate delivery) finds the record and does not send again. The one case a record cannot
- * cover is a worker that dies between the server's 250 and the record: its claim goes stale
- * (the kind's timeout plus 30 s) and the message is sent again. The Message-ID is derived from
+ * duplicate delivery) finds the record and does not send again; a record that fails is written
+ * again while the claim holds. What a record cannot cover is a worker that dies between the
+ * server's 250 and the record, or a record still failing when the claim goes stale (the kind's
+ * timeout plus 30 s): the message is then sent again. The Message-ID is derived from
  * the job (`<tenant.key@host>`), so that second copy carries the same Message-ID, which mail
  * clients fold into one message: one message, as the recipient sees it.
  *
