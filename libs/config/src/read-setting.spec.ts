@@ -21,6 +21,18 @@ describe('readSetting', () => {
     expect(readSetting({}, 'ALMANAC_SMTP_URL')).toBeUndefined();
   });
 
+  it('refuses at boot an SMTP URL nodemailer cannot connect with, naming the variable', () => {
+    const smtp = (v: string) => readSetting({ ALMANAC_SMTP_URL: v }, 'ALMANAC_SMTP_URL');
+    for (const ok of ['smtp://mail.example.com', 'smtps://u%40x:p%3Ass@mail.example.com:465', 'SMTP://mail.example.com:587/?pool=true', 'smtp:mail.example.com:25', 'smtp://[::1]:2525']) {
+      expect(smtp(ok)).toBe(ok);
+    }
+    // nodemailer sends the first three to localhost:587 and the fourth to 0.0.2.75, refuses the
+    // next two at the first job, and takes an http URL for SMTP on port 587.
+    for (const bad of ['mail.example.com', 'smtp://', 'direct:', 'mail.example.com:587', 'smtp://mail.example.com:70000', 'smtp://mail example.com', 'http://mail.example.com']) {
+      expect(() => smtp(bad)).toThrow(new ConfigError(`ALMANAC_SMTP_URL must be smtp:// or smtps:// and a host (smtp://user:pass@host:port) (got ${JSON.stringify(bad)})`));
+    }
+  });
+
   it('takes a default or bound the reader computes from other settings', () => {
     expect(readSetting({}, 'ALMANAC_WORKER_DEFAULT_THROUGHPUT', { default: 50 })).toBe(50);
     expect(() => readSetting({ ALMANAC_RETRY_MAX_MS: '10' }, 'ALMANAC_RETRY_MAX_MS', { min: 1000 })).toThrow(/ALMANAC_RETRY_MAX_MS must be an integer from 1000/);

@@ -3,6 +3,13 @@ import type { Setting } from '../setting';
 
 const WORKER = ['worker'] as const;
 const DAY = 24 * 3600_000;
+/**
+ * What nodemailer's createTransport connects with: `smtp:` or `smtps:` (`//` optional), maybe
+ * `user:pass@`, a host and a port (1-65535). Anything else it takes without a word (it sends
+ * `mail.example.com`, `direct:` and `smtp://` to localhost:587) or refuses at the first job:
+ * checked at boot, or every `email` job fails.
+ */
+const SMTP_URL = /^smtps?:(\/\/)?([^\s/?#]*@)?(\[[\d:a-f.]+\]|[\w.\u00a0-\uffff-]+)(:(6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3}))?([/?#]\S*)?$/i;
 
 /** Read by the dispatcher and the workers (and ALMANAC_POOLS by the promoter's look at the pools). */
 export const DISPATCH_AND_WORKER_SETTINGS = {
@@ -124,6 +131,9 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
   ALMANAC_HTTP_TIMEOUT_MS: { type: 'ms', default: 30_000, min: 100, max: 3600_000, readers: WORKER, meaning: 'timeout of one `http` call' },
   ALMANAC_SMTP_URL: {
     type: 'string',
+    pattern: SMTP_URL,
+    describe: 'smtp:// or smtps:// and a host (smtp://user:pass@host:port)',
+    allowedText: '`smtp://…` or `smtps://…` with a host',
     defaultText: 'empty (no `email` kind)',
     readers: WORKER,
     meaning: '`smtp://user:pass@host:port`: set, the worker runs and registers the `email` kind',
