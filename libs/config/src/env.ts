@@ -60,6 +60,8 @@ export interface StringRule {
   pattern?: RegExp;
   describe?: string;
   oneOf?: readonly string[];
+  /** The value may hold a password: the message does not quote it. */
+  secret?: boolean;
 }
 
 export function envString(env: Env, name: string, fallback: string, rule?: StringRule): string;
@@ -76,7 +78,7 @@ function checkString(name: string, value: string, rule: StringRule): void {
     throw new ConfigError(`${name} must be one of ${rule.oneOf.join(', ')} (got ${quote(value)})`);
   }
   if (rule.pattern && !rule.pattern.test(value)) {
-    throw new ConfigError(`${name} must be ${rule.describe ?? `like ${String(rule.pattern)}`} (got ${quote(value)})`);
+    throw new ConfigError(`${name} must be ${rule.describe ?? `like ${String(rule.pattern)}`} (${rule.secret ? 'the value is not shown: it may hold a password' : `got ${quote(value)}`})`);
   }
 }
 

@@ -57,7 +57,7 @@ export function readSetting(env: Env, name: SettingName, computed: Computed<unkn
     case 'bool':
       return envBool(env, name, s.default);
     case 'string':
-      return envString(env, name, (computed.default as string | undefined) ?? s.default, { pattern: s.pattern, describe: s.describe });
+      return envString(env, name, (computed.default as string | undefined) ?? s.default, { pattern: s.pattern, describe: s.describe, secret: s.secret });
     case 'enum':
       return envString(env, name, s.default, { oneOf: s.values });
     case 'list':

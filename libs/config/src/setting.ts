@@ -50,6 +50,8 @@ export interface StringSetting extends About {
   pattern?: RegExp;
   /** How the error names the shape `pattern` wants. */
   describe?: string;
+  /** The value may hold a password: an error does not quote it. */
+  secret?: true;
 }
 
 export interface EnumSetting extends About {

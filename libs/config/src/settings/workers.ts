@@ -133,6 +133,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     type: 'string',
     pattern: SMTP_URL,
     describe: 'smtp:// or smtps:// and a host (smtp://user:pass@host:port)',
+    secret: true,
     allowedText: '`smtp://…` or `smtps://…` with a host',
     defaultText: 'empty (no `email` kind)',
     readers: WORKER,
