@@ -30,7 +30,7 @@
  * bench/charts/retention.svg, or retention-schedules.svg with schedules (database size and the day's rates over the simulated days).
  */
 import { utcDay } from '@almanac/domain';
-import { JobsRepository, type NewJob, RecurringRepository, type RetentionPolicy, RetentionRepository, SweepsRepository, TenantsRepository } from '@almanac/persistence';
+import { JobsRepository, type NewJob, RecurringRepository, RetentionRepository, SweepsRepository, TenantsRepository } from '@almanac/persistence';
 import type { DataSource } from 'typeorm';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -98,10 +98,10 @@ interface Day {
 /** RetentionRepository with each statement timed: how long a batch holds its row locks. */
 class TimedRetention extends RetentionRepository {
   statementMs: number[] = [];
-  override async removeExpired(policy: RetentionPolicy, cutoff: Date, limit: number, removedOn: string) {
+  override async removeExpired(...args: Parameters<RetentionRepository['removeExpired']>) {
     const t = performance.now();
     try {
-      return await super.removeExpired(policy, cutoff, limit, removedOn);
+      return await super.removeExpired(...args);
     } finally {
       this.statementMs.push(performance.now() - t);
     }

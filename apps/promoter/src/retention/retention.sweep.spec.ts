@@ -6,7 +6,7 @@ import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { insertJobs } from '@almanac/testing/promoter-rows';
-import { RetentionSweep } from './retention.sweep';
+import { FULL_WALK_EVERY_MS, RetentionSweep } from './retention.sweep';
 
 const DAY = 86_400e3;
 /**
@@ -246,6 +246,34 @@ describe('RetentionSweep (Postgres)', () => {
       const replay = async (tenantId: number) => (await jobs.insertBatch(tenantId, [{ kind: 'noop', key: r.key, runAt: NOW, state: 'scheduled' }]))[0].status;
       expect([r.key, await replay(r.tenant_id), await replay(other)]).toEqual([r.key, 'retired', 'created']);
     }
+  });
+
+  it("walks on from where it got to, never over a backlog it passed again in each batch; a row below that finishes late goes with the next full walk", async () => {
+    // A backlog held back by a limit (queued, due long ago) older than the tenant's finished rows.
+    const backlog = await insertJobs(db.dataSource, { tenantId: a, count: 40, start: at(-45 * DAY), state: 'q' });
+    const old = await finished(a, 'd', 30, 40);
+    const repo = new RetentionRepository(db.dataSource);
+    const froms: (number | null)[] = [];
+    const remove = repo.removeExpired.bind(repo);
+    jest.spyOn(repo, 'removeExpired').mockImplementation((...args) => (args[0].tenantId === a && froms.push(args[5]?.from?.getTime() ?? null), remove(...args)));
+    const sweepWith = new RetentionSweep(repo, { defaultSeconds: 30 * 86_400, defaultKeyReservation: 400 * 86_400, batchSize: 10, maxPerRun: 100_000 }, metrics);
+
+    expect((await sweepWith.runOnce(NOW)).removed).toBe(30);
+    const lastRunAt = async (ids: string[]) => (await db.dataSource.query<{ t: Date }[]>(`SELECT max(run_at) AS t FROM jobs WHERE id = ANY($1::bigint[])`, [ids]))[0].t;
+    expect(froms[0]).toBeNull(); // the first walk starts at the tenant's oldest row, then each batch where the last one ended
+    expect(froms.slice(1).every((f, i) => f !== null && f >= (froms[i] ?? 0))).toBe(true);
+    expect(froms.length).toBe(4);
+
+    // A backlog row runs and finishes; expired by the next run, it lies below where the walk got to.
+    await db.dataSource.query(`UPDATE jobs SET state = 'd', finished_at = $2 WHERE id = $1`, [backlog[0], at(-31 * DAY)]);
+    froms.length = 0;
+    expect((await sweepWith.runOnce(at(60_000))).removed).toBe(0);
+    expect(froms[0]).not.toBeNull();
+    expect(await left([backlog[0]])).toBe(1);
+    expect((await sweepWith.runOnce(at(FULL_WALK_EVERY_MS))).removed).toBe(1);
+    expect(await left([backlog[0]])).toBe(0);
+    expect(await lastRunAt(backlog)).toEqual(expect.any(Date)); // the rest of the backlog stays
+    expect(await left(old)).toBe(0);
   });
 
   it('stops at its budget, says how far behind it is, and gives the next tenant the next turn', async () => {

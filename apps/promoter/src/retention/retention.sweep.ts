@@ -5,6 +5,9 @@ import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import type { Sweep, SweepResult } from '../sweeps/sweep';
 
+/** How often a tenant's walk starts from its oldest row again, for rows it passed that have expired since (late finishes). */
+export const FULL_WALK_EVERY_MS = 3_600_000;
+
 export interface RetentionOptions {
   /** A tenant without its own retention keeps finished jobs this long. */
   defaultSeconds: number;
@@ -40,6 +43,13 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   private readonly kept = new Set<string>();
   /** Per tenant left behind by a run (its budget ran out): seconds from its oldest expired row to its cutoff. */
   private readonly behind = new Map<number, number>();
+  /**
+   * Per tenant, the run time its walk got to (every expired row before it is gone) and when the
+   * next walk starts from the oldest again: a row below it that finishes late, or was locked when
+   * passed, waits for that. Walked from the oldest every batch, a tenant's backlog held back by a
+   * limit was stepped over again by each batch of its finished rows.
+   */
+  private readonly walks = new Map<number, { from: Date | null; fullWalkAtMs: number }>();
 
   constructor(
     private readonly repo: RetentionRepository,
@@ -91,16 +101,16 @@ export class RetentionSweep implements Sweep<RetentionResult> {
    * run: the batch goes again in halves (runIsolated) down to that row, which is kept and left out
    * of this process's later batches (`almanac_set_aside_total{statement="retention"}`).
    */
-  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, day: string): Promise<{ removed: number; setAside: number }> {
+  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, day: string, from: Date | null): Promise<{ removed: number; lastRunAt: Date | null; setAside: number }> {
     const kept = [...this.kept];
     try {
-      return { ...(await this.repo.removeExpired(policy, cutoff, limit, day, undefined, { kept })), setAside: 0 };
+      return { ...(await this.repo.removeExpired(policy, cutoff, limit, day, undefined, { kept, from })), setAside: 0 };
     } catch (err) {
       if (!isValueError(err)) throw err;
       let removed = 0;
       let setAside = 0;
-      await runIsolated(await this.repo.expiredIds(policy.tenantId, cutoff, limit, kept), {
-        run: async (only) => void (removed += (await this.repo.removeExpired(policy, cutoff, only.length, day, undefined, { only, kept })).removed),
+      await runIsolated(await this.repo.expiredIds(policy.tenantId, cutoff, limit, kept, from), {
+        run: async (only) => void (removed += (await this.repo.removeExpired(policy, cutoff, only.length, day, undefined, { only, kept, from })).removed),
         isValueError,
         setAside: async (id, e) => {
           this.kept.add(id);
@@ -109,7 +119,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
           this.log.error({ err: e, jobId: id, tenantId: policy.tenantId }, 'Postgres refused to remove this finished job; kept, and the rest of its tenant is removed');
         },
       });
-      return { removed, setAside };
+      return { removed, lastRunAt: null, setAside };
     }
   }
 
@@ -131,10 +141,14 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   private async drain(policy: RetentionPolicy, now: Date, budget: number): Promise<{ removed: number; behindSeconds: number }> {
     const cutoff = retentionCutoff(now, policy.retentionSeconds);
     const day = utcDay(now);
+    const walk = this.walks.get(policy.tenantId);
+    if (!walk || now.getTime() >= walk.fullWalkAtMs) this.walks.set(policy.tenantId, { from: null, fullWalkAtMs: now.getTime() + FULL_WALK_EVERY_MS });
+    const position = this.walks.get(policy.tenantId)!;
     let removed = 0;
     while (budget - removed > 0) {
       const limit = Math.min(this.o.batchSize, budget - removed);
-      const r = await this.removeBatch(policy, cutoff, limit, day);
+      const r = await this.removeBatch(policy, cutoff, limit, day, position.from);
+      position.from = r.lastRunAt ?? position.from;
       removed += r.removed;
       if (r.removed > 0) this.metrics?.retentionRemoved.inc({ keys: policy.freesKeys ? 'freed' : 'reserved' }, r.removed);
       if (r.removed + r.setAside < limit) break;

@@ -49,8 +49,8 @@ export class RetentionRepository {
     limit: number,
     removedOn: string,
     db: Db = this.dataSource,
-    /** `only` these rows (null: any); never the `kept` ones (rows set aside). */
-    scope: { only?: readonly string[]; kept?: readonly string[] } = {},
+    /** `only` these rows (null: any); never the `kept` ones (rows set aside); run times `from` on (none: all). */
+    scope: { only?: readonly string[]; kept?: readonly string[]; from?: Date | null } = {},
   ): Promise<{ removed: number; lastRunAt: Date | null }> {
     const { rows } = await sql<{ removed: number; last_run_at: Date | null }>(db, REMOVE_EXPIRED_JOBS_SQL, [
       policy.tenantId,
@@ -61,13 +61,14 @@ export class RetentionRepository {
       keyReservedThrough(removedOn, policy.keyReservation),
       scope.only ?? null,
       scope.kept ?? [],
+      scope.from ?? '-infinity',
     ]);
     return { removed: rows[0].removed, lastRunAt: rows[0].last_run_at };
   }
 
-  /** The ids of the tenant's expired rows removeExpired would take next, less the `kept` ones. */
-  async expiredIds(tenantId: number, cutoff: Date, limit: number, kept: readonly string[]): Promise<string[]> {
-    const { rows } = await sql<{ id: string }>(this.dataSource, EXPIRED_JOB_IDS_SQL, [tenantId, cutoff, limit, kept]);
+  /** The ids of the tenant's expired rows removeExpired would take next, less the `kept` ones, run times `from` on. */
+  async expiredIds(tenantId: number, cutoff: Date, limit: number, kept: readonly string[], from: Date | null = null): Promise<string[]> {
+    const { rows } = await sql<{ id: string }>(this.dataSource, EXPIRED_JOB_IDS_SQL, [tenantId, cutoff, limit, kept, from ?? '-infinity']);
     return rows.map((r) => r.id);
   }
 

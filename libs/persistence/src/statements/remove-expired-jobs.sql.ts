@@ -3,6 +3,9 @@ import { resultDigest } from './result-digest.sql';
 /** The expired rows of one tenant: finished (succeeded, dead, cancelled), due and ended before $2. */
 export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < $2 AND state IN ('d', 'x', 'c') AND finished_at < $2`;
 
+/** Where a walk over the tenant's rows starts ('-infinity': its oldest), as the parameter `$n`. */
+const walkedFrom = (n: number) => `run_at >= $${n}::timestamptz`;
+
 /**
  * Removes up to $3 of one tenant's finished jobs whose run time and finish are both before $2,
  * oldest run time first, with their attempts, and retires their keys unless the tenant frees
@@ -10,21 +13,22 @@ export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < 
  * job) are skipped, and FOR UPDATE re-checks the state of a row that changed. A replay of a key
  * racing this statement is refused by the jobs_refuse_retired_keys trigger.
  *
- * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from the tenant's oldest
- * entry: the cost is the batch plus the unfinished or late-finished rows it steps over (rare:
- * queued or running rows older than the retention). A cancelled job whose run time is still
- * ahead waits for it: it is removed once both times are past the cutoff.
+ * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from $9, where the sweep's
+ * walk got to: the cost is the batch plus the unfinished or late-finished rows it steps over (a
+ * backlog held back by a limit can be millions: walked from the tenant's oldest entry, every
+ * batch stepped over all of them again). A cancelled job whose run time is still ahead waits
+ * for it: it is removed once both times are past the cutoff.
  *
  * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day ·
  * $5 boolean keys freed (no retired_keys row) · $6 date the keys stay reserved through (null: forever) ·
  * $7 bigint[] only these rows (null: any) · $8 bigint[] never these (rows a removal could not
- * take: the sweep set them aside).
+ * take: the sweep set them aside) · $9 timestamptz run times from (inclusive; '-infinity': all).
  * Returns the rows removed and the run time of the last one.
  */
 export const REMOVE_EXPIRED_JOBS_SQL = `
 WITH doomed AS (
   SELECT id FROM jobs
-   WHERE ${EXPIRED_JOBS_WHERE} AND ($7::bigint[] IS NULL OR id = ANY ($7::bigint[])) AND NOT (id = ANY ($8::bigint[]))
+   WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(9)} AND ($7::bigint[] IS NULL OR id = ANY ($7::bigint[])) AND NOT (id = ANY ($8::bigint[]))
    ORDER BY run_at, id
    LIMIT $3
    FOR UPDATE SKIP LOCKED
@@ -40,5 +44,5 @@ WITH doomed AS (
 )
 SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
 
-/** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 and $8 as there): what to split when it failed. */
-export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND NOT (id = ANY ($4::bigint[])) ORDER BY run_at, id LIMIT $3`;
+/** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 as there, $4 its $8, $5 its $9): what to split when it failed. */
+export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(5)} AND NOT (id = ANY ($4::bigint[])) ORDER BY run_at, id LIMIT $3`;
