@@ -113,10 +113,11 @@ const retentionPart = (schedules: (quick: boolean) => number): Part => ({
       // The same, without retired_keys: what removal and vacuum's reuse hold flat on their own.
       const withoutKeys = deviation(r.days.filter((d) => d.day > r.inputs.retentionDays + 1).map((d) => d.dbBytes - d.retiredBytes));
       // Removal starts on day retention + 2 and keys removed then stay reserved N days, so
-      // retired_keys fills until its first keys expire: only after that is the whole database's
-      // steady state (day 63 with 30 + 30 days). Shown when the run reaches 10 days past it.
+      // retired_keys fills until its first keys are freed (a day after their last: the sweep's
+      // margin for host clocks): only after that is the whole database's steady state (day 64
+      // with 30 + 30 days). Shown when the run reaches 10 days past it.
       const reserved = Number(r.inputs.keyReservationDays);
-      const full = r.inputs.retentionDays + reserved + 3;
+      const full = r.inputs.retentionDays + reserved + 4;
       const fullDays = r.days.filter((d) => d.day >= full);
       const fullIngest = (rate: (d: (typeof r.days)[number]) => number, early: number) => one(Math.round((spread(fullDays.map(rate)).median / early) * 100));
       const retainOn = (day: number) => r.days.find((d) => d.day === day)?.retainSeconds;

@@ -167,7 +167,10 @@ describe('RetentionSweep (Postgres)', () => {
     };
     expect(await replay(a, keyA, at(2 * DAY))).toMatchObject({ status: 'retired', reservedThrough: dayAt(2) }); // its last day
     expect((await metrics.reservedKeysExpired.get()).values[0]?.value ?? 0).toBe(0);
-    expect(await replay(a, keyA, at(3 * DAY))).toMatchObject({ status: 'created' }); // the day after: freed
+    // Freed a day late: a host's clock may run ahead of the database's, whose day ingest's check goes by.
+    await sweep().runOnce(at(3 * DAY));
+    expect(await through()).toHaveProperty(keyA);
+    expect(await replay(a, keyA, at(4 * DAY))).toMatchObject({ status: 'created' });
     expect((await metrics.reservedKeysExpired.get()).values[0]?.value).toBe(1);
     expect(await through()).toEqual({ [keyB]: dayAt(400) });
 

@@ -123,9 +123,13 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     }
   }
 
-  /** Reserved keys whose reservation ended before today, up to `budget`; how many went. */
+  /**
+   * Reserved keys whose reservation ended before yesterday, up to `budget`; how many went. A day
+   * late: ingest's check judges a key's last day by the database's clock, and a host whose clock
+   * ran ahead of it across midnight freed keys a replay was still refused on (then accepted).
+   */
   private async freeExpiredKeys(now: Date, budget: number): Promise<number> {
-    const today = utcDay(now);
+    const today = utcDay(new Date(now.getTime() - 86_400_000));
     let freed = 0;
     while (budget - freed > 0) {
       const limit = Math.min(this.o.batchSize, budget - freed);
