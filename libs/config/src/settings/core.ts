@@ -126,6 +126,16 @@ export const CORE_SETTINGS = {
     meaning: 'largest HTTP request body (413 above it)',
   },
   // 4 MiB at 1 Mbit/s is ~34 s: slower than that is a client holding a connection open.
+  ALMANAC_TRUST_PROXY: {
+    type: 'list',
+    default: [],
+    pattern: /^(loopback|linklocal|uniquelocal|[0-9A-Fa-f.:]+(\/\d{1,3})?)$/,
+    describe: 'addresses or CIDR ranges (or loopback, linklocal, uniquelocal)',
+    defaultText: 'empty (no proxy trusted)',
+    readers: EVERY_ROLE,
+    meaning:
+      'the proxies (an ingress controller\'s pod range) whose `X-Forwarded-For` names the client: the per-address limits (wrong admin tokens, key lookups, console sign-ins) then count clients, not the proxy. Unset behind a proxy, every client shares the proxy\'s budget',
+  },
   ALMANAC_HTTP_REQUEST_TIMEOUT_MS: {
     type: 'ms',
     default: 30_000,

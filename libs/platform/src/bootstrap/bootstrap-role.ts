@@ -153,6 +153,8 @@ export function httpAdapter(config: AlmanacConfig): FastifyAdapter {
     // Body timeout: a request whose headers and body are not in within this gets 408 and its
     // connection closed, so slow senders cannot hold connections and buffers for ever.
     requestTimeout: config.httpRequestTimeoutMs,
+    // Behind an ingress, the client is what a trusted proxy says it is (per-address limits).
+    trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
     // As Express matched: `/v1/jobs/` is `/v1/jobs`.
     routerOptions: { ignoreTrailingSlash: true },
     // A URL Fastify cannot route (bad percent-encoding, over-long parameter) still gets the

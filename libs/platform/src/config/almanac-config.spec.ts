@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       horizons: { immediateMs: 15 * 60_000, hotMs: 24 * 3600_000 },
       maxBodyBytes: 4 * 1024 * 1024,
       httpRequestTimeoutMs: 30_000,
+      trustProxy: [],
     });
     expect(configWarnings(c)).toEqual([expect.stringContaining('ALMANAC_ADMIN_TOKEN is unset')]);
   });

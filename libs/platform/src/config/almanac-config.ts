@@ -36,6 +36,8 @@ export interface AlmanacConfig {
   maxBodyBytes: number;
   /** A request not fully received (headers and body) within this is answered 408: slow senders. */
   httpRequestTimeoutMs: number;
+  /** Proxies whose X-Forwarded-For names the client (Fastify's trustProxy); empty: none. */
+  trustProxy: string[];
 }
 
 /** Development only; production refuses to start without a real token. */
@@ -76,6 +78,7 @@ export function loadConfig(env: Env = process.env, stdoutIsTty = Boolean(process
     horizons: { immediateMs, hotMs },
     maxBodyBytes: readSetting(env, 'ALMANAC_MAX_BODY_BYTES'),
     httpRequestTimeoutMs: readSetting(env, 'ALMANAC_HTTP_REQUEST_TIMEOUT_MS'),
+    trustProxy: readSetting(env, 'ALMANAC_TRUST_PROXY'),
   };
 }
 
