@@ -1,6 +1,7 @@
 import { insertJob } from '@almanac/testing/job-rows';
 import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
-import { JobQueriesRepository, ListPosition } from './job-queries.repository';
+import type { DataSource } from 'typeorm';
+import { JobListFilter, JobQueriesRepository, ListPosition } from './job-queries.repository';
 
 const H = 3600_000;
 const T0 = Date.parse('2026-12-01T00:00:00Z');
@@ -30,6 +31,33 @@ describe('JobQueriesRepository', () => {
       after = page.next;
     }
     throw new Error('did not terminate');
+  }
+
+  interface PlanNode {
+    'Relation Name'?: string;
+    'Actual Rows': number;
+    'Actual Loops': number;
+    'Rows Removed by Filter'?: number;
+    'Rows Removed by Index Recheck'?: number;
+    Plans?: PlanNode[];
+  }
+
+  /** Rows of jobs one list call reads, over all its statements (EXPLAIN ANALYZE of each as it runs). */
+  async function listReading(tenant: number, filter: JobListFilter, after: ListPosition | null, limit: number) {
+    let read = 0;
+    const count = (n: PlanNode): void => {
+      if (n['Relation Name'] === 'jobs') read += (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * n['Actual Loops'];
+      n.Plans?.forEach(count);
+    };
+    const analyzing = {
+      query: async (sql: string, params?: unknown[]) => {
+        const [row]: { 'QUERY PLAN': { Plan: PlanNode }[] }[] = await db.dataSource.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+        count(row['QUERY PLAN'][0].Plan);
+        return db.dataSource.query(sql, params);
+      },
+    } as unknown as DataSource;
+    const page = await new JobQueriesRepository(analyzing).list(tenant, filter, after, limit);
+    return { page, read };
   }
 
   it('pages every state in (run_at, id) order, merging cold and non-cold rows, tenant-scoped', async () => {
@@ -62,6 +90,24 @@ describe('JobQueriesRepository', () => {
     } while (after);
     expect(keys).toEqual(['h11999', 'h23999']);
     expect(pages.length).toBeGreaterThanOrEqual(3); // 25,000 rows at 10,000 per call
+  });
+
+  it("lists a tenant's queued rows by reading its own rows, not every tenant's queued rows (jobs_queued_due)", async () => {
+    // Every job due within the hot horizon is queued: another tenant's next 24 hours.
+    await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state)
+      SELECT 1, 'q' || g, 'noop', $1::timestamptz + g * interval '4 seconds', 'q' FROM generate_series(1, 20000) g`, [new Date(T0)]);
+    await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state)
+      SELECT 2, 'h' || g, 'noop', $1::timestamptz - g * interval '1 minute', 'd' FROM generate_series(1, 100) g`, [new Date(T0)]);
+    for (const k of ['a', 'b', 'c']) await insert(2, k, T0 + 23 * H + k.charCodeAt(0) * 1000, 'q');
+    await db.dataSource.query('ANALYZE jobs');
+    const own = await listReading(2, { state: 'queued' }, null, 50);
+    expect(own.page.items.map((j) => j.key)).toEqual(['a', 'b', 'c']);
+    expect(own.read).toBeLessThanOrEqual(2 * 103 + 3); // its 103 rows for the page and for the cap's check, 3 by id; not 20,000
+    expect((await listReading(3, { state: 'queued' }, null, 50)).read).toBe(0);
+    // The big tenant's own listing is capped like any filtered scan, and in order.
+    const big = await listReading(1, { state: 'queued' }, null, 5);
+    expect(big.page.items.map((j) => j.key)).toEqual(['q1', 'q2', 'q3', 'q4', 'q5']);
+    expect(big.read).toBeLessThanOrEqual(10_000 + 5);
   });
 
   it('applies kind and run-time range filters', async () => {
