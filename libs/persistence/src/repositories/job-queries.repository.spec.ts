@@ -110,6 +110,45 @@ describe('JobQueriesRepository', () => {
     expect(big.read).toBeLessThanOrEqual(10_000 + 5);
   });
 
+  it('bounds the rows a scheduled list reads per call: a kind found in few rows pages on by hour cursors', async () => {
+    // 40 hours of 1,000 cold rows for tenant 1 (two of them of a rare kind), the same for tenant 2.
+    await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state)
+      SELECT t, 'c' || g, CASE WHEN t = 1 AND g IN (5500, 35500) THEN 'rare' ELSE 'noop' END,
+             $1::timestamptz + g * interval '3.6 seconds', 's'
+        FROM generate_series(1, 40000) g, generate_series(1, 2) t`, [new Date(T0)]);
+    await db.dataSource.query('ANALYZE jobs');
+    const keys: string[] = [];
+    const reads: number[] = [];
+    let after: ListPosition | null = null;
+    do {
+      const { page, read } = await listReading(1, { state: 'scheduled', kind: 'rare' }, after, 10);
+      keys.push(...page.items.map((j) => j.key));
+      reads.push(read);
+      after = page.next;
+    } while (after && reads.length < 20);
+    expect(keys).toEqual(['c5500', 'c35500']);
+    expect(Math.max(...reads)).toBeLessThanOrEqual(10_000 + 100); // the cap, the bucket probes and the page
+    expect(reads.length).toBeGreaterThanOrEqual(4); // 40,000 rows at 10,000 per call
+  });
+
+  it('pages through one hour holding more rows than the scan cap, in order, without losing any', async () => {
+    await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state)
+      SELECT 1, 'b' || lpad(g::text, 5, '0'), 'noop', $1::timestamptz + (20000 - g) * interval '0.1 second', 's' FROM generate_series(1, 12000) g`, [new Date(T0)]);
+    for (let i = 0; i < 3; i++) await insert(1, `next-${i}`, T0 + (i + 1) * H + 1000, 's');
+    await insert(1, 'before', T0 - H, 's');
+    const expected = ['before', ...Array.from({ length: 12000 }, (_, i) => `b${String(12000 - i).padStart(5, '0')}`), 'next-0', 'next-1', 'next-2'];
+    const keys: string[] = [];
+    let after: ListPosition | null = null;
+    for (let calls = 0; calls < 40; calls++) {
+      const page = await repo.list(1, { state: 'scheduled' }, after, 1000);
+      keys.push(...page.items.map((j) => j.key));
+      after = page.next;
+      if (!after) break;
+    }
+    expect(keys).toEqual(expected);
+    expect(await pageAll(1, {}, 7_000)).toEqual(expected); // merged with the (empty) non-cold side
+  });
+
   it('applies kind and run-time range filters', async () => {
     await insert(1, 'a', T0, 's', 'noop');
     await insert(1, 'b', T0 + H, 's', 'http');
