@@ -57,7 +57,7 @@ describe('load shedding with a stalled database', () => {
       expect(a.body).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
     }
     // Past the commit queue's bound the API sheds at once instead of queueing.
-    expect(answers.filter((a) => /too many jobs are waiting/.test(a.body.message)).length).toBeGreaterThan(0);
+    expect(answers.filter((a) => /too many (of this tenant's )?jobs are waiting/.test(a.body.message)).length).toBeGreaterThan(0);
     // The one whose commit was under way commits once the lock goes. A client that resends after
     // Retry-After (here at once, a few times) gets 201 or 200, never a second job.
     for (let i = 0; i < 8; i++) {
@@ -67,6 +67,24 @@ describe('load shedding with a stalled database', () => {
       const [{ n }] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key = $1`, [bodies[i].key]);
       expect(n).toBe(1);
     }
+  });
+});
+
+describe('one tenant flooding the commit queue', () => {
+  const t = stallableApi({ ALMANAC_REQUEST_TIMEOUT_MS: '400', ALMANAC_INGEST_MAX_PENDING: '6', ALMANAC_INGEST_COMMITS_IN_FLIGHT: '1', ALMANAC_PG_LOCK_TIMEOUT_MS: '3000' });
+
+  it("holds at most half of it: another tenant's jobs still queue for their commit, not shed", async () => {
+    const { h, auth, locker } = t;
+    const other = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
+    const post = (a: typeof auth, key: string) => h.http().post('/v1/jobs').set(a).send({ kind: 'noop', key, runAt: inMs(DAY) });
+    const [flood, quiet] = await whileLocked(locker, 'jobs', async () => {
+      const flood = Promise.all(Array.from({ length: 8 }, (_, i) => post(auth, `flood-${i}`).then((r) => r)));
+      await new Promise((r) => setTimeout(r, 100)); // the flood's POSTs are in first
+      return [await flood, await post(other, 'quiet-1')];
+    });
+    expect(flood.filter((a) => /too many of this tenant's jobs/.test(a.body.message)).length).toBe(5); // 3 of 6 held, the rest shed at once
+    expect(quiet.status).toBe(503);
+    expect(quiet.body.message).not.toMatch(/too many/); // it waited for its commit until its deadline: the queue had room
   });
 });
 

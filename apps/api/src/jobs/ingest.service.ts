@@ -45,6 +45,8 @@ export class IngestService implements BeforeApplicationShutdown {
   private readonly batcher: MicroBatcher<CommitEntry, CommitResult>;
   private readonly ingested: Counter<'tier'>;
   private readonly groupSize: Histogram;
+  /** Single-job POSTs of each tenant waiting for (or in) a group commit: one tenant holds at most half the queue. */
+  private readonly pendingOf = new Map<number, number>();
 
   constructor(
     private readonly jobs: JobsRepository,
@@ -89,15 +91,24 @@ export class IngestService implements BeforeApplicationShutdown {
     if (!parsed.ok) throw invalid(parsed.issues);
     await this.limiter.consume(tenant, 1); // first: an over-quota refusal reads the tenant's keys
     await assertRoomForNewKeys(tenant, [parsed.value], this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
-    // Shed load rather than queue without bound behind a stalled or saturated database.
-    if (this.batcher.pending >= this.settings.maxPendingCommits) throw unavailable('too many jobs are waiting to be committed; retry shortly');
+    // Shed load rather than queue without bound behind a stalled or saturated database; one
+    // tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it.
+    const max = this.settings.maxPendingCommits;
+    const mine = this.pendingOf.get(tenant.id) ?? 0;
+    if (this.batcher.pending >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
+    if (mine >= Math.max(1, Math.floor(max / 2))) throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
+    this.pendingOf.set(tenant.id, mine + 1);
     const now = this.clock.now();
     const result = await this.batcher.submit({
       tenantId: tenant.id,
       input: parsed.value,
       tier: tierFor(parsed.value.runAt, now, this.config.horizons),
       traceParent,
-    }, deadline);
+    }, deadline).finally(() => {
+      const left = (this.pendingOf.get(tenant.id) ?? 1) - 1;
+      if (left > 0) this.pendingOf.set(tenant.id, left);
+      else this.pendingOf.delete(tenant.id);
+    });
     if (result.status === 'failed') throw result.error;
     if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
     if (result.status === 'retired') {

@@ -65,7 +65,7 @@ export const API_ROLE_SETTINGS = {
     min: 1,
     max: 1_000_000,
     readers: API,
-    meaning: 'single-job POSTs waiting for a group commit; beyond it new ones get `503` with `Retry-After`',
+    meaning: "single-job POSTs waiting for a group commit; beyond it new ones get `503` with `Retry-After`, and so do a tenant's beyond half of it",
   },
   ALMANAC_MAX_SCHEDULES_PER_TENANT: {
     type: 'int',
