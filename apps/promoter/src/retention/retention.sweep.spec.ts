@@ -279,6 +279,21 @@ describe('RetentionSweep (Postgres)', () => {
     expect(await left(old)).toBe(0);
   });
 
+  it("cleans up a tenant's effect records, bulk operations and schedule payloads every 10 minutes, not on every run", async () => {
+    const effect = (key: string) =>
+      db.dataSource.query(`INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at, done_at) VALUES ($1, $2, 1, $3, $3)`, [a, key, at(-31 * DAY)]);
+    const effects = async () => (await db.dataSource.query<{ effect_key: string }[]>(`SELECT effect_key FROM job_effects ORDER BY 1`)).map((r) => r.effect_key);
+    const s = sweep();
+    await effect('first');
+    await s.runOnce(NOW);
+    expect(await effects()).toEqual([]);
+    await effect('second');
+    await s.runOnce(at(60_000)); // a minute on: each pass reads what is still in use, so not yet
+    expect(await effects()).toEqual(['second']);
+    await s.runOnce(at(10 * 60_000));
+    expect(await effects()).toEqual([]);
+  });
+
   it('stops at its budget, says how far behind it is, and gives the next tenant the next turn', async () => {
     const ofA = await finished(a, 'd', 70, 40);
     const ofB = await finished(b, 'd', 5, 40);
