@@ -89,6 +89,20 @@ describe('a worker that dies', () => {
     expect((await h.workers.list()).workers.map((x) => x.id)).toEqual([alive.identity.id]);
   });
 
+  it("hints a dead worker's rows with the next run when a run could not (Redis refusing): they do not wait for the overdue sweep", async () => {
+    const [id] = await h.enqueue([charge('inv-d')]);
+    const doomed = h.worker({ workerId: 'doomed' });
+    await doomed.identity.register();
+    await h.ds.query(`UPDATE jobs SET state = 'r', attempts = 1, lease_until = now() + interval '30 seconds', claimed_by = $2 WHERE id = $1`, [id, doomed.identity.id]);
+    const rescue = h.rescueWith(() => [doomed.identity.id]);
+    jest.spyOn(h.hotQueue, 'enqueue').mockRejectedValueOnce(new Error('OOM command not allowed when used memory > maxmemory'));
+    await expect(rescue.runOnce(new Date())).rejects.toThrow(/OOM/);
+    expect(await h.job(id)).toMatchObject({ state: 'q' }); // put back, but with no hint
+    await rescue.runOnce(new Date());
+    expect([...(await h.hotIds('waiting')), ...(await h.hotIds('delayed'))]).toContain(id);
+    jest.restoreAllMocks();
+  });
+
   it('a worker that beat after the watch judged it keeps its row', async () => {
     const w = await h.liveWorker({ workerId: 'alive' });
     const { workers } = await h.workers.list();

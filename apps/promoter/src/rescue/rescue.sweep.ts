@@ -42,6 +42,12 @@ export interface RescueOptions {
 export class RescueSweep implements Sweep<RescueResult> {
   readonly name = 'rescue' as const;
   private readonly watch: Pick<HeartbeatWatch, 'look'>;
+  /**
+   * Rows put back to queued whose hints a failed run could not send (Redis refusing, slow): sent
+   * by the next run. Their rows are queued already, so no later run finds them running again;
+   * they waited for the overdue sweep's grace (30-60 s).
+   */
+  private unhinted: Hint[] = [];
 
   constructor(
     private readonly workers: WorkersRepository,
@@ -74,8 +80,11 @@ export class RescueSweep implements Sweep<RescueResult> {
       if (r.requeued.length + r.dead < this.opts.batchSize) break;
     }
     const givenBack = new Set<string>();
+    const unhinted = [...this.unhinted, ...requeued];
+    this.unhinted = unhinted;
     for (const w of gone) for (const pool of w.pools) for (const id of await this.ready.giveBack(pool, String(w.id), 'all')) givenBack.add(id);
-    await this.queue.enqueue(requeued.filter((h) => !givenBack.has(h.id)), now);
+    await this.queue.enqueue(unhinted.filter((h) => !givenBack.has(h.id)), now);
+    this.unhinted = [];
     for (const w of gone) await this.workers.remove(w.id, w.beatAtMs);
     this.metrics?.requeued.inc({ reason: 'worker_lost' }, requeued.length);
     this.metrics?.leaseDead.inc(dead);
