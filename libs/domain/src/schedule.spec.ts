@@ -59,6 +59,39 @@ describe('parseSchedule', () => {
     expect(error.message).toMatch(/^cron /);
   });
 
+  // Such a refusal cost croner's search through 400 years of months (~2-9 ms of the API's CPU,
+  // unbudgeted before the request limit counted invalid requests); now a lookup of the fields.
+  it.each(['0 0 31 2 *', '0 0 30,31 2 *', '0 0 31 4,6,9,11 *', '0 0 31 2 ?', '0 0 30 FEB +MON', '15 10 30-31 2 *', '0 0 1-7 * +MON#5', '0 0 31W 2 *', '0 0 1 1 +1L'])(
+    'refuses %j, which names no date that exists, without searching for one',
+    (cron) => {
+      const search = jest.spyOn(Cron.prototype, 'nextRun');
+      try {
+        const error = rejection(() => parseSchedule(cron, 'UTC'));
+        expect(error).toMatchObject({ field: 'cron', rule: 'never' });
+        expect(error.message).toMatch(/^cron never matches a date/);
+        expect(search).not.toHaveBeenCalled();
+      } finally {
+        search.mockRestore();
+      }
+    },
+  );
+
+  it.each([
+    ['0 0 31 2 MON', '2027-02-01T00:00:00Z'], // day of month OR day of week (Vixie): Mondays in February
+    ['0 0 29 2 *', '2028-02-29T00:00:00Z'],
+    ['0 0 30,31 1-3 *', '2027-01-30T00:00:00Z'],
+    ['0 0 31 2,3 *', '2027-03-31T00:00:00Z'],
+    ['0 0 L 2 *', '2027-02-28T00:00:00Z'],
+    ['0 0 29 FEB +MON', '2044-02-29T00:00:00Z'], // AND: a Monday the 29th of February
+    ['0 0 13 * +FRI', '2027-08-13T00:00:00Z'],
+    ['0 0 * 2 +MON#5', '2044-02-29T00:00:00Z'], // a fifth Monday in February
+    ['0 0 LW * *', '2027-01-29T00:00:00Z'],
+    ['0 0 30W 1 *', '2027-01-29T00:00:00Z'],
+    ['0 0 * JUL 5L', '2027-07-30T00:00:00Z'],
+  ])('accepts %j, which names a date that exists (next after 2027: %s)', (cron, next) => {
+    expect(after(parseSchedule(cron, 'UTC'), '2027-01-01T00:00:00Z', 1)).toEqual([next]);
+  });
+
   it.each([
     [undefined, 'type'],
     ['', 'format'],
