@@ -284,7 +284,7 @@ async function main(): Promise<void> {
   await sleep(300);
   const env = {
     NODE_ENV: 'production', DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${redis.port}`, ALMANAC_ADMIN_TOKEN: ADMIN,
-    ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0',
+    ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: '0',
   };
   const cutMs = Number(arg('cut-seconds', '20')) * 1000;
   const jail = await dnsJail();

@@ -367,7 +367,7 @@ async function measure(): Promise<void> {
       redis = await startRedis(opts.hz);
       cluster = new ClusterProcess(opts.root, opts.workers, {
         NODE_ENV: 'production', DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_ADMIN_TOKEN: ADMIN,
-        ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0', ALMANAC_LOG_LEVEL: process.env.ALMANAC_LOG_LEVEL ?? 'warn',
+        ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: '0', ALMANAC_LOG_LEVEL: process.env.ALMANAC_LOG_LEVEL ?? 'warn',
       }, (line) => {
         // cluster.js's own lines ([almanac] …: build, migrations, warnings) and, with --verbose, the roles'.
         if (opts.verbose || line.startsWith('[almanac]')) process.stderr.write(`  cluster | ${line}\n`);

@@ -217,7 +217,7 @@ async function main(): Promise<void> {
   const db = await createBenchDatabase('almanac_bench_hold', 1);
   await registerBuiltInKinds(db.dataSource); // what a worker does at boot; this part runs none
   const redis = await startRedis(10);
-  const env = { NODE_ENV: 'production', DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_ADMIN_TOKEN: ADMIN, ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0' };
+  const env = { NODE_ENV: 'production', DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_ADMIN_TOKEN: ADMIN, ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: '0' };
   const roles: SourceRole[] = [];
   try {
     const api = await spawnSourceRole('api', env, 'api');

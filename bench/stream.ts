@@ -350,7 +350,7 @@ async function almanacStream(run: number, rate: number): Promise<Measurement> {
     redis = await startRedis(opts.hz);
     cluster = new ClusterProcess(opts.root, opts.workers, {
       NODE_ENV: 'production', DATABASE_URL: db.url, REDIS_URL: redis.url, ALMANAC_ADMIN_TOKEN: ADMIN,
-      ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0', ALMANAC_LOG_LEVEL: process.env.ALMANAC_LOG_LEVEL ?? 'warn',
+      ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: '0', ALMANAC_LOG_LEVEL: process.env.ALMANAC_LOG_LEVEL ?? 'warn',
     }, (line) => {
       // cluster.js's own lines ([almanac] …) but the usual ones; with --verbose, everything.
       if (opts.verbose || (line.startsWith('[almanac]') && !/applied \d+ migration|schema is up to date|received: stopping|\] (Postgres|Redis): /.test(line))) process.stderr.write(`  cluster | ${line}\n`);

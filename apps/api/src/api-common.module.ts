@@ -23,7 +23,7 @@ import { RequestDeadlineInterceptor } from './http/request-deadline.interceptor'
 import { HotRoutingService } from './jobs/hot-routing.service';
 import { KindsService } from './kinds/kinds.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
-import { ReadRateLimiter } from './rate-limit/read-rate-limiter';
+import { RequestRateLimiter } from './rate-limit/request-rate-limiter';
 import { RateLimits } from './rate-limit/shared-token-buckets';
 
 const REPOSITORIES = [
@@ -46,9 +46,9 @@ const REPOSITORIES = [
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
     { provide: APP_INTERCEPTOR, useClass: RequestDeadlineInterceptor },
     RateLimits,
-    // One instance: the interceptor on /v1 reads, and the console's pages (ReadRateLimiter.take).
-    ReadRateLimiter,
-    { provide: APP_INTERCEPTOR, useExisting: ReadRateLimiter },
+    // One instance: the interceptor on every /v1 tenant request, and the console's pages and forms (RequestRateLimiter.take).
+    RequestRateLimiter,
+    { provide: APP_INTERCEPTOR, useExisting: RequestRateLimiter },
     ...REPOSITORIES,
     TenantAuthService,
     AuthEvents,
@@ -62,6 +62,6 @@ const REPOSITORIES = [
     EarlyAuthHook,
     RequestClockHook,
   ],
-  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, AdminAttempts, IngestRateLimiter, ReadRateLimiter, HotRoutingService, KindsService],
+  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, AdminAttempts, IngestRateLimiter, RequestRateLimiter, HotRoutingService, KindsService],
 })
 export class ApiCommonModule {}

@@ -24,8 +24,8 @@ export interface ApiSettings {
   maxSchedulesPerTenant: number;
   /** Bytes a tenant may store (payloads, results, schedules); tenants.max_stored_bytes overrides. */
   storedBytesQuota: number;
-  /** Read requests per second per tenant, over all replicas; 0 turns the limit off. */
-  readRateLimitPerSecond: number;
+  /** Requests per second per tenant (every method; ingest has its own job budget), over all replicas; 0 turns the limit off. */
+  requestRateLimitPerSecond: number;
   /** Bulk operations a tenant may have pending or running at once. */
   maxOpenBulkOperations: number;
   /** The console's session cookie is `Secure` (sent over TLS only), except to a loopback host. */
@@ -50,7 +50,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     requestTimeoutMs: readSetting(env, 'ALMANAC_REQUEST_TIMEOUT_MS'),
     maxSchedulesPerTenant: readSetting(env, 'ALMANAC_MAX_SCHEDULES_PER_TENANT'),
     storedBytesQuota: readSetting(env, 'ALMANAC_STORED_BYTES_QUOTA'),
-    readRateLimitPerSecond: readSetting(env, 'ALMANAC_READ_RATE_LIMIT_PER_SECOND'),
+    requestRateLimitPerSecond: readSetting(env, 'ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND'),
     maxOpenBulkOperations: readSetting(env, 'ALMANAC_BULK_MAX_OPEN'),
     consoleSecureCookie: readSetting(env, 'ALMANAC_CONSOLE_SECURE_COOKIE'),
   };

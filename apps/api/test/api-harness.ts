@@ -39,7 +39,7 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
     ALMANAC_ADMIN_TOKEN: ADMIN_TOKEN,
     ALMANAC_LOG_LEVEL: 'silent',
     ALMANAC_DB_POOL_SIZE: '4',
-    ALMANAC_READ_RATE_LIMIT_PER_SECOND: '0', // tests page fast; load-shedding.spec turns it on
+    ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: '0', // tests page fast; load-shedding.spec turns it on
     ...env,
   };
   // Feature settings are read from process.env when the module graph is built.

@@ -28,7 +28,7 @@ describe('@almanac/client: retries after 429, honouring Retry-After', () => {
   let stepped: ReturnType<typeof steppedClock>;
 
   beforeAll(async () => {
-    h = await startApi({ ALMANAC_READ_RATE_LIMIT_PER_SECOND: '1' }); // a burst of one read
+    h = await startApi({ ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: '1' }); // a burst of one read
   });
   beforeEach(() => (stepped = steppedClock(h)));
   afterEach(() => stepped.restore());
@@ -64,7 +64,7 @@ describe('@almanac/client: retries after 429, honouring Retry-After', () => {
     await once.jobs.list();
     const refused = await once.jobs.list().catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RateLimitedError);
-    expect(refused).toMatchObject({ status: 429, retryAfterMs: 1000, details: [{ field: 'tenant', rule: 'read_rate_limit' }] });
+    expect(refused).toMatchObject({ status: 429, retryAfterMs: 1000, details: [{ field: 'tenant', rule: 'request_rate_limit' }] });
     const brief = createClient({ baseUrl: h.url, apiKey, delay: stepped.delay, retry: { maxDelayMs: 500 } });
     await expect(brief.jobs.list()).rejects.toBeInstanceOf(RateLimitedError);
     expect(stepped.asked).toEqual([]);

@@ -1,3 +1,4 @@
+import { Clock } from '@almanac/platform';
 import { ADMIN_TOKEN, type ApiHarness, DAY, HOUR, inMs, startApi } from './api-harness';
 
 /** The console over HTTP: sign-in, tenant scoping, escaping, actions and their guards. */
@@ -256,11 +257,11 @@ describe('console (/console)', () => {
   });
 });
 
-describe('console pages spend the tenant\'s read budget', () => {
+describe('console pages and forms spend the tenant\'s request budget', () => {
   let h: ApiHarness;
 
   beforeAll(async () => {
-    h = await startApi({ ALMANAC_READ_RATE_LIMIT_PER_SECOND: '6' });
+    h = await startApi({ ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: '6' });
   });
   afterAll(() => h.close());
 
@@ -271,7 +272,29 @@ describe('console pages spend the tenant\'s read budget', () => {
     await h.http().get('/console').set('Cookie', cookie).expect(200); // 5 of the 6
     const over = await h.http().get('/console').set('Cookie', cookie).expect(429);
     expect(over.headers['retry-after']).toBe('1');
-    expect(over.text).toContain('read rate limit');
+    expect(over.text).toContain('request rate limit');
     expect(over.headers['content-type']).toContain('text/html');
+  });
+
+  it('counts a form as the API request it makes: a cancel past the budget is refused and cancels nothing', async () => {
+    const t = await h.createTenant('clicker');
+    const auth = { Authorization: `Bearer ${t.apiKey}` };
+    const job = (await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'clicked', runAt: inMs(2 * DAY) }).expect(201)).body;
+    const res = await h.http().post('/console/sign-in').type('form').send({ token: t.apiKey }).expect(303);
+    const cookie = String(res.headers['set-cookie']).split(';')[0];
+    const clock = h.app.get<Clock>(Clock);
+    const frozen = clock.now(); // no refill while the test runs
+    const spy = jest.spyOn(clock, 'now').mockImplementation(() => frozen);
+    try {
+      await h.http().get('/console').set('Cookie', cookie).expect(200); // 5 of the 6
+      await h.http().post('/console/jobs/1/cancel').set('Cookie', cookie).type('form').send({}).expect(404); // the 6th
+      const over = await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).type('form').send({}).expect(429);
+      expect(over.headers['retry-after']).toBe('1');
+      expect(over.text).toContain('request rate limit');
+    } finally {
+      spy.mockRestore();
+    }
+    const [{ state }] = await h.db.dataSource.query(`SELECT state::text AS state FROM jobs WHERE id = $1`, [job.id]);
+    expect(state).toBe('s'); // still scheduled
   });
 });

@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { Clock } from '@almanac/platform';
 import { Client } from 'pg';
 import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
 
@@ -123,11 +124,11 @@ describe('a database timeout inside the deadline', () => {
   });
 });
 
-describe('read rate limit per tenant', () => {
+describe('request rate limit per tenant', () => {
   let h: ApiHarness;
 
   beforeAll(async () => {
-    h = await startApi({ ALMANAC_READ_RATE_LIMIT_PER_SECOND: '5' });
+    h = await startApi({ ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: '5' });
   });
   afterAll(() => h.close());
 
@@ -140,11 +141,74 @@ describe('read rate limit per tenant', () => {
     expect(statuses).toContain(429);
     const refused = await h.http().get('/v1/jobs?limit=1').set(busy).expect(429);
     expect(refused.headers['retry-after']).toBe('1');
-    expect(refused.body.details[0]).toMatchObject({ field: 'tenant', rule: 'read_rate_limit' });
+    expect(refused.body.details[0]).toMatchObject({ field: 'tenant', rule: 'request_rate_limit' });
     expect(refused.body.message).toMatch(/5 requests\/s/);
     await h.http().get('/v1/jobs?limit=1').set(calm).expect(200);
-    // Writes are not reads: ingest has its own limit.
+    // Ingest spends its own (job) budget, not this one.
     await h.http().post('/v1/jobs').set(busy).send({ kind: 'noop', key: 'w-1', runAt: inMs(DAY) }).expect(201);
+  });
+
+  /** The API's clock held still while `work` runs: no bucket refills, whatever the test's pace. */
+  async function clockHeld<T>(work: () => Promise<T>): Promise<T> {
+    const clock = h.app.get<Clock>(Clock);
+    const now = clock.now();
+    const spy = jest.spyOn(clock, 'now').mockImplementation(() => now);
+    try {
+      return await work();
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  it('counts every method, and requests the route would refuse as invalid, before any is validated', async () => {
+    const busy = { Authorization: `Bearer ${(await h.createTenant('mutator')).apiKey}` };
+    const calm = { Authorization: `Bearer ${(await h.createTenant('bystander')).apiKey}` };
+    // Feb 31: checking it cost the API's event loop milliseconds while no budget counted it.
+    const never = { key: 'never', kind: 'noop', cron: '0 0 31 2 *', timezone: 'UTC' };
+    await clockHeld(async () => {
+      // The budget of 5, spent by mutations that change nothing: none is free.
+      await h.http().delete('/v1/jobs/1').set(busy).expect(404);
+      await h.http().patch('/v1/jobs/1').set(busy).send({ runAt: 'soon' }).expect(400);
+      await h.http().post('/v1/jobs/1/retry').set(busy).send({}).expect(404);
+      const invalid = await h.http().post('/v1/schedules').set(busy).send(never).expect(400);
+      expect(invalid.body.details[0]).toMatchObject({ field: 'cron', rule: 'never' });
+      await h.http().post('/v1/schedules/1/pause').set(busy).expect(404);
+      const refusals = [
+        h.http().post('/v1/schedules').set(busy).send(never),
+        h.http().patch('/v1/schedules/1').set(busy).send({ cron: '0 0 31 2 *' }),
+        h.http().delete('/v1/schedules/1').set(busy),
+        h.http().post('/v1/schedules/1/resume').set(busy),
+        h.http().delete('/v1/jobs/1').set(busy),
+        h.http().patch('/v1/jobs/1').set(busy).send({ runAt: inMs(DAY) }),
+        h.http().post('/v1/jobs/1/retry').set(busy).send({}),
+        h.http().post('/v1/jobs/bulk-cancel').set(busy).send({}),
+        h.http().post('/v1/jobs/bulk-reschedule').set(busy).send({}),
+        h.http().get('/v1/jobs?limit=1').set(busy),
+      ];
+      for (const pending of refusals) {
+        const res = await pending;
+        expect(res.status).toBe(429);
+        expect(res.headers['retry-after']).toBe('1');
+        expect(res.body.details[0]).toMatchObject({ field: 'tenant', rule: 'request_rate_limit' });
+      }
+      await h.http().post('/v1/schedules').set(calm).send(never).expect(400); // another tenant's budget is its own
+      await h.http().post('/v1/jobs').set(busy).send({ kind: 'noop', key: 'still-ingests', runAt: inMs(DAY) }).expect(201);
+    });
+  });
+
+  it('lets ingest spend its job budget once, before validation: invalid jobs count there, and not against the request budget', async () => {
+    const t = { Authorization: `Bearer ${(await h.createTenant('sloppy', 1)).apiKey}` }; // 1 job/s: a burst of 1,000
+    const bad = { kind: 'noop', key: 'bad', runAt: 'not a date' };
+    await clockHeld(async () => {
+      for (let i = 0; i < 6; i++) await h.http().post('/v1/jobs').set(t).send(bad).expect(400); // 6 jobs of the 1,000
+      await h.http().get('/v1/jobs?limit=1').set(t).expect(200); // more than the 5 requests: ingest did not spend them
+      const batch = await h.http().post('/v1/jobs/batch').set(t).send({ jobs: Array.from({ length: 994 }, () => bad) }).expect(200);
+      expect(batch.body.errors).toBe(994); // 994 more, all invalid: the burst is spent
+      const refused = await h.http().post('/v1/jobs').set(t).send({ kind: 'noop', key: 'valid', runAt: inMs(DAY) }).expect(429);
+      expect(refused.body.details[0]).toMatchObject({ field: 'tenant', rule: 'rate_limit' });
+      expect(refused.headers['retry-after']).toBe('1');
+      await h.http().post('/v1/jobs').set(t).send(bad).expect(429); // refused before it is read
+    });
   });
 
   it('counts HEAD as the GET it runs', async () => {

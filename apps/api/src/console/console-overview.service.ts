@@ -14,7 +14,7 @@ const SPARK_MINUTES = 60;
 const ROW_CAP = 50_000;
 const DUE_CAP = 100_000;
 const DEAD_SHOWN = 10;
-/** What the overview spends of the tenant's read budget (ALMANAC_READ_RATE_LIMIT_PER_SECOND): its five reads. */
+/** What the overview spends of the tenant's request budget (ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND): its five reads. */
 export const OVERVIEW_READ_COST = 5;
 
 /**

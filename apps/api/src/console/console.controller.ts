@@ -6,7 +6,7 @@ import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { JobChangesService } from '../jobs/job-changes.service';
 import { JobQueriesService } from '../jobs/job-queries.service';
-import { ReadRateLimiter } from '../rate-limit/read-rate-limiter';
+import { RequestRateLimiter } from '../rate-limit/request-rate-limiter';
 import { ScheduleRunsService } from '../schedules/schedule-runs.service';
 import { SchedulesService } from '../schedules/schedules.service';
 import { ASSET_URLS, CONSOLE_ASSETS } from './console-assets';
@@ -59,8 +59,8 @@ const notice = (v: unknown): string | undefined => (typeof v === 'string' ? NOTI
 /**
  * The console (/console): server-rendered pages over the same services the JSON API uses, so a
  * rule (tenant scoping, what may be cancelled, validation) has one home and the console cannot
- * drift from it. Read views use the API's bounded, indexed queries and spend the tenant's read
- * budget as its API reads do.
+ * drift from it. Read views use the API's bounded, indexed queries; pages and forms spend the
+ * tenant's request budget as its API requests do.
  */
 @ApiExcludeController()
 @UseFilters(ConsoleExceptionFilter)
@@ -74,7 +74,7 @@ export class ConsoleController {
     private readonly schedules: SchedulesService,
     private readonly runs: ScheduleRunsService,
     private readonly tenants: TenantsRepository,
-    private readonly reads: ReadRateLimiter,
+    private readonly requests: RequestRateLimiter,
     private readonly clock: Clock,
   ) {}
 
@@ -205,7 +205,7 @@ export class ConsoleController {
   }
 
   /**
-   * A read page: signed in, a tenant chosen, its read budget spent (a tenant's own pages only:
+   * A read page: signed in, a tenant chosen, its request budget spent (a tenant's own pages only:
    * the operator's are not counted against the tenant), the API's refusals shown as the page's
    * error above what `onError` draws.
    */
@@ -224,7 +224,7 @@ export class ConsoleController {
     }
     const v = viewer as TenantViewer;
     try {
-      if (v.role === 'tenant') await this.reads.take(v.tenant.id, o.cost ?? 1);
+      if (v.role === 'tenant') await this.requests.take(v.tenant.id, o.cost ?? 1);
       const shown = await build(v);
       if ('redirect' in shown) return redirect(reply, shown.redirect);
       this.render(reply, v, shown);
@@ -235,7 +235,7 @@ export class ConsoleController {
     }
   }
 
-  /** A form post: same origin, signed in, then the action and a redirect, or the page again with the refusal. */
+  /** A form post: same origin, signed in, its request budget spent, then the action and a redirect, or the page again with the refusal. */
   private async act(
     req: FastifyRequest,
     reply: FastifyReply,
@@ -249,13 +249,15 @@ export class ConsoleController {
     if (!viewer.tenant) return this.render(reply, viewer, { title: 'Not found', status: 404, error: 'No such tenant.', content: html`` });
     const v = viewer as TenantViewer;
     try {
+      if (v.role === 'tenant') await this.requests.take(v.tenant.id, 1); // as the API's cancel or pause would
       const to = await run(v);
       if (to === null) return this.render(reply, v, { title: 'Not found', status: 404, error: 'No such action.', content: html`` });
       redirect(reply, to);
     } catch (err) {
       const failure = describeFailure(err);
       if (!failure) throw err;
-      const shown = again && failure.status !== 404 ? await again(v).catch(() => null) : null;
+      // Over its budget, the page is not read again either.
+      const shown = again && failure.status !== 404 && failure.status !== 429 ? await again(v).catch(() => null) : null;
       this.render(reply, v, { ...(shown ?? { title: 'Error', content: html`` }), status: failure.status, error: failure.message, headers: failure.headers });
     }
   }

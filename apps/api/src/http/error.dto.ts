@@ -33,3 +33,7 @@ export function ApiJsonBodyErrors(): MethodDecorator {
     ApiResponse({ status: 415, type: ErrorDto, description: 'Content-Type is not application/json (details[0].field = "content-type")' }),
   );
 }
+
+/** Tenant controllers: every request spends the tenant's request rate (job creation: its ingest rate) first. */
+export const ApiTenantRateLimit = (): ClassDecorator & MethodDecorator =>
+  ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After' });

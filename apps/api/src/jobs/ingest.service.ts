@@ -37,7 +37,7 @@ export type BatchItem =
   | { index: number; status: 'error'; error: Omit<ErrorBody, 'error'> };
 
 /**
- * Ingest: validate, rate-limit, commit rows (group-committed across concurrent requests),
+ * Ingest: rate-limit, validate, commit rows (group-committed across concurrent requests),
  * then route immediate/hot rows to the hot queue. Every answer comes after the commit.
  */
 @Injectable()
@@ -87,9 +87,11 @@ export class IngestService implements BeforeApplicationShutdown {
    * Past `deadline`, a job still waiting for its group commit is withdrawn, not written.
    */
   async createOne(tenant: TenantRecord, body: unknown, traceParent: string | null = null, deadline?: AbortSignal): Promise<{ created: boolean; job: JobSummary } | { removed: RemovedJob }> {
+    // First, before any work: validating a job (and the kind catalogue it may re-read) costs the
+    // API's event loop whether or not the job is valid, and an over-quota refusal reads the tenant's keys.
+    await this.limiter.consume(tenant, 1);
     const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
-    await this.limiter.consume(tenant, 1); // first: an over-quota refusal reads the tenant's keys
     await assertRoomForNewKeys(tenant, [parsed.value], this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
     // Shed load rather than queue without bound behind a stalled or saturated database; one
     // tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it.
@@ -122,6 +124,8 @@ export class IngestService implements BeforeApplicationShutdown {
   async createBatch(
     tenant: TenantRecord, body: unknown, traceParent: string | null = null,
   ): Promise<{ results: BatchItem[]; created: number; existing: number; removed: number; errors: number }> {
+    // Every item sent spends, valid or not, before any is validated (as createOne does).
+    await this.limiter.consume(tenant, itemsSent(body));
     const jobs = this.batchEnvelope(body);
     const now = this.clock.now();
     const results: (BatchItem | undefined)[] = new Array<BatchItem | undefined>(jobs.length);
@@ -136,7 +140,6 @@ export class IngestService implements BeforeApplicationShutdown {
         results[index] = { index, status: 'error', error: { statusCode: e.status, message: e.message, details: e.details } };
       }
     });
-    await this.limiter.consume(tenant, valid.length);
     await assertRoomForNewKeys(tenant, valid.map((v) => v.entry.input), this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
     const committed = await this.commit(valid.map((v) => v.entry));
     const failed = committed.find((r) => r.status === 'failed');
@@ -268,4 +271,13 @@ function retiredError(r: { key: string; removedOn: string; state: JobState; rese
     'key',
     'retired',
   );
+}
+
+/**
+ * What a batch request costs of the ingest budget: the items it sends (a longer list than MAX_BATCH
+ * costs MAX_BATCH and is refused), and at least one, so a body that is no batch at all is not free.
+ */
+function itemsSent(body: unknown): number {
+  const jobs = isPlainObject(body) ? body.jobs : undefined;
+  return Array.isArray(jobs) ? Math.min(Math.max(jobs.length, 1), MAX_BATCH) : 1;
 }

@@ -3,9 +3,10 @@ import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Patch, Post, Q
 import { ApiBearerAuth, ApiBody, ApiExtraModels, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
-import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
+import { ApiJsonBodyErrors, ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
 import { isPlainObject } from '../http/validation';
 import { Deadline, LongPoll, RequestOver } from '../http/request-deadline.interceptor';
+import { IngestRoute } from '../rate-limit/request-rate-limiter';
 import { inIngestSpan } from './ingest-span';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
@@ -29,6 +30,7 @@ const ID = { name: 'id', example: '1234567890123', description: 'Job id (another
 @ApiTags('jobs')
 @ApiBearerAuth('tenant')
 @ApiResponse({ status: 401, type: ErrorDto, description: 'Missing or unknown API key' })
+@ApiTenantRateLimit()
 @Controller('v1/jobs')
 @UseGuards(TenantAuthGuard)
 export class JobsController {
@@ -39,6 +41,7 @@ export class JobsController {
   ) {}
 
   @Post()
+  @IngestRoute()
   @ApiJsonBodyErrors()
   @ApiOperation({ summary: 'Create a job (idempotent by key)', description: 'The row is committed before the answer.' })
   @ApiBody({ type: CreateJobDto })
@@ -56,7 +59,7 @@ export class JobsController {
     description: 'The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead)',
   })
   @ApiResponse({ status: 413, type: ErrorDto, description: 'payload over ALMANAC_MAX_PAYLOAD_BYTES' })
-  @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant rate; see Retry-After' })
+  @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per job, spent before the job is validated; see Retry-After' })
   async create(
     @CurrentTenant() tenant: TenantRecord,
     @Body() body: unknown,
@@ -80,13 +83,14 @@ export class JobsController {
   }
 
   @Post('batch')
+  @IngestRoute()
   @ApiJsonBodyErrors()
   @HttpCode(200)
   @ApiOperation({ summary: 'Create up to 1000 jobs; one result per item, in order' })
   @ApiBody({ type: CreateJobBatchDto })
   @ApiResponse({ status: 200, type: BatchResultDto })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'Not a {jobs: [...]} body, or more than 1000 jobs' })
-  @ApiResponse({ status: 429, type: ErrorDto })
+  @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per item sent, valid or not; see Retry-After' })
   createBatch(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Headers() headers: Record<string, string | undefined>) {
     const count = isPlainObject(body) && Array.isArray(body.jobs) ? body.jobs.length : 0;
     return inIngestSpan(
@@ -122,7 +126,7 @@ export class JobsController {
   @ApiQuery({ name: 'waitSeconds', required: false, type: 'integer', description: `0..${MAX_WAIT_SECONDS}: hold the answer until the job ends, at most this long (at most ${WAITS_PER_TENANT} waits of a tenant at once per replica: 429 past them)` })
   @ApiResponse({ status: 200, type: JobDetailDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  @ApiResponse({ status: 429, type: ErrorDto })
+  @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s request rate, or its waits at once on this replica; see Retry-After' })
   get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
     return this.queries.get(tenant, id, query, over);
   }

@@ -1,7 +1,7 @@
 import { Controller, Get, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProperty, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { TenantAuthGuard } from '../auth/guards';
-import { ErrorDto } from '../http/error.dto';
+import { ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
 import { KindsService } from './kinds.service';
 
 class KindDto {
@@ -26,6 +26,7 @@ class KindListDto {
 @ApiTags('kinds')
 @ApiBearerAuth('tenant')
 @ApiResponse({ status: 401, type: ErrorDto, description: 'Missing or unknown API key' })
+@ApiTenantRateLimit()
 @Controller('v1/kinds')
 @UseGuards(TenantAuthGuard)
 export class KindsController {

@@ -2,7 +2,7 @@ import type { TenantRecord } from '@almanac/persistence';
 import { Body, Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
-import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
+import { ApiJsonBodyErrors, ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
 import { BulkCancelDto, BulkRescheduleDto, OperationDto } from './operation.dto';
 import { OperationsService } from './operations.service';
 
@@ -11,6 +11,7 @@ const RUNS = 'Runs in the background (the promoter), in chunks of 5,000 jobs; fo
 @ApiTags('operations')
 @ApiBearerAuth('tenant')
 @ApiResponse({ status: 401, type: ErrorDto, description: 'Missing or unknown API key' })
+@ApiTenantRateLimit()
 @Controller('v1')
 @UseGuards(TenantAuthGuard)
 export class OperationsController {
@@ -23,7 +24,7 @@ export class OperationsController {
   @ApiBody({ type: BulkCancelDto })
   @ApiResponse({ status: 202, type: OperationDto, description: 'Accepted: the operation, pending' })
   @ApiResponse({ status: 400, type: ErrorDto })
-  @ApiResponse({ status: 429, type: ErrorDto, description: 'Too many operations pending or running for this tenant' })
+  @ApiResponse({ status: 429, type: ErrorDto, description: 'Too many operations pending or running for this tenant, or over its request rate; see Retry-After' })
   bulkCancel(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown) {
     return this.operations.bulkCancel(tenant, body);
   }
@@ -35,7 +36,7 @@ export class OperationsController {
   @ApiBody({ type: BulkRescheduleDto })
   @ApiResponse({ status: 202, type: OperationDto, description: 'Accepted: the operation, pending' })
   @ApiResponse({ status: 400, type: ErrorDto })
-  @ApiResponse({ status: 429, type: ErrorDto, description: 'Too many operations pending or running for this tenant' })
+  @ApiResponse({ status: 429, type: ErrorDto, description: 'Too many operations pending or running for this tenant, or over its request rate; see Retry-After' })
   bulkReschedule(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown) {
     return this.operations.bulkReschedule(tenant, body);
   }

@@ -7,7 +7,11 @@ import { RateLimits, type SharedTokenBuckets } from './shared-token-buckets';
 /** The smallest burst a tenant gets, so one full batch always fits in an idle bucket. */
 const MIN_BURST = 1000;
 
-/** Per-tenant limit on jobs ingested per second (a batch of n costs n), shared by every API replica. */
+/**
+ * Per-tenant limit on jobs ingested per second, shared by every API replica: a request spends one
+ * per job it sends, valid or not, before it is validated (a batch of n items costs n). Ingest routes
+ * (`@IngestRoute()`) spend this instead of the request budget (RequestRateLimiter), never both.
+ */
 @Injectable()
 export class IngestRateLimiter {
   private readonly buckets: SharedTokenBuckets;

@@ -60,7 +60,7 @@ export class RateLimits implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** The buckets of one limit, keyed `<queue prefix>:rate:<limit>:<tenant>`. */
-  buckets(limit: 'ingest' | 'read'): SharedTokenBuckets {
+  buckets(limit: 'ingest' | 'request'): SharedTokenBuckets {
     const local = this.metrics.counter({
       name: 'almanac_rate_limit_local_decisions_total',
       help: 'Rate-limit decisions this API replica took with its own bucket because Redis was not ready, refused or did not answer in time (the limit is then per replica)',

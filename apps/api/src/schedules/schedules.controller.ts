@@ -2,7 +2,7 @@ import type { TenantRecord } from '@almanac/persistence';
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
-import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
+import { ApiJsonBodyErrors, ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
 import type { FastifyReply } from 'fastify';
 import { CreateScheduleDto, OccurrencePreviewDto, ScheduleDto, SchedulePageDto, ScheduleRunPageDto, UpdateScheduleDto } from './schedule.dto';
 import { RUNS_PAGE, RUNS_PAGE_MAX, ScheduleRunsService } from './schedule-runs.service';
@@ -13,6 +13,7 @@ const ID = { name: 'id', example: '42' };
 @ApiTags('schedules')
 @ApiBearerAuth('tenant')
 @ApiResponse({ status: 401, type: ErrorDto })
+@ApiTenantRateLimit()
 @Controller('v1/schedules')
 @UseGuards(TenantAuthGuard)
 export class SchedulesController {

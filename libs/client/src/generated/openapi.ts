@@ -2230,6 +2230,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     JobsController_create: {
@@ -2307,7 +2316,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Over the tenant rate; see Retry-After */
+            /** @description Over the tenant's ingest rate (`details[0].rule = "rate_limit"`), one per job, spent before the job is validated; see Retry-After */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2366,6 +2375,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's ingest rate (`details[0].rule = "rate_limit"`), one per item sent, valid or not; see Retry-After */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2416,6 +2426,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate, or its waits at once on this replica; see Retry-After */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2466,6 +2477,15 @@ export interface operations {
             };
             /** @description Running or finished */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2534,6 +2554,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     JobsController_attempts: {
@@ -2571,6 +2600,15 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2639,6 +2677,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     KindsController_list: {
@@ -2660,6 +2707,15 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2690,6 +2746,15 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2763,6 +2828,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     SchedulesController_get: {
@@ -2800,6 +2874,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     SchedulesController_remove: {
@@ -2830,6 +2913,15 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2895,6 +2987,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     SchedulesController_preview: {
@@ -2920,6 +3021,15 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2982,6 +3092,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     SchedulesController_pause: {
@@ -3011,6 +3130,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     SchedulesController_resume: {
@@ -3033,6 +3161,15 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3090,7 +3227,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many operations pending or running for this tenant */
+            /** @description Too many operations pending or running for this tenant, or over its request rate; see Retry-After */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3149,7 +3286,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description Too many operations pending or running for this tenant */
+            /** @description Too many operations pending or running for this tenant, or over its request rate; see Retry-After */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3190,6 +3327,15 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

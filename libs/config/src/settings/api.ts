@@ -22,7 +22,7 @@ export const API_ROLE_SETTINGS = {
     min: 0,
     max: 10_000_000,
     readers: API,
-    meaning: "ingest rate per tenant over all API replicas (per replica while Redis is unavailable), jobs/s (0 = off); `429` with `Retry-After` above it; a tenant's own `rateLimitPerSecond` overrides it",
+    meaning: "ingest rate per tenant over all API replicas (per replica while Redis is unavailable), jobs/s (0 = off): a job-creating request spends one per job it sends, valid or not, before it is validated (a batch of n items costs n); `429` with `Retry-After` above it; a tenant's own `rateLimitPerSecond` overrides it",
   },
   ALMANAC_AUTH_CACHE_TTL_MS: {
     type: 'ms',
@@ -84,13 +84,16 @@ export const API_ROLE_SETTINGS = {
     meaning:
       "bytes a tenant may store (payloads, results and errors of its jobs and attempts, its schedules' payloads), as the promoter last measured them; a request that would pass it gets `413` (`details[0].rule = \"stored_bytes_quota\"`) with the figures, and what the tenant has keeps running; a tenant's own `maxStoredBytes` overrides it",
   },
-  ALMANAC_READ_RATE_LIMIT_PER_SECOND: {
+  // Every method, not reads alone: a cancel, a reschedule or a schedule whose cron is checked costs
+  // the API's event loop as a read does, and so does a request it refuses as invalid.
+  ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND: {
     type: 'int',
     default: 200,
     min: 0,
     max: 1_000_000,
     readers: API,
-    meaning: 'read requests (GET, HEAD) per second per tenant over all API replicas (per replica while Redis is unavailable; 0 = off); `429` with `Retry-After` above it',
+    meaning:
+      "requests per second per tenant over all API replicas (per replica while Redis is unavailable; 0 = off), whatever their method (reads, cancels, reschedules, retries, schedules, bulk operations, the console's pages and forms) and whether or not they are valid, spent before the request is validated; `429` with `Retry-After` above it; creating jobs spends the ingest rate (`ALMANAC_RATE_LIMIT_PER_SECOND`) instead. Replaces `ALMANAC_READ_RATE_LIMIT_PER_SECOND`, which counted GET and HEAD only",
   },
   // Issue 12: every request is answered within 3 s, stalled dependencies included.
   ALMANAC_REQUEST_TIMEOUT_MS: {
