@@ -1,6 +1,6 @@
 import type { EffectOnce, EffectRecords } from '@almanac/kinds';
 import type { EffectsRepository } from '@almanac/persistence';
-import { OUTCOME_RETRY_PAUSES, retryWithBackoff } from '@almanac/platform';
+import { isValueError, OUTCOME_RETRY_PAUSES, retryWithBackoff } from '@almanac/platform';
 
 /** Past the kind's timeout its run has been aborted; this much more covers a slow abort. */
 const STALE_MARGIN_MS = 30_000;
@@ -22,8 +22,11 @@ export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: numbe
         throw err;
       }
       // The call happened: a record that fails (a pool timeout, a failover) is sent again while the
-      // claim holds, or the run that takes the stale claim over would make the call a second time.
-      await retryWithBackoff(() => repo.finish(job.tenantId, key, job.id, result), { ...OUTCOME_RETRY_PAUSES, until: () => staleAt });
+      // claim holds, or the run that takes the stale claim over would make the call a second time;
+      // not a result Postgres or JSON refuses (U+0000, a BigInt), which no retry can store.
+      let until = staleAt;
+      const stopOnValue = (err: unknown): never => { if (isValueError(err) || err instanceof TypeError) until = 0; throw err; };
+      await retryWithBackoff(() => repo.finish(job.tenantId, key, job.id, result).catch(stopOnValue), { ...OUTCOME_RETRY_PAUSES, until: () => until });
       return { busy: false, ran: true, result };
     },
   };

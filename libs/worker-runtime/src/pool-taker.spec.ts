@@ -150,6 +150,26 @@ describe('pool taker', () => {
     expect(await h.redis.connection.hlen(`${h.ready.base('default')}:taken:${w.identity.id}`)).toBe(0);
   });
 
+  it('a worker stopping right after a take whose reply was lost gives back what it took: no rescue follows a worker that leaves', async () => {
+    const take = ReadyQueues.prototype.take;
+    let lost!: () => void;
+    const tookAndLost = new Promise<void>((r) => (lost = r));
+    jest.spyOn(ReadyQueues.prototype, 'take').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['take']>) {
+      const answer = await take.apply(this, args);
+      if (answer.hints.length === 0) return answer;
+      lost();
+      throw new Error('Connection is closed.');
+    });
+    const w = h.worker();
+    await h.startWorker(w);
+    const [id] = await h.enqueue([{ kind: 'logged' }]);
+    await h.hot.runOnce();
+    await within(5000, tookAndLost, 'the lost take');
+    await w.taker.close(10_000);
+    expect(await h.redis.connection.hlen(`${h.ready.base('default')}:taken:${w.identity.id}`)).toBe(0);
+    expect(await h.readyIds()).toEqual([id]); // back in its pool for another worker
+  });
+
   it('reports a finished job with the next take, and one that holds a limit slot at once', async () => {
     const takes = recordTakes();
     const w = h.worker();

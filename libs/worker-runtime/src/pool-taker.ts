@@ -2,6 +2,7 @@ import { ReadyQueues, type TakenHint } from '@almanac/delivery';
 import { type Clock, duplicateRedis, type RedisClient, SLOT_RENEW_MS, TAKE_BLOCK_MS, WaitTimeoutError, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { ExecutionResult, Executor } from './executor';
+import { type Lane, newLane, wake } from './pool-lane';
 import type { WorkerIdentity } from './worker-identity';
 
 export interface PoolTakerOptions {
@@ -15,32 +16,6 @@ export interface PoolTakerOptions {
   identity: WorkerIdentity;
   clock: Clock;
   logger: Logger;
-}
-
-interface Lane {
-  pool: string;
-  running: number;
-  /** Rows taken and not settled, by the worker id that took each: a second copy under that id (a repair's) is dropped, not run beside it. */
-  held: Map<string, number>;
-  /** Hints done with, per worker id that took them: sent with the next take (or FINISH). */
-  done: Map<number, string[]>;
-  /** A hint in `done` holds limit slots: take at once to free them. Others ride with the next take (a take of their own: 0.74 takes a job at 500/s). */
-  doneHoldsSlots: boolean;
-  /** Running hints that hold limit slots, per worker id that took them: renewed until they end. */
-  limited: Map<number, Set<string>>;
-  /** A take failed, maybe after it took: before the next, what the taken hash holds that this lane neither runs nor is done with goes back. */
-  lostTake: boolean;
-  /** Wakes the loop waiting for a free slot. */
-  slotFreed?: () => void;
-  /** Wakes the loop waiting for work: a hint that holds limit slots is done with, or the worker stops. */
-  wakeToFinish?: () => void;
-  /** The blocking wait for work in flight on `blocking`, reused until it answers. */
-  waiter?: Promise<boolean>;
-  /** A wait took the wake token since the last take (maybe one the loop stopped racing): the next take uses it, or a full lane's passes it on. */
-  woken: boolean;
-  blocking?: RedisClient;
-  /** Takes' own connection, not auto-pipelined: no wait behind a setImmediate or another command (drain 23,751 against 23,118 jobs/s). */
-  takes?: ReadyQueues;
 }
 
 /**
@@ -59,7 +34,7 @@ export class PoolTaker {
   private readonly finishing = new Set<Promise<void>>();
 
   constructor(private readonly o: PoolTakerOptions) {
-    this.lanes = o.pools.map((pool) => ({ pool, running: 0, held: new Map(), done: new Map(), doneHoldsSlots: false, limited: new Map(), lostTake: false, woken: false }));
+    this.lanes = o.pools.map(newLane);
   }
 
   /** Handlers running now in `pool` (the heartbeat reports it). */
@@ -107,6 +82,7 @@ export class PoolTaker {
     // A BLPOP ends by itself (≤ TAKE_BLOCK_MS), a take soon after; disconnecting under either could drop a wake token or a reply.
     await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled([...this.loops, ...this.lanes.flatMap((l) => l.waiter ?? [])]), 'ready take').catch(() => undefined);
     if (this.loops.length > 0) await this.handTimerOn(); // after our own BLPOPs ended: the token it leaves wakes another worker
+    for (const lane of this.lanes) if (lane.lostTake) await this.giveBackLost(lane, this.o.identity.id); // no rescue follows a worker that leaves
     for (const lane of this.lanes) for (const c of [lane.blocking, lane.takes?.redis]) c?.disconnect();
     const finished = await within(deadlineMs, Promise.allSettled([...this.inFlight]), 'handlers').then(() => true, () => false);
     const released = finished ? 0 : [...(await this.o.executor.releaseUnfinished()).values()].reduce((n, ids) => n + ids.length, 0);
@@ -120,7 +96,7 @@ export class PoolTaker {
     while (!this.closing) {
       const free = this.o.concurrency - lane.running;
       const takenBy = this.o.identity.id;
-      if (lane.lostTake) lane.lostTake = !(await this.giveBackLost(lane, takenBy));
+      if (lane.lostTake && !(await this.giveBackLost(lane, takenBy))) continue; // no take first: landing after one, the give-back would hand back what it took
       const done = lane.done.get(takenBy) ?? [];
       if (free <= 0 && !lane.doneHoldsSlots && !lane.woken) {
         await new Promise<void>((resolve) => (lane.slotFreed = resolve));
@@ -133,8 +109,7 @@ export class PoolTaker {
       lane.doneHoldsSlots = false;
       lane.woken = false; // a token taken before now announced work this take sees
       if (lane.done.size > 0) void this.finishAll(); // hints taken under an id this worker had before the rescue
-      // While its own connection is not up (cannot connect, reconnecting), a lane takes over the shared one.
-      const via = lane.takes?.redis.status === 'ready' ? lane.takes : this.o.ready;
+      const via = lane.takes?.redis.status === 'ready' ? lane.takes : this.o.ready; // its own not up (cannot connect, reconnecting): the shared one
       let take;
       try {
         take = await within(WORKER_REDIS_WAIT_MS, via.take(lane.pool, Math.max(0, free), this.o.clock.now().getTime(), String(takenBy), done), 'ready take');
@@ -170,10 +145,16 @@ export class PoolTaker {
     clearTimeout(timer);
   }
 
-  /** What a take whose reply was lost took goes back (else the overdue sweep's grace, 30-60 s); true once that answered. */
-  private giveBackLost(lane: Lane, takenBy: number): Promise<boolean> {
+  /**
+   * What a take whose reply was lost took goes back (else the overdue sweep's grace, 30-60 s);
+   * false, after a pause, until that answered. Always on the shared connection: an answer means
+   * every earlier give-back sent there (that did not answer in time) has run too.
+   */
+  private async giveBackLost(lane: Lane, takenBy: number): Promise<boolean> {
     const keep = [...lane.held].flatMap(([id, by]) => (by === takenBy ? [id] : [])).concat(lane.done.get(takenBy) ?? []);
-    return within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), { except: keep }), 'give back a lost take').then(() => true, () => false);
+    lane.lostTake = !(await within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), { except: keep }), 'give back a lost take').then(() => true, () => false));
+    if (lane.lostTake) await new Promise((r) => setTimeout(r, TAKE_BLOCK_MS));
+    return !lane.lostTake;
   }
 
   /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, whose taken entry is the running copy's. */
@@ -240,11 +221,4 @@ export class PoolTaker {
       }
     }
   }
-}
-
-/** Calls and clears one of a lane's wakers (each wakes its loop once). */
-function wake(lane: Lane, which: 'slotFreed' | 'wakeToFinish'): void {
-  const resolve = lane[which];
-  lane[which] = undefined;
-  resolve?.();
 }

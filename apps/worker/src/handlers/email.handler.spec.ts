@@ -128,6 +128,22 @@ describe('email', () => {
     }
   });
 
+  it('does not write again a record Postgres refuses on a value: no retry can store it, so the run ends at once', async () => {
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000 })] });
+    const refused = Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
+    const finish = jest.spyOn(EffectsRepository.prototype, 'finish').mockRejectedValueOnce(refused);
+    try {
+      const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 2, payload: { to: 'ada@example.com', subject: 'refused', text: 'once' } }]);
+      await h.hot.runOnce();
+      await h.runWorker(h.worker());
+      expect(finish).toHaveBeenCalledTimes(1); // not again until the claim went stale (the kind's timeout + 30 s)
+      expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('unsupported Unicode escape') });
+    } finally {
+      finish.mockRestore();
+      await destroyHarness(h);
+    }
+  });
+
   // The effect as the recipient sees it: messages, told apart by Message-ID (mail clients fold
   // copies with one Message-ID into one). A worker killed between the server's answer and the
   // record makes a second copy (crash-after-effect strikes exactly there); nothing else may.
