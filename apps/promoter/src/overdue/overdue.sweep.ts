@@ -96,14 +96,15 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     } else {
       // A recovery larger than a run goes on where the last run stopped, whichever replica runs
       // next: from the start every time (a restart, a failure), one larger than a run never ended.
+      // Its marker says what began it: a restart's rows are judged by their hints all along (allLost copied every hint that survived).
       const resumed = await this.epoch.resume();
-      const epoch = resumed?.epoch ?? (await this.epoch.begin());
-      const scan = await this.requeueQueued(now, null, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, redis === 'lost');
+      const epoch = resumed?.epoch ?? (await this.epoch.begin(redis));
+      const scan = await this.requeueQueued(now, null, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, (resumed?.found ?? redis) === 'lost');
       requeued.redis_lost = scan.requeued;
       // A second loss during the scan leaves the marker missing: the next run starts over.
       more ||= scan.next !== null || !(await this.epoch.finish(epoch));
       if (scan.next) await this.epoch.progress(epoch, scan.next);
-      const what = redis === 'lost' ? `Redis lost its data (or is new)${resumed ? ', recovery going on' : ''}` : 'Redis was restarted or replaced';
+      const what = `${(resumed?.found ?? redis) === 'lost' ? 'Redis lost its data (or is new)' : 'Redis was restarted or replaced'}${resumed ? ', recovery going on' : ''}`;
       if (requeued.redis_lost > 0) this.log.warn({ redis, requeued: requeued.redis_lost, more: scan.next !== null }, `${what}: re-enqueued ${requeued.redis_lost} queued jobs`);
       // A brand-new installation has no marker either: with nothing queued, nothing was lost.
       else this.log.info({ redis }, `${what}: no job was queued, marker written`);

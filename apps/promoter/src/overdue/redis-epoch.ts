@@ -37,19 +37,19 @@ export class RedisEpoch {
     return marker.run_id === runId ? 'ok' : 'restarted';
   }
 
-  /** Marks a recovery in progress; returns the epoch to pass to `finish`. */
-  async begin(): Promise<string> {
+  /** Marks a recovery in progress, of what `status` found; returns the epoch to pass to `finish`. */
+  async begin(status: Exclude<RedisEpochStatus, 'ok'>): Promise<string> {
     const epoch = randomBytes(8).toString('hex');
-    await this.redis.multi().hdel(this.key, 'after').hset(this.key, { run_id: await this.runId(), epoch, recovering: '1' }).exec();
+    await this.redis.multi().hdel(this.key, 'after').hset(this.key, { run_id: await this.runId(), epoch, recovering: '1', found: status }).exec();
     return epoch;
   }
 
-  /** The recovery under way on this very server, and where its re-enqueue got to (null: from the start); null if none. */
-  async resume(): Promise<{ epoch: string; after: QueuedCursor | null } | null> {
+  /** The recovery under way on this very server, what began it, and where its re-enqueue got to (null: from the start); null if none. */
+  async resume(): Promise<{ epoch: string; found: Exclude<RedisEpochStatus, 'ok'>; after: QueuedCursor | null } | null> {
     const [marker, runId] = await Promise.all([this.redis.hgetall(this.key), this.runId()]);
     if (!marker.epoch || marker.recovering !== '1' || marker.run_id !== runId) return null;
     const at = marker.after?.indexOf(':') ?? -1;
-    return { epoch: marker.epoch, after: at > 0 ? { runAt: new Date(Number(marker.after.slice(0, at))), id: marker.after.slice(at + 1) } : null };
+    return { epoch: marker.epoch, found: marker.found === 'restarted' ? 'restarted' : 'lost', after: at > 0 ? { runAt: new Date(Number(marker.after.slice(0, at))), id: marker.after.slice(at + 1) } : null };
   }
 
   /** Records where the recovery's re-enqueue got to, unless the marker was lost again (or another recovery began). */
