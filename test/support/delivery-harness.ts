@@ -116,8 +116,8 @@ export class DeliveryHarness {
   }
 
   /** A rescue sweep whose watch finds dead whom `look` says (the real one waits WORKER_DEAD_AFTER_MS of unbroken watch). */
-  rescueWith(look: () => number[]): RescueSweep {
-    return new RescueSweep(this.workers, new SweepsRepository(this.ds), this.ready, this.hotQueue, { batchSize: 500, watch: { look } });
+  rescueWith(look: () => number[], batchSize = 500): RescueSweep {
+    return new RescueSweep(this.workers, new SweepsRepository(this.ds), this.ready, this.hotQueue, { batchSize, watch: { look } });
   }
 
   /** Builds the hot consumer the way the dispatcher role does: BullModule on this test's connection and prefix. */

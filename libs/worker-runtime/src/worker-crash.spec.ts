@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { SweepsRepository } from '@almanac/persistence';
 import { chargeHandler } from '@almanac/testing/built-in-kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 
@@ -89,8 +90,15 @@ describe('a worker that dies', () => {
     expect((await h.workers.list()).workers.map((x) => x.id)).toEqual([alive.identity.id]);
   });
 
+  /** Ingest's hints leave the hot queue for the pool and are lost there: what the rescue sends is all there is. */
+  const loseHints = async () => {
+    await h.hot.runOnce();
+    for (const key of await h.redis.connection.keys(`${h.ready.base('default')}:*`)) await h.redis.connection.del(key);
+  };
+
   it("hints a dead worker's rows with the next run when a run could not (Redis refusing): they do not wait for the overdue sweep", async () => {
     const [id] = await h.enqueue([charge('inv-d')]);
+    await loseHints();
     const doomed = h.worker({ workerId: 'doomed' });
     await doomed.identity.register();
     await h.ds.query(`UPDATE jobs SET state = 'r', attempts = 1, lease_until = now() + interval '30 seconds', claimed_by = $2 WHERE id = $1`, [id, doomed.identity.id]);
@@ -101,6 +109,23 @@ describe('a worker that dies', () => {
     await rescue.runOnce(new Date());
     expect([...(await h.hotIds('waiting')), ...(await h.hotIds('delayed'))]).toContain(id);
     jest.restoreAllMocks();
+  });
+
+  it("hints the rows of a rescue batch that committed when a later batch of the same run failed", async () => {
+    const ids = await h.enqueue([charge('inv-e'), charge('inv-f')]);
+    await loseHints();
+    const doomed = h.worker({ workerId: 'doomed' });
+    await doomed.identity.register();
+    await h.ds.query(`UPDATE jobs SET state = 'r', attempts = 1, lease_until = now() + interval '30 seconds', claimed_by = $2 WHERE id = ANY($1::bigint[])`, [ids, doomed.identity.id]);
+    const rescue = h.rescueWith(() => [doomed.identity.id], 1);
+    const first = SweepsRepository.prototype.rescueRunning;
+    const batches = jest.spyOn(SweepsRepository.prototype, 'rescueRunning');
+    batches.mockImplementationOnce(first).mockRejectedValueOnce(new Error('canceling statement due to statement timeout'));
+    await expect(rescue.runOnce(new Date())).rejects.toThrow(/statement timeout/);
+    batches.mockRestore();
+    await rescue.runOnce(new Date());
+    const hinted = [...(await h.hotIds('waiting')), ...(await h.hotIds('delayed'))];
+    for (const id of ids) expect(hinted).toContain(id); // the first batch's row too, which no later run finds running
   });
 
   it('a worker that beat after the watch judged it keeps its row', async () => {

@@ -76,14 +76,13 @@ export class RescueSweep implements Sweep<RescueResult> {
     for (;;) {
       const r = await this.repo.rescueRunning(now, this.opts.batchSize, LOST_ATTEMPT_ERROR, gone.map((w) => w.id));
       requeued.push(...r.requeued);
+      this.unhinted.push(...r.requeued); // each batch commits on its own: a later one failing must not lose its hints
       dead += r.dead;
       if (r.requeued.length + r.dead < this.opts.batchSize) break;
     }
     const givenBack = new Set<string>();
-    const unhinted = [...this.unhinted, ...requeued];
-    this.unhinted = unhinted;
     for (const w of gone) for (const pool of w.pools) for (const id of await this.ready.giveBack(pool, String(w.id), 'all')) givenBack.add(id);
-    await this.queue.enqueue(unhinted.filter((h) => !givenBack.has(h.id)), now);
+    await this.queue.enqueue(this.unhinted.filter((h) => !givenBack.has(h.id)), now);
     this.unhinted = [];
     for (const w of gone) await this.workers.remove(w.id, w.beatAtMs);
     this.metrics?.requeued.inc({ reason: 'worker_lost' }, requeued.length);

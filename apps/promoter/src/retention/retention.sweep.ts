@@ -69,6 +69,8 @@ export class RetentionSweep implements Sweep<RetentionResult> {
 
   async runOnce(now: Date): Promise<RetentionResult> {
     const policies = await this.repo.policies(this.o.defaultSeconds, this.o.defaultKeyReservation);
+    const known = new Set(policies.map((p) => p.tenantId));
+    for (const map of [this.walks, this.cleanedAtMs, this.behind]) for (const id of map.keys()) if (!known.has(id)) map.delete(id); // tenants deleted
     const start = policies.findIndex((p) => p.tenantId >= this.resumeAt);
     const turns = start <= 0 ? policies : [...policies.slice(start), ...policies.slice(0, start)];
     const freed = await this.freeExpiredKeys(now, this.o.maxPerRun);
