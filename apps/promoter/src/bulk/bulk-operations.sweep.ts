@@ -2,7 +2,7 @@ import type { BulkOperationRecord, BulkOperationsRepository } from '@almanac/per
 import { isDependencyAway, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
-import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
 
 export interface BulkOperationsOptions {
   hotHorizonMs: number;
@@ -54,10 +54,7 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   ) {}
 
   async runOnce(now: Date): Promise<BulkOperationsResult> {
-    const started = Date.now();
-    // A run may match and apply for seconds: each chunk's hot horizon and queue delays are
-    // reckoned from the run's time plus what has elapsed since.
-    const at = () => new Date(now.getTime() + (Date.now() - started));
+    const at = runningFrom(now); // a run may match and apply for seconds
     const ops = await this.repo.open(OPEN_PER_RUN);
     for (const id of this.failures.keys()) if (!ops.some((op) => op.id === id)) this.failures.delete(id); // ended elsewhere
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };

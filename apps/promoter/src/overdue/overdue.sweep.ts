@@ -4,7 +4,7 @@ import { type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@alm
 import { hostname } from 'node:os';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
-import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
 import type { Hint } from '@almanac/domain';
 
 /** Which of these overdue queued rows have no hint left (LostHints). */
@@ -83,13 +83,14 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   }
 
   private async sweep(now: Date): Promise<OverdueResult> {
+    const at = runningFrom(now); // a scan of 200,000 rows takes seconds: each repair's delays from its own time
     const requeued = emptyCounts();
     let more = false;
 
     const redis = await this.epoch.check();
     if (redis === 'ok') {
       const dueBefore = new Date(now.getTime() - this.opts.graceMs);
-      const scan = await this.requeueQueued(now, dueBefore, this.opts.maxPerRun, 'overdue', this.overdueCursor);
+      const scan = await this.requeueQueued(at, dueBefore, this.opts.maxPerRun, 'overdue', this.overdueCursor);
       requeued.overdue = scan.requeued;
       this.overdueCursor = scan.next;
       more ||= scan.next !== null;
@@ -99,7 +100,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       // Its marker says what began it: a restart's rows are judged by their hints all along (allLost copied every hint that survived).
       const resumed = await this.epoch.resume();
       const epoch = resumed?.epoch ?? (await this.epoch.begin(redis));
-      const scan = await this.requeueQueued(now, null, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, (resumed?.found ?? redis) === 'lost');
+      const scan = await this.requeueQueued(at, null, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, (resumed?.found ?? redis) === 'lost');
       requeued.redis_lost = scan.requeued;
       // A second loss during the scan leaves the marker missing: the next run starts over.
       more ||= scan.next !== null || !(await this.epoch.finish(epoch));
@@ -110,7 +111,8 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       else this.log.info({ redis }, `${what}: no job was queued, marker written`);
     }
 
-    const late = await this.promotion.promote(now, new Date(now.getTime() + this.opts.lookaheadMs), 1);
+    const later = at(); // after the scan above, which can take seconds
+    const late = await this.promotion.promote(later, new Date(later.getTime() + this.opts.lookaheadMs), 1);
     requeued.scheduled_due = late.promoted;
     this.metrics?.requeued.inc({ reason: 'scheduled_due' }, late.promoted);
     more ||= late.more === true;
@@ -120,11 +122,11 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   }
 
   private async requeueQueued(
-    now: Date, dueBefore: Date | null, max: number, reason: RequeueReason, from: QueuedCursor | null, allLost = false,
+    at: () => Date, dueBefore: Date | null, max: number, reason: RequeueReason, from: QueuedCursor | null, allLost = false,
   ): Promise<{ requeued: number; next: QueuedCursor | null }> {
     let requeued = 0;
     const scan = await this.repo.scanQueued(dueBefore, this.opts.batchSize, max, async (rows) => {
-      requeued += await this.repair(rows, now, reason, allLost);
+      requeued += await this.repair(rows, at(), reason, allLost);
     }, from);
     return { requeued, next: scan.next };
   }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { type DueSchedule, isRetiredKeyError, type OccurrenceRow, type RecurringRepository, type ScheduleAdvance } from '@almanac/persistence';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { runBatches } from '../sweeps/batch-loop';
-import type { Sweep, SweepResult } from '../sweeps/sweep';
+import { runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
 import type { SchedulePlanner } from './schedule-planner';
 
 export interface RecurringResult extends SweepResult {
@@ -103,6 +103,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
   ) {}
 
   async runOnce(now: Date): Promise<RecurringResult> {
+    const at = runningFrom(now);
     const total: RecurringResult = {
       schedules: 0,
       inserted: 0,
@@ -124,7 +125,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     this.metrics?.occurrences.inc({ outcome: 'materialised' }, materialised);
     this.metrics?.occurrences.inc({ outcome: 'missed' }, missed);
     this.metrics?.occurrences.inc({ outcome: 'skipped' }, skipped);
-    if (total.inserted > 0) await this.onMaterialised?.(now);
+    if (total.inserted > 0) await this.onMaterialised?.(at()); // promoted with delays from now, not from the run's start
     return total;
   }
 

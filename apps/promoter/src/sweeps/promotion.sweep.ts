@@ -4,7 +4,7 @@ import { isValueError, runIsolated, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { runBatches } from './batch-loop';
 import type { SweepMetrics } from './sweep-metrics';
-import type { Enqueuer, Sweep, SweepResult } from './sweep';
+import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from './sweep';
 
 export interface PromotionResult extends SweepResult {
   promoted: number;
@@ -74,6 +74,7 @@ export class PromotionSweep implements Sweep<PromotionResult> {
   async promote(now: Date, horizon: Date, lanes = this.opts.concurrency): Promise<PromotionResult> {
     // Once per run: a tenant whose rows fall due during the run is not in the share, but the
     // batch's fill (hour order) still promotes them.
+    const at = runningFrom(now); // a run of a million rows takes seconds: each batch's delays from its own time
     const tenants = await this.repo.dueColdTenants(horizon);
     const run = await runBatches({ ...this.opts, concurrency: lanes }, async (limit) => {
       const rows = await this.repo.promoteColdBatch(horizon, limit, tenants).catch((err: unknown) => {
@@ -82,7 +83,7 @@ export class PromotionSweep implements Sweep<PromotionResult> {
       });
       if (rows.length === 0) return 0;
       await this.faults.afterClaim?.(rows);
-      await this.publish(rows, now);
+      await this.publish(rows, at());
       await this.faults.afterEnqueue?.(rows);
       this.metrics?.promoted.inc(rows.length);
       return rows.length;

@@ -18,6 +18,16 @@ export interface Sweep<R extends SweepResult = SweepResult> {
 export const SWEEP_NAMES = ['promotion', 'recurring', 'overdue', 'rescue', 'job_states', 'tenant_backlog', 'bulk_operations', 'retention', 'due_soon', 'epoch_watch', 'schedule_watch', 'stored_bytes'] as const;
 export type SweepName = (typeof SWEEP_NAMES)[number];
 
+/**
+ * The run's time as it goes on: `now` (its start, by the sweep's clock) plus what has elapsed
+ * since. Queue delays are reckoned from it: BullMQ stamps its own time at the add, so a hint
+ * added 10 s into a long run with a delay reckoned from `now` fired 10 s late.
+ */
+export function runningFrom(now: Date): () => Date {
+  const started = Date.now();
+  return () => new Date(now.getTime() + (Date.now() - started));
+}
+
 /** What the sweeps need from the hot queue (HotQueue satisfies it). */
 export interface Enqueuer {
   enqueue(hints: readonly Hint[], now: Date, opts?: { repair?: boolean }): Promise<void>;
