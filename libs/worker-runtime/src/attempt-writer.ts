@@ -56,9 +56,10 @@ export class AttemptWriter {
     await Promise.all([...this.settling]);
   }
 
-  /** Hints of rows due again soon (a retry, a release) back on the hot queue; if Redis refuses, the overdue sweep has them. */
+  /** Hints of rows due again soon (a retry, a release) back on the hot queue, stamped with the database time their delays count from (by BullMQ's own, a host X ahead fired them X late); if Redis refuses, the overdue sweep has them. */
   async requeue(hints: Hint[]): Promise<void> {
-    if (hints.length > 0) await this.o.hotQueue.enqueue(hints, this.o.clock.now()).catch((err: unknown) => this.o.logger.error({ err, jobs: hints.length }, 'could not re-enqueue; the overdue sweep will'));
+    const now = this.o.clock.now();
+    if (hints.length > 0) await this.o.hotQueue.enqueue(hints, now, { addedAtMs: now.getTime() }).catch((err: unknown) => this.o.logger.error({ err, jobs: hints.length }, 'could not re-enqueue; the overdue sweep will'));
   }
 
   /** Sends a write again after a failure while the lease lasts; not during a shutdown, whose grace period retries could outlast. */

@@ -1,11 +1,15 @@
+import { DELIVERY_LEAD_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { defineHandler, retry } from '@almanac/kinds';
 import { noopHandler } from '@almanac/testing/built-in-kinds';
+import { envelopeOf } from '@almanac/testing/promoter-rows';
 import { pushHints } from '@almanac/testing/ready-hints';
 import { SkewedClock } from '@almanac/testing/skewed-clock';
 
 describe('a worker whose clock is off', () => {
   let h: DeliveryHarness;
-  beforeEach(async () => (h = await createHarness({ handlers: [noopHandler] })));
+  const later = defineHandler<unknown>({ kind: 'later', timeoutMs: 5000, handle: async () => retry({ delayMs: 10_000 }) });
+  beforeEach(async () => (h = await createHarness({ handlers: [noopHandler, later] })));
   afterEach(() => destroyHarness(h));
 
   it('5 s slow, claims and runs a due job at once: due times go by the database clock, set at its beat', async () => {
@@ -30,5 +34,23 @@ describe('a worker whose clock is off', () => {
     while (ran === 0) ran = await h.runWorker(w);
     expect(Date.now()).toBeGreaterThanOrEqual(runAt.getTime());
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
+  it("5 s fast, a retry's hint is stamped with the database's time its delay counts from: by the host's, it fired 5 s late", async () => {
+    const [id] = await h.enqueue([{ kind: 'later' }]);
+    await h.hot.runOnce();
+    const realNow = Date.now.bind(Date);
+    const fast = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 5000); // this host, BullMQ's stamp included
+    try {
+      const w = h.worker();
+      await w.identity.register(); // its beat sets the database clock's offset
+      expect(await h.runWorker(w)).toBe(1);
+    } finally {
+      fast.mockRestore();
+    }
+    const held = await envelopeOf(h.hotQueue, id);
+    const [row] = await h.ds.query<{ run_at: Date }[]>(`SELECT run_at FROM jobs WHERE id = $1`, [id]);
+    const firesAt = held!.job.timestamp + (held!.job.opts.delay ?? 0);
+    expect(Math.abs(firesAt - (row.run_at.getTime() - DELIVERY_LEAD_MS))).toBeLessThan(1000);
   });
 });

@@ -28,9 +28,7 @@ export interface Lane {
   takes?: ReadyQueues;
 }
 
-export function newLane(pool: string): Lane {
-  return { pool, running: 0, held: new Map(), done: new Map(), doneHoldsSlots: false, limited: new Map(), lostTake: false, woken: false };
-}
+export const newLane = (pool: string): Lane => ({ pool, running: 0, held: new Map(), done: new Map(), doneHoldsSlots: false, limited: new Map(), lostTake: false, woken: false });
 
 /** Calls and clears one of a lane's wakers (each wakes its loop once). */
 export function wake(lane: Lane, which: 'slotFreed' | 'wakeToFinish'): void {
