@@ -30,6 +30,9 @@ export class PoolObserver {
   private readonly ticker: Ticker;
   /** The last copy read: a failed read keeps it, and before one succeeds the pools keep theirs (another dispatcher's). */
   private shares: ReadonlyMap<number, TenantShare> | undefined;
+  private markKindsRead!: () => void;
+  /** Resolves once the kind registry has been read: before, a kind declared in a pool of its own goes to `default`. */
+  readonly kindsRead = new Promise<void>((resolve) => (this.markKindsRead = resolve));
 
   constructor(private readonly o: PoolObserverOptions) {
     this.ticker = new Ticker({
@@ -43,7 +46,7 @@ export class PoolObserver {
 
   async runOnce(): Promise<void> {
     const { routes, catalog, tenants, ready, metrics, logger } = this.o;
-    await catalog.refresh(this.o.clock.now().getTime()).catch((err: unknown) => logger.warn({ err }, 'could not read the kind registry; routing by the last copy'));
+    await catalog.refresh(this.o.clock.now().getTime()).then(() => this.markKindsRead(), (err: unknown) => logger.warn({ err }, 'could not read the kind registry; routing by the last copy'));
     routes.setDeclared(new Map(catalog.all().map((k) => [k.kind, k.pool])));
     await tenants.listShares().then(
       (s) => void (this.shares = s),
