@@ -34,10 +34,8 @@ const FAILURES_TO_FAIL = 3;
  * step is guarded in the database (the operation row's lock and its next chunk), so replicas
  * may all run it and a crash resumes at the first chunk not applied.
  *
- * Hot-queue copies: once a chunk is applied, the copies of its rows that were queued are taken out
- * (best effort: a row in an envelope, or a copy a dispatcher holds right now, is dropped by the
- * worker's claim, which wants a queued row due now), and rows a reschedule leaves queued get a new
- * copy at their new time.
+ * Hints: a chunk's rows keep theirs (the claim drops a hint whose row was cancelled or moved: it
+ * wants a queued row due now), and rows a reschedule leaves queued get a new one at their new time.
  */
 export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   readonly name = 'bulk_operations' as const;
