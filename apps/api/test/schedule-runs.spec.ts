@@ -63,6 +63,17 @@ describe('schedule runs (/v1/schedules/:id/runs)', () => {
     expect(next.body.nextCursor).toBeNull();
   });
 
+  it('takes from as exclusive and to as inclusive, so adjoining windows list a run once; a date holds its midnight', async () => {
+    const runs = async (query: Record<string, string>, on = id) =>
+      (await h.http().get(`/v1/schedules/${on}/runs`).query(query).set(auth).expect(200)).body.items.map((r: { at: string }) => r.at);
+    const first = await runs({ from: '2026-11-09T01:00:00Z', to: '2026-11-10T01:00:00Z' });
+    const second = await runs({ from: '2026-11-10T01:00:00Z', to: '2026-11-11T01:00:00Z' });
+    expect([first, second]).toEqual([['2026-11-10T01:00:00.000Z'], ['2026-11-11T01:00:00.000Z']]);
+    const midnight = await h.http().post('/v1/schedules').set(auth).send({ key: 'midnight', kind: 'noop', cron: '0 0 * * *', timezone: 'Europe/Berlin' }).expect(201);
+    await h.db.dataSource.query(`UPDATE schedules SET created_at = '2026-11-01T00:00:00Z' WHERE id = $1`, [midnight.body.id]);
+    expect(await runs({ date: '2026-11-10' }, midnight.body.id as string)).toEqual(['2026-11-09T23:00:00.000Z']);
+  });
+
   it("names a bad query's field, and answers another tenant's schedule 404", async () => {
     const bad = await h.http().get(`/v1/schedules/${id}/runs`).query({ date: '11/10/2026' }).set(auth).expect(400);
     expect(bad.body.details[0]).toMatchObject({ field: 'date', rule: 'format' });

@@ -60,8 +60,9 @@ export class ScheduleRunsService {
     const timing = parseTiming(s.cron, s.timezone);
     if (!timing.ok) issues.list.push(...timing.issues);
     if (!issues.ok || !window || !timing.ok) throw invalid(issues.list);
-    // Nothing before the schedule existed; the window is (from, to], as occurrences are planned.
-    const from = new Date(Math.max(window.from.getTime() - 1, s.createdAt.getTime(), after?.getTime() ?? -Infinity));
+    // Nothing before the schedule existed; the window is (from, to], as occurrences are planned,
+    // so windows paged as from=T1&to=T2, from=T2&to=T3 list the T2 run once.
+    const from = new Date(Math.max(window.from.getTime(), s.createdAt.getTime(), after?.getTime() ?? -Infinity));
     const at = occurrencesBetween(timing.value, from, window.to, limit + 1);
     const page = at.slice(0, limit);
     return { timezone: s.timezone, items: await this.describe(tenant.id, s, page, now), nextCursor: at.length > limit ? page[page.length - 1].toISOString() : null };
@@ -87,7 +88,10 @@ export class ScheduleRunsService {
     return { schedule: s, runs: await this.describe(tenant.id, s, at.slice(-count), now) };
   }
 
-  /** `date` (a local day), or `from` / `to` (with a zone, or local to the schedule's); the last day by default. */
+  /**
+   * `date` (a local day, its midnight included), or `from` / `to` (with a zone, or local to the
+   * schedule's); the last day by default. The window returned is (from, to].
+   */
   private window(query: Record<string, unknown>, zone: string, now: Date, issues: Issues): { from: Date; to: Date } | null {
     const date = queryString(query.date, 'date', issues);
     const fromRaw = queryString(query.from, 'from', issues);
@@ -98,7 +102,8 @@ export class ScheduleRunsService {
         return null;
       }
       const wall = wallTime(date, `${date}T00:00`, 'date', issues);
-      return wall === undefined ? null : { from: new Date(instantOfWall(zone, wall)), to: new Date(instantOfWall(zone, wall + DAY_MS) - 1) };
+      // A day holds its midnight run: the exclusive start is the instant before it.
+      return wall === undefined ? null : { from: new Date(instantOfWall(zone, wall) - 1), to: new Date(instantOfWall(zone, wall + DAY_MS) - 1) };
     }
     const local = (raw: string, field: string) => {
       if (!ZONELESS.test(raw)) return issues.run(() => parseRunAt(raw, field));
