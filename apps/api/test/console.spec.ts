@@ -211,6 +211,11 @@ describe('console (/console)', () => {
       `INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES ($1, $2, 'noop', $3, 'q') RETURNING id::text AS id`,
       [acme.id, `schedule:${id}:${hourAgo(5).toISOString().replace('.000Z', 'Z')}`, hourAgo(5)],
     );
+    // hour 6's first attempt is still running: started, its start recorded only as it ends
+    const [{ id: running }] = await h.db.dataSource.query(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state, attempts) VALUES ($1, $2, 'noop', $3, 'r', 1) RETURNING id::text AS id`,
+      [acme.id, `schedule:${id}:${hourAgo(6).toISOString().replace('.000Z', 'Z')}`, hourAgo(6)],
+    );
     const list = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
     expect(list.text).toContain(`href="/console/schedules/${id}"`);
     const page = await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200);
@@ -220,6 +225,7 @@ describe('console (/console)', () => {
     expect(page.text).toContain(`class="run run-failed" href="/console/jobs/${failed}"`);
     expect(page.text).toMatch(/<span class="run run-skipped"/);
     expect(page.text).toContain(`class="run run-missed" href="/console/jobs/${missed}"`);
+    expect(page.text).toContain(`class="run run-running" href="/console/jobs/${running}"`);
     await h.db.dataSource.query(`UPDATE schedules SET expect_within_seconds = 300, last_outcome = 'missed', last_outcome_at = now() WHERE id = $1`, [id]);
     expect((await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200)).text).toContain('<span class="word-missed">missed</span>');
     await h.db.dataSource.query(`UPDATE schedules SET paused = true, last_error = 'SetAsideError: refused <b>' WHERE id = $1`, [id]);

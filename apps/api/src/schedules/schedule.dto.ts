@@ -164,13 +164,13 @@ export class ScheduleRunDto extends OccurrenceDto {
   @ApiProperty({ example: 1 })
   attempts!: number;
 
-  @ApiProperty({ nullable: true, type: String, example: '2026-11-30T08:00:00.012Z', description: 'When its first attempt started' })
+  @ApiProperty({ nullable: true, type: String, example: '2026-11-30T08:00:00.012Z', description: 'When its first attempt started; null while that attempt still runs (recorded when it ends)' })
   startedAt!: string | null;
 
   @ApiProperty({ nullable: true, type: String, example: '2026-11-30T08:00:00.140Z' })
   finishedAt!: string | null;
 
-  @ApiProperty({ nullable: true, type: Number, example: 12, description: 'How long after its nominal instant its first attempt started' })
+  @ApiProperty({ nullable: true, type: Number, example: 12, description: 'How long after its nominal instant its first attempt started (null until that is known)' })
   lateMs!: number | null;
 
   @ApiProperty(anyJson('What its job returned (any JSON; null when nothing).', { status: 200 }))

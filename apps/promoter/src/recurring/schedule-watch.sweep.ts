@@ -28,7 +28,9 @@ export interface ScheduleWatchOptions {
  * `expectWithinSeconds`, every run whose expectation has passed since the last look is classified
  * once (watchedOutcome: ok, late, missed, failed) from its row, read by its occurrence key, and
  * counted in `almanac_schedule_runs_total{outcome}`; the schedule keeps its latest outcome
- * (`lastOutcome`) and how far it was looked at. One replica at a time (a sweep lease), so each
+ * (`lastOutcome`) and how far it was looked at. A run whose first attempt is still running is
+ * not judged yet (its start is recorded when the attempt ends): the schedule is watched up to it,
+ * and it and the runs after it are judged on a later pass. One replica at a time (a sweep lease), so each
  * run is counted once. `almanac_schedules_behind{tenant}` counts, per tenant, the watched
  * schedules whose latest run went wrong; AlmanacScheduleMissed fires on missed runs.
  */
@@ -53,19 +55,30 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
       // One read of every looked-at run's row and one write of every schedule, for the batch.
       const refs = looks.flatMap((l) => l.runs.map((r) => ({ tenantId: l.tenantId, key: r.key })));
       const rows = new Map((await this.runs.rows(refs)).map((r) => [`${r.tenantId}|${r.key}`, r]));
+      let held = 0;
       const records = looks.map((l) => {
         let last: { outcome: WatchedOutcome; dueAt: Date } | null = null;
+        let through = l.through;
         for (const run of l.runs) {
           const outcome = watchedOutcome(rows.get(`${l.tenantId}|${run.key}`) ?? null, run.dueAt, l.expectMs);
+          if (outcome === 'running') {
+            // Started, but when is written only as the attempt ends: watched up to just before
+            // this run, so it (and those after it) are judged once it has a start.
+            through = new Date(run.dueAt.getTime() - 1);
+            held += 1;
+            break;
+          }
           if (outcome === null) continue;
           outcomes[outcome] += 1;
           last = { outcome, dueAt: run.dueAt };
         }
-        return { id: l.id, through: l.through, last };
+        return { id: l.id, through, last };
       });
       await this.watch.record(records);
       await this.reportBehind();
-      return { schedules: due.length, more: due.length === this.opts.batchSize || looks.some((l) => l.cut) };
+      // A full batch of schedules all held by running runs is no reason to look again at once.
+      const full = due.length === this.opts.batchSize && held < due.length;
+      return { schedules: due.length, more: full || looks.some((l) => l.cut) };
     });
     if (!done) return { skipped: true, schedules: 0, outcomes };
     for (const [outcome, n] of Object.entries(outcomes)) if (n > 0) this.metrics?.scheduleRuns.inc({ outcome }, n);

@@ -1214,14 +1214,14 @@ export interface components {
             /** @example 1 */
             attempts: number;
             /**
-             * @description When its first attempt started
+             * @description When its first attempt started; null while that attempt still runs (recorded when it ends)
              * @example 2026-11-30T08:00:00.012Z
              */
             startedAt: string | null;
             /** @example 2026-11-30T08:00:00.140Z */
             finishedAt: string | null;
             /**
-             * @description How long after its nominal instant its first attempt started
+             * @description How long after its nominal instant its first attempt started (null until that is known)
              * @example 12
              */
             lateMs: number | null;
