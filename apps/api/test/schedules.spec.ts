@@ -124,10 +124,10 @@ describe('schedules (/v1/schedules)', () => {
     }
   });
 
-  it('pause keeps next_run_at, resume clears paused; delete removes it; other tenants get 404', async () => {
+  it('pause (nothing materialised yet) keeps next_run_at, resume clears paused; delete removes it; other tenants get 404', async () => {
     const s = await h.http().post('/v1/schedules').set(auth).send({ ...body, key: 'pausable' }).expect(201);
     const paused = await h.http().post(`/v1/schedules/${s.body.id}/pause`).set(auth).expect(200);
-    expect(paused.body).toMatchObject({ paused: true, nextRunAt: s.body.nextRunAt, lastError: null });
+    expect(paused.body).toMatchObject({ paused: true, nextRunAt: s.body.nextRunAt, lastError: null, removedOccurrences: 0 });
     // Paused by the recurring sweep instead (a value Postgres refused): the reason shows until resumed.
     await h.db.dataSource.query(`UPDATE schedules SET last_error = 'SetAsideError: refused (SQLSTATE 22003)' WHERE id = $1`, [s.body.id]);
     expect((await h.http().get(`/v1/schedules/${s.body.id}`).set(auth).expect(200)).body).toMatchObject({ paused: true, lastError: 'SetAsideError: refused (SQLSTATE 22003)' });

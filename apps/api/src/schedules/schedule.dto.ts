@@ -122,7 +122,7 @@ export class ScheduleDto {
   @ApiProperty({ example: '2026-11-29T10:00:00.000Z' })
   updatedAt!: string;
 
-  @ApiPropertyOptional({ example: 2, description: 'In PATCH and DELETE answers: occurrences not yet run that the change removed.' })
+  @ApiPropertyOptional({ example: 2, description: 'In PATCH, DELETE and pause answers: occurrences not yet run that the change removed.' })
   removedOccurrences?: number;
 }
 

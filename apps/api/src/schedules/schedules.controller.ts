@@ -100,7 +100,10 @@ export class SchedulesController {
 
   @Post(':id/pause')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Stop materialising occurrences (next run time is kept)' })
+  @ApiOperation({
+    summary: 'Stop its runs: occurrences not started yet are removed (removedOccurrences), none are made while paused',
+    description: 'Runs already started (running, or waiting for a retry) go on. nextRunAt moves back to the earliest removed occurrence, so a resume makes them again (those that fell due meanwhile per the `missed` policy).',
+  })
   @ApiParam(ID)
   @ApiResponse({ status: 200, type: ScheduleDto })
   pause(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {

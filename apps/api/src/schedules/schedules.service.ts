@@ -15,7 +15,7 @@ export const MAX_PREVIEW = 100;
 /**
  * Recurring schedules. Materialising occurrences is the promoter's: this keeps `next_run_at`
  * (first occurrence after now) and `version` right, and removes not-yet-run occurrences when
- * the timing changes or the schedule is deleted.
+ * the timing changes, the schedule is paused or deleted.
  */
 @Injectable()
 export class SchedulesService {
@@ -144,9 +144,10 @@ export class SchedulesService {
 
   async setPaused(tenant: TenantRecord, id: string, paused: boolean) {
     if (!isJobIdString(id)) throw notFound(`schedule ${id}`);
-    const s = await this.schedules.setPaused(tenant.id, id, paused);
-    if (!s) throw notFound(`schedule ${id}`);
-    return view(s);
+    const res = await this.schedules.setPaused(tenant.id, id, paused);
+    if (!res) throw notFound(`schedule ${id}`);
+    if (res.removed.count > 0) this.log.info({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count }, 'schedule paused');
+    return { ...view(res.schedule), removedOccurrences: res.removed.count };
   }
 
   async preview(tenant: TenantRecord, id: string, query: Record<string, unknown>) {

@@ -80,8 +80,8 @@ interface RunQuota {
  * `onMaterialised` (wired to promotion) runs right after, so new rows do not wait for the
  * hourly promotion; the overdue sweep's lookahead pass is the backstop.
  *
- * Only occurrences not yet materialised follow pause / resume / cron changes: rows that exist are
- * ordinary jobs (the API cancels stale ones when the cron changes).
+ * Rows that exist are ordinary jobs: the API removes those not started yet when a schedule is
+ * paused or its cron changes, moving next_run_at back so this sweep makes what is still due again.
  *
  * Bounded by rows and bytes, not by schedules: a batch stops planning once it holds
  * `maxBatchRows` occurrences or `maxBatchBytes` of payload, truncating the schedule it is on (its

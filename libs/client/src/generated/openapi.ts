@@ -337,7 +337,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop materialising occurrences (next run time is kept) */
+        /**
+         * Stop its runs: occurrences not started yet are removed (removedOccurrences), none are made while paused
+         * @description Runs already started (running, or waiting for a retry) go on. nextRunAt moves back to the earliest removed occurrence, so a resume makes them again (those that fell due meanwhile per the `missed` policy).
+         */
         post: operations["SchedulesController_pause"];
         delete?: never;
         options?: never;
@@ -1171,7 +1174,7 @@ export interface components {
             /** @example 2026-11-29T10:00:00.000Z */
             updatedAt: string;
             /**
-             * @description In PATCH and DELETE answers: occurrences not yet run that the change removed.
+             * @description In PATCH, DELETE and pause answers: occurrences not yet run that the change removed.
              * @example 2
              */
             removedOccurrences?: number;

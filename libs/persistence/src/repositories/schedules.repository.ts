@@ -58,7 +58,7 @@ export interface ScheduleChange {
   timing?: { nextRunAt: Date | null; from: { cron: string; timezone: string } };
 }
 
-/** Job rows of a schedule that had not run yet, removed when its timing changed or it was deleted (their hints go stale). */
+/** Job rows of a schedule that had not run yet, removed when its timing changed, it was paused or deleted (their hints go stale). */
 export interface RemovedOccurrences {
   count: number;
 }
@@ -235,15 +235,34 @@ export class SchedulesRepository {
     });
   }
 
-  async setPaused(tenantId: number, id: string, paused: boolean): Promise<ScheduleView | null> {
-    const rows: [RawSchedule[], number] = await this.db.query(
-      // A resumed schedule is watched from now on: the runs a pause skipped are not missed ones.
-      `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END,
-                            last_error = CASE WHEN $3 THEN last_error END
-        WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
-      [id, tenantId, paused],
-    );
-    return rows[0][0] ? toView(rows[0][0]) : null;
+  /**
+   * Pausing removes the occurrences that have not started (their hints go stale), so a pause
+   * stops runs at once rather than after the horizon already materialised; `next_run_at` moves
+   * back to the earliest of them, so on resume the recurring sweep brings back per the missed
+   * policy those that fell due meanwhile and materialises the rest again. Occurrences that
+   * started (running, or waiting for a retry) are left alone. A no-op when already so.
+   */
+  async setPaused(tenantId: number, id: string, paused: boolean): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
+    return this.db.transaction(async (tx) => {
+      const locked: RawSchedule[] = await tx.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
+      const current = locked[0];
+      if (!current) return null;
+      let removed: RemovedOccurrences = { count: 0 };
+      let nextRunAt = current.next_run_at;
+      if (paused && !current.paused) {
+        const gone = await removeNeverStartedOccurrences(tx, tenantId, current.id, null);
+        removed = { count: gone.count };
+        nextRunAt = earlier(nextRunAt, gone.earliest);
+      }
+      const rows: [RawSchedule[], number] = await tx.query(
+        // A resumed schedule is watched from now on: the runs a pause skipped are not missed ones.
+        `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END,
+                              last_error = CASE WHEN $3 THEN last_error END, next_run_at = $4
+          WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
+        [id, tenantId, paused, nextRunAt],
+      );
+      return { schedule: toView(rows[0][0]), removed };
+    });
   }
 
   async delete(tenantId: number, id: string): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
@@ -279,6 +298,33 @@ async function removeUnrunOccurrences(tx: EntityManager, tenantId: number, sched
     [tenantId, lo, hi],
   );
   return { count: deleted[0].length + cancelled[0].length };
+}
+
+/**
+ * Deletes the occurrences that never started (scheduled or queued, no attempt), or with `dueAfter`
+ * only those whose run time is after it, and says which nominal instant (from the key) was the
+ * earliest removed, so the caller can move `next_run_at` back for the sweep to make them again.
+ */
+async function removeNeverStartedOccurrences(
+  tx: EntityManager,
+  tenantId: number,
+  scheduleId: string,
+  dueAfter: Date | null,
+): Promise<{ count: number; earliest: Date | null }> {
+  const [lo, hi] = occurrenceKeyRange(scheduleId);
+  const [row]: { n: number; earliest: Date | null }[] = await tx.query(
+    `WITH gone AS (
+       DELETE FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0
+          AND ($4::timestamptz IS NULL OR run_at > $4) RETURNING key)
+     SELECT count(*)::int AS n, min(substr(key, length($2) + 1)::timestamptz) AS earliest FROM gone`,
+    [tenantId, lo, hi, dueAfter],
+  );
+  return { count: row.n, earliest: row.earliest };
+}
+
+function earlier(a: Date | null, b: Date | null): Date | null {
+  if (a === null) return b;
+  return b !== null && b.getTime() < a.getTime() ? b : a;
 }
 
 /** node-postgres would send a JS string as a JSON string only if stringified; null stays SQL NULL. */

@@ -1,0 +1,67 @@
+import type { MissedPolicy } from '@almanac/domain';
+import { RecurringRepository, SchedulesRepository } from '@almanac/persistence';
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { RecurringSweep } from './recurring.sweep';
+import { SchedulePlanner } from './schedule-planner';
+
+const MINUTE = 60e3;
+const HOUR = 60 * MINUTE;
+const NOW = new Date('2026-11-29T10:20:00Z');
+const at = (ms: number) => new Date(NOW.getTime() + ms);
+
+/** What pause, resume and edits do to a schedule's materialised occurrences, through the recurring sweep. */
+describe('schedule changes and their occurrences (Postgres)', () => {
+  let db: TestDatabase;
+  let schedules: SchedulesRepository;
+  let sweep: RecurringSweep;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    schedules = new SchedulesRepository(db.dataSource);
+    sweep = new RecurringSweep(
+      new RecurringRepository(db.dataSource),
+      new SchedulePlanner({ missedCap: 100, lateToleranceMs: 5 * MINUTE }),
+      { horizonMs: HOUR, batchSize: 100, maxPerRun: 1000, concurrency: 1, maxBatchRows: 20_000, maxBatchBytes: 16 << 20, maxPerTenantPerRun: 1e6, nearMs: 10 * MINUTE },
+    );
+  });
+  afterAll(() => db.drop());
+  beforeEach(() => db.dataSource.query('TRUNCATE schedules, jobs'));
+
+  async function perMinute(missed: MissedPolicy = 'skip'): Promise<string> {
+    const created = await schedules.create({
+      tenantId: 1, key: `every-minute-${missed}`, kind: 'noop', cron: '* * * * *', timezone: 'UTC', payload: { v: 1 }, maxAttempts: 3, missed, nextRunAt: NOW, expectWithinSeconds: null,
+    });
+    if (!('schedule' in created)) throw new Error('not created');
+    return created.schedule.id;
+  }
+
+  async function occurrences(id: string): Promise<{ at: string; state: string; attempts: number; payload: unknown; kind: string; max_attempts: number }[]> {
+    const rows: { run_at: Date; state: string; attempts: number; payload: unknown; kind: string; max_attempts: number }[] = await db.dataSource.query(
+      `SELECT run_at, state, attempts, payload, kind, max_attempts FROM jobs WHERE key LIKE $1 ORDER BY run_at`, [`schedule:${id}:%`],
+    );
+    return rows.map(({ run_at, ...r }) => ({ at: run_at.toISOString(), ...r }));
+  }
+
+  const minute = (n: number) => at(n * MINUTE).toISOString();
+
+  it('pause removes the occurrences not started yet (those started go on), and makes none while paused', async () => {
+    const id = await perMinute();
+    await sweep.runOnce(NOW);
+    expect(await occurrences(id)).toHaveLength(61); // 10:20 … 11:20
+    // 10:20 is running; 10:21 failed its first attempt and waits for its retry.
+    await db.dataSource.query(`UPDATE jobs SET state = 'r', attempts = 1 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:20:00Z`]);
+    await db.dataSource.query(`UPDATE jobs SET state = 'q', attempts = 1 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:21:00Z`]);
+    const paused = await schedules.setPaused(1, id, true);
+    expect(paused).toMatchObject({ removed: { count: 59 }, schedule: { paused: true, nextRunAt: at(2 * MINUTE) } });
+    expect((await occurrences(id)).map((o) => [o.at, o.state])).toEqual([[minute(0), 'r'], [minute(1), 'q']]);
+    expect(await sweep.runOnce(at(30 * MINUTE))).toMatchObject({ inserted: 0 });
+    // Paused twice: nothing more to remove, the cursor stays.
+    expect(await schedules.setPaused(1, id, true)).toMatchObject({ removed: { count: 0 }, schedule: { nextRunAt: at(2 * MINUTE) } });
+    // Resumed: made again from there on.
+    await schedules.setPaused(1, id, false);
+    await sweep.runOnce(at(40 * MINUTE));
+    const after = (await occurrences(id)).map((o) => o.at);
+    expect(after).toContain(minute(40));
+    expect(after[after.length - 1]).toBe(minute(100));
+  });
+});
