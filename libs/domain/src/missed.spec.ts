@@ -4,6 +4,7 @@ import {
   parseMissedPolicy,
   planMaterialisation,
   planMissed,
+  resumedNextRunAt,
   type MaterialisationPlan,
 } from './missed';
 import { nextOccurrences, occurrencesBetween, parseSchedule } from './schedule';
@@ -242,5 +243,24 @@ describe('planMaterialisation', () => {
     expect(() => planMaterialisation(hourly, null, now, HOUR, 'all', 0)).toThrow(RangeError);
     expect(() => planMaterialisation(hourly, null, now, HOUR, 'skip', 1, { maxUpcoming: 0 })).toThrow(RangeError);
     expect(() => planMaterialisation(hourly, new Date(NaN), now, HOUR, 'skip')).toThrow(RangeError);
+  });
+});
+
+describe('resumedNextRunAt: where a paused schedule goes on', () => {
+  const perMinute = parseSchedule('* * * * *', 'UTC');
+  const pausedAt = d('2026-11-29T10:22:00Z');
+  const now = d('2026-11-29T12:29:50Z');
+  it.each([
+    ['skip', '2026-11-29T12:30:00Z'],
+    ['latest', '2026-11-29T12:29:00Z'],
+    ['all', '2026-11-29T10:22:00Z'],
+  ] as const)('%s', (policy, expected) => {
+    expect(resumedNextRunAt(perMinute, pausedAt, now, policy)).toEqual(d(expected));
+  });
+  it('keeps a cursor still ahead, or none; finds the latest of a sparse schedule a year back', () => {
+    expect(resumedNextRunAt(perMinute, d('2026-11-29T13:00:00Z'), now, 'skip')).toEqual(d('2026-11-29T13:00:00Z'));
+    expect(resumedNextRunAt(perMinute, null, now, 'latest')).toBeNull();
+    const yearly = parseSchedule('0 3 1 1 *', 'UTC');
+    expect(resumedNextRunAt(yearly, d('2025-01-01T03:00:00Z'), now, 'latest')).toEqual(d('2026-01-01T03:00:00Z'));
   });
 });

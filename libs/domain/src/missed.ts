@@ -1,5 +1,5 @@
 import { InvalidMissedPolicyError, describeValue } from './errors';
-import type { Schedule } from './schedule';
+import { nextOccurrences, occurrencesBetween, type Schedule } from './schedule';
 
 /**
  * What a schedule does with occurrences that were due while nothing materialised them (the
@@ -174,4 +174,37 @@ function keepCount(policy: MissedPolicy, cap: number): number {
 
 function assertCap(cap: number): void {
   if (!Number.isSafeInteger(cap) || cap < 1) throw new RangeError(`cap must be a positive integer, got ${cap}`);
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The next_run_at a paused schedule resumes with at `now`, given the one it was paused with (the
+ * first occurrence not materialised). The occurrences that fell due while it was paused follow
+ * `policy` here, not in the sweep, whose late tolerance counts those of the last minutes (up to
+ * twice the interval) as on time and would run them at once: `skip` resumes at the first
+ * occurrence at or after `now`, `latest` at the last one due (the sweep runs it), `all` where it
+ * was (the sweep runs them, capped).
+ */
+export function resumedNextRunAt(schedule: Schedule, nextRunAt: Date | null, now: Date, policy: MissedPolicy): Date | null {
+  if (nextRunAt === null || nextRunAt.getTime() >= now.getTime() || policy === 'all') return nextRunAt;
+  const before = new Date(now.getTime() - 1);
+  if (policy === 'latest') {
+    const latest = lastOccurrenceIn(schedule, new Date(nextRunAt.getTime() - 1), before);
+    if (latest !== null) return latest;
+  }
+  return nextOccurrences(schedule, before, 1)[0] ?? null;
+}
+
+/**
+ * The last occurrence in (after, until], or null: looked for in windows ending at `until` that grow
+ * eightfold from a day, so a per-minute schedule paused for a year costs a day of steps, not a year.
+ */
+function lastOccurrenceIn(schedule: Schedule, after: Date, until: Date): Date | null {
+  for (let span = DAY_MS; ; span *= 8) {
+    const from = Math.max(after.getTime(), until.getTime() - span);
+    const found = occurrencesBetween(schedule, new Date(from), until, Number.MAX_SAFE_INTEGER);
+    if (found.length > 0) return found[found.length - 1];
+    if (from === after.getTime()) return null;
+  }
 }

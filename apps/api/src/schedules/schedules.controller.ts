@@ -112,7 +112,10 @@ export class SchedulesController {
 
   @Post(':id/resume')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Resume; occurrences missed while paused follow the `missed` policy' })
+  @ApiOperation({
+    summary: 'Resume; occurrences missed while paused follow the `missed` policy',
+    description: 'skip: none of the occurrences due while paused run, the next is the first at or after now; latest: the last of them runs; all: all of them run (at most ALMANAC_SCHEDULE_MISSED_CAP, the most recent).',
+  })
   @ApiParam(ID)
   @ApiResponse({ status: 200, type: ScheduleDto })
   resume(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {

@@ -144,7 +144,7 @@ export class SchedulesService {
 
   async setPaused(tenant: TenantRecord, id: string, paused: boolean) {
     if (!isJobIdString(id)) throw notFound(`schedule ${id}`);
-    const res = await this.schedules.setPaused(tenant.id, id, paused);
+    const res = await this.schedules.setPaused(tenant.id, id, paused, this.clock.now());
     if (!res) throw notFound(`schedule ${id}`);
     if (res.removed.count > 0) this.log.info({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count }, 'schedule paused');
     return { ...view(res.schedule), removedOccurrences: res.removed.count };

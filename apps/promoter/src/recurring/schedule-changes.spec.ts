@@ -51,17 +51,32 @@ describe('schedule changes and their occurrences (Postgres)', () => {
     // 10:20 is running; 10:21 failed its first attempt and waits for its retry.
     await db.dataSource.query(`UPDATE jobs SET state = 'r', attempts = 1 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:20:00Z`]);
     await db.dataSource.query(`UPDATE jobs SET state = 'q', attempts = 1 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:21:00Z`]);
-    const paused = await schedules.setPaused(1, id, true);
+    const paused = await schedules.setPaused(1, id, true, at(30_000));
     expect(paused).toMatchObject({ removed: { count: 59 }, schedule: { paused: true, nextRunAt: at(2 * MINUTE) } });
     expect((await occurrences(id)).map((o) => [o.at, o.state])).toEqual([[minute(0), 'r'], [minute(1), 'q']]);
     expect(await sweep.runOnce(at(30 * MINUTE))).toMatchObject({ inserted: 0 });
     // Paused twice: nothing more to remove, the cursor stays.
-    expect(await schedules.setPaused(1, id, true)).toMatchObject({ removed: { count: 0 }, schedule: { nextRunAt: at(2 * MINUTE) } });
+    expect(await schedules.setPaused(1, id, true, at(30_000))).toMatchObject({ removed: { count: 0 }, schedule: { nextRunAt: at(2 * MINUTE) } });
     // Resumed: made again from there on.
-    await schedules.setPaused(1, id, false);
+    await schedules.setPaused(1, id, false, at(40 * MINUTE));
     await sweep.runOnce(at(40 * MINUTE));
     const after = (await occurrences(id)).map((o) => o.at);
     expect(after).toContain(minute(40));
     expect(after[after.length - 1]).toBe(minute(100));
+  });
+
+  it.each([
+    ['skip', []],
+    ['latest', [minute(129)]],
+  ] as const)('resumed after a pause longer than the horizon, missed: %s runs what the policy says of the runs due meanwhile', async (missed, due) => {
+    const id = await perMinute(missed);
+    await sweep.runOnce(NOW);
+    await schedules.setPaused(1, id, true, at(30_000));
+    const resumedAt = at(130 * MINUTE - 10_000); // 12:29:50
+    await schedules.setPaused(1, id, false, resumedAt);
+    await sweep.runOnce(at(130 * MINUTE));
+    const made = (await occurrences(id)).map((o) => o.at);
+    expect(made.filter((t) => t < resumedAt.toISOString())).toEqual(due);
+    expect(made.filter((t) => t >= resumedAt.toISOString())[0]).toBe(minute(130));
   });
 });

@@ -357,7 +357,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume; occurrences missed while paused follow the `missed` policy */
+        /**
+         * Resume; occurrences missed while paused follow the `missed` policy
+         * @description skip: none of the occurrences due while paused run, the next is the first at or after now; latest: the last of them runs; all: all of them run (at most ALMANAC_SCHEDULE_MISSED_CAP, the most recent).
+         */
         post: operations["SchedulesController_resume"];
         delete?: never;
         options?: never;

@@ -1,3 +1,4 @@
+import { DomainValidationError, parseSchedule, resumedNextRunAt } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 
@@ -240,9 +241,10 @@ export class SchedulesRepository {
    * stops runs at once rather than after the horizon already materialised; `next_run_at` moves
    * back to the earliest of them, so on resume the recurring sweep brings back per the missed
    * policy those that fell due meanwhile and materialises the rest again. Occurrences that
-   * started (running, or waiting for a retry) are left alone. A no-op when already so.
+   * started (running, or waiting for a retry) are left alone. Resuming at `now` applies the
+   * missed policy to the occurrences due while paused (resumedNextRunAt). A no-op when already so.
    */
-  async setPaused(tenantId: number, id: string, paused: boolean): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
+  async setPaused(tenantId: number, id: string, paused: boolean, now: Date): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
     return this.db.transaction(async (tx) => {
       const locked: RawSchedule[] = await tx.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
       const current = locked[0];
@@ -254,6 +256,7 @@ export class SchedulesRepository {
         removed = { count: gone.count };
         nextRunAt = earlier(nextRunAt, gone.earliest);
       }
+      if (!paused && current.paused) nextRunAt = resumedCursor(current, now);
       const rows: [RawSchedule[], number] = await tx.query(
         // A resumed schedule is watched from now on: the runs a pause skipped are not missed ones.
         `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END,
@@ -320,6 +323,18 @@ async function removeNeverStartedOccurrences(
     [tenantId, lo, hi, dueAfter],
   );
   return { count: row.n, earliest: row.earliest };
+}
+
+/** Where a paused schedule resumes; as it was when its cron or zone no longer parses (the sweep parks it). */
+function resumedCursor(s: RawSchedule, now: Date): Date | null {
+  let timing;
+  try {
+    timing = parseSchedule(s.cron, s.timezone);
+  } catch (err) {
+    if (!(err instanceof DomainValidationError)) throw err;
+    return s.next_run_at;
+  }
+  return resumedNextRunAt(timing, s.next_run_at, now, s.missed as MissedPolicy);
 }
 
 function earlier(a: Date | null, b: Date | null): Date | null {
