@@ -34,8 +34,11 @@ export class CreateScheduleDto {
   expectWithinSeconds?: number | null;
 }
 
+/** What an edit of the values the occurrences' jobs get does to those already made. */
+const REMADE = 'A change replaces the occurrences not started and not due yet; those due and waiting keep what they were made with.';
+
 export class UpdateScheduleDto {
-  @ApiPropertyOptional({ example: 'http' })
+  @ApiPropertyOptional({ example: 'http', description: REMADE })
   kind?: string;
 
   @ApiPropertyOptional({ example: '30 8 * * 1-5', description: 'A cron or timezone change bumps `version` and replaces not-yet-run occurrences.' })
@@ -44,13 +47,13 @@ export class UpdateScheduleDto {
   @ApiPropertyOptional({ example: 'America/New_York' })
   timezone?: string;
 
-  @ApiPropertyOptional(anyJson(`${PAYLOAD} Checked against the new kind when kind changes too, else the schedule's.`, EXAMPLE_PAYLOAD))
+  @ApiPropertyOptional(anyJson(`${PAYLOAD} Checked against the new kind when kind changes too, else the schedule's. ${REMADE}`, EXAMPLE_PAYLOAD))
   payload?: unknown;
 
   @ApiPropertyOptional({ enum: MISSED_POLICIES })
   missed?: string;
 
-  @ApiPropertyOptional({ example: 5 })
+  @ApiPropertyOptional({ example: 5, description: REMADE })
   maxAttempts?: number;
 
   @ApiPropertyOptional({

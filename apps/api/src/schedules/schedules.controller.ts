@@ -79,7 +79,10 @@ export class SchedulesController {
 
   @Patch(':id')
   @ApiJsonBodyErrors()
-  @ApiOperation({ summary: 'Change a schedule; a cron/zone change bumps version and replaces not-yet-run occurrences' })
+  @ApiOperation({
+    summary: 'Change a schedule; a cron/zone change bumps version and replaces not-yet-run occurrences',
+    description: 'A kind, payload or maxAttempts change replaces the occurrences not started and not due yet (made again with the new values); those already due and waiting for a slot run as they were made.',
+  })
   @ApiParam(ID)
   @ApiBody({ type: UpdateScheduleDto })
   @ApiResponse({ status: 200, type: ScheduleDto })

@@ -15,7 +15,7 @@ export const MAX_PREVIEW = 100;
 /**
  * Recurring schedules. Materialising occurrences is the promoter's: this keeps `next_run_at`
  * (first occurrence after now) and `version` right, and removes not-yet-run occurrences when
- * the timing changes, the schedule is paused or deleted.
+ * the timing or the jobs' values change, the schedule is paused or deleted.
  */
 @Injectable()
 export class SchedulesService {
@@ -121,7 +121,7 @@ export class SchedulesService {
               timing: { nextRunAt: this.firstAfterNow(timing.schedule), from: { cron: current.cron, timezone: current.timezone } },
             }
           : {}),
-      });
+      }, this.clock.now());
       if (res === 'changed') {
         if (tries < 5) continue;
         throw conflict(`schedule ${id} is being changed concurrently; try again`, 'schedule', 'concurrent_update');

@@ -121,14 +121,15 @@ describe('RecurringSweep (Postgres)', () => {
       await db.dataSource.query(`UPDATE jobs SET state = 'q', run_at = now() - interval '1 second' WHERE id = $1`, [rows[0].id]);
       const claim = await new ExecutionRepository(db.dataSource).claim([rows[0].id], new Date(), new Date(Date.now() + 30_000), 7);
       expect(claim.claimed.map((c) => c.payload)).toEqual([big]);
-      // A new payload is a new version for the rows made from then on; rows made before keep theirs, as copies did.
+      // A new payload is a new version: the rows not started are made again with it; the running one keeps its own.
       const changed = { ...big, report: 'quarterly' };
-      await new SchedulesRepository(db.dataSource).update(1, id, { payload: changed });
-      expect(await sweep().runOnce(new Date(NOW.getTime() + HOUR))).toMatchObject({ inserted: 2 }); // one of each schedule
+      await new SchedulesRepository(db.dataSource).update(1, id, { payload: changed }, NOW);
+      expect(await sweep().runOnce(new Date(NOW.getTime() + HOUR))).toMatchObject({ inserted: 25 }); // 23 made again, a new one of each schedule
       const after = await rowsOf(id);
-      const made = after.filter((r) => !rows.some((o) => o.id === r.id));
-      expect(after.filter((r) => r.ref === rows[0].ref)).toHaveLength(24);
-      expect(made).toHaveLength(1);
+      const made = after.filter((r) => r.id !== rows[0].id);
+      expect(after.filter((r) => r.ref === rows[0].ref)).toHaveLength(1);
+      expect(made).toHaveLength(24);
+      expect(new Set(made.map((r) => r.ref)).size).toBe(1);
       expect(made[0].ref).not.toBe(rows[0].ref);
       expect((await new JobQueriesRepository(db.dataSource).findForTenant(1, made[0].id))?.payload).toEqual(changed);
       expect(await versions()).toBe(2);
@@ -336,10 +337,10 @@ describe('RecurringSweep (Postgres)', () => {
     const schedules = new SchedulesRepository(db.dataSource);
     // Computed from a stale read (someone else changed the cron meanwhile): refused, nothing removed.
     const stale = { cron: '15 * * * *', timezone: 'UTC' };
-    expect(await schedules.update(1, id, { cron: '30 9 * * *', timing: { nextRunAt: new Date('2026-11-30T09:30:00Z'), from: stale } })).toBe('changed');
+    expect(await schedules.update(1, id, { cron: '30 9 * * *', timing: { nextRunAt: new Date('2026-11-30T09:30:00Z'), from: stale } }, NOW)).toBe('changed');
     expect(await occurrences(id)).toHaveLength(24);
     const from = { cron: '0 * * * *', timezone: 'UTC' };
-    await schedules.update(1, id, { cron: '30 9 * * *', timing: { nextRunAt: new Date('2026-11-30T09:30:00Z'), from } });
+    await schedules.update(1, id, { cron: '30 9 * * *', timing: { nextRunAt: new Date('2026-11-30T09:30:00Z'), from } }, NOW);
     expect(await occurrences(id)).toHaveLength(0);
     await sweep().runOnce(NOW);
     expect(iso(await occurrences(id))).toEqual(['2026-11-30T09:30:00.000Z']);

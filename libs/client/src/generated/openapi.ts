@@ -290,7 +290,10 @@ export interface paths {
         delete: operations["SchedulesController_remove"];
         options?: never;
         head?: never;
-        /** Change a schedule; a cron/zone change bumps version and replaces not-yet-run occurrences */
+        /**
+         * Change a schedule; a cron/zone change bumps version and replaces not-yet-run occurrences
+         * @description A kind, payload or maxAttempts change replaces the occurrences not started and not due yet (made again with the new values); those already due and waiting for a slot run as they were made.
+         */
         patch: operations["SchedulesController_update"];
         trace?: never;
     };
@@ -1262,7 +1265,10 @@ export interface components {
             nextCursor: string | null;
         };
         UpdateScheduleDto: {
-            /** @example http */
+            /**
+             * @description A change replaces the occurrences not started and not due yet; those due and waiting keep what they were made with.
+             * @example http
+             */
             kind?: string;
             /**
              * @description A cron or timezone change bumps `version` and replaces not-yet-run occurrences.
@@ -1272,7 +1278,7 @@ export interface components {
             /** @example America/New_York */
             timezone?: string;
             /**
-             * @description Any JSON value, as a job's payload takes (POST /v1/jobs): each occurrence's job gets it. It must match the kind's payload schema (CreateSchedule.<kind> here). Checked against the new kind when kind changes too, else the schedule's.
+             * @description Any JSON value, as a job's payload takes (POST /v1/jobs): each occurrence's job gets it. It must match the kind's payload schema (CreateSchedule.<kind> here). Checked against the new kind when kind changes too, else the schedule's. A change replaces the occurrences not started and not due yet; those due and waiting keep what they were made with.
              * @example {
              *       "url": "https://reports.example.com/run"
              *     }
@@ -1280,7 +1286,10 @@ export interface components {
             payload?: unknown;
             /** @enum {string} */
             missed?: "skip" | "latest" | "all";
-            /** @example 5 */
+            /**
+             * @description A change replaces the occurrences not started and not due yet; those due and waiting keep what they were made with.
+             * @example 5
+             */
             maxAttempts?: number;
             /**
              * @description Each run should start within this many seconds of its due instant; one that does not is reported (almanac_schedule_runs_total{outcome="missed"}, AlmanacScheduleMissed). null: no expectation (the default).

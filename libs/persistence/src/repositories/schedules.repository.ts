@@ -59,7 +59,7 @@ export interface ScheduleChange {
   timing?: { nextRunAt: Date | null; from: { cron: string; timezone: string } };
 }
 
-/** Job rows of a schedule that had not run yet, removed when its timing changed, it was paused or deleted (their hints go stale). */
+/** Job rows of a schedule that had not run yet, removed when its timing or jobs' values changed, it was paused or deleted (their hints go stale). */
 export interface RemovedOccurrences {
   count: number;
 }
@@ -119,7 +119,8 @@ export function occurrenceKeyRange(scheduleId: string): [string, string] {
 /**
  * CRUD for recurring schedules. Materialising occurrences is the promoter's; this repository
  * only keeps `next_run_at` and `version` right so the promoter's recurring sweep sees changes,
- * and clears not-yet-run occurrences when the timing changes or the schedule goes away.
+ * and clears not-yet-run occurrences when the timing or the jobs' values change, the schedule
+ * is paused or goes away.
  */
 @Injectable()
 export class SchedulesRepository {
@@ -186,12 +187,17 @@ export class SchedulesRepository {
    * Applies a change in one transaction; `'changed'` when a timing change lost a race (see
    * ScheduleChange.timing). A timing change bumps `version`, sets the new
    * `next_run_at` and removes occurrences that have not run, so the promoter re-materialises
-   * them from the new timing.
+   * them from the new timing. A change of what the occurrences' jobs get (kind, payload,
+   * maxAttempts) removes those not started and not due by `now`, and moves `next_run_at` back
+   * to the earliest of them, so the sweep makes them again with the new values. Those already
+   * due and waiting (behind a tenant's limit) keep what they were made with: made again, ones
+   * older than the sweep's late tolerance would count as missed, and `skip` would drop them.
    */
   async update(
     tenantId: number,
     id: string,
     change: ScheduleChange,
+    now: Date,
   ): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | 'changed' | null> {
     return this.db.transaction(async (tx) => {
       const sets: string[] = ['updated_at = now()'];
@@ -229,10 +235,13 @@ export class SchedulesRepository {
         const exists: unknown[] = await tx.query(`SELECT 1 FROM schedules WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
         return exists.length ? 'changed' : null;
       }
-      const removed = change.timing
-        ? await removeUnrunOccurrences(tx, tenantId, row.id)
-        : { count: 0 };
-      return { schedule: toView(row), removed };
+      if (change.timing) return { schedule: toView(row), removed: await removeUnrunOccurrences(tx, tenantId, row.id) };
+      if (change.kind === undefined && change.payload === undefined && change.maxAttempts === undefined) return { schedule: toView(row), removed: { count: 0 } };
+      const gone = await removeNeverStartedOccurrences(tx, tenantId, row.id, now);
+      const next = earlier(row.next_run_at, gone.earliest);
+      if (next === row.next_run_at) return { schedule: toView(row), removed: { count: gone.count } };
+      const moved: [RawSchedule[], number] = await tx.query(`UPDATE schedules SET next_run_at = $2 WHERE id = $1 RETURNING ${COLUMNS}`, [row.id, next]);
+      return { schedule: toView(moved[0][0]), removed: { count: gone.count } };
     });
   }
 
