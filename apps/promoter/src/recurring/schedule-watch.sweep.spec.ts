@@ -91,6 +91,24 @@ describe('ScheduleWatchSweep (Postgres)', () => {
     expect(judged).toEqual({ watched_through: new Date('2026-12-01T05:25:00Z'), last_outcome: 'late', last_outcome_at: new Date('2026-12-01T05:00:00Z') });
   });
 
+  it("leaves out for a while the schedules held by a running run: a batch of them no longer keeps every other schedule from being looked at", async () => {
+    await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
+    const held = [await schedule(6, 300), await schedule(6, 300)];
+    for (const s of held) {
+      for (const hour of [1, 2, 3, 4]) await run(s, 6, hour, 'd', 10_000);
+      await run(s, 6, 5, 'r', null);
+      await db.dataSource.query(`UPDATE jobs SET attempts = 1, claimed_by = 1, lease_until = $2 WHERE key = $1`, [`schedule:${s}:2026-12-01T05:00:00Z`, NOW]);
+    }
+    const other = await schedule(7, 300); // another tenant's, all of its runs missed
+    await db.dataSource.query(`UPDATE schedules SET created_at = '2026-12-01T00:40:00Z' WHERE id = $1`, [other]); // behind the held ones in line
+    const two = new ScheduleWatchSweep(new ScheduleWatchRepository(db.dataSource), new ScheduleRunsRepository(db.dataSource), new SweepsRepository(db.dataSource),
+      { batchSize: 2, maxRunsPerSchedule: 100, tenantsTop: 10 }, metrics);
+    expect(await two.runOnce(NOW)).toMatchObject({ schedules: 2, outcomes: { ok: 8, missed: 0 } }); // the two held, first in line
+    expect(await two.runOnce(new Date(NOW.getTime() + 30_000))).toMatchObject({ schedules: 1, outcomes: { missed: 5 } }); // the other
+    const [row] = await db.dataSource.query(`SELECT last_outcome FROM schedules WHERE id = $1`, [other]);
+    expect(row.last_outcome).toBe('missed');
+  });
+
   it('looks at a long backlog of runs a bounded number at a time', async () => {
     await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
     const s = await schedule(3, 60);

@@ -8,6 +8,8 @@ import type { SweepMetrics } from '../sweeps/sweep-metrics';
 
 /** How often runs are looked at: a missed run is reported at most this long after its expectation passed. */
 export const SCHEDULE_WATCH_INTERVAL_MS = 30_000;
+/** A schedule held by a running run is looked at again after this (its run may have ended). */
+const HELD_LOOK_AGAIN_MS = 2 * SCHEDULE_WATCH_INTERVAL_MS;
 
 export interface ScheduleWatchResult extends SweepResult {
   schedules: number;
@@ -37,6 +39,12 @@ export interface ScheduleWatchOptions {
 export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
   readonly name = 'schedule_watch' as const;
   private readonly holder = `${hostname()}:${process.pid}`;
+  /**
+   * Schedules held by a running first attempt, left out of the looks until then: held first in
+   * line (the oldest watch), a batch's worth of them filled every batch, and no other tenant's
+   * schedule was looked at while they ran.
+   */
+  private readonly heldUntilMs = new Map<string, number>();
 
   constructor(
     private readonly watch: ScheduleWatchRepository,
@@ -50,7 +58,8 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
   async runOnce(now: Date): Promise<ScheduleWatchResult> {
     const outcomes: Record<WatchedOutcome, number> = { ok: 0, late: 0, missed: 0, failed: 0 };
     const done = await this.leases.withSweepLease('schedule_watch', this.holder, async () => {
-      const due = await this.watch.due(now, this.opts.batchSize);
+      for (const [id, untilMs] of this.heldUntilMs) if (untilMs <= now.getTime()) this.heldUntilMs.delete(id);
+      const due = await this.watch.due(now, this.opts.batchSize, [...this.heldUntilMs.keys()]);
       const looks = due.map((s) => this.plan(s, now));
       // One read of every looked-at run's row and one write of every schedule, for the batch.
       const refs = looks.flatMap((l) => l.runs.map((r) => ({ tenantId: l.tenantId, key: r.key })));
@@ -66,6 +75,7 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
             // this run, so it (and those after it) are judged once it has a start.
             through = new Date(run.dueAt.getTime() - 1);
             held += 1;
+            this.heldUntilMs.set(l.id, now.getTime() + HELD_LOOK_AGAIN_MS);
             break;
           }
           if (outcome === null) continue;

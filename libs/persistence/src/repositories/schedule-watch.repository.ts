@@ -19,9 +19,9 @@ export interface WatchedSchedule {
 export class ScheduleWatchRepository {
   constructor(private readonly db: DataSource) {}
 
-  async due(now: Date, limit: number): Promise<WatchedSchedule[]> {
+  async due(now: Date, limit: number, leftOut: readonly string[] = []): Promise<WatchedSchedule[]> {
     const { rows } = await sql<{ id: string; tenant_id: number; cron: string; timezone: string; expect_within_seconds: number; since: Date }>(
-      this.db, WATCHED_SCHEDULES_SQL, [now, limit],
+      this.db, WATCHED_SCHEDULES_SQL, [now, limit, leftOut],
     );
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, cron: r.cron, timezone: r.timezone, expectWithinSeconds: r.expect_within_seconds, since: r.since }));
   }
