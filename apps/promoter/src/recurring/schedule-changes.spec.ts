@@ -95,4 +95,16 @@ describe('schedule changes and their occurrences (Postgres)', () => {
     expect(rows.slice(0, 3).map(values)).toEqual(Array(3).fill(['noop', { v: 1 }, 3]));
     expect(rows.slice(3).map(values)).toEqual(Array(61).fill(['http', { v: 2 }, 7]));
   });
+
+  it('a cron change removes the occurrences not due yet; one due and waiting (a limit), and one waiting for its retry, still run', async () => {
+    const id = await perMinute();
+    await sweep.runOnce(NOW);
+    // At 10:23: 10:20 is due and waits (a limit), 10:21 waits for its retry at 10:25, 10:22 ran.
+    await db.dataSource.query(`UPDATE jobs SET state = 'd', attempts = 1 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:22:00Z`]);
+    await db.dataSource.query(`UPDATE jobs SET state = 'q', attempts = 1, run_at = $2 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:21:00Z`, at(5 * MINUTE)]);
+    const changed = await schedules.update(1, id, { cron: '*/5 * * * *', timing: { nextRunAt: at(5 * MINUTE), from: { cron: '* * * * *', timezone: 'UTC' } } }, at(3 * MINUTE));
+    expect(changed).toMatchObject({ removed: { count: 57 } }); // 10:24 … 11:20; 10:23 is due now
+    const left = (await occurrences(id)).map((o) => [o.at, o.state, o.attempts]);
+    expect(left).toEqual([[minute(0), 's', 0], [minute(2), 'd', 1], [minute(3), 's', 0], [minute(5), 'q', 1]]);
+  });
 });

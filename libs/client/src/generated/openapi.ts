@@ -291,8 +291,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a schedule; a cron/zone change bumps version and replaces not-yet-run occurrences
-         * @description A kind, payload or maxAttempts change replaces the occurrences not started and not due yet (made again with the new values); those already due and waiting for a slot run as they were made.
+         * Change a schedule; a cron/zone change bumps version and replaces the occurrences not due yet
+         * @description A cron or zone change removes the occurrences not started and not due yet and makes the new timing's from now on; a kind, payload or maxAttempts change makes the ones not due yet again with the new values. Occurrences already due and waiting for a slot, or waiting for a retry, run as they were made.
          */
         patch: operations["SchedulesController_update"];
         trace?: never;

@@ -235,7 +235,10 @@ export class SchedulesRepository {
         const exists: unknown[] = await tx.query(`SELECT 1 FROM schedules WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
         return exists.length ? 'changed' : null;
       }
-      if (change.timing) return { schedule: toView(row), removed: await removeUnrunOccurrences(tx, tenantId, row.id) };
+      // A new timing replaces the occurrences not due yet. Those due (waiting behind a limit, say)
+      // or started (waiting for a retry) run as they are: removed, the new timing, made from now
+      // on, never made them again, and a cancelled retry's key blocked its instant under it.
+      if (change.timing) return { schedule: toView(row), removed: { count: (await removeNeverStartedOccurrences(tx, tenantId, row.id, now)).count } };
       if (change.kind === undefined && change.payload === undefined && change.maxAttempts === undefined) return { schedule: toView(row), removed: { count: 0 } };
       const gone = await removeNeverStartedOccurrences(tx, tenantId, row.id, now);
       const next = earlier(row.next_run_at, gone.earliest);
@@ -291,9 +294,8 @@ export class SchedulesRepository {
 }
 
 /**
- * Never-attempted occurrences are deleted rather than cancelled: a cancelled row would keep its
- * `(tenant, key)` and block the promoter from materialising the same nominal time again under
- * the new timing. Occurrences that already failed an attempt keep their history as `cancelled`.
+ * A deleted schedule's occurrences that have not run: never-attempted ones are deleted, those
+ * that already failed an attempt keep their history as `cancelled`.
  * The range predicate on `key` (COLLATE "C") is a scan of the unique (tenant_id, key) index.
  */
 async function removeUnrunOccurrences(tx: EntityManager, tenantId: number, scheduleId: string): Promise<RemovedOccurrences> {
