@@ -74,26 +74,34 @@ describe('ScheduleWatchSweep (Postgres)', () => {
 
   it('judges a run whose first attempt is still running once it ends, never as missed', async () => {
     await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
-    const s = await schedule(5, 300);
+    const s = await schedule(5, 1500); // 25 min: at 05:30 the 05:00 run is within its hold
     for (const hour of [1, 2, 3, 4]) await run(s, 5, hour, 'd', 10_000);
-    // 05:00 claimed at 05:06:40 and still running: attempts 1, no job_attempts row yet.
+    // 05:00 claimed at 05:26:40 and still running: attempts 1, no job_attempts row yet.
     await run(s, 5, 5, 'r', null);
     await db.dataSource.query(`UPDATE jobs SET attempts = 1, claimed_by = 1, lease_until = $2 WHERE key = $1`, [`schedule:${s}:2026-12-01T05:00:00Z`, NOW]);
     expect(await sweep().runOnce(NOW)).toMatchObject({ outcomes: { ok: 4, late: 0, missed: 0, failed: 0 }, more: false });
     const [held] = await db.dataSource.query(`SELECT watched_through, last_outcome FROM schedules WHERE id = $1`, [s]);
     expect(held).toEqual({ watched_through: new Date('2026-12-01T04:59:59.999Z'), last_outcome: 'ok' });
     expect(await sweep().runOnce(NOW)).toMatchObject({ outcomes: { ok: 0, late: 0, missed: 0, failed: 0 } }); // still running
-    // The attempt ends: its start is recorded, 6 min 40 s after it was due.
+    // The attempt ends: its start is recorded, 26 min 40 s after it was due.
     const [[{ id }]] = await db.dataSource.query(`UPDATE jobs SET state = 'd' WHERE key = $1 RETURNING id`, [`schedule:${s}:2026-12-01T05:00:00Z`]);
-    await db.dataSource.query(`INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at) VALUES ($1, 5, 1, '2026-12-01T05:06:40Z')`, [id]);
+    await db.dataSource.query(`INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at) VALUES ($1, 5, 1, '2026-12-01T05:26:40Z')`, [id]);
     expect(await sweep().runOnce(NOW)).toMatchObject({ outcomes: { ok: 0, late: 1, missed: 0, failed: 0 } });
     const [judged] = await db.dataSource.query(`SELECT watched_through, last_outcome, last_outcome_at FROM schedules WHERE id = $1`, [s]);
-    expect(judged).toEqual({ watched_through: new Date('2026-12-01T05:25:00Z'), last_outcome: 'late', last_outcome_at: new Date('2026-12-01T05:00:00Z') });
+    expect(judged).toEqual({ watched_through: new Date('2026-12-01T05:05:00Z'), last_outcome: 'late', last_outcome_at: new Date('2026-12-01T05:00:00Z') });
+  });
+
+  it('holds a schedule behind a running run 10 minutes past its expectation at most: then it counts as started, and the missed runs after it are reported', async () => {
+    await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
+    const s = await schedule(8, 60);
+    await run(s, 8, 1, 'r', null); // hung since 01:00; 02:00 … 05:00 never started
+    await db.dataSource.query(`UPDATE jobs SET attempts = 1, claimed_by = 1, lease_until = $2 WHERE key = $1`, [`schedule:${s}:2026-12-01T01:00:00Z`, NOW]);
+    expect(await sweep().runOnce(NOW)).toMatchObject({ outcomes: { ok: 1, missed: 4 } });
   });
 
   it("leaves out for a while the schedules held by a running run: a batch of them no longer keeps every other schedule from being looked at", async () => {
     await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
-    const held = [await schedule(6, 300), await schedule(6, 300)];
+    const held = [await schedule(6, 1500), await schedule(6, 1500)]; // 25 min: at 05:30 their 05:00 runs are within their hold
     for (const s of held) {
       for (const hour of [1, 2, 3, 4]) await run(s, 6, hour, 'd', 10_000);
       await run(s, 6, 5, 'r', null);
