@@ -80,20 +80,20 @@ describe('schedule changes and their occurrences (Postgres)', () => {
     expect(made.filter((t) => t >= resumedAt.toISOString())[0]).toBe(minute(130));
   });
 
-  it('an edit of payload, kind or maxAttempts makes the occurrences not due yet again with it; those due and waiting stay', async () => {
+  it('an edit of payload, kind or maxAttempts makes the occurrences not due within 2 minutes again with it; those due sooner, or waiting, stay', async () => {
     const id = await perMinute();
     await sweep.runOnce(NOW);
     await db.dataSource.query(`UPDATE jobs SET state = 'r', attempts = 1 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:20:00Z`]);
     await db.dataSource.query(`UPDATE jobs SET state = 'q' WHERE key = ANY($1)`, [[10.21, 10.22].map((m) => `schedule:${id}:2026-11-29T${m.toFixed(2).replace('.', ':')}:00Z`)]);
     // 10:21 and 10:22 are due and queued behind the tenant's limit when the edit lands at 10:22:30.
     const edited = await schedules.update(1, id, { kind: 'http', payload: { v: 2 }, maxAttempts: 7 }, at(150_000));
-    expect(edited).toMatchObject({ removed: { count: 58 }, schedule: { nextRunAt: at(3 * MINUTE) } });
+    expect(edited).toMatchObject({ removed: { count: 56 }, schedule: { nextRunAt: at(5 * MINUTE) } }); // 10:23 and 10:24 run as made: the sweep's next run (60 s) would make them late
     await sweep.runOnce(at(190_000));
     const rows = await occurrences(id);
     expect(rows.map((o) => o.at)).toEqual(Array.from({ length: 64 }, (_, i) => minute(i))); // 10:20 … 11:23, none lost
     const values = (o: (typeof rows)[number]) => [o.kind, o.payload, o.max_attempts];
-    expect(rows.slice(0, 3).map(values)).toEqual(Array(3).fill(['noop', { v: 1 }, 3]));
-    expect(rows.slice(3).map(values)).toEqual(Array(61).fill(['http', { v: 2 }, 7]));
+    expect(rows.slice(0, 5).map(values)).toEqual(Array(5).fill(['noop', { v: 1 }, 3]));
+    expect(rows.slice(5).map(values)).toEqual(Array(59).fill(['http', { v: 2 }, 7]));
   });
 
   it('a cron change removes the occurrences not due yet; one due and waiting (a limit), and one waiting for its retry, still run', async () => {

@@ -122,6 +122,13 @@ export function occurrenceKeyRange(scheduleId: string): [string, string] {
  * and clears not-yet-run occurrences when the timing or the jobs' values change, the schedule
  * is paused or goes away.
  */
+/**
+ * An edit of kind, payload or maxAttempts leaves the occurrences due this soon as they were:
+ * removed, one due in seconds waited for the recurring sweep's next run (every 60 s) to be made
+ * again, and started that much late.
+ */
+const EDIT_KEEPS_DUE_WITHIN_MS = 2 * 60_000;
+
 @Injectable()
 export class SchedulesRepository {
   constructor(private readonly db: DataSource) {}
@@ -186,12 +193,12 @@ export class SchedulesRepository {
   /**
    * Applies a change in one transaction; `'changed'` when a timing change lost a race (see
    * ScheduleChange.timing). A timing change bumps `version`, sets the new
-   * `next_run_at` and removes occurrences that have not run, so the promoter re-materialises
-   * them from the new timing. A change of what the occurrences' jobs get (kind, payload,
-   * maxAttempts) removes those not started and not due by `now`, and moves `next_run_at` back
-   * to the earliest of them, so the sweep makes them again with the new values. Those already
-   * due and waiting (behind a tenant's limit) keep what they were made with: made again, ones
-   * older than the sweep's late tolerance would count as missed, and `skip` would drop them.
+   * `next_run_at` and removes the occurrences not started and not due by `now`, so the recurring
+   * sweep makes the new timing's. A change of what the occurrences' jobs get (kind, payload,
+   * maxAttempts) removes those not started and not due within EDIT_KEEPS_DUE_WITHIN_MS, and moves
+   * `next_run_at` back to the earliest of them, so the sweep makes them again with the new values.
+   * Those due sooner, or due and waiting (behind a tenant's limit), keep what they were made
+   * with: made again, ones older than the sweep's late tolerance would count as missed.
    */
   async update(
     tenantId: number,
@@ -240,7 +247,7 @@ export class SchedulesRepository {
       // on, never made them again, and a cancelled retry's key blocked its instant under it.
       if (change.timing) return { schedule: toView(row), removed: { count: (await removeNeverStartedOccurrences(tx, tenantId, row.id, now)).count } };
       if (change.kind === undefined && change.payload === undefined && change.maxAttempts === undefined) return { schedule: toView(row), removed: { count: 0 } };
-      const gone = await removeNeverStartedOccurrences(tx, tenantId, row.id, now);
+      const gone = await removeNeverStartedOccurrences(tx, tenantId, row.id, new Date(now.getTime() + EDIT_KEEPS_DUE_WITHIN_MS));
       const next = earlier(row.next_run_at, gone.earliest);
       if (next === row.next_run_at) return { schedule: toView(row), removed: { count: gone.count } };
       const moved: [RawSchedule[], number] = await tx.query(`UPDATE schedules SET next_run_at = $2 WHERE id = $1 RETURNING ${COLUMNS}`, [row.id, next]);
