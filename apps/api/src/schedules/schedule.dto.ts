@@ -41,7 +41,7 @@ export class UpdateScheduleDto {
   @ApiPropertyOptional({ example: 'http', description: REMADE })
   kind?: string;
 
-  @ApiPropertyOptional({ example: '30 8 * * 1-5', description: 'A cron or timezone change bumps `version` and replaces not-yet-run occurrences.' })
+  @ApiPropertyOptional({ example: '30 8 * * 1-5', description: 'A cron or timezone change bumps `version` and replaces the occurrences not started and not due yet.' })
   cron?: string;
 
   @ApiPropertyOptional({ example: 'America/New_York' })

@@ -81,7 +81,8 @@ interface RunQuota {
  * hourly promotion; the overdue sweep's lookahead pass is the backstop.
  *
  * Rows that exist are ordinary jobs: the API removes those not started yet when a schedule is
- * paused or its cron changes, moving next_run_at back so this sweep makes what is still due again.
+ * paused, or those not due yet when its cron, zone, kind, payload or maxAttempts changes, and
+ * sets next_run_at so this sweep makes them again (a new timing's from now on).
  *
  * Bounded by rows and bytes, not by schedules: a batch stops planning once it holds
  * `maxBatchRows` occurrences or `maxBatchBytes` of payload, truncating the schedule it is on (its

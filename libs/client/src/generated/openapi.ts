@@ -1271,7 +1271,7 @@ export interface components {
              */
             kind?: string;
             /**
-             * @description A cron or timezone change bumps `version` and replaces not-yet-run occurrences.
+             * @description A cron or timezone change bumps `version` and replaces the occurrences not started and not due yet.
              * @example 30 8 * * 1-5
              */
             cron?: string;

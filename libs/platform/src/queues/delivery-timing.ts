@@ -143,8 +143,8 @@ export const MAX_READING_ROUND_TRIP_MS = 200;
 
 /**
  * The dispatcher reads the kind registry and tenants' limits, and sets the pool gauges, this often.
- * At boot it waits up to FIRST_OBSERVE_WAIT_MS for a first look before it takes envelopes: long
- * enough for a healthy database, short enough not to hold a boot on a stalled one.
+ * At boot its first look is waited for up to FIRST_OBSERVE_WAIT_MS (a boot is not held on a
+ * stalled database); it takes envelopes only once it has read the registry.
  */
 export const POOL_OBSERVE_MS = 1_000;
 export const FIRST_OBSERVE_WAIT_MS = 5_000;

@@ -40,8 +40,9 @@ export interface EnvelopeOptions {
    */
   resent?: boolean;
   /**
-   * When (Date.now()) the caller read its `now`: the envelopes' delays count from it (BullMQ's job
-   * timestamp), so a call sent again after a refusal adds them due at the same time, not later.
+   * When, by the clock of its `now` (the host's, or a worker's database clock), the caller read it:
+   * the envelopes' delays count from it (BullMQ's job timestamp), so a call sent again after a
+   * refusal adds them due at the same time, not later.
    */
   addedAtMs?: number;
 }
