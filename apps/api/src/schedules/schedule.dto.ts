@@ -35,7 +35,7 @@ export class CreateScheduleDto {
 }
 
 /** What an edit of the values the occurrences' jobs get does to those already made. */
-const REMADE = 'A change replaces the occurrences not started and not due yet; those due and waiting keep what they were made with.';
+const REMADE = 'A change replaces the occurrences not started and not due within 2 minutes; those due sooner, or due and waiting, keep what they were made with.';
 
 export class UpdateScheduleDto {
   @ApiPropertyOptional({ example: 'http', description: REMADE })

@@ -81,7 +81,7 @@ export class SchedulesController {
   @ApiJsonBodyErrors()
   @ApiOperation({
     summary: 'Change a schedule; a cron/zone change bumps version and replaces the occurrences not due yet',
-    description: 'A cron or zone change removes the occurrences not started and not due yet and makes the new timing\'s from now on; a kind, payload or maxAttempts change makes the ones not due yet again with the new values. Occurrences already due and waiting for a slot, or waiting for a retry, run as they were made.',
+    description: 'A cron or zone change removes the occurrences not started and not due yet and makes the new timing\'s from now on; a kind, payload or maxAttempts change makes the ones not due within 2 minutes again with the new values. Occurrences already due and waiting for a slot, or waiting for a retry, run as they were made.',
   })
   @ApiParam(ID)
   @ApiBody({ type: UpdateScheduleDto })

@@ -292,7 +292,7 @@ export interface paths {
         head?: never;
         /**
          * Change a schedule; a cron/zone change bumps version and replaces the occurrences not due yet
-         * @description A cron or zone change removes the occurrences not started and not due yet and makes the new timing's from now on; a kind, payload or maxAttempts change makes the ones not due yet again with the new values. Occurrences already due and waiting for a slot, or waiting for a retry, run as they were made.
+         * @description A cron or zone change removes the occurrences not started and not due yet and makes the new timing's from now on; a kind, payload or maxAttempts change makes the ones not due within 2 minutes again with the new values. Occurrences already due and waiting for a slot, or waiting for a retry, run as they were made.
          */
         patch: operations["SchedulesController_update"];
         trace?: never;
@@ -1266,7 +1266,7 @@ export interface components {
         };
         UpdateScheduleDto: {
             /**
-             * @description A change replaces the occurrences not started and not due yet; those due and waiting keep what they were made with.
+             * @description A change replaces the occurrences not started and not due within 2 minutes; those due sooner, or due and waiting, keep what they were made with.
              * @example http
              */
             kind?: string;
@@ -1278,7 +1278,7 @@ export interface components {
             /** @example America/New_York */
             timezone?: string;
             /**
-             * @description Any JSON value, as a job's payload takes (POST /v1/jobs): each occurrence's job gets it. It must match the kind's payload schema (CreateSchedule.<kind> here). Checked against the new kind when kind changes too, else the schedule's. A change replaces the occurrences not started and not due yet; those due and waiting keep what they were made with.
+             * @description Any JSON value, as a job's payload takes (POST /v1/jobs): each occurrence's job gets it. It must match the kind's payload schema (CreateSchedule.<kind> here). Checked against the new kind when kind changes too, else the schedule's. A change replaces the occurrences not started and not due within 2 minutes; those due sooner, or due and waiting, keep what they were made with.
              * @example {
              *       "url": "https://reports.example.com/run"
              *     }
@@ -1287,7 +1287,7 @@ export interface components {
             /** @enum {string} */
             missed?: "skip" | "latest" | "all";
             /**
-             * @description A change replaces the occurrences not started and not due yet; those due and waiting keep what they were made with.
+             * @description A change replaces the occurrences not started and not due within 2 minutes; those due sooner, or due and waiting, keep what they were made with.
              * @example 5
              */
             maxAttempts?: number;
