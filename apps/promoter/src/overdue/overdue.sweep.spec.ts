@@ -182,7 +182,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
     it('after FLUSHALL with 10,000 hot jobs in flight, one run puts every one back with its own delay', async () => {
       const { queue, sweep } = build(priv.connection, 'almanac', 5000);
       expect((await sweep.runOnce(NOW)).redis).toBe('lost'); // fresh server: no marker yet
-      const soon = await insertJobs(db.dataSource, { count: 5000, state: 'q', start: new Date(NOW.getTime() + 1000), stepMs: 7 });
+      const soon = await insertJobs(db.dataSource, { count: 5000, state: 'q', start: new Date(NOW.getTime() + 10_000), stepMs: 7 });
       const past = await insertJobs(db.dataSource, { count: 5000, state: 'q', start: new Date(NOW.getTime() - 10_000), stepMs: 1 });
       const rows = await db.dataSource.query<Hint[]>(
         `SELECT id::text AS id, (extract(epoch FROM run_at) * 1000)::float8 AS "dueMs", tenant_id AS "tenantId", kind FROM jobs`,
@@ -199,8 +199,8 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(await queuedCount(queue)).toBe(10_000);
       expect(await inQueue(queue, [...soon.slice(0, 50), ...past.slice(-50)])).toBe(100);
       const first = await envelopeOf(queue, soon[0]);
-      expect(first?.job.opts.delay).toBeLessThanOrEqual(1000 - DELIVERY_LEAD_MS); // less what the run took before its add
-      expect(first?.job.opts.delay).toBeGreaterThan(-DELIVERY_LEAD_MS);
+      expect(first?.job.opts.delay).toBeLessThanOrEqual(10_000 - DELIVERY_LEAD_MS); // less what the run took before its add
+      expect(first?.job.opts.delay).toBeGreaterThan(10_000 - DELIVERY_LEAD_MS - 5000);
       expect((await sweep.runOnce(NOW)).redis).toBe('ok');
       await queue.close();
     });
