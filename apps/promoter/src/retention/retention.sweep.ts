@@ -51,14 +51,13 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   /** Per tenant left behind by a run (its budget ran out): seconds from its oldest expired row to its cutoff. */
   private readonly behind = new Map<number, number>();
   /**
-   * Per tenant, the run time its walk got to (every expired row before it is gone) and when the
-   * next walk starts from the oldest again: a row below it that finishes late, or was locked when
-   * passed, waits for that. Walked from the oldest every batch, a tenant's backlog held back by a
-   * limit was stepped over again by each batch of its finished rows.
+   * Per tenant: the run time its walk got to (every expired row before it is gone) and when the
+   * next walk starts from the oldest again (a row below it that finishes late, or was locked when
+   * passed, waits for that; walked from the oldest every batch, a backlog held back by a limit was
+   * stepped over again by each batch); when its effect records, bulk operations and schedule
+   * payloads were last cleaned up.
    */
-  private readonly walks = new Map<number, { from: Date | null; fullWalkAtMs: number }>();
-  /** Per tenant, when its effect records, bulk operations and schedule payloads were last cleaned up. */
-  private readonly cleanedAtMs = new Map<number, number>();
+  private readonly tenants = new Map<number, { from: Date | null; fullWalkAtMs: number; cleanedAtMs: number }>();
 
   constructor(
     private readonly repo: RetentionRepository,
@@ -70,7 +69,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   async runOnce(now: Date): Promise<RetentionResult> {
     const policies = await this.repo.policies(this.o.defaultSeconds, this.o.defaultKeyReservation);
     const known = new Set(policies.map((p) => p.tenantId));
-    for (const map of [this.walks, this.cleanedAtMs, this.behind]) for (const id of map.keys()) if (!known.has(id)) map.delete(id); // tenants deleted
+    for (const map of [this.tenants, this.behind]) for (const id of map.keys()) if (!known.has(id)) map.delete(id); // tenants deleted
     const start = policies.findIndex((p) => p.tenantId >= this.resumeAt);
     const turns = start <= 0 ? policies : [...policies.slice(start), ...policies.slice(0, start)];
     const freed = await this.freeExpiredKeys(now, this.o.maxPerRun);
@@ -156,9 +155,9 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   private async drain(policy: RetentionPolicy, now: Date, budget: number): Promise<{ removed: number; behindSeconds: number }> {
     const cutoff = retentionCutoff(now, policy.retentionSeconds);
     const day = utcDay(now);
-    const walk = this.walks.get(policy.tenantId);
-    if (!walk || now.getTime() >= walk.fullWalkAtMs) this.walks.set(policy.tenantId, { from: null, fullWalkAtMs: now.getTime() + FULL_WALK_EVERY_MS });
-    const position = this.walks.get(policy.tenantId)!;
+    let position = this.tenants.get(policy.tenantId);
+    if (!position) this.tenants.set(policy.tenantId, (position = { from: null, fullWalkAtMs: 0, cleanedAtMs: -Infinity }));
+    if (now.getTime() >= position.fullWalkAtMs) Object.assign(position, { from: null, fullWalkAtMs: now.getTime() + FULL_WALK_EVERY_MS });
     let removed = 0;
     while (budget - removed > 0) {
       const limit = Math.min(this.o.batchSize, budget - removed);
@@ -173,8 +172,8 @@ export class RetentionSweep implements Sweep<RetentionResult> {
       // the ones set aside, which stay for good.
       return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff, [...this.kept])) };
     }
-    if (now.getTime() < (this.cleanedAtMs.get(policy.tenantId) ?? -Infinity) + CLEANUP_EVERY_MS) return { removed, behindSeconds: 0 };
-    this.cleanedAtMs.set(policy.tenantId, now.getTime());
+    if (now.getTime() < position.cleanedAtMs + CLEANUP_EVERY_MS) return { removed, behindSeconds: 0 };
+    position.cleanedAtMs = now.getTime();
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredEffects(policy.tenantId, cutoff, this.o.batchSize);
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeAbandonedEffects(policy.tenantId, cutoff, this.o.batchSize);
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredBulkOperations(policy.tenantId, cutoff, this.o.batchSize);
