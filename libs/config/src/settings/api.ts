@@ -93,7 +93,7 @@ export const API_ROLE_SETTINGS = {
     max: 1_000_000,
     readers: API,
     meaning:
-      "requests per second per tenant over all API replicas (per replica while Redis is unavailable; 0 = off), whatever their method (reads, cancels, reschedules, retries, schedules, bulk operations, the console's pages and forms) and whether or not they are valid, spent before the request is validated; `429` with `Retry-After` above it; creating jobs spends the ingest rate (`ALMANAC_RATE_LIMIT_PER_SECOND`) instead. Replaces `ALMANAC_READ_RATE_LIMIT_PER_SECOND`, which counted GET and HEAD only",
+      "requests per second per tenant over all API replicas (per replica while Redis is unavailable; 0 = off), whatever their method (reads, cancels, reschedules, retries, schedules, bulk operations, the console's pages and forms) and whether or not they are valid, spent before the request is validated; `429` with `Retry-After` above it; creating jobs spends the ingest rate (`ALMANAC_RATE_LIMIT_PER_SECOND`) instead",
   },
   // Issue 12: every request is answered within 3 s, stalled dependencies included.
   ALMANAC_REQUEST_TIMEOUT_MS: {
