@@ -90,16 +90,18 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
 
   /**
    * The usual envelope, every row due within HANDOFF_WITHIN_MS: handed over; returns its rows. A
-   * coarse window, or an envelope with rows due later (it came out early: a clock off), goes back
-   * on the hot queue whole (envelopesOf: rows already due in envelopes of at most
-   * ENVELOPE_MAX_ROWS out at once), and none is handed over here: a window opened late can hold
-   * a whole burst, and 200,000 rows in one hand-off overflowed the call stack. Its window's reads
-   * and writes that Redis refuses go again, as a refused push does (retryHandOff).
+   * coarse window, or an envelope with rows due later, goes back on the hot queue whole
+   * (envelopesOf: rows already due in envelopes of at most ENVELOPE_MAX_ROWS out at once): a window
+   * opened late can hold a whole burst, and 200,000 rows in one hand-off overflowed the call stack.
+   * BullMQ times envelopes by the host's clock: judged by the later of it and the database's and
+   * sent back stamped by the earlier, rows of a host running fast wait in their pool until due,
+   * where sent back they came out late once its clock was set right (the chaos bench: 4.9 s).
+   * A window's reads and writes that Redis refuses go again, as a refused push does (retryHandOff).
    */
   private async handOver(data: EnvelopeData): Promise<number> {
-    const [now, addedAtMs] = [this.clock.now(), Date.now()];
+    const [now, hostMs] = [this.clock.now(), this.clock.local.now().getTime()];
     const windowStart = data.w;
-    if (windowStart === undefined && data.l <= now.getTime() + HANDOFF_WITHIN_MS) {
+    if (windowStart === undefined && data.l <= Math.max(now.getTime(), hostMs) + HANDOFF_WITHIN_MS) {
       const flows = flowsOf(data);
       await this.dispatcher.handOff(flows, { repair: data.x === 1 });
       return flows.reduce((n, f) => n + f.items.length, 0);
@@ -110,7 +112,7 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     // is not added twice while its envelopes wait; one already handed over and removed is, and
     // the claim drops the second hint) and a window's rows go to no window (open, or inside the
     // fine horizon).
-    await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs }));
+    await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs: Math.min(now.getTime(), hostMs) }));
     if (windowStart !== undefined) await retryHandOff(() => this.hotQueue.windows.clear(windowStart));
     return 0;
   }
