@@ -1,7 +1,7 @@
 import type { DynamicModule, Provider, Type } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test, TestingModuleBuilder } from '@nestjs/testing';
-import { AlmanacConfig, configureApp, type Env, httpAdapter, loadConfig, NEST_HTTP_OPTIONS, OpsModule } from '@almanac/platform';
+import { AlmanacConfig, configureApp, type Env, httpAdapter, loadConfig, NEST_HTTP_OPTIONS, OpsModule, type OpsModuleOptions } from '@almanac/platform';
 
 export interface OpsTestAppOptions {
   /** Role or feature modules under test. */
@@ -11,6 +11,8 @@ export interface OpsTestAppOptions {
   env?: Env;
   /** e.g. `(b) => b.overrideProvider(Clock).useValue(clock)` */
   override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  /** What `/health/ready` checks (OpsModuleOptions.readyNeeds). */
+  readyNeeds?: OpsModuleOptions['readyNeeds'];
 }
 
 /**
@@ -22,7 +24,7 @@ export async function createOpsTestApp(
 ): Promise<{ app: NestFastifyApplication; config: AlmanacConfig }> {
   const config = loadConfig({ ALMANAC_LOG_LEVEL: 'silent', ...opts.env });
   let builder = Test.createTestingModule({
-    imports: [OpsModule.forRoot({ config, role: 'test' }), ...(opts.imports ?? [])],
+    imports: [OpsModule.forRoot({ config, role: 'test', readyNeeds: opts.readyNeeds }), ...(opts.imports ?? [])],
     providers: opts.providers ?? [],
   });
   if (opts.override) builder = opts.override(builder);

@@ -1,4 +1,5 @@
 import { bootstrapRole } from '@almanac/platform';
 import { ApiModule } from './api.module';
 
-void bootstrapRole([ApiModule], { role: 'api' });
+// Ready without Redis: ingest keeps taking jobs while it is away (they wait as scheduled rows).
+void bootstrapRole([ApiModule], { role: 'api', readyNeeds: ['postgres'] });

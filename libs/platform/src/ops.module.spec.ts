@@ -142,6 +142,20 @@ describe('OpsModule', () => {
       });
     });
 
+    it('is ready where only Postgres is needed (the api: ingest goes on while Redis is away)', async () => {
+      const { app: api } = await createOpsTestApp({
+        env: { DATABASE_URL: db.url, REDIS_URL: `redis://127.0.0.1:${await closedPort()}`, ALMANAC_QUEUE_PREFIX: redis.prefix },
+        readyNeeds: ['postgres'],
+      });
+      try {
+        const res = await request(api.getHttpServer()).get('/health/ready').expect(200);
+        expect(res.body).toMatchObject({ status: 'ok', details: { postgres: { status: 'up' } } });
+        expect(res.body.details.redis).toBeUndefined();
+      } finally {
+        await api.close();
+      }
+    });
+
     it('still serves /metrics promptly, without the Redis-backed values', async () => {
       const started = Date.now();
       const res = await request(app.getHttpServer()).get('/metrics').expect(200);

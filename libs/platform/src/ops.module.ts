@@ -9,7 +9,7 @@ import { LoggerModule, PinoLogger } from 'nestjs-pino';
 import { Clock, SystemClock } from './clock/clock';
 import { ALMANAC_CONFIG, AlmanacConfig, loadConfig } from './config/almanac-config';
 import { Env } from '@almanac/config';
-import { HealthController } from './health/health.controller';
+import { HealthController, READY_NEEDS, type ReadyNeed } from './health/health.controller';
 import { Liveness } from './health/liveness';
 import { RedisHealthIndicator } from './health/redis.health';
 import { loggerParams } from './logging/logging';
@@ -45,6 +45,8 @@ export interface OpsModuleOptions {
   /** Appears as `role` on every log line. */
   role?: string;
   resources?: OpsResources;
+  /** What `/health/ready` checks: Postgres and Redis unless told. */
+  readyNeeds?: readonly ReadyNeed[];
 }
 
 /**
@@ -125,6 +127,7 @@ export class OpsModule {
       controllers: [HealthController, MetricsController],
       providers: [
         { provide: ALMANAC_CONFIG, useValue: config },
+        { provide: READY_NEEDS, useValue: options.readyNeeds ?? ['postgres', 'redis'] },
         {
           provide: REDIS,
           inject: [PinoLogger],

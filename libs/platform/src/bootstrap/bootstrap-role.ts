@@ -12,6 +12,7 @@ import { logTransport } from '../logging/logging';
 import { QuietBootLogger } from '../logging/quiet-boot-logger';
 import { type Listener, RouteListeners } from '../http/listeners';
 import { OpsModule, OpsResources } from '../ops.module';
+import type { ReadyNeed } from '../health/health.controller';
 import { startTracing } from '../tracing/tracing';
 import { describePgError, MigrationError, runMigrationsFromEnv } from './migrate';
 
@@ -21,6 +22,8 @@ export interface BootstrapOptions {
   /** Apply pending migrations before listening (all-in-one / `npm start`). */
   migrate?: boolean;
   env?: Env;
+  /** What `/health/ready` checks (OpsModuleOptions.readyNeeds). */
+  readyNeeds?: readonly ReadyNeed[];
   /** Extra app setup after the platform's own (see `configureApp`). */
   configure?: (app: INestApplication) => void | Promise<void>;
 }
@@ -52,7 +55,7 @@ export async function startRole(roleModules: Type[], opts: BootstrapOptions): Pr
     const applied = await runMigrationsFromEnv(env);
     log.info({ applied }, applied.length ? `applied ${applied.length} migration(s)` : 'schema is up to date');
   }
-  const app = await createRoleApp(roleModules, { config, role: opts.role });
+  const app = await createRoleApp(roleModules, { config, role: opts.role, readyNeeds: opts.readyNeeds });
   try {
     await opts.configure?.(app);
     app.enableShutdownHooks();
@@ -85,11 +88,11 @@ async function listenEverywhere(app: INestApplication, port: number): Promise<vo
 /** The Nest app for these role modules, configured but not listening (tests call `init()`). */
 export async function createRoleApp(
   roleModules: Type[],
-  { config, role }: { config: AlmanacConfig; role: string },
+  { config, role, readyNeeds }: { config: AlmanacConfig; role: string; readyNeeds?: readonly ReadyNeed[] },
 ): Promise<NestFastifyApplication> {
   const resources = new OpsResources();
   class AlmanacRootModule {}
-  Module({ imports: [OpsModule.forRoot({ config, role, resources }), ...roleModules] })(AlmanacRootModule);
+  Module({ imports: [OpsModule.forRoot({ config, role, resources, readyNeeds }), ...roleModules] })(AlmanacRootModule);
   let app: NestFastifyApplication;
   try {
     app = await NestFactory.create<NestFastifyApplication>(AlmanacRootModule, httpAdapter(config), {

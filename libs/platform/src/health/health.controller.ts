@@ -1,12 +1,17 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Inject } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { Liveness } from './liveness';
 import { RedisHealthIndicator } from './redis.health';
 
+/** What a role's readiness waits for (OpsModuleOptions.readyNeeds). */
+export const READY_NEEDS = Symbol('READY_NEEDS');
+export type ReadyNeed = 'postgres' | 'redis';
+
 /**
  * Liveness says the process answers and none of its loops is wedged (Liveness); readiness says it
- * can do its work (Postgres and Redis). A stalled dependency fails readiness only: restarting
- * the process would not bring Postgres back.
+ * can do its work (READY_NEEDS: Postgres, and Redis except for the api, which still takes jobs
+ * while Redis is away). A stalled dependency fails readiness only: restarting the process would
+ * not bring Postgres back.
  */
 @Controller('health')
 export class HealthController {
@@ -16,6 +21,7 @@ export class HealthController {
     private readonly redis: RedisHealthIndicator,
     private readonly indicators: HealthIndicatorService,
     private readonly liveness: Liveness,
+    @Inject(READY_NEEDS) private readonly needs: readonly ReadyNeed[],
   ) {}
 
   @Get('live')
@@ -33,9 +39,7 @@ export class HealthController {
   @Get('ready')
   @HealthCheck()
   ready() {
-    return this.health.check([
-      () => this.db.pingCheck('postgres').withTimeout(1000),
-      () => this.redis.pingCheck('redis', 1000),
-    ]);
+    const checks = { postgres: () => this.db.pingCheck('postgres').withTimeout(1000), redis: () => this.redis.pingCheck('redis', 1000) };
+    return this.health.check(this.needs.map((need) => checks[need]));
   }
 }
