@@ -264,6 +264,7 @@ describe('alert rules', () => {
       'AlmanacPoolNotConsumed',
       'AlmanacPromotionSweepFailing',
       'AlmanacPromotionSweepNotRunning',
+      'AlmanacRedisDown',
       'AlmanacRedisMemoryHigh',
       'AlmanacRetentionBehind',
       'AlmanacRetentionSweepFailing',
