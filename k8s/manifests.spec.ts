@@ -187,10 +187,13 @@ describe('the project checks catch what they are for', () => {
 
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
     const d = worker();
-    pod(d).terminationGracePeriodSeconds = 29;
+    // 39 s left only ~5 s after the deadline, less than the drain's own bounded waits after it.
+    pod(d).terminationGracePeriodSeconds = 39;
     expect(checkWorkerGracePeriod([d], { ALMANAC_WORKER_SHUTDOWN_MS: '25000' })).toEqual([
-      'almanac-worker: terminationGracePeriodSeconds 29 < ALMANAC_WORKER_SHUTDOWN_MS 25000 ms + 5 s',
+      'almanac-worker: terminationGracePeriodSeconds 39 < ALMANAC_WORKER_SHUTDOWN_MS 25000 ms + 15 s',
     ]);
+    pod(d).terminationGracePeriodSeconds = 40;
+    expect(checkWorkerGracePeriod([d], { ALMANAC_WORKER_SHUTDOWN_MS: '25000' })).toEqual([]);
     const other = worker();
     pod(other).containers[0].image = 'almanac:other';
     expect(checkImages([worker(), other])).toHaveLength(1);
