@@ -10,6 +10,7 @@ import {
   checkWorkerGracePeriod,
   checkWorkerPools,
   checkWritableTmp,
+  type PodSpec,
 } from './test/project-checks';
 import { literalValues, promqlRefs } from './test/promql';
 import { DASHBOARD_FILE, dashboardQueries, Query, recordedSeries, RULES_FILE, RULES_TEST_FILE, ruleQueries, SCALED_OBJECT_FILE, scaledObjectQueries } from './test/queries';
@@ -241,9 +242,15 @@ describe('rendered overlays (kubectl kustomize)', () => {
     expect(roles.filter((r) => r === 'worker').length).toBeGreaterThanOrEqual(3);
     // The reports pool comes from its own package (a kustomize Component), with its entry point.
     const reports = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'almanac-worker-reports') as
-      | { spec: { template: { spec: { containers: { args?: string[] }[] } } } }
+      | { spec: { template: { spec: PodSpec } } }
       | undefined;
     expect(reports?.spec.template.spec.containers[0].args).toEqual(['dist/examples/reports-pool/src/main.js']);
+    // Its handler writes under REPORTS_DIR, and the root filesystem is read-only: a writable volume is mounted there.
+    const reportsPod = reports!.spec.template.spec;
+    const reportsDir = reportsPod.containers[0].env?.find((e) => e.name === 'REPORTS_DIR')?.value;
+    const mount = reportsPod.containers[0].volumeMounts?.find((m) => m.mountPath === reportsDir);
+    expect({ reportsDir, mount: mount && !mount.readOnly, volume: reportsPod.volumes?.some((v) => v.name === mount?.name) })
+      .toEqual({ reportsDir: '/var/lib/reports', mount: true, volume: true });
     expect(objects.filter((o) => o.kind === 'Job').map((o) => o.metadata.name)).toEqual(['almanac-migrate']);
     expect(new Set(objects.map((o) => (o.metadata as { namespace?: string }).namespace ?? '(cluster)'))).toEqual(new Set(['almanac', '(cluster)']));
   });

@@ -28,7 +28,7 @@ interface Container {
   };
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
-interface PodSpec {
+export interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
   terminationGracePeriodSeconds?: number;
