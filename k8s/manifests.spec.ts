@@ -10,6 +10,7 @@ import {
   checkWorkerGracePeriod,
   checkWorkerPools,
   checkWritableTmp,
+  type PodSpec,
 } from './test/project-checks';
 import { literalValues, promqlRefs } from './test/promql';
 import { DASHBOARD_FILE, dashboardQueries, Query, recordedSeries, RULES_FILE, RULES_TEST_FILE, ruleQueries, SCALED_OBJECT_FILE, scaledObjectQueries } from './test/queries';
@@ -187,10 +188,13 @@ describe('the project checks catch what they are for', () => {
 
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
     const d = worker();
-    pod(d).terminationGracePeriodSeconds = 29;
+    // 39 s left only ~5 s after the deadline, less than the drain's own bounded waits after it.
+    pod(d).terminationGracePeriodSeconds = 39;
     expect(checkWorkerGracePeriod([d], { ALMANAC_WORKER_SHUTDOWN_MS: '25000' })).toEqual([
-      'almanac-worker: terminationGracePeriodSeconds 29 < ALMANAC_WORKER_SHUTDOWN_MS 25000 ms + 5 s',
+      'almanac-worker: terminationGracePeriodSeconds 39 < ALMANAC_WORKER_SHUTDOWN_MS 25000 ms + 15 s',
     ]);
+    pod(d).terminationGracePeriodSeconds = 40;
+    expect(checkWorkerGracePeriod([d], { ALMANAC_WORKER_SHUTDOWN_MS: '25000' })).toEqual([]);
     const other = worker();
     pod(other).containers[0].image = 'almanac:other';
     expect(checkImages([worker(), other])).toHaveLength(1);
@@ -238,9 +242,15 @@ describe('rendered overlays (kubectl kustomize)', () => {
     expect(roles.filter((r) => r === 'worker').length).toBeGreaterThanOrEqual(3);
     // The reports pool comes from its own package (a kustomize Component), with its entry point.
     const reports = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'almanac-worker-reports') as
-      | { spec: { template: { spec: { containers: { args?: string[] }[] } } } }
+      | { spec: { template: { spec: PodSpec } } }
       | undefined;
     expect(reports?.spec.template.spec.containers[0].args).toEqual(['dist/examples/reports-pool/src/main.js']);
+    // Its handler writes under REPORTS_DIR, and the root filesystem is read-only: a writable volume is mounted there.
+    const reportsPod = reports!.spec.template.spec;
+    const reportsDir = reportsPod.containers[0].env?.find((e) => e.name === 'REPORTS_DIR')?.value;
+    const mount = reportsPod.containers[0].volumeMounts?.find((m) => m.mountPath === reportsDir);
+    expect({ reportsDir, mount: mount && !mount.readOnly, volume: reportsPod.volumes?.some((v) => v.name === mount?.name) })
+      .toEqual({ reportsDir: '/var/lib/reports', mount: true, volume: true });
     expect(objects.filter((o) => o.kind === 'Job').map((o) => o.metadata.name)).toEqual(['almanac-migrate']);
     expect(new Set(objects.map((o) => (o.metadata as { namespace?: string }).namespace ?? '(cluster)'))).toEqual(new Set(['almanac', '(cluster)']));
   });
@@ -264,6 +274,7 @@ describe('alert rules', () => {
       'AlmanacPoolNotConsumed',
       'AlmanacPromotionSweepFailing',
       'AlmanacPromotionSweepNotRunning',
+      'AlmanacRedisDown',
       'AlmanacRedisMemoryHigh',
       'AlmanacRetentionBehind',
       'AlmanacRetentionSweepFailing',

@@ -28,7 +28,7 @@ interface Container {
   };
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
-interface PodSpec {
+export interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
   terminationGracePeriodSeconds?: number;
@@ -40,8 +40,12 @@ interface Workload extends KubeObject { spec: { template: PodTemplate; selector?
 
 export const ROLES = ['api', 'promoter', 'dispatcher', 'worker'] as const;
 const DEFAULT_WORKER_SHUTDOWN_MS = 25_000;
-/** Time for the process to exit after the worker's drain deadline. */
-export const SHUTDOWN_MARGIN_S = 5;
+/**
+ * Time for the process to exit after the worker's drain deadline: the drain's bounded waits
+ * after it (heartbeat leave ≤2 s, take close ≤3 s, heartbeat stop ≤4 s) add ~9 s, plus the
+ * release writes and the exit itself.
+ */
+export const SHUTDOWN_MARGIN_S = 15;
 
 const of = (objects: KubeObject[], kind: string): KubeObject[] => objects.filter((o) => o.kind === kind);
 const deployments = (objects: KubeObject[]): Workload[] => of(objects, 'Deployment') as Workload[];

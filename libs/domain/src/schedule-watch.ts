@@ -1,7 +1,8 @@
 import type { JobState } from './job-state';
 
 /** How a schedule's run went against its `expectWithinSeconds`. */
-export type WatchedOutcome = 'ok' | 'late' | 'missed' | 'failed';
+export const WATCHED_OUTCOMES = ['ok', 'late', 'missed', 'failed'] as const;
+export type WatchedOutcome = (typeof WATCHED_OUTCOMES)[number];
 
 /**
  * A run due at `dueAt`, looked at once its expectation has passed: `missed` when no job was made

@@ -1,4 +1,4 @@
-import { BULK_ACTIONS, DUE_WINDOWS, type DueWindowLabel, KEY_POLICIES } from '@almanac/domain';
+import { BULK_ACTIONS, DUE_WINDOWS, type DueWindowLabel, KEY_POLICIES, WATCHED_OUTCOMES } from '@almanac/domain';
 import { type MetricsService, OTHER_TENANT, setAsideCounter } from '@almanac/platform';
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import type { JobStateCounts } from '@almanac/persistence';
@@ -20,7 +20,7 @@ export class SweepMetrics {
   readonly tenantBacklog: Gauge<'tenant'>;
   readonly tenantOldestDue: Gauge<'tenant'>;
   readonly bulkJobs: Counter<'action' | 'outcome'>;
-  /** Bulk operations failed because a step kept failing (statement = bulk_match, bulk_apply). */
+  /** Items the promoter's sweeps set aside (statement = promotion, retention, recurring, bulk_match, bulk_apply). */
   readonly setAside: Counter<'statement'>;
   readonly retentionRemoved: Counter<'keys'>;
   readonly reservedKeysExpired: Counter;
@@ -118,13 +118,17 @@ export class SweepMetrics {
     this.zero();
   }
 
-  /** Every known series at zero from the start, so a fresh pod's /metrics shows 0, not "no data". */
+  /**
+   * Every known series at zero from the start, so a fresh pod's /metrics shows 0, not "no data",
+   * and an alert on `increase()` sees the first event after a start (it needs a sample before it).
+   */
   private zero(): void {
     for (const sweep of SWEEP_NAMES) {
       for (const outcome of ['ok', 'error', 'skipped']) this.runs.inc({ sweep, outcome }, 0);
     }
     for (const reason of REQUEUE_REASONS) this.requeued.inc({ reason }, 0);
     for (const outcome of OCCURRENCE_OUTCOMES) this.occurrences.inc({ outcome }, 0);
+    for (const outcome of WATCHED_OUTCOMES) this.scheduleRuns.inc({ outcome }, 0);
     for (const action of BULK_ACTIONS) for (const outcome of ['changed', 'skipped']) this.bulkJobs.inc({ action, outcome }, 0);
     this.promoted.inc(0);
     this.leaseDead.inc(0);
