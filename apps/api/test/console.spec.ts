@@ -184,7 +184,7 @@ describe('console (/console)', () => {
     expect(api.body.paused).toBe(true);
   });
 
-  it("shows a schedule's last runs as a strip (ran, late, failed, skipped), each run with a job linking to it", async () => {
+  it("shows a schedule's last runs as a strip (ran, late, failed, skipped, removed), each run with a job linking to it", async () => {
     const cookie = await signIn(acme.apiKey);
     const s = await h.http().post('/v1/schedules').set(bearer(acme.apiKey))
       .send({ key: 'hourly-report', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', payload: {} }).expect(201);
@@ -216,6 +216,11 @@ describe('console (/console)', () => {
       `INSERT INTO jobs (tenant_id, key, kind, run_at, state, attempts) VALUES ($1, $2, 'noop', $3, 'r', 1) RETURNING id::text AS id`,
       [acme.id, `schedule:${id}:${hourAgo(6).toISOString().replace('.000Z', 'Z')}`, hourAgo(6)],
     );
+    // hour 7 ran, and retention has removed its job since: removed, not skipped
+    await h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) VALUES ($1, $2, current_date, 'd')`, [
+      acme.id,
+      `schedule:${id}:${hourAgo(7).toISOString().replace('.000Z', 'Z')}`,
+    ]);
     const list = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
     expect(list.text).toContain(`href="/console/schedules/${id}"`);
     const page = await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200);
@@ -226,6 +231,8 @@ describe('console (/console)', () => {
     expect(page.text).toMatch(/<span class="run run-skipped"/);
     expect(page.text).toContain(`class="run run-missed" href="/console/jobs/${missed}"`);
     expect(page.text).toContain(`class="run run-running" href="/console/jobs/${running}"`);
+    expect(page.text).toMatch(/<span class="run run-removed" title="[^"]* · removed · its job ended succeeded and was removed by retention on /);
+    expect(page.text).toContain('<span class="word-removed">removed</span>');
     await h.db.dataSource.query(`UPDATE schedules SET expect_within_seconds = 300, last_outcome = 'missed', last_outcome_at = now() WHERE id = $1`, [id]);
     expect((await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200)).text).toContain('<span class="word-missed">missed</span>');
     await h.db.dataSource.query(`UPDATE schedules SET paused = true, last_error = 'SetAsideError: refused <b>' WHERE id = $1`, [id]);
