@@ -62,6 +62,8 @@ describe('console in a real browser', () => {
     await page.keyboard.press('Enter');
     await page.waitForURL(`${h.url}/console`);
     expect(await page.textContent('h1')).toBe('Overview');
+    // Chromium keeps a Secure cookie set over http://127.0.0.1 (a potentially trustworthy origin).
+    expect((await page.context().cookies()).find((c) => c.name === 'almanac_console')).toMatchObject({ secure: true, httpOnly: true, path: '/console' });
     expect(await page.locator('.stat', { hasText: 'due in the next hour' }).locator('.value').textContent()).toBe('8');
     await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
 

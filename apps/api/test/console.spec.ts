@@ -43,15 +43,22 @@ describe('console (/console)', () => {
     expect(wrong.headers['set-cookie']).toBeUndefined();
   });
 
-  it('keeps the key in an HttpOnly, SameSite=Lax cookie scoped to /console, and never writes it into a page', async () => {
+  it('keeps the key in an HttpOnly, SameSite=Lax, Secure cookie scoped to /console, and never writes it into a page', async () => {
     const res = await h.http().post('/console/sign-in').type('form').send({ token: acme.apiKey }).expect(303);
     expect(res.headers.location).toBe('/console');
     const cookie = String(res.headers['set-cookie']);
     expect(cookie).toMatch(/^almanac_console=alm_/);
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Lax');
-    expect(cookie).not.toContain('Secure'); // a loopback host: a developer's http://localhost
+    expect(cookie).toContain('; Secure'); // over http://127.0.0.1 too: only the setting turns it off
     expect(cookie).toContain('Path=/console');
+    // A proxy that does not pass the browser's Host on sends its own, often a loopback name.
+    for (const host of ['localhost', 'localhost:3000', '127.0.0.1', '[::1]:3000']) {
+      const behind = await h.http().post('/console/sign-in').set('Host', host).type('form').send({ token: acme.apiKey }).expect(303);
+      expect(String(behind.headers['set-cookie'])).toContain('; Secure');
+      const out = await h.http().post('/console/sign-out').set('Host', host).set('Cookie', cookie.split(';')[0]).expect(303);
+      expect(String(out.headers['set-cookie'])).toContain('; Secure');
+    }
     const page = await h.http().get('/console').set('Cookie', cookie.split(';')[0]).expect(200);
     expect(page.text).not.toContain(acme.apiKey);
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
@@ -267,6 +274,23 @@ describe('console (/console)', () => {
     expect(c.headers['content-type']).toContain('text/css');
     await h.http().get(js).expect(200);
     await h.http().get('/console/assets/..%2F..%2Fpackage.json').expect(404);
+  });
+});
+
+describe('console with ALMANAC_CONSOLE_SECURE_COOKIE=false', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_CONSOLE_SECURE_COOKIE: 'false' });
+  });
+  afterAll(() => h.close());
+
+  it('sets the session cookie without Secure, for plain http', async () => {
+    const t = await h.createTenant('plain-http');
+    const res = await h.http().post('/console/sign-in').type('form').send({ token: t.apiKey }).expect(303);
+    const cookie = String(res.headers['set-cookie']);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).not.toContain('Secure');
   });
 });
 

@@ -98,14 +98,14 @@ export class ConsoleController {
     const viewer = await this.session.resolve(secret, req);
     if (viewer === 'unknown') return refuse(401, 'That is neither a tenant API key nor the admin token.');
     if (viewer === 'suspended') return refuse(403, 'This tenant is suspended; an operator can enable it again.');
-    this.session.start(reply, req, secret);
+    this.session.start(reply, secret);
     redirect(reply, viewer.role === 'admin' ? `${CONSOLE_PATH}/tenants` : CONSOLE_PATH);
   }
 
   @Post('sign-out')
   signOut(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
     if (!sameOrigin(req)) return sendHtml(reply, 403, page({ title: 'Refused', viewer: null, assets: ASSET_URLS, error: 'This form was posted from another site.' }, html``));
-    this.session.end(reply, req);
+    this.session.end(reply);
     redirect(reply, `${CONSOLE_PATH}/sign-in`);
   }
 
