@@ -179,6 +179,21 @@ describe('console (/console)', () => {
     expect(own.text).not.toContain('find-me');
   });
 
+  it("counts each tenant's jobs on the operator's list up to 10,000, a bigger tenant shown as 10,000+", async () => {
+    const big = await h.createTenant('big-tenant');
+    const full = await h.createTenant('full-tenant');
+    const fill = (tenantId: number, n: number) =>
+      h.db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) SELECT $1, 'bulk-' || g, 'noop', now() + interval '2 days', 's' FROM generate_series(1, $2) g`, [tenantId, n]);
+    await fill(big.id, 10_001);
+    await fill(full.id, 10_000);
+    const admin = await signIn(ADMIN_TOKEN);
+    const tenants = await h.http().get('/console/tenants').set('Cookie', admin).expect(200);
+    const jobsOf = (id: number) => new RegExp(`<td class="num">${id}</td>[\\s\\S]*?<td class="num">([0-9,+]+)</td>\\s*</tr>`).exec(tenants.text)?.[1];
+    expect(jobsOf(big.id)).toBe('10,000+');
+    expect(jobsOf(full.id)).toBe('10,000');
+    await h.db.dataSource.query('DELETE FROM jobs WHERE tenant_id IN ($1, $2)', [big.id, full.id]);
+  });
+
   it('shows schedules\' next runs in their own zone, and pauses one', async () => {
     const cookie = await signIn(acme.apiKey);
     const s = await h.http().post('/v1/schedules').set(bearer(acme.apiKey))
