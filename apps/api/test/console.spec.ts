@@ -125,7 +125,9 @@ describe('console (/console)', () => {
     expect(page.text).not.toContain('boom #26');
     expect(page.text).toContain(`href="/console/jobs/${id}?attempts=6"`);
     expect(page.text).toContain(`href="/console/jobs/${id}">Newest attempts`);
-    await h.http().get(`/console/jobs/${id}?attempts=nonsense`).set('Cookie', cookie).expect(400);
+    const bad = await h.http().get(`/console/jobs/${id}?attempts=nonsense`).set('Cookie', cookie).expect(400);
+    expect(bad.text).toContain('attempts is not a page of attempts this console linked to');
+    expect(bad.text).not.toContain('cursor'); // not in this URL
   });
 
   it('finds a job by key, shows another tenant\'s job as not found, and names a bad filter', async () => {

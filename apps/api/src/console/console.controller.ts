@@ -4,6 +4,7 @@ import { Clock } from '@almanac/platform';
 import { Body, Controller, Get, Param, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, invalid } from '../http/api-error';
 import { JobChangesService } from '../jobs/job-changes.service';
 import { JobQueriesService } from '../jobs/job-queries.service';
 import { RequestRateLimiter } from '../rate-limit/request-rate-limiter';
@@ -160,7 +161,13 @@ export class ConsoleController {
       const from = str(q.attempts);
       if (from === undefined) return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now(), { from: null, older: job.historyNext }), notice: notice(q.done) };
       // An older page of its attempts (the API's cursor): a job has up to 10,000 of them.
-      const page = await this.queries.attemptPage(v.tenant, id, { cursor: from });
+      const page = await this.queries.attemptPage(v.tenant, id, { cursor: from }).catch((err: unknown) => {
+        // The page's `attempts` is the API's cursor: a refusal names the parameter in this URL.
+        if (err instanceof ApiError && err.details.some((d) => d.field === 'cursor')) {
+          throw invalid([{ field: 'attempts', rule: 'format', message: 'attempts is not a page of attempts this console linked to' }]);
+        }
+        throw err;
+      });
       const older = { ...job, history: [...page.items].reverse() };
       return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, older, this.clock.now(), { from, older: page.nextCursor }) };
     });
