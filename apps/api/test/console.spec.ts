@@ -208,6 +208,35 @@ describe('console (/console)', () => {
     expect(api.body.paused).toBe(true);
   });
 
+  it('pauses and resumes a schedule from a later page of the list and comes back to that page', async () => {
+    const t = await h.createTenant('many-schedules');
+    await h.db.dataSource.query(
+      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, next_run_at) SELECT $1, 'sched-' || lpad(g::text, 2, '0'), 'noop', '0 * * * *', 'UTC', now() + interval '1 hour' FROM generate_series(1, 52) g`,
+      [t.id],
+    );
+    const cookie = await signIn(t.apiKey);
+    const first = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
+    const cursor = /href="\/console\/schedules\?cursor=([A-Za-z0-9_-]+)" rel="next"/.exec(first.text)?.[1] as string;
+    expect(cursor).toBeDefined();
+    expect(first.text).not.toContain('name="cursor"'); // the first page has none to carry
+    const second = await h.http().get('/console/schedules').query({ cursor }).set('Cookie', cookie).expect(200);
+    expect(second.text).toContain('sched-52');
+    expect(second.text).toContain(`<input type="hidden" name="cursor" value="${cursor}">`);
+    const [{ id }] = await h.db.dataSource.query(`SELECT id::text AS id FROM schedules WHERE tenant_id = $1 AND key = 'sched-52'`, [t.id]);
+    const paused = await h.http().post(`/console/schedules/${id}/pause`).set('Cookie', cookie).type('form').send({ cursor }).expect(303);
+    expect(paused.headers.location).toBe(`/console/schedules?cursor=${cursor}&done=paused`);
+    const back = await h.http().get(paused.headers.location).set('Cookie', cookie).expect(200);
+    expect(back.text).toContain('Schedule paused.');
+    expect(back.text).toContain('sched-52');
+    // A cursor the list would refuse is not carried: the first page instead.
+    for (const bad of ['', 'not a cursor', 'AA', 'x'.repeat(1101)]) {
+      const resumed = await h.http().post(`/console/schedules/${id}/resume`).set('Cookie', cookie).type('form').send({ cursor: bad }).expect(303);
+      expect(resumed.headers.location).toBe('/console/schedules?done=resumed');
+    }
+    const api = await h.http().get(`/v1/schedules/${id}`).set(bearer(t.apiKey)).expect(200);
+    expect(api.body.paused).toBe(false);
+  });
+
   it("shows a schedule's last runs as a strip (ran, late, failed, skipped, removed), each run with a job linking to it", async () => {
     const cookie = await signIn(acme.apiKey);
     const s = await h.http().post('/v1/schedules').set(bearer(acme.apiKey))

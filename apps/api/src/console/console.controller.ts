@@ -59,6 +59,15 @@ const NEXT_RUNS_SHOWN = 3;
 const RUNS_SHOWN = 30;
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+/**
+ * A schedule list's cursor, checked as SchedulesService.list checks it (the base64url of a
+ * key, no NUL), so a pause or resume returns to the page it was made from; else undefined.
+ */
+function scheduleCursor(v: unknown): string | undefined {
+  if (typeof v !== 'string' || !/^[A-Za-z0-9_-]{1,1100}$/.test(v)) return undefined;
+  const key = Buffer.from(v, 'base64url').toString('utf8');
+  return key !== '' && !key.includes('\u0000') ? v : undefined;
+}
 const notice = (v: unknown): string | undefined => (typeof v === 'string' ? NOTICES.get(v) : undefined);
 
 /**
@@ -193,7 +202,7 @@ export class ConsoleController {
       const cursor = str(q.cursor);
       const list = await this.schedules.list(v.tenant, cursor ? { limit: PAGE_SIZE, cursor } : { limit: PAGE_SIZE });
       const rows = list.items.map((s) => ({ ...s, nextLocal: s.paused ? [] : this.schedules.nextRunsLocal(s, NEXT_RUNS_SHOWN) }));
-      return { title: 'Schedules', section: 'schedules', content: schedulesView(v, rows, list.nextCursor, cursor !== undefined), notice: notice(q.done) };
+      return { title: 'Schedules', section: 'schedules', content: schedulesView(v, rows, list.nextCursor, cursor), notice: notice(q.done) };
     });
   }
 
@@ -211,7 +220,7 @@ export class ConsoleController {
     await this.act(req, reply, form, async (v) => {
       if (verb !== 'pause' && verb !== 'resume') return null;
       await this.schedules.setPaused(v.tenant, id, verb === 'pause');
-      return consoleHref(v, '/schedules', { done: verb === 'pause' ? 'paused' : 'resumed' });
+      return consoleHref(v, '/schedules', { cursor: scheduleCursor(form?.cursor), done: verb === 'pause' ? 'paused' : 'resumed' });
     });
   }
 
