@@ -149,6 +149,8 @@ describe('console (/console)', () => {
     const refused = await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).set('Origin', 'https://evil.example').type('form').send({}).expect(403);
     expect(refused.text).toContain('another site');
     await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).set('Sec-Fetch-Site', 'cross-site').type('form').send({}).expect(403);
+    // X-Forwarded-Host counts only from a proxy ALMANAC_TRUST_PROXY names (none here).
+    await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).set('Origin', 'https://evil.example').set('X-Forwarded-Host', 'evil.example').type('form').send({}).expect(403);
     const moved = await h.http().post(`/console/jobs/${job.id}/reschedule`).set('Cookie', cookie).type('form').send({ runAt: '2031-01-02T03:04' }).expect(303);
     expect(moved.headers.location).toBe(`/console/jobs/${job.id}?done=rescheduled`);
     const bad = await h.http().post(`/console/jobs/${job.id}/reschedule`).set('Cookie', cookie).type('form').send({ runAt: 'tomorrow-ish' }).expect(400);
@@ -337,6 +339,27 @@ describe('console with ALMANAC_CONSOLE_SECURE_COOKIE=false', () => {
     const cookie = String(res.headers['set-cookie']);
     expect(cookie).toContain('HttpOnly');
     expect(cookie).not.toContain('Secure');
+  });
+});
+
+describe('console behind a trusted proxy that sends its own Host (ALMANAC_TRUST_PROXY=loopback)', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_TRUST_PROXY: 'loopback' });
+  });
+  afterAll(() => h.close());
+
+  it("checks a post's Origin against the proxy's X-Forwarded-Host", async () => {
+    const t = await h.createTenant('proxied');
+    const post = (origin: string, forwardedHost?: string) => {
+      const req = h.http().post('/console/sign-in').set('Host', 'localhost:3000').set('Origin', origin);
+      return (forwardedHost ? req.set('X-Forwarded-Host', forwardedHost) : req).type('form').send({ token: t.apiKey });
+    };
+    await post('https://almanac.example.com', 'almanac.example.com').expect(303);
+    await post('https://evil.example', 'almanac.example.com').expect(403);
+    await post('https://almanac.example.com').expect(403); // the Host alone names the proxy's side
+    await post('http://localhost:3000').expect(303);
   });
 });
 
