@@ -138,6 +138,9 @@ async function main() {
     DATABASE_URL: services.databaseUrl,
     REDIS_URL: services.redisUrl,
     ALMANAC_ADMIN_TOKEN: adminToken,
+    // The console here is plain http on this machine: its cookie cannot be Secure for every
+    // browser (not every one keeps a Secure cookie set over http://localhost).
+    ALMANAC_CONSOLE_SECURE_COOKIE: process.env.ALMANAC_CONSOLE_SECURE_COOKIE ?? 'false',
     PORT: String(port),
   };
 

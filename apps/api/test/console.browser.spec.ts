@@ -62,6 +62,8 @@ describe('console in a real browser', () => {
     await page.keyboard.press('Enter');
     await page.waitForURL(`${h.url}/console`);
     expect(await page.textContent('h1')).toBe('Overview');
+    // Chromium keeps a Secure cookie set over http://127.0.0.1 (a potentially trustworthy origin).
+    expect((await page.context().cookies()).find((c) => c.name === 'almanac_console')).toMatchObject({ secure: true, httpOnly: true, path: '/console' });
     expect(await page.locator('.stat', { hasText: 'due in the next hour' }).locator('.value').textContent()).toBe('8');
     await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
 
@@ -100,6 +102,27 @@ describe('console in a real browser', () => {
     await page.goto(`${h.url}/console/schedules`);
     expect(await page.textContent('tbody')).toContain('Europe/Berlin');
     await page.screenshot({ path: join(SHOTS, 'schedules.png'), fullPage: true });
+  });
+
+  it('takes any key after g: a quote or a backslash breaks no selector, and g j still goes to the jobs', async () => {
+    const errors: string[] = [];
+    const onError = (e: Error) => errors.push(e.message);
+    page.on('pageerror', onError);
+    try {
+      await page.goto(`${h.url}/console`);
+      for (const key of ['"', '\\', "'"]) {
+        await page.keyboard.press('g');
+        await page.keyboard.press(key);
+      }
+      await page.evaluate(() => new Promise((r) => setTimeout(r, 50))); // the page's errors reach us first
+      expect(errors).toEqual([]);
+      expect(page.url()).toBe(`${h.url}/console`);
+      await page.keyboard.press('g');
+      await page.keyboard.press('j');
+      await page.waitForURL(`${h.url}/console/jobs`);
+    } finally {
+      page.off('pageerror', onError);
+    }
   });
 
   it('runs no inline script or style: no page so far broke its CSP', async () => {

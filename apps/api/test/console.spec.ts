@@ -43,15 +43,22 @@ describe('console (/console)', () => {
     expect(wrong.headers['set-cookie']).toBeUndefined();
   });
 
-  it('keeps the key in an HttpOnly, SameSite=Lax cookie scoped to /console, and never writes it into a page', async () => {
+  it('keeps the key in an HttpOnly, SameSite=Lax, Secure cookie scoped to /console, and never writes it into a page', async () => {
     const res = await h.http().post('/console/sign-in').type('form').send({ token: acme.apiKey }).expect(303);
     expect(res.headers.location).toBe('/console');
     const cookie = String(res.headers['set-cookie']);
     expect(cookie).toMatch(/^almanac_console=alm_/);
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Lax');
-    expect(cookie).not.toContain('Secure'); // a loopback host: a developer's http://localhost
+    expect(cookie).toContain('; Secure'); // over http://127.0.0.1 too: only the setting turns it off
     expect(cookie).toContain('Path=/console');
+    // A proxy that does not pass the browser's Host on sends its own, often a loopback name.
+    for (const host of ['localhost', 'localhost:3000', '127.0.0.1', '[::1]:3000']) {
+      const behind = await h.http().post('/console/sign-in').set('Host', host).type('form').send({ token: acme.apiKey }).expect(303);
+      expect(String(behind.headers['set-cookie'])).toContain('; Secure');
+      const out = await h.http().post('/console/sign-out').set('Host', host).set('Cookie', cookie.split(';')[0]).expect(303);
+      expect(String(out.headers['set-cookie'])).toContain('; Secure');
+    }
     const page = await h.http().get('/console').set('Cookie', cookie.split(';')[0]).expect(200);
     expect(page.text).not.toContain(acme.apiKey);
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
@@ -118,7 +125,9 @@ describe('console (/console)', () => {
     expect(page.text).not.toContain('boom #26');
     expect(page.text).toContain(`href="/console/jobs/${id}?attempts=6"`);
     expect(page.text).toContain(`href="/console/jobs/${id}">Newest attempts`);
-    await h.http().get(`/console/jobs/${id}?attempts=nonsense`).set('Cookie', cookie).expect(400);
+    const bad = await h.http().get(`/console/jobs/${id}?attempts=nonsense`).set('Cookie', cookie).expect(400);
+    expect(bad.text).toContain('attempts is not a page of attempts this console linked to');
+    expect(bad.text).not.toContain('cursor'); // not in this URL
   });
 
   it('finds a job by key, shows another tenant\'s job as not found, and names a bad filter', async () => {
@@ -140,6 +149,8 @@ describe('console (/console)', () => {
     const refused = await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).set('Origin', 'https://evil.example').type('form').send({}).expect(403);
     expect(refused.text).toContain('another site');
     await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).set('Sec-Fetch-Site', 'cross-site').type('form').send({}).expect(403);
+    // X-Forwarded-Host counts only from a proxy ALMANAC_TRUST_PROXY names (none here).
+    await h.http().post(`/console/jobs/${job.id}/cancel`).set('Cookie', cookie).set('Origin', 'https://evil.example').set('X-Forwarded-Host', 'evil.example').type('form').send({}).expect(403);
     const moved = await h.http().post(`/console/jobs/${job.id}/reschedule`).set('Cookie', cookie).type('form').send({ runAt: '2031-01-02T03:04' }).expect(303);
     expect(moved.headers.location).toBe(`/console/jobs/${job.id}?done=rescheduled`);
     const bad = await h.http().post(`/console/jobs/${job.id}/reschedule`).set('Cookie', cookie).type('form').send({ runAt: 'tomorrow-ish' }).expect(400);
@@ -172,6 +183,21 @@ describe('console (/console)', () => {
     expect(own.text).not.toContain('find-me');
   });
 
+  it("counts each tenant's jobs on the operator's list up to 10,000, a bigger tenant shown as 10,000+", async () => {
+    const big = await h.createTenant('big-tenant');
+    const full = await h.createTenant('full-tenant');
+    const fill = (tenantId: number, n: number) =>
+      h.db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) SELECT $1, 'bulk-' || g, 'noop', now() + interval '2 days', 's' FROM generate_series(1, $2) g`, [tenantId, n]);
+    await fill(big.id, 10_001);
+    await fill(full.id, 10_000);
+    const admin = await signIn(ADMIN_TOKEN);
+    const tenants = await h.http().get('/console/tenants').set('Cookie', admin).expect(200);
+    const jobsOf = (id: number) => new RegExp(`<td class="num">${id}</td>[\\s\\S]*?<td class="num">([0-9,+]+)</td>\\s*</tr>`).exec(tenants.text)?.[1];
+    expect(jobsOf(big.id)).toBe('10,000+');
+    expect(jobsOf(full.id)).toBe('10,000');
+    await h.db.dataSource.query('DELETE FROM jobs WHERE tenant_id IN ($1, $2)', [big.id, full.id]);
+  });
+
   it('shows schedules\' next runs in their own zone, and pauses one', async () => {
     const cookie = await signIn(acme.apiKey);
     const s = await h.http().post('/v1/schedules').set(bearer(acme.apiKey))
@@ -184,7 +210,36 @@ describe('console (/console)', () => {
     expect(api.body.paused).toBe(true);
   });
 
-  it("shows a schedule's last runs as a strip (ran, late, failed, skipped), each run with a job linking to it", async () => {
+  it('pauses and resumes a schedule from a later page of the list and comes back to that page', async () => {
+    const t = await h.createTenant('many-schedules');
+    await h.db.dataSource.query(
+      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, next_run_at) SELECT $1, 'sched-' || lpad(g::text, 2, '0'), 'noop', '0 * * * *', 'UTC', now() + interval '1 hour' FROM generate_series(1, 52) g`,
+      [t.id],
+    );
+    const cookie = await signIn(t.apiKey);
+    const first = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
+    const cursor = /href="\/console\/schedules\?cursor=([A-Za-z0-9_-]+)" rel="next"/.exec(first.text)?.[1] as string;
+    expect(cursor).toBeDefined();
+    expect(first.text).not.toContain('name="cursor"'); // the first page has none to carry
+    const second = await h.http().get('/console/schedules').query({ cursor }).set('Cookie', cookie).expect(200);
+    expect(second.text).toContain('sched-52');
+    expect(second.text).toContain(`<input type="hidden" name="cursor" value="${cursor}">`);
+    const [{ id }] = await h.db.dataSource.query(`SELECT id::text AS id FROM schedules WHERE tenant_id = $1 AND key = 'sched-52'`, [t.id]);
+    const paused = await h.http().post(`/console/schedules/${id}/pause`).set('Cookie', cookie).type('form').send({ cursor }).expect(303);
+    expect(paused.headers.location).toBe(`/console/schedules?cursor=${cursor}&done=paused`);
+    const back = await h.http().get(paused.headers.location).set('Cookie', cookie).expect(200);
+    expect(back.text).toContain('Schedule paused.');
+    expect(back.text).toContain('sched-52');
+    // A cursor the list would refuse is not carried: the first page instead.
+    for (const bad of ['', 'not a cursor', 'AA', 'x'.repeat(1101)]) {
+      const resumed = await h.http().post(`/console/schedules/${id}/resume`).set('Cookie', cookie).type('form').send({ cursor: bad }).expect(303);
+      expect(resumed.headers.location).toBe('/console/schedules?done=resumed');
+    }
+    const api = await h.http().get(`/v1/schedules/${id}`).set(bearer(t.apiKey)).expect(200);
+    expect(api.body.paused).toBe(false);
+  });
+
+  it("shows a schedule's last runs as a strip (ran, late, failed, skipped, removed), each run with a job linking to it", async () => {
     const cookie = await signIn(acme.apiKey);
     const s = await h.http().post('/v1/schedules').set(bearer(acme.apiKey))
       .send({ key: 'hourly-report', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', payload: {} }).expect(201);
@@ -216,6 +271,11 @@ describe('console (/console)', () => {
       `INSERT INTO jobs (tenant_id, key, kind, run_at, state, attempts) VALUES ($1, $2, 'noop', $3, 'r', 1) RETURNING id::text AS id`,
       [acme.id, `schedule:${id}:${hourAgo(6).toISOString().replace('.000Z', 'Z')}`, hourAgo(6)],
     );
+    // hour 7 ran, and retention has removed its job since: removed, not skipped
+    await h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) VALUES ($1, $2, current_date, 'd')`, [
+      acme.id,
+      `schedule:${id}:${hourAgo(7).toISOString().replace('.000Z', 'Z')}`,
+    ]);
     const list = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
     expect(list.text).toContain(`href="/console/schedules/${id}"`);
     const page = await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200);
@@ -226,6 +286,8 @@ describe('console (/console)', () => {
     expect(page.text).toMatch(/<span class="run run-skipped"/);
     expect(page.text).toContain(`class="run run-missed" href="/console/jobs/${missed}"`);
     expect(page.text).toContain(`class="run run-running" href="/console/jobs/${running}"`);
+    expect(page.text).toMatch(/<span class="run run-removed" title="[^"]* · removed · its job ended succeeded and was removed by retention on /);
+    expect(page.text).toContain('<span class="word-removed">removed</span>');
     await h.db.dataSource.query(`UPDATE schedules SET expect_within_seconds = 300, last_outcome = 'missed', last_outcome_at = now() WHERE id = $1`, [id]);
     expect((await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200)).text).toContain('<span class="word-missed">missed</span>');
     await h.db.dataSource.query(`UPDATE schedules SET paused = true, last_error = 'SetAsideError: refused <b>' WHERE id = $1`, [id]);
@@ -260,6 +322,44 @@ describe('console (/console)', () => {
     expect(c.headers['content-type']).toContain('text/css');
     await h.http().get(js).expect(200);
     await h.http().get('/console/assets/..%2F..%2Fpackage.json').expect(404);
+  });
+});
+
+describe('console with ALMANAC_CONSOLE_SECURE_COOKIE=false', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_CONSOLE_SECURE_COOKIE: 'false' });
+  });
+  afterAll(() => h.close());
+
+  it('sets the session cookie without Secure, for plain http', async () => {
+    const t = await h.createTenant('plain-http');
+    const res = await h.http().post('/console/sign-in').type('form').send({ token: t.apiKey }).expect(303);
+    const cookie = String(res.headers['set-cookie']);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).not.toContain('Secure');
+  });
+});
+
+describe('console behind a trusted proxy that sends its own Host (ALMANAC_TRUST_PROXY=loopback)', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_TRUST_PROXY: 'loopback' });
+  });
+  afterAll(() => h.close());
+
+  it("checks a post's Origin against the proxy's X-Forwarded-Host", async () => {
+    const t = await h.createTenant('proxied');
+    const post = (origin: string, forwardedHost?: string) => {
+      const req = h.http().post('/console/sign-in').set('Host', 'localhost:3000').set('Origin', origin);
+      return (forwardedHost ? req.set('X-Forwarded-Host', forwardedHost) : req).type('form').send({ token: t.apiKey });
+    };
+    await post('https://almanac.example.com', 'almanac.example.com').expect(303);
+    await post('https://evil.example', 'almanac.example.com').expect(403);
+    await post('https://almanac.example.com').expect(403); // the Host alone names the proxy's side
+    await post('http://localhost:3000').expect(303);
   });
 });
 

@@ -37,7 +37,9 @@ export function redirect(reply: FastifyReply, to: string): void {
  * A form post from another site is refused even before its (SameSite) cookie would be missing.
  * The browser says where a post comes from: Sec-Fetch-Site (which no page can forge) when it
  * sends it, else an Origin naming this host (hosts only, so a TLS-terminating proxy in front,
- * https outside and http here, still matches). A client that sends neither is no browser, and
+ * https outside and http here, still matches). This host is Fastify's request.host: the Host
+ * header, or the X-Forwarded-Host of a proxy ALMANAC_TRUST_PROXY names, so a proxy that sends
+ * its own Host passes the browser's on there. A client that sends neither is no browser, and
  * no other site can make it post.
  */
 export function sameOrigin(req: FastifyRequest): boolean {
@@ -46,7 +48,7 @@ export function sameOrigin(req: FastifyRequest): boolean {
   const origin = req.headers.origin;
   if (origin === undefined) return true;
   try {
-    return new URL(origin).host === req.headers.host;
+    return new URL(origin).host === req.host;
   } catch {
     return false; // "null" (an opaque origin: a sandboxed frame, a data: page)
   }

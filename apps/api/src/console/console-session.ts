@@ -33,11 +33,6 @@ function readCookie(req: FastifyRequest, name: string): string | null {
   return null;
 }
 
-function isLoopback(host: string | undefined): boolean {
-  const name = (host ?? '').replace(/:\d+$/, '');
-  return name === 'localhost' || name === '127.0.0.1' || name === '[::1]';
-}
-
 /**
  * The console's sign-in. The secret itself (a tenant API key or the admin token) is the
  * session: kept in an HttpOnly, SameSite=Lax, Secure cookie scoped to /console, so no script on
@@ -86,12 +81,12 @@ export class ConsoleSession {
     return viewer;
   }
 
-  start(reply: FastifyReply, req: FastifyRequest, secret: string): void {
-    void reply.header('Set-Cookie', `${SESSION_COOKIE}=${encodeURIComponent(secret)}; ${this.attributes(req)}`);
+  start(reply: FastifyReply, secret: string): void {
+    void reply.header('Set-Cookie', `${SESSION_COOKIE}=${encodeURIComponent(secret)}; ${this.attributes()}`);
   }
 
-  end(reply: FastifyReply, req: FastifyRequest): void {
-    void reply.header('Set-Cookie', `${SESSION_COOKIE}=; Max-Age=0; ${this.attributes(req)}`);
+  end(reply: FastifyReply): void {
+    void reply.header('Set-Cookie', `${SESSION_COOKIE}=; Max-Age=0; ${this.attributes()}`);
   }
 
   private adminAllowed(req: FastifyRequest): boolean {
@@ -101,11 +96,14 @@ export class ConsoleSession {
   /**
    * No Max-Age: the session ends with the browser. Lax, not Strict: a link to a job from chat or
    * a dashboard opens it signed in (GETs change nothing; posts are Origin-checked). Secure
-   * always, since Almanac cannot see the TLS its proxy ends, except towards a loopback host
-   * (a developer's http://localhost) or when ALMANAC_CONSOLE_SECURE_COOKIE=false.
+   * unless ALMANAC_CONSOLE_SECURE_COOKIE=false, whatever the request says: Almanac cannot see
+   * the TLS its proxy ends, and a Host header is the client's (or the proxy's) to choose, so a
+   * proxy that sends its own `Host: localhost` must not cost production cookies their Secure.
+   * Chromium keeps a Secure cookie set over http://localhost and http://127.0.0.1, so a
+   * developer's console works there without the setting; `npm start` turns it off all the same.
    */
-  private attributes(req: FastifyRequest): string {
-    const secure = this.settings.consoleSecureCookie && !isLoopback(req.headers.host);
+  private attributes(): string {
+    const secure = this.settings.consoleSecureCookie;
     return `Path=${CONSOLE_PATH}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
   }
 }

@@ -4,6 +4,7 @@ import { Clock } from '@almanac/platform';
 import { Body, Controller, Get, Param, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, invalid } from '../http/api-error';
 import { JobChangesService } from '../jobs/job-changes.service';
 import { JobQueriesService } from '../jobs/job-queries.service';
 import { RequestRateLimiter } from '../rate-limit/request-rate-limiter';
@@ -48,12 +49,25 @@ const NOTICES = new Map([
 const JOB_DONE = new Map([['cancel', 'cancelled'], ['reschedule', 'rescheduled'], ['retry', 'retried']]);
 const PAGE_SIZE = '50';
 const TENANTS_PAGE = 50;
-const TENANT_JOBS_CAP = 100_000;
+/**
+ * Jobs counted per tenant on the operator's list: 50 tenants a page, each count a walk of up to
+ * one past this many index entries, so a page reads at most ~500,000 (shown as "10,000+").
+ */
+const TENANT_JOBS_CAP = 10_000;
 const NEXT_RUNS_SHOWN = 3;
 /** A schedule page's strip of runs (issue 34: the last 30). */
 const RUNS_SHOWN = 30;
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+/**
+ * A schedule list's cursor, checked as SchedulesService.list checks it (the base64url of a
+ * key, no NUL), so a pause or resume returns to the page it was made from; else undefined.
+ */
+function scheduleCursor(v: unknown): string | undefined {
+  if (typeof v !== 'string' || !/^[A-Za-z0-9_-]{1,1100}$/.test(v)) return undefined;
+  const key = Buffer.from(v, 'base64url').toString('utf8');
+  return key !== '' && !key.includes('\u0000') ? v : undefined;
+}
 const notice = (v: unknown): string | undefined => (typeof v === 'string' ? NOTICES.get(v) : undefined);
 
 /**
@@ -98,14 +112,14 @@ export class ConsoleController {
     const viewer = await this.session.resolve(secret, req);
     if (viewer === 'unknown') return refuse(401, 'That is neither a tenant API key nor the admin token.');
     if (viewer === 'suspended') return refuse(403, 'This tenant is suspended; an operator can enable it again.');
-    this.session.start(reply, req, secret);
+    this.session.start(reply, secret);
     redirect(reply, viewer.role === 'admin' ? `${CONSOLE_PATH}/tenants` : CONSOLE_PATH);
   }
 
   @Post('sign-out')
   signOut(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
     if (!sameOrigin(req)) return sendHtml(reply, 403, page({ title: 'Refused', viewer: null, assets: ASSET_URLS, error: 'This form was posted from another site.' }, html``));
-    this.session.end(reply, req);
+    this.session.end(reply);
     redirect(reply, `${CONSOLE_PATH}/sign-in`);
   }
 
@@ -156,7 +170,13 @@ export class ConsoleController {
       const from = str(q.attempts);
       if (from === undefined) return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now(), { from: null, older: job.historyNext }), notice: notice(q.done) };
       // An older page of its attempts (the API's cursor): a job has up to 10,000 of them.
-      const page = await this.queries.attemptPage(v.tenant, id, { cursor: from });
+      const page = await this.queries.attemptPage(v.tenant, id, { cursor: from }).catch((err: unknown) => {
+        // The page's `attempts` is the API's cursor: a refusal names the parameter in this URL.
+        if (err instanceof ApiError && err.details.some((d) => d.field === 'cursor')) {
+          throw invalid([{ field: 'attempts', rule: 'format', message: 'attempts is not a page of attempts this console linked to' }]);
+        }
+        throw err;
+      });
       const older = { ...job, history: [...page.items].reverse() };
       return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, older, this.clock.now(), { from, older: page.nextCursor }) };
     });
@@ -182,7 +202,7 @@ export class ConsoleController {
       const cursor = str(q.cursor);
       const list = await this.schedules.list(v.tenant, cursor ? { limit: PAGE_SIZE, cursor } : { limit: PAGE_SIZE });
       const rows = list.items.map((s) => ({ ...s, nextLocal: s.paused ? [] : this.schedules.nextRunsLocal(s, NEXT_RUNS_SHOWN) }));
-      return { title: 'Schedules', section: 'schedules', content: schedulesView(v, rows, list.nextCursor, cursor !== undefined), notice: notice(q.done) };
+      return { title: 'Schedules', section: 'schedules', content: schedulesView(v, rows, list.nextCursor, cursor), notice: notice(q.done) };
     });
   }
 
@@ -200,7 +220,7 @@ export class ConsoleController {
     await this.act(req, reply, form, async (v) => {
       if (verb !== 'pause' && verb !== 'resume') return null;
       await this.schedules.setPaused(v.tenant, id, verb === 'pause');
-      return consoleHref(v, '/schedules', { done: verb === 'pause' ? 'paused' : 'resumed' });
+      return consoleHref(v, '/schedules', { cursor: scheduleCursor(form?.cursor), done: verb === 'pause' ? 'paused' : 'resumed' });
     });
   }
 

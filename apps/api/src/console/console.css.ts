@@ -54,7 +54,8 @@ ul.plain { list-style:none; margin:0; padding:0; }
 .runs-strip { display:flex; gap:2px; flex-wrap:wrap; }
 .run { display:inline-block; width:.7rem; height:1.4rem; background:var(--soft); }
 .run-ran { background:var(--ok); } .run-late { background:var(--warn); } .run-failed, .run-missed { background:var(--bad); } .run-waiting, .run-running { background:var(--accent); }
-.word-ran { color:var(--ok); } .word-late { color:var(--warn); } .word-failed, .word-missed { color:var(--bad); }
+.run-removed { background:var(--idle); }
+.word-ran { color:var(--ok); } .word-late { color:var(--warn); } .word-failed, .word-missed { color:var(--bad); } .word-removed { color:var(--idle); }
 .bar-track { width:16rem; height:.6rem; background:var(--soft); display:block; }
 .bar { fill:var(--accent); } .outcome-succeeded { fill:var(--ok); } .outcome-failed, .outcome-dead, .outcome-timeout, .outcome-handler_error, .outcome-lost { fill:var(--bad); }
 `;

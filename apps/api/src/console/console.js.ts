@@ -25,7 +25,8 @@ export const CONSOLE_JS = `(() => {
     }
     if (pendingG) {
       pendingG = false;
-      const link = document.querySelector('[data-hotkey="g ' + e.key + '"]');
+      // Any key may follow g (a quote, a backslash): escaped, it cannot break the selector.
+      const link = document.querySelector('[data-hotkey="' + CSS.escape('g ' + e.key) + '"]');
       if (link) { e.preventDefault(); link.click(); }
       return;
     }

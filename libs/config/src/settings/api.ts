@@ -106,11 +106,13 @@ export const API_ROLE_SETTINGS = {
   },
   ALMANAC_BULK_MAX_OPEN: { type: 'int', default: 5, min: 1, max: 1000, readers: API, meaning: 'bulk operations a tenant may have pending or running at once; `429` beyond it' },
   // Almanac does not terminate TLS and sits behind a proxy that does, so the request cannot
-  // tell whether the browser used https: the cookie holding the secret is Secure unless told.
+  // tell whether the browser used https: the cookie holding the secret is Secure unless told,
+  // whatever the Host header says (a proxy may send its own, a loopback name).
   ALMANAC_CONSOLE_SECURE_COOKIE: {
     type: 'bool',
     default: true,
     readers: API,
-    meaning: "the console's session cookie is `Secure` (Almanac sits behind a proxy that ends TLS and cannot see it); `false` only for plain http beyond loopback, which is always allowed",
+    meaning:
+      "the console's session cookie is `Secure` (Almanac sits behind a proxy that ends TLS and cannot see it), whatever the request's Host (Chromium keeps it over http://localhost and http://127.0.0.1); `false` for plain http (`npm start` sets `false` unless it is set)",
   },
 } as const satisfies Record<string, Setting>;

@@ -96,6 +96,26 @@ describe('TenantOverviewRepository', () => {
     expect((await repo.recentExecutions(1, new Date(NOW - H), new Date(NOW), 2)).capped).toBe(true);
   });
 
+  it("reads each job's newest attempts only, and says so when older ones in the window were left out", async () => {
+    const base = NOW - 40 * MIN;
+    const retried = await insert(1, 'retried', base + 30 * MIN, 'x'); // each retry moved run_at on
+    // 30 attempts a minute apart, all in the window: the newest 20 are counted.
+    await db.dataSource.query(
+      `INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at, finished_at, outcome)
+       SELECT $1, 1, n, $2::timestamptz + n * interval '1 minute', $2::timestamptz + n * interval '1 minute', 'failed' FROM generate_series(1, 30) n`,
+      [retried, new Date(base)],
+    );
+    await db.dataSource.query(`UPDATE jobs SET attempts = 30 WHERE id = $1`, [retried]);
+    const cut = await repo.recentExecutions(1, new Date(NOW - H), new Date(NOW), 1000);
+    expect(cut.minutes.reduce((n, m) => n + m.executions, 0)).toBe(20);
+    expect(cut.minutes[0].minute.toISOString()).toBe(new Date(base + 11 * MIN - 30_000).toISOString()); // attempt 11's minute
+    expect(cut).toMatchObject({ read: 1, attemptsPerJob: 20, capped: true });
+    // The window starting after attempt 10: the 21st newest (attempt 10) is outside it, nothing was left out.
+    const whole = await repo.recentExecutions(1, new Date(base + 10.5 * MIN), new Date(NOW), 1000);
+    expect(whole.minutes.reduce((n, m) => n + m.executions, 0)).toBe(20);
+    expect(whole.capped).toBe(false);
+  });
+
   it('lists the newest dead jobs among the rows the state counts walk', async () => {
     await insert(1, 'dead-old', NOW - 5 * H, 'x');
     await insert(1, 'ok', NOW - 2 * H, 'd');

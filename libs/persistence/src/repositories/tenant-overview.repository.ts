@@ -6,7 +6,7 @@ import { type Db, sql } from '../sql';
 import { CONSOLE_STATE_COUNTS_SQL } from '../statements/console-state-counts.sql';
 import { DUE_SOON_COUNTS_SQL } from '../statements/due-soon-counts.sql';
 import { RECENT_DEAD_JOBS_SQL } from '../statements/recent-dead-jobs.sql';
-import { RECENT_EXECUTIONS_SQL } from '../statements/recent-executions.sql';
+import { RECENT_ATTEMPTS_PER_JOB, RECENT_EXECUTIONS_SQL } from '../statements/recent-executions.sql';
 
 /** A count read up to a cap: `capped` says the true figure may be higher. */
 export interface BoundedCount {
@@ -26,6 +26,9 @@ export interface RecentExecutions {
   minutes: MinuteFigures[];
   /** jobs read; when it reached the cap, older jobs in the window were not */
   read: number;
+  /** the most attempts read per job, newest first */
+  attemptsPerJob: number;
+  /** older jobs in the window were not read, or a job's older attempts in it were not */
   capped: boolean;
 }
 
@@ -83,17 +86,21 @@ export class TenantOverviewRepository {
     return rows.map((r) => ({ id: r.id, key: r.key, kind: r.kind, runAt: r.run_at, attempts: r.attempts, maxAttempts: r.max_attempts }));
   }
 
-  /** Executions and start lag per minute for jobs due in [from, to) (the newest `cap`). */
+  /**
+   * Executions and start lag per minute for jobs due in [from, to) (the newest `cap`), each
+   * job's newest RECENT_ATTEMPTS_PER_JOB attempts.
+   */
   async recentExecutions(tenantId: number, from: Date, to: Date, cap: number, db: Db = this.dataSource): Promise<RecentExecutions> {
-    const { rows } = await sql<{ minute: Date; executions: number; lag_p50_ms: number | null; lag_p95_ms: number | null; jobs_read: number }>(
+    const { rows } = await sql<{ minute: Date; executions: number; lag_p50_ms: number | null; lag_p95_ms: number | null; jobs_read: number; attempts_cut: boolean }>(
       db,
       RECENT_EXECUTIONS_SQL,
       [tenantId, from, to, cap],
     );
     return {
-      minutes: rows.map((r) => ({ minute: r.minute, executions: r.executions, lagP50Ms: r.lag_p50_ms, lagP95Ms: r.lag_p95_ms })),
+      minutes: rows.filter((r) => r.executions > 0).map((r) => ({ minute: r.minute, executions: r.executions, lagP50Ms: r.lag_p50_ms, lagP95Ms: r.lag_p95_ms })),
       read: rows[0]?.jobs_read ?? 0,
-      capped: (rows[0]?.jobs_read ?? 0) >= cap,
+      attemptsPerJob: RECENT_ATTEMPTS_PER_JOB,
+      capped: (rows[0]?.jobs_read ?? 0) >= cap || rows.some((r) => r.attempts_cut),
     };
   }
 }

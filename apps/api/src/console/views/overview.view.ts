@@ -63,7 +63,7 @@ export function overviewView(viewer: ConsoleViewer, d: OverviewData): SafeHtml {
 </section>
 <h2>Jobs due in the last ${d.windowHours} h, by state${d.states.capped ? html` <span class="muted">(the newest ${count(d.states.read)} read)</span>` : ''}</h2>
 <section class="stats">${states}</section>
-<h2>Jobs due in the last ${d.spanMinutes} minutes${d.recent.capped ? html` <span class="muted">(the newest ${count(d.recent.read)} read)</span>` : ''}</h2>
+<h2>Jobs due in the last ${d.spanMinutes} minutes${d.recent.capped ? html` <span class="muted">(the newest ${count(d.recent.read)} read, each job's newest ${d.recent.attemptsPerJob} attempts)</span>` : ''}</h2>
 <section class="stats">
   <div class="stat wide"><span class="label">executions per minute · ${count(total)} in all</span>${sparkline(executions, `executions per minute over the last ${d.spanMinutes} minutes`)}</div>
   <div class="stat wide"><span class="label">start lag p95 per minute · worst ${worstLag === null ? '—' : durationMs(worstLag)} · typical (p50) ${typicalLag === null ? '—' : durationMs(typicalLag)}</span>${sparkline(lag, `start lag p95 per minute over the last ${d.spanMinutes} minutes`)}</div>

@@ -12,9 +12,13 @@ export interface ScheduleRow {
   nextLocal: string[];
 }
 
-/** Schedules in key order: when each runs next in its own zone, and pause or resume. */
-export function schedulesView(viewer: ConsoleViewer, rows: ScheduleRow[], next: string | null, paged: boolean): SafeHtml {
+/**
+ * Schedules in key order: when each runs next in its own zone, and pause or resume. `cursor` is
+ * the page shown (undefined: the first), which a pause or resume carries back to.
+ */
+export function schedulesView(viewer: ConsoleViewer, rows: ScheduleRow[], next: string | null, cursor: string | undefined): SafeHtml {
   const tenantField = viewer.role === 'admin' && viewer.tenant ? html`<input type="hidden" name="tenant" value="${viewer.tenant.id}">` : '';
+  const cursorField = cursor !== undefined ? html`<input type="hidden" name="cursor" value="${cursor}">` : '';
   const body = rows.map((s) => {
     const verb = s.paused ? 'resume' : 'pause';
     return html`<tr>
@@ -23,7 +27,7 @@ export function schedulesView(viewer: ConsoleViewer, rows: ScheduleRow[], next: 
       <td><code>${s.cron}</code></td>
       <td>${s.timezone}</td>
       <td>${s.paused ? html`<span class="state state-cancelled">paused</span>` : s.nextLocal.length > 0 ? html`<ul class="plain">${s.nextLocal.map((t) => html`<li>${t}</li>`)}</ul>` : '—'}</td>
-      <td><form method="post" action="${consoleHref(viewer, `/schedules/${s.id}/${verb}`).split('?')[0]}">${tenantField}<button type="submit">${s.paused ? 'Resume' : 'Pause'}</button></form></td>
+      <td><form method="post" action="${consoleHref(viewer, `/schedules/${s.id}/${verb}`).split('?')[0]}">${tenantField}${cursorField}<button type="submit">${s.paused ? 'Resume' : 'Pause'}</button></form></td>
     </tr>`;
   });
   return html`<h1>Schedules</h1>
@@ -33,7 +37,7 @@ export function schedulesView(viewer: ConsoleViewer, rows: ScheduleRow[], next: 
 </table>
 ${rows.length === 0 ? html`<p class="empty">No schedules.</p>` : ''}
 <p class="pager">
-  ${paged ? html`<a href="${consoleHref(viewer, '/schedules')}">← First page</a>` : ''}
+  ${cursor !== undefined ? html`<a href="${consoleHref(viewer, '/schedules')}">← First page</a>` : ''}
   ${next ? html`<a href="${consoleHref(viewer, '/schedules', { cursor: next })}" rel="next">Next page →</a>` : ''}
 </p>`;
 }
