@@ -92,11 +92,16 @@ export class SchedulesService {
     const parsed = parseSchedulePatch(body, this.settings, kinds);
     if (!parsed.ok) throw invalid(parsed.issues);
     const patch = parsed.value;
-    if (patch.payloadBytes !== undefined) assertStoredBytesRoom(tenant, patch.payloadBytes, this.settings.storedBytesQuota);
     // A timing change is computed from the cron and timezone read here and applies only if they
     // are still current; a concurrent PATCH in between makes us read and compute again.
     for (let tries = 1; ; tries++) {
       const current = await this.find(tenant, id);
+      // Only what the new payload adds over the one it replaces: a smaller one, or null, is
+      // never refused, not even when the tenant is already over its quota.
+      if (patch.payloadBytes !== undefined) {
+        const growth = patch.payloadBytes - storedPayloadBytes(current.payload);
+        if (growth > 0) assertStoredBytesRoom(tenant, growth, this.settings.storedBytesQuota);
+      }
       if (patch.payload !== undefined || patch.kind !== undefined) {
         // The payload that will be stored, against the kind that will run it.
         const checked = checkPatchedPayload(patch.kind ?? current.kind, 'payload' in patch ? patch.payload : current.payload, kinds);
@@ -177,6 +182,11 @@ export class SchedulesService {
   private firstAfterNow(schedule: Schedule): Date | null {
     return nextOccurrences(schedule, this.clock.now(), 1)[0] ?? null;
   }
+}
+
+/** A stored payload's size as checkPayload measures a new one (its JSON text), 0 for none. */
+function storedPayloadBytes(payload: unknown): number {
+  return payload === undefined || payload === null ? 0 : Buffer.byteLength(JSON.stringify(payload), 'utf8');
 }
 
 export function view(s: ScheduleView) {
