@@ -1,4 +1,4 @@
-import { isJobState, validateKey, validateKind } from '@almanac/domain';
+import { isJobState, validateKeyFormat, validateKind } from '@almanac/domain';
 import { AttemptsRepository, isJobIdString, JobQueriesRepository, type JobListFilter, type JobView, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
@@ -75,7 +75,8 @@ export class JobQueriesService {
     const issues = new Issues();
     const keyText = queryString(query.key, 'key', issues);
     if (keyText !== undefined) {
-      const key = issues.run(() => validateKey(keyText));
+      // Any key a job can have, an occurrence's (`schedule:<id>:<instant>`) too: a read, not a name.
+      const key = issues.run(() => validateKeyFormat(keyText));
       if (!issues.ok || key === undefined) throw invalid(issues.list);
       const job = await this.queries.findByKeyForTenant(tenant.id, key);
       if (!job) throw notFound(`job with key "${key}"`);
