@@ -1,6 +1,6 @@
-import { type ApiHarness, startApi } from './api-harness';
+import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
 
-/** Reads by key accept every key a job can have. */
+/** Reads by key accept every key a job can have; reads by id refuse parameters they do not know. */
 describe('key lookups and query parameters', () => {
   let h: ApiHarness;
   let auth: { Authorization: string };
@@ -34,5 +34,20 @@ describe('key lookups and query parameters', () => {
     expect(res.body.filter).toEqual({ keyPrefix: 'schedule:42:' });
     const bad = await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ filter: { keyPrefix: 'batch ' } }).expect(400);
     expect(bad.body.details).toEqual([expect.objectContaining({ field: 'filter.keyPrefix' })]);
+  });
+
+  it('GET /v1/jobs/:id and GET /v1/schedules/:id/next refuse a parameter they do not know, as the lists do', async () => {
+    const job = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'waited', runAt: inMs(DAY) }).expect(201);
+    const started = Date.now();
+    const res = await h.http().get(`/v1/jobs/${job.body.id}?waitsecond=20`).set(auth).expect(400);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(res.body.details).toEqual([expect.objectContaining({ field: 'waitsecond', rule: 'unknown_field' })]);
+    expect(res.body.details[0].message).toContain('expected waitSeconds');
+    await h.http().get(`/v1/jobs/${job.body.id}?waitSeconds=0`).set(auth).expect(200);
+
+    const s = await h.http().post('/v1/schedules').set(auth).send({ key: 'previewed', kind: 'noop', cron: '0 * * * *', timezone: 'UTC' }).expect(201);
+    const next = await h.http().get(`/v1/schedules/${s.body.id}/next?cuont=3`).set(auth).expect(400);
+    expect(next.body.details).toEqual([expect.objectContaining({ field: 'cuont', rule: 'unknown_field' })]);
+    expect((await h.http().get(`/v1/schedules/${s.body.id}/next?count=3`).set(auth).expect(200)).body.items).toHaveLength(3);
   });
 });

@@ -5,6 +5,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { decodeCursor, encodeCursor } from './cursor';
+import { rejectUnknownQuery } from './query-params';
 import { JobWaits, MAX_WAIT_SECONDS } from './job-waits';
 import { runAtIn } from './job-input';
 import { attemptView, type AttemptView, jobDetail, jobSummary, type JobSummary } from './job-view';
@@ -31,6 +32,7 @@ export class JobQueriesService {
   /** The job; with `waitSeconds`, once it has ended or that time ran out (JobWaits). */
   async get(tenant: TenantRecord, id: string, query: Record<string, unknown> = {}, over?: AbortSignal) {
     const issues = new Issues();
+    rejectUnknownQuery(query, ['waitSeconds'], issues);
     const wait = queryInt(query.waitSeconds, 'waitSeconds', 0, 0, MAX_WAIT_SECONDS, issues);
     if (!issues.ok) throw invalid(issues.list);
     const read = async () => {
@@ -47,9 +49,7 @@ export class JobQueriesService {
    */
   async attemptPage(tenant: TenantRecord, id: string, query: Record<string, unknown>): Promise<{ items: AttemptView[]; nextCursor: string | null }> {
     const issues = new Issues();
-    for (const k of Object.keys(query)) {
-      if (k !== 'limit' && k !== 'cursor') issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected limit, cursor)`);
-    }
+    rejectUnknownQuery(query, ['limit', 'cursor'], issues);
     const limit = queryInt(query.limit, 'limit', ATTEMPTS_INLINE, 1, MAX_PAGE, issues);
     const cursor = queryString(query.cursor, 'cursor', issues);
     const before = cursor === undefined ? undefined : /^[1-9][0-9]{0,4}$/.test(cursor) && Number(cursor) <= 32767 ? Number(cursor) : null;
@@ -90,10 +90,7 @@ export class JobQueriesService {
     query: Record<string, unknown>,
     issues: Issues,
   ): Promise<{ items: JobSummary[]; nextCursor: string | null }> {
-    const known = ['key', 'state', 'kind', 'from', 'to', 'limit', 'cursor'];
-    for (const k of Object.keys(query)) {
-      if (!known.includes(k)) issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected ${known.join(', ')})`);
-    }
+    rejectUnknownQuery(query, ['key', 'state', 'kind', 'from', 'to', 'limit', 'cursor'], issues);
     const filter: JobListFilter = {};
     const state = queryString(query.state, 'state', issues);
     if (state !== undefined) {

@@ -6,6 +6,7 @@ import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
+import { rejectUnknownQuery } from '../jobs/query-params';
 import { KindsService } from '../kinds/kinds.service';
 import { assertRoomForNewKeys, assertStoredBytesRoom } from '../tenants/stored-bytes-quota';
 import { checkPatchedPayload, formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
@@ -68,9 +69,7 @@ export class SchedulesService {
 
   async list(tenant: TenantRecord, query: Record<string, unknown>) {
     const issues = new Issues();
-    for (const k of Object.keys(query)) {
-      if (k !== 'limit' && k !== 'cursor') issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected limit, cursor)`);
-    }
+    rejectUnknownQuery(query, ['limit', 'cursor'], issues);
     const limit = queryInt(query.limit, 'limit', 100, 1, 1000, issues);
     const cursor = queryString(query.cursor, 'cursor', issues);
     let afterKey: string | null = null;
@@ -157,6 +156,7 @@ export class SchedulesService {
 
   async preview(tenant: TenantRecord, id: string, query: Record<string, unknown>) {
     const issues = new Issues();
+    rejectUnknownQuery(query, ['count'], issues);
     const count = queryInt(query.count, 'count', 10, 1, MAX_PREVIEW, issues);
     if (!issues.ok) throw invalid(issues.list);
     const s = await this.find(tenant, id);
