@@ -1,4 +1,4 @@
-import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, Operation, RemovedJob, RetryJob } from './api-types';
+import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, JobSearchAnswer, Operation, RemovedJob, RetryJob } from './api-types';
 import type { CreateJobRequest } from './kind-payloads';
 import { eachItem } from './pages';
 import type { CallOptions, Transport } from './transport';
@@ -67,7 +67,9 @@ export class JobsApi<P extends object> {
 
   /** The job for a key (did it run?); NotFoundError when there is none. */
   async findByKey(key: string, options?: CallOptions): Promise<JobDetail> {
-    return (await this.http.request<JobDetail>({ method: 'GET', path: '/v1/jobs', query: { key }, idempotent: true, ...options })).body;
+    const { body } = await this.http.request<JobSearchAnswer>({ method: 'GET', path: '/v1/jobs', query: { key }, idempotent: true, ...options });
+    if ('items' in body) throw new Error(`GET /v1/jobs?key=${encodeURIComponent(key)}: answered a page, not the job for the key`);
+    return body;
   }
 
   /** One page, ordered by (runAt, id); pass `nextCursor` back as `cursor`, or use iterate(). */
