@@ -1,4 +1,5 @@
 import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, JobSearchAnswer, Operation, RemovedJob, RetryJob } from './api-types';
+import { idPath } from './errors';
 import type { CreateJobRequest } from './kind-payloads';
 import { eachItem } from './pages';
 import type { CallOptions, Transport } from './transport';
@@ -15,7 +16,7 @@ export interface ReplayedRemovedJob {
   removed: RemovedJob;
 }
 
-const path = (id: string) => `/v1/jobs/${encodeURIComponent(id)}`;
+const path = (id: string) => idPath('jobs', 'job', id);
 
 /** /v1/jobs: create (one or a batch), look up, list, change, and bulk changes by filter. */
 export class JobsApi<P extends object> {

@@ -1,4 +1,5 @@
 import type { OccurrencePreview, Schedule, ScheduleListQuery, SchedulePage, ScheduleRun, ScheduleRunPage, ScheduleRunsQuery } from './api-types';
+import { idPath } from './errors';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from './kind-payloads';
 import { eachItem } from './pages';
 import type { CallOptions, Transport } from './transport';
@@ -9,7 +10,7 @@ export interface CreatedSchedule {
   schedule: Schedule;
 }
 
-const path = (id: string) => `/v1/schedules/${encodeURIComponent(id)}`;
+const path = (id: string) => idPath('schedules', 'schedule', id);
 
 /** /v1/schedules: recurring jobs by cron, in an IANA time zone. */
 export class SchedulesApi<P extends object> {
