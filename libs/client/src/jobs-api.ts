@@ -91,7 +91,12 @@ export class JobsApi<P extends object> {
     return (await this.http.request<Job>({ method: 'DELETE', path: path(id), idempotent: true, ...options })).body;
   }
 
-  /** Moves a job that has not started to `runAt`; ConflictError once it runs or ran. */
+  /**
+   * Moves a job that has not started to `runAt`; ConflictError once it runs or ran. Retried after
+   * a 503 (moving to the same `runAt` twice is moving it once), so a ConflictError can also mean
+   * the first attempt went through and the job started before the retry (a `runAt` near now):
+   * get() the job to tell which.
+   */
   async reschedule(id: string, runAt: string | Date, options?: CallOptions): Promise<Job> {
     return (await this.http.request<Job>({ method: 'PATCH', path: path(id), body: { runAt }, idempotent: true, ...options })).body;
   }

@@ -1,4 +1,4 @@
-import { createClient, InvalidIdError } from '../src';
+import { createClient, InvalidIdError, NotFoundError, UnavailableError } from '../src';
 
 /** A fetch that answers from a script, one answer per call, and records what was asked. */
 function scripted(...answers: { status: number; body?: unknown; retryAfter?: string }[]) {
@@ -13,6 +13,8 @@ function scripted(...answers: { status: number; body?: unknown; retryAfter?: str
   return { calls, fetch: fetch as typeof globalThis.fetch };
 }
 
+const error = (status: number, message: string) => ({ statusCode: status, error: '', message, details: [] });
+const schedule = { id: '42', key: 's' };
 
 describe('@almanac/client: requests as it sends them (no server)', () => {
   it('refuses, before any request, an id that is not a string of digits, naming it', async () => {
@@ -28,5 +30,23 @@ describe('@almanac/client: requests as it sends them (no server)', () => {
     expect(calls).toEqual([]);
     await client.jobs.get('1234567890123');
     expect(calls.map((c) => c.url)).toEqual(['http://api/v1/jobs/1234567890123']);
+  });
+
+  it('does not retry a schedule delete after a 503: its retry would answer 404 for a delete that went through', async () => {
+    const { calls, fetch } = scripted({ status: 503, body: error(503, 'busy'), retryAfter: '1' }, { status: 404, body: error(404, 'schedule 42 not found') });
+    const delays: number[] = [];
+    const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, delay: async (ms) => void delays.push(ms) });
+    const e = await client.schedules.delete('42').catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect(e).not.toBeInstanceOf(NotFoundError);
+    expect(calls).toHaveLength(1);
+    expect(delays).toEqual([]);
+  });
+
+  it('still retries a schedule delete after a 429, which is refused before any work', async () => {
+    const { calls, fetch } = scripted({ status: 429, body: error(429, 'slow down'), retryAfter: '1' }, { status: 200, body: schedule });
+    const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, delay: async () => undefined });
+    expect(await client.schedules.delete('42')).toEqual(schedule);
+    expect(calls.map((c) => c.method)).toEqual(['DELETE', 'DELETE']);
   });
 });
