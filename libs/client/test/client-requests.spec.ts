@@ -49,4 +49,23 @@ describe('@almanac/client: requests as it sends them (no server)', () => {
     expect(await client.schedules.delete('42')).toEqual(schedule);
     expect(calls.map((c) => c.method)).toEqual(['DELETE', 'DELETE']);
   });
+
+  it('hands timers only what they take: whole milliseconds from 1 to 2^31-1', async () => {
+    // Retry-After of 30 days with no cap on the wait: ~24.8 days, never the ~1 ms Node makes of more.
+    const { fetch } = scripted({ status: 429, body: error(429, 'later'), retryAfter: String(30 * 86400) }, { status: 200, body: schedule });
+    const delays: number[] = [];
+    const patient = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, retry: { maxDelayMs: Infinity }, delay: async (ms) => void delays.push(ms) });
+    await patient.schedules.get('42');
+    expect(delays).toEqual([2 ** 31 - 1]);
+
+    // Timeouts of Infinity, a fraction, or past 2^31-1 ms are not a RangeError.
+    for (const timeoutMs of [Infinity, 2.5, 2 ** 32]) {
+      const ok = scripted({ status: 200, body: schedule });
+      const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch: ok.fetch, timeoutMs });
+      await expect(client.schedules.get('42')).resolves.toEqual(schedule);
+      expect(ok.calls[0].signal?.aborted).toBe(false);
+    }
+    const fraction = scripted({ status: 200, body: schedule });
+    await expect(createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch: fraction.fetch, timeoutMs: 0.5 }).jobs.waitFor('42', 0.0015)).resolves.toEqual(schedule);
+  });
 });
