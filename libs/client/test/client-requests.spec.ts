@@ -4,13 +4,13 @@ import { createClient, InvalidIdError, NotFoundError, UnavailableError } from '.
 function scripted(...answers: { status: number; body?: unknown; retryAfter?: string }[]) {
   const calls: { url: string; method: string; signal?: AbortSignal | null }[] = [];
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    calls.push({ url: String(input), method: init?.method ?? 'GET', signal: init?.signal });
+    calls.push({ url: input instanceof Request ? input.url : input.toString(), method: init?.method ?? 'GET', signal: init?.signal });
     const a = answers[Math.min(calls.length - 1, answers.length - 1)];
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
     if (a.retryAfter !== undefined) headers['Retry-After'] = a.retryAfter;
     return new Response(a.body === undefined ? '' : JSON.stringify(a.body), { status: a.status, headers });
   };
-  return { calls, fetch: fetch as typeof globalThis.fetch };
+  return { calls, fetch };
 }
 
 const error = (status: number, message: string) => ({ statusCode: status, error: '', message, details: [] });
