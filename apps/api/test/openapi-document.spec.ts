@@ -67,6 +67,13 @@ describe('the OpenAPI document (with every built-in kind registered)', () => {
     }
   });
 
+  it('types GET /v1/jobs 200 as either answer: a JobPage, or with key a JobDetail', () => {
+    const ok = document.paths?.['/v1/jobs']?.get?.responses?.['200'] as { content?: Record<string, { schema?: unknown }> } | undefined;
+    expect(ok?.content?.['application/json']?.schema).toEqual({
+      oneOf: [{ $ref: '#/components/schemas/JobPageDto' }, { $ref: '#/components/schemas/JobDetailDto' }],
+    });
+  });
+
   it("lets an independent generator's client compile real calls: openapi-typescript's types with openapi-fetch (issue 34, item 4)", () => {
     // Inside the repo, so `openapi-fetch` resolves from its node_modules.
     const dir = mkdtempSync(join(__dirname, '.tmp-openapi-fetch-'));
@@ -78,12 +85,16 @@ describe('the OpenAPI document (with every built-in kind registered)', () => {
         const almanac = createClient<paths>({ baseUrl: 'http://127.0.0.1:3000', headers: { Authorization: 'Bearer alm_x' } });
         export async function calls(): Promise<unknown[]> {
           const page = await almanac.GET('/v1/jobs', { params: { query: { limit: 50, state: 'dead', from: '2026-11-01T00:00:00Z' } } });
-          const key: string | undefined = page.data?.items[0]?.key;
-          const next: string | null | undefined = page.data?.nextCursor;
+          // A page, or with key the one JobDetail (oneOf): narrowed as a caller of either must.
+          const data = page.data;
+          const key: string | undefined = data && 'items' in data ? data.items[0]?.key : undefined;
+          const next: string | null | undefined = data && 'nextCursor' in data ? data.nextCursor : undefined;
+          const found = await almanac.GET('/v1/jobs', { params: { query: { key: 'invoice:2026-11' } } });
+          const attempts: number | undefined = found.data && !('items' in found.data) ? found.data.attempts : undefined;
           const runs = await almanac.GET('/v1/schedules/{id}/runs', { params: { path: { id: '1' }, query: { date: '2026-12-01', limit: 10 } } });
           const late: number | null | undefined = runs.data?.items[0]?.lateMs;
           const keys = await almanac.GET('/v1/admin/tenants/{id}/keys', { params: { path: { id: '1' }, query: { limit: 2 } } });
-          return [key, next, late, keys.data?.nextCursor];
+          return [key, next, attempts, late, keys.data?.nextCursor];
         }
       `);
       const program = ts.createProgram([join(dir, 'calls.ts')], {

@@ -1,4 +1,4 @@
-import { type AlmanacClient, ConflictError, createClient, NotFoundError, ValidationError } from '@almanac/client';
+import { type AlmanacClient, ConflictError, createClient, InvalidIdError, NotFoundError, ValidationError } from '@almanac/client';
 import { MAX_LIFETIME_ATTEMPTS } from '@almanac/domain';
 import { type ApiHarness, DAY, HOUR, inMs, MINUTE, startApi } from './api-harness';
 
@@ -38,7 +38,10 @@ describe('job queries and changes', () => {
     expect((await client.jobs.get(id)).progress).toEqual(reported);
     expect((await client.jobs.findByKey('q-1')).id).toBe(id);
     await expect(client.jobs.findByKey('nope')).rejects.toBeInstanceOf(NotFoundError);
-    for (const unknown of ['123', 'abc', '99999999999999999999999']) await expect(client.jobs.get(unknown)).rejects.toBeInstanceOf(NotFoundError);
+    for (const unknown of ['123', '99999999999999999999999']) await expect(client.jobs.get(unknown)).rejects.toBeInstanceOf(NotFoundError);
+    // Not an id the API gives (digits): refused by the client before any request.
+    await expect(client.jobs.get('abc')).rejects.toBeInstanceOf(InvalidIdError);
+    await h.http().get('/v1/jobs/abc').set(auth).expect(404);
   });
 
   it("shows a tenant a code and a message meant for it, never an exception's text or the worker's host", async () => {

@@ -73,6 +73,37 @@ describe('stored-bytes quota: what a tenant stores, reported and bounded (issue 
     expect((await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: big.slice(0, 2) }).expect(200)).body.created).toBe(2);
   });
 
+  it('over its quota, a tenant is still answered what adds nothing: resends, replays of retired keys, a smaller schedule payload', async () => {
+    const { id, apiKey } = await h.createTenant('over-quota');
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: MIB }).expect(200);
+    const job = { kind: 'noop', key: 'kept', runAt: inMs(MINUTE), payload: payload(1000) };
+    await h.http().post('/v1/jobs').set(auth).send(job).expect(201);
+    await h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through) VALUES ($1, 'gone', '2026-11-02', 'd', NULL)`, [id]);
+    const schedule = { key: 's', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', payload: payload(5000) };
+    const s = await h.http().post('/v1/schedules').set(auth).send(schedule).expect(201);
+    const bare = await h.http().post('/v1/schedules').set(auth).send({ key: 'bare', kind: 'noop', cron: '0 * * * *', timezone: 'UTC' }).expect(201);
+    // As the stored-bytes sweep would find it after, say, a lowered quota: over by a whole MiB.
+    await h.db.dataSource.query(`UPDATE tenants SET stored_bytes = $2, stored_bytes_at = now() WHERE id = $1`, [id, 2 * MIB]);
+
+    expect((await h.http().post('/v1/jobs').set(auth).send(job).expect(200)).body.key).toBe('kept');
+    expect((await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: [job] }).expect(200)).body.existing).toBe(1);
+    const replayed = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'gone', runAt: inMs(MINUTE), replay: 'result' }).expect(200);
+    expect(replayed.body).toMatchObject({ removed: true, key: 'gone' });
+    expect((await h.http().post('/v1/schedules').set(auth).send(schedule).expect(200)).body.id).toBe(s.body.id);
+    await h.http().patch(`/v1/schedules/${s.body.id}`).set(auth).send({ payload: payload(2000) }).expect(200);
+    await h.http().patch(`/v1/schedules/${s.body.id}`).set(auth).send({ payload: null }).expect(200);
+    await h.http().patch(`/v1/schedules/${s.body.id}`).set(auth).send({ maxAttempts: 5 }).expect(200);
+
+    // Anything new is refused, however small: a new key, or a payload where there was none.
+    const refused = await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'new', runAt: inMs(MINUTE) }).expect(413);
+    expect(refused.body.details).toEqual([expect.objectContaining({ field: 'tenant', rule: 'stored_bytes_quota' })]);
+    await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: [job, { kind: 'noop', key: 'new', runAt: inMs(MINUTE) }] }).expect(413);
+    await h.http().post('/v1/schedules').set(auth).send({ ...schedule, key: 's-new' }).expect(413);
+    await h.http().patch(`/v1/schedules/${bare.body.id}`).set(auth).send({ payload: { x: 1 } }).expect(413);
+    await h.http().patch(`/v1/schedules/${s.body.id}`).set(auth).send({ payload: payload(100) }).expect(413); // null before: it grows
+  });
+
   it('refuses a bad quota naming the field', async () => {
     const { id } = await h.createTenant('bad-quota');
     for (const bad of [1000, 1.5, '2000000', 2 ** 60]) {

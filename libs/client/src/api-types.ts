@@ -22,6 +22,8 @@ export type JobPage = Schemas['JobPageDto'];
 export type AttemptPage = Schemas['AttemptPageDto'];
 export type BatchResult = Schemas['BatchResultDto'];
 export type RetryJob = Schemas['RetryJobDto'];
+/** What GET /v1/jobs answers: a JobPage, or with `key` the one JobDetail. */
+export type JobSearchAnswer = operations['JobsController_search']['responses'][200]['content']['application/json'];
 /** GET /v1/jobs without `key` (a lookup by key is jobs.findByKey). */
 export type JobListQuery = Loosened<Omit<Query<'JobsController_search'>, 'key'>, 'limit', 'from' | 'to'>;
 

@@ -1,4 +1,5 @@
 import type { Kind, KindList, Operation } from './api-types';
+import { idPath } from './errors';
 import { JobsApi } from './jobs-api';
 import type { BuiltInKindPayloads } from './kind-payloads';
 import { SchedulesApi } from './schedules-api';
@@ -23,7 +24,7 @@ export class AlmanacClient<P extends object = BuiltInKindPayloads> {
     this.operations = {
       /** A bulk operation's state and counts. */
       get: async (id, opts) =>
-        (await http.request<Operation>({ method: 'GET', path: `/v1/operations/${encodeURIComponent(id)}`, idempotent: true, ...opts })).body,
+        (await http.request<Operation>({ method: 'GET', path: idPath('operations', 'operation', id), idempotent: true, ...opts })).body,
     };
     this.kinds = {
       /** The kinds workers have registered, with their payload schemas. */

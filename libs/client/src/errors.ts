@@ -94,6 +94,28 @@ export class RequestTimeoutError extends Error {
   }
 }
 
+/**
+ * An id the API cannot have given (its ids are strings of digits), thrown before any request:
+ * sent, `''`, `'.'` or `'..'` would reach another route (the list) and answer something else.
+ */
+export class InvalidIdError extends Error {
+  override name = 'InvalidIdError';
+
+  constructor(
+    /** What the id names: `job`, `schedule`, `operation`. */
+    readonly resource: string,
+    readonly id: unknown,
+  ) {
+    super(`${resource} id must be a string of digits, got ${typeof id === 'string' ? JSON.stringify(id) : String(id)}`);
+  }
+}
+
+/** `/v1/<collection>/<id>` for an id the API gave; InvalidIdError for anything else. */
+export function idPath(collection: string, resource: string, id: unknown): string {
+  if (typeof id !== 'string' || !/^[0-9]+$/.test(id)) throw new InvalidIdError(resource, id);
+  return `/v1/${collection}/${id}`;
+}
+
 const BY_STATUS: Record<number, new (answer: ErrorAnswer) => AlmanacError> = {
   400: ValidationError,
   401: UnauthorizedError,

@@ -7,6 +7,7 @@ export {
   ConflictError,
   type ErrorAnswer,
   ForbiddenError,
+  InvalidIdError,
   NotFoundError,
   PayloadTooLargeError,
   RateLimitedError,

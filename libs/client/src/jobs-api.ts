@@ -1,4 +1,5 @@
-import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, Operation, RemovedJob, RetryJob } from './api-types';
+import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, JobSearchAnswer, Operation, RemovedJob, RetryJob } from './api-types';
+import { idPath } from './errors';
 import type { CreateJobRequest } from './kind-payloads';
 import { eachItem } from './pages';
 import type { CallOptions, Transport } from './transport';
@@ -15,7 +16,7 @@ export interface ReplayedRemovedJob {
   removed: RemovedJob;
 }
 
-const path = (id: string) => `/v1/jobs/${encodeURIComponent(id)}`;
+const path = (id: string) => idPath('jobs', 'job', id);
 
 /** /v1/jobs: create (one or a batch), look up, list, change, and bulk changes by filter. */
 export class JobsApi<P extends object> {
@@ -67,7 +68,9 @@ export class JobsApi<P extends object> {
 
   /** The job for a key (did it run?); NotFoundError when there is none. */
   async findByKey(key: string, options?: CallOptions): Promise<JobDetail> {
-    return (await this.http.request<JobDetail>({ method: 'GET', path: '/v1/jobs', query: { key }, idempotent: true, ...options })).body;
+    const { body } = await this.http.request<JobSearchAnswer>({ method: 'GET', path: '/v1/jobs', query: { key }, idempotent: true, ...options });
+    if ('items' in body) throw new Error(`GET /v1/jobs?key=${encodeURIComponent(key)}: answered a page, not the job for the key`);
+    return body;
   }
 
   /** One page, ordered by (runAt, id); pass `nextCursor` back as `cursor`, or use iterate(). */
@@ -88,7 +91,12 @@ export class JobsApi<P extends object> {
     return (await this.http.request<Job>({ method: 'DELETE', path: path(id), idempotent: true, ...options })).body;
   }
 
-  /** Moves a job that has not started to `runAt`; ConflictError once it runs or ran. */
+  /**
+   * Moves a job that has not started to `runAt`; ConflictError once it runs or ran. Retried after
+   * a 503 (moving to the same `runAt` twice is moving it once), so a ConflictError can also mean
+   * the first attempt went through and the job started before the retry (a `runAt` near now):
+   * get() the job to tell which.
+   */
   async reschedule(id: string, runAt: string | Date, options?: CallOptions): Promise<Job> {
     return (await this.http.request<Job>({ method: 'PATCH', path: path(id), body: { runAt }, idempotent: true, ...options })).body;
   }

@@ -1,4 +1,5 @@
 import type { OccurrencePreview, Schedule, ScheduleListQuery, SchedulePage, ScheduleRun, ScheduleRunPage, ScheduleRunsQuery } from './api-types';
+import { idPath } from './errors';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from './kind-payloads';
 import { eachItem } from './pages';
 import type { CallOptions, Transport } from './transport';
@@ -9,7 +10,7 @@ export interface CreatedSchedule {
   schedule: Schedule;
 }
 
-const path = (id: string) => `/v1/schedules/${encodeURIComponent(id)}`;
+const path = (id: string) => idPath('schedules', 'schedule', id);
 
 /** /v1/schedules: recurring jobs by cron, in an IANA time zone. */
 export class SchedulesApi<P extends object> {
@@ -65,9 +66,13 @@ export class SchedulesApi<P extends object> {
     return (await this.http.request<Schedule>({ method: 'PATCH', path: path(id), body: change, idempotent: true, ...options })).body;
   }
 
-  /** Deletes the schedule and its occurrences that have not run. */
+  /**
+   * Deletes the schedule and its occurrences that have not run. Not retried after a 503: a
+   * delete that went through answers its retry with a 404 and has no schedule to return, so an
+   * UnavailableError may mean deleted or not; delete again, and take a NotFoundError then as deleted.
+   */
   async delete(id: string, options?: CallOptions): Promise<Schedule> {
-    return (await this.http.request<Schedule>({ method: 'DELETE', path: path(id), idempotent: true, ...options })).body;
+    return (await this.http.request<Schedule>({ method: 'DELETE', path: path(id), idempotent: false, ...options })).body;
   }
 
   /** Stops making occurrences; the next run time is kept. */

@@ -6,13 +6,13 @@ import { retryAfterMs } from './retry-after';
 export interface ClientOptions {
   /** Where the API listens, e.g. `http://localhost:3000`. */
   baseUrl: string;
-  /** Longest wait for one answer, per attempt (default 10 s). */
+  /** Longest wait for one answer, per attempt (default 10 s; at most 2^31-1 ms, ~24.8 days, as every timer). */
   timeoutMs?: number;
   /** Retries of 429 (and 503, where a replay is safe) after Retry-After. */
   retry?: {
     /** Attempts in all, the first included (default 3; 1 turns retries off). */
     attempts?: number;
-    /** Longest wait before one retry (default 30 s); a longer Retry-After is thrown to the caller instead. */
+    /** Longest wait before one retry (default 30 s); a longer Retry-After is thrown to the caller instead. A wait is at most 2^31-1 ms (~24.8 days). */
     maxDelayMs?: number;
   };
   /** Another fetch (tests, older runtimes); default the global one. */
@@ -51,6 +51,17 @@ const DEFAULT_ATTEMPTS = 3;
 const DEFAULT_MAX_DELAY_MS = 30_000;
 /** When a 429 or 503 comes without Retry-After: 1 s, 2 s, 4 s, … */
 const FALLBACK_DELAY_MS = 1000;
+/**
+ * The longest time a timer takes (2^31-1 ms, ~24.8 days): Node fires a longer setTimeout after
+ * ~1 ms and AbortSignal.timeout throws a RangeError for it, for Infinity and for a fraction.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `ms` as a timer takes it: a whole number from 1 to MAX_TIMER_MS (NaN as 1). */
+function timerMs(ms: number): number {
+  if (Number.isNaN(ms)) return 1;
+  return Math.min(MAX_TIMER_MS, Math.max(1, Math.round(ms)));
+}
 
 /** HTTP for one credential: JSON in and out, the timeout, typed errors and retries. */
 export class Transport {
@@ -78,7 +89,7 @@ export class Transport {
       if (wait === undefined) {
         throw errorFor({ ...errorBody(answer.status, answer.text), method: req.method, path: req.path, retryAfterMs: answer.retryAfterMs });
       }
-      await this.delay(wait, req.signal);
+      await this.delay(timerMs(wait), req.signal);
     }
   }
 
@@ -91,7 +102,7 @@ export class Transport {
 
   /** One attempt: the answer's status, Retry-After and text, read within the timeout. */
   private async send(req: ApiRequest): Promise<{ status: number; retryAfterMs?: number; text: string }> {
-    const timeoutMs = (this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS) + (req.holdMs ?? 0);
+    const timeoutMs = timerMs((this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS) + (req.holdMs ?? 0));
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
     const headers: Record<string, string> = { Authorization: `Bearer ${this.token}`, Accept: 'application/json' };

@@ -42,6 +42,8 @@ export async function usesEveryBuiltInKind(): Promise<void> {
   });
   const counts: number = batch.created + batch.existing + batch.errors;
   const page = await get('/v1/jobs', { state: 'dead', kind: 'charge', cursor: 'WyIyMDI2Il0' });
+  // 200 is a page, or with key the one job (JobDetail): narrowed by its field.
+  if (!('items' in page)) throw new Error('a page was asked for');
   const states: ('scheduled' | 'queued' | 'running' | 'succeeded' | 'dead' | 'cancelled')[] = page.items.map((j) => j.state);
   const next: string | null = page.nextCursor;
   const moved = await patch('/v1/jobs/{id}', { id }, { runAt: '2026-12-24T18:00:00Z' });

@@ -5,6 +5,7 @@ import {
   occurrenceKeyPrefix,
   parseOccurrenceKey,
   validateKey,
+  validateKeyFormat,
   validateKind,
 } from './keys';
 import { DomainValidationError, InvalidKeyError, InvalidKindError } from './errors';
@@ -89,6 +90,23 @@ describe('validateKey', () => {
     const error = caught(() => validateKey('', 'jobs[3].key'));
     expect(error.field).toBe('jobs[3].key');
     expect(error.message).toContain('jobs[3].key');
+  });
+});
+
+describe('validateKeyFormat (reads by key: lookups, prefixes)', () => {
+  it("accepts an occurrence's key and any prefix of one, which validateKey reserves", () => {
+    for (const key of ['schedule:42:2026-11-30T09:00:00Z', 'schedule:42:', 'schedule:', 'invoice:']) {
+      expect(validateKeyFormat(key)).toBe(key);
+    }
+  });
+
+  it.each([
+    ['', 'empty'],
+    ['x'.repeat(KEY_MAX_LENGTH + 1), 'too_long'],
+    ['batch ', 'whitespace'],
+    ['a b', 'charset'],
+  ])('still rejects %j (%s), naming the field', (key, rule) => {
+    expect(caught(() => validateKeyFormat(key, 'keyPrefix'))).toMatchObject({ field: 'keyPrefix', rule });
   });
 });
 

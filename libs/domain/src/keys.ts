@@ -23,6 +23,20 @@ const KEY_CHAR = /[\p{L}\p{M}\p{Nd}\-_.:/@+=]/u;
 const KEY_SHAPE = /^[\p{L}\p{M}\p{Nd}\-_.:/@+=]+$/u;
 
 export function validateKey(raw: unknown, field = 'key'): string {
+  const key = validateKeyFormat(raw, field);
+  if (key.startsWith(RESERVED_KEY_PREFIX)) {
+    throw new InvalidKeyError(field, 'reserved', `${field} must not start with "${RESERVED_KEY_PREFIX}" (reserved for schedules)`);
+  }
+  return key;
+}
+
+/**
+ * validateKey without the reserved-prefix rule: the shape of any key a job can have, an
+ * occurrence's `schedule:<id>:<instant>` included. For reading by key (a lookup, a bulk filter's
+ * `keyPrefix`), never for naming a new job or schedule. A prefix needs nothing else: keys have
+ * no whitespace, so one ending in a space could match nothing and is refused the same way.
+ */
+export function validateKeyFormat(raw: unknown, field = 'key'): string {
   if (typeof raw !== 'string') {
     throw new InvalidKeyError(field, 'type', `${field} must be a string, got ${describeValue(raw)}`);
   }
@@ -41,9 +55,6 @@ export function validateKey(raw: unknown, field = 'key'): string {
       'charset',
       `${field} must contain only ${KEY_ALLOWED_DESCRIPTION}; found ${describeChar(bad)}`,
     );
-  }
-  if (key.startsWith(RESERVED_KEY_PREFIX)) {
-    throw new InvalidKeyError(field, 'reserved', `${field} must not start with "${RESERVED_KEY_PREFIX}" (reserved for schedules)`);
   }
   return key;
 }

@@ -1,10 +1,11 @@
-import { isJobState, validateKey, validateKind } from '@almanac/domain';
+import { isJobState, validateKeyFormat, validateKind } from '@almanac/domain';
 import { AttemptsRepository, isJobIdString, JobQueriesRepository, type JobListFilter, type JobView, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
 import { decodeCursor, encodeCursor } from './cursor';
+import { rejectUnknownQuery } from './query-params';
 import { JobWaits, MAX_WAIT_SECONDS } from './job-waits';
 import { runAtIn } from './job-input';
 import { attemptView, type AttemptView, jobDetail, jobSummary, type JobSummary } from './job-view';
@@ -31,6 +32,7 @@ export class JobQueriesService {
   /** The job; with `waitSeconds`, once it has ended or that time ran out (JobWaits). */
   async get(tenant: TenantRecord, id: string, query: Record<string, unknown> = {}, over?: AbortSignal) {
     const issues = new Issues();
+    rejectUnknownQuery(query, ['waitSeconds'], issues);
     const wait = queryInt(query.waitSeconds, 'waitSeconds', 0, 0, MAX_WAIT_SECONDS, issues);
     if (!issues.ok) throw invalid(issues.list);
     const read = async () => {
@@ -47,9 +49,7 @@ export class JobQueriesService {
    */
   async attemptPage(tenant: TenantRecord, id: string, query: Record<string, unknown>): Promise<{ items: AttemptView[]; nextCursor: string | null }> {
     const issues = new Issues();
-    for (const k of Object.keys(query)) {
-      if (k !== 'limit' && k !== 'cursor') issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected limit, cursor)`);
-    }
+    rejectUnknownQuery(query, ['limit', 'cursor'], issues);
     const limit = queryInt(query.limit, 'limit', ATTEMPTS_INLINE, 1, MAX_PAGE, issues);
     const cursor = queryString(query.cursor, 'cursor', issues);
     const before = cursor === undefined ? undefined : /^[1-9][0-9]{0,4}$/.test(cursor) && Number(cursor) <= 32767 ? Number(cursor) : null;
@@ -75,7 +75,8 @@ export class JobQueriesService {
     const issues = new Issues();
     const keyText = queryString(query.key, 'key', issues);
     if (keyText !== undefined) {
-      const key = issues.run(() => validateKey(keyText));
+      // Any key a job can have, an occurrence's (`schedule:<id>:<instant>`) too: a read, not a name.
+      const key = issues.run(() => validateKeyFormat(keyText));
       if (!issues.ok || key === undefined) throw invalid(issues.list);
       const job = await this.queries.findByKeyForTenant(tenant.id, key);
       if (!job) throw notFound(`job with key "${key}"`);
@@ -89,10 +90,7 @@ export class JobQueriesService {
     query: Record<string, unknown>,
     issues: Issues,
   ): Promise<{ items: JobSummary[]; nextCursor: string | null }> {
-    const known = ['key', 'state', 'kind', 'from', 'to', 'limit', 'cursor'];
-    for (const k of Object.keys(query)) {
-      if (!known.includes(k)) issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected ${known.join(', ')})`);
-    }
+    rejectUnknownQuery(query, ['key', 'state', 'kind', 'from', 'to', 'limit', 'cursor'], issues);
     const filter: JobListFilter = {};
     const state = queryString(query.state, 'state', issues);
     if (state !== undefined) {

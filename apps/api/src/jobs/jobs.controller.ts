@@ -113,7 +113,12 @@ export class JobsController {
   @ApiQuery({ name: 'to', required: false, type: String, format: 'date-time', example: '2026-12-01T00:00:00Z', description: 'runAt < to' })
   @ApiQuery({ name: 'limit', required: false, type: 'integer', example: 100, description: '1..1000, default 100' })
   @ApiQuery({ name: 'cursor', required: false })
-  @ApiResponse({ status: 200, type: JobPageDto, description: 'A page (or, with key, a JobDetail)' })
+  @ApiExtraModels(JobPageDto, JobDetailDto)
+  @ApiResponse({
+    status: 200,
+    schema: { oneOf: [{ $ref: getSchemaPath(JobPageDto) }, { $ref: getSchemaPath(JobDetailDto) }] },
+    description: 'A page (JobPage); with `key`, the one job for that key (JobDetail)',
+  })
   @ApiResponse({ status: 404, type: ErrorDto, description: 'No job with that key' })
   search(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>) {
     return this.queries.search(tenant, query);

@@ -1,4 +1,4 @@
-import { BULK_FILTER_FIELDS, BULK_JOB_STATES, type BulkChange, type BulkFilter, type BulkJobState, MAX_SHIFT_SECONDS, validateKey, validateKind } from '@almanac/domain';
+import { BULK_FILTER_FIELDS, BULK_JOB_STATES, type BulkChange, type BulkFilter, type BulkJobState, MAX_SHIFT_SECONDS, validateKeyFormat, validateKind } from '@almanac/domain';
 import { invalid } from '../http/api-error';
 import { intInRange, isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { runAtIn } from '../jobs/job-input';
@@ -59,7 +59,8 @@ function parseFilter(raw: unknown, outer: Issues): BulkFilter | undefined {
   rejectUnknown(raw, BULK_FILTER_FIELDS, issues);
   if (Object.keys(raw).length === 0) outer.add('filter', 'empty', `filter must name at least one of ${BULK_FILTER_FIELDS.join(', ')}`);
   if (raw.kind !== undefined) filter.kind = issues.run(() => validateKind(raw.kind));
-  if (raw.keyPrefix !== undefined) filter.keyPrefix = issues.run(() => validateKey(raw.keyPrefix, 'keyPrefix'));
+  // A prefix of any key, occurrences' (`schedule:42:`) included: a filter names no job.
+  if (raw.keyPrefix !== undefined) filter.keyPrefix = issues.run(() => validateKeyFormat(raw.keyPrefix, 'keyPrefix'));
   if (raw.runAtFrom !== undefined) filter.runAtFrom = runAtIn(raw.runAtFrom, 'runAtFrom', issues);
   if (raw.runAtTo !== undefined) filter.runAtTo = runAtIn(raw.runAtTo, 'runAtTo', issues);
   if (filter.runAtFrom && filter.runAtTo && filter.runAtFrom >= filter.runAtTo) issues.add('runAtTo', 'after_from', 'runAtTo must be later than runAtFrom');

@@ -4,6 +4,7 @@ import { Clock } from '@almanac/platform';
 import { Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
+import { rejectUnknownQuery } from '../jobs/query-params';
 import { formatInZone, parseTiming } from './schedule-input';
 import type { ScheduleRunDto } from './schedule.dto';
 
@@ -49,9 +50,7 @@ export class ScheduleRunsService {
     const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
     if (!s) throw notFound(`schedule ${id}`);
     const issues = new Issues();
-    for (const k of Object.keys(query)) {
-      if (!['date', 'from', 'to', 'cursor', 'limit'].includes(k)) issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected date, from, to, cursor, limit)`);
-    }
+    rejectUnknownQuery(query, ['date', 'from', 'to', 'cursor', 'limit'], issues);
     const limit = queryInt(query.limit, 'limit', RUNS_PAGE, 1, RUNS_PAGE_MAX, issues);
     const now = this.clock.now();
     const window = this.window(query, s.timezone, now, issues);

@@ -6,6 +6,7 @@ import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString } from '../http/validation';
+import { rejectUnknownQuery } from '../jobs/query-params';
 import { KindsService } from '../kinds/kinds.service';
 import { assertRoomForNewKeys, assertStoredBytesRoom } from '../tenants/stored-bytes-quota';
 import { checkPatchedPayload, formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
@@ -68,9 +69,7 @@ export class SchedulesService {
 
   async list(tenant: TenantRecord, query: Record<string, unknown>) {
     const issues = new Issues();
-    for (const k of Object.keys(query)) {
-      if (k !== 'limit' && k !== 'cursor') issues.add(k, 'unknown_field', `${k} is not a known query parameter (expected limit, cursor)`);
-    }
+    rejectUnknownQuery(query, ['limit', 'cursor'], issues);
     const limit = queryInt(query.limit, 'limit', 100, 1, 1000, issues);
     const cursor = queryString(query.cursor, 'cursor', issues);
     let afterKey: string | null = null;
@@ -92,11 +91,16 @@ export class SchedulesService {
     const parsed = parseSchedulePatch(body, this.settings, kinds);
     if (!parsed.ok) throw invalid(parsed.issues);
     const patch = parsed.value;
-    if (patch.payloadBytes !== undefined) assertStoredBytesRoom(tenant, patch.payloadBytes, this.settings.storedBytesQuota);
     // A timing change is computed from the cron and timezone read here and applies only if they
     // are still current; a concurrent PATCH in between makes us read and compute again.
     for (let tries = 1; ; tries++) {
       const current = await this.find(tenant, id);
+      // Only what the new payload adds over the one it replaces: a smaller one, or null, is
+      // never refused, not even when the tenant is already over its quota.
+      if (patch.payloadBytes !== undefined) {
+        const growth = patch.payloadBytes - storedPayloadBytes(current.payload);
+        if (growth > 0) assertStoredBytesRoom(tenant, growth, this.settings.storedBytesQuota);
+      }
       if (patch.payload !== undefined || patch.kind !== undefined) {
         // The payload that will be stored, against the kind that will run it.
         const checked = checkPatchedPayload(patch.kind ?? current.kind, 'payload' in patch ? patch.payload : current.payload, kinds);
@@ -152,6 +156,7 @@ export class SchedulesService {
 
   async preview(tenant: TenantRecord, id: string, query: Record<string, unknown>) {
     const issues = new Issues();
+    rejectUnknownQuery(query, ['count'], issues);
     const count = queryInt(query.count, 'count', 10, 1, MAX_PREVIEW, issues);
     if (!issues.ok) throw invalid(issues.list);
     const s = await this.find(tenant, id);
@@ -177,6 +182,11 @@ export class SchedulesService {
   private firstAfterNow(schedule: Schedule): Date | null {
     return nextOccurrences(schedule, this.clock.now(), 1)[0] ?? null;
   }
+}
+
+/** A stored payload's size as checkPayload measures a new one (its JSON text), 0 for none. */
+function storedPayloadBytes(payload: unknown): number {
+  return payload === undefined || payload === null ? 0 : Buffer.byteLength(JSON.stringify(payload), 'utf8');
 }
 
 export function view(s: ScheduleView) {

@@ -25,7 +25,8 @@ export function assertStoredBytesRoom(tenant: TenantRecord, requestBytes: number
 /**
  * assertStoredBytesRoom for jobs or schedules with keys, counting only keys the tenant has not
  * used: a resend of an accepted one (after a 503, say) adds nothing and is answered as the replay
- * it is. `known` is asked only when the whole request would be refused.
+ * it is, and a request whose every key is used is never refused, not even when the tenant is
+ * already over its quota. `known` is asked only when the whole request would be refused.
  */
 export async function assertRoomForNewKeys(
   tenant: TenantRecord, items: readonly { key: string; payloadBytes: number }[], installationQuota: number, known: (keys: string[]) => Promise<readonly string[]>,
@@ -33,5 +34,9 @@ export async function assertRoomForNewKeys(
   const bytes = (xs: readonly { payloadBytes: number }[]) => xs.reduce((sum, x) => sum + x.payloadBytes, 0);
   if (!storageRefusal(tenant.storage.storedBytes, bytes(items), storedBytesQuota(tenant, installationQuota))) return;
   const used = new Set(await known(items.map((x) => x.key)));
-  assertStoredBytesRoom(tenant, bytes(items.filter((x) => !used.has(x.key))), installationQuota);
+  const fresh = items.filter((x) => !used.has(x.key));
+  // Nothing new (a resend, a replay of a retired key): answered whatever the tenant stores, even
+  // over its quota, where any new job, however small, is refused.
+  if (fresh.length === 0) return;
+  assertStoredBytesRoom(tenant, bytes(fresh), installationQuota);
 }

@@ -2218,13 +2218,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page (or, with key, a JobDetail) */
+            /** @description A page (JobPage); with `key`, the one job for that key (JobDetail) */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobPageDto"];
+                    "application/json": components["schemas"]["JobPageDto"] | components["schemas"]["JobDetailDto"];
                 };
             };
             /** @description Missing or unknown API key */

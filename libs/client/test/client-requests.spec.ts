@@ -1,0 +1,71 @@
+import { createClient, InvalidIdError, NotFoundError, UnavailableError } from '../src';
+
+/** A fetch that answers from a script, one answer per call, and records what was asked. */
+function scripted(...answers: { status: number; body?: unknown; retryAfter?: string }[]) {
+  const calls: { url: string; method: string; signal?: AbortSignal | null }[] = [];
+  const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    calls.push({ url: input instanceof Request ? input.url : input.toString(), method: init?.method ?? 'GET', signal: init?.signal });
+    const a = answers[Math.min(calls.length - 1, answers.length - 1)];
+    const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+    if (a.retryAfter !== undefined) headers['Retry-After'] = a.retryAfter;
+    return new Response(a.body === undefined ? '' : JSON.stringify(a.body), { status: a.status, headers });
+  };
+  return { calls, fetch };
+}
+
+const error = (status: number, message: string) => ({ statusCode: status, error: '', message, details: [] });
+const schedule = { id: '42', key: 's' };
+
+describe('@almanac/client: requests as it sends them (no server)', () => {
+  it('refuses, before any request, an id that is not a string of digits, naming it', async () => {
+    const { calls, fetch } = scripted({ status: 200, body: { items: [], nextCursor: null } });
+    const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch });
+    for (const call of [() => client.jobs.get(''), () => client.jobs.get('.'), () => client.schedules.get('..'), () => client.jobs.cancel('1/../'),
+      () => client.schedules.nextRuns('%2e'), () => client.operations.get(' 1'), () => client.jobs.waitFor('1.5', 1)]) {
+      const e = await call().then(() => undefined, (err: unknown) => err);
+      expect(e).toBeInstanceOf(InvalidIdError);
+      expect((e as InvalidIdError).message).toMatch(/^(job|schedule|operation) id must be a string of digits, got "/);
+    }
+    expect((await client.jobs.get('').catch((e: InvalidIdError) => e)) as InvalidIdError).toMatchObject({ resource: 'job', id: '' });
+    expect(calls).toEqual([]);
+    await client.jobs.get('1234567890123');
+    expect(calls.map((c) => c.url)).toEqual(['http://api/v1/jobs/1234567890123']);
+  });
+
+  it('does not retry a schedule delete after a 503: its retry would answer 404 for a delete that went through', async () => {
+    const { calls, fetch } = scripted({ status: 503, body: error(503, 'busy'), retryAfter: '1' }, { status: 404, body: error(404, 'schedule 42 not found') });
+    const delays: number[] = [];
+    const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, delay: async (ms) => void delays.push(ms) });
+    const e = await client.schedules.delete('42').catch((err: unknown) => err);
+    expect(e).toBeInstanceOf(UnavailableError);
+    expect(e).not.toBeInstanceOf(NotFoundError);
+    expect(calls).toHaveLength(1);
+    expect(delays).toEqual([]);
+  });
+
+  it('still retries a schedule delete after a 429, which is refused before any work', async () => {
+    const { calls, fetch } = scripted({ status: 429, body: error(429, 'slow down'), retryAfter: '1' }, { status: 200, body: schedule });
+    const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, delay: async () => undefined });
+    expect(await client.schedules.delete('42')).toEqual(schedule);
+    expect(calls.map((c) => c.method)).toEqual(['DELETE', 'DELETE']);
+  });
+
+  it('hands timers only what they take: whole milliseconds from 1 to 2^31-1', async () => {
+    // Retry-After of 30 days with no cap on the wait: ~24.8 days, never the ~1 ms Node makes of more.
+    const { fetch } = scripted({ status: 429, body: error(429, 'later'), retryAfter: String(30 * 86400) }, { status: 200, body: schedule });
+    const delays: number[] = [];
+    const patient = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, retry: { maxDelayMs: Infinity }, delay: async (ms) => void delays.push(ms) });
+    await patient.schedules.get('42');
+    expect(delays).toEqual([2 ** 31 - 1]);
+
+    // Timeouts of Infinity, a fraction, or past 2^31-1 ms are not a RangeError.
+    for (const timeoutMs of [Infinity, 2.5, 2 ** 32]) {
+      const ok = scripted({ status: 200, body: schedule });
+      const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch: ok.fetch, timeoutMs });
+      await expect(client.schedules.get('42')).resolves.toEqual(schedule);
+      expect(ok.calls[0].signal?.aborted).toBe(false);
+    }
+    const fraction = scripted({ status: 200, body: schedule });
+    await expect(createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch: fraction.fetch, timeoutMs: 0.5 }).jobs.waitFor('42', 0.0015)).resolves.toEqual(schedule);
+  });
+});
