@@ -25,6 +25,8 @@ export interface BulkOperationRecord {
   changed: number;
   /** Matched jobs that had started or finished by the time their chunk ran. */
   skipped: number;
+  /** Runs in a row in which its match or a chunk failed (reset by the next that succeeds). */
+  failures: number;
   error: string | null;
 }
 
@@ -43,6 +45,7 @@ interface OperationRow {
   next_chunk: number;
   changed: number;
   skipped: number;
+  failures: number;
   error: string | null;
 }
 
@@ -121,7 +124,7 @@ export class BulkOperationsRepository {
         const next: BulkState = matched === 0 ? 'done' : 'running';
         await sql(
           tx,
-          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(),
+          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(), failures = 0,
                   finished_at = CASE WHEN $4 = 'done' THEN now() END WHERE id = $1`,
           [op.id, matched, rows.length, next],
         );
@@ -143,6 +146,16 @@ export class BulkOperationsRepository {
     if (!r) return { applied: false };
     const hot = r.hot.map((h) => ({ id: h.id, dueMs: Date.parse(h.runAt), kind: h.kind }));
     return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, hot };
+  }
+
+  /** Counts a run in which the operation's step failed; the count, or null if it has ended. */
+  async countFailure(id: string): Promise<number | null> {
+    const { rows } = await sql<{ failures: number }>(
+      this.db,
+      `UPDATE bulk_operations SET failures = failures + 1 WHERE id = $1 AND state IN ('pending', 'running') RETURNING failures`,
+      [id],
+    );
+    return rows[0]?.failures ?? null;
   }
 
   async fail(id: string, error: string): Promise<void> {
@@ -171,6 +184,7 @@ function toRecord(r: OperationRow): BulkOperationRecord {
   return {
     id: r.id, tenantId: r.tenant_id, action: r.action, filter, change, state: r.state,
     createdAt: r.created_at, startedAt: r.started_at, finishedAt: r.finished_at,
-    matched: r.matched, chunks: r.chunks, nextChunk: r.next_chunk, changed: r.changed, skipped: r.skipped, error: r.error,
+    matched: r.matched, chunks: r.chunks, nextChunk: r.next_chunk, changed: r.changed, skipped: r.skipped,
+    failures: r.failures, error: r.error,
   };
 }
