@@ -37,6 +37,49 @@ describe('bulk operations', () => {
     expect(states).toEqual(['cancelled', 'cancelled', 'scheduled']);
   });
 
+  it('a resend with the same key answers the operation it made (200), even over the open limit, and makes no second one', async () => {
+    const [job] = [await create('shift-1', inMs(2 * DAY))];
+    const before = Date.parse((await h.http().get(`/v1/jobs/${job.id}`).set(auth).expect(200)).body.runAt);
+    const body = { key: 'shift-dec', filter: { keyPrefix: 'shift-' }, shiftBySeconds: 3600 };
+    const first = await h.http().post('/v1/jobs/bulk-reschedule').set(auth).send(body).expect(202);
+    expect(first.body).toMatchObject({ key: 'shift-dec', state: 'pending' });
+    for (let i = 0; i < 2; i++) await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ filter: { keyPrefix: `x${i}` } }).expect(202);
+    const again = await h.http().post('/v1/jobs/bulk-reschedule').set(auth).send(body).expect(200); // 3 open: a new one would be a 429
+    expect(again.body).toMatchObject({ id: first.body.id, key: 'shift-dec' });
+
+    const repo = new BulkOperationsRepository(h.db.dataSource);
+    const op = (await repo.findForTenant(tenantId, first.body.id))!;
+    await repo.match(op, 1000);
+    await repo.apply(op, 0, new Date(Date.now() + DAY));
+    const late = await h.http().post('/v1/jobs/bulk-reschedule').set(auth).send(body).expect(200);
+    expect(late.body).toMatchObject({ id: first.body.id, state: 'done', changed: 1 });
+    expect(Date.parse((await h.http().get(`/v1/jobs/${job.id}`).set(auth).expect(200)).body.runAt)).toBe(before + HOUR); // once, not twice
+    const [{ n }] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM bulk_operations WHERE key = 'shift-dec'`);
+    expect(n).toBe(1);
+    await h.http().post('/v1/jobs/bulk-reschedule').set(other).send(body).expect(202); // keys are per tenant
+  });
+
+  it('another request under a used key is a 409 naming what differs', async () => {
+    await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ key: 'k1', filter: { kind: 'noop', runAtFrom: '2026-12-01T00:00:00Z' } }).expect(202);
+    // The same instant written another way is the same request.
+    await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ key: 'k1', filter: { kind: 'noop', runAtFrom: '2026-12-01T00:00:00.000Z' } }).expect(200);
+    const filter = await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ key: 'k1', filter: { kind: 'noop' } }).expect(409);
+    expect(filter.body.details).toEqual([expect.objectContaining({ field: 'key', rule: 'conflict' })]);
+    expect(filter.body.message).toMatch(/different filter$/);
+    const action = await h.http().post('/v1/jobs/bulk-reschedule').set(auth).send({ key: 'k1', filter: { kind: 'noop', runAtFrom: '2026-12-01T00:00:00Z' }, shiftBySeconds: 60 }).expect(409);
+    expect(action.body.message).toMatch(/different action, shiftBySeconds$/);
+  });
+
+  it('a bad key is a 400 naming it, with the other bad fields', async () => {
+    const res = await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ key: ' padded', filter: { state: 'running' } }).expect(400);
+    expect(res.body.details).toEqual([
+      expect.objectContaining({ field: 'key', rule: 'whitespace' }),
+      expect.objectContaining({ field: 'filter.state', rule: 'enum' }),
+    ]);
+    const type = await h.http().post('/v1/jobs/bulk-reschedule').set(auth).send({ key: 7, filter: { kind: 'noop' }, shiftBySeconds: 5 }).expect(400);
+    expect(type.body.details).toEqual([expect.objectContaining({ field: 'key', rule: 'type' })]);
+  });
+
   it("another tenant's operation, and ids that are not ids, are 404", async () => {
     const { body } = await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ filter: { kind: 'noop' } }).expect(202);
     await h.http().get(`/v1/operations/${body.id}`).set(other).expect(404);

@@ -3,6 +3,8 @@ import type { BulkOperationRecord } from '@almanac/persistence';
 /** What GET /v1/operations/:id answers (and the 202 of a bulk request). */
 export interface OperationView {
   id: string;
+  /** The request's key, when it gave one. */
+  key?: string;
   action: string;
   state: string;
   filter: Record<string, unknown>;
@@ -26,6 +28,7 @@ export function operationView(op: BulkOperationRecord): OperationView {
   for (const k of ['runAtFrom', 'runAtTo'] as const) if (op.filter[k]) filter[k] = op.filter[k].toISOString();
   return {
     id: op.id,
+    ...(op.key !== null ? { key: op.key } : {}),
     action: op.action,
     state: op.state,
     filter,

@@ -19,11 +19,23 @@ export class BulkFilterDto {
 }
 
 export class BulkCancelDto {
+  @ApiPropertyOptional({
+    example: 'campaign-2026-12-cancel',
+    description: 'Makes the request safe to resend (unique per tenant, as a job key): the same request again answers the operation it made (200); another request under the key is a 409. Kept as long as the operation.',
+  })
+  key?: string;
+
   @ApiProperty({ type: BulkFilterDto, description: 'At least one field.' })
   filter!: BulkFilterDto;
 }
 
 export class BulkRescheduleDto {
+  @ApiPropertyOptional({
+    example: 'campaign-2026-12-cancel',
+    description: 'Makes the request safe to resend (unique per tenant, as a job key): the same request again answers the operation it made (200); another request under the key is a 409. Kept as long as the operation.',
+  })
+  key?: string;
+
   @ApiProperty({ type: BulkFilterDto, description: 'At least one field.' })
   filter!: BulkFilterDto;
 
@@ -37,6 +49,9 @@ export class BulkRescheduleDto {
 export class OperationDto {
   @ApiProperty({ example: '42' })
   id!: string;
+
+  @ApiPropertyOptional({ example: 'campaign-2026-12-cancel', description: "The request's key, when it gave one." })
+  key?: string;
 
   @ApiProperty({ enum: BULK_ACTIONS })
   action!: string;

@@ -1,12 +1,16 @@
 import type { TenantRecord } from '@almanac/persistence';
-import { Body, Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
 import { BulkCancelDto, BulkRescheduleDto, OperationDto } from './operation.dto';
-import { OperationsService } from './operations.service';
+import type { OperationView } from './operation-view';
+import { type AcceptedOperation, OperationsService } from './operations.service';
 
-const RUNS = 'Runs in the background (the promoter), in chunks of 5,000 jobs; follow it with GET /v1/operations/:id.';
+const RUNS = 'Runs in the background (the promoter), in chunks of 5,000 jobs; follow it with GET /v1/operations/:id. With a `key`, safe to resend.';
+const RESENT = 'The same request with this key was made before: its operation, as it is now';
+const KEY_CONFLICT = 'The key names an operation with a different action, filter, runAt or shiftBySeconds (rule `conflict`)';
 
 @ApiTags('operations')
 @ApiBearerAuth('tenant')
@@ -23,10 +27,12 @@ export class OperationsController {
   @ApiOperation({ summary: 'Cancel every job that matches a filter and has not started', description: RUNS })
   @ApiBody({ type: BulkCancelDto })
   @ApiResponse({ status: 202, type: OperationDto, description: 'Accepted: the operation, pending' })
+  @ApiResponse({ status: 200, type: OperationDto, description: RESENT })
   @ApiResponse({ status: 400, type: ErrorDto })
+  @ApiResponse({ status: 409, type: ErrorDto, description: KEY_CONFLICT })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Too many operations pending or running for this tenant, or over its request rate; see Retry-After' })
-  bulkCancel(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown) {
-    return this.operations.bulkCancel(tenant, body);
+  async bulkCancel(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Res({ passthrough: true }) res: FastifyReply) {
+    return answer(await this.operations.bulkCancel(tenant, body), res);
   }
 
   @Post('jobs/bulk-reschedule')
@@ -35,10 +41,12 @@ export class OperationsController {
   @ApiOperation({ summary: 'Move every job that matches a filter and has not started', description: `${RUNS} Each job is re-tiered by its new time.` })
   @ApiBody({ type: BulkRescheduleDto })
   @ApiResponse({ status: 202, type: OperationDto, description: 'Accepted: the operation, pending' })
+  @ApiResponse({ status: 200, type: OperationDto, description: RESENT })
   @ApiResponse({ status: 400, type: ErrorDto })
+  @ApiResponse({ status: 409, type: ErrorDto, description: KEY_CONFLICT })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Too many operations pending or running for this tenant, or over its request rate; see Retry-After' })
-  bulkReschedule(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown) {
-    return this.operations.bulkReschedule(tenant, body);
+  async bulkReschedule(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Res({ passthrough: true }) res: FastifyReply) {
+    return answer(await this.operations.bulkReschedule(tenant, body), res);
   }
 
   @Get('operations/:id')
@@ -49,4 +57,10 @@ export class OperationsController {
   get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
     return this.operations.get(tenant, id);
   }
+}
+
+/** 202 for a new operation, 200 for the one a resent key names (the job create's 201 and 200). */
+function answer(accepted: AcceptedOperation, res: FastifyReply): OperationView {
+  res.status(accepted.created ? 202 : 200);
+  return accepted.operation;
 }

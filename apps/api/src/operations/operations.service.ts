@@ -5,11 +5,20 @@ import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, type ApiSettings } from '../api-settings';
 import { notFound, overLimit } from '../http/api-error';
 import { parseBulkCancel, parseBulkReschedule } from './bulk-input';
+import { assertSameRequest, parseWithKey } from './operation-key';
 import { operationView, type OperationView } from './operation-view';
+
+/** A bulk request's answer: `created` false when its key named an operation already (200, not 202). */
+export interface AcceptedOperation {
+  created: boolean;
+  operation: OperationView;
+}
 
 /**
  * Bulk operations: accepted here (one INSERT, answered 202), run by the promoter's bulk sweep,
- * read back by id. Tenant-scoped: another tenant's operation is a 404.
+ * read back by id. Tenant-scoped: another tenant's operation is a 404. A request with a `key`
+ * is safe to resend: the same request again answers the operation it made (200), a different
+ * one under the key is a 409.
  */
 @Injectable()
 export class OperationsService {
@@ -20,14 +29,14 @@ export class OperationsService {
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
   ) {}
 
-  bulkCancel(tenant: TenantRecord, body: unknown): Promise<OperationView> {
-    const { filter } = parseBulkCancel(body);
-    return this.create(tenant, 'cancel', filter, null);
+  bulkCancel(tenant: TenantRecord, body: unknown): Promise<AcceptedOperation> {
+    const { key, input } = parseWithKey(body, parseBulkCancel);
+    return this.create(tenant, 'cancel', input.filter, null, key);
   }
 
-  bulkReschedule(tenant: TenantRecord, body: unknown): Promise<OperationView> {
-    const { filter, change } = parseBulkReschedule(body);
-    return this.create(tenant, 'reschedule', filter, change);
+  bulkReschedule(tenant: TenantRecord, body: unknown): Promise<AcceptedOperation> {
+    const { key, input } = parseWithKey(body, parseBulkReschedule);
+    return this.create(tenant, 'reschedule', input.filter, input.change, key);
   }
 
   async get(tenant: TenantRecord, id: string): Promise<OperationView> {
@@ -36,11 +45,12 @@ export class OperationsService {
     return operationView(op);
   }
 
-  private async create(tenant: TenantRecord, action: BulkAction, filter: BulkFilter, change: BulkChange | null): Promise<OperationView> {
+  private async create(tenant: TenantRecord, action: BulkAction, filter: BulkFilter, change: BulkChange | null, key: string | null): Promise<AcceptedOperation> {
     const max = this.settings.maxOpenBulkOperations;
-    const op = await this.repo.create(tenant.id, action, filter, change, max);
-    if (!op) throw overLimit(429, `${max} bulk operations are already pending or running for this tenant (ALMANAC_BULK_MAX_OPEN)`, 'operations', 'too_many_open', 5000);
-    this.log.info({ tenantId: tenant.id, operationId: op.id, action, filter }, 'bulk operation accepted');
-    return operationView(op);
+    const made = await this.repo.createOnce(tenant.id, action, filter, change, max, key);
+    if (!made) throw overLimit(429, `${max} bulk operations are already pending or running for this tenant (ALMANAC_BULK_MAX_OPEN)`, 'operations', 'too_many_open', 5000);
+    if (!made.created) assertSameRequest(made.op, action, filter, change);
+    else this.log.info({ tenantId: tenant.id, operationId: made.op.id, action, filter, key }, 'bulk operation accepted');
+    return { created: made.created, operation: operationView(made.op) };
   }
 }

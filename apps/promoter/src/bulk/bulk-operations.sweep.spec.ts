@@ -20,8 +20,10 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   let a: number;
   let b: number;
 
-  const sweep = (o: { maxJobs?: number; chunksPerRun?: number } = {}) =>
-    new BulkOperationsSweep(repo, queue, { hotHorizonMs: 24 * HOUR, maxJobs: o.maxJobs ?? 1_000_000, chunksPerRun: o.chunksPerRun ?? 100 }, new SweepMetrics(new MetricsService()));
+  const sweep = (o: { maxJobs?: number; chunksPerRun?: number; matchBudgetMs?: number } = {}) =>
+    new BulkOperationsSweep(repo, queue, { hotHorizonMs: 24 * HOUR, maxJobs: o.maxJobs ?? 1_000_000, chunksPerRun: o.chunksPerRun ?? 100, matchBudgetMs: o.matchBudgetMs }, new SweepMetrics(new MetricsService()));
+  /** Makes these operations' matches fail: Postgres refuses their chunks. */
+  const poison = (...ids: string[]) => db.dataSource.query(`INSERT INTO poisoned_operations SELECT unnest($1::bigint[])`, [ids]);
   const operation = async (tenantId: number, filter: BulkFilter, change: BulkChange | null = null) =>
     (await repo.create(tenantId, change ? 'reschedule' : 'cancel', filter, change, 5))!;
   const read = async (tenantId: number, id: string) => (await repo.findForTenant(tenantId, id))!;
@@ -35,10 +37,15 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     const tenants = new TenantsRepository(db.dataSource);
     a = (await tenants.create('a')).tenant.id;
     b = (await tenants.create('b')).tenant.id;
+    await db.dataSource.query(`CREATE TABLE poisoned_operations (id bigint PRIMARY KEY)`);
+    await db.dataSource.query(`CREATE FUNCTION poison_chunks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      IF EXISTS (SELECT 1 FROM poisoned_operations WHERE id = NEW.operation_id) THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;
+      RETURN NEW; END $$`);
+    await db.dataSource.query(`CREATE TRIGGER poison_chunks BEFORE INSERT ON bulk_operation_chunks FOR EACH ROW EXECUTE FUNCTION poison_chunks()`);
   });
   beforeEach(async () => {
     queue = HotQueue.open(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
-    await db.dataSource.query('TRUNCATE jobs, bulk_operations, bulk_operation_chunks');
+    await db.dataSource.query('TRUNCATE jobs, bulk_operations, bulk_operation_chunks, poisoned_operations');
   });
   afterEach(async () => queue.close());
   afterAll(async () => {
@@ -75,6 +82,42 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
       await holder.release();
       await impatient.destroy();
     }
+  });
+
+  it("starts no match past the run's budget, so failing matches do not keep another operation's chunks waiting", async () => {
+    const free = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: 'free' });
+    const running = await operation(b, { keyPrefix: 'free-' });
+    await repo.match(running, 1000);
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
+    const slow = [await operation(a, { kind: 'noop' }), await operation(a, { kind: 'noop' }), await operation(a, { kind: 'noop' })];
+    await poison(...slow.map((o) => o.id));
+    const s = sweep({ matchBudgetMs: 0 }); // one match per run, as if the first took the whole budget
+    const failuresOf = async () => Promise.all(slow.map(async (o) => (await read(a, o.id)).failures));
+    expect(await s.runOnce(NOW)).toMatchObject({ matched: 0, changed: 5, more: true });
+    expect(await statesOf(db.dataSource, free)).toEqual({ c: 5 });
+    expect(await failuresOf()).toEqual([1, 0, 0]);
+    await s.runOnce(NOW); // the ones that failed least go first
+    expect(await failuresOf()).toEqual([1, 1, 0]);
+  });
+
+  it('counts failed matches on the operation row: fresh sweeps (a restart, another replica) fail it at the third', async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await poison(op.id);
+    for (let i = 0; i < 2; i++) await sweep().runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 2 });
+    await sweep().runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: poison/) });
+  });
+
+  it('a match that succeeds clears the count: only failures in a row fail an operation', async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await poison(op.id);
+    await sweep().runOnce(NOW);
+    await db.dataSource.query(`TRUNCATE poisoned_operations`);
+    await sweep({ chunksPerRun: 0 }).runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'running', failures: 0 });
   });
 
   it("cancels the tenant's unstarted jobs that match, in chunks, and nothing else", async () => {

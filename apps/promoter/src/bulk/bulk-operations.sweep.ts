@@ -10,6 +10,8 @@ export interface BulkOperationsOptions {
   maxJobs: number;
   /** Chunks applied per run, over all operations; the runner calls again at once while any are left. */
   chunksPerRun: number;
+  /** No match starts once a run has taken this long (MATCH_BUDGET_MS when absent); one always may. */
+  matchBudgetMs?: number;
 }
 
 export interface BulkOperationsResult extends SweepResult {
@@ -21,9 +23,16 @@ export interface BulkOperationsResult extends SweepResult {
 /** Open operations looked at per run: older ones first, the rest next run. */
 const OPEN_PER_RUN = 100;
 /**
+ * A match may read a tenant's millions of rows up to the statement timeout (30 s), so a run
+ * starts matches only for its first second: a few slow ones no longer keep every operation's
+ * chunks waiting, nor make the run look wedged. The rest are matched in the next runs.
+ */
+const MATCH_BUDGET_MS = 1000;
+/**
  * An operation whose match or chunk failed this many runs in a row fails, with the error as its
  * reason. Until then it is skipped for the run, and the others go on: one operation whose match
- * hit the statement timeout aborted every run, and stayed first in line.
+ * hit the statement timeout aborted every run, and stayed first in line. The count is the
+ * operation row's (`failures`), so restarts and replicas share it.
  */
 const FAILURES_TO_FAIL = 3;
 
@@ -40,8 +49,6 @@ const FAILURES_TO_FAIL = 3;
 export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   readonly name = 'bulk_operations' as const;
   private rotation = 0;
-  /** Runs in a row in which an operation's step failed (this replica's count). */
-  private readonly failures = new Map<string, number>();
 
   constructor(
     private readonly repo: BulkOperationsRepository,
@@ -53,18 +60,22 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
 
   async runOnce(now: Date): Promise<BulkOperationsResult> {
     const at = runningFrom(now); // a run may match and apply for seconds
+    const started = Date.now();
+    const budget = this.o.matchBudgetMs ?? MATCH_BUDGET_MS;
     const ops = await this.repo.open(OPEN_PER_RUN);
-    for (const id of this.failures.keys()) if (!ops.some((op) => op.id === id)) this.failures.delete(id); // ended elsewhere
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
-    const turns: { op: BulkOperationRecord; next: number }[] = [];
-    for (const op of ops) {
-      if (op.state === 'pending') {
-        const state = await this.step(op, 'match', () => this.repo.match(op, this.o.maxJobs));
-        if (state === undefined || state === null) continue; // failed this run, or another replica is matching it
-        result.matched++;
-        this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state }, 'bulk operation matched');
-        if (state === 'running') turns.push({ op, next: 0 });
-      } else turns.push({ op, next: op.nextChunk });
+    const turns: { op: BulkOperationRecord; next: number }[] = ops.filter((op) => op.state === 'running').map((op) => ({ op, next: op.nextChunk }));
+    // Ones that have failed least go first: a failing match does not hold the others behind it.
+    const pending = ops.filter((op) => op.state === 'pending').sort((x, y) => x.failures - y.failures);
+    let tried = 0;
+    for (const op of pending) {
+      if (tried > 0 && Date.now() - started >= budget) break;
+      tried++;
+      const state = await this.step(op, 'match', () => this.repo.match(op, this.o.maxJobs));
+      if (state === undefined || state === null) continue; // failed this run, or another replica is matching it
+      result.matched++;
+      this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state }, 'bulk operation matched');
+      if (state === 'running') turns.push({ op, next: 0 });
     }
     // Each run starts its turns one operation further on, so with more open operations than
     // chunks per run every one still gets a turn every few runs.
@@ -79,7 +90,7 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
         else turns.splice(turns.indexOf(turn), 1);
       }
     }
-    return { ...result, more: turns.length > 0 || ops.length === OPEN_PER_RUN };
+    return { ...result, more: turns.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
   }
 
   /**
@@ -89,20 +100,14 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
    */
   private async step<T>(op: BulkOperationRecord, what: 'match' | 'apply', run: () => Promise<T>): Promise<T | undefined> {
     try {
-      const out = await run();
-      this.failures.delete(op.id);
-      return out;
+      return await run(); // a step that succeeds resets the row's count in the same statement
     } catch (err) {
       if (isDependencyAway(err)) throw err;
       // A deadlock or serialization failure is the moment's, not the operation's: next run.
       if (isConflict(err)) return undefined;
-      const n = (this.failures.get(op.id) ?? 0) + 1;
+      const n = await this.repo.countFailure(op.id);
       this.log.warn({ err, operationId: op.id, tenantId: op.tenantId, failures: n }, `bulk operation ${what} failed; the others go on`);
-      if (n < FAILURES_TO_FAIL) {
-        this.failures.set(op.id, n);
-        return undefined;
-      }
-      this.failures.delete(op.id);
+      if (n === null || n < FAILURES_TO_FAIL) return undefined; // null: it ended elsewhere
       const reason = err instanceof Error ? err.message : String(err);
       await this.repo.fail(op.id, `its ${what} failed ${n} times in a row: ${reason.slice(0, 500)}`);
       this.metrics?.setAside.inc({ statement: `bulk_${what}` });

@@ -219,6 +219,7 @@ const SCHEMA = [
   `CREATE TABLE bulk_operations (
      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
      tenant_id integer NOT NULL REFERENCES tenants (id),
+     key text,
      action text NOT NULL CHECK (action IN ('cancel', 'reschedule')),
      filter jsonb NOT NULL,
      change jsonb,
@@ -231,10 +232,16 @@ const SCHEMA = [
      next_chunk integer NOT NULL DEFAULT 0,
      changed integer NOT NULL DEFAULT 0,
      skipped integer NOT NULL DEFAULT 0,
+     -- Runs in a row whose match or chunk failed; at 3 the sweep fails the operation. Kept here,
+     -- not in a replica's memory, so a restart or another replica goes on counting.
+     failures integer NOT NULL DEFAULT 0,
      error text
    )`,
   `CREATE INDEX bulk_operations_open ON bulk_operations (id) WHERE state IN ('pending', 'running')`,
   `CREATE INDEX bulk_operations_tenant ON bulk_operations (tenant_id, id)`,
+  // A request's optional key: a resend (after a 503 at the deadline, say) finds its operation
+  // instead of making a second one that moves the same jobs again.
+  `CREATE UNIQUE INDEX bulk_operations_key ON bulk_operations (tenant_id, key) WHERE key IS NOT NULL`,
   `CREATE TABLE bulk_operation_chunks (
      operation_id bigint NOT NULL REFERENCES bulk_operations (id) ON DELETE CASCADE,
      chunk integer NOT NULL,

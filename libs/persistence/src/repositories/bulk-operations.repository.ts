@@ -9,6 +9,8 @@ import { MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql
 export interface BulkOperationRecord {
   id: string;
   tenantId: number;
+  /** The request's idempotency key, unique per tenant; null when it gave none. */
+  key: string | null;
   action: BulkAction;
   filter: BulkFilter;
   change: BulkChange | null;
@@ -25,12 +27,15 @@ export interface BulkOperationRecord {
   changed: number;
   /** Matched jobs that had started or finished by the time their chunk ran. */
   skipped: number;
+  /** Runs in a row in which its match or a chunk failed (reset by the next that succeeds). */
+  failures: number;
   error: string | null;
 }
 
 interface OperationRow {
   id: string;
   tenant_id: number;
+  key: string | null;
   action: BulkAction;
   filter: Record<string, unknown>;
   change: Record<string, unknown> | null;
@@ -43,6 +48,7 @@ interface OperationRow {
   next_chunk: number;
   changed: number;
   skipped: number;
+  failures: number;
   error: string | null;
 }
 
@@ -76,12 +82,26 @@ export class BulkOperationsRepository {
 
   /** Accepts an operation; null when the tenant already has `maxOpen` pending or running. */
   async create(tenantId: number, action: BulkAction, filter: BulkFilter, change: BulkChange | null, maxOpen: number): Promise<BulkOperationRecord | null> {
+    return (await this.createOnce(tenantId, action, filter, change, maxOpen, null))?.op ?? null;
+  }
+
+  /**
+   * As create; with a `key` the tenant used before, the operation it names instead (`created:
+   * false`, whatever that one asked for: the caller compares), over the limit or not.
+   */
+  async createOnce(
+    tenantId: number, action: BulkAction, filter: BulkFilter, change: BulkChange | null, maxOpen: number, key: string | null,
+  ): Promise<{ op: BulkOperationRecord; created: boolean } | null> {
     // Serialised per tenant, so concurrent requests cannot all see the count below the limit
-    // (the INSERT's own snapshot is taken after the lock).
+    // (the INSERT's own snapshot is taken after the lock), nor both miss the same key.
     return this.db.transaction(async (tx) => {
       await sql(tx, `SELECT pg_advisory_xact_lock($1, $2)`, [BULK_CREATE_LOCK, tenantId]);
-      const { rows } = await sql<OperationRow>(tx, CREATE_BULK_OPERATION_SQL, [tenantId, action, JSON.stringify(filter), change && JSON.stringify(change), maxOpen]);
-      return rows[0] ? toRecord(rows[0]) : null;
+      if (key !== null) {
+        const { rows: found } = await sql<OperationRow>(tx, `SELECT ${BULK_OPERATION_COLUMNS} FROM bulk_operations WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
+        if (found[0]) return { op: toRecord(found[0]), created: false };
+      }
+      const { rows } = await sql<OperationRow>(tx, CREATE_BULK_OPERATION_SQL, [tenantId, action, JSON.stringify(filter), change && JSON.stringify(change), maxOpen, key]);
+      return rows[0] ? { op: toRecord(rows[0]), created: true } : null;
     });
   }
 
@@ -121,7 +141,7 @@ export class BulkOperationsRepository {
         const next: BulkState = matched === 0 ? 'done' : 'running';
         await sql(
           tx,
-          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(),
+          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(), failures = 0,
                   finished_at = CASE WHEN $4 = 'done' THEN now() END WHERE id = $1`,
           [op.id, matched, rows.length, next],
         );
@@ -143,6 +163,16 @@ export class BulkOperationsRepository {
     if (!r) return { applied: false };
     const hot = r.hot.map((h) => ({ id: h.id, dueMs: Date.parse(h.runAt), kind: h.kind }));
     return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, hot };
+  }
+
+  /** Counts a run in which the operation's step failed; the count, or null if it has ended. */
+  async countFailure(id: string): Promise<number | null> {
+    const { rows } = await sql<{ failures: number }>(
+      this.db,
+      `UPDATE bulk_operations SET failures = failures + 1 WHERE id = $1 AND state IN ('pending', 'running') RETURNING failures`,
+      [id],
+    );
+    return rows[0]?.failures ?? null;
   }
 
   async fail(id: string, error: string): Promise<void> {
@@ -169,8 +199,9 @@ function toRecord(r: OperationRow): BulkOperationRecord {
   const c = r.change;
   const change: BulkChange | null = !c ? null : typeof c.runAt === 'string' ? { runAt: new Date(c.runAt) } : { shiftBySeconds: Number(c.shiftBySeconds) };
   return {
-    id: r.id, tenantId: r.tenant_id, action: r.action, filter, change, state: r.state,
+    id: r.id, tenantId: r.tenant_id, key: r.key, action: r.action, filter, change, state: r.state,
     createdAt: r.created_at, startedAt: r.started_at, finishedAt: r.finished_at,
-    matched: r.matched, chunks: r.chunks, nextChunk: r.next_chunk, changed: r.changed, skipped: r.skipped, error: r.error,
+    matched: r.matched, chunks: r.chunks, nextChunk: r.next_chunk, changed: r.changed, skipped: r.skipped,
+    failures: r.failures, error: r.error,
   };
 }
