@@ -382,7 +382,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel every job that matches a filter and has not started
-         * @description Runs in the background (the promoter), in chunks of 5,000 jobs; follow it with GET /v1/operations/:id.
+         * @description Runs in the background (the promoter), in chunks of 5,000 jobs; follow it with GET /v1/operations/:id. With a `key`, safe to resend.
          */
         post: operations["OperationsController_bulkCancel"];
         delete?: never;
@@ -402,7 +402,7 @@ export interface paths {
         put?: never;
         /**
          * Move every job that matches a filter and has not started
-         * @description Runs in the background (the promoter), in chunks of 5,000 jobs; follow it with GET /v1/operations/:id. Each job is re-tiered by its new time.
+         * @description Runs in the background (the promoter), in chunks of 5,000 jobs; follow it with GET /v1/operations/:id. With a `key`, safe to resend. Each job is re-tiered by its new time.
          */
         post: operations["OperationsController_bulkReschedule"];
         delete?: never;
@@ -1322,12 +1322,22 @@ export interface components {
             state?: "scheduled" | "queued";
         };
         BulkCancelDto: {
+            /**
+             * @description Makes the request safe to resend (unique per tenant, as a job key): the same request again answers the operation it made (200); another request under the key is a 409. Kept as long as the operation.
+             * @example campaign-2026-12-cancel
+             */
+            key?: string;
             /** @description At least one field. */
             filter: components["schemas"]["BulkFilterDto"];
         };
         OperationDto: {
             /** @example 42 */
             id: string;
+            /**
+             * @description The request's key, when it gave one.
+             * @example campaign-2026-12-cancel
+             */
+            key?: string;
             /** @enum {string} */
             action: "cancel" | "reschedule";
             /**
@@ -1364,6 +1374,11 @@ export interface components {
             error: string | null;
         };
         BulkRescheduleDto: {
+            /**
+             * @description Makes the request safe to resend (unique per tenant, as a job key): the same request again answers the operation it made (200); another request under the key is a 409. Kept as long as the operation.
+             * @example campaign-2026-12-cancel
+             */
+            key?: string;
             /** @description At least one field. */
             filter: components["schemas"]["BulkFilterDto"];
             /**
@@ -3207,6 +3222,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The same request with this key was made before: its operation, as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationDto"];
+                };
+            };
             /** @description Accepted: the operation, pending */
             202: {
                 headers: {
@@ -3226,6 +3250,15 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The key names an operation with a different action, filter, runAt or shiftBySeconds (rule `conflict`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3266,6 +3299,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The same request with this key was made before: its operation, as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationDto"];
+                };
+            };
             /** @description Accepted: the operation, pending */
             202: {
                 headers: {
@@ -3285,6 +3327,15 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The key names an operation with a different action, filter, runAt or shiftBySeconds (rule `conflict`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
