@@ -11,7 +11,7 @@ export function expectedFailure(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
   if (err instanceof DomainValidationError) return invalid([{ field: err.field, rule: err.rule, message: err.message }]);
   if (isTransientDependencyError(err)) {
-    return unavailable('the database or the queue is not answering in time; retry shortly (the same job key is safe to resend)');
+    return unavailable('the database or the queue is not answering in time; retry shortly (a request with the same key is safe to resend)');
   }
   return null;
 }

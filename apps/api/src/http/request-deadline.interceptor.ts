@@ -46,7 +46,7 @@ export class RequestDeadlineInterceptor implements NestInterceptor {
     const req = http.getRequest<TimedRequest>();
     const ms = this.settings.requestTimeoutMs + this.waitMs(context);
     const left = Math.max(1, Math.ceil(ms - deadlineElapsedMs(req, http.getResponse<FastifyReply>().elapsedTime ?? 0)));
-    const late = () => unavailable(`not answered within ${ms} ms; retry shortly (the same job key is safe to resend)`);
+    const late = () => unavailable(`not answered within ${ms} ms; retry shortly (a request with the same key is safe to resend)`);
     req.deadline = AbortSignal.timeout(left);
     return next.handle().pipe(
       timeout(left),

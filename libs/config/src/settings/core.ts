@@ -134,7 +134,7 @@ export const CORE_SETTINGS = {
     defaultText: 'empty (no proxy trusted)',
     readers: EVERY_ROLE,
     meaning:
-      'the proxies (an ingress controller\'s pod range) whose `X-Forwarded-For` names the client: the per-address limits (wrong admin tokens, key lookups, console sign-ins) then count clients, not the proxy. Unset behind a proxy, every client shares the proxy\'s budget',
+      'the proxies (an ingress controller\'s pod range) whose `X-Forwarded-For` names the client: the per-address limits (wrong admin tokens, key lookups, console sign-ins) then count clients, not the proxy, and the console\'s origin check reads their `X-Forwarded-Host`. Unset behind a proxy, every client shares the proxy\'s budget',
   },
   ALMANAC_HTTP_REQUEST_TIMEOUT_MS: {
     type: 'ms',
