@@ -107,14 +107,22 @@ export class JobsApi<P extends object> {
     return (await this.http.request<Job>({ method: 'POST', path: `${path(id)}/retry`, body: change, idempotent: false, ...options })).body;
   }
 
-  /** Starts cancelling every not-yet-started job that matches; follow the operation with operations.get(id). */
-  async bulkCancel(filter: BulkFilter, options?: CallOptions): Promise<Operation> {
-    return (await this.http.request<Operation>({ method: 'POST', path: '/v1/jobs/bulk-cancel', body: { filter }, idempotent: false, ...options })).body;
+  /**
+   * Starts cancelling every not-yet-started job that matches; follow the operation with
+   * operations.get(id). With a `key` a resend answers the same operation, so it is retried after a 503.
+   */
+  async bulkCancel(filter: BulkFilter, options?: CallOptions & { key?: string }): Promise<Operation> {
+    const { key, ...call } = options ?? {};
+    const body = key === undefined ? { filter } : { filter, key };
+    return (await this.http.request<Operation>({ method: 'POST', path: '/v1/jobs/bulk-cancel', body, idempotent: key !== undefined, ...call })).body;
   }
 
-  /** Starts moving every not-yet-started job that matches, to `runAt` or by `shiftBySeconds`. */
+  /**
+   * Starts moving every not-yet-started job that matches, to `runAt` or by `shiftBySeconds`.
+   * Without a `key` it is never retried after a 503: a shift that went through would move the
+   * jobs twice. With one, a resend answers the same operation.
+   */
   async bulkReschedule(change: BulkReschedule, options?: CallOptions): Promise<Operation> {
-    // A shift replayed after a 503 would move the jobs twice: never retried then.
-    return (await this.http.request<Operation>({ method: 'POST', path: '/v1/jobs/bulk-reschedule', body: change, idempotent: false, ...options })).body;
+    return (await this.http.request<Operation>({ method: 'POST', path: '/v1/jobs/bulk-reschedule', body: change, idempotent: change.key !== undefined, ...options })).body;
   }
 }

@@ -43,6 +43,21 @@ describe('@almanac/client: requests as it sends them (no server)', () => {
     expect(delays).toEqual([]);
   });
 
+  it('retries a bulk operation after a 503 only when it has a key (a resend then answers the same operation)', async () => {
+    const operation = { id: '7', state: 'pending' };
+    for (const [send, sent] of [
+      [(c: ReturnType<typeof createClient>) => c.jobs.bulkReschedule({ filter: { kind: 'email' }, shiftBySeconds: 3600, key: 'move-1' }), 2],
+      [(c: ReturnType<typeof createClient>) => c.jobs.bulkReschedule({ filter: { kind: 'email' }, shiftBySeconds: 3600 }), 1],
+      [(c: ReturnType<typeof createClient>) => c.jobs.bulkCancel({ kind: 'email' }, { key: 'stop-1' }), 2],
+      [(c: ReturnType<typeof createClient>) => c.jobs.bulkCancel({ kind: 'email' }), 1],
+    ] as const) {
+      const { calls, fetch } = scripted({ status: 503, body: error(503, 'busy'), retryAfter: '1' }, { status: 200, body: operation });
+      const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, delay: async () => undefined });
+      await send(client).catch(() => undefined);
+      expect(calls).toHaveLength(sent);
+    }
+  });
+
   it('still retries a schedule delete after a 429, which is refused before any work', async () => {
     const { calls, fetch } = scripted({ status: 429, body: error(429, 'slow down'), retryAfter: '1' }, { status: 200, body: schedule });
     const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, delay: async () => undefined });
