@@ -6,7 +6,6 @@ import type { MetricsService } from './metrics.service';
  * recurring, bulk_match, bulk_apply (the promoter).
  */
 export const SET_ASIDE_STATEMENTS = ['completion', 'claim', 'promotion', 'retention', 'recurring', 'bulk_match', 'bulk_apply'] as const;
-export type SetAsideStatement = (typeof SET_ASIDE_STATEMENTS)[number];
 
 /**
  * Items a shared statement or sweep set aside so everyone else's work went on: an outcome
