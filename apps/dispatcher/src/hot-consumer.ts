@@ -99,7 +99,7 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
    * A window's reads and writes that Redis refuses go again, as a refused push does (retryHandOff).
    */
   private async handOver(data: EnvelopeData): Promise<number> {
-    const [now, hostMs] = [this.clock.now(), this.clock.local.now().getTime()];
+    const [now, hostMs, addedAtMs] = [this.clock.now(), this.clock.local.now().getTime(), Date.now()]; // BullMQ's clock: the host's
     const windowStart = data.w;
     if (windowStart === undefined && data.l <= Math.max(now.getTime(), hostMs) + HANDOFF_WITHIN_MS) {
       const flows = flowsOf(data);
@@ -112,7 +112,7 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     // is not added twice while its envelopes wait; one already handed over and removed is, and
     // the claim drops the second hint) and a window's rows go to no window (open, or inside the
     // fine horizon).
-    await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs: Math.min(now.getTime(), hostMs) }));
+    await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs: Math.min(now.getTime(), addedAtMs) }));
     if (windowStart !== undefined) await retryHandOff(() => this.hotQueue.windows.clear(windowStart));
     return 0;
   }
