@@ -150,7 +150,7 @@ describe('worker executor', () => {
     expect((await h.attempts(ids[8]))[0]).toMatchObject({ outcome: 'succeeded', error: expect.stringContaining('could not be stored (SQLSTATE 22032)') });
     expect(await h.job(ids[9])).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('TypeError: the handler returned an object with type "done"') });
     const aside = await w.metrics.setAside.get();
-    expect(aside.values).toEqual([expect.objectContaining({ labels: { statement: 'completion' }, value: 3 })]);
+    expect(aside.values.filter((v) => v.value > 0)).toEqual([expect.objectContaining({ labels: { statement: 'completion' }, value: 3 })]);
   });
 
   it("a job whose claim Postgres refuses on a value is set aside (dead, set_aside) and every job batched with it, of any tenant, runs", async () => {
@@ -170,7 +170,7 @@ describe('worker executor', () => {
       for (const [i, id] of ids.entries()) if (i !== 5) expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
       expect(await h.job(ids[5])).toMatchObject({ state: 'x', attempts: 0, last_error: expect.stringContaining('(SQLSTATE 22003)') });
       const aside = await w.metrics.setAside.get();
-      expect(aside.values).toEqual([expect.objectContaining({ labels: { statement: 'claim' }, value: 1 })]);
+      expect(aside.values.filter((v) => v.value > 0)).toEqual([expect.objectContaining({ labels: { statement: 'claim' }, value: 1 })]);
     } finally {
       await h.ds.query(`DROP TRIGGER refuse_poison ON jobs; DROP FUNCTION refuse_poison()`);
     }

@@ -76,7 +76,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
       await s.runOnce(NOW);
       expect(await read(a, opA.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/apply failed 3 times in a row: .*lock/) });
       expect(await statesOf(db.dataSource, blocked)).toEqual({ s: 5 });
-      expect((await metrics.setAside.get()).values).toEqual([expect.objectContaining({ labels: { statement: 'bulk_apply' }, value: 1 })]);
+      expect((await metrics.setAside.get()).values.filter((v) => v.value > 0)).toEqual([expect.objectContaining({ labels: { statement: 'bulk_apply' }, value: 1 })]);
     } finally {
       await holder.rollbackTransaction();
       await holder.release();

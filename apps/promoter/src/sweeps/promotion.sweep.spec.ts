@@ -51,7 +51,7 @@ describe('PromotionSweep (Postgres + Redis)', () => {
       expect(await inQueue(queue, [...a, ...b])).toBe(60);
       const [row] = await db.dataSource.query(`SELECT state, last_error FROM jobs WHERE id = $1`, [poison]);
       expect(row).toEqual({ state: 'x', last_error: expect.stringContaining('in its promotion (SQLSTATE 22003)') });
-      expect((await metrics.setAside.get()).values).toEqual([expect.objectContaining({ labels: { statement: 'promotion' }, value: 1 })]);
+      expect((await metrics.setAside.get()).values.filter((v) => v.value > 0)).toEqual([expect.objectContaining({ labels: { statement: 'promotion' }, value: 1 })]);
       expect((await sweep().runOnce(NOW)).promoted).toBe(0); // nothing left behind, nothing wedged
     } finally {
       await db.dataSource.query(`DROP TRIGGER refuse_poison ON jobs; DROP FUNCTION refuse_poison()`);
