@@ -125,6 +125,20 @@ describe('RetentionSweep (Postgres)', () => {
     expect(ids).not.toEqual(expect.arrayContaining(gone));
   });
 
+  it("removes the tenant's signing secrets that stopped being live before its cutoff; live ones and another tenant's stay", async () => {
+    const secret = async (tenantId: number, expiredDaysAgo: number | null) =>
+      (await db.dataSource.query<{ id: number }[]>(
+        `INSERT INTO tenant_signing_secrets (tenant_id, secret, expires_at) VALUES ($1, 'whsec_test', $2) RETURNING id`,
+        [tenantId, expiredDaysAgo === null ? null : at(-expiredDaysAgo * DAY)],
+      ))[0].id;
+    await secret(a, 31);
+    const kept = [await secret(a, 29), await secret(a, -1), await secret(a, null), await secret(b, 45)];
+    await db.dataSource.query(`UPDATE tenants SET retention_seconds = $2 WHERE id = $1`, [b, 60 * 86_400]);
+    await sweep().runOnce(NOW);
+    const ids = (await db.dataSource.query<{ id: number }[]>(`SELECT id FROM tenant_signing_secrets ORDER BY id`)).map((r) => r.id);
+    expect(ids).toEqual(kept);
+  });
+
   it("keeps each tenant's own retention, and a replay of a removed key gets what happened unless the tenant frees keys", async () => {
     await db.dataSource.query(`UPDATE tenants SET retention_seconds = 3600 WHERE id = $1`, [a]);
     await db.dataSource.query(`UPDATE tenants SET retention_seconds = 7200, frees_keys = true WHERE id = $1`, [b]);

@@ -151,7 +151,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     return freed;
   }
 
-  /** One tenant's expired rows, up to `budget`; then its expired effect records, bulk operations and unused schedule payloads. */
+  /** One tenant's expired rows, up to `budget`; then its expired effect records, bulk operations, unused schedule payloads and signing secrets. */
   private async drain(policy: RetentionPolicy, now: Date, budget: number): Promise<{ removed: number; behindSeconds: number }> {
     const cutoff = retentionCutoff(now, policy.retentionSeconds);
     const day = utcDay(now);
@@ -178,6 +178,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeAbandonedEffects(policy.tenantId, cutoff, this.o.batchSize);
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredBulkOperations(policy.tenantId, cutoff, this.o.batchSize);
     for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeUnusedSchedulePayloads(policy.tenantId, this.o.batchSize);
+    await this.repo.removeExpiredSigningSecrets(policy.tenantId, cutoff);
     return { removed, behindSeconds: 0 };
   }
 }

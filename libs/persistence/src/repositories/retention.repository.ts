@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
 import { REMOVE_EXPIRED_BULK_OPERATIONS_SQL } from '../statements/remove-expired-bulk-operations.sql';
+import { REMOVE_EXPIRED_SIGNING_SECRETS_SQL } from '../statements/remove-expired-signing-secrets.sql';
 import { REMOVE_ABANDONED_EFFECTS_SQL } from '../statements/remove-abandoned-effects.sql';
 import { REMOVE_EXPIRED_EFFECTS_SQL } from '../statements/remove-expired-effects.sql';
 import { EXPIRED_JOB_IDS_SQL, EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
@@ -99,6 +100,12 @@ export class RetentionRepository {
   /** Removes up to `limit` of the tenant's bulk operations that ended before `cutoff`; how many went. */
   async removeExpiredBulkOperations(tenantId: number, cutoff: Date, limit: number, db: Db = this.dataSource): Promise<number> {
     const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_BULK_OPERATIONS_SQL, [tenantId, cutoff, limit]);
+    return rows[0].removed;
+  }
+
+  /** Removes the tenant's signing secrets that stopped being live before `cutoff`; how many went. */
+  async removeExpiredSigningSecrets(tenantId: number, cutoff: Date, db: Db = this.dataSource): Promise<number> {
+    const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_SIGNING_SECRETS_SQL, [tenantId, cutoff]);
     return rows[0].removed;
   }
 
