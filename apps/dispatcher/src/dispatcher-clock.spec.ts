@@ -1,3 +1,4 @@
+import { HOST_AHEAD_TRUSTED_MS } from '@almanac/platform';
 import { noopHandler } from '@almanac/testing/built-in-kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { SkewedClock } from '@almanac/testing/skewed-clock';
@@ -29,5 +30,22 @@ describe('a dispatcher whose clock is off', () => {
     expect((await handed) - dueMs).toBeLessThan(-3000);
     expect(await h.hotIds('delayed')).toEqual([]);
     expect(await h.readyIds()).toEqual([id]);
+  });
+
+  it('60 s fast, trusts its clock only HOST_AHEAD_TRUSTED_MS ahead: a row due later goes back, to come out that long before due', async () => {
+    const fast = new SkewedClock(60_000);
+    h = await createHarness({ handlers: [noopHandler], clock: fast, dispatcherClock: fast });
+    for (let look = 0; look < 20 && Math.abs(h.dispatcherTime.skewMs + 60_000) > 200; look++) await h.observer.runOnce();
+    const handOff = jest.spyOn(h.dispatcher, 'handOff');
+    const dueMs = Date.now() + 61_600;
+    await h.enqueue([{ kind: 'noop', runAt: new Date(dueMs) }]); // out of BullMQ 60 s early, as on such a host
+    const [early] = await h.hotQueue.queue.getDelayed();
+    await early.promote();
+    expect(await h.hot.runOnce()).toBe(0);
+    expect(handOff).not.toHaveBeenCalled();
+    // Stamped HOST_AHEAD_TRUSTED_MS behind BullMQ's clock (the host's), it comes out that long
+    // before due by the host's clock: here, where BullMQ's clock is the database's, due − 10 s.
+    const [resent] = await h.hotQueue.queue.getDelayed();
+    expect(Math.abs(resent.timestamp + (resent.opts.delay ?? 0) - (dueMs - HOST_AHEAD_TRUSTED_MS))).toBeLessThan(300);
   });
 });

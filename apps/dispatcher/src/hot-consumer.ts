@@ -1,4 +1,4 @@
-import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, hintsOf, HANDOFF_WITHIN_MS, HOT_QUEUE_NAME, HotQueue, retryHandOff, tracer } from '@almanac/platform';
+import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, hintsOf, HANDOFF_WITHIN_MS, HOST_AHEAD_TRUSTED_MS, HOT_QUEUE_NAME, HotQueue, retryHandOff, tracer } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
@@ -89,30 +89,28 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
   }
 
   /**
-   * The usual envelope, every row due within HANDOFF_WITHIN_MS: handed over; returns its rows. A
-   * coarse window, or an envelope with rows due later, goes back on the hot queue whole
-   * (envelopesOf: rows already due in envelopes of at most ENVELOPE_MAX_ROWS out at once): a window
-   * opened late can hold a whole burst, and 200,000 rows in one hand-off overflowed the call stack.
-   * BullMQ times envelopes by the host's clock: judged by the later of it and the database's and
-   * sent back stamped by the earlier, rows of a host running fast wait in their pool until due,
-   * where sent back they came out late once its clock was set right (the chaos bench: 4.9 s).
-   * A window's reads and writes that Redis refuses go again, as a refused push does (retryHandOff).
+   * The usual envelope, every row due within HANDOFF_WITHIN_MS (more on a host running ahead:
+   * HOST_AHEAD_TRUSTED_MS): handed over; returns its rows. A coarse window, or an envelope with
+   * rows due later, goes back on the hot queue whole (envelopesOf: rows already due in envelopes
+   * of at most ENVELOPE_MAX_ROWS out at once): a window opened late can hold a whole burst, and
+   * 200,000 rows in one hand-off overflowed the call stack. A window's reads and writes that
+   * Redis refuses go again, as a refused push does (retryHandOff).
    */
   private async handOver(data: EnvelopeData): Promise<number> {
     const [now, hostMs, addedAtMs] = [this.clock.now(), this.clock.local.now().getTime(), Date.now()]; // BullMQ's clock: the host's
+    const ahead = Math.min(Math.max(0, hostMs - now.getTime()), HOST_AHEAD_TRUSTED_MS);
     const windowStart = data.w;
-    if (windowStart === undefined && data.l <= Math.max(now.getTime(), hostMs) + HANDOFF_WITHIN_MS) {
+    if (windowStart === undefined && data.l <= now.getTime() + ahead + HANDOFF_WITHIN_MS) {
       const flows = flowsOf(data);
       await this.dispatcher.handOff(flows, { repair: data.x === 1 });
       return flows.reduce((n, f) => n + f.items.length, 0);
     }
     const hints = windowStart === undefined ? hintsOf(data) : await retryHandOff(() => this.hotQueue.windows.open(windowStart, now.getTime()));
-    // An envelope's own rows need ids of their own (it is still active); a window's are new.
-    // Safe to send again as it was: the same `now` gives the same envelope ids (a try that landed
-    // is not added twice while its envelopes wait; one already handed over and removed is, and
-    // the claim drops the second hint) and a window's rows go to no window (open, or inside the
-    // fine horizon).
-    await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs: Math.min(now.getTime(), addedAtMs) }));
+    // An envelope's own rows need ids of their own (it is still active); a window's are new. Safe
+    // to send again as it was: the same `now` gives the same envelope ids (a try that landed adds
+    // nothing twice while its envelopes wait; one handed over and removed is, and the claim drops
+    // the second hint), and a window's rows go to no window (open, or inside the fine horizon).
+    await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs: addedAtMs - ahead }));
     if (windowStart !== undefined) await retryHandOff(() => this.hotQueue.windows.clear(windowStart));
     return 0;
   }
