@@ -1,5 +1,5 @@
 import { DomainValidationError, describeValue, unstorableJson } from '@almanac/domain';
-import type { FieldIssue } from './api-error';
+import { type FieldIssue, invalid } from './api-error';
 
 /** Collects every problem with a request instead of stopping at the first. */
 export class Issues {
@@ -52,6 +52,13 @@ export function rejectUnknownQuery(query: Record<string, unknown>, known: readon
       issues.add(k, 'unknown_field', `${k} is not a known query parameter (${expected})`);
     }
   }
+}
+
+/** For a GET that takes no query parameters: any is a 400 `unknown_field` (see rejectUnknownQuery). */
+export function refuseQuery(query: Record<string, unknown>): void {
+  const issues = new Issues();
+  rejectUnknownQuery(query, [], issues);
+  if (!issues.ok) throw invalid(issues.list);
 }
 
 export function intInRange(
