@@ -28,7 +28,10 @@ export interface ApiSettings {
   requestRateLimitPerSecond: number;
   /** Bulk operations a tenant may have pending or running at once. */
   maxOpenBulkOperations: number;
-  /** The console's session cookie is `Secure` (sent over TLS only), except to a loopback host. */
+  /**
+   * The console's session cookie is `Secure` (sent over TLS only), whatever the request's host:
+   * ALMANAC_CONSOLE_SECURE_COOKIE alone decides (`false` for plain http).
+   */
   consoleSecureCookie: boolean;
 }
 
