@@ -1,4 +1,4 @@
-import { type Env, readSetting } from '@almanac/platform';
+import { type Env, type OpsModuleOptions, readSetting } from '@almanac/platform';
 
 /** API-only settings, validated at module init (declared in libs/config/src/settings/api.ts). */
 export interface ApiSettings {
@@ -36,6 +36,13 @@ export interface ApiSettings {
 }
 
 export const API_SETTINGS = Symbol('API_SETTINGS');
+
+/**
+ * What the api's `/health/ready` checks: Postgres only. Ready without Redis, so Kubernetes keeps
+ * it in its Service and ingest keeps taking jobs while Redis is away (they wait as scheduled
+ * rows for the promoter to hint).
+ */
+export const API_READY_NEEDS: NonNullable<OpsModuleOptions['readyNeeds']> = ['postgres'];
 
 export function loadApiSettings(env: Env = process.env): ApiSettings {
   const kinds = readSetting(env, 'ALMANAC_KINDS');
