@@ -1,4 +1,4 @@
-import { type Env, readSetting } from '@almanac/platform';
+import { type Env, type OpsModuleOptions, readSetting } from '@almanac/platform';
 
 /** API-only settings, validated at module init (declared in libs/config/src/settings/api.ts). */
 export interface ApiSettings {
@@ -28,11 +28,21 @@ export interface ApiSettings {
   requestRateLimitPerSecond: number;
   /** Bulk operations a tenant may have pending or running at once. */
   maxOpenBulkOperations: number;
-  /** The console's session cookie is `Secure` (sent over TLS only), except to a loopback host. */
+  /**
+   * The console's session cookie is `Secure` (sent over TLS only), whatever the request's host:
+   * ALMANAC_CONSOLE_SECURE_COOKIE alone decides (`false` for plain http).
+   */
   consoleSecureCookie: boolean;
 }
 
 export const API_SETTINGS = Symbol('API_SETTINGS');
+
+/**
+ * What the api's `/health/ready` checks: Postgres only. Ready without Redis, so Kubernetes keeps
+ * it in its Service and ingest keeps taking jobs while Redis is away (they wait as scheduled
+ * rows for the promoter to hint).
+ */
+export const API_READY_NEEDS: NonNullable<OpsModuleOptions['readyNeeds']> = ['postgres'];
 
 export function loadApiSettings(env: Env = process.env): ApiSettings {
   const kinds = readSetting(env, 'ALMANAC_KINDS');

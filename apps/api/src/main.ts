@@ -1,5 +1,5 @@
 import { bootstrapRole } from '@almanac/platform';
+import { API_READY_NEEDS } from './api-settings';
 import { ApiModule } from './api.module';
 
-// Ready without Redis: ingest keeps taking jobs while it is away (they wait as scheduled rows).
-void bootstrapRole([ApiModule], { role: 'api', readyNeeds: ['postgres'] });
+void bootstrapRole([ApiModule], { role: 'api', readyNeeds: API_READY_NEEDS });

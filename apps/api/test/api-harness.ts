@@ -4,6 +4,7 @@ import request from 'supertest';
 import { registerBuiltInKinds } from '@almanac/testing/built-in-kinds';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
+import { API_READY_NEEDS } from '../src/api-settings';
 import { ApiModule } from '../src/api.module';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -44,7 +45,7 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
   };
   // Feature settings are read from process.env when the module graph is built.
   Object.assign(process.env, fullEnv);
-  const app = await createRoleApp([ApiModule], { config: loadConfig(fullEnv), role: 'api' });
+  const app = await createRoleApp([ApiModule], { config: loadConfig(fullEnv), role: 'api', readyNeeds: API_READY_NEEDS });
   await app.listen(0, '127.0.0.1');
   // One listening server: supertest on a bare http.Server would listen anew per request.
   const server = (await app.getUrl()).replace('[::1]', '127.0.0.1');
@@ -72,7 +73,7 @@ export async function startApi(env: Record<string, string> = {}): Promise<ApiHar
       return { id: created.id, apiKey: created.apiKey };
     },
     async replica() {
-      const other = await createRoleApp([ApiModule], { config: loadConfig(fullEnv), role: 'api' });
+      const other = await createRoleApp([ApiModule], { config: loadConfig(fullEnv), role: 'api', readyNeeds: API_READY_NEEDS });
       await other.listen(0, '127.0.0.1');
       replicas.push(other);
       const url = (await other.getUrl()).replace('[::1]', '127.0.0.1');

@@ -1,4 +1,4 @@
-import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
+import { ADMIN_TOKEN, type ApiHarness, DAY, inMs, startApi } from './api-harness';
 
 /** Reads by key accept every key a job can have; reads by id refuse parameters they do not know. */
 describe('key lookups and query parameters', () => {
@@ -49,5 +49,21 @@ describe('key lookups and query parameters', () => {
     const next = await h.http().get(`/v1/schedules/${s.body.id}/next?cuont=3`).set(auth).expect(400);
     expect(next.body.details).toEqual([expect.objectContaining({ field: 'cuont', rule: 'unknown_field' })]);
     expect((await h.http().get(`/v1/schedules/${s.body.id}/next?count=3`).set(auth).expect(200)).body.items).toHaveLength(3);
+  });
+
+  it('GETs that take no query parameter refuse any, naming it (they used to ignore it)', async () => {
+    const s = await h.http().post('/v1/schedules').set(auth).send({ key: 'plain', kind: 'noop', cron: '0 * * * *', timezone: 'UTC' }).expect(201);
+    const op = await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ filter: { kind: 'noop' } }).expect(202);
+    const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+    const routes: [string, { Authorization: string }][] = [
+      [`/v1/schedules/${s.body.id}`, auth], [`/v1/operations/${op.body.id}`, auth], ['/v1/kinds', auth],
+      [`/v1/admin/tenants/${tenantId}`, admin], [`/v1/admin/tenants/${tenantId}/signing-secrets`, admin],
+    ];
+    for (const [path, as] of routes) {
+      const res = await h.http().get(`${path}?limit=5`).set(as);
+      expect({ path, status: res.status, details: res.body.details }).toEqual({ path, status: 400, details: [expect.objectContaining({ field: 'limit', rule: 'unknown_field' })] });
+      expect(res.body.details[0].message).toContain('it takes none');
+      await h.http().get(path).set(as).expect(200);
+    }
   });
 });

@@ -20,6 +20,12 @@ describe('ingest with Redis down', () => {
   });
   afterAll(() => h.close());
 
+  it('stays ready, so Kubernetes keeps it in its Service: /health/ready checks Postgres only (API_READY_NEEDS)', async () => {
+    const res = await h.http().get('/health/ready').expect(200);
+    expect(res.body).toMatchObject({ status: 'ok', details: { postgres: { status: 'up' } } });
+    expect(res.body.details.redis).toBeUndefined();
+  });
+
   const state = async (id: string): Promise<string | undefined> => {
     const rows: { state: string }[] = await h.db.dataSource.query(`SELECT state FROM jobs WHERE id = $1`, [id]);
     return rows[0]?.state;

@@ -95,8 +95,9 @@ export class RequestTimeoutError extends Error {
 }
 
 /**
- * An id the API cannot have given (its ids are strings of digits), thrown before any request:
- * sent, `''`, `'.'` or `'..'` would reach another route (the list) and answer something else.
+ * An id the API cannot have given (its ids are strings of digits; a JavaScript caller's safe
+ * non-negative integer passes too), thrown before any request: sent, `''`, `'.'` or `'..'`
+ * would reach another route (the list) and answer something else.
  */
 export class InvalidIdError extends Error {
   override name = 'InvalidIdError';
@@ -106,12 +107,17 @@ export class InvalidIdError extends Error {
     readonly resource: string,
     readonly id: unknown,
   ) {
-    super(`${resource} id must be a string of digits, got ${typeof id === 'string' ? JSON.stringify(id) : String(id)}`);
+    super(`${resource} id must be a string of digits or a safe non-negative integer, got ${typeof id === 'string' ? JSON.stringify(id) : String(id)}`);
   }
 }
 
-/** `/v1/<collection>/<id>` for an id the API gave; InvalidIdError for anything else. */
+/**
+ * `/v1/<collection>/<id>` for an id the API gave; InvalidIdError for anything else. A safe
+ * non-negative integer is taken as its decimal string: JavaScript callers passing `42` worked
+ * before ids were checked, and keep working.
+ */
 export function idPath(collection: string, resource: string, id: unknown): string {
+  if (typeof id === 'number' && Number.isSafeInteger(id) && id >= 0) return `/v1/${collection}/${String(id)}`;
   if (typeof id !== 'string' || !/^[0-9]+$/.test(id)) throw new InvalidIdError(resource, id);
   return `/v1/${collection}/${id}`;
 }

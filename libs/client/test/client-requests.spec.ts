@@ -24,12 +24,26 @@ describe('@almanac/client: requests as it sends them (no server)', () => {
       () => client.schedules.nextRuns('%2e'), () => client.operations.get(' 1'), () => client.jobs.waitFor('1.5', 1)]) {
       const e = await call().then(() => undefined, (err: unknown) => err);
       expect(e).toBeInstanceOf(InvalidIdError);
-      expect((e as InvalidIdError).message).toMatch(/^(job|schedule|operation) id must be a string of digits, got "/);
+      expect((e as InvalidIdError).message).toMatch(/^(job|schedule|operation) id must be a string of digits or a safe non-negative integer, got "/);
     }
     expect((await client.jobs.get('').catch((e: InvalidIdError) => e)) as InvalidIdError).toMatchObject({ resource: 'job', id: '' });
     expect(calls).toEqual([]);
     await client.jobs.get('1234567890123');
     expect(calls.map((c) => c.url)).toEqual(['http://api/v1/jobs/1234567890123']);
+  });
+
+  it("takes a JavaScript caller's safe non-negative integer id as its digits, and refuses other numbers", async () => {
+    const { calls, fetch } = scripted({ status: 200, body: schedule });
+    const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch });
+    const untyped = (id: number) => id as unknown as string; // as plain JavaScript would pass it
+    await client.operations.get(untyped(42));
+    await client.jobs.get(untyped(0));
+    await client.schedules.get(untyped(Number.MAX_SAFE_INTEGER));
+    expect(calls.map((c) => c.url)).toEqual(['http://api/v1/operations/42', 'http://api/v1/jobs/0', `http://api/v1/schedules/${Number.MAX_SAFE_INTEGER}`]);
+    for (const bad of [-1, 1.5, Number.NaN, Infinity, 2 ** 53]) {
+      await expect(client.jobs.get(untyped(bad))).rejects.toMatchObject({ name: 'InvalidIdError', id: bad });
+    }
+    expect(calls).toHaveLength(3);
   });
 
   it('does not retry a schedule delete after a 503: its retry would answer 404 for a delete that went through', async () => {

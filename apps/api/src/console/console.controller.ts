@@ -8,6 +8,7 @@ import { ApiError, invalid } from '../http/api-error';
 import { JobChangesService } from '../jobs/job-changes.service';
 import { JobQueriesService } from '../jobs/job-queries.service';
 import { RequestRateLimiter } from '../rate-limit/request-rate-limiter';
+import { decodeScheduleCursor } from '../schedules/schedule-cursor';
 import { ScheduleRunsService } from '../schedules/schedule-runs.service';
 import { SchedulesService } from '../schedules/schedules.service';
 import { ASSET_URLS, CONSOLE_ASSETS } from './console-assets';
@@ -60,14 +61,10 @@ const RUNS_SHOWN = 30;
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 /**
- * A schedule list's cursor, checked as SchedulesService.list checks it (the base64url of a
- * key, no NUL), so a pause or resume returns to the page it was made from; else undefined.
+ * A schedule list's cursor, checked by the rule GET /v1/schedules uses, so a pause or resume
+ * returns to the page it was made from; else undefined.
  */
-function scheduleCursor(v: unknown): string | undefined {
-  if (typeof v !== 'string' || !/^[A-Za-z0-9_-]{1,1100}$/.test(v)) return undefined;
-  const key = Buffer.from(v, 'base64url').toString('utf8');
-  return key !== '' && !key.includes('\u0000') ? v : undefined;
-}
+const scheduleCursor = (v: unknown): string | undefined => (typeof v === 'string' && decodeScheduleCursor(v) !== null ? v : undefined);
 const notice = (v: unknown): string | undefined => (typeof v === 'string' ? NOTICES.get(v) : undefined);
 
 /**

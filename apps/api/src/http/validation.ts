@@ -1,5 +1,5 @@
 import { DomainValidationError, describeValue, unstorableJson } from '@almanac/domain';
-import type { FieldIssue } from './api-error';
+import { type FieldIssue, invalid } from './api-error';
 
 /** Collects every problem with a request instead of stopping at the first. */
 export class Issues {
@@ -39,6 +39,26 @@ export function rejectUnknown(body: Record<string, unknown>, known: readonly str
   for (const k of Object.keys(body)) {
     if (!known.includes(k)) issues.add(k, 'unknown_field', `${k} is not a known field (expected ${known.join(', ')})`);
   }
+}
+
+/**
+ * Flags query parameters a GET does not know, as `unknown_field` naming each: `?waitsecond=20`
+ * is a 400, not a request answered at once as if the wait had not been asked for.
+ */
+export function rejectUnknownQuery(query: Record<string, unknown>, known: readonly string[], issues: Issues): void {
+  for (const k of Object.keys(query)) {
+    if (!known.includes(k)) {
+      const expected = known.length ? `expected ${known.join(', ')}` : 'it takes none';
+      issues.add(k, 'unknown_field', `${k} is not a known query parameter (${expected})`);
+    }
+  }
+}
+
+/** For a GET that takes no query parameters: any is a 400 `unknown_field` (see rejectUnknownQuery). */
+export function refuseQuery(query: Record<string, unknown>): void {
+  const issues = new Issues();
+  rejectUnknownQuery(query, [], issues);
+  if (!issues.ok) throw invalid(issues.list);
 }
 
 export function intInRange(

@@ -3,9 +3,8 @@ import { AttemptsRepository, isJobIdString, JobQueriesRepository, type JobListFi
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
-import { Issues, queryInt, queryString } from '../http/validation';
+import { Issues, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
 import { decodeCursor, encodeCursor } from './cursor';
-import { rejectUnknownQuery } from './query-params';
 import { JobWaits, MAX_WAIT_SECONDS } from './job-waits';
 import { runAtIn } from './job-input';
 import { attemptView, type AttemptView, jobDetail, jobSummary, type JobSummary } from './job-view';

@@ -1,7 +1,8 @@
-import { Controller, Get, UseGuards } from '@nestjs/common';
+import { Controller, Get, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiProperty, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { TenantAuthGuard } from '../auth/guards';
 import { ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
+import { refuseQuery } from '../http/validation';
 import { KindsService } from './kinds.service';
 
 class KindDto {
@@ -35,7 +36,8 @@ export class KindsController {
   @Get()
   @ApiOperation({ summary: 'The kinds workers have registered', description: 'What POST /v1/jobs accepts, with each payload schema.' })
   @ApiResponse({ status: 200, type: KindListDto })
-  async list(): Promise<KindListDto> {
+  async list(@Query() query: Record<string, unknown>): Promise<KindListDto> {
+    refuseQuery(query);
     await this.kinds.lookup([]);
     return { items: this.kinds.catalog.all().map(({ kind, pool, timeoutMs, payloadSchema }) => ({ kind, pool, timeoutMs, payloadSchema })), nextCursor: null };
   }

@@ -1,9 +1,10 @@
 import type { TenantRecord } from '@almanac/persistence';
-import { Body, Controller, Get, HttpCode, Param, Post, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
+import { refuseQuery } from '../http/validation';
 import { BulkCancelDto, BulkRescheduleDto, OperationDto } from './operation.dto';
 import type { OperationView } from './operation-view';
 import { type AcceptedOperation, OperationsService } from './operations.service';
@@ -54,7 +55,8 @@ export class OperationsController {
   @ApiParam({ name: 'id', example: '42', description: "Operation id (another tenant's id answers 404)." })
   @ApiResponse({ status: 200, type: OperationDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+    refuseQuery(query);
     return this.operations.get(tenant, id);
   }
 }

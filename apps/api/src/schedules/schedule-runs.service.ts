@@ -3,8 +3,7 @@ import { isJobIdString, JobsRepository, SchedulesRepository, ScheduleRunsReposit
 import { Clock } from '@almanac/platform';
 import { Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
-import { Issues, queryInt, queryString } from '../http/validation';
-import { rejectUnknownQuery } from '../jobs/query-params';
+import { Issues, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
 import { formatInZone, parseTiming } from './schedule-input';
 import type { ScheduleRunDto } from './schedule.dto';
 

@@ -3,6 +3,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
+import { refuseQuery } from '../http/validation';
 import type { FastifyReply } from 'fastify';
 import { CreateScheduleDto, OccurrencePreviewDto, ScheduleDto, SchedulePageDto, ScheduleRunPageDto, UpdateScheduleDto } from './schedule.dto';
 import { RUNS_PAGE, RUNS_PAGE_MAX, ScheduleRunsService } from './schedule-runs.service';
@@ -49,7 +50,8 @@ export class SchedulesController {
   @ApiParam(ID)
   @ApiResponse({ status: 200, type: ScheduleDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+    refuseQuery(query);
     return this.schedules.get(tenant, id);
   }
 

@@ -5,10 +5,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
-import { Issues, queryInt, queryString } from '../http/validation';
-import { rejectUnknownQuery } from '../jobs/query-params';
+import { Issues, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
 import { assertRoomForNewKeys, assertStoredBytesRoom } from '../tenants/stored-bytes-quota';
+import { decodeScheduleCursor, encodeScheduleCursor } from './schedule-cursor';
 import { checkPatchedPayload, formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
 
 export const MAX_PREVIEW = 100;
@@ -74,15 +74,15 @@ export class SchedulesService {
     const cursor = queryString(query.cursor, 'cursor', issues);
     let afterKey: string | null = null;
     if (cursor !== undefined) {
-      afterKey = /^[A-Za-z0-9_-]{1,1100}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : null;
-      if (!afterKey || afterKey.includes('\u0000')) issues.add('cursor', 'format', 'cursor is not one this API returned');
+      afterKey = decodeScheduleCursor(cursor);
+      if (afterKey === null) issues.add('cursor', 'format', 'cursor is not one this API returned');
     }
     if (!issues.ok) throw invalid(issues.list);
     const rows = await this.schedules.list(tenant.id, afterKey, limit);
     const last = rows[rows.length - 1];
     return {
       items: rows.map(view),
-      nextCursor: rows.length === limit && last ? Buffer.from(last.key, 'utf8').toString('base64url') : null,
+      nextCursor: rows.length === limit && last ? encodeScheduleCursor(last.key) : null,
     };
   }
 

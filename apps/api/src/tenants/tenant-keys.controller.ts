@@ -5,7 +5,7 @@ import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
 import { invalid, notFound } from '../http/api-error';
 import { ErrorDto } from '../http/error.dto';
-import { Issues, pathId, queryInt, rejectUnknown } from '../http/validation';
+import { Issues, pathId, queryInt, rejectUnknownQuery } from '../http/validation';
 import { CreatedKeyDto, KeyDto, KeyListDto } from './tenant.dto';
 
 /** A tenant's API keys: several at once (rotation without downtime), each revocable on every replica within a second. */
@@ -38,7 +38,7 @@ export class TenantKeysController {
   @ApiResponse({ status: 404, type: ErrorDto })
   async list(@Param('id') id: string, @Query() query: Record<string, unknown>): Promise<KeyListDto> {
     const issues = new Issues();
-    rejectUnknown(query, ['cursor', 'limit'], issues);
+    rejectUnknownQuery(query, ['cursor', 'limit'], issues);
     const limit = queryInt(query.limit, 'limit', 100, 1, 1000, issues);
     const afterId = queryInt(query.cursor, 'cursor', 0, 0, 2147483647, issues);
     if (!issues.ok) throw invalid(issues.list);

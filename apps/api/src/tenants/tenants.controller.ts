@@ -17,7 +17,7 @@ import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
 import { invalid, notFound } from '../http/api-error';
-import { intInRange, isPlainObject, Issues, pathId, queryInt, rejectUnknown } from '../http/validation';
+import { intInRange, isPlainObject, Issues, pathId, queryInt, refuseQuery, rejectUnknown, rejectUnknownQuery } from '../http/validation';
 import { DataSource } from 'typeorm';
 import { storedBytesQuota } from './stored-bytes-quota';
 import {
@@ -55,7 +55,7 @@ export class TenantsController {
   @ApiResponse({ status: 200, type: TenantListDto })
   async list(@Query() query: Record<string, unknown>): Promise<TenantListDto> {
     const issues = new Issues();
-    rejectUnknown(query, ['cursor', 'limit'], issues);
+    rejectUnknownQuery(query, ['cursor', 'limit'], issues);
     const after = queryInt(query.cursor, 'cursor', 0, 0, 2147483647, issues);
     const limit = queryInt(query.limit, 'limit', 50, 1, 200, issues);
     if (!issues.ok) throw invalid(issues.list);
@@ -121,7 +121,8 @@ export class TenantsController {
   @ApiOperation({ summary: 'One tenant: its limits, share, retention, allow-list and what it stores against its quota (admin token required)' })
   @ApiResponse({ status: 200, type: TenantDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  async get(@Param('id') id: string): Promise<TenantDto> {
+  async get(@Param('id') id: string, @Query() query: Record<string, unknown>): Promise<TenantDto> {
+    refuseQuery(query);
     const tenant = await this.tenants.findById(pathId(id));
     if (!tenant) throw notFound('tenant');
     return { ...this.view(tenant), httpAllowHosts: (await this.outbound.allowHosts(tenant.id)) ?? [] };
@@ -204,7 +205,8 @@ export class TenantsController {
   @ApiOperation({ summary: "The tenant's signing secrets, newest first: ids and times, never the secrets" })
   @ApiResponse({ status: 200, type: SigningSecretListDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  async listSigningSecrets(@Param('id') id: string): Promise<SigningSecretListDto> {
+  async listSigningSecrets(@Param('id') id: string, @Query() query: Record<string, unknown>): Promise<SigningSecretListDto> {
+    refuseQuery(query);
     const list = await this.outbound.listSigningSecrets(pathId(id));
     if (!list) throw notFound('tenant');
     return { items: list.map(secretView), nextCursor: null }; // a handful: one page

@@ -1,6 +1,7 @@
 import { BULK_CHUNK_JOBS, type BulkChange, type BulkFilter } from '@almanac/domain';
-import { BULK_CREATE_LOCK, BulkOperationsRepository, createDataSource, TenantsRepository } from '@almanac/persistence';
+import { BULK_CREATE_LOCK, BulkOperationsRepository, TenantsRepository } from '@almanac/persistence';
 import { DELIVERY_LEAD_MS, HotQueue, MetricsService } from '@almanac/platform';
+import { ageLastFailure, installChunkPoison, whileJobRowHeld } from '@almanac/testing/bulk-operations';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
@@ -19,11 +20,11 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   let repo: BulkOperationsRepository;
   let a: number;
   let b: number;
+  /** Makes these operations' matches fail: Postgres refuses their chunks. */
+  let poison: (...ids: string[]) => Promise<unknown>;
 
   const sweep = (o: { maxJobs?: number; chunksPerRun?: number; matchBudgetMs?: number } = {}) =>
     new BulkOperationsSweep(repo, queue, { hotHorizonMs: 24 * HOUR, maxJobs: o.maxJobs ?? 1_000_000, chunksPerRun: o.chunksPerRun ?? 100, matchBudgetMs: o.matchBudgetMs }, new SweepMetrics(new MetricsService()));
-  /** Makes these operations' matches fail: Postgres refuses their chunks. */
-  const poison = (...ids: string[]) => db.dataSource.query(`INSERT INTO poisoned_operations SELECT unnest($1::bigint[])`, [ids]);
   const operation = async (tenantId: number, filter: BulkFilter, change: BulkChange | null = null) =>
     (await repo.create(tenantId, change ? 'reschedule' : 'cancel', filter, change, 5))!;
   const read = async (tenantId: number, id: string) => (await repo.findForTenant(tenantId, id))!;
@@ -37,11 +38,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     const tenants = new TenantsRepository(db.dataSource);
     a = (await tenants.create('a')).tenant.id;
     b = (await tenants.create('b')).tenant.id;
-    await db.dataSource.query(`CREATE TABLE poisoned_operations (id bigint PRIMARY KEY)`);
-    await db.dataSource.query(`CREATE FUNCTION poison_chunks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-      IF EXISTS (SELECT 1 FROM poisoned_operations WHERE id = NEW.operation_id) THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;
-      RETURN NEW; END $$`);
-    await db.dataSource.query(`CREATE TRIGGER poison_chunks BEFORE INSERT ON bulk_operation_chunks FOR EACH ROW EXECUTE FUNCTION poison_chunks()`);
+    poison = await installChunkPoison(db.dataSource);
   });
   beforeEach(async () => {
     queue = HotQueue.open(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
@@ -53,59 +50,40 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     await db.drop();
   });
 
-  it("an operation whose chunk keeps failing is failed with its reason after three runs; another tenant's goes on in each", async () => {
+  it("an operation whose chunk keeps failing is failed with its reason after three spaced runs; another tenant's goes on in each", async () => {
     const blocked = await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR), prefix: 'stuck' });
     const free = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: 'free' });
     const opA = await operation(a, { keyPrefix: 'stuck-' });
     await sweep({ chunksPerRun: 0 }).runOnce(NOW); // matched, nothing applied yet
     const opB = await operation(b, { keyPrefix: 'free-' });
     // The sweep waits at most 100 ms for a row lock; a transaction elsewhere holds one of A's rows.
-    const impatient = createDataSource({ url: db.url, poolSize: 2, lockTimeoutMs: 100 });
-    await impatient.initialize();
-    const holder = db.dataSource.createQueryRunner();
-    await holder.startTransaction();
-    try {
-      await holder.query(`SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE`, [blocked[0]]);
+    await whileJobRowHeld(db.dataSource, db.url, blocked[0], async (impatient) => {
       const metrics = new SweepMetrics(new MetricsService());
       const s = new BulkOperationsSweep(new BulkOperationsRepository(impatient), queue, { hotHorizonMs: 24 * HOUR, maxJobs: 1000, chunksPerRun: 100 }, metrics);
       await s.runOnce(NOW);
       expect((await read(b, opB.id)).state).toBe('done');
       expect(await statesOf(db.dataSource, free)).toEqual({ c: 5 });
       expect((await read(a, opA.id)).state).toBe('running');
-      await s.runOnce(NOW);
-      await s.runOnce(NOW);
+      for (let i = 0; i < 2; i++) await ageLastFailure(db.dataSource, opA.id).then(() => s.runOnce(NOW));
       expect(await read(a, opA.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/apply failed 3 times in a row: .*lock/) });
       expect(await statesOf(db.dataSource, blocked)).toEqual({ s: 5 });
       expect((await metrics.setAside.get()).values.filter((v) => v.value > 0)).toEqual([expect.objectContaining({ labels: { statement: 'bulk_apply' }, value: 1 })]);
-    } finally {
-      await holder.rollbackTransaction();
-      await holder.release();
-      await impatient.destroy();
-    }
+    });
   });
 
-  it("starts no match past the run's budget, so failing matches do not keep another operation's chunks waiting", async () => {
-    const free = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: 'free' });
-    const running = await operation(b, { keyPrefix: 'free-' });
-    await repo.match(running, 1000);
-    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
-    const slow = [await operation(a, { kind: 'noop' }), await operation(a, { kind: 'noop' }), await operation(a, { kind: 'noop' })];
-    await poison(...slow.map((o) => o.id));
-    const s = sweep({ matchBudgetMs: 0 }); // one match per run, as if the first took the whole budget
-    const failuresOf = async () => Promise.all(slow.map(async (o) => (await read(a, o.id)).failures));
-    expect(await s.runOnce(NOW)).toMatchObject({ matched: 0, changed: 5, more: true });
-    expect(await statesOf(db.dataSource, free)).toEqual({ c: 5 });
-    expect(await failuresOf()).toEqual([1, 0, 0]);
-    await s.runOnce(NOW); // the ones that failed least go first
-    expect(await failuresOf()).toEqual([1, 1, 0]);
-  });
-
-  it('counts failed matches on the operation row: fresh sweeps (a restart, another replica) fail it at the third', async () => {
+  it('counts failed matches on the operation row, one per 10 s: fresh sweeps (a restart, another replica) fail it at the third', async () => {
     await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
     const op = await operation(a, { kind: 'noop' });
     await poison(op.id);
     for (let i = 0; i < 2; i++) await sweep().runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 1 }); // back to back: once
+    await ageLastFailure(db.dataSource, op.id, 5_000);
+    await sweep().runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 1 }); // 5 s later: still once
+    await ageLastFailure(db.dataSource, op.id, 5_000);
+    await sweep().runOnce(NOW);
     expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 2 });
+    await ageLastFailure(db.dataSource, op.id);
     await sweep().runOnce(NOW);
     expect(await read(a, op.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: poison/) });
   });

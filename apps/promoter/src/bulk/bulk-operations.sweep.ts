@@ -35,6 +35,13 @@ const MATCH_BUDGET_MS = 1000;
  * operation row's (`failures`), so restarts and replicas share it.
  */
 const FAILURES_TO_FAIL = 3;
+/**
+ * Failures counted at most one per this long. Every replica runs the sweep, and runs it again at
+ * once while work is left, so a row lock held for a second or two failed both replicas' tries
+ * back to back and the operation for good within ~2 s. Spaced, FAILURES_TO_FAIL means the step
+ * kept failing for 20 s or more.
+ */
+const FAILURE_SPACING_MS = 10_000;
 
 /**
  * Runs bulk operations (POST /v1/jobs/bulk-cancel, bulk-reschedule): matches a pending one's
@@ -96,7 +103,8 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   /**
    * Runs one step of an operation. If Postgres is away the run stops (everyone's problem; the
    * next run tries again). Any other failure is this operation's: it is skipped for the run, and
-   * failed with the error as its reason after FAILURES_TO_FAIL runs in a row.
+   * failed with the error as its reason after FAILURES_TO_FAIL runs in a row, counted at most one
+   * per FAILURE_SPACING_MS.
    */
   private async step<T>(op: BulkOperationRecord, what: 'match' | 'apply', run: () => Promise<T>): Promise<T | undefined> {
     try {
@@ -105,7 +113,7 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
       if (isDependencyAway(err)) throw err;
       // A deadlock or serialization failure is the moment's, not the operation's: next run.
       if (isConflict(err)) return undefined;
-      const n = await this.repo.countFailure(op.id);
+      const n = await this.repo.countFailure(op.id, FAILURE_SPACING_MS);
       this.log.warn({ err, operationId: op.id, tenantId: op.tenantId, failures: n }, `bulk operation ${what} failed; the others go on`);
       if (n === null || n < FAILURES_TO_FAIL) return undefined; // null: it ended elsewhere
       const reason = err instanceof Error ? err.message : String(err);

@@ -113,6 +113,6 @@ export const API_ROLE_SETTINGS = {
     default: true,
     readers: API,
     meaning:
-      "the console's session cookie is `Secure` (Almanac sits behind a proxy that ends TLS and cannot see it), whatever the request's Host (Chromium keeps it over http://localhost and http://127.0.0.1); `false` for plain http (`npm start` sets `false` unless it is set)",
+      "the console's session cookie is `Secure` (Almanac sits behind a proxy that ends TLS and cannot see it), whatever the request's Host (Chromium keeps it over http://localhost and http://127.0.0.1); `false` for plain http (`npm start` sets `false` unless it is set; `docker-compose.yml` sets `false` for the api it serves on http://127.0.0.1:3000)",
   },
 } as const satisfies Record<string, Setting>;

@@ -232,9 +232,11 @@ const SCHEMA = [
      next_chunk integer NOT NULL DEFAULT 0,
      changed integer NOT NULL DEFAULT 0,
      skipped integer NOT NULL DEFAULT 0,
-     -- Runs in a row whose match or chunk failed; at 3 the sweep fails the operation. Kept here,
-     -- not in a replica's memory, so a restart or another replica goes on counting.
+     -- Runs in a row whose match or chunk failed, counted at most once per spacing interval
+     -- (last_failure_at: when the last one was counted); at 3 the sweep fails the operation.
+     -- Kept here, not in a replica's memory, so a restart or another replica goes on counting.
      failures integer NOT NULL DEFAULT 0,
+     last_failure_at timestamptz,
      error text
    )`,
   `CREATE INDEX bulk_operations_open ON bulk_operations (id) WHERE state IN ('pending', 'running')`,

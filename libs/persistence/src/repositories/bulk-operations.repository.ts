@@ -27,7 +27,10 @@ export interface BulkOperationRecord {
   changed: number;
   /** Matched jobs that had started or finished by the time their chunk ran. */
   skipped: number;
-  /** Runs in a row in which its match or a chunk failed (reset by the next that succeeds). */
+  /**
+   * Runs in a row in which its match or a chunk failed, at most one per `spacingMs` of
+   * countFailure (reset by the next step that succeeds).
+   */
   failures: number;
   error: string | null;
 }
@@ -141,7 +144,7 @@ export class BulkOperationsRepository {
         const next: BulkState = matched === 0 ? 'done' : 'running';
         await sql(
           tx,
-          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(), failures = 0,
+          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(), failures = 0, last_failure_at = NULL,
                   finished_at = CASE WHEN $4 = 'done' THEN now() END WHERE id = $1`,
           [op.id, matched, rows.length, next],
         );
@@ -165,12 +168,27 @@ export class BulkOperationsRepository {
     return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, hot };
   }
 
-  /** Counts a run in which the operation's step failed; the count, or null if it has ended. */
-  async countFailure(id: string): Promise<number | null> {
+  /**
+   * Counts a run in which the operation's step failed, unless one was counted less than
+   * `spacingMs` ago (Postgres' clock, the same for every replica): replicas that meet the same
+   * cause back to back count it once. The count either way, or null if the operation has ended.
+   */
+  async countFailure(id: string, spacingMs: number): Promise<number | null> {
+    // A replica whose UPDATE waited on another's re-checks the row and counts nothing; the
+    // SELECT then reads the count from before that other's (its snapshot), one short at most.
     const { rows } = await sql<{ failures: number }>(
       this.db,
-      `UPDATE bulk_operations SET failures = failures + 1 WHERE id = $1 AND state IN ('pending', 'running') RETURNING failures`,
-      [id],
+      `WITH counted AS (
+         UPDATE bulk_operations SET failures = failures + 1, last_failure_at = now()
+          WHERE id = $1 AND state IN ('pending', 'running')
+            AND (last_failure_at IS NULL OR last_failure_at <= now() - make_interval(secs => $2::float8 / 1000))
+         RETURNING failures
+       )
+       SELECT failures FROM counted
+       UNION ALL
+       SELECT failures FROM bulk_operations
+        WHERE id = $1 AND state IN ('pending', 'running') AND NOT EXISTS (SELECT 1 FROM counted)`,
+      [id, spacingMs],
     );
     return rows[0]?.failures ?? null;
   }

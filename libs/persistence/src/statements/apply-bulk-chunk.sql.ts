@@ -22,7 +22,7 @@ function applyChunk(change: string): string {
      WHERE j.id = ANY((SELECT job_ids FROM chunk)::bigint[]) ORDER BY j.id FOR UPDATE OF j
   ), changed AS (${change})
   UPDATE bulk_operations o
-     SET next_chunk = o.next_chunk + 1, failures = 0,
+     SET next_chunk = o.next_chunk + 1, failures = 0, last_failure_at = NULL,
          changed = o.changed + (SELECT count(*) FROM changed),
          skipped = o.skipped + coalesce((SELECT cardinality(job_ids) FROM chunk), 0) - (SELECT count(*) FROM changed),
          state = CASE WHEN o.next_chunk + 1 >= o.chunks THEN 'done' ELSE 'running' END,
