@@ -76,7 +76,7 @@ async function operate(ds: DataSource, repo: BulkOperationsRepository, queue: Ho
   const hotCopiesBefore = await hotCopies(queue);
   const wal0 = await walPosition(ds);
   const t0 = performance.now();
-  const op = (await repo.create(tenantId, change ? 'reschedule' : 'cancel', { keyPrefix: 'campaign:' }, change, 5))!;
+  const op = (await repo.create(tenantId, change ? 'reschedule' : 'cancel', { keyPrefix: 'campaign:' }, change, 5))!.op;
   let matchSeconds = 0;
   const chunkMs: number[] = [];
   for (;;) {

@@ -47,7 +47,7 @@ export class OperationsService {
 
   private async create(tenant: TenantRecord, action: BulkAction, filter: BulkFilter, change: BulkChange | null, key: string | null): Promise<AcceptedOperation> {
     const max = this.settings.maxOpenBulkOperations;
-    const made = await this.repo.createOnce(tenant.id, action, filter, change, max, key);
+    const made = await this.repo.create(tenant.id, action, filter, change, max, key);
     if (!made) throw overLimit(429, `${max} bulk operations are already pending or running for this tenant (ALMANAC_BULK_MAX_OPEN)`, 'operations', 'too_many_open', 5000);
     if (!made.created) assertSameRequest(made.op, action, filter, change);
     else this.log.info({ tenantId: tenant.id, operationId: made.op.id, action, filter, key }, 'bulk operation accepted');

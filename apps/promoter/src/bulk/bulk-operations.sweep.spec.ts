@@ -26,7 +26,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   const sweep = (o: { maxJobs?: number; chunksPerRun?: number; matchBudgetMs?: number } = {}) =>
     new BulkOperationsSweep(repo, queue, { hotHorizonMs: 24 * HOUR, maxJobs: o.maxJobs ?? 1_000_000, chunksPerRun: o.chunksPerRun ?? 100, matchBudgetMs: o.matchBudgetMs }, new SweepMetrics(new MetricsService()));
   const operation = async (tenantId: number, filter: BulkFilter, change: BulkChange | null = null) =>
-    (await repo.create(tenantId, change ? 'reschedule' : 'cancel', filter, change, 5))!;
+    (await repo.create(tenantId, change ? 'reschedule' : 'cancel', filter, change, 5))!.op;
   const read = async (tenantId: number, id: string) => (await repo.findForTenant(tenantId, id))!;
   const runAts = async (ids: string[]) =>
     (await db.dataSource.query<{ run_at: Date }[]>(`SELECT run_at FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).map((r) => r.run_at.getTime());

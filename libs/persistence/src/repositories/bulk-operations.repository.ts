@@ -83,17 +83,13 @@ const STATE_CODES = { scheduled: 's', queued: 'q' } as const;
 export class BulkOperationsRepository {
   constructor(private readonly db: DataSource) {}
 
-  /** Accepts an operation; null when the tenant already has `maxOpen` pending or running. */
-  async create(tenantId: number, action: BulkAction, filter: BulkFilter, change: BulkChange | null, maxOpen: number): Promise<BulkOperationRecord | null> {
-    return (await this.createOnce(tenantId, action, filter, change, maxOpen, null))?.op ?? null;
-  }
-
   /**
-   * As create; with a `key` the tenant used before, the operation it names instead (`created:
-   * false`, whatever that one asked for: the caller compares), over the limit or not.
+   * Accepts an operation; null when the tenant already has `maxOpen` pending or running. With a
+   * `key` the tenant used before, the operation it names instead (`created: false`, whatever that
+   * one asked for: the caller compares), over the limit or not.
    */
-  async createOnce(
-    tenantId: number, action: BulkAction, filter: BulkFilter, change: BulkChange | null, maxOpen: number, key: string | null,
+  async create(
+    tenantId: number, action: BulkAction, filter: BulkFilter, change: BulkChange | null, maxOpen: number, key: string | null = null,
   ): Promise<{ op: BulkOperationRecord; created: boolean } | null> {
     // Serialised per tenant, so concurrent requests cannot all see the count below the limit
     // (the INSERT's own snapshot is taken after the lock), nor both miss the same key.
