@@ -143,6 +143,13 @@ function tooDeep(value: unknown, depth: number): boolean {
  * `too_large`, which the API answers with 413) and the text jsonb cannot store. Returns the
  * byte size.
  */
+/** A payload's stored size: its JSON text's UTF-8 bytes (0 for none), as quotas count it. */
+export function payloadBytes(payload: unknown): number {
+  return payload === undefined || payload === null ? 0 : jsonBytes(JSON.stringify(payload));
+}
+
+const jsonBytes = (text: string): number => Buffer.byteLength(text, 'utf8');
+
 export function checkPayload(payload: unknown, field: string, maxBytes: number, issues: Issues): number {
   if (payload === undefined || payload === null) return 0;
   if (tooDeep(payload, 0)) {
@@ -150,7 +157,7 @@ export function checkPayload(payload: unknown, field: string, maxBytes: number, 
     return 0;
   }
   const text = JSON.stringify(payload);
-  const bytes = Buffer.byteLength(text, 'utf8');
+  const bytes = jsonBytes(text);
   if (bytes > maxBytes) {
     issues.add(field, 'too_large', `${field} is ${bytes} bytes; the limit is ${maxBytes}`);
   } else {

@@ -5,7 +5,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
-import { Issues, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
+import { Issues, payloadBytes, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
 import { assertRoomForNewKeys, assertStoredBytesRoom } from '../tenants/stored-bytes-quota';
 import { decodeScheduleCursor, encodeScheduleCursor } from './schedule-cursor';
@@ -98,7 +98,7 @@ export class SchedulesService {
       // Only what the new payload adds over the one it replaces: a smaller one, or null, is
       // never refused, not even when the tenant is already over its quota.
       if (patch.payloadBytes !== undefined) {
-        const growth = patch.payloadBytes - storedPayloadBytes(current.payload);
+        const growth = patch.payloadBytes - payloadBytes(current.payload);
         if (growth > 0) assertStoredBytesRoom(tenant, growth, this.settings.storedBytesQuota);
       }
       if (patch.payload !== undefined || patch.kind !== undefined) {
@@ -182,11 +182,6 @@ export class SchedulesService {
   private firstAfterNow(schedule: Schedule): Date | null {
     return nextOccurrences(schedule, this.clock.now(), 1)[0] ?? null;
   }
-}
-
-/** A stored payload's size as checkPayload measures a new one (its JSON text), 0 for none. */
-function storedPayloadBytes(payload: unknown): number {
-  return payload === undefined || payload === null ? 0 : Buffer.byteLength(JSON.stringify(payload), 'utf8');
 }
 
 export function view(s: ScheduleView) {
