@@ -123,7 +123,7 @@ describe('@almanac/client: jobs', () => {
   });
 
   it('starts bulk operations and follows them; lists the registered kinds', async () => {
-    const cancel = await client.jobs.bulkCancel({ keyPrefix: 'page:' });
+    const cancel = await client.jobs.bulkCancel({ filter: { keyPrefix: 'page:' } });
     expect(cancel).toMatchObject({ action: 'cancel', state: 'pending', filter: { keyPrefix: 'page:' }, matched: null });
     expect(await client.operations.get(cancel.id)).toMatchObject({ id: cancel.id, state: 'pending' });
     const move = await client.jobs.bulkReschedule({ filter: { kind: 'http' }, shiftBySeconds: 3600 });

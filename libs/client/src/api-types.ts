@@ -38,6 +38,7 @@ export type ScheduleRunsQuery = Loosened<Query<'SchedulesController_runsOf'>, 'l
 
 export type Operation = Schemas['OperationDto'];
 export type BulkFilter = Schemas['BulkFilterDto'];
+export type BulkCancel = Schemas['BulkCancelDto'];
 export type BulkReschedule = Schemas['BulkRescheduleDto'];
 
 export type Kind = Schemas['KindDto'];

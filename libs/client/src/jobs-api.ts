@@ -1,4 +1,4 @@
-import type { Attempt, AttemptPage, BatchResult, BulkFilter, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, JobSearchAnswer, Operation, RemovedJob, RetryJob } from './api-types';
+import type { Attempt, AttemptPage, BatchResult, BulkCancel, BulkReschedule, Job, JobDetail, JobListQuery, JobPage, JobSearchAnswer, Operation, RemovedJob, RetryJob } from './api-types';
 import { idPath } from './errors';
 import type { CreateJobRequest } from './kind-payloads';
 import { eachItem } from './pages';
@@ -108,13 +108,12 @@ export class JobsApi<P extends object> {
   }
 
   /**
-   * Starts cancelling every not-yet-started job that matches; follow the operation with
-   * operations.get(id). With a `key` a resend answers the same operation, so it is retried after a 503.
+   * Starts cancelling every not-yet-started job that matches `filter`; follow the operation with
+   * operations.get(id). Without a `key` it is never retried after a 503; with one, a resend
+   * answers the same operation.
    */
-  async bulkCancel(filter: BulkFilter, options?: CallOptions & { key?: string }): Promise<Operation> {
-    const { key, ...call } = options ?? {};
-    const body = key === undefined ? { filter } : { filter, key };
-    return (await this.http.request<Operation>({ method: 'POST', path: '/v1/jobs/bulk-cancel', body, idempotent: key !== undefined, ...call })).body;
+  async bulkCancel(request: BulkCancel, options?: CallOptions): Promise<Operation> {
+    return (await this.http.request<Operation>({ method: 'POST', path: '/v1/jobs/bulk-cancel', body: request, idempotent: request.key !== undefined, ...options })).body;
   }
 
   /**

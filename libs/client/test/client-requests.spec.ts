@@ -62,8 +62,8 @@ describe('@almanac/client: requests as it sends them (no server)', () => {
     for (const [send, sent] of [
       [(c: ReturnType<typeof createClient>) => c.jobs.bulkReschedule({ filter: { kind: 'email' }, shiftBySeconds: 3600, key: 'move-1' }), 2],
       [(c: ReturnType<typeof createClient>) => c.jobs.bulkReschedule({ filter: { kind: 'email' }, shiftBySeconds: 3600 }), 1],
-      [(c: ReturnType<typeof createClient>) => c.jobs.bulkCancel({ kind: 'email' }, { key: 'stop-1' }), 2],
-      [(c: ReturnType<typeof createClient>) => c.jobs.bulkCancel({ kind: 'email' }), 1],
+      [(c: ReturnType<typeof createClient>) => c.jobs.bulkCancel({ filter: { kind: 'email' }, key: 'stop-1' }), 2],
+      [(c: ReturnType<typeof createClient>) => c.jobs.bulkCancel({ filter: { kind: 'email' } }), 1],
     ] as const) {
       const { calls, fetch } = scripted({ status: 503, body: error(503, 'busy'), retryAfter: '1' }, { status: 200, body: operation });
       const client = createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch, delay: async () => undefined });
