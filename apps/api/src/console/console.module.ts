@@ -7,12 +7,14 @@ import { ConsoleController } from './console.controller';
 import { ConsoleExceptionFilter } from './console-exception.filter';
 import { ConsoleFormParser } from './console-form-parser';
 import { ConsoleOverviewService } from './console-overview.service';
+import { ConsolePages } from './console-pages';
 import { ConsoleSession } from './console-session';
+import { ConsoleSignInController } from './console-sign-in.controller';
 
 /** The console at /console: pages for people, over the services the JSON API uses. */
 @Module({
   imports: [ApiCommonModule, JobsModule, SchedulesModule],
-  controllers: [ConsoleController],
-  providers: [ConsoleSession, ConsoleOverviewService, ConsoleFormParser, ConsoleExceptionFilter, TenantOverviewRepository],
+  controllers: [ConsoleSignInController, ConsoleController],
+  providers: [ConsoleSession, ConsolePages, ConsoleOverviewService, ConsoleFormParser, ConsoleExceptionFilter, TenantOverviewRepository],
 })
 export class ConsoleModule {}
