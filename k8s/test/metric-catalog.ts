@@ -39,6 +39,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_dispatch_dropped_total: { type: 'counter', labels: ['reason'] },
   almanac_set_aside_total: { type: 'counter', labels: ['statement'] },
   almanac_executions_total: { type: 'counter', labels: ['kind', 'outcome'] },
+  almanac_jobs_dead_total: { type: 'counter', labels: [] },
   almanac_handler_duration_seconds: { type: 'histogram', labels: ['kind'] },
   // workers: their pools' autoscaling settings (every replica the same: use max)
   almanac_pool_default_throughput: { type: 'gauge', labels: ['pool'] },

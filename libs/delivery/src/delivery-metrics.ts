@@ -11,6 +11,7 @@ export class DeliveryMetrics {
   /** Lag per tenant: the top N tenants by backlog (TenantLabels) and `other`. */
   readonly tenantLag: Histogram<'tenant'>;
   readonly executions: Counter<'kind' | 'outcome'>;
+  readonly deadJobs: Counter;
   readonly handlerDuration: Histogram<'kind'>;
   readonly dropped: Counter<'reason'>;
   /** Items a batch statement refused on a value, set aside so the rest of the batch was written. */
@@ -34,6 +35,7 @@ export class DeliveryMetrics {
     // A tenant that left the top N loses its series, so labels stay bounded over time.
     tenants?.onDropped((tenant) => this.tenantLag.remove({ tenant }));
     this.executions = metrics.counter({ name: 'almanac_executions_total', labelNames: ['kind', 'outcome'] as const, help: 'Recorded attempts by kind and outcome (succeeded, failed, snoozed, discarded, released)' });
+    this.deadJobs = metrics.counter({ name: 'almanac_jobs_dead_total', help: 'Jobs a worker left dead: attempts ran out, or the handler discarded the job' });
     this.handlerDuration = metrics.histogram({ name: 'almanac_handler_duration_seconds', labelNames: ['kind'] as const, buckets: DURATION_BUCKETS, help: 'Time inside the handler, per kind' });
     const dropped = 'Hints not run because the row no longer wanted them (stale: cancelled, finished, running elsewhere; moved_later; stale_completion; unknown_kind: no handler here, offered again by the overdue sweep)';
     this.dropped = metrics.counter({ name: 'almanac_dispatch_dropped_total', labelNames: ['reason'] as const, help: dropped });

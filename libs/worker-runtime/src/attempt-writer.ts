@@ -109,6 +109,7 @@ export class AttemptWriter {
       return 'stale';
     }
     metrics.executions.inc({ kind: row.kind, outcome: record.outcome });
+    if (record.next === 'dead') metrics.deadJobs.inc();
     if (record.outcome !== 'succeeded') {
       // The whole exception (stack included) goes to the log: its tenant is shown only a code and
       // a message meant for it (publicAttemptError), never its text.

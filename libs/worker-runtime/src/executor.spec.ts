@@ -465,11 +465,13 @@ describe('worker executor', () => {
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['snoozed']);
     const exec = (await w.metrics.executions.get()).values;
     expect(exec).toEqual([expect.objectContaining({ labels: { kind: 'flaky', outcome: 'snoozed' }, value: 1 })]);
+    expect((await w.metrics.deadJobs.get()).values).toEqual([expect.objectContaining({ value: 0 })]); // exported at 0 before the first death
     // The one attempt it was given is still its own: a failure now retries once more, then it is dead.
     flaky.mode = 'throw';
     expect(await h.hot.runOnce()).toBe(1);
     await h.runWorker(w);
     expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 2 });
+    expect((await w.metrics.deadJobs.get()).values).toEqual([expect.objectContaining({ value: 1 })]); // the failure that ended it, not the retried one before
     const [{ max_attempts }] = await h.ds.query(`SELECT max_attempts FROM jobs WHERE id = $1`, [id]);
     expect(max_attempts).toBe(2);
   });
@@ -508,6 +510,7 @@ describe('worker executor', () => {
     expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 1 });
     expect((await h.job(id)).last_error).toMatch(/charge payload: payload.invoiceId must NOT have fewer than 1 characters; payload.amountCents must be >= 1/);
     expect((await h.attempts(id))[0].outcome).toBe('discarded');
+    expect((await w.metrics.deadJobs.get()).values).toEqual([expect.objectContaining({ value: 1 })]);
   });
 
   it("writes a running handler's progress with the next heartbeat, with its attempt, and keeps the last report once it ends", async () => {
