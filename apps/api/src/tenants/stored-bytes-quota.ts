@@ -32,9 +32,12 @@ export async function assertRoomForNewKeys(
   tenant: TenantRecord, items: readonly { key: string; payloadBytes: number }[], installationQuota: number, known: (keys: string[]) => Promise<readonly string[]>,
 ): Promise<void> {
   const bytes = (xs: readonly { payloadBytes: number }[]) => xs.reduce((sum, x) => sum + x.payloadBytes, 0);
-  if (!storageRefusal(tenant.storage.storedBytes, bytes(items), storedBytesQuota(tenant, installationQuota))) return;
-  const used = new Set(await known(items.map((x) => x.key)));
-  const fresh = items.filter((x) => !used.has(x.key));
+  // A key repeated in one request is stored once (its first occurrence wins), so it is charged once.
+  const seen = new Set<string>();
+  const once = items.filter((x) => !seen.has(x.key) && seen.add(x.key));
+  if (!storageRefusal(tenant.storage.storedBytes, bytes(once), storedBytesQuota(tenant, installationQuota))) return;
+  const used = new Set(await known(once.map((x) => x.key)));
+  const fresh = once.filter((x) => !used.has(x.key));
   // Nothing new (a resend, a replay of a retired key): answered whatever the tenant stores, even
   // over its quota, where any new job, however small, is refused.
   if (fresh.length === 0) return;
