@@ -106,6 +106,33 @@ describe('stored-bytes quota: what a tenant stores, reported and bounded (issue 
     await h.http().patch(`/v1/schedules/${s.body.id}`).set(auth).send({ payload: payload(100) }).expect(413); // null before: it grows
   });
 
+  it('counts what it accepted since the last measurement, and starts again at the next one', async () => {
+    const { id, apiKey } = await h.createTenant('between-passes');
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: MIB }).expect(200);
+    const big = payload(100 * KIB);
+    const job = (key: string) => ({ kind: 'noop', key, runAt: inMs(MINUTE), payload: big });
+    /** Posts 100 KiB jobs one after another until one is refused; how many were created. */
+    const fill = async (prefix: string): Promise<number> => {
+      for (let i = 0; i < 30; i++) {
+        const res = await h.http().post('/v1/jobs').set(auth).send(job(`${prefix}-${i}`));
+        if (res.status === 413) return i;
+        expect(res.status).toBe(201);
+      }
+      return Infinity;
+    };
+    // Resends are charged while they wait for their commit, and given back as the replays they are.
+    const resent = job('resent');
+    await h.http().post('/v1/jobs').set(auth).send(resent).expect(201);
+    for (let i = 0; i < 5; i++) await h.http().post('/v1/jobs').set(auth).send(resent).expect(200);
+    // Never measured (stored 0): ten fit in 1 MiB, the eleventh does not.
+    expect(await fill('a')).toBe(9);
+    // A pass measures those ten; what was counted before it is not added again.
+    await measure();
+    await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: 2 * MIB }).expect(200);
+    expect(await fill('b')).toBe(10);
+  });
+
   it('charges a key repeated in one batch once, as it is stored once', async () => {
     const { id, apiKey } = await h.createTenant('repeated-key');
     const auth = { Authorization: `Bearer ${apiKey}` };
