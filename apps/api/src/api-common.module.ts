@@ -25,6 +25,7 @@ import { KindsService } from './kinds/kinds.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
 import { RequestRateLimiter } from './rate-limit/request-rate-limiter';
 import { RateLimits } from './rate-limit/shared-token-buckets';
+import { StoredBytesQuota } from './tenants/stored-bytes-quota';
 
 const REPOSITORIES = [
   JobsRepository,
@@ -61,7 +62,9 @@ const REPOSITORIES = [
     HttpMetricsHook,
     EarlyAuthHook,
     RequestClockHook,
+    // One instance: jobs and schedules charge the same per-tenant count.
+    StoredBytesQuota,
   ],
-  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, AdminAttempts, IngestRateLimiter, RequestRateLimiter, HotRoutingService, KindsService],
+  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, AdminAttempts, IngestRateLimiter, RequestRateLimiter, HotRoutingService, KindsService, StoredBytesQuota],
 })
 export class ApiCommonModule {}

@@ -2,7 +2,8 @@ import { TenantStatsRepository } from '@almanac/persistence';
 import { randomBytes } from 'node:crypto';
 import { ADMIN_TOKEN, type ApiHarness, inMs, MINUTE, startApi } from './api-harness';
 
-const MIB = 1024 * 1024;
+const KIB = 1024;
+const MIB = 1024 * KIB;
 /** An incompressible payload of about `n` bytes as JSON text. */
 const payload = (n: number) => ({ blob: randomBytes(n).toString('base64').slice(0, n - 12) });
 
@@ -12,7 +13,8 @@ describe('stored-bytes quota: what a tenant stores, reported and bounded (issue 
 
   beforeAll(async () => {
     // Every request reads its tenant afresh, so a measured figure applies to the next request.
-    h = await startApi({ ALMANAC_AUTH_CACHE_TTL_MS: '0', ALMANAC_RATE_LIMIT_PER_SECOND: '0' });
+    // Payloads up to 512 KiB, so a few fill a 1 MiB quota.
+    h = await startApi({ ALMANAC_AUTH_CACHE_TTL_MS: '0', ALMANAC_RATE_LIMIT_PER_SECOND: '0', ALMANAC_MAX_PAYLOAD_BYTES: String(512 * KIB) });
   });
   afterAll(() => h.close());
 
@@ -102,6 +104,43 @@ describe('stored-bytes quota: what a tenant stores, reported and bounded (issue 
     await h.http().post('/v1/schedules').set(auth).send({ ...schedule, key: 's-new' }).expect(413);
     await h.http().patch(`/v1/schedules/${bare.body.id}`).set(auth).send({ payload: { x: 1 } }).expect(413);
     await h.http().patch(`/v1/schedules/${s.body.id}`).set(auth).send({ payload: payload(100) }).expect(413); // null before: it grows
+  });
+
+  it('counts what it accepted since the last measurement, and starts again at the next one', async () => {
+    const { id, apiKey } = await h.createTenant('between-passes');
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: MIB }).expect(200);
+    const big = payload(100 * KIB);
+    const job = (key: string) => ({ kind: 'noop', key, runAt: inMs(MINUTE), payload: big });
+    /** Posts 100 KiB jobs one after another until one is refused; how many were created. */
+    const fill = async (prefix: string): Promise<number> => {
+      for (let i = 0; i < 30; i++) {
+        const res = await h.http().post('/v1/jobs').set(auth).send(job(`${prefix}-${i}`));
+        if (res.status === 413) return i;
+        expect(res.status).toBe(201);
+      }
+      return Infinity;
+    };
+    // Resends are charged while they wait for their commit, and given back as the replays they are.
+    const resent = job('resent');
+    await h.http().post('/v1/jobs').set(auth).send(resent).expect(201);
+    for (let i = 0; i < 5; i++) await h.http().post('/v1/jobs').set(auth).send(resent).expect(200);
+    // Never measured (stored 0): ten fit in 1 MiB, the eleventh does not.
+    expect(await fill('a')).toBe(9);
+    // A pass measures those ten; what was counted before it is not added again.
+    await measure();
+    await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: 2 * MIB }).expect(200);
+    expect(await fill('b')).toBe(10);
+  });
+
+  it('charges a key repeated in one batch once, as it is stored once', async () => {
+    const { id, apiKey } = await h.createTenant('repeated-key');
+    const auth = { Authorization: `Bearer ${apiKey}` };
+    await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ maxStoredBytes: MIB }).expect(200);
+    await h.db.dataSource.query(`UPDATE tenants SET stored_bytes = $2, stored_bytes_at = now() WHERE id = $1`, [id, 400 * KIB]);
+    const job = { kind: 'noop', key: 'twice', runAt: inMs(MINUTE), payload: payload(400 * KIB) };
+    const res = await h.http().post('/v1/jobs/batch').set(auth).send({ jobs: [job, job] }).expect(200);
+    expect(res.body).toMatchObject({ created: 1, existing: 1, errors: 0 });
   });
 
   it('refuses a bad quota naming the field', async () => {

@@ -1,5 +1,5 @@
 import { DomainValidationError } from './errors';
-import { MAX_STORED_BYTES_QUOTA, MIN_STORED_BYTES_QUOTA, storageRefusal, validateStoredBytesQuota } from './storage-quota';
+import { AcceptedBytes, MAX_STORED_BYTES_QUOTA, MIN_STORED_BYTES_QUOTA, storageRefusal, validateStoredBytesQuota } from './storage-quota';
 
 describe('stored-bytes quota', () => {
   it('refuses a request that would pass the quota, and anything once the tenant is over it', () => {
@@ -7,6 +7,33 @@ describe('stored-bytes quota', () => {
     expect(storageRefusal(900, 101, 1000)).toEqual({ storedBytes: 900, requestBytes: 101, quotaBytes: 1000 });
     expect(storageRefusal(1001, 0, 1000)).toEqual({ storedBytes: 1001, requestBytes: 0, quotaBytes: 1000 });
     expect(storageRefusal(1000, 0, 1000)).toBeNull();
+  });
+
+  it('counts accepted bytes per measurement, gives back refunds, and drops counts a newer pass superseded', () => {
+    const t0 = new Date('2027-01-01T00:00:00Z');
+    const t1 = new Date('2027-01-01T00:20:00Z');
+    const at = (ms: number) => new Date(t1.getTime() + ms);
+    const a = new AcceptedBytes(1000);
+    expect(a.since(1, null, t0)).toBe(0);
+    const counted = a.add(1, null, 300);
+    a.add(2, t0, 50);
+    a.add(1, null, 200);
+    expect(a.since(1, null, t0)).toBe(500);
+    a.refund(1, counted, 200);
+    expect(a.since(1, null, t0)).toBe(300);
+    // Tenant 1 measured at t1: its count starts again, and a late refund of the old one is ignored.
+    expect(a.since(1, t1, at(0))).toBe(0);
+    a.add(1, t1, 10);
+    a.refund(1, counted, 300);
+    expect(a.since(1, t1, at(0))).toBe(10);
+    // A record still carrying t0 (another key's cache) sees the newer count: a lower bound.
+    expect(a.since(1, t0, at(0))).toBe(10);
+    // Tenant 2 never ingests again: its t0 count goes once no cached record can carry t0.
+    expect(a.size).toBe(2);
+    expect(a.since(3, t1, at(999))).toBe(0);
+    expect(a.size).toBe(2);
+    expect(a.since(3, t1, at(1000))).toBe(0);
+    expect(a.size).toBe(1);
   });
 
   it('takes whole bytes from 1 MiB to 1 PiB, or null', () => {

@@ -26,6 +26,75 @@ export function storageRefusal(storedBytes: number, requestBytes: number, quotaB
   return storedBytes + requestBytes > quotaBytes ? { storedBytes, requestBytes, quotaBytes } : null;
 }
 
+/**
+ * What one API replica has accepted per tenant since the measurement its check compares with, so
+ * the check adds it to the measured figure (a pass can take many minutes). Counts are keyed by the
+ * measurement's time: a newer one starts the count again (rows made while a pass runs may be
+ * missed by both, see measure-stored-bytes). One entry per tenant that was charged since its last
+ * measurement; times are arguments, so this stays pure.
+ */
+export class AcceptedBytes {
+  private readonly byTenant = new Map<number, { measuredAtMs: number; bytes: number }>();
+  /** Measurements seen, with when first seen, oldest first, until older counts can be dropped. */
+  private readonly passes: { measuredAtMs: number; seenAtMs: number }[] = [];
+  private newestMs = -Infinity;
+
+  /** `holdMs`: how long a tenant record may still carry a measurement after a newer one is seen (its cache). */
+  constructor(private readonly holdMs: number) {}
+
+  /** Accepted since `measuredAt` (null: none yet). A record older than the count gets it all anyway: a lower bound. */
+  since(tenantId: number, measuredAt: Date | null, now: Date): number {
+    const at = measuredAt?.getTime() ?? -Infinity;
+    this.observe(at, now.getTime());
+    const entry = this.byTenant.get(tenantId);
+    return entry && entry.measuredAtMs >= at ? entry.bytes : 0;
+  }
+
+  /** Counts `bytes` accepted; returns the measurement they were counted against, for a refund. */
+  add(tenantId: number, measuredAt: Date | null, bytes: number): number {
+    const at = measuredAt?.getTime() ?? -Infinity;
+    if (bytes === 0) return at; // nothing to refund, and no entry to keep
+    const entry = this.byTenant.get(tenantId);
+    if (entry && entry.measuredAtMs >= at) {
+      entry.bytes += bytes;
+      return entry.measuredAtMs;
+    }
+    this.byTenant.set(tenantId, { measuredAtMs: at, bytes });
+    return at;
+  }
+
+  /** Takes back bytes that were not written; nothing once a newer measurement started the count again. */
+  refund(tenantId: number, countedAtMs: number, bytes: number): void {
+    const entry = this.byTenant.get(tenantId);
+    if (!entry || entry.measuredAtMs !== countedAtMs) return;
+    entry.bytes -= bytes;
+    if (entry.bytes <= 0) this.byTenant.delete(tenantId);
+  }
+
+  /** Tenants with a count (bounded memory, for tests and gauges). */
+  get size(): number {
+    return this.byTenant.size;
+  }
+
+  /**
+   * A pass publishes every tenant at one time, so a newer measurement seen for any tenant
+   * supersedes every older count; each is dropped once no cached record can carry the older one.
+   */
+  private observe(at: number, nowMs: number): void {
+    if (at > this.newestMs) {
+      this.newestMs = at;
+      this.passes.push({ measuredAtMs: at, seenAtMs: nowMs });
+    }
+    let cutoff = -Infinity;
+    for (let p = this.passes[0]; p !== undefined && p.seenAtMs + this.holdMs <= nowMs; p = this.passes[0]) {
+      cutoff = p.measuredAtMs;
+      this.passes.shift();
+    }
+    if (cutoff === -Infinity) return;
+    for (const [tenantId, entry] of this.byTenant) if (entry.measuredAtMs < cutoff) this.byTenant.delete(tenantId);
+  }
+}
+
 /** A tenant's own quota in bytes, or null for the installation default. */
 export function validateStoredBytesQuota(raw: unknown, field = 'maxStoredBytes'): number | null {
   if (raw === null) return null;

@@ -11,7 +11,7 @@ const MAX_KNOWN = 100_000;
 /** Unknown keys remembered at most; the oldest goes first. Never displaces a known key. */
 const MAX_UNKNOWN = 50_000;
 /** How long past its TTL a known key may still be honoured while lookups fail (a database stall). */
-const STALE_GRACE_MS = 5 * 60_000;
+export const STALE_GRACE_MS = 5 * 60_000;
 
 /** A key's tenant and its row in tenant_keys (for its last-use time); null for a key that does not exist. */
 type Found = { tenant: TenantRecord; keyId: number } | null;

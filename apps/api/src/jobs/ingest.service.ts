@@ -8,7 +8,7 @@ import { ApiError, conflict, type ErrorBody, invalid, unavailable } from '../htt
 import { isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
 import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
-import { assertRoomForNewKeys } from '../tenants/stored-bytes-quota';
+import { StoredBytesQuota } from '../tenants/stored-bytes-quota';
 import { HotRoutingService } from './hot-routing.service';
 import { differingFields, type JobInput, parseJobInput } from './job-input';
 import { jobSummary, type JobSummary, removedJob, type RemovedJob } from './job-view';
@@ -53,6 +53,7 @@ export class IngestService implements BeforeApplicationShutdown {
     private readonly routing: HotRoutingService,
     private readonly limiter: IngestRateLimiter,
     private readonly kinds: KindsService,
+    private readonly quota: StoredBytesQuota,
     private readonly clock: Clock,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
@@ -92,25 +93,11 @@ export class IngestService implements BeforeApplicationShutdown {
     await this.limiter.consume(tenant, 1);
     const parsed = parseJobInput(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
-    await assertRoomForNewKeys(tenant, [parsed.value], this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
-    // Shed load rather than queue without bound behind a stalled or saturated database; one
-    // tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it.
-    const max = this.settings.maxPendingCommits;
-    const mine = this.pendingOf.get(tenant.id) ?? 0;
-    if (this.batcher.pending >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
-    if (mine >= Math.max(1, Math.floor(max / 2))) throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
-    this.pendingOf.set(tenant.id, mine + 1);
+    const charge = await this.quota.chargeNewKeys(tenant, [parsed.value], (keys) => this.jobs.knownKeys(tenant.id, keys));
     const now = this.clock.now();
-    const result = await this.batcher.submit({
-      tenantId: tenant.id,
-      input: parsed.value,
-      tier: tierFor(parsed.value.runAt, now, this.config.horizons),
-      traceParent,
-    }, deadline).finally(() => {
-      const left = (this.pendingOf.get(tenant.id) ?? 1) - 1;
-      if (left > 0) this.pendingOf.set(tenant.id, left);
-      else this.pendingOf.delete(tenant.id);
-    });
+    const entry = { tenantId: tenant.id, input: parsed.value, tier: tierFor(parsed.value.runAt, now, this.config.horizons), traceParent };
+    // The charge comes back unless the job was created (shed, a replay, a conflict).
+    const result = await charge.settle(this.submitOne(entry, deadline), (r) => (r.status === 'created' ? [entry.input.key] : []));
     if (result.status === 'failed') throw result.error;
     if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
     if (result.status === 'retired') {
@@ -118,6 +105,23 @@ export class IngestService implements BeforeApplicationShutdown {
       throw retiredError(result);
     }
     return { created: result.status === 'created', job: jobSummary(result.job, now, this.config.horizons) };
+  }
+
+  /**
+   * Sheds load rather than queue without bound behind a stalled or saturated database; one
+   * tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it.
+   */
+  private async submitOne(entry: CommitEntry, deadline?: AbortSignal): Promise<CommitResult> {
+    const max = this.settings.maxPendingCommits;
+    const mine = this.pendingOf.get(entry.tenantId) ?? 0;
+    if (this.batcher.pending >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
+    if (mine >= Math.max(1, Math.floor(max / 2))) throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
+    this.pendingOf.set(entry.tenantId, mine + 1);
+    return this.batcher.submit(entry, deadline).finally(() => {
+      const left = (this.pendingOf.get(entry.tenantId) ?? 1) - 1;
+      if (left > 0) this.pendingOf.set(entry.tenantId, left);
+      else this.pendingOf.delete(entry.tenantId);
+    });
   }
 
   /** POST /v1/jobs/batch: one result per item, in order; bad items do not sink the rest. */
@@ -140,8 +144,9 @@ export class IngestService implements BeforeApplicationShutdown {
         results[index] = { index, status: 'error', error: { statusCode: e.status, message: e.message, details: e.details } };
       }
     });
-    await assertRoomForNewKeys(tenant, valid.map((v) => v.entry.input), this.settings.storedBytesQuota, (keys) => this.jobs.knownKeys(tenant.id, keys));
-    const committed = await this.commit(valid.map((v) => v.entry));
+    const charge = await this.quota.chargeNewKeys(tenant, valid.map((v) => v.entry.input), (keys) => this.jobs.knownKeys(tenant.id, keys));
+    const created = (rs: CommitResult[]) => rs.flatMap((r, i) => (r.status === 'created' ? [valid[i].entry.input.key] : []));
+    const committed = await charge.settle(this.commit(valid.map((v) => v.entry)), created);
     const failed = committed.find((r) => r.status === 'failed');
     if (failed) throw failed.error;
     committed.forEach((r, i) => {

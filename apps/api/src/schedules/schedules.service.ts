@@ -7,7 +7,7 @@ import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
 import { Issues, payloadBytes, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
-import { assertRoomForNewKeys, assertStoredBytesRoom } from '../tenants/stored-bytes-quota';
+import { StoredBytesQuota } from '../tenants/stored-bytes-quota';
 import { decodeScheduleCursor, encodeScheduleCursor } from './schedule-cursor';
 import { checkPatchedPayload, formatInZone, parseScheduleCreate, parseSchedulePatch, parseTiming, scheduleDiffers } from './schedule-input';
 
@@ -25,6 +25,7 @@ export class SchedulesService {
   constructor(
     private readonly schedules: SchedulesRepository,
     private readonly kinds: KindsService,
+    private readonly quota: StoredBytesQuota,
     private readonly clock: Clock,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
   ) {}
@@ -33,9 +34,9 @@ export class SchedulesService {
     const parsed = parseScheduleCreate(body, this.settings, await this.kinds.lookup([body]));
     if (!parsed.ok) throw invalid(parsed.issues);
     const input = parsed.value;
-    await assertRoomForNewKeys(tenant, [input], this.settings.storedBytesQuota, (keys) => this.schedules.knownKeys(tenant.id, keys));
+    const charge = await this.quota.chargeNewKeys(tenant, [input], (keys) => this.schedules.knownKeys(tenant.id, keys));
     const limit = tenant.maxSchedules ?? this.settings.maxSchedulesPerTenant;
-    const result = await this.schedules.create({
+    const result = await charge.settle(this.schedules.create({
       tenantId: tenant.id,
       key: input.key,
       kind: input.kind,
@@ -46,7 +47,7 @@ export class SchedulesService {
       missed: input.missed,
       nextRunAt: this.firstAfterNow(input.schedule),
       expectWithinSeconds: input.expectWithinSeconds,
-    }, limit);
+    }, limit), (r) => ('created' in r && r.created ? [input.key] : []));
     if ('quota' in result) {
       const message = `this tenant has ${result.quota} schedules, its limit is ${limit}: delete some, or ask the operator to raise maxSchedules`;
       throw new ApiError(403, message, [{ field: 'schedules', rule: 'quota', message }]);
@@ -95,12 +96,6 @@ export class SchedulesService {
     // are still current; a concurrent PATCH in between makes us read and compute again.
     for (let tries = 1; ; tries++) {
       const current = await this.find(tenant, id);
-      // Only what the new payload adds over the one it replaces: a smaller one, or null, is
-      // never refused, not even when the tenant is already over its quota.
-      if (patch.payloadBytes !== undefined) {
-        const growth = patch.payloadBytes - payloadBytes(current.payload);
-        if (growth > 0) assertStoredBytesRoom(tenant, growth, this.settings.storedBytesQuota);
-      }
       if (patch.payload !== undefined || patch.kind !== undefined) {
         // The payload that will be stored, against the kind that will run it.
         const checked = checkPatchedPayload(patch.kind ?? current.kind, 'payload' in patch ? patch.payload : current.payload, kinds);
@@ -112,7 +107,12 @@ export class SchedulesService {
         if (!t.ok) throw invalid(t.issues);
         if (t.value.cron !== current.cron || t.value.timezone !== current.timezone) timing = { schedule: t.value };
       }
-      const res = await this.schedules.update(tenant.id, id, {
+      // Only what the new payload adds over the one it replaces: a smaller one, or null, is
+      // never refused, not even when the tenant is already over its quota. Charged last, so
+      // nothing between charge and write can leave it charged.
+      const growth = patch.payloadBytes === undefined ? 0 : patch.payloadBytes - payloadBytes(current.payload);
+      const charge = growth > 0 ? this.quota.charge(tenant, growth) : null;
+      const write = this.schedules.update(tenant.id, id, {
         kind: patch.kind,
         payload: patch.payload,
         maxAttempts: patch.maxAttempts,
@@ -126,6 +126,8 @@ export class SchedulesService {
             }
           : {}),
       }, this.clock.now());
+      // Given back unless the payload was written (not found, or changed meanwhile and read again).
+      const res = await (charge ? charge.settle(write, (r) => (r && r !== 'changed' ? [''] : [])) : write);
       if (res === 'changed') {
         if (tries < 5) continue;
         throw conflict(`schedule ${id} is being changed concurrently; try again`, 'schedule', 'concurrent_update');
