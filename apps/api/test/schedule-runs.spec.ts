@@ -74,6 +74,21 @@ describe('schedule runs (/v1/schedules/:id/runs)', () => {
     expect(await runs({ date: '2026-11-10' }, midnight.body.id as string)).toEqual(['2026-11-09T23:00:00.000Z']);
   });
 
+  it('after a zone change, a day before it lists the run that happened, not the new zone\'s instants', async () => {
+    const created = await h.http().post('/v1/schedules').set(auth).send({ key: 'moved', kind: 'noop', cron: '0 2 * * *', timezone: 'Europe/Berlin' }).expect(201);
+    const moved = created.body.id as string;
+    await h.db.dataSource.query(`UPDATE schedules SET created_at = '2026-11-01T00:00:00Z' WHERE id = $1`, [moved]);
+    // Its Berlin 02:00 run of 10 November (01:00 UTC) happened and succeeded.
+    await h.db.dataSource.query(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state, attempts, finished_at) VALUES ($1, $2, 'noop', '2026-11-10T01:00:00Z', 'd', 1, '2026-11-10T01:00:05Z')`,
+      [tenantId, `schedule:${moved}:2026-11-10T01:00:00Z`],
+    );
+    await h.http().patch(`/v1/schedules/${moved}`).set(auth).send({ timezone: 'Asia/Tokyo' }).expect(200);
+    // 10 November in Tokyo is (9 Nov 15:00, 10 Nov 15:00] UTC; Tokyo's 02:00 (17:00 UTC the 9th) was never a run then.
+    const res = await h.http().get(`/v1/schedules/${moved}/runs`).query({ date: '2026-11-10' }).set(auth).expect(200);
+    expect(res.body.items.map((r: { at: string; state: string }) => [r.at, r.state])).toEqual([['2026-11-10T01:00:00.000Z', 'succeeded']]);
+  });
+
   it("names a bad query's field, and answers another tenant's schedule 404", async () => {
     const bad = await h.http().get(`/v1/schedules/${id}/runs`).query({ date: '11/10/2026' }).set(auth).expect(400);
     expect(bad.body.details[0]).toMatchObject({ field: 'date', rule: 'format' });

@@ -176,24 +176,6 @@ describe('planMaterialisation', () => {
     expect(iso(plan.toMaterialise)[0]).toBe('2026-11-29T16:50:00Z'); // 09:29 minus 999 minutes
   });
 
-  it.each(['skip', 'latest', 'all'] as const)('a catch-up bounded by maxSteps (%s) gives, slice by slice, what one unbounded call gives', (policy) => {
-    const everyMinute = parseSchedule('* * * * *', 'UTC');
-    const whole = planMaterialisation(everyMinute, d('2026-11-25T09:30:00Z'), now, HOUR, policy, 1000);
-    const sliced = { toMaterialise: [] as Date[], missed: 0, skipped: 0, calls: 0 };
-    let cursor: Date = d('2026-11-25T09:30:00Z');
-    for (let last = false; !last; sliced.calls++) {
-      const plan = planMaterialisation(everyMinute, cursor, now, HOUR, policy, 1000, { maxSteps: 1500 });
-      expect(plan.steps).toBeLessThanOrEqual(1500);
-      sliced.toMaterialise.push(...plan.toMaterialise);
-      sliced.missed += plan.missed;
-      sliced.skipped += plan.skipped;
-      last = plan.toMaterialise.length > 0; // the slice that reached now
-      cursor = plan.nextCursor;
-    }
-    expect(sliced.calls).toBeGreaterThan(4); // 7,199 missed in slices of at most 1,500
-    expect({ ...sliced, calls: 0 }).toEqual({ toMaterialise: whole.toMaterialise, missed: whole.missed, skipped: whole.skipped, calls: 0 });
-  });
-
   it('a cursor already beyond the window does nothing and never moves back', () => {
     const cursor = d('2026-12-05T00:00:00Z');
     const plan = planMaterialisation(hourly, cursor, now, HOUR, 'all');

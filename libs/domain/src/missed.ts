@@ -47,7 +47,7 @@ export interface MaterialisationPlan {
   readonly nextCursor: Date;
   /** The first occurrence after nextCursor (store as schedules.next_run_at), null if none ever. */
   readonly nextRunAt: Date | null;
-  /** Missed occurrences stepped through (what `maxSteps` bounds). */
+  /** Missed occurrences stepped through: at most maxSteps + the kept window (see maxSteps). */
   readonly steps: number;
 }
 
@@ -55,11 +55,13 @@ export interface MaterialisationOptions {
   /** Upper bound on upcoming occurrences per call (an every-minute schedule has 1440 a day). */
   readonly maxUpcoming?: number;
   /**
-   * Missed occurrences stepped through per call (~5 µs each): past it the call stops short of
+   * Missed occurrences moved past per call (~5 µs a step): past it the call stops short of
    * `now`, materialises nothing, counts what lies before the policy's window as skipped and
    * leaves the window for the next call (nextRunAt at its first), so a per-minute schedule
    * resumed after a year (525,600 steps, 2.5 s) is caught up in slices the sweep's other work
-   * and the promoter's other sweeps go between.
+   * and the promoter's other sweeps go between. A call steps up to maxSteps + the window
+   * (`all`: the cap), since the window is stepped again next call: bounding the steps alone left
+   * a cap at or past maxSteps one occurrence of progress per call. 0: stop at the first missed one.
    */
   readonly maxSteps?: number;
 }
@@ -92,6 +94,7 @@ export function planMaterialisation(
   const maxUpcoming = options.maxUpcoming ?? DEFAULT_MAX_UPCOMING;
   const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS;
   if (!Number.isSafeInteger(maxUpcoming) || maxUpcoming < 1) throw new RangeError(`maxUpcoming must be a positive integer, got ${maxUpcoming}`);
+  if (!Number.isSafeInteger(maxSteps) || maxSteps < 0) throw new RangeError(`maxSteps must be a non-negative integer, got ${maxSteps}`);
   if (!Number.isSafeInteger(hotHorizonMs) || hotHorizonMs < 0) throw new RangeError(`hotHorizonMs must be a non-negative integer, got ${hotHorizonMs}`);
   const nowMs = now.getTime();
   const windowEnd = nowMs + hotHorizonMs;
@@ -102,6 +105,8 @@ export function planMaterialisation(
   // Missed ones are streamed through a window of the most recent `keep`, so a long outage costs
   // time but not memory.
   const keep = keepCount(policy, cap);
+  // The kept window is stepped again by the next call, so only what lies before it is progress.
+  const stopAt = maxSteps === 0 ? 0 : maxSteps + keep;
   const kept: Date[] = [];
   let missed = 0;
   const upcoming: Date[] = [];
@@ -116,7 +121,7 @@ export function planMaterialisation(
       return false;
     }
     if (ms < nowMs) {
-      if (missed >= Math.max(maxSteps, keep + 1)) {
+      if (missed >= stopAt) {
         stoppedAt = t; // not counted: the next call starts at it, or at the window kept before it
         return false;
       }

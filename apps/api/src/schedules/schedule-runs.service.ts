@@ -33,8 +33,9 @@ export type ScheduleRun = ScheduleRunDto;
  * GET /v1/schedules/:id/runs: each occurrence of the schedule's cron in a window, oldest first,
  * with what became of it. The occurrences are computed from the cron (as the recurring sweep does)
  * and their rows read by key (`schedule:<id>:<nominal>`), so "did the 02:00 Europe/Berlin run
- * happen on 1 December?" is one call with `date=2026-12-01`. Occurrences of an earlier cron (before
- * a change) are not listed.
+ * happen on 1 December?" is one call with `date=2026-12-01`. Before the cron or zone last changed
+ * (timingSince) the current cron would invent runs and hide those that happened, so there the
+ * occurrences listed are those that have rows (found by key range), not computed ones.
  */
 @Injectable()
 export class ScheduleRunsService {
@@ -61,7 +62,10 @@ export class ScheduleRunsService {
     // Nothing before the schedule existed; the window is (from, to], as occurrences are planned,
     // so windows paged as from=T1&to=T2, from=T2&to=T3 list the T2 run once.
     const from = new Date(Math.max(window.from.getTime(), s.createdAt.getTime(), after?.getTime() ?? -Infinity));
-    const at = occurrencesBetween(timing.value, from, window.to, limit + 1);
+    const since = s.timingSince ?? from;
+    const before = since > from ? await this.runs.instantsWithRows(tenant.id, s.id, from, since < window.to ? since : window.to, limit + 1) : [];
+    const computedFrom = since > from ? since : from;
+    const at = before.concat(occurrencesBetween(timing.value, computedFrom, window.to, limit + 1 - before.length));
     const page = at.slice(0, limit);
     return { timezone: s.timezone, items: await this.describe(tenant.id, s, page, now), nextCursor: at.length > limit ? page[page.length - 1].toISOString() : null };
   }
@@ -77,11 +81,17 @@ export class ScheduleRunsService {
     const timing = parseTiming(s.cron, s.timezone);
     if (!timing.ok) return { schedule: s, runs: [] };
     const now = this.clock.now();
+    // Computed after the timing's start only (see list); before it, the rows that exist.
+    const since = Math.min(now.getTime(), Math.max(s.createdAt.getTime(), s.timingSince?.getTime() ?? -Infinity));
     let at: Date[] = [];
     for (let days = 1; days <= 512; days *= 8) {
-      const from = new Date(Math.max(now.getTime() - days * DAY_MS, s.createdAt.getTime()));
+      const from = new Date(Math.max(now.getTime() - days * DAY_MS, since));
       at = occurrencesBetween(timing.value, from, now, days * 1440 + 1);
-      if (at.length >= count || from.getTime() === s.createdAt.getTime()) break;
+      if (at.length >= count || from.getTime() === since) break;
+    }
+    if (at.length < count && s.timingSince !== null) {
+      const earlier = await this.runs.instantsWithRows(tenant.id, s.id, s.createdAt, new Date(since), count - at.length, true);
+      at = earlier.reverse().concat(at);
     }
     return { schedule: s, runs: await this.describe(tenant.id, s, at.slice(-count), now) };
   }

@@ -55,7 +55,7 @@ const ROW_OVERHEAD_BYTES = 120;
 interface BatchBudget {
   rows: number;
   bytes: number;
-  /** Missed occurrences stepped through (planMaterialisation's maxSteps), so a batch's planning stays ~0.1 s. */
+  /** Missed occurrences moved past (planMaterialisation's maxSteps), so a batch's planning stays ~0.1 s. */
   steps: number;
   /** The budget cut the batch short: schedules left due, or one truncated. */
   cut: boolean;
@@ -215,7 +215,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     for (const s of schedules) {
       // Its tenant out of quota, or the batch out of budget: not advanced, so it stays due.
       if (quota?.atQuota.has(s.tenantId)) continue;
-      if (budget.rows <= 0 || budget.bytes <= 0 || budget.steps <= 0) {
+      if (budget.rows <= 0 || budget.bytes <= 0) {
         budget.cut = true;
         continue;
       }
@@ -223,7 +223,9 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       const tenantLeft = quota ? this.opts.maxPerTenantPerRun - (quota.perTenant.get(s.tenantId) ?? 0) : Number.MAX_SAFE_INTEGER;
       // At least one, so every batch makes progress whatever one schedule's payload weighs.
       const cap = Math.max(1, Math.min(budget.rows, tenantLeft, Math.floor(budget.bytes / rowBytes)));
-      const plan = this.planner.plan(s, now, until, cap, budget.steps);
+      // Out of steps (a catch-up, first by next_run_at, took them): maxSteps 0 still plans the
+      // schedules that are not behind, so one tenant's catch-up never holds back another's runs.
+      const plan = this.planner.plan(s, now, until, cap, Math.max(0, budget.steps));
       if (plan === null) {
         // Unparsable (written before validation tightened?): park it rather than fail the batch.
         counts.invalid += 1;
@@ -251,7 +253,7 @@ export class RecurringSweep implements Sweep<RecurringResult> {
       budget.rows -= n;
       budget.bytes -= n * rowBytes;
       budget.steps -= plan.steps;
-      if (budget.steps <= 0) budget.cut = true; // a catch-up stopped short, or the next would: the run goes on
+      if (budget.steps <= 0) budget.cut = true; // a catch-up stopped short, or a later one would: the run goes on
       if (quota) {
         const used = (quota.perTenant.get(s.tenantId) ?? 0) + n;
         quota.perTenant.set(s.tenantId, used);

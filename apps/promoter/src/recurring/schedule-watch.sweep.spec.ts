@@ -91,6 +91,19 @@ describe('ScheduleWatchSweep (Postgres)', () => {
     expect(judged).toEqual({ watched_through: new Date('2026-12-01T05:05:00Z'), last_outcome: 'late', last_outcome_at: new Date('2026-12-01T05:00:00Z') });
   });
 
+  it('judges a run whose first attempt failed and waits for a retry once it ends: dead is failed', async () => {
+    await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
+    const s = await schedule(9, 1500); // 25 min: at 05:30 the 05:00 run is within its hold
+    for (const hour of [1, 2, 3, 4]) await run(s, 9, hour, 'd', 10_000);
+    await run(s, 9, 5, 's', 10_000); // 05:00 started on time, failed, scheduled again
+    const watch = sweep();
+    expect(await watch.runOnce(NOW)).toMatchObject({ outcomes: { ok: 4, late: 0, missed: 0, failed: 0 } });
+    await db.dataSource.query(`UPDATE jobs SET state = 'x' WHERE key = $1`, [`schedule:${s}:2026-12-01T05:00:00Z`]); // its retry failed for good
+    expect(await watch.runOnce(new Date(NOW.getTime() + 60_000))).toMatchObject({ outcomes: { ok: 0, late: 0, missed: 0, failed: 1 } });
+    const [row] = await db.dataSource.query(`SELECT last_outcome, last_outcome_at FROM schedules WHERE id = $1`, [s]);
+    expect(row).toEqual({ last_outcome: 'failed', last_outcome_at: new Date('2026-12-01T05:00:00Z') });
+  });
+
   it('holds a schedule behind a running run 10 minutes past its expectation at most: then it counts as started, and the missed runs after it are reported', async () => {
     await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
     const s = await schedule(8, 60);

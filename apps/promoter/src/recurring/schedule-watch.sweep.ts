@@ -32,9 +32,10 @@ export interface ScheduleWatchOptions {
  * `expectWithinSeconds`, every run whose expectation has passed since the last look is classified
  * once (watchedOutcome: ok, late, missed, failed) from its row, read by its occurrence key, and
  * counted in `almanac_schedule_runs_total{outcome}`; the schedule keeps its latest outcome
- * (`lastOutcome`) and how far it was looked at. A run whose first attempt is still running is
- * not judged yet (its start is recorded when the attempt ends): the schedule is watched up to it,
- * and it and the runs after it are judged on a later pass. One replica at a time (a sweep lease), so each
+ * (`lastOutcome`) and how far it was looked at. A run that has not ended after an attempt (still
+ * running, or waiting for a retry) is not judged yet (it may end dead; a first attempt's start is
+ * recorded when it ends): the schedule is watched up to it, and it and the runs after it are
+ * judged on a later pass. One replica at a time (a sweep lease), so each
  * run is counted once. `almanac_schedules_behind{tenant}` counts, per tenant, the watched
  * schedules whose latest run went wrong; AlmanacScheduleMissed fires on missed runs.
  */
@@ -71,18 +72,18 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
         let last: { outcome: WatchedOutcome; dueAt: Date } | null = null;
         let through = l.through;
         for (const run of l.runs) {
-          let outcome = watchedOutcome(rows.get(`${l.tenantId}|${run.key}`) ?? null, run.dueAt, l.expectMs);
           // Held at most HELD_AT_MOST_MS past its expectation: a run hung for hours held back every later run's report (a missed one is what the alert is for).
-          if (outcome === 'running' && now.getTime() < run.dueAt.getTime() + l.expectMs + HELD_AT_MOST_MS) {
-            // Started, but when is written only as the attempt ends: watched up to just before
-            // this run, so it (and those after it) are judged once it has a start.
+          const hold = now.getTime() < run.dueAt.getTime() + l.expectMs + HELD_AT_MOST_MS;
+          const outcome = watchedOutcome(rows.get(`${l.tenantId}|${run.key}`) ?? null, run.dueAt, l.expectMs, hold);
+          if (outcome === 'running') {
+            // Not ended (running, or a retry waits): watched up to just before this run, so it
+            // (and those after it) are judged once it ends: ok, late, or failed if it ends dead.
             through = new Date(run.dueAt.getTime() - 1);
             held += 1;
             this.heldUntilMs.set(l.id, now.getTime() + HELD_LOOK_AGAIN_MS);
             break;
           }
           if (outcome === null) continue;
-          if (outcome === 'running') outcome = 'ok'; // it started; when, the watch cannot tell until the attempt ends (Known gaps)
           outcomes[outcome] += 1;
           last = { outcome, dueAt: run.dueAt };
         }

@@ -138,6 +138,7 @@ const SCHEMA = [
      next_run_at timestamptz,
      created_at timestamptz NOT NULL DEFAULT now(),
      updated_at timestamptz NOT NULL DEFAULT now(),
+     timing_since timestamptz, -- its cron or zone last changed (null: never); runs before it are listed from their rows
      payload_ref bigint, -- the current payload version; made when first needed, cleared on change
      tenant_id integer NOT NULL,
      version integer NOT NULL DEFAULT 1,

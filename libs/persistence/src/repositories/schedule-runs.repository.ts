@@ -1,9 +1,9 @@
-import type { JobState } from '@almanac/domain';
+import { formatNominal, occurrenceKeyPrefix, parseOccurrenceKey, type JobState } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { decodeState } from '../job-state.codec';
 import { sql } from '../sql';
-import { SCHEDULE_RUNS_SQL } from '../statements/schedule-runs.sql';
+import { SCHEDULE_RUNS_SQL, scheduleRunKeysSql } from '../statements/schedule-runs.sql';
 
 /** An occurrence's row: how its run went. */
 export interface ScheduleRunRow {
@@ -32,5 +32,22 @@ export class ScheduleRunsRepository {
     return rows.map((r) => ({
       tenantId: r.tenant_id, key: r.key, jobId: r.id, state: decodeState(r.state), attempts: r.attempts, startedAt: r.started_at, finishedAt: r.finished_at, result: r.result ?? null, lastError: r.last_error,
     }));
+  }
+
+  /**
+   * The nominal instants in (after, through] of the schedule's occurrences that have a row (or
+   * had one, removed by retention): its runs under a timing it no longer has. Oldest first, or
+   * newest first; at most `limit`.
+   */
+  async instantsWithRows(tenantId: number, scheduleId: string, after: Date, through: Date, limit: number, newestFirst = false): Promise<Date[]> {
+    // Keys hold whole seconds, so (after, through] is [the next whole second, through's second].
+    const lo = Math.floor(after.getTime() / 1000) * 1000 + 1000;
+    const hi = Math.floor(through.getTime() / 1000) * 1000;
+    if (lo > hi || limit <= 0) return [];
+    const prefix = occurrenceKeyPrefix(scheduleId);
+    const { rows } = await sql<{ key: string }>(this.db, scheduleRunKeysSql(newestFirst), [
+      tenantId, prefix + formatNominal(new Date(lo)), prefix + formatNominal(new Date(hi)), limit,
+    ]);
+    return rows.flatMap((r) => parseOccurrenceKey(r.key)?.nominal ?? []);
   }
 }

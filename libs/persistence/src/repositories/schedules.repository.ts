@@ -19,6 +19,8 @@ export interface ScheduleView {
   nextRunAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** When its cron or zone last changed, null if never: earlier runs follow the timing they had. */
+  timingSince: Date | null;
   /** Each run should start within this many seconds of its due instant (the schedule watch), or null. */
   expectWithinSeconds: number | null;
   /** The latest watched run's outcome (ok, late, missed, failed) and when it was due. */
@@ -65,7 +67,7 @@ export interface RemovedOccurrences {
 }
 
 const COLUMNS = `id::text AS id, tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, paused,
-  version, next_run_at, created_at, updated_at, expect_within_seconds, last_outcome, last_outcome_at, last_error`;
+  version, next_run_at, created_at, updated_at, timing_since, expect_within_seconds, last_outcome, last_outcome_at, last_error`;
 
 interface RawSchedule {
   id: string;
@@ -82,6 +84,7 @@ interface RawSchedule {
   next_run_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  timing_since: Date | null;
   expect_within_seconds: number | null;
   last_outcome: string | null;
   last_outcome_at: Date | null;
@@ -104,6 +107,7 @@ function toView(r: RawSchedule): ScheduleView {
     nextRunAt: r.next_run_at,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    timingSince: r.timing_since,
     expectWithinSeconds: r.expect_within_seconds,
     lastOutcome: r.last_outcome,
     lastOutcomeAt: r.last_outcome_at,
@@ -227,6 +231,7 @@ export class SchedulesRepository {
       }
       if (change.timing) {
         set('next_run_at', change.timing.nextRunAt);
+        set('timing_since', now); // run history computes occurrences from the timing only after it
         sets.push('version = version + 1');
         // The new timing's past instants never had rows: watched from now on, like a new expectation.
         if (change.expectWithinSeconds === undefined) sets.push('watched_through = now()');

@@ -1,3 +1,5 @@
+import { RESERVED_NOW } from './find-retired-keys.sql';
+
 /**
  * Schedules' runs: the occurrence rows among the given (tenant, key) pairs (`schedule:<id>:<nominal>`,
  * the nominal instants the caller computed from the cron), each with when its first attempt
@@ -10,3 +12,16 @@ export const SCHEDULE_RUNS_SQL = `SELECT k.tenant_id, k.key, j.id::text AS id, j
   FROM unnest($1::int[], $2::text[]) AS k(tenant_id, key)
   JOIN jobs j ON j.tenant_id = k.tenant_id AND j.key = (k.key COLLATE "C")
   LEFT JOIN job_attempts a ON a.job_id = j.id AND a.attempt = 1`;
+
+/**
+ * The keys of a schedule's occurrence rows in a key range, existing or removed by retention and
+ * still reserved: the runs of a timing it no longer has, which its cron cannot compute. One range
+ * scan of jobs_tenant_key and of retired_keys' primary key.
+ *
+ * $1 int tenant · $2 text lowest key · $3 text highest key · $4 int limit.
+ */
+export const scheduleRunKeysSql = (newestFirst: boolean) => `SELECT key FROM (
+    SELECT key FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key <= $3
+    UNION
+    SELECT key FROM retired_keys WHERE tenant_id = $1 AND key >= $2 AND key <= $3 AND ${RESERVED_NOW}
+  ) k ORDER BY key ${newestFirst ? 'DESC' : 'ASC'} LIMIT $4`;
