@@ -276,6 +276,8 @@ describe('console (/console)', () => {
       acme.id,
       `schedule:${id}:${hourAgo(7).toISOString().replace('.000Z', 'Z')}`,
     ]);
+    // hour 8's first attempt failed and its retry waits: not over, so not "ran" (the watch holds it too)
+    const retrying = await run(8, 'q', 100);
     const list = await h.http().get('/console/schedules').set('Cookie', cookie).expect(200);
     expect(list.text).toContain(`href="/console/schedules/${id}"`);
     const page = await h.http().get(`/console/schedules/${id}`).set('Cookie', cookie).expect(200);
@@ -286,6 +288,7 @@ describe('console (/console)', () => {
     expect(page.text).toMatch(/<span class="run run-skipped"/);
     expect(page.text).toContain(`class="run run-missed" href="/console/jobs/${missed}"`);
     expect(page.text).toContain(`class="run run-running" href="/console/jobs/${running}"`);
+    expect(page.text).toContain(`class="run run-running" href="/console/jobs/${retrying}"`);
     expect(page.text).toMatch(/<span class="run run-removed" title="[^"]* · removed · its job ended succeeded and was removed by retention on /);
     expect(page.text).toContain('<span class="word-removed">removed</span>');
     await h.db.dataSource.query(`UPDATE schedules SET expect_within_seconds = 300, last_outcome = 'missed', last_outcome_at = now() WHERE id = $1`, [id]);

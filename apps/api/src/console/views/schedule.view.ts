@@ -13,13 +13,13 @@ const LATE_MS = 60_000;
  * schedule's expectation) with `skipped` for a run no job was made for (or cancelled),
  * `removed` for one that ran but whose job retention has removed since (the run's reason says
  * how it ended), `waiting` for one whose expectation has not passed yet, and `running` for one
- * whose first attempt runs (its start is known when that attempt ends).
+ * whose run is not over (an attempt runs, or a retry waits: its start is known when an attempt ends).
  */
 function runOutcome(r: ScheduleRun, expectMs: number, nowMs: number): 'ran' | 'late' | 'failed' | 'missed' | 'skipped' | 'removed' | 'waiting' | 'running' {
   if (r.state === 'removed') return 'removed';
   if (r.jobId === null) return 'skipped';
   const due = new Date(r.at);
-  const outcome = watchedOutcome({ state: r.state as JobState, startedAt: r.startedAt ? new Date(r.startedAt) : null }, due, expectMs);
+  const outcome = watchedOutcome({ state: r.state as JobState, startedAt: r.startedAt ? new Date(r.startedAt) : null, attempts: r.attempts }, due, expectMs);
   if (outcome === null) return 'skipped';
   if (outcome === 'missed' && nowMs <= due.getTime() + expectMs) return 'waiting';
   return outcome === 'ok' ? 'ran' : outcome;
