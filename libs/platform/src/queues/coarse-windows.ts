@@ -56,6 +56,8 @@ export class CoarseWindows {
     private readonly prefix: string,
     /** Every wait is bounded by this (the queue's connection has no command timeout). */
     private readonly waitMs: number,
+    /** Resolves once the connection first came up: before, with no offline queue, a command would fail. */
+    private readonly connected: () => Promise<unknown> = async () => undefined,
   ) {}
 
   /**
@@ -79,7 +81,7 @@ export class CoarseWindows {
       else byWindow.set(start, [h]);
     }
     if (byWindow.size === 0) return { windows: [], rest };
-    const pipeline = this.redis.pipeline();
+    const pipeline = (await this.client()).pipeline();
     for (const [start, rows] of byWindow) pipeline.eval(ADD, 3, ...this.keys(start), keepMs(start, nowMs), ...encode(rows, start));
     const replies = (await within(this.waitMs, pipeline.exec(), 'hot queue windows')) ?? [];
     const windows: number[] = [];
@@ -95,7 +97,7 @@ export class CoarseWindows {
   /** Notes that the windows' jobs are added: later adds to them skip the job (one round trip). */
   async jobAdded(starts: readonly number[], nowMs: number): Promise<void> {
     if (starts.length === 0) return;
-    const pipeline = this.redis.pipeline();
+    const pipeline = (await this.client()).pipeline();
     for (const start of starts) pipeline.set(this.keys(start)[2], '1', 'PX', keepMs(start, nowMs));
     await within(this.waitMs, pipeline.exec(), 'hot queue windows');
   }
@@ -106,7 +108,7 @@ export class CoarseWindows {
    */
   async open(start: number, nowMs: number): Promise<Hint[]> {
     const [list, open] = this.keys(start);
-    const first = (await within(this.waitMs, this.redis.eval(OPEN, 2, list, open, keepMs(start, nowMs)), 'hot queue window open')) as string[];
+    const first = (await within(this.waitMs, (await this.client()).eval(OPEN, 2, list, open, keepMs(start, nowMs)), 'hot queue window open')) as string[];
     return this.read(start, first);
   }
 
@@ -117,19 +119,24 @@ export class CoarseWindows {
 
   /** Drops an opened window's items, once they are handed on (UNLINK: Redis frees a long list off its main thread). */
   async clear(start: number): Promise<void> {
-    await within(this.waitMs, this.redis.unlink(this.keys(start)[0]), 'hot queue window clear');
+    await within(this.waitMs, (await this.client()).unlink(this.keys(start)[0]), 'hot queue window clear');
   }
 
   /** The window's hints, page after page until a short one; `first` is its first page when read already. */
   private async read(start: number, first?: string[]): Promise<Hint[]> {
     const list = this.keys(start)[0];
     const hints: Hint[] = [];
-    let page = first ?? (await within(this.waitMs, this.redis.lrange(list, 0, PAGE - 1), 'hot queue window read'));
+    let page = first ?? (await within(this.waitMs, (await this.client()).lrange(list, 0, PAGE - 1), 'hot queue window read'));
     for (let from = PAGE; ; from += PAGE) {
       for (const item of page) for (const hint of decode(item, start)) hints.push(hint);
       if (page.length < PAGE) return hints;
       page = await within(this.waitMs, this.redis.lrange(list, from, from + PAGE - 1), 'hot queue window read');
     }
+  }
+
+  private async client(): Promise<RedisClient> {
+    await within(this.waitMs, this.connected(), 'hot queue connect');
+    return this.redis;
   }
 
   /** The window's list, its open marker, and its job-added flag (one slot on a cluster: the prefix's tag). */
