@@ -16,7 +16,7 @@ import { loggerParams } from './logging/logging';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { RedisMetrics } from './metrics/redis-metrics';
-import { HOT_QUEUE_NAME, HOT_QUEUE_OPTIONS, HOT_QUEUE_WAIT_MS, HotQueue } from './queues/hot-queue';
+import { HOT_QUEUE_NAME, HOT_QUEUE_OPTIONS, HotQueue } from './queues/hot-queue';
 import { stopTracing } from './tracing/tracing';
 import { closeRedis, createDeliveryRedis, createRedis, DELIVERY_REDIS, hotQueuePrefix, REDIS, redisTarget } from './redis/redis';
 
@@ -28,9 +28,11 @@ export class OpsResources {
   redis?: RedisClient;
   deliveryRedis?: RedisClient;
   queueRedis?: RedisClient;
+  hotQueue?: HotQueue;
   dataSource?: DataSource;
 
   async close(): Promise<void> {
+    if (this.hotQueue) await this.hotQueue.close().catch(() => undefined);
     if (this.redis) await closeRedis(this.redis);
     if (this.deliveryRedis) await closeRedis(this.deliveryRedis);
     if (this.queueRedis) await closeRedis(this.queueRedis);
@@ -67,8 +69,9 @@ class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
     this.redisMetrics.trackQueue(this.hotQueue.queue);
   }
 
-  /** BullModule closes the hot queue and its Workers in this same phase; they share, never own, the connection. */
+  /** BullModule closes its Workers in this same phase; they share, never own, the connection. */
   async onApplicationShutdown(): Promise<void> {
+    await this.hotQueue.close();
     await closeRedis(this.redis);
     await closeRedis(this.deliveryRedis);
     if (this.resources.queueRedis) await closeRedis(this.resources.queueRedis);
@@ -87,9 +90,9 @@ const DB_RETRY_DELAY_MS = 1000;
  * feature modules inject these without importing anything. Only `bootstrapRole` (or a test)
  * imports it.
  *
- * The hot queue is BullModule's: `forRootAsync` puts every queue and @Processor of the process
- * on BullMQ's connection and the queue prefix, `registerQueue` makes the hot queue injectable
- * (`@InjectQueue(HOT_QUEUE_NAME)`), and the dispatcher's HotConsumer is its @Processor. BullMQ
+ * `BullModule.forRootAsync` and `registerQueue` put the hot queue's @Processor (the dispatcher's
+ * HotConsumer) on BullMQ's connection and the queue prefix. The producer is `HotQueue.open` on that
+ * prefix, with a producer connection of its own (no offline queue, see HotQueue). BullMQ
  * defines its ~50 scripts on the connection it is given, and ioredis copies every defined script
  * onto each auto-pipeline it opens: on the ready lists' connection that was ~25% of a worker's
  * CPU at 500 jobs/s (a CPU profile), so BullMQ has a connection of its own, not auto-pipelined.
@@ -101,6 +104,7 @@ export class OpsModule {
     const role = options.role ?? 'almanac';
     const resources = options.resources ?? new OpsResources();
     const deliveryRedis = () => (resources.deliveryRedis ??= createDeliveryRedis(redisTarget(config)));
+    const queuePrefix = hotQueuePrefix(config.queuePrefix, config.redisClusterNodes !== null);
     const queueRedis = () => (resources.queueRedis ??= createDeliveryRedis(redisTarget(config), { autoPipelining: false }));
     return {
       module: OpsModule,
@@ -121,7 +125,9 @@ export class OpsModule {
           },
         }),
         TerminusModule.forRoot({ errorLogStyle: 'json' }),
-        BullModule.forRootAsync({ useFactory: () => ({ connection: queueRedis(), prefix: hotQueuePrefix(config.queuePrefix, config.redisClusterNodes !== null) }) }),
+        BullModule.forRootAsync({ useFactory: () => ({ connection: queueRedis(), prefix: queuePrefix }) }),
+        // Without a registered queue BullModule creates no Worker for its @Processor; this Queue
+        // only lends the Worker its connection and prefix (HotQueue adds on its own).
         BullModule.registerQueue({ name: HOT_QUEUE_NAME, ...HOT_QUEUE_OPTIONS }),
       ],
       controllers: [HealthController, MetricsController],
@@ -136,8 +142,10 @@ export class OpsModule {
         },
         { provide: DELIVERY_REDIS, useFactory: deliveryRedis },
         { provide: OpsResources, useValue: resources },
-        { provide: HOT_QUEUE_WAIT_MS, useValue: config.redisCommandTimeoutMs },
-        HotQueue,
+        {
+          provide: HotQueue,
+          useFactory: () => (resources.hotQueue = HotQueue.open(queueRedis(), queuePrefix, config.redisCommandTimeoutMs)),
+        },
         { provide: Clock, useClass: SystemClock },
         MetricsService,
         RedisMetrics,

@@ -22,10 +22,20 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 if redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
 return 1`;
 
-/** Marks a window open (later adds are refused) and returns its items; the list stays until cleared. */
+/**
+ * Items a call reads of a window's list. Opening reads it in pages: `LRANGE 0 -1` of 200,000
+ * one-row items in one script held Redis for 208–500 ms, and every other client with it; a page
+ * of 2,000 takes about a millisecond (coarse-windows.spec.ts).
+ */
+const PAGE = 2000;
+
+/** Rows an item holds at most, so that a page is a bounded reply (~2 KB an item) whatever the adds. */
+const ROWS_PER_ITEM = 100;
+
+/** Marks a window open (later adds are refused) and returns its first page; the list stays until cleared. */
 const OPEN = `
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
-return redis.call('LRANGE', KEYS[1], 0, -1)`;
+return redis.call('LRANGE', KEYS[1], 0, ${PAGE - 1})`;
 
 /**
  * Rows due further ahead than FINE_HORIZON_MS wait in one Redis list per COARSE_WINDOW_MS window,
@@ -33,7 +43,7 @@ return redis.call('LRANGE', KEYS[1], 0, -1)`;
  * enqueue call cost ~1 KB of Redis per hot row when the API queued rows a few per request (10 M
  * jobs over a year: 1,022 B per hot row, bench/hold.ts 2026-12-04); an item costs ~40 B.
  *
- * An item is one flow of one add, `<tenant>|<kind>|<id>:<due - start>,…`. Keys carry the hot
+ * An item is one flow of one add (up to 100 rows), `<tenant>|<kind>|<id>:<due - start>,…`. Keys carry the hot
  * queue's prefix, hash-tagged on a cluster, so a window's two keys share the queue's slot.
  * The dispatcher opens a window when its job comes due: the marker makes a late add (a producer
  * whose clock runs behind) fall back to an envelope of its own, so no item lands in a list that
@@ -46,6 +56,8 @@ export class CoarseWindows {
     private readonly prefix: string,
     /** Every wait is bounded by this (the queue's connection has no command timeout). */
     private readonly waitMs: number,
+    /** Resolves once the connection first came up: before, with no offline queue, a command would fail. */
+    private readonly connected: () => Promise<unknown> = async () => undefined,
   ) {}
 
   /**
@@ -69,7 +81,7 @@ export class CoarseWindows {
       else byWindow.set(start, [h]);
     }
     if (byWindow.size === 0) return { windows: [], rest };
-    const pipeline = this.redis.pipeline();
+    const pipeline = (await this.client()).pipeline();
     for (const [start, rows] of byWindow) pipeline.eval(ADD, 3, ...this.keys(start), keepMs(start, nowMs), ...encode(rows, start));
     const replies = (await within(this.waitMs, pipeline.exec(), 'hot queue windows')) ?? [];
     const windows: number[] = [];
@@ -85,27 +97,46 @@ export class CoarseWindows {
   /** Notes that the windows' jobs are added: later adds to them skip the job (one round trip). */
   async jobAdded(starts: readonly number[], nowMs: number): Promise<void> {
     if (starts.length === 0) return;
-    const pipeline = this.redis.pipeline();
+    const pipeline = (await this.client()).pipeline();
     for (const start of starts) pipeline.set(this.keys(start)[2], '1', 'PX', keepMs(start, nowMs));
     await within(this.waitMs, pipeline.exec(), 'hot queue windows');
   }
 
-  /** Opens a window: later adds are refused; returns its hints (again, if opened before). */
+  /**
+   * Opens a window: later adds are refused; returns its hints (again, if opened before). Once
+   * the marker is set no add reaches the list, so the pages read after the script see it whole.
+   */
   async open(start: number, nowMs: number): Promise<Hint[]> {
     const [list, open] = this.keys(start);
-    const items = (await within(this.waitMs, this.redis.eval(OPEN, 2, list, open, keepMs(start, nowMs)), 'hot queue window open')) as string[];
-    return items.flatMap((item) => decode(item, start));
+    const first = (await within(this.waitMs, (await this.client()).eval(OPEN, 2, list, open, keepMs(start, nowMs)), 'hot queue window open')) as string[];
+    return this.read(start, first);
   }
 
   /** A window's hints, leaving it as it is (tests and tools). */
   async peek(start: number): Promise<Hint[]> {
-    const items = await within(this.waitMs, this.redis.lrange(this.keys(start)[0], 0, -1), 'hot queue window peek');
-    return items.flatMap((item) => decode(item, start));
+    return this.read(start);
   }
 
-  /** Drops an opened window's items, once they are handed on. */
+  /** Drops an opened window's items, once they are handed on (UNLINK: Redis frees a long list off its main thread). */
   async clear(start: number): Promise<void> {
-    await within(this.waitMs, this.redis.del(this.keys(start)[0]), 'hot queue window clear');
+    await within(this.waitMs, (await this.client()).unlink(this.keys(start)[0]), 'hot queue window clear');
+  }
+
+  /** The window's hints, page after page until a short one; `first` is its first page when read already. */
+  private async read(start: number, first?: string[]): Promise<Hint[]> {
+    const list = this.keys(start)[0];
+    const hints: Hint[] = [];
+    let page = first ?? (await within(this.waitMs, (await this.client()).lrange(list, 0, PAGE - 1), 'hot queue window read'));
+    for (let from = PAGE; ; from += PAGE) {
+      for (const item of page) for (const hint of decode(item, start)) hints.push(hint);
+      if (page.length < PAGE) return hints;
+      page = await within(this.waitMs, this.redis.lrange(list, from, from + PAGE - 1), 'hot queue window read');
+    }
+  }
+
+  private async client(): Promise<RedisClient> {
+    await within(this.waitMs, this.connected(), 'hot queue connect');
+    return this.redis;
   }
 
   /** The window's list, its open marker, and its job-added flag (one slot on a cluster: the prefix's tag). */
@@ -128,7 +159,9 @@ function encode(rows: readonly Hint[], start: number): string[] {
     if (items) items.push(`${h.id}:${h.dueMs - start}`);
     else flows.set(key, [`${h.id}:${h.dueMs - start}`]);
   }
-  return [...flows].map(([key, items]) => `${key}|${items.join(',')}`);
+  const out: string[] = [];
+  for (const [key, items] of flows) for (let i = 0; i < items.length; i += ROWS_PER_ITEM) out.push(`${key}|${items.slice(i, i + ROWS_PER_ITEM).join(',')}`);
+  return out;
 }
 
 function decode(item: string, start: number): Hint[] {

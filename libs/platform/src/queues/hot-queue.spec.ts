@@ -1,5 +1,8 @@
+import { startPrivateRedis } from '@almanac/testing/private-redis';
 import { bytesUnder, createTestRedis, TestRedis } from '@almanac/testing/test-redis';
 import IORedis from 'ioredis';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { AddressInfo, createServer, Socket } from 'node:net';
 import { WaitTimeoutError } from '../time/within';
 import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, REFINE_LEAD_MS } from './delivery-timing';
@@ -111,6 +114,43 @@ describe('HotQueue', () => {
       connection.disconnect();
       await stalled.close().catch(() => undefined);
       await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it('keeps no command for later while Redis is down: 1,000 enqueues fail, leave no offline queue and never land; enqueue works once Redis is back', async () => {
+    const server = await startPrivateRedis();
+    // As OpsModule's queue connection (createDeliveryRedis): offline queue on, retried forever; reconnects fast here.
+    const connection = new IORedis(server.url, { maxRetriesPerRequest: null, retryStrategy: () => 20 });
+    connection.on('error', () => undefined);
+    const outage = HotQueue.open(connection, 'outage', 100);
+    const producer = outage.queue.opts.connection as IORedis;
+    const queued = (c: IORedis) => (c as unknown as { offlineQueue: { length: number } }).offlineQueue.length;
+    const near = (i: number) => ({ id: String(i), dueMs: now.getTime() + 1_000 + i, tenantId: 1, kind: 'noop' });
+    const far = (i: number) => ({ id: String(i), dueMs: now.getTime() + 3_600_000 + i, tenantId: 1, kind: 'noop' });
+    let restarted: ReturnType<typeof spawn> | undefined;
+    try {
+      await outage.enqueue([near(0), far(1)], now);
+      await outage.queue.obliterate({ force: true });
+      await server.stop();
+      // An API under an outage: every request's enqueue gives up after its wait.
+      const results = await Promise.allSettled(Array.from({ length: 1_000 }, (_, i) => outage.enqueue([i % 2 ? near(i) : far(i)], now)));
+      expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1_000);
+      // Before: 1,000 commands held in ioredis' offline queue, all sent on reconnect.
+      expect(queued(producer) + queued(connection)).toBeLessThan(10);
+
+      restarted = spawn('redis-server', ['--port', String(server.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      // Not events.once: it rejects on the refused connects before the server listens.
+      await new Promise((resolve) => producer.once('ready', resolve));
+      const back = near(5_000);
+      await outage.enqueue([back], now);
+      expect((await outage.held()).map((h) => h.hint)).toEqual([back]); // none of the failed adds landed late
+    } finally {
+      await outage.close().catch(() => undefined);
+      connection.disconnect();
+      if (restarted) {
+        restarted.kill('SIGKILL');
+        await once(restarted, 'exit');
+      }
     }
   });
 });

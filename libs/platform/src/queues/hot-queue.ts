@@ -1,7 +1,5 @@
-import { InjectQueue } from '@nestjs/bullmq';
-import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Queue } from 'bullmq';
-import type { RedisClient } from '../redis/redis';
+import { closeRedis, duplicateRedis, type RedisClient } from '../redis/redis';
 import { within } from '../time/within';
 import { CoarseWindows } from './coarse-windows';
 import { type EnvelopeData, type EnvelopeOptions, envelopesOf, hintsOf, windowEnvelope } from './envelope';
@@ -19,9 +17,6 @@ const ENVELOPE_NAME = 'e';
  */
 export const HOT_QUEUE_OPTIONS = { streams: { events: { maxLen: 100 } } } as const;
 
-/** Nest injection token for how long a producer waits on Redis (ALMANAC_REDIS_COMMAND_TIMEOUT_MS). */
-export const HOT_QUEUE_WAIT_MS = Symbol('HOT_QUEUE_WAIT_MS');
-
 const DEFAULT_WAIT_MS = 5000;
 
 /**
@@ -31,29 +26,39 @@ const DEFAULT_WAIT_MS = 5000;
  * due. Nothing ever looks a hint up to remove it: cancel and reschedule change the row, and the
  * claim drops a hint the row no longer wants.
  *
- * The queue is BullModule's (`registerQueue` in OpsModule) on BullMQ's connection, which has no
- * command timeout (a Worker's blocking reads share its options), so every wait here is bounded
- * by `waitMs`: a stalled Redis fails an enqueue, never hangs it.
+ * Its producer side (the Queue and the windows' lists) has a connection of its own without
+ * ioredis' offline queue: on BullMQ's connection (`maxRetriesPerRequest: null`, offline queue on)
+ * every add made while Redis was down waited in memory, `within()` giving up on it but not
+ * cancelling it, and all of them landed at once on reconnect (1,000 enqueues left 1,000
+ * commands queued, hot-queue.spec.ts). Now a command Redis cannot take fails at once, and one
+ * in flight when the connection drops fails at the next reconnect attempt instead of being sent
+ * again. The dispatcher's Worker stays on BullMQ's connection (OpsModule): its blocking reads
+ * need the retries. Every wait here is still bounded by `waitMs`: a stalled Redis fails an
+ * enqueue, never hangs it.
  */
-@Injectable()
 export class HotQueue {
   readonly windows: CoarseWindows;
 
-  constructor(
-    @InjectQueue(HOT_QUEUE_NAME) readonly queue: Queue<EnvelopeData, unknown, string>,
-    @Optional() @Inject(HOT_QUEUE_WAIT_MS) private readonly waitMs: number = DEFAULT_WAIT_MS,
+  private constructor(
+    readonly queue: Queue<EnvelopeData, unknown, string>,
+    private readonly waitMs: number,
+    private readonly producer: RedisClient,
   ) {
     // Connection errors are the connection owner's to report (once per outage); without a
     // listener BullMQ prints every reconnect failure to stderr.
     this.queue.on('error', () => undefined);
-    // The windows' lists share the queue's connection (an ioredis client here, as OpsModule and
-    // open() give it): their keys are in the queue's slot on a cluster.
-    this.windows = new CoarseWindows(this.queue.opts.connection as RedisClient, this.prefix, waitMs);
+    // The windows' lists share the producer's connection: their keys are in the queue's slot on a cluster.
+    this.windows = new CoarseWindows(producer, this.prefix, waitMs, () => this.queue.waitUntilReady());
   }
 
-  /** A hot queue outside Nest (tests, benches, tools) on `connection`, which its caller closes. */
+  /**
+   * The hot queue under `prefix` on a connection of its own to where `connection` goes (closed
+   * with it); `connection` stays its caller's to close.
+   */
   static open(connection: RedisClient, prefix: string, waitMs = DEFAULT_WAIT_MS): HotQueue {
-    return new HotQueue(new Queue<EnvelopeData, unknown, string>(HOT_QUEUE_NAME, { connection, prefix, ...HOT_QUEUE_OPTIONS }), waitMs);
+    const producer = duplicateRedis(connection, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
+    producer.on('error', () => undefined); // reported by the process-wide connection (createRedis)
+    return new HotQueue(new Queue<EnvelopeData, unknown, string>(HOT_QUEUE_NAME, { connection: producer, prefix, ...HOT_QUEUE_OPTIONS }), waitMs, producer);
   }
 
   get prefix(): string {
@@ -68,6 +73,8 @@ export class HotQueue {
    */
   async enqueue(hints: readonly Hint[], now: Date, opts: EnvelopeOptions = {}): Promise<void> {
     if (hints.length === 0) return;
+    // Until the first connect nothing can be sent (no offline queue): wait for it, boundedly.
+    await within(this.waitMs, this.queue.waitUntilReady(), 'hot queue connect');
     const nowMs = now.getTime();
     // A repair's far rows share windows too: its mark matters only to rows already due (a
     // promoter finding Redis emptied re-hints every queued row: ~1 KB a row in envelopes of their own).
@@ -99,6 +106,7 @@ export class HotQueue {
 
   async close(): Promise<void> {
     await this.queue.close();
+    await closeRedis(this.producer);
   }
 }
 

@@ -119,7 +119,8 @@ export function createRedis(target: RedisTarget, opts: { commandTimeoutMs?: numb
  * their own waits (HotQueue, `within`). Two per process (OpsModule): the pools' ready lists on
  * one, auto-pipelined (the commands of the jobs in flight in one tick go as one write instead of
  * one syscall each: ~20% less CPU per job in a worker, whose takes, though, go over a connection
- * of their own per pool), and BullMQ's hot queue on the other.
+ * of their own per pool), and BullMQ's Worker on the other (HotQueue.open duplicates it for the
+ * producer, without the offline queue).
  */
 export function createDeliveryRedis(target: RedisTarget, opts: { autoPipelining?: boolean } = {}): RedisClient {
   const redis = connect(target, { maxRetriesPerRequest: null, enableAutoPipelining: opts.autoPipelining ?? true });
