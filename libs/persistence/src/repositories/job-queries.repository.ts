@@ -128,7 +128,6 @@ export class JobQueriesRepository {
     // `state <> 's'` repeats the partial index predicate so the planner can use jobs_tenant_list.
     const where = [`tenant_id = $1`, `state <> 's'`];
     where.push(...rangeAfter(f, after, params));
-    const whereParams = params.slice();
     const filters: string[] = [];
     if (f.state) filters.push(`state = $${params.push(STATE_CODE[f.state])}`);
     if (f.kind) filters.push(`kind = $${params.push(f.kind)}`);
@@ -141,24 +140,25 @@ export class JobQueriesRepository {
       );
       return pageOf(rows.map(toView), limit);
     }
-    const rows: RawJob[] = await db.query(
+    // A short page's cursor is the scan's last row when the scan stopped at the cap, taken from the
+    // same scan: a second statement saw another snapshot, so a delete or state change in between
+    // moved it, skipping or repeating rows.
+    const capAt = params.push(SCAN_CAP);
+    const rows: (RawJob & { edge_id: string | null; edge_position: string | null })[] = await db.query(
       `WITH scan AS MATERIALIZED (
-         SELECT jobs.id, jobs.run_at, jobs.state, jobs.kind FROM jobs WHERE ${where.join(' AND ')} ${order}
-          LIMIT $${params.push(SCAN_CAP)})
-       SELECT ${COLUMNS} FROM jobs
-        WHERE jobs.id IN (SELECT id FROM scan WHERE ${filters.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)})
-        ${order}`,
+         SELECT jobs.id, jobs.run_at, jobs.state, jobs.kind FROM jobs WHERE ${where.join(' AND ')} ${order} LIMIT $${capAt}),
+       page AS (SELECT id FROM scan WHERE ${filters.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)}),
+       edge AS (SELECT id, run_at FROM scan WHERE (SELECT count(*) FROM scan) >= $${capAt} ORDER BY run_at DESC, id DESC LIMIT 1)
+       SELECT edge.id::text AS edge_id, to_char(edge.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS edge_position, j.*
+         FROM (SELECT 1) one LEFT JOIN edge ON true
+         LEFT JOIN LATERAL (SELECT ${COLUMNS}, jobs.id AS seq FROM jobs WHERE jobs.id IN (SELECT id FROM page)) j ON true
+        ORDER BY j.run_at, j.seq`,
       params,
     );
-    const items = rows.map(toView);
+    const items = rows.filter((r) => r.id !== null).map(toView);
     if (items.length === limit) return pageOf(items, limit);
-    // Short page: either the tenant's rows ran out or the scan hit its cap. The cap-th row says which.
-    const edge: { id: string; position: string }[] = await db.query(
-      `SELECT jobs.id::text AS id, to_char(jobs.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position
-         FROM jobs WHERE ${where.join(' AND ')} ${order} OFFSET ${SCAN_CAP - 1} LIMIT 1`,
-      whereParams,
-    );
-    return { items, next: edge[0] ? { runAt: edge[0].position, id: edge[0].id } : null };
+    const edge = rows[0];
+    return { items, next: edge?.edge_id && edge.edge_position ? { runAt: edge.edge_position, id: edge.edge_id } : null };
   }
 
   /**
