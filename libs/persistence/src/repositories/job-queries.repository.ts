@@ -5,7 +5,7 @@ import { STATE_CODE } from '../job-state.codec';
 import { FIND_JOB_BY_KEY_SQL } from '../statements/find-job-by-key.sql';
 import { COLUMNS } from '../statements/job-view-columns.sql';
 import { NEXT_COLD_HOUR_SQL } from '../statements/next-cold-hour.sql';
-import { findViewForTenant, JobView, RawJob, Runner, toView } from './job-view';
+import { findViewForTenant, inSnapshot, JobView, RawJob, Runner, toView } from './job-view';
 
 export type { JobView } from './job-view';
 
@@ -84,11 +84,12 @@ export class JobQueriesRepository {
   async list(tenantId: number, filter: JobListFilter, after: ListPosition | null, limit: number): Promise<JobListPage> {
     if (filter.state === 'scheduled') return this.listScheduled(this.db, tenantId, filter, after, limit);
     if (filter.state) return this.listNonScheduled(this.db, tenantId, filter, after, limit);
-    const [hot, cold] = await Promise.all([
-      this.listNonScheduled(this.db, tenantId, filter, after, limit),
-      this.listScheduled(this.db, tenantId, filter, after, limit),
-    ]);
-    return mergePages(hot, cold, limit);
+    // Both halves in one snapshot: read apart, a row turning from scheduled to queued between
+    // them was listed twice or not at all.
+    return inSnapshot(this.db, async (tx) => {
+      const hot = await this.listNonScheduled(tx, tenantId, filter, after, limit);
+      return mergePages(hot, await this.listScheduled(tx, tenantId, filter, after, limit), limit);
+    });
   }
 
   /** EXPLAIN of every statement a list call would run (tests assert index use). */
@@ -315,11 +316,12 @@ function pageOf(items: JobView[], limit: number): JobListPage {
   return { items, next: items.length === limit && last ? { runAt: last.position, id: last.id } : null };
 }
 
-function mergePages(a: JobListPage, b: JobListPage, limit: number): JobListPage {
+export function mergePages(a: JobListPage, b: JobListPage, limit: number): JobListPage {
   // Rows past either source's frontier may be preceded by rows that source has not read yet.
   const frontiers = [a.next, b.next].filter((p): p is ListPosition => p !== null);
   const frontier = frontiers.reduce<ListPosition | null>((m, p) => (m && comparePositions(m, p) <= 0 ? m : p), null);
-  const merged = [...a.items, ...b.items]
+  // By id as well: a row in both halves (one snapshot should make that impossible) is listed once.
+  const merged = [...new Map([...a.items, ...b.items].map((j) => [j.id, j])).values()]
     .sort((x, y) => comparePositions({ runAt: x.position, id: x.id }, { runAt: y.position, id: y.id }))
     .filter((j) => !frontier || comparePositions({ runAt: j.position, id: j.id }, frontier) <= 0);
   const items = merged.slice(0, limit);

@@ -1,7 +1,10 @@
+import { insertJob } from '@almanac/testing/job-rows';
 import { createTestDatabase, TestDatabase } from '@almanac/testing/test-db';
 import type { DataSource } from 'typeorm';
-import { JobListFilter, JobQueriesRepository, ListPosition } from './job-queries.repository';
+import { JobListFilter, JobQueriesRepository, ListPosition, mergePages } from './job-queries.repository';
+import type { JobView } from './job-view';
 
+const H = 3600_000;
 const T0 = Date.parse('2026-12-01T00:00:00Z');
 type Query = (sql: string, params?: unknown[]) => Promise<unknown>;
 
@@ -80,5 +83,22 @@ describe('JobQueriesRepository: one list call reads one snapshot', () => {
     await seed();
     const repo = new JobQueriesRepository(interleaving(db.dataSource, () => db.dataSource.query(change)));
     expect(await pageAll(repo, { state: 'dead' }, 10)).toEqual(['h9990', 'h10050']);
+  });
+
+  it.each([1, 2, 10])('lists a row moving from scheduled to queued during an unfiltered list exactly once (limit %i)', async (limit) => {
+    await insertJob(db.dataSource, 1, 'a', T0, 'q');
+    await insertJob(db.dataSource, 1, 'b', T0 + H, 's');
+    await insertJob(db.dataSource, 1, 'c', T0 + 2 * H, 'q');
+    const repo = new JobQueriesRepository(interleaving(db.dataSource, () => db.dataSource.query(`UPDATE jobs SET state = 'q' WHERE key = 'b'`)));
+    const page = await repo.list(1, {}, null, limit);
+    expect(page.items.map((j) => j.key)).toEqual(['a', 'b', 'c'].slice(0, limit));
+  });
+
+  it('merges two pages holding the same row into one row', () => {
+    const row = (key: string, id: string, position: string) => ({ key, id, position }) as JobView;
+    const a = { items: [row('a', '1', '2026-12-01T00:00:00.000000Z'), row('b', '2', '2026-12-01T01:00:00.000000Z')], next: null };
+    const b = { items: [row('b', '2', '2026-12-01T01:00:00.000000Z'), row('c', '3', '2026-12-01T02:00:00.000000Z')], next: null };
+    expect(mergePages(a, b, 10).items.map((j) => j.key)).toEqual(['a', 'b', 'c']);
+    expect(mergePages(a, b, 2)).toEqual({ items: [a.items[0], a.items[1]], next: { runAt: '2026-12-01T01:00:00.000000Z', id: '2' } });
   });
 });
