@@ -29,6 +29,13 @@ describe('key lookups and query parameters', () => {
     }
   });
 
+  it('GET /v1/jobs?key= refuses a parameter it does not know (it used to ignore it): a wait is GET /v1/jobs/:id\'s', async () => {
+    await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'k', runAt: inMs(DAY) }).expect(201);
+    const res = await h.http().get('/v1/jobs').query({ key: 'k', waitSeconds: 5 }).set(auth).expect(400);
+    expect(res.body.details).toEqual([expect.objectContaining({ field: 'waitSeconds', rule: 'unknown_field' })]);
+    await h.http().get('/v1/jobs').query({ key: 'k' }).set(auth).expect(200);
+  });
+
   it('a bulk filter takes any prefix of a key, occurrences\' included', async () => {
     const res = await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ filter: { keyPrefix: 'schedule:42:' } }).expect(202);
     expect(res.body.filter).toEqual({ keyPrefix: 'schedule:42:' });

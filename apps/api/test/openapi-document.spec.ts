@@ -74,6 +74,14 @@ describe('the OpenAPI document (with every built-in kind registered)', () => {
     });
   });
 
+  it("declares the 400 of the job reads and the 503 of a wait past the replica's cap, as ErrorDto", () => {
+    const responses = (path: string) => (document.paths?.[path]?.get?.responses ?? {}) as Record<string, { content?: Record<string, { schema?: unknown }> }>;
+    const error = { $ref: '#/components/schemas/ErrorDto' };
+    for (const [path, status] of [['/v1/jobs', '400'], ['/v1/jobs/{id}', '400'], ['/v1/jobs/{id}', '503'], ['/v1/jobs/{id}/attempts', '400']]) {
+      expect([path, status, responses(path)[status]?.content?.['application/json']?.schema]).toEqual([path, status, error]);
+    }
+  });
+
   it("lets an independent generator's client compile real calls: openapi-typescript's types with openapi-fetch (issue 34, item 4)", () => {
     // Inside the repo, so `openapi-fetch` resolves from its node_modules.
     const dir = mkdtempSync(join(__dirname, '.tmp-openapi-fetch-'));

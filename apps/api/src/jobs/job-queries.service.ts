@@ -72,6 +72,8 @@ export class JobQueriesService {
   /** GET /v1/jobs with `key`: the one job for that key; otherwise a filtered page. */
   async search(tenant: TenantRecord, query: Record<string, unknown>) {
     const issues = new Issues();
+    // Before the key branch: a lookup by key ignored a misspelt or misplaced parameter (waitSeconds).
+    rejectUnknownQuery(query, ['key', 'state', 'kind', 'from', 'to', 'limit', 'cursor'], issues);
     const keyText = queryString(query.key, 'key', issues);
     if (keyText !== undefined) {
       // Any key a job can have, an occurrence's (`schedule:<id>:<instant>`) too: a read, not a name.
@@ -89,7 +91,6 @@ export class JobQueriesService {
     query: Record<string, unknown>,
     issues: Issues,
   ): Promise<{ items: JobSummary[]; nextCursor: string | null }> {
-    rejectUnknownQuery(query, ['key', 'state', 'kind', 'from', 'to', 'limit', 'cursor'], issues);
     const filter: JobListFilter = {};
     const state = queryString(query.state, 'state', issues);
     if (state !== undefined) {

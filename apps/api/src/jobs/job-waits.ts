@@ -17,9 +17,11 @@ const ENDED = new Set(['succeeded', 'dead', 'cancelled']);
  * A producer waits for a job to end without polling: the request is held until the job is
  * succeeded, dead or cancelled, or `waitSeconds` ran out, then answered with the job as it is.
  * The replica reads the row (one primary-key read, no transaction or lock held between reads)
- * every 100 ms at first, then less often, up to a second: at most WAITS_PER_REPLICA such reads
- * a second in the worst case. Bounded per tenant and per replica, so one tenant's waits cannot
- * hold every connection.
+ * at 0, 100, 250, 475 and 813 ms, then 1.3 s, 2.1 s and each second after (plus each read's own
+ * time): five reads in a wait's first second, about one a second later on. So WAITS_PER_REPLICA
+ * waits starting together read up to 5 × WAITS_PER_REPLICA rows in that second, about
+ * WAITS_PER_REPLICA a second once settled.
+ * Bounded per tenant and per replica, so one tenant's waits cannot hold every connection.
  */
 @Injectable()
 export class JobWaits {

@@ -10,7 +10,7 @@ import { IngestRoute } from '../rate-limit/request-rate-limiter';
 import { inIngestSpan } from './ingest-span';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
-import { MAX_WAIT_SECONDS, WAITS_PER_TENANT } from './job-waits';
+import { MAX_WAIT_SECONDS, WAITS_PER_REPLICA, WAITS_PER_TENANT } from './job-waits';
 import { JobQueriesService } from './job-queries.service';
 import {
   AttemptPageDto,
@@ -119,6 +119,7 @@ export class JobsController {
     schema: { oneOf: [{ $ref: getSchemaPath(JobPageDto) }, { $ref: getSchemaPath(JobDetailDto) }] },
     description: 'A page (JobPage); with `key`, the one job for that key (JobDetail)',
   })
+  @ApiResponse({ status: 400, type: ErrorDto, description: 'A malformed key, filter, limit or cursor, or a query parameter this route does not take (rule `unknown_field`)' })
   @ApiResponse({ status: 404, type: ErrorDto, description: 'No job with that key' })
   search(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>) {
     return this.queries.search(tenant, query);
@@ -130,8 +131,10 @@ export class JobsController {
   @ApiParam(ID)
   @ApiQuery({ name: 'waitSeconds', required: false, type: 'integer', description: `0..${MAX_WAIT_SECONDS}: hold the answer until the job ends, at most this long (at most ${WAITS_PER_TENANT} waits of a tenant at once per replica: 429 past them)` })
   @ApiResponse({ status: 200, type: JobDetailDto })
+  @ApiResponse({ status: 400, type: ErrorDto, description: 'waitSeconds not an integer in range, or a query parameter this route does not take (rule `unknown_field`)' })
   @ApiResponse({ status: 404, type: ErrorDto })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s request rate, or its waits at once on this replica; see Retry-After' })
+  @ApiResponse({ status: 503, type: ErrorDto, description: `This replica holds its ${WAITS_PER_REPLICA} waits at once (\`details[0].rule = "concurrent_waits"\`); see Retry-After` })
   get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
     return this.queries.get(tenant, id, query, over);
   }
@@ -142,6 +145,7 @@ export class JobsController {
   @ApiQuery({ name: 'limit', required: false, type: 'integer', description: 'at most this many (default 20, at most 1000)' })
   @ApiQuery({ name: 'cursor', required: false, type: String, description: 'historyNext of the job, or nextCursor of the page before' })
   @ApiResponse({ status: 200, type: AttemptPageDto })
+  @ApiResponse({ status: 400, type: ErrorDto, description: 'A limit or cursor out of range, or a query parameter this route does not take (rule `unknown_field`)' })
   @ApiResponse({ status: 404, type: ErrorDto })
   attempts(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
     return this.queries.attemptPage(tenant, id, query);

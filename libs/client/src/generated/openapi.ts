@@ -2242,6 +2242,15 @@ export interface operations {
                     "application/json": components["schemas"]["JobPageDto"] | components["schemas"]["JobDetailDto"];
                 };
             };
+            /** @description A malformed key, filter, limit or cursor, or a query parameter this route does not take (rule `unknown_field`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             /** @description Missing or unknown API key */
             401: {
                 headers: {
@@ -2439,6 +2448,15 @@ export interface operations {
                     "application/json": components["schemas"]["JobDetailDto"];
                 };
             };
+            /** @description waitSeconds not an integer in range, or a query parameter this route does not take (rule `unknown_field`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             /** @description Missing or unknown API key */
             401: {
                 headers: {
@@ -2458,6 +2476,15 @@ export interface operations {
             };
             /** @description Over the tenant's request rate, or its waits at once on this replica; see Retry-After */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description This replica holds its 500 waits at once (`details[0].rule = "concurrent_waits"`); see Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2618,6 +2645,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AttemptPageDto"];
+                };
+            };
+            /** @description A limit or cursor out of range, or a query parameter this route does not take (rule `unknown_field`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
                 };
             };
             /** @description Missing or unknown API key */

@@ -5,7 +5,7 @@ import { STATE_CODE } from '../job-state.codec';
 import { FIND_JOB_BY_KEY_SQL } from '../statements/find-job-by-key.sql';
 import { COLUMNS } from '../statements/job-view-columns.sql';
 import { NEXT_COLD_HOUR_SQL } from '../statements/next-cold-hour.sql';
-import { findViewForTenant, JobView, RawJob, Runner, toView } from './job-view';
+import { findViewForTenant, inSnapshot, JobView, RawJob, Runner, toView } from './job-view';
 
 export type { JobView } from './job-view';
 
@@ -84,11 +84,12 @@ export class JobQueriesRepository {
   async list(tenantId: number, filter: JobListFilter, after: ListPosition | null, limit: number): Promise<JobListPage> {
     if (filter.state === 'scheduled') return this.listScheduled(this.db, tenantId, filter, after, limit);
     if (filter.state) return this.listNonScheduled(this.db, tenantId, filter, after, limit);
-    const [hot, cold] = await Promise.all([
-      this.listNonScheduled(this.db, tenantId, filter, after, limit),
-      this.listScheduled(this.db, tenantId, filter, after, limit),
-    ]);
-    return mergePages(hot, cold, limit);
+    // Both halves in one snapshot: read apart, a row turning from scheduled to queued between
+    // them was listed twice or not at all.
+    return inSnapshot(this.db, async (tx) => {
+      const hot = await this.listNonScheduled(tx, tenantId, filter, after, limit);
+      return mergePages(hot, await this.listScheduled(tx, tenantId, filter, after, limit), limit);
+    });
   }
 
   /** EXPLAIN of every statement a list call would run (tests assert index use). */
@@ -128,7 +129,6 @@ export class JobQueriesRepository {
     // `state <> 's'` repeats the partial index predicate so the planner can use jobs_tenant_list.
     const where = [`tenant_id = $1`, `state <> 's'`];
     where.push(...rangeAfter(f, after, params));
-    const whereParams = params.slice();
     const filters: string[] = [];
     if (f.state) filters.push(`state = $${params.push(STATE_CODE[f.state])}`);
     if (f.kind) filters.push(`kind = $${params.push(f.kind)}`);
@@ -141,24 +141,25 @@ export class JobQueriesRepository {
       );
       return pageOf(rows.map(toView), limit);
     }
-    const rows: RawJob[] = await db.query(
+    // A short page's cursor is the scan's last row when the scan stopped at the cap, taken from the
+    // same scan: a second statement saw another snapshot, so a delete or state change in between
+    // moved it, skipping or repeating rows.
+    const capAt = params.push(SCAN_CAP);
+    const rows: (RawJob & { edge_id: string | null; edge_position: string | null })[] = await db.query(
       `WITH scan AS MATERIALIZED (
-         SELECT jobs.id, jobs.run_at, jobs.state, jobs.kind FROM jobs WHERE ${where.join(' AND ')} ${order}
-          LIMIT $${params.push(SCAN_CAP)})
-       SELECT ${COLUMNS} FROM jobs
-        WHERE jobs.id IN (SELECT id FROM scan WHERE ${filters.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)})
-        ${order}`,
+         SELECT jobs.id, jobs.run_at, jobs.state, jobs.kind FROM jobs WHERE ${where.join(' AND ')} ${order} LIMIT $${capAt}),
+       page AS (SELECT id FROM scan WHERE ${filters.join(' AND ')} ORDER BY run_at, id LIMIT $${params.push(limit)}),
+       edge AS (SELECT id, run_at FROM scan WHERE (SELECT count(*) FROM scan) >= $${capAt} ORDER BY run_at DESC, id DESC LIMIT 1)
+       SELECT edge.id::text AS edge_id, to_char(edge.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS edge_position, j.*
+         FROM (SELECT 1) one LEFT JOIN edge ON true
+         LEFT JOIN LATERAL (SELECT ${COLUMNS}, jobs.id AS seq FROM jobs WHERE jobs.id IN (SELECT id FROM page)) j ON true
+        ORDER BY j.run_at, j.seq`,
       params,
     );
-    const items = rows.map(toView);
+    const items = rows.filter((r) => r.id !== null).map(toView);
     if (items.length === limit) return pageOf(items, limit);
-    // Short page: either the tenant's rows ran out or the scan hit its cap. The cap-th row says which.
-    const edge: { id: string; position: string }[] = await db.query(
-      `SELECT jobs.id::text AS id, to_char(jobs.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position
-         FROM jobs WHERE ${where.join(' AND ')} ${order} OFFSET ${SCAN_CAP - 1} LIMIT 1`,
-      whereParams,
-    );
-    return { items, next: edge[0] ? { runAt: edge[0].position, id: edge[0].id } : null };
+    const edge = rows[0];
+    return { items, next: edge?.edge_id && edge.edge_position ? { runAt: edge.edge_position, id: edge.edge_id } : null };
   }
 
   /**
@@ -315,11 +316,12 @@ function pageOf(items: JobView[], limit: number): JobListPage {
   return { items, next: items.length === limit && last ? { runAt: last.position, id: last.id } : null };
 }
 
-function mergePages(a: JobListPage, b: JobListPage, limit: number): JobListPage {
+export function mergePages(a: JobListPage, b: JobListPage, limit: number): JobListPage {
   // Rows past either source's frontier may be preceded by rows that source has not read yet.
   const frontiers = [a.next, b.next].filter((p): p is ListPosition => p !== null);
   const frontier = frontiers.reduce<ListPosition | null>((m, p) => (m && comparePositions(m, p) <= 0 ? m : p), null);
-  const merged = [...a.items, ...b.items]
+  // By id as well: a row in both halves (one snapshot should make that impossible) is listed once.
+  const merged = [...new Map([...a.items, ...b.items].map((j) => [j.id, j])).values()]
     .sort((x, y) => comparePositions({ runAt: x.position, id: x.id }, { runAt: y.position, id: y.id }))
     .filter((j) => !frontier || comparePositions({ runAt: j.position, id: j.id }, frontier) <= 0);
   const items = merged.slice(0, limit);

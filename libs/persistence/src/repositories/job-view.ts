@@ -29,3 +29,19 @@ export async function findViewForTenant(db: Runner, tenantId: number, id: string
   const rows: RawJob[] = await db.query(FIND_JOB_FOR_TENANT_SQL, [id, tenantId]);
   return rows[0] ? toView(rows[0]) : null;
 }
+
+/** `read` in one REPEATABLE READ READ ONLY transaction: all its statements see one snapshot. */
+export async function inSnapshot<T>(db: DataSource, read: (tx: Runner) => Promise<T>): Promise<T> {
+  const tx = db.createQueryRunner();
+  try {
+    await tx.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const result = await read(tx);
+    await tx.query('COMMIT');
+    return result;
+  } catch (err) {
+    await tx.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    await tx.release();
+  }
+}
