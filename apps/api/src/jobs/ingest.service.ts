@@ -1,35 +1,18 @@
-import { entryState, type JobState, tierFor, type Tier } from '@almanac/domain';
-import { type JobRecord, JobsRepository, type NewJob, type TenantRecord } from '@almanac/persistence';
-import { ALMANAC_CONFIG, type AlmanacConfig, Clock, MetricsService, MicroBatcher } from '@almanac/platform';
-import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
-import type { Counter, Histogram } from 'prom-client';
+import { type JobState, tierFor } from '@almanac/domain';
+import { JobsRepository, type TenantRecord } from '@almanac/persistence';
+import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
+import { Inject, Injectable } from '@nestjs/common';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
-import { ApiError, conflict, type ErrorBody, invalid, unavailable } from '../http/api-error';
+import { ApiError, conflict, type ErrorBody, invalid } from '../http/api-error';
 import { isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
 import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
 import { StoredBytesQuota } from '../tenants/stored-bytes-quota';
-import { HotRoutingService } from './hot-routing.service';
-import { differingFields, type JobInput, parseJobInput } from './job-input';
+import { type CommitEntry, type CommitResult, IngestCommit } from './ingest-commit';
+import { parseJobInput } from './job-input';
 import { jobSummary, type JobSummary, removedJob, type RemovedJob } from './job-view';
 
 export const MAX_BATCH = 1000;
-
-interface CommitEntry {
-  tenantId: number;
-  input: JobInput;
-  tier: Tier;
-  /** The ingest span's traceparent (null while tracing is off). */
-  traceParent: string | null;
-}
-
-type CommitResult =
-  | { status: 'created' | 'existing'; job: JobRecord }
-  | { status: 'conflict'; job: JobRecord; fields: string[] }
-  /** The key named a job retention removed; it stays reserved. */
-  | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null; resultDigest: string | null }
-  /** This tenant's insert failed; other tenants sharing the group commit are not affected. */
-  | { status: 'failed'; error: unknown };
 
 export type BatchItem =
   | { index: number; status: 'created' | 'existing'; job: JobSummary }
@@ -41,46 +24,17 @@ export type BatchItem =
  * then route immediate/hot rows to the hot queue. Every answer comes after the commit.
  */
 @Injectable()
-export class IngestService implements BeforeApplicationShutdown {
-  private readonly batcher: MicroBatcher<CommitEntry, CommitResult>;
-  private readonly ingested: Counter<'tier'>;
-  private readonly groupSize: Histogram;
-  /** Single-job POSTs of each tenant waiting for (or in) a group commit: one tenant holds at most half the queue. */
-  private readonly pendingOf = new Map<number, number>();
-
+export class IngestService {
   constructor(
     private readonly jobs: JobsRepository,
-    private readonly routing: HotRoutingService,
+    private readonly commits: IngestCommit,
     private readonly limiter: IngestRateLimiter,
     private readonly kinds: KindsService,
     private readonly quota: StoredBytesQuota,
     private readonly clock: Clock,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
-    metrics: MetricsService,
-  ) {
-    // Group commit, the way databases do it: a group leaves at the end of the event-loop turn
-    // while a commit slot is free; otherwise what arrives meanwhile goes together when one frees.
-    this.batcher = new MicroBatcher((entries) => this.commit(entries), {
-      maxInFlight: settings.commitsInFlight,
-      maxBatch: settings.batchMaxItems,
-    });
-    this.ingested = metrics.counter({
-      name: 'almanac_jobs_ingested_total',
-      help: 'Jobs created through the API, by tier at ingest',
-      labelNames: ['tier'],
-    });
-    this.groupSize = metrics.histogram({
-      name: 'almanac_ingest_commit_rows',
-      help: 'Rows per ingest commit (group commit of single-job POSTs, or one batch request)',
-      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
-    });
-  }
-
-  /** Commits what is waiting for company while the database and Redis are still up. */
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.batcher.drain();
-  }
+  ) {}
 
   /**
    * POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. A key
@@ -97,7 +51,7 @@ export class IngestService implements BeforeApplicationShutdown {
     const now = this.clock.now();
     const entry = { tenantId: tenant.id, input: parsed.value, tier: tierFor(parsed.value.runAt, now, this.config.horizons), traceParent };
     // The charge comes back unless the job was created (shed, a replay, a conflict).
-    const result = await charge.settle(this.submitOne(entry, deadline), (r) => (r.status === 'created' ? [entry.input.key] : []));
+    const result = await charge.settle(this.commits.one(entry, deadline), (r) => (r.status === 'created' ? [entry.input.key] : []));
     if (result.status === 'failed') throw result.error;
     if (result.status === 'conflict') throw this.conflictError(parsed.value.key, result.fields);
     if (result.status === 'retired') {
@@ -105,23 +59,6 @@ export class IngestService implements BeforeApplicationShutdown {
       throw retiredError(result);
     }
     return { created: result.status === 'created', job: jobSummary(result.job, now, this.config.horizons) };
-  }
-
-  /**
-   * Sheds load rather than queue without bound behind a stalled or saturated database; one
-   * tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it.
-   */
-  private async submitOne(entry: CommitEntry, deadline?: AbortSignal): Promise<CommitResult> {
-    const max = this.settings.maxPendingCommits;
-    const mine = this.pendingOf.get(entry.tenantId) ?? 0;
-    if (this.batcher.pending >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
-    if (mine >= Math.max(1, Math.floor(max / 2))) throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
-    this.pendingOf.set(entry.tenantId, mine + 1);
-    return this.batcher.submit(entry, deadline).finally(() => {
-      const left = (this.pendingOf.get(entry.tenantId) ?? 1) - 1;
-      if (left > 0) this.pendingOf.set(entry.tenantId, left);
-      else this.pendingOf.delete(entry.tenantId);
-    });
   }
 
   /** POST /v1/jobs/batch: one result per item, in order; bad items do not sink the rest. */
@@ -146,7 +83,7 @@ export class IngestService implements BeforeApplicationShutdown {
     });
     const charge = await this.quota.chargeNewKeys(tenant, valid.map((v) => v.entry.input), (keys) => this.jobs.knownKeys(tenant.id, keys));
     const created = (rs: CommitResult[]) => rs.flatMap((r, i) => (r.status === 'created' ? [valid[i].entry.input.key] : []));
-    const committed = await charge.settle(this.commit(valid.map((v) => v.entry)), created);
+    const committed = await charge.settle(this.commits.many(valid.map((v) => v.entry)), created);
     const failed = committed.find((r) => r.status === 'failed');
     if (failed) throw failed.error;
     committed.forEach((r, i) => {
@@ -197,71 +134,6 @@ export class IngestService implements BeforeApplicationShutdown {
     );
   }
 
-  /**
-   * One insertBatch per tenant in the group (concurrently), then one addBulk for every
-   * immediate/hot row created. Results in input order. A tenant whose insert fails gets
-   * `failed` for its items; the others' committed rows still go to the queue and answer.
-   */
-  private async commit(entries: CommitEntry[]): Promise<CommitResult[]> {
-    if (entries.length === 0) return [];
-    this.groupSize.observe(entries.length);
-    const byTenant = new Map<number, number[]>();
-    entries.forEach((e, i) => {
-      const list = byTenant.get(e.tenantId);
-      if (list) list.push(i);
-      else byTenant.set(e.tenantId, [i]);
-    });
-    const results = new Array<CommitResult>(entries.length);
-    await Promise.all(
-      [...byTenant].map(async ([tenantId, indices]) => {
-        try {
-          await this.insertTenant(tenantId, indices, entries, results);
-        } catch (error) {
-          for (const i of indices) results[i] = { status: 'failed', error };
-        }
-      }),
-    );
-    const hot = results.flatMap((r) =>
-      r.status === 'created' && r.job.state === 'queued'
-        ? [{ id: r.job.id, dueMs: r.job.runAt.getTime(), tenantId: r.job.tenantId, kind: r.job.kind }]
-        : [],
-    );
-    const demoted = await this.routing.enqueueOrDemote(hot);
-    const perTier: Record<Tier, number> = { immediate: 0, hot: 0, cold: 0 };
-    results.forEach((r, i) => {
-      if (r.status !== 'created') return;
-      perTier[entries[i].tier]++;
-      if (demoted.has(r.job.id)) results[i] = { status: 'created', job: { ...r.job, state: 'scheduled' } };
-    });
-    for (const tier of ['immediate', 'hot', 'cold'] as const) if (perTier[tier]) this.ingested.inc({ tier }, perTier[tier]);
-    return results;
-  }
-
-  /** One tenant's share of a commit: one insertBatch, results written at the entries' indices. */
-  private async insertTenant(tenantId: number, indices: number[], entries: CommitEntry[], results: CommitResult[]): Promise<void> {
-    const rows: NewJob[] = indices.map((i) => {
-      const { input, tier, traceParent } = entries[i];
-      return {
-        traceParent,
-        kind: input.kind,
-        key: input.key,
-        runAt: input.runAt,
-        payload: input.payload,
-        maxAttempts: input.maxAttempts,
-        state: entryState(tier),
-      };
-    });
-    const outcomes = await this.jobs.insertBatch(tenantId, rows);
-    outcomes.forEach((o, k) => {
-      const i = indices[k];
-      if (o.status === 'created' || o.status === 'retired') {
-        results[i] = o;
-        return;
-      }
-      const fields = differingFields(o.job, entries[i].input);
-      results[i] = fields.length ? { status: 'conflict', job: o.job, fields } : o;
-    });
-  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ApiCommonModule } from '../api-common.module';
+import { IngestCommit } from './ingest-commit';
 import { IngestService } from './ingest.service';
 import { JobChangesService } from './job-changes.service';
 import { JobQueriesService } from './job-queries.service';
@@ -9,7 +10,7 @@ import { JobsController } from './jobs.controller';
 @Module({
   imports: [ApiCommonModule],
   controllers: [JobsController],
-  providers: [IngestService, JobQueriesService, JobChangesService, JobWaits],
+  providers: [IngestCommit, IngestService, JobQueriesService, JobChangesService, JobWaits],
   exports: [JobQueriesService, JobChangesService], // the console reads and acts through the same rules
 })
 export class JobsModule {}

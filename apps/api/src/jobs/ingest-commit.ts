@@ -1,0 +1,151 @@
+import { entryState, type JobState, type Tier } from '@almanac/domain';
+import { type JobRecord, JobsRepository, type NewJob } from '@almanac/persistence';
+import { MetricsService, MicroBatcher } from '@almanac/platform';
+import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import type { Counter, Histogram } from 'prom-client';
+import { API_SETTINGS, ApiSettings } from '../api-settings';
+import { unavailable } from '../http/api-error';
+import { HotRoutingService } from './hot-routing.service';
+import { differingFields, type JobInput } from './job-input';
+
+export interface CommitEntry {
+  tenantId: number;
+  input: JobInput;
+  tier: Tier;
+  /** The ingest span's traceparent (null while tracing is off). */
+  traceParent: string | null;
+}
+
+export type CommitResult =
+  | { status: 'created' | 'existing'; job: JobRecord }
+  | { status: 'conflict'; job: JobRecord; fields: string[] }
+  /** The key named a job retention removed; it stays reserved. */
+  | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null; resultDigest: string | null }
+  /** This tenant's insert failed; other tenants sharing the group commit are not affected. */
+  | { status: 'failed'; error: unknown };
+
+/**
+ * Group commit of new jobs, the way databases do it: concurrent requests' rows go to Postgres
+ * together (one insertBatch per tenant), then every immediate/hot row created to the hot queue
+ * in one addBulk. Every answer comes after the commit.
+ */
+@Injectable()
+export class IngestCommit implements BeforeApplicationShutdown {
+  private readonly batcher: MicroBatcher<CommitEntry, CommitResult>;
+  private readonly ingested: Counter<'tier'>;
+  private readonly groupSize: Histogram;
+  /** Single-job POSTs of each tenant waiting for (or in) a group commit: one tenant holds at most half the queue. */
+  private readonly pendingOf = new Map<number, number>();
+
+  constructor(
+    private readonly jobs: JobsRepository,
+    private readonly routing: HotRoutingService,
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
+    metrics: MetricsService,
+  ) {
+    // Group commit, the way databases do it: a group leaves at the end of the event-loop turn
+    // while a commit slot is free; otherwise what arrives meanwhile goes together when one frees.
+    this.batcher = new MicroBatcher((entries) => this.many(entries), {
+      maxInFlight: settings.commitsInFlight,
+      maxBatch: settings.batchMaxItems,
+    });
+    this.ingested = metrics.counter({
+      name: 'almanac_jobs_ingested_total',
+      help: 'Jobs created through the API, by tier at ingest',
+      labelNames: ['tier'],
+    });
+    this.groupSize = metrics.histogram({
+      name: 'almanac_ingest_commit_rows',
+      help: 'Rows per ingest commit (group commit of single-job POSTs, or one batch request)',
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+    });
+  }
+
+  /** Commits what is waiting for company while the database and Redis are still up. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.batcher.drain();
+  }
+
+  /**
+   * Sheds load rather than queue without bound behind a stalled or saturated database; one
+   * tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it.
+   */
+  async one(entry: CommitEntry, deadline?: AbortSignal): Promise<CommitResult> {
+    const max = this.settings.maxPendingCommits;
+    const mine = this.pendingOf.get(entry.tenantId) ?? 0;
+    if (this.batcher.pending >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
+    if (mine >= Math.max(1, Math.floor(max / 2))) throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
+    this.pendingOf.set(entry.tenantId, mine + 1);
+    return this.batcher.submit(entry, deadline).finally(() => {
+      const left = (this.pendingOf.get(entry.tenantId) ?? 1) - 1;
+      if (left > 0) this.pendingOf.set(entry.tenantId, left);
+      else this.pendingOf.delete(entry.tenantId);
+    });
+  }
+
+  /**
+   * One insertBatch per tenant in the group (concurrently), then one addBulk for every
+   * immediate/hot row created. Results in input order. A tenant whose insert fails gets
+   * `failed` for its items; the others' committed rows still go to the queue and answer.
+   */
+  async many(entries: CommitEntry[]): Promise<CommitResult[]> {
+    if (entries.length === 0) return [];
+    this.groupSize.observe(entries.length);
+    const byTenant = new Map<number, number[]>();
+    entries.forEach((e, i) => {
+      const list = byTenant.get(e.tenantId);
+      if (list) list.push(i);
+      else byTenant.set(e.tenantId, [i]);
+    });
+    const results = new Array<CommitResult>(entries.length);
+    await Promise.all(
+      [...byTenant].map(async ([tenantId, indices]) => {
+        try {
+          await this.insertTenant(tenantId, indices, entries, results);
+        } catch (error) {
+          for (const i of indices) results[i] = { status: 'failed', error };
+        }
+      }),
+    );
+    const hot = results.flatMap((r) =>
+      r.status === 'created' && r.job.state === 'queued'
+        ? [{ id: r.job.id, dueMs: r.job.runAt.getTime(), tenantId: r.job.tenantId, kind: r.job.kind }]
+        : [],
+    );
+    const demoted = await this.routing.enqueueOrDemote(hot);
+    const perTier: Record<Tier, number> = { immediate: 0, hot: 0, cold: 0 };
+    results.forEach((r, i) => {
+      if (r.status !== 'created') return;
+      perTier[entries[i].tier]++;
+      if (demoted.has(r.job.id)) results[i] = { status: 'created', job: { ...r.job, state: 'scheduled' } };
+    });
+    for (const tier of ['immediate', 'hot', 'cold'] as const) if (perTier[tier]) this.ingested.inc({ tier }, perTier[tier]);
+    return results;
+  }
+
+  /** One tenant's share of a commit: one insertBatch, results written at the entries' indices. */
+  private async insertTenant(tenantId: number, indices: number[], entries: CommitEntry[], results: CommitResult[]): Promise<void> {
+    const rows: NewJob[] = indices.map((i) => {
+      const { input, tier, traceParent } = entries[i];
+      return {
+        traceParent,
+        kind: input.kind,
+        key: input.key,
+        runAt: input.runAt,
+        payload: input.payload,
+        maxAttempts: input.maxAttempts,
+        state: entryState(tier),
+      };
+    });
+    const outcomes = await this.jobs.insertBatch(tenantId, rows);
+    outcomes.forEach((o, k) => {
+      const i = indices[k];
+      if (o.status === 'created' || o.status === 'retired') {
+        results[i] = o;
+        return;
+      }
+      const fields = differingFields(o.job, entries[i].input);
+      results[i] = fields.length ? { status: 'conflict', job: o.job, fields } : o;
+    });
+  }
+}
