@@ -1,7 +1,6 @@
 import { SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
-import { hostname } from 'node:os';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
 import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
@@ -53,11 +52,6 @@ export class OverdueSweep implements Sweep<OverdueResult> {
    * re-enqueued from its head again and again and its tail never reached.)
    */
   private overdueCursor: QueuedCursor | null = null;
-  /**
-   * This replica's name on the sweep lease: its pod (host name) and process. A container
-   * restarted in the same pod keeps both (pid 1), so it takes its own lease back at once.
-   */
-  private readonly holder = `${hostname()}:${process.pid}`;
   private running: Promise<OverdueResult> | null = null;
 
   constructor(
@@ -78,7 +72,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   }
 
   private async leasedRun(now: Date): Promise<OverdueResult> {
-    const result = await this.repo.withSweepLease('overdue', this.holder, () => this.sweep(now));
+    const result = await this.repo.withSweepLease('overdue', () => this.sweep(now));
     return result ?? { skipped: true, redis: 'unchecked', requeued: emptyCounts() };
   }
 
