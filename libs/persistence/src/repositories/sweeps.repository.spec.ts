@@ -48,11 +48,15 @@ describe('SweepsRepository (Postgres)', () => {
     // Each repository is a holder of its own, as each promoter process is.
     const replica = (holder?: string) => new SweepsRepository(db.dataSource, holder);
 
-    it('lets one holder in at a time, re-enters for the same holder, and releases on error', async () => {
+    it('lets one run in at a time, of the same holder too, and releases on error', async () => {
       const [a, b] = [replica('a'), replica('b')];
       const inner = await a.withSweepLease('overdue', () => b.withSweepLease('overdue', async () => 'b ran'));
       expect(inner).toBeNull();
-      expect(await a.withSweepLease('overdue', () => a.withSweepLease('overdue', async () => 'same holder'))).toBe('same holder');
+      // A second run of one holder waits its turn: had it run, its release would have freed the first run's lease.
+      expect(await a.withSweepLease('overdue', async () => [
+        await a.withSweepLease('overdue', async () => 'same holder'),
+        await b.withSweepLease('overdue', async () => 'b ran'),
+      ])).toEqual([null, null]);
       await expect(a.withSweepLease('overdue', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
       expect(await b.withSweepLease('overdue', async () => 'free again')).toBe('free again');
     });
