@@ -128,4 +128,18 @@ describe('SweepsRepository (Postgres)', () => {
       await releaseSweepLease(db.dataSource, 'overdue', 'another replica');
     });
   });
+
+  describe('scanQueued', () => {
+    it('reads no further page once its stop signal is aborted (its caller lost the lease), and says where it stopped', async () => {
+      await fill('q', 10, 'scan');
+      const stop = new AbortController();
+      const pages: number[] = [];
+      const scan = await repo.scanQueued(null, 3, 100, async (rows) => {
+        pages.push(rows.length);
+        stop.abort();
+      }, null, stop.signal);
+      expect(pages).toEqual([3]);
+      expect(scan).toMatchObject({ seen: 3, next: expect.objectContaining({ id: expect.any(String) }) });
+    });
+  });
 });

@@ -153,7 +153,8 @@ export class SweepsRepository {
    * transaction is held while the caller waits on Redis, and vacuum is never held back for the
    * whole scan. Returns where it stopped: `next` is the last row seen, or null once the end was
    * reached, so a caller that keeps `next` across runs continues a large scan instead of
-   * starting over from the oldest row every time.
+   * starting over from the oldest row every time. Once `stop` is aborted (its caller lost its
+   * sweep lease) no further page is read, and `next` is where it stopped.
    */
   async scanQueued(
     dueBefore: Date | null,
@@ -161,10 +162,11 @@ export class SweepsRepository {
     max: number,
     each: (rows: SweepJobRef[]) => Promise<void>,
     from: QueuedCursor | null = null,
+    stop?: AbortSignal,
   ): Promise<{ seen: number; next: QueuedCursor | null }> {
     let seen = 0;
     let after = from;
-    while (seen < max) {
+    while (seen < max && !stop?.aborted) {
       const n = Math.min(batch, max - seen);
       const rows = await this.pageQueued(dueBefore, after, n);
       if (rows.length > 0) await each(rows);
