@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
-import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
+import { type Enqueuer, notAheadOfDatabase, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
 import type { Hint } from '@almanac/domain';
 
 /** Which of these overdue queued rows have no hint left (LostHints). */
@@ -84,7 +84,8 @@ export class OverdueSweep implements Sweep<OverdueResult> {
 
     const redis = await this.epoch.check();
     if (redis === 'ok') {
-      const dueBefore = new Date(now.getTime() - this.opts.graceMs);
+      // Due by the database's clock, as run_at is written: a host 60 s fast re-hinted rows not due yet.
+      const dueBefore = new Date(notAheadOfDatabase(now, await this.repo.databaseNowMs()).getTime() - this.opts.graceMs);
       const scan = await this.requeueQueued(at, dueBefore, this.opts.maxPerRun, 'overdue', this.overdueCursor, lost);
       requeued.overdue = scan.requeued;
       this.overdueCursor = scan.next;

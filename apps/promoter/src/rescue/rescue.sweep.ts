@@ -4,7 +4,7 @@ import type { SweepsRepository, WorkerRow, WorkersRepository } from '@almanac/pe
 import { SILENT_LOGGER, WORKER_DEAD_AFTER_MS, WORKER_RESCUE_INTERVAL_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
-import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+import { type Enqueuer, notAheadOfDatabase, type Sweep, type SweepResult } from '../sweeps/sweep';
 
 export interface RescueResult extends SweepResult {
   /** Workers found dead this run. */
@@ -65,8 +65,8 @@ export class RescueSweep implements Sweep<RescueResult> {
     const view = await this.workers.list();
     const deadIds = new Set(this.watch.look(view.workers, view.dbNowMs));
     // Leases are written by the database's clock (the workers' DatabaseClock): a promoter host
-    // running ahead must not find live runs' leases out. One running behind judges them late.
-    return this.putBack(view.workers.filter((w) => deadIds.has(w.id)), new Date(Math.min(now.getTime(), view.dbNowMs)));
+    // running ahead must not find live runs' leases out.
+    return this.putBack(view.workers.filter((w) => deadIds.has(w.id)), notAheadOfDatabase(now, view.dbNowMs));
   }
 
   /** Steps 1-4 for workers found dead (and any running row whose lease ran out before `now`). */

@@ -4,7 +4,7 @@ import { KindCatalog, KindRoutes } from '@almanac/kinds';
 import { HotQueue, MetricsService } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
-import { insertJobs, inQueue, statesOf } from '@almanac/testing/promoter-rows';
+import { insertJobs, inQueue, queuedRowIds, statesOf } from '@almanac/testing/promoter-rows';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { LostHints } from './lost-hints';
@@ -23,7 +23,7 @@ class ShortLease extends SweepsRepository {
   }
 }
 
-describe('OverdueSweep under its lease (Postgres + Redis)', () => {
+describe('OverdueSweep on one promoter host among others: its lease, its clock (Postgres + Redis)', () => {
   let db: TestDatabase;
   let redis: TestRedis;
   let queue: HotQueue;
@@ -71,5 +71,15 @@ describe('OverdueSweep under its lease (Postgres + Redis)', () => {
     expect(await inQueue(queue, late)).toBe(4);
     expect(await statesOf(db.dataSource, cold)).toEqual({ s: 2 });
     await db.dataSource.query(`UPDATE sweep_leases SET expires_at = '-infinity' WHERE name = 'overdue'`);
+  });
+
+  it('on a host whose clock runs 60 s fast, re-hints no row before it is due by the database (its hint is waiting)', async () => {
+    const [soon] = await insertJobs(db.dataSource, { count: 1, state: 'q', start: new Date(Date.now() + 10_000) });
+    await queue.enqueue([{ id: soon, dueMs: Date.now() + 10_000, tenantId: 1, kind: 'noop' }], new Date()); // its hint, delayed
+    const [lost] = await insertJobs(db.dataSource, { count: 1, state: 'q', start: new Date(Date.now() - GRACE - 10_000) }); // late by any clock
+    const res = await build(new SweepsRepository(db.dataSource)).runOnce(new Date(Date.now() + 60_000));
+    expect(res.requeued.overdue).toBe(1);
+    expect(await inQueue(queue, [lost])).toBe(1);
+    expect((await queuedRowIds(queue)).filter((id) => id === soon)).toHaveLength(1); // still its one hint
   });
 });
