@@ -78,6 +78,9 @@ export class RescueSweep implements Sweep<RescueResult> {
       requeued.push(...r.requeued);
       this.unhinted.push(...r.requeued); // each batch commits on its own: a later one failing must not lose its hints
       dead += r.dead;
+      // Counted as the statement commits: a run failing later (Redis) has moved these rows all the same.
+      this.metrics?.requeued.inc({ reason: 'worker_lost' }, r.requeued.length);
+      this.metrics?.leaseDead.inc(r.dead);
       if (r.requeued.length + r.dead < this.opts.batchSize) break;
     }
     const givenBack = new Set<string>();
@@ -85,8 +88,6 @@ export class RescueSweep implements Sweep<RescueResult> {
     await this.queue.enqueue(this.unhinted.filter((h) => !givenBack.has(h.id)), now);
     this.unhinted = [];
     for (const w of gone) await this.workers.remove(w.id, w.beatAtMs);
-    this.metrics?.requeued.inc({ reason: 'worker_lost' }, requeued.length);
-    this.metrics?.leaseDead.inc(dead);
     if (gone.length + requeued.length + dead > 0) {
       this.log.warn({ workers: gone.map((w) => w.name), requeued: requeued.length, dead, hints: givenBack.size }, 'put back the work of workers that are gone');
     }
