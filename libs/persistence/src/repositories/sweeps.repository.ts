@@ -154,7 +154,7 @@ export class SweepsRepository {
   }
 
   /**
-   * Walks queued rows (all of them, or those due before `dueBefore` and not parked) in
+   * Walks queued rows (all of them, or those due before `dueBefore`) in
    * (run_at, id) order, `batch` rows per statement, at most `max`, starting after `from`. Each
    * page is its own short statement and `each` runs between them, so no snapshot or
    * transaction is held while the caller waits on Redis, and vacuum is never held back for the
