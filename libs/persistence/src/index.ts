@@ -4,6 +4,7 @@ export * from './kind-migrations';
 export * from './job-id';
 export * from './job-state.codec';
 export * from './migrations';
+export * from './repositories/sweep-lease';
 export * from './repositories/sweeps.repository';
 export * from './repositories/recurring.repository';
 export * from './statements/cold-claim.sql';

@@ -161,7 +161,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
     });
 
     it('runs on one replica at a time (sweep lease): the other reports skipped', async () => {
-      const inner = await repo.withSweepLease('overdue', 'another replica', () => sweep.runOnce(NOW));
+      const inner = await new SweepsRepository(db.dataSource, 'another replica').withSweepLease('overdue', () => sweep.runOnce(NOW));
       expect(inner).toMatchObject({ skipped: true, redis: 'unchecked' });
     });
 

@@ -1,10 +1,9 @@
 import { SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
-import { hostname } from 'node:os';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
 import type { RequeueReason, SweepMetrics } from '../sweeps/sweep-metrics';
-import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
+import { type Enqueuer, notAheadOfDatabase, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
 import type { Hint } from '@almanac/domain';
 
 /** Which of these overdue queued rows have no hint left (LostHints). */
@@ -53,11 +52,6 @@ export class OverdueSweep implements Sweep<OverdueResult> {
    * re-enqueued from its head again and again and its tail never reached.)
    */
   private overdueCursor: QueuedCursor | null = null;
-  /**
-   * This replica's name on the sweep lease: its pod (host name) and process. A container
-   * restarted in the same pod keeps both (pid 1), so it takes its own lease back at once.
-   */
-  private readonly holder = `${hostname()}:${process.pid}`;
   private running: Promise<OverdueResult> | null = null;
 
   constructor(
@@ -78,19 +72,21 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   }
 
   private async leasedRun(now: Date): Promise<OverdueResult> {
-    const result = await this.repo.withSweepLease('overdue', this.holder, () => this.sweep(now));
+    const result = await this.repo.withSweepLease('overdue', (lost) => this.sweep(now, lost));
     return result ?? { skipped: true, redis: 'unchecked', requeued: emptyCounts() };
   }
 
-  private async sweep(now: Date): Promise<OverdueResult> {
+  /** `lost`: the lease's renewal failed; another replica may be sweeping, so stop between batches. */
+  private async sweep(now: Date, lost: AbortSignal): Promise<OverdueResult> {
     const at = runningFrom(now); // a scan of 200,000 rows takes seconds: each repair's delays from its own time
     const requeued = emptyCounts();
     let more = false;
 
     const redis = await this.epoch.check();
     if (redis === 'ok') {
-      const dueBefore = new Date(now.getTime() - this.opts.graceMs);
-      const scan = await this.requeueQueued(at, dueBefore, this.opts.maxPerRun, 'overdue', this.overdueCursor);
+      // Due by the database's clock, as run_at is written: a host 60 s fast re-hinted rows not due yet.
+      const dueBefore = new Date(notAheadOfDatabase(now, await this.repo.databaseNowMs()).getTime() - this.opts.graceMs);
+      const scan = await this.requeueQueued(at, dueBefore, this.opts.maxPerRun, 'overdue', this.overdueCursor, lost);
       requeued.overdue = scan.requeued;
       this.overdueCursor = scan.next;
       more ||= scan.next !== null;
@@ -100,17 +96,21 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       // Its marker says what began it: a restart's rows are judged by their hints all along (allLost copied every hint that survived).
       const resumed = await this.epoch.resume();
       const epoch = resumed?.epoch ?? (await this.epoch.begin(redis));
-      const scan = await this.requeueQueued(at, null, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, (resumed?.found ?? redis) === 'lost');
+      const scan = await this.requeueQueued(at, null, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, lost, (resumed?.found ?? redis) === 'lost');
       requeued.redis_lost = scan.requeued;
       // A second loss during the scan leaves the marker missing: the next run starts over.
-      more ||= scan.next !== null || !(await this.epoch.finish(epoch));
+      more ||= scan.next !== null || lost.aborted || !(await this.epoch.finish(epoch)); // a scan cut short has not ended
       if (scan.next) await this.epoch.progress(epoch, scan.next);
       const what = `${(resumed?.found ?? redis) === 'lost' ? 'Redis lost its data (or is new)' : 'Redis was restarted or replaced'}${resumed ? ', recovery going on' : ''}`;
       if (requeued.redis_lost > 0) this.log.warn({ redis, requeued: requeued.redis_lost, more: scan.next !== null }, `${what}: re-enqueued ${requeued.redis_lost} queued jobs`);
       // A brand-new installation has no marker either: with nothing queued, nothing was lost.
-      else this.log.info({ redis }, `${what}: no job was queued, marker written`);
+      else if (!lost.aborted) this.log.info({ redis }, `${what}: no job was queued, marker written`);
     }
 
+    if (lost.aborted) {
+      this.log.warn({ requeued }, 'overdue sweep lost its lease (renewal failed): stopped');
+      return { redis, requeued, more };
+    }
     const later = at(); // after the scan above, which can take seconds
     const late = await this.promotion.promote(later, new Date(later.getTime() + this.opts.lookaheadMs), 1);
     requeued.scheduled_due = late.promoted;
@@ -122,12 +122,12 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   }
 
   private async requeueQueued(
-    at: () => Date, dueBefore: Date | null, max: number, reason: RequeueReason, from: QueuedCursor | null, allLost = false,
+    at: () => Date, dueBefore: Date | null, max: number, reason: RequeueReason, from: QueuedCursor | null, lost: AbortSignal, allLost = false,
   ): Promise<{ requeued: number; next: QueuedCursor | null }> {
     let requeued = 0;
     const scan = await this.repo.scanQueued(dueBefore, this.opts.batchSize, max, async (rows) => {
       requeued += await this.repair(rows, at(), reason, allLost);
-    }, from);
+    }, from, lost);
     return { requeued, next: scan.next };
   }
 

@@ -1,7 +1,6 @@
 import { occurrenceKey, occurrencesBetween, parseSchedule, type WatchedOutcome, watchedOutcome } from '@almanac/domain';
 import type { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, WatchedSchedule } from '@almanac/persistence';
 import { OTHER_TENANT, SILENT_LOGGER } from '@almanac/platform';
-import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Sweep, SweepResult } from '../sweeps/sweep';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
@@ -41,7 +40,6 @@ export interface ScheduleWatchOptions {
  */
 export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
   readonly name = 'schedule_watch' as const;
-  private readonly holder = `${hostname()}:${process.pid}`;
   /**
    * Schedules held by a running first attempt, left out of the looks until then: held first in
    * line (the oldest watch), a batch's worth of them filled every batch, and no other tenant's
@@ -60,7 +58,7 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
 
   async runOnce(now: Date): Promise<ScheduleWatchResult> {
     const outcomes: Record<WatchedOutcome, number> = { ok: 0, late: 0, missed: 0, failed: 0 };
-    const done = await this.leases.withSweepLease('schedule_watch', this.holder, async () => {
+    const done = await this.leases.withSweepLease('schedule_watch', async () => {
       for (const [id, untilMs] of this.heldUntilMs) if (untilMs <= now.getTime()) this.heldUntilMs.delete(id);
       const due = await this.watch.due(now, this.opts.batchSize, [...this.heldUntilMs.keys()]);
       const looks = due.map((s) => this.plan(s, now));

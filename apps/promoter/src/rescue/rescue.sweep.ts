@@ -4,7 +4,7 @@ import type { SweepsRepository, WorkerRow, WorkersRepository } from '@almanac/pe
 import { SILENT_LOGGER, WORKER_DEAD_AFTER_MS, WORKER_RESCUE_INTERVAL_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
-import type { Enqueuer, Sweep, SweepResult } from '../sweeps/sweep';
+import { type Enqueuer, notAheadOfDatabase, type Sweep, type SweepResult } from '../sweeps/sweep';
 
 export interface RescueResult extends SweepResult {
   /** Workers found dead this run. */
@@ -65,8 +65,8 @@ export class RescueSweep implements Sweep<RescueResult> {
     const view = await this.workers.list();
     const deadIds = new Set(this.watch.look(view.workers, view.dbNowMs));
     // Leases are written by the database's clock (the workers' DatabaseClock): a promoter host
-    // running ahead must not find live runs' leases out. One running behind judges them late.
-    return this.putBack(view.workers.filter((w) => deadIds.has(w.id)), new Date(Math.min(now.getTime(), view.dbNowMs)));
+    // running ahead must not find live runs' leases out.
+    return this.putBack(view.workers.filter((w) => deadIds.has(w.id)), notAheadOfDatabase(now, view.dbNowMs));
   }
 
   /** Steps 1-4 for workers found dead (and any running row whose lease ran out before `now`). */
@@ -78,6 +78,9 @@ export class RescueSweep implements Sweep<RescueResult> {
       requeued.push(...r.requeued);
       this.unhinted.push(...r.requeued); // each batch commits on its own: a later one failing must not lose its hints
       dead += r.dead;
+      // Counted as the statement commits: a run failing later (Redis) has moved these rows all the same.
+      this.metrics?.requeued.inc({ reason: 'worker_lost' }, r.requeued.length);
+      this.metrics?.leaseDead.inc(r.dead);
       if (r.requeued.length + r.dead < this.opts.batchSize) break;
     }
     const givenBack = new Set<string>();
@@ -85,8 +88,6 @@ export class RescueSweep implements Sweep<RescueResult> {
     await this.queue.enqueue(this.unhinted.filter((h) => !givenBack.has(h.id)), now);
     this.unhinted = [];
     for (const w of gone) await this.workers.remove(w.id, w.beatAtMs);
-    this.metrics?.requeued.inc({ reason: 'worker_lost' }, requeued.length);
-    this.metrics?.leaseDead.inc(dead);
     if (gone.length + requeued.length + dead > 0) {
       this.log.warn({ workers: gone.map((w) => w.name), requeued: requeued.length, dead, hints: givenBack.size }, 'put back the work of workers that are gone');
     }

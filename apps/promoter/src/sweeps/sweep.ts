@@ -28,6 +28,16 @@ export function runningFrom(now: Date): () => Date {
   return () => new Date(now.getTime() + (Date.now() - started));
 }
 
+/**
+ * The time by which a sweep judges what is late: its own clock, but never ahead of the
+ * database's, by which rows, leases and heartbeats are written. A host running fast must not
+ * act on what is not due yet (a second hint, a live run taken for lost); one running slow acts
+ * late by its lag, as before.
+ */
+export function notAheadOfDatabase(now: Date, dbNowMs: number): Date {
+  return new Date(Math.min(now.getTime(), dbNowMs));
+}
+
 /** What the sweeps need from the hot queue (HotQueue satisfies it). */
 export interface Enqueuer {
   enqueue(hints: readonly Hint[], now: Date, opts?: { repair?: boolean }): Promise<void>;

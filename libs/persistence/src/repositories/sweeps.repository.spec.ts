@@ -1,4 +1,5 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
 import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
 import { SweepsRepository } from './sweeps.repository';
 
@@ -44,20 +45,43 @@ describe('SweepsRepository (Postgres)', () => {
   });
 
   describe('withSweepLease', () => {
-    it('lets one holder in at a time, re-enters for the same holder, and releases on error', async () => {
-      const inner = await repo.withSweepLease('overdue', 'a', () => repo.withSweepLease('overdue', 'b', async () => 'b ran'));
+    // Each repository is a holder of its own, as each promoter process is.
+    const replica = (holder?: string) => new SweepsRepository(db.dataSource, holder);
+
+    it('lets one run in at a time, of the same holder too, and releases on error', async () => {
+      const [a, b] = [replica('a'), replica('b')];
+      const inner = await a.withSweepLease('overdue', () => b.withSweepLease('overdue', async () => 'b ran'));
       expect(inner).toBeNull();
-      expect(await repo.withSweepLease('overdue', 'a', () => repo.withSweepLease('overdue', 'a', async () => 'same holder'))).toBe('same holder');
-      await expect(repo.withSweepLease('overdue', 'a', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-      expect(await repo.withSweepLease('overdue', 'b', async () => 'free again')).toBe('free again');
+      // A second run of one holder waits its turn: had it run, its release would have freed the first run's lease.
+      expect(await a.withSweepLease('overdue', async () => [
+        await a.withSweepLease('overdue', async () => 'same holder'),
+        await b.withSweepLease('overdue', async () => 'b ran'),
+      ])).toEqual([null, null]);
+      await expect(a.withSweepLease('overdue', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+      expect(await b.withSweepLease('overdue', async () => 'free again')).toBe('free again');
+    });
+
+    it('two replicas in one process (one host name, one pid, as containers on hostNetwork) taking the lease at once: only one runs', async () => {
+      const ran: string[] = [];
+      let decided = 0;
+      let allDecided!: () => void;
+      const bothDecided = new Promise<void>((r) => (allDecided = r));
+      const decide = () => ++decided === 2 && allDecided();
+      // The one that gets in holds the lease until the other has its answer.
+      const attempt = (r: SweepsRepository, name: string) =>
+        r.withSweepLease('overdue', async () => (ran.push(name), decide(), await bothDecided, name)).then((x) => (x ?? decide(), x));
+      const results = await Promise.all([attempt(replica(), 'one'), attempt(replica(), 'two')]);
+      expect(ran).toHaveLength(1);
+      expect(results.filter((x) => x !== null)).toEqual(ran);
     });
 
     it('holds no lock or open transaction while its holder waits (on Redis, say)', async () => {
+      const a = replica();
       let entered!: () => void;
       let release!: () => void;
       const inside = new Promise<void>((r) => (entered = r));
       const waiting = new Promise<void>((r) => (release = r));
-      const run = repo.withSweepLease('overdue', 'a', async () => {
+      const run = a.withSweepLease('overdue', async () => {
         entered();
         await waiting;
         return 'done';
@@ -66,7 +90,7 @@ describe('SweepsRepository (Postgres)', () => {
       const [held] = await db.dataSource.query<{ holder: string }[]>(
         `SELECT holder FROM sweep_leases WHERE name = 'overdue' AND expires_at > clock_timestamp()`,
       );
-      expect(held?.holder).toBe('a');
+      expect(held?.holder).toBe(a.leaseHolder);
       const [busy] = await db.dataSource.query<{ advisory: number; open_tx: number }[]>(
         `SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory')::int AS advisory,
                 (SELECT count(*) FROM pg_stat_activity
@@ -78,18 +102,44 @@ describe('SweepsRepository (Postgres)', () => {
     });
 
     it('a renewal extends only a lease still held: one landing after the release does not take it back', async () => {
-      expect(await repo.withSweepLease('overdue', 'a', async () => renewSweepLease(db.dataSource, 'overdue', 'a', 15_000))).toBe(true);
+      const [a, b] = [replica('a'), replica('b')];
+      expect(await a.withSweepLease('overdue', async () => renewSweepLease(db.dataSource, 'overdue', 'a', 15_000))).toBe(true);
       expect(await renewSweepLease(db.dataSource, 'overdue', 'a', 15_000)).toBe(false); // released
-      expect(await repo.withSweepLease('overdue', 'b', async () => 'b got it')).toBe('b got it');
+      expect(await b.withSweepLease('overdue', async () => 'b got it')).toBe('b got it');
     });
 
     it('an expired lease goes to the next holder (a stalled holder loses its turn)', async () => {
       // ttl 0: the lease expires at its own clock_timestamp(), so the next statement finds it expired.
       let second: string | null = 'not run';
-      await repo.withSweepLease('overdue', 'stalled', async () => {
-        second = await repo.withSweepLease('overdue', 'other', async () => 'took over');
+      await replica('stalled').withSweepLease('overdue', async () => {
+        second = await replica('other').withSweepLease('overdue', async () => 'took over');
       }, 0);
       expect(second).toBe('took over');
+    });
+
+    it('a holder whose renewal finds the lease gone is told to stop (its signal aborts)', async () => {
+      // ttl 300 ms: renewed every 100 ms. Taken over meanwhile, as after a stall past the expiry.
+      const aborted = await replica().withSweepLease('overdue', async (lost) => {
+        await db.dataSource.query(`UPDATE sweep_leases SET holder = 'another replica' WHERE name = 'overdue'`);
+        await new Promise((r) => lost.addEventListener('abort', r, { once: true }));
+        return lost.aborted;
+      }, 300);
+      expect(aborted).toBe(true);
+      await releaseSweepLease(db.dataSource, 'overdue', 'another replica');
+    });
+  });
+
+  describe('scanQueued', () => {
+    it('reads no further page once its stop signal is aborted (its caller lost the lease), and says where it stopped', async () => {
+      await fill('q', 10, 'scan');
+      const stop = new AbortController();
+      const pages: number[] = [];
+      const scan = await repo.scanQueued(null, 3, 100, async (rows) => {
+        pages.push(rows.length);
+        stop.abort();
+      }, null, stop.signal);
+      expect(pages).toEqual([3]);
+      expect(scan).toMatchObject({ seen: 3, next: expect.objectContaining({ id: expect.any(String) }) });
     });
   });
 });

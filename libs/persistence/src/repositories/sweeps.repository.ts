@@ -3,20 +3,19 @@ import { DataSource, EntityManager } from 'typeorm';
 import { decodeState } from '../job-state.codec';
 import { plainArray } from '../plain-array';
 import { sql } from '../sql';
-import { acquireSweepLease } from '../statements/acquire-sweep-lease.sql';
 import { COLD_CLAIM_SQL, COLD_DUE_SQL } from '../statements/cold-claim.sql';
 import { COUNT_IN_FLIGHT_SQL } from '../statements/count-in-flight.sql';
 import { COUNT_JOB_STATES_SQL } from '../statements/count-job-states.sql';
+import { DATABASE_NOW_SQL } from '../statements/database-now.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
 import { DUE_COLD_TENANTS_SQL } from '../statements/due-cold-tenants.sql';
 import { JOB_STATE_STATS_SQL } from '../statements/job-state-stats.sql';
 import { PROMOTE_COLD_SQL } from '../statements/promote-cold.sql';
 import { PROMOTE_COLD_FAIR_SQL } from '../statements/promote-cold-fair.sql';
 import { PROMOTE_IDS_SQL } from '../statements/promote-ids.sql';
-import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
-import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
 import { RESCUE_RUNNING_SQL } from '../statements/rescue-running.sql';
 import { SET_ASIDE_JOB_SQL } from '../statements/set-aside-job.sql';
+import { newLeaseHolder, SWEEP_LEASE_TTL_MS, type SweepLeaseName, withSweepLease } from './sweep-lease';
 
 /**
  * See promoteFairShare. SET LOCAL: gone at commit even if the statement fails. jit off: these
@@ -38,16 +37,6 @@ export interface RunningRescue {
 }
 
 export type JobStateCounts = Record<JobState, number>;
-
-/** Sweeps that run on one replica at a time, each under its own lease row (sweep_leases). */
-export type SweepLeaseName = 'overdue' | 'schedule_watch';
-
-/**
- * A sweep lease lasts 15 s and is renewed every 5 s while its sweep runs: a holder that dies
- * holds up the other replicas for at most 15 s (a session advisory lock freed at once; 60 s, the
- * first choice, delayed rescues after a promoter SIGKILL, found in review).
- */
-export const SWEEP_LEASE_TTL_MS = 15_000;
 
 /** Where a scan of queued rows stopped: the last (run_at, id) it saw. */
 export interface QueuedCursor {
@@ -72,7 +61,14 @@ function toRef(r: JobRefRow): SweepJobRef {
  * jobs_queued_due (state 'q'), jobs_running_lease (state 'r'), schedules_due (not paused).
  */
 export class SweepsRepository {
-  constructor(private readonly db: DataSource) {}
+  /**
+   * @param leaseHolder this repository's name on sweep leases: each instance is its own holder
+   * (a promoter makes one per process), made once so renewals and the release match it.
+   */
+  constructor(
+    private readonly db: DataSource,
+    readonly leaseHolder = newLeaseHolder(),
+  ) {}
 
   /** Tenants with cold rows in an hour bucket ≤ hour(horizon), for promoteColdBatch (DUE_COLD_TENANTS_SQL). */
   async dueColdTenants(horizon: Date): Promise<number[]> {
@@ -151,14 +147,21 @@ export class SweepsRepository {
     return rows.map((r) => r['QUERY PLAN']).join('\n');
   }
 
+  /** The database's clock now (DATABASE_NOW_SQL), in ms. */
+  async databaseNowMs(): Promise<number> {
+    const { rows } = await sql<{ db_now: Date }>(this.db, DATABASE_NOW_SQL);
+    return rows[0].db_now.getTime();
+  }
+
   /**
-   * Walks queued rows (all of them, or those due before `dueBefore` and not parked) in
+   * Walks queued rows (all of them, or those due before `dueBefore`) in
    * (run_at, id) order, `batch` rows per statement, at most `max`, starting after `from`. Each
    * page is its own short statement and `each` runs between them, so no snapshot or
    * transaction is held while the caller waits on Redis, and vacuum is never held back for the
    * whole scan. Returns where it stopped: `next` is the last row seen, or null once the end was
    * reached, so a caller that keeps `next` across runs continues a large scan instead of
-   * starting over from the oldest row every time.
+   * starting over from the oldest row every time. Once `stop` is aborted (its caller lost its
+   * sweep lease) no further page is read, and `next` is where it stopped.
    */
   async scanQueued(
     dueBefore: Date | null,
@@ -166,10 +169,11 @@ export class SweepsRepository {
     max: number,
     each: (rows: SweepJobRef[]) => Promise<void>,
     from: QueuedCursor | null = null,
+    stop?: AbortSignal,
   ): Promise<{ seen: number; next: QueuedCursor | null }> {
     let seen = 0;
     let after = from;
-    while (seen < max) {
+    while (seen < max && !stop?.aborted) {
       const n = Math.min(batch, max - seen);
       const rows = await this.pageQueued(dueBefore, after, n);
       if (rows.length > 0) await each(rows);
@@ -237,28 +241,8 @@ export class SweepsRepository {
     return counts;
   }
 
-  /**
-   * Runs `fn` while `holder` holds the named sweep's lease, or returns `null` at once when another
-   * holder has it. For sweeps whose batches are not row-claims (re-enqueue scans), so replicas do
-   * not all repeat the same work. A lease is a row with an expiry, renewed every third of `ttlMs`
-   * while `fn` runs: no lock or connection is held while `fn` waits on Redis. A holder that
-   * stalls past the expiry loses its turn, and the next holder may repeat some of its
-   * re-enqueues, which are idempotent.
-   */
-  async withSweepLease<T>(name: SweepLeaseName, holder: string, fn: () => Promise<T>, ttlMs = SWEEP_LEASE_TTL_MS): Promise<T | null> {
-    if (!(await acquireSweepLease(this.db, name, holder, ttlMs))) return null;
-    let renewing: Promise<unknown> = Promise.resolve();
-    const renew = setInterval(() => {
-      renewing = renewSweepLease(this.db, name, holder, ttlMs).catch(() => undefined);
-    }, ttlMs / 3);
-    renew.unref();
-    try {
-      return await fn();
-    } finally {
-      clearInterval(renew);
-      await renewing; // so no renewal lands after the release
-      // A failed release only means the lease runs out by itself.
-      await releaseSweepLease(this.db, name, holder).catch(() => undefined);
-    }
+  /** Runs `fn` under the named sweep's lease, held as `leaseHolder`; `null` when another has it (withSweepLease). */
+  withSweepLease<T>(name: SweepLeaseName, fn: (lost: AbortSignal) => Promise<T>, ttlMs = SWEEP_LEASE_TTL_MS): Promise<T | null> {
+    return withSweepLease(this.db, name, this.leaseHolder, fn, ttlMs);
   }
 }
