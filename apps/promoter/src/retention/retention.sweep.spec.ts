@@ -236,14 +236,18 @@ describe('RetentionSweep (Postgres)', () => {
     await db.dataSource.query(`CREATE TABLE operator_refs (job_id bigint REFERENCES jobs (id))`);
     try {
       await db.dataSource.query(`INSERT INTO operator_refs VALUES ($1)`, [poison]);
+      const oldest = jest.spyOn(RetentionRepository.prototype, 'oldestExpired');
       const r = await sweep({ batchSize: 10, maxPerRun: 20 }).runOnce(NOW);
       expect(r).toMatchObject({ removed: 20, more: true });
+      // Looked for from where the walk got to, not over the rows it passed again (a backlog can be millions).
+      expect(oldest.mock.calls.map((c) => c[3])).toEqual([at(-40 * DAY)]);
       expect(await left([poison])).toBe(1);
       // The rows left are 40 days old, 10 past the 30-day cutoff; the one set aside is 60.
       expect(r.behindSeconds).toBeGreaterThan(9 * 86_400);
       expect(r.behindSeconds).toBeLessThan(11 * 86_400);
       expect(await left(rest)).toBe(10);
     } finally {
+      jest.restoreAllMocks();
       await db.dataSource.query(`DROP TABLE operator_refs`);
     }
   });

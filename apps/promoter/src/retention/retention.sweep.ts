@@ -169,8 +169,9 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     }
     if (budget - removed <= 0) {
       // Cut off by the budget: how far behind is measured from the oldest expired row left but
-      // the ones set aside, which stay for good.
-      return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff, [...this.kept])) };
+      // the ones set aside, which stay for good, looked for where the walk got to (not over the
+      // rows it passed again).
+      return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff, [...this.kept], position.from)) };
     }
     if (now.getTime() < position.cleanedAtMs + CLEANUP_EVERY_MS) return { removed, behindSeconds: 0 };
     position.cleanedAtMs = now.getTime();

@@ -6,7 +6,7 @@ import { REMOVE_EXPIRED_BULK_OPERATIONS_SQL } from '../statements/remove-expired
 import { REMOVE_EXPIRED_SIGNING_SECRETS_SQL } from '../statements/remove-expired-signing-secrets.sql';
 import { REMOVE_ABANDONED_EFFECTS_SQL } from '../statements/remove-abandoned-effects.sql';
 import { REMOVE_EXPIRED_EFFECTS_SQL } from '../statements/remove-expired-effects.sql';
-import { EXPIRED_JOB_IDS_SQL, EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
+import { EXPIRED_JOB_IDS_SQL, OLDEST_EXPIRED_SQL, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
 import { REMOVE_EXPIRED_KEYS_SQL } from '../statements/remove-expired-keys.sql';
 import { REMOVE_UNUSED_SCHEDULE_PAYLOADS_SQL } from '../statements/remove-unused-schedule-payloads.sql';
 
@@ -110,15 +110,13 @@ export class RetentionRepository {
   }
 
   /**
-   * The run time of the tenant's oldest expired job still there, less the `kept` ones (set aside:
-   * they would hold the figure for good), or null: what "behind" is measured from.
+   * The run time of the tenant's oldest expired job still there, run times `from` on (where the
+   * sweep's walk got to: from the oldest, every budget-bound run stepped over the backlog the walk
+   * passed), less the `kept` ones (set aside: they would hold the figure for good), or null: what
+   * "behind" is measured from.
    */
-  async oldestExpired(tenantId: number, cutoff: Date, kept: readonly string[] = [], db: Db = this.dataSource): Promise<Date | null> {
-    const { rows } = await sql<{ run_at: Date }>(
-      db,
-      `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND NOT (id = ANY ($3::bigint[])) ORDER BY run_at LIMIT 1`,
-      [tenantId, cutoff, kept],
-    );
+  async oldestExpired(tenantId: number, cutoff: Date, kept: readonly string[] = [], from: Date | null = null, db: Db = this.dataSource): Promise<Date | null> {
+    const { rows } = await sql<{ run_at: Date }>(db, OLDEST_EXPIRED_SQL, [tenantId, cutoff, kept, from ?? '-infinity']);
     return rows[0]?.run_at ?? null;
   }
 }

@@ -1,7 +1,7 @@
 import { resultDigest } from './result-digest.sql';
 
 /** The expired rows of one tenant: finished (succeeded, dead, cancelled), due and ended before $2. */
-export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < $2 AND state IN ('d', 'x', 'c') AND finished_at < $2`;
+const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < $2 AND state IN ('d', 'x', 'c') AND finished_at < $2`;
 
 /** Where a walk over the tenant's rows starts ('-infinity': its oldest), as the parameter `$n`. */
 const walkedFrom = (n: number) => `run_at >= $${n}::timestamptz`;
@@ -46,3 +46,6 @@ SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
 
 /** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 as there, $4 its $8, $5 its $9): what to split when it failed. */
 export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(5)} AND NOT (id = ANY ($4::bigint[])) ORDER BY run_at, id LIMIT $3`;
+
+/** The run time of the oldest row REMOVE_EXPIRED_JOBS_SQL would take ($1, $2 as there, $3 its $8, $4 its $9): how far behind it is. */
+export const OLDEST_EXPIRED_SQL = `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(4)} AND NOT (id = ANY ($3::bigint[])) ORDER BY run_at LIMIT 1`;
