@@ -1,4 +1,4 @@
-import { type KeyReservation, keyReservedThrough } from '@almanac/domain';
+import { type KeyReservation, keyReservationDays } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
@@ -39,16 +39,20 @@ export class RetentionRepository {
     }));
   }
 
+  /** Now by the database's clock: ingest's check of reserved keys goes by its day, and removal by it too. */
+  async databaseNow(db: Db = this.dataSource): Promise<Date> {
+    return (await sql<{ now: Date }>(db, `SELECT statement_timestamp() AS now`)).rows[0].now;
+  }
+
   /**
    * Removes up to `limit` of the tenant's finished jobs that ended and were due before `cutoff`,
-   * oldest first, with their attempts; retires their keys unless freed.
+   * oldest first, with their attempts; retires their keys unless freed, on the database's day.
    * `lastRunAt` is the run time of the last row removed (null when none was).
    */
   async removeExpired(
     policy: RetentionPolicy,
     cutoff: Date,
     limit: number,
-    removedOn: string,
     db: Db = this.dataSource,
     /** `only` these rows (null: any); never the `kept` ones (rows set aside); run times `from` on (none: all). */
     scope: { only?: readonly string[]; kept?: readonly string[]; from?: Date | null } = {},
@@ -57,9 +61,8 @@ export class RetentionRepository {
       policy.tenantId,
       cutoff,
       limit,
-      removedOn,
       policy.freesKeys,
-      keyReservedThrough(removedOn, policy.keyReservation),
+      keyReservationDays(policy.keyReservation),
       scope.only ?? null,
       scope.kept ?? [],
       scope.from ?? '-infinity',
@@ -73,9 +76,9 @@ export class RetentionRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Frees up to `limit` reserved keys whose reservation ended before `today` (YYYY-MM-DD, UTC); how many went. */
-  async removeExpiredKeys(today: string, limit: number, db: Db = this.dataSource): Promise<number> {
-    const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_KEYS_SQL, [today, limit]);
+  /** Frees up to `limit` reserved keys whose reservation ended before yesterday, the database's; how many went. */
+  async removeExpiredKeys(limit: number, db: Db = this.dataSource): Promise<number> {
+    const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_KEYS_SQL, [limit]);
     return rows[0].removed;
   }
 
