@@ -278,7 +278,7 @@ describe('RetentionSweep (Postgres)', () => {
     const repo = new RetentionRepository(db.dataSource);
     const froms: (number | null)[] = [];
     const remove = repo.removeExpired.bind(repo);
-    jest.spyOn(repo, 'removeExpired').mockImplementation((...args) => (args[0].tenantId === a && froms.push(args[4]?.from?.getTime() ?? null), remove(...args)));
+    jest.spyOn(repo, 'removeExpired').mockImplementation((...args) => (args[0].tenantId === a && froms.push(args[5]?.from?.getTime() ?? null), remove(...args)));
     const sweepWith = new RetentionSweep(repo, { defaultSeconds: 30 * 86_400, defaultKeyReservation: 400 * 86_400, batchSize: 10, maxPerRun: 100_000 }, metrics);
 
     expect((await sweepWith.runOnce(NOW)).removed).toBe(30);
@@ -343,7 +343,7 @@ describe('RetentionSweep (Postgres)', () => {
     const removal = db.dataSource.createQueryRunner();
     await removal.startTransaction();
     try {
-      expect((await repo.removeExpired(policy, at(-30 * DAY), 10, removal.manager)).removed).toBe(1);
+      expect((await repo.removeExpired(policy, at(-30 * DAY), 10, dayAt(0), removal.manager)).removed).toBe(1);
       // The replay's INSERT meets the row being deleted on the unique index and waits for it.
       const replay = new JobsRepository(db.dataSource).insertBatch(a, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]);
       await someoneWaitsOnALock(db.dataSource);

@@ -1,4 +1,4 @@
-import { type KeyReservation, retentionBehindSeconds, retentionCutoff } from '@almanac/domain';
+import { type KeyReservation, retentionBehindSeconds, retentionCutoff, utcDay } from '@almanac/domain';
 import type { RetentionPolicy, RetentionRepository } from '@almanac/persistence';
 import { isValueError, runIsolated, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
@@ -43,9 +43,10 @@ export interface RetentionResult extends SweepResult {
  * replica may run it: rows are taken with SKIP LOCKED.
  *
  * What is past retention, the removal day and when a reservation ends go by the database's clock,
- * read once a run (ingest's check of reserved keys judges by its day: a host's clock days off
- * ended reservations early, or freed keys and removed jobs early); `now` paces the runs (walks,
- * clean-ups).
+ * read once a run (RetentionRepository.databaseNow) and passed to every statement of the run as
+ * its cutoffs and UTC day (ingest's check of reserved keys judges by that clock: a host's clock
+ * days off ended reservations early, or freed keys and removed jobs early); `now` paces the runs
+ * (walks, clean-ups).
  */
 export class RetentionSweep implements Sweep<RetentionResult> {
   readonly name = 'retention' as const;
@@ -78,7 +79,8 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     const start = policies.findIndex((p) => p.tenantId >= this.resumeAt);
     const turns = start <= 0 ? policies : [...policies.slice(start), ...policies.slice(0, start)];
     const dbNow = await this.repo.databaseNow();
-    const freed = await this.freeExpiredKeys(this.o.maxPerRun);
+    const today = utcDay(dbNow);
+    const freed = await this.freeExpiredKeys(today, this.o.maxPerRun);
     let budget = this.o.maxPerRun - freed;
     let removed = 0;
     let more = budget <= 0;
@@ -86,7 +88,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     for (const [i, policy] of more ? [] : turns.entries()) {
       const next = turns[(i + 1) % turns.length].tenantId;
       try {
-        const r = await this.drain(policy, now, dbNow, budget);
+        const r = await this.drain(policy, now, dbNow, today, budget);
         budget -= r.removed;
         removed += r.removed;
         if (r.behindSeconds > 0) this.behind.set(policy.tenantId, r.behindSeconds);
@@ -117,16 +119,16 @@ export class RetentionSweep implements Sweep<RetentionResult> {
    * run: the batch goes again in halves (runIsolated) down to that row, which is kept and left out
    * of this process's later batches (`almanac_set_aside_total{statement="retention"}`).
    */
-  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, from: Date | null): Promise<{ removed: number; lastRunAt: Date | null; setAside: number }> {
+  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, today: string, from: Date | null): Promise<{ removed: number; lastRunAt: Date | null; setAside: number }> {
     const kept = [...this.kept];
     try {
-      return { ...(await this.repo.removeExpired(policy, cutoff, limit, undefined, { kept, from })), setAside: 0 };
+      return { ...(await this.repo.removeExpired(policy, cutoff, limit, today, undefined, { kept, from })), setAside: 0 };
     } catch (err) {
       if (!isValueError(err)) throw err;
       let removed = 0;
       let setAside = 0;
       await runIsolated(await this.repo.expiredIds(policy.tenantId, cutoff, limit, kept, from), {
-        run: async (only) => void (removed += (await this.repo.removeExpired(policy, cutoff, only.length, undefined, { only, kept, from })).removed),
+        run: async (only) => void (removed += (await this.repo.removeExpired(policy, cutoff, only.length, today, undefined, { only, kept, from })).removed),
         isValueError,
         setAside: async (id, e) => {
           this.kept.add(id);
@@ -139,12 +141,12 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     }
   }
 
-  /** Reserved keys whose reservation ended before yesterday (the database's), up to `budget`; how many went. */
-  private async freeExpiredKeys(budget: number): Promise<number> {
+  /** Reserved keys whose reservation ended before the day before `today` (the database's), up to `budget`; how many went. */
+  private async freeExpiredKeys(today: string, budget: number): Promise<number> {
     let freed = 0;
     while (budget - freed > 0) {
       const limit = Math.min(this.o.batchSize, budget - freed);
-      const n = await this.repo.removeExpiredKeys(limit);
+      const n = await this.repo.removeExpiredKeys(today, limit);
       freed += n;
       if (n > 0) this.metrics?.reservedKeysExpired.inc(n);
       if (n < limit) break;
@@ -153,10 +155,11 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   }
 
   /**
-   * One tenant's expired rows by the database's time `dbNow`, up to `budget`; then its expired
-   * effect records, bulk operations, unused schedule payloads and signing secrets.
+   * One tenant's expired rows by the database's time `dbNow` (its UTC day `today` the removal
+   * day), up to `budget`; then its expired effect records, bulk operations, unused schedule
+   * payloads and signing secrets.
    */
-  private async drain(policy: RetentionPolicy, now: Date, dbNow: Date, budget: number): Promise<{ removed: number; behindSeconds: number }> {
+  private async drain(policy: RetentionPolicy, now: Date, dbNow: Date, today: string, budget: number): Promise<{ removed: number; behindSeconds: number }> {
     const cutoff = retentionCutoff(dbNow, policy.retentionSeconds);
     let position = this.tenants.get(policy.tenantId);
     if (!position) this.tenants.set(policy.tenantId, (position = { from: null, fullWalkAtMs: 0, cleanedAtMs: -Infinity }));
@@ -164,7 +167,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     let removed = 0;
     while (budget - removed > 0) {
       const limit = Math.min(this.o.batchSize, budget - removed);
-      const r = await this.removeBatch(policy, cutoff, limit, position.from);
+      const r = await this.removeBatch(policy, cutoff, limit, today, position.from);
       position.from = r.lastRunAt ?? position.from;
       removed += r.removed;
       if (r.removed > 0) this.metrics?.retentionRemoved.inc({ keys: policy.freesKeys ? 'freed' : 'reserved' }, r.removed);

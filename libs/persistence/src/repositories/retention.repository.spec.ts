@@ -36,9 +36,9 @@ describe('RetentionRepository (Postgres)', () => {
     const removal = db.dataSource.createQueryRunner();
     await removal.startTransaction();
     try {
-      expect((await repo.removeExpired(policy, new Date(now.getTime() - 30 * DAY), 10, removal.manager)).removed).toBe(1);
+      expect((await repo.removeExpired(policy, new Date(now.getTime() - 30 * DAY), 10, day(0), removal.manager)).removed).toBe(1);
       // The freeing chose the row by its old reservation and waits for the removal's upsert of it.
-      const freeing = repo.removeExpiredKeys(10);
+      const freeing = repo.removeExpiredKeys(day(0), 10);
       await someoneWaitsOnALock(db.dataSource);
       await removal.commitTransaction();
       expect(await freeing).toBe(0);

@@ -39,20 +39,25 @@ export class RetentionRepository {
     }));
   }
 
-  /** Now by the database's clock: ingest's check of reserved keys goes by its day, and removal by it too. */
+  /**
+   * Now by the database's clock: ingest's check of reserved keys goes by its day, and retention by
+   * it too. The sweep reads it once a run and passes its cutoff and UTC day to the statements below.
+   */
   async databaseNow(db: Db = this.dataSource): Promise<Date> {
     return (await sql<{ now: Date }>(db, `SELECT statement_timestamp() AS now`)).rows[0].now;
   }
 
   /**
    * Removes up to `limit` of the tenant's finished jobs that ended and were due before `cutoff`,
-   * oldest first, with their attempts; retires their keys unless freed, on the database's day.
+   * oldest first, with their attempts; retires their keys unless freed, on `removedOn` (YYYY-MM-DD,
+   * the database's UTC day), reserved through the policy's days after it.
    * `lastRunAt` is the run time of the last row removed (null when none was).
    */
   async removeExpired(
     policy: RetentionPolicy,
     cutoff: Date,
     limit: number,
+    removedOn: string,
     db: Db = this.dataSource,
     /** `only` these rows (null: any); never the `kept` ones (rows set aside); run times `from` on (none: all). */
     scope: { only?: readonly string[]; kept?: readonly string[]; from?: Date | null } = {},
@@ -61,6 +66,7 @@ export class RetentionRepository {
       policy.tenantId,
       cutoff,
       limit,
+      removedOn,
       policy.freesKeys,
       keyReservationDays(policy.keyReservation),
       scope.only ?? null,
@@ -76,9 +82,9 @@ export class RetentionRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Frees up to `limit` reserved keys whose reservation ended before yesterday, the database's; how many went. */
-  async removeExpiredKeys(limit: number, db: Db = this.dataSource): Promise<number> {
-    const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_KEYS_SQL, [limit]);
+  /** Frees up to `limit` reserved keys whose reservation ended before the day before `today` (YYYY-MM-DD, the database's UTC day); how many went. */
+  async removeExpiredKeys(today: string, limit: number, db: Db = this.dataSource): Promise<number> {
+    const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_KEYS_SQL, [today, limit]);
     return rows[0].removed;
   }
 

@@ -1,11 +1,10 @@
-import { DATABASE_DAY } from './remove-expired-jobs.sql';
-
-/** The reservation ended before yesterday by the database's day. */
-const ENDED = `reserved_through < ${DATABASE_DAY} - 1`;
+/** The reservation ended before the day before $1, the database's UTC day. */
+const ENDED = `reserved_through < $1::date - 1`;
 
 /**
- * Frees up to $1 reserved keys whose reservation ended before yesterday (the database's day, as
- * ingest's check goes by), oldest first, through retired_keys_expiry. Returns how many went.
+ * Frees up to $2 reserved keys whose reservation ended before the day before $1 (the database's
+ * UTC day, read once a run by the sweep: ingest's check goes by that clock), oldest first, through
+ * retired_keys_expiry. Returns how many went.
  *
  * A day late: the check takes its statement's start time, so an insert begun on a key's last day
  * that runs past midnight still goes by that day and must find the row.
@@ -14,12 +13,12 @@ const ENDED = `reserved_through < ${DATABASE_DAY} - 1`;
  * reused key renewing its reservation) is re-checked by Postgres on its new version by that WHERE
  * only, and the renewed reservation was deleted (a replay then made a second job).
  *
- * $1 int batch size.
+ * $1 date today (the database's) · $2 int batch size.
  */
 export const REMOVE_EXPIRED_KEYS_SQL = `
 WITH gone AS (
   DELETE FROM retired_keys r
-   USING (SELECT tenant_id, key FROM retired_keys WHERE ${ENDED} ORDER BY reserved_through LIMIT $1) e
+   USING (SELECT tenant_id, key FROM retired_keys WHERE ${ENDED} ORDER BY reserved_through LIMIT $2) e
    WHERE r.tenant_id = e.tenant_id AND r.key = e.key AND r.${ENDED}
   RETURNING 1
 )
