@@ -21,8 +21,9 @@
  * - execute: the queued jobs due before tomorrow finish as a worker would leave them (state,
  *   attempts, finished_at, result, and one job_attempts row each; 2 % dead, 1 % cancelled), in
  *   set-based statements, since the executions themselves are not what is measured here;
- * - retain: the promoter's RetentionSweep.runOnce(end of day) until it has nothing left, each
- *   statement timed (how long its row locks are held);
+ * - retain: the promoter's RetentionSweep.runOnce(end of day) until it has nothing left, its
+ *   database time (cutoff, removal day, reservations, freeing) the end of the day too
+ *   (TimedRetention.databaseNow), each statement timed (how long its row locks are held);
  * - vacuum: one plain VACUUM (ANALYZE) of jobs, job_attempts and retired_keys. It stands in
  *   for the autovacuum and autoanalyze runs a real day would see (a simulated day lasts under a
  *   minute, less than autovacuum's nap); it takes no lock that blocks reads or writes.
@@ -95,9 +96,25 @@ interface Day {
   scheduleRows: number;
 }
 
-/** RetentionRepository with each statement timed: how long a batch holds its row locks. */
+/**
+ * RetentionRepository with each statement timed (how long a batch holds its row locks), on the
+ * simulated clock: the sweep takes the database's time for its cutoff, removal day, reservations
+ * and freeing, and here that is the simulated day's, so they follow the simulated days.
+ */
 class TimedRetention extends RetentionRepository {
   statementMs: number[] = [];
+  /** Reserved keys freed since the bench last reset it. */
+  keysFreed = 0;
+  /** The simulated time the sweep's runs go by (the end of the day being simulated). */
+  simulatedNow = new Date(ORIGIN);
+  override async databaseNow(): Promise<Date> {
+    return this.simulatedNow;
+  }
+  override async removeExpiredKeys(...args: Parameters<RetentionRepository['removeExpiredKeys']>) {
+    const n = await super.removeExpiredKeys(...args);
+    this.keysFreed += n;
+    return n;
+  }
   override async removeExpired(...args: Parameters<RetentionRepository['removeExpired']>) {
     const t = performance.now();
     try {
@@ -237,10 +254,12 @@ async function main() {
       await execute(ds, now, now + DAY);
       const executeSeconds = seconds(t);
       retentionRepo.statementMs = [];
+      retentionRepo.keysFreed = 0;
+      retentionRepo.simulatedNow = new Date(now + DAY);
       let removed = 0;
       t = performance.now();
       for (let more = true; more; ) {
-        const r = await retention.runOnce(new Date(now + DAY));
+        const r = await retention.runOnce(retentionRepo.simulatedNow);
         removed += r.removed;
         more = r.more === true;
       }
@@ -259,7 +278,7 @@ async function main() {
       };
       days.push(day);
       log(
-        `day ${day.day} (${utcDay(new Date(now))}): ingest ${day.ingestPerSec}/s, promote ${day.promotePerSec}/s, removed ${removed.toLocaleString('en')} in ${day.retainSeconds} s ` +
+        `day ${day.day} (${utcDay(new Date(now))}): ingest ${day.ingestPerSec}/s, promote ${day.promotePerSec}/s, removed ${removed.toLocaleString('en')} in ${day.retainSeconds} s, ${retentionRepo.keysFreed.toLocaleString('en')} reserved keys freed ` +
           `(longest statement ${day.retainMaxStatementMs} ms), vacuum ${day.vacuumSeconds} s; database ${round(day.dbBytes / 2 ** 30, 2)} GiB, ${Math.round(day.jobs).toLocaleString('en')} jobs` +
           (opts.schedules ? `, ${day.scheduleRows.toLocaleString('en')} occurrence rows (materialised in ${round(materialiseSeconds, 1)} s)` : ''),
       );

@@ -1,5 +1,5 @@
 import { DomainValidationError } from './errors';
-import { keyReservedThrough, retentionBehindSeconds, retentionCutoff, utcDay, validateKeyPolicy, validateKeyReservation, validateRetentionSeconds } from './retention';
+import { keyReservationDays, retentionBehindSeconds, retentionCutoff, utcDay, validateKeyPolicy, validateKeyReservation, validateRetentionSeconds } from './retention';
 
 describe('retention rules', () => {
   const now = new Date('2026-12-02T10:00:00Z');
@@ -24,10 +24,10 @@ describe('retention rules', () => {
   });
 
   it('reserves a key through whole days after its removal, or forever; takes a day to ten years, "forever" or null', () => {
-    expect(keyReservedThrough('2026-12-02', 86_400)).toBe('2026-12-03');
-    expect(keyReservedThrough('2026-12-02', 86_401)).toBe('2026-12-04'); // rounded up to whole days
-    expect(keyReservedThrough('2026-12-31', 400 * 86_400)).toBe('2028-02-04');
-    expect(keyReservedThrough('2026-12-02', 'forever')).toBeNull();
+    expect(keyReservationDays(86_400)).toBe(1);
+    expect(keyReservationDays(86_401)).toBe(2); // rounded up to whole days
+    expect(keyReservationDays(400 * 86_400)).toBe(400);
+    expect(keyReservationDays('forever')).toBeNull();
     expect(validateKeyReservation(86_400)).toBe(86_400);
     expect(validateKeyReservation('forever')).toBe('forever');
     expect(validateKeyReservation(null)).toBeNull();

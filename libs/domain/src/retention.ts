@@ -25,11 +25,12 @@ export type KeyReservation = number | 'forever';
 export const MIN_KEY_RESERVATION_SECONDS = 86_400;
 export const DEFAULT_KEY_RESERVATION_SECONDS = 400 * 86_400;
 
-/** The last UTC day a key retired on `removedOn` (YYYY-MM-DD) stays reserved; null: forever. */
-export function keyReservedThrough(removedOn: string, reservation: KeyReservation): string | null {
-  if (reservation === 'forever') return null;
-  const days = Math.ceil(reservation / 86_400);
-  return utcDay(new Date(Date.parse(`${removedOn}T00:00:00Z`) + days * 86_400_000));
+/**
+ * How many UTC days after its removal day a retired key stays reserved (its last day: the removal
+ * day plus these); null: forever. The removal day is the database's (ingest's check goes by it).
+ */
+export function keyReservationDays(reservation: KeyReservation): number | null {
+  return reservation === 'forever' ? null : Math.ceil(reservation / 86_400);
 }
 
 /** A finished job whose run time and finish are both before this instant is removed at `now`. */

@@ -9,12 +9,8 @@ import { insertJobs } from '@almanac/testing/promoter-rows';
 import { FULL_WALK_EVERY_MS, RetentionSweep } from './retention.sweep';
 
 const DAY = 86_400e3;
-/**
- * Today, by the real clock: the sweep takes its time as an argument, but ingest's reserved-key
- * check judges a key's last day by the database's clock. A fixed date made these tests fail from
- * the day after the key's last day on.
- */
-const NOW = new Date(`${utcDay(new Date())}T10:00:00Z`);
+/** The database's time at each test's start: the sweep judges retention and days by its clock. */
+let NOW: Date;
 const at = (ms: number) => new Date(NOW.getTime() + ms);
 /** The UTC day `days` after NOW's, as the API reports days. */
 const dayAt = (days: number) => utcDay(at(days * DAY));
@@ -51,6 +47,7 @@ describe('RetentionSweep (Postgres)', () => {
     b = (await tenants.create('b')).tenant.id;
   });
   beforeEach(async () => {
+    NOW = (await db.dataSource.query<{ t: Date }[]>(`SELECT statement_timestamp() AS t`))[0].t;
     metrics = new SweepMetrics(new MetricsService());
     await db.dataSource.query('TRUNCATE jobs, job_attempts, job_effects, retired_keys, bulk_operations, bulk_operation_chunks');
     await db.dataSource.query('UPDATE tenants SET retention_seconds = NULL, frees_keys = false, key_reservation_seconds = NULL, keys_reserved_forever = false');
@@ -175,16 +172,21 @@ describe('RetentionSweep (Postgres)', () => {
     expect(await through()).toEqual({ [keyA]: dayAt(2), [keyB]: dayAt(400) }); // a's two days; b the installation's 400
 
     const jobs = new JobsRepository(db.dataSource);
-    const replay = async (tenantId: number, key: string, now: Date) => {
-      await sweep().runOnce(now);
-      return (await jobs.insertBatch(tenantId, [{ kind: 'noop', key, runAt: now, state: 'scheduled' }]))[0];
+    // Days go by the database's clock: they pass here as keyA's reservation moves back a day each.
+    const dayPasses = () => db.dataSource.query(`UPDATE retired_keys SET removed_on = removed_on - 1, reserved_through = reserved_through - 1 WHERE key = $1`, [keyA]);
+    const replay = async (tenantId: number, key: string) => {
+      await sweep().runOnce(NOW);
+      return (await jobs.insertBatch(tenantId, [{ kind: 'noop', key, runAt: NOW, state: 'scheduled' }]))[0];
     };
-    expect(await replay(a, keyA, at(2 * DAY))).toMatchObject({ status: 'retired', reservedThrough: dayAt(2) }); // its last day
+    for (let d = 0; d < 2; d++) await dayPasses();
+    expect(await replay(a, keyA)).toMatchObject({ status: 'retired', reservedThrough: dayAt(0) }); // its last day
     expect((await metrics.reservedKeysExpired.get()).values[0]?.value ?? 0).toBe(0);
-    // Freed a day late: a host's clock may run ahead of the database's, whose day ingest's check goes by.
-    await sweep().runOnce(at(3 * DAY));
+    // Freed a day late: an insert begun on its last day goes by that day past midnight.
+    await dayPasses();
+    await sweep().runOnce(NOW);
     expect(await through()).toHaveProperty(keyA);
-    expect(await replay(a, keyA, at(4 * DAY))).toMatchObject({ status: 'created' });
+    await dayPasses();
+    expect(await replay(a, keyA)).toMatchObject({ status: 'created' });
     expect((await metrics.reservedKeysExpired.get()).values[0]?.value).toBe(1);
     expect(await through()).toEqual({ [keyB]: dayAt(400) });
 
@@ -236,14 +238,18 @@ describe('RetentionSweep (Postgres)', () => {
     await db.dataSource.query(`CREATE TABLE operator_refs (job_id bigint REFERENCES jobs (id))`);
     try {
       await db.dataSource.query(`INSERT INTO operator_refs VALUES ($1)`, [poison]);
+      const oldest = jest.spyOn(RetentionRepository.prototype, 'oldestExpired');
       const r = await sweep({ batchSize: 10, maxPerRun: 20 }).runOnce(NOW);
       expect(r).toMatchObject({ removed: 20, more: true });
+      // Looked for from where the walk got to, not over the rows it passed again (a backlog can be millions).
+      expect(oldest.mock.calls.map((c) => c[3])).toEqual([at(-40 * DAY)]);
       expect(await left([poison])).toBe(1);
       // The rows left are 40 days old, 10 past the 30-day cutoff; the one set aside is 60.
       expect(r.behindSeconds).toBeGreaterThan(9 * 86_400);
       expect(r.behindSeconds).toBeLessThan(11 * 86_400);
       expect(await left(rest)).toBe(10);
     } finally {
+      jest.restoreAllMocks();
       await db.dataSource.query(`DROP TABLE operator_refs`);
     }
   });

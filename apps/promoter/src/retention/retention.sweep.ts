@@ -41,6 +41,12 @@ export interface RetentionResult extends SweepResult {
  * with the next tenant, so one tenant's millions of expired rows do not hold another's behind
  * them, and a tenant whose removal fails is passed over (the run still reports the error). Every
  * replica may run it: rows are taken with SKIP LOCKED.
+ *
+ * What is past retention, the removal day and when a reservation ends go by the database's clock,
+ * read once a run (RetentionRepository.databaseNow) and passed to every statement of the run as
+ * its cutoffs and UTC day (ingest's check of reserved keys judges by that clock: a host's clock
+ * days off ended reservations early, or freed keys and removed jobs early); `now` paces the runs
+ * (walks, clean-ups).
  */
 export class RetentionSweep implements Sweep<RetentionResult> {
   readonly name = 'retention' as const;
@@ -72,7 +78,9 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     for (const map of [this.tenants, this.behind]) for (const id of map.keys()) if (!known.has(id)) map.delete(id); // tenants deleted
     const start = policies.findIndex((p) => p.tenantId >= this.resumeAt);
     const turns = start <= 0 ? policies : [...policies.slice(start), ...policies.slice(0, start)];
-    const freed = await this.freeExpiredKeys(now, this.o.maxPerRun);
+    const dbNow = await this.repo.databaseNow();
+    const today = utcDay(dbNow);
+    const freed = await this.freeExpiredKeys(today, this.o.maxPerRun);
     let budget = this.o.maxPerRun - freed;
     let removed = 0;
     let more = budget <= 0;
@@ -80,7 +88,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     for (const [i, policy] of more ? [] : turns.entries()) {
       const next = turns[(i + 1) % turns.length].tenantId;
       try {
-        const r = await this.drain(policy, now, budget);
+        const r = await this.drain(policy, now, dbNow, today, budget);
         budget -= r.removed;
         removed += r.removed;
         if (r.behindSeconds > 0) this.behind.set(policy.tenantId, r.behindSeconds);
@@ -111,16 +119,16 @@ export class RetentionSweep implements Sweep<RetentionResult> {
    * run: the batch goes again in halves (runIsolated) down to that row, which is kept and left out
    * of this process's later batches (`almanac_set_aside_total{statement="retention"}`).
    */
-  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, day: string, from: Date | null): Promise<{ removed: number; lastRunAt: Date | null; setAside: number }> {
+  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, today: string, from: Date | null): Promise<{ removed: number; lastRunAt: Date | null; setAside: number }> {
     const kept = [...this.kept];
     try {
-      return { ...(await this.repo.removeExpired(policy, cutoff, limit, day, undefined, { kept, from })), setAside: 0 };
+      return { ...(await this.repo.removeExpired(policy, cutoff, limit, today, undefined, { kept, from })), setAside: 0 };
     } catch (err) {
       if (!isValueError(err)) throw err;
       let removed = 0;
       let setAside = 0;
       await runIsolated(await this.repo.expiredIds(policy.tenantId, cutoff, limit, kept, from), {
-        run: async (only) => void (removed += (await this.repo.removeExpired(policy, cutoff, only.length, day, undefined, { only, kept, from })).removed),
+        run: async (only) => void (removed += (await this.repo.removeExpired(policy, cutoff, only.length, today, undefined, { only, kept, from })).removed),
         isValueError,
         setAside: async (id, e) => {
           this.kept.add(id);
@@ -133,13 +141,8 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     }
   }
 
-  /**
-   * Reserved keys whose reservation ended before yesterday, up to `budget`; how many went. A day
-   * late: ingest's check judges a key's last day by the database's clock, and a host whose clock
-   * ran ahead of it across midnight freed keys a replay was still refused on (then accepted).
-   */
-  private async freeExpiredKeys(now: Date, budget: number): Promise<number> {
-    const today = utcDay(new Date(now.getTime() - 86_400_000));
+  /** Reserved keys whose reservation ended before the day before `today` (the database's), up to `budget`; how many went. */
+  private async freeExpiredKeys(today: string, budget: number): Promise<number> {
     let freed = 0;
     while (budget - freed > 0) {
       const limit = Math.min(this.o.batchSize, budget - freed);
@@ -151,17 +154,20 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     return freed;
   }
 
-  /** One tenant's expired rows, up to `budget`; then its expired effect records, bulk operations, unused schedule payloads and signing secrets. */
-  private async drain(policy: RetentionPolicy, now: Date, budget: number): Promise<{ removed: number; behindSeconds: number }> {
-    const cutoff = retentionCutoff(now, policy.retentionSeconds);
-    const day = utcDay(now);
+  /**
+   * One tenant's expired rows by the database's time `dbNow` (its UTC day `today` the removal
+   * day), up to `budget`; then its expired effect records, bulk operations, unused schedule
+   * payloads and signing secrets.
+   */
+  private async drain(policy: RetentionPolicy, now: Date, dbNow: Date, today: string, budget: number): Promise<{ removed: number; behindSeconds: number }> {
+    const cutoff = retentionCutoff(dbNow, policy.retentionSeconds);
     let position = this.tenants.get(policy.tenantId);
     if (!position) this.tenants.set(policy.tenantId, (position = { from: null, fullWalkAtMs: 0, cleanedAtMs: -Infinity }));
     if (now.getTime() >= position.fullWalkAtMs) Object.assign(position, { from: null, fullWalkAtMs: now.getTime() + FULL_WALK_EVERY_MS });
     let removed = 0;
     while (budget - removed > 0) {
       const limit = Math.min(this.o.batchSize, budget - removed);
-      const r = await this.removeBatch(policy, cutoff, limit, day, position.from);
+      const r = await this.removeBatch(policy, cutoff, limit, today, position.from);
       position.from = r.lastRunAt ?? position.from;
       removed += r.removed;
       if (r.removed > 0) this.metrics?.retentionRemoved.inc({ keys: policy.freesKeys ? 'freed' : 'reserved' }, r.removed);
@@ -169,8 +175,9 @@ export class RetentionSweep implements Sweep<RetentionResult> {
     }
     if (budget - removed <= 0) {
       // Cut off by the budget: how far behind is measured from the oldest expired row left but
-      // the ones set aside, which stay for good.
-      return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff, [...this.kept])) };
+      // the ones set aside, which stay for good, looked for where the walk got to (not over the
+      // rows it passed again).
+      return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff, [...this.kept], position.from)) };
     }
     if (now.getTime() < position.cleanedAtMs + CLEANUP_EVERY_MS) return { removed, behindSeconds: 0 };
     position.cleanedAtMs = now.getTime();

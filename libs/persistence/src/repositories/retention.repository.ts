@@ -1,4 +1,4 @@
-import { type KeyReservation, keyReservedThrough } from '@almanac/domain';
+import { type KeyReservation, keyReservationDays } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
@@ -6,7 +6,7 @@ import { REMOVE_EXPIRED_BULK_OPERATIONS_SQL } from '../statements/remove-expired
 import { REMOVE_EXPIRED_SIGNING_SECRETS_SQL } from '../statements/remove-expired-signing-secrets.sql';
 import { REMOVE_ABANDONED_EFFECTS_SQL } from '../statements/remove-abandoned-effects.sql';
 import { REMOVE_EXPIRED_EFFECTS_SQL } from '../statements/remove-expired-effects.sql';
-import { EXPIRED_JOB_IDS_SQL, EXPIRED_JOBS_WHERE, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
+import { EXPIRED_JOB_IDS_SQL, OLDEST_EXPIRED_SQL, REMOVE_EXPIRED_JOBS_SQL } from '../statements/remove-expired-jobs.sql';
 import { REMOVE_EXPIRED_KEYS_SQL } from '../statements/remove-expired-keys.sql';
 import { REMOVE_UNUSED_SCHEDULE_PAYLOADS_SQL } from '../statements/remove-unused-schedule-payloads.sql';
 
@@ -40,8 +40,17 @@ export class RetentionRepository {
   }
 
   /**
+   * Now by the database's clock: ingest's check of reserved keys goes by its day, and retention by
+   * it too. The sweep reads it once a run and passes its cutoff and UTC day to the statements below.
+   */
+  async databaseNow(db: Db = this.dataSource): Promise<Date> {
+    return (await sql<{ now: Date }>(db, `SELECT statement_timestamp() AS now`)).rows[0].now;
+  }
+
+  /**
    * Removes up to `limit` of the tenant's finished jobs that ended and were due before `cutoff`,
-   * oldest first, with their attempts; retires their keys unless freed.
+   * oldest first, with their attempts; retires their keys unless freed, on `removedOn` (YYYY-MM-DD,
+   * the database's UTC day), reserved through the policy's days after it.
    * `lastRunAt` is the run time of the last row removed (null when none was).
    */
   async removeExpired(
@@ -59,7 +68,7 @@ export class RetentionRepository {
       limit,
       removedOn,
       policy.freesKeys,
-      keyReservedThrough(removedOn, policy.keyReservation),
+      keyReservationDays(policy.keyReservation),
       scope.only ?? null,
       scope.kept ?? [],
       scope.from ?? '-infinity',
@@ -73,7 +82,7 @@ export class RetentionRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Frees up to `limit` reserved keys whose reservation ended before `today` (YYYY-MM-DD, UTC); how many went. */
+  /** Frees up to `limit` reserved keys whose reservation ended before the day before `today` (YYYY-MM-DD, the database's UTC day); how many went. */
   async removeExpiredKeys(today: string, limit: number, db: Db = this.dataSource): Promise<number> {
     const { rows } = await sql<{ removed: number }>(db, REMOVE_EXPIRED_KEYS_SQL, [today, limit]);
     return rows[0].removed;
@@ -110,15 +119,13 @@ export class RetentionRepository {
   }
 
   /**
-   * The run time of the tenant's oldest expired job still there, less the `kept` ones (set aside:
-   * they would hold the figure for good), or null: what "behind" is measured from.
+   * The run time of the tenant's oldest expired job still there, run times `from` on (where the
+   * sweep's walk got to: from the oldest, every budget-bound run stepped over the backlog the walk
+   * passed), less the `kept` ones (set aside: they would hold the figure for good), or null: what
+   * "behind" is measured from.
    */
-  async oldestExpired(tenantId: number, cutoff: Date, kept: readonly string[] = [], db: Db = this.dataSource): Promise<Date | null> {
-    const { rows } = await sql<{ run_at: Date }>(
-      db,
-      `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND NOT (id = ANY ($3::bigint[])) ORDER BY run_at LIMIT 1`,
-      [tenantId, cutoff, kept],
-    );
+  async oldestExpired(tenantId: number, cutoff: Date, kept: readonly string[] = [], from: Date | null = null, db: Db = this.dataSource): Promise<Date | null> {
+    const { rows } = await sql<{ run_at: Date }>(db, OLDEST_EXPIRED_SQL, [tenantId, cutoff, kept, from ?? '-infinity']);
     return rows[0]?.run_at ?? null;
   }
 }

@@ -1,7 +1,7 @@
 import { resultDigest } from './result-digest.sql';
 
 /** The expired rows of one tenant: finished (succeeded, dead, cancelled), due and ended before $2. */
-export const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < $2 AND state IN ('d', 'x', 'c') AND finished_at < $2`;
+const EXPIRED_JOBS_WHERE = `tenant_id = $1 AND state <> 's' AND run_at < $2 AND state IN ('d', 'x', 'c') AND finished_at < $2`;
 
 /** Where a walk over the tenant's rows starts ('-infinity': its oldest), as the parameter `$n`. */
 const walkedFrom = (n: number) => `run_at >= $${n}::timestamptz`;
@@ -9,9 +9,11 @@ const walkedFrom = (n: number) => `run_at >= $${n}::timestamptz`;
 /**
  * Removes up to $3 of one tenant's finished jobs whose run time and finish are both before $2,
  * oldest run time first, with their attempts, and retires their keys unless the tenant frees
- * them, with how each ended and its result's digest. One statement, one short transaction: rows another transaction holds (a retry of a dead
- * job) are skipped, and FOR UPDATE re-checks the state of a row that changed. A replay of a key
- * racing this statement is refused by the jobs_refuse_retired_keys trigger.
+ * them, with how each ended and its result's digest, on the removal day $4 (the database's UTC
+ * day, read once a run by the sweep; the reservation's last: $6 days after it). One statement,
+ * one short transaction: rows another transaction holds (a retry of a dead job) are skipped, and
+ * FOR UPDATE re-checks the state of a row that changed. A replay of a key racing this statement
+ * is refused by the jobs_refuse_retired_keys trigger.
  *
  * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from $9, where the sweep's
  * walk got to: the cost is the batch plus the unfinished or late-finished rows it steps over (a
@@ -19,10 +21,11 @@ const walkedFrom = (n: number) => `run_at >= $${n}::timestamptz`;
  * batch stepped over all of them again). A cancelled job whose run time is still ahead waits
  * for it: it is removed once both times are past the cutoff.
  *
- * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day ·
- * $5 boolean keys freed (no retired_keys row) · $6 date the keys stay reserved through (null: forever) ·
- * $7 bigint[] only these rows (null: any) · $8 bigint[] never these (rows a removal could not
- * take: the sweep set them aside) · $9 timestamptz run times from (inclusive; '-infinity': all).
+ * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day · $5 boolean
+ * keys freed (no retired_keys row) · $6 int days the keys stay reserved after the removal day
+ * (null: forever) · $7 bigint[] only these rows (null: any) · $8 bigint[] never these (rows a
+ * removal could not take: the sweep set them aside) · $9 timestamptz run times from (inclusive;
+ * '-infinity': all).
  * Returns the rows removed and the run time of the last one.
  */
 export const REMOVE_EXPIRED_JOBS_SQL = `
@@ -38,7 +41,7 @@ WITH doomed AS (
   DELETE FROM job_attempts a USING gone g WHERE a.job_id = g.id
 ), retired AS (
   INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through, result_digest)
-  SELECT $1::int, g.key, $4::date, g.state, $6::date, g.result_digest FROM gone g WHERE NOT $5::boolean
+  SELECT $1::int, g.key, $4::date, g.state, $4::date + $6::int, g.result_digest FROM gone g WHERE NOT $5::boolean
   ON CONFLICT (tenant_id, key) DO UPDATE
     SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state, reserved_through = EXCLUDED.reserved_through, result_digest = EXCLUDED.result_digest
 )
@@ -46,3 +49,6 @@ SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
 
 /** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 as there, $4 its $8, $5 its $9): what to split when it failed. */
 export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(5)} AND NOT (id = ANY ($4::bigint[])) ORDER BY run_at, id LIMIT $3`;
+
+/** The run time of the oldest row REMOVE_EXPIRED_JOBS_SQL would take ($1, $2 as there, $3 its $8, $4 its $9): how far behind it is. */
+export const OLDEST_EXPIRED_SQL = `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(4)} AND NOT (id = ANY ($3::bigint[])) ORDER BY run_at LIMIT 1`;
