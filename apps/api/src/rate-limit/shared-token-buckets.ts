@@ -12,7 +12,7 @@ import { TokenBuckets } from './token-bucket';
  * the caller reckons it: a stalled Redis running what queued up) spends nothing: that request was
  * decided without Redis. `cost` is at most `capacity` (the caller's). Answers {1, 0} taken,
  * {0, ms until `cost` would be there} or {2, 0} too late, then Redis' time (ms), from which the
- * caller reckons the next deadline.
+ * caller reckons the next deadline. ARGV[6] = 1 only looks: it answers as a take would, spending nothing.
  */
 const TAKE_LUA = `
 local cost, rate, cap, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -28,6 +28,7 @@ end
 if tokens < cost then
   return {0, math.ceil((cost - tokens) / rate * 1000), redisNow}
 end
+if ARGV[6] == '1' then return {1, 0, redisNow} end
 tokens = tokens - cost
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', at)
 redis.call('PEXPIRE', KEYS[1], math.ceil((cap - tokens) / rate * 1000) + 60000)
@@ -116,12 +117,13 @@ export class SharedTokenBuckets {
     private readonly onLocal: () => void = () => undefined,
   ) {}
 
-  async take(key: string | number, cost: number, rate: number, capacity: number, nowMs: number): Promise<BucketAnswer> {
+  /** Takes `cost` (at most `capacity`), or with `look` only says whether it is there. */
+  async take(key: string | number, cost: number, rate: number, capacity: number, nowMs: number, look = false): Promise<BucketAnswer> {
     const spend = Math.min(cost, capacity);
     if (this.redis.status === 'ready' && Date.now() >= this.localUntilMs) {
       const call = { waiting: true };
       try {
-        const answer = await within(this.waitMs, this.ask(`${this.prefix}:${key}`, [spend, rate, capacity, nowMs], call), 'rate limit');
+        const answer = await within(this.waitMs, this.ask(`${this.prefix}:${key}`, [spend, rate, capacity, nowMs], look, call), 'rate limit');
         if (answer) return answer;
       } catch {
         this.localUntilMs = Date.now() + LOCAL_AFTER_FAILURE_MS; // refused or slow: decided here for a while (below)
@@ -130,14 +132,14 @@ export class SharedTokenBuckets {
       }
     }
     this.onLocal();
-    return this.local.take(key, spend, rate, capacity, nowMs);
+    return look ? this.local.peek(key, spend, rate, capacity, nowMs) : this.local.take(key, spend, rate, capacity, nowMs);
   }
 
   /** The script's answer, or null for "too late"; asked at most twice, within one `waitMs` (above). */
-  private async ask(key: string, args: number[], call: { waiting: boolean }): Promise<BucketAnswer | null> {
+  private async ask(key: string, args: number[], look: boolean, call: { waiting: boolean }): Promise<BucketAnswer | null> {
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
-      const [code, retryAfterMs, redisNowMs] = await this.run(key, [...args, started + this.redisAheadMs + this.waitMs]);
+      const [code, retryAfterMs, redisNowMs] = await this.run(key, [...args, started + this.redisAheadMs + this.waitMs, look ? 1 : 0]);
       const answeredAt = Date.now();
       // Redis ran the script before this host saw its answer: a lower bound, off by the answer's trip.
       this.redisAheadMs = redisNowMs - answeredAt;
