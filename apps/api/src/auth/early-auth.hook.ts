@@ -6,12 +6,17 @@ import { ApiError, unavailable } from '../http/api-error';
 import type { TimedRequest } from '../http/request-clock';
 import { performance } from 'node:perf_hooks';
 import { isApiPath, routedPath } from '../http/api-exception.filter';
-import { AdminAuthGuard, TenantAuthGuard, unauthorized } from './guards';
+import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
+import { isIngestRoute, RequestRateLimiter } from '../rate-limit/request-rate-limiter';
+import { AdminAuthGuard, type AuthedRequest, TenantAuthGuard, unauthorized } from './guards';
 
 /**
  * Authenticates /v1 requests that carry a body before Fastify reads it (an `onRequest` hook):
  * otherwise a stranger could make the API buffer and parse 4 MiB per request. The guards still
- * run on every route; for a request this hook let through they reuse its answer.
+ * run on every route; for a request this hook let through they reuse its answer. A tenant whose
+ * route's budget (jobs on ingest routes, else requests) is empty is refused here too (429), before
+ * its body is read: a body the parser refuses spends one of it (ApiExceptionFilter), so broken
+ * 4 MiB bodies are not read for free. Looking spends nothing: a readable body spends as before.
  */
 @Injectable()
 export class EarlyAuthHook implements OnModuleInit {
@@ -19,6 +24,8 @@ export class EarlyAuthHook implements OnModuleInit {
     private readonly adapterHost: HttpAdapterHost,
     private readonly tenantGuard: TenantAuthGuard,
     private readonly adminGuard: AdminAuthGuard,
+    private readonly requests: RequestRateLimiter,
+    private readonly ingest: IngestRateLimiter,
   ) {}
 
   onModuleInit(): void {
@@ -30,7 +37,12 @@ export class EarlyAuthHook implements OnModuleInit {
       const started = performance.now();
       try {
         if (path.startsWith('/v1/admin/')) this.adminGuard.check(req);
-        else await this.tenantGuard.authenticate(req);
+        else {
+          const authed: AuthedRequest = req;
+          await this.tenantGuard.authenticate(authed);
+          if (authed.tenant && isIngestRoute(req)) await this.ingest.consume(authed.tenant, 1, true);
+          else if (authed.tenant) await this.requests.hasRoom(authed.tenant.id);
+        }
         (req as TimedRequest).authMs = performance.now() - started; // counts against the deadline
         return undefined;
       } catch (err) {

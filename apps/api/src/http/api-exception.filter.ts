@@ -1,22 +1,29 @@
 import { isTransientDependencyError } from '@almanac/platform';
 import { DomainValidationError } from '@almanac/domain';
 import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
+import type { TenantRecord } from '@almanac/persistence';
 import { ArgumentsHost, Catch, HttpException, Inject } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { BaseExceptionFilter } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorBody, reasonPhrase } from './api-error';
+import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
+import { isIngestRoute, RequestRateLimiter } from '../rate-limit/request-rate-limiter';
 import { expectedFailure } from './expected-failure';
 
 /**
  * Shapes every error on the API's routes as `{statusCode, error, message, details}`; other
  * routes (health, metrics of co-hosted roles) keep Nest's default handling. Fastify's body errors
- * (malformed JSON, oversize body, wrong content type) arrive here too, before any controller runs.
+ * (malformed JSON, oversize body, wrong content type) arrive here too, before any controller runs;
+ * for an authenticated tenant (EarlyAuthHook) such a body spends one of its route's budget, as a
+ * request the route refused would: otherwise a tenant could have 4 MiB bodies parsed for nothing.
  */
 @Catch()
 export class ApiExceptionFilter extends BaseExceptionFilter {
   @InjectPinoLogger('api-errors') private readonly log!: PinoLogger;
   @Inject(ALMANAC_CONFIG) private readonly config!: AlmanacConfig;
+  @Inject(RequestRateLimiter) private readonly requests!: RequestRateLimiter;
+  @Inject(IngestRateLimiter) private readonly ingest!: IngestRateLimiter;
 
   override catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
@@ -24,9 +31,25 @@ export class ApiExceptionFilter extends BaseExceptionFilter {
     const res = ctx.getResponse<FastifyReply>();
     const path = req.url.split('?', 1)[0];
     if (!isApiPath(path)) return super.catch(exception, host);
-    const { body, headers } = this.toBody(exception, req.method, path);
+    const answer = this.toBody(exception, req.method, path);
+    const tenant = (req as FastifyRequest & { tenant?: TenantRecord }).tenant;
+    if (!tenant || !this.isBodyError(exception)) return this.send(res, answer);
+    // The parser ran before the route could spend: spend here, and answer 429 once it is gone.
+    const spent = isIngestRoute(req) ? this.ingest.consume(tenant, 1) : this.requests.take(tenant.id, 1);
+    spent.then(
+      () => this.send(res, answer),
+      (err: unknown) => this.send(res, err instanceof ApiError ? { body: err.body, headers: err.headers } : answer),
+    );
+  }
+
+  private send(res: FastifyReply, { body, headers }: { body: ErrorBody; headers: Record<string, string> }): void {
     if (res.sent) return;
     res.headers(headers).status(body.statusCode).send(body);
+  }
+
+  /** Fastify's own refusal of a request's body (see bodyError), maybe wrapped by Nest. */
+  private isBodyError(exception: unknown): boolean {
+    return (bodyError(exception, 0) ?? (exception instanceof HttpException ? bodyError(exception.cause, 0) : null)) !== null;
   }
 
   private toBody(exception: unknown, method: string, path: string): { body: ErrorBody; headers: Record<string, string> } {

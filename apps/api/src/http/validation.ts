@@ -131,18 +131,31 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 /** Deeper JSON is refused: recursive parsers and comparisons (ours, Postgres') must not overflow. */
 export const MAX_PAYLOAD_DEPTH = 64;
 
-function tooDeep(value: unknown, depth: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  if (depth >= MAX_PAYLOAD_DEPTH) return true;
-  for (const v of Array.isArray(value) ? value : Object.values(value)) if (tooDeep(v, depth + 1)) return true;
-  return false;
-}
+type PayloadFault = { rule: 'too_deep' } | { rule: 'not_finite' | 'unsafe_integer'; path: string };
 
 /**
- * Checks a JSON payload: nesting depth, size of its serialisation against `maxBytes` (rule
- * `too_large`, which the API answers with 413) and the text jsonb cannot store. Returns the
- * byte size.
+ * One walk for what a payload cannot keep as sent: nesting past MAX_PAYLOAD_DEPTH, a number JSON
+ * cannot hold (`1e999` parses as Infinity, which JSON.stringify stores as null, so its replay would
+ * then differ), or one past ±(2^53 - 1), which parsing has already rounded. The path is built only
+ * on the way back from a fault, so a good payload costs a typeof per value.
  */
+function payloadFault(value: unknown, depth: number): PayloadFault | null {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return { rule: 'not_finite', path: '' };
+    return Math.abs(value) > Number.MAX_SAFE_INTEGER ? { rule: 'unsafe_integer', path: '' } : null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  if (depth >= MAX_PAYLOAD_DEPTH) return { rule: 'too_deep' };
+  const values = Array.isArray(value) ? value : Object.values(value);
+  for (let i = 0; i < values.length; i++) {
+    const fault = payloadFault(values[i], depth + 1);
+    if (fault) return stepInto(fault, Array.isArray(value) ? `[${i}]` : `.${Object.keys(value)[i]}`);
+  }
+  return null;
+}
+
+const stepInto = (fault: PayloadFault, step: string): PayloadFault => (fault.rule === 'too_deep' ? fault : { ...fault, path: step + fault.path });
+
 /** A payload's stored size: its JSON text's UTF-8 bytes (0 for none), as quotas count it. */
 export function payloadBytes(payload: unknown): number {
   return payload === undefined || payload === null ? 0 : jsonBytes(JSON.stringify(payload));
@@ -150,10 +163,22 @@ export function payloadBytes(payload: unknown): number {
 
 const jsonBytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 
+/**
+ * Checks a JSON payload: nesting depth, numbers it could not keep as sent (the issue names the
+ * value's path, e.g. `payload.x`), size of its serialisation against `maxBytes` (rule `too_large`,
+ * which the API answers with 413) and the text jsonb cannot store. Returns the byte size.
+ */
 export function checkPayload(payload: unknown, field: string, maxBytes: number, issues: Issues): number {
   if (payload === undefined || payload === null) return 0;
-  if (tooDeep(payload, 0)) {
+  const fault = payloadFault(payload, 0);
+  if (fault?.rule === 'too_deep') {
     issues.add(field, 'too_deep', `${field} nests deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+    return 0;
+  }
+  if (fault) {
+    const at = field + fault.path;
+    if (fault.rule === 'not_finite') issues.add(at, fault.rule, `${at} is a number JSON cannot hold (too large for a double)`);
+    else issues.add(at, fault.rule, `${at} is beyond ±(2^53 - 1), so it would not be kept exactly; send it as a string`);
     return 0;
   }
   const text = JSON.stringify(payload);

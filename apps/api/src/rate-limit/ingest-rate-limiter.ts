@@ -24,11 +24,14 @@ export class IngestRateLimiter {
     this.buckets = limits.buckets('ingest');
   }
 
-  /** Rejects with 429 and Retry-After (whole seconds, at least 1) when the tenant is over its rate. */
-  async consume(tenant: { id: number; rateLimitPerSecond: number | null }, jobs: number): Promise<void> {
+  /**
+   * Rejects with 429 and Retry-After (whole seconds, at least 1) when the tenant is over its rate;
+   * with `look`, spends nothing (EarlyAuthHook, before a body is read).
+   */
+  async consume(tenant: { id: number; rateLimitPerSecond: number | null }, jobs: number, look = false): Promise<void> {
     const rate = tenant.rateLimitPerSecond ?? this.settings.rateLimitPerSecond;
     if (rate <= 0 || jobs <= 0) return;
-    const res = await this.buckets.take(tenant.id, jobs, rate, Math.max(rate, MIN_BURST), this.clock.now().getTime());
+    const res = await this.buckets.take(tenant.id, jobs, rate, Math.max(rate, MIN_BURST), this.clock.now().getTime(), look);
     if (res.ok) return;
     throw overLimit(429, `rate limit of ${rate} jobs/s exceeded`, 'tenant', 'rate_limit', res.retryAfterMs);
   }

@@ -1,7 +1,8 @@
 import type { TenantRecord } from '@almanac/persistence';
 import { Clock } from '@almanac/platform';
-import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
+import { applyDecorators, CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { RouteConfig } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
 import { from, type Observable, switchMap } from 'rxjs';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
@@ -13,8 +14,14 @@ const INGEST_ROUTE = 'almanac:ingest-route';
 /**
  * A route that creates jobs: it spends the tenant's ingest budget (IngestRateLimiter, one per job,
  * before it validates anything) instead of the request budget, so an ingest request spends once.
+ * Also marked in Fastify's route config, which hooks that run before the body is read can see.
  */
-export const IngestRoute = () => SetMetadata(INGEST_ROUTE, true);
+export const IngestRoute = () => applyDecorators(SetMetadata(INGEST_ROUTE, true), RouteConfig({ [INGEST_ROUTE]: true }));
+
+/** Whether a request's route is an `@IngestRoute()`, from Fastify's route config (any stage). */
+export function isIngestRoute(req: FastifyRequest): boolean {
+  return (req.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[INGEST_ROUTE] === true;
+}
 
 /**
  * Per-tenant limit on requests per second, whatever their method, shared by every API replica:
@@ -49,10 +56,15 @@ export class RequestRateLimiter implements NestInterceptor {
    * calls it once it knows whose page it draws or whose form it acts on (its session is a cookie,
    * read after this interceptor), so a tenant's pages and actions and its API requests share one budget.
    */
-  async take(tenantId: number, cost: number): Promise<void> {
+  async take(tenantId: number, cost: number, look = false): Promise<void> {
     const rate = this.settings.requestRateLimitPerSecond;
     if (rate <= 0) return;
-    const res = await this.buckets.take(tenantId, cost, rate, rate, this.clock.now().getTime());
+    const res = await this.buckets.take(tenantId, cost, rate, rate, this.clock.now().getTime(), look);
     if (!res.ok) throw overLimit(429, `request rate limit of ${rate} requests/s exceeded`, 'tenant', 'request_rate_limit', res.retryAfterMs);
+  }
+
+  /** Rejects with 429 when the tenant's budget has no request left, spending nothing (EarlyAuthHook). */
+  hasRoom(tenantId: number): Promise<void> {
+    return this.take(tenantId, 1, true);
   }
 }

@@ -129,6 +129,28 @@ describe('SharedTokenBuckets', () => {
     }
   });
 
+  it('is still one budget when the replicas\' clocks run a second behind Redis\'', async () => {
+    const other = redis.connection.duplicate();
+    await other.ping();
+    // This host's wall clock, which the class reads for its deadlines, a second behind Redis' TIME.
+    const realNow = Date.now.bind(Date);
+    const behind = jest.spyOn(Date, 'now').mockImplementation(() => realNow() - 1000);
+    let local = 0;
+    const a = new SharedTokenBuckets(redis.connection, `${redis.prefix}:rate:skew`, 250, () => local++);
+    const b = new SharedTokenBuckets(other, `${redis.prefix}:rate:skew`, 250, () => local++);
+    try {
+      let taken = 0;
+      for (let i = 0; i < 10; i++) {
+        for (const replica of [a, b]) if ((await replica.take(1, 1, 0.001, 10, Date.now())).ok) taken++;
+      }
+      expect(taken).toBe(10); // not 20: each replica deciding alone would give each the capacity
+      expect(local).toBe(0);
+    } finally {
+      behind.mockRestore();
+      await other.quit();
+    }
+  });
+
   it('loads its script again after Redis forgot it', async () => {
     const buckets = new SharedTokenBuckets(redis.connection, `${redis.prefix}:rate:four`, 1000, () => {
       throw new Error('decided locally');

@@ -8,15 +8,17 @@ import { TokenBuckets } from './token-bucket';
  * `capacity`, as TokenBuckets does in memory. The time is the caller's (ARGV[4], ms): tests step
  * it, and replicas' clocks, a few milliseconds apart under NTP, move a bucket by rate × skew
  * tokens at most; `at` never goes back. A full bucket expires: a key costs memory only while spent.
- * A call that reaches Redis after its caller stopped waiting (ARGV[5], wall-clock ms: a stalled
- * Redis running what queued up) spends nothing: that request was decided without Redis.
- * `cost` is at most `capacity` (the caller's). Answers {1, 0} taken, {0, ms until `cost` would be
- * there}, or {2, 0} too late.
+ * A call that reaches Redis after its caller stopped waiting (ARGV[5], ms by Redis' own clock, as
+ * the caller reckons it: a stalled Redis running what queued up) spends nothing: that request was
+ * decided without Redis. `cost` is at most `capacity` (the caller's). Answers {1, 0} taken,
+ * {0, ms until `cost` would be there} or {2, 0} too late, then Redis' time (ms), from which the
+ * caller reckons the next deadline. ARGV[6] = 1 only looks: it answers as a take would, spending nothing.
  */
 const TAKE_LUA = `
 local cost, rate, cap, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local clock = redis.call('TIME')
-if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > tonumber(ARGV[5]) then return {2, 0} end
+local redisNow = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if redisNow > tonumber(ARGV[5]) then return {2, 0, redisNow} end
 local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens, at = cap, now
 if b[1] then
@@ -24,12 +26,13 @@ if b[1] then
   tokens = math.min(cap, tonumber(b[1]) + math.max(0, now - tonumber(b[2])) / 1000 * rate)
 end
 if tokens < cost then
-  return {0, math.ceil((cost - tokens) / rate * 1000)}
+  return {0, math.ceil((cost - tokens) / rate * 1000), redisNow}
 end
+if ARGV[6] == '1' then return {1, 0, redisNow} end
 tokens = tokens - cost
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', at)
 redis.call('PEXPIRE', KEYS[1], math.ceil((cap - tokens) / rate * 1000) + 60000)
-return {1, 0}`;
+return {1, 0, redisNow}`;
 const TAKE_SHA = createHash('sha1').update(TAKE_LUA).digest('hex');
 
 /**
@@ -93,10 +96,18 @@ const LOCAL_AFTER_FAILURE_MS = 1_000;
  * in-memory bucket (the limit is then per replica): an outage refuses no request, and delays one
  * by `waitMs` at most once a second. `onLocal` counts those decisions. A cost above the capacity
  * spends the whole bucket (it could never be taken otherwise).
+ *
+ * The script's "too late" deadline is in Redis' clock, never this host's: hosts' clocks may be
+ * seconds apart, and a replica behind Redis would otherwise find every call late and decide alone
+ * (N replicas, N times the rate). Each answer carries Redis' time, so the replica knows Redis' clock
+ * minus its own (to within the answer's trip). A "too late" that came back while the caller still
+ * waits can only be a wrong reckoning (a first call, a clock step): asked once more, reckoned anew.
  */
 export class SharedTokenBuckets {
   private readonly local = new TokenBuckets();
   private localUntilMs = 0;
+  /** Redis' clock minus this host's, from the last answer (0 until the first). */
+  private redisAheadMs = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -106,28 +117,45 @@ export class SharedTokenBuckets {
     private readonly onLocal: () => void = () => undefined,
   ) {}
 
-  async take(key: string | number, cost: number, rate: number, capacity: number, nowMs: number): Promise<BucketAnswer> {
+  /** Takes `cost` (at most `capacity`), or with `look` only says whether it is there. */
+  async take(key: string | number, cost: number, rate: number, capacity: number, nowMs: number, look = false): Promise<BucketAnswer> {
     const spend = Math.min(cost, capacity);
     if (this.redis.status === 'ready' && Date.now() >= this.localUntilMs) {
+      const call = { waiting: true };
       try {
-        const args = [spend, rate, capacity, nowMs, Date.now() + this.waitMs];
-        const [code, retryAfterMs] = await within(this.waitMs, this.run(`${this.prefix}:${key}`, args), 'rate limit');
-        if (code !== 2) return code === 1 ? { ok: true } : { ok: false, retryAfterMs };
+        const answer = await within(this.waitMs, this.ask(`${this.prefix}:${key}`, [spend, rate, capacity, nowMs], look, call), 'rate limit');
+        if (answer) return answer;
       } catch {
         this.localUntilMs = Date.now() + LOCAL_AFTER_FAILURE_MS; // refused or slow: decided here for a while (below)
+      } finally {
+        call.waiting = false; // an answer after this is not asked again
       }
     }
     this.onLocal();
-    return this.local.take(key, spend, rate, capacity, nowMs);
+    return look ? this.local.peek(key, spend, rate, capacity, nowMs) : this.local.take(key, spend, rate, capacity, nowMs);
+  }
+
+  /** The script's answer, or null for "too late"; asked at most twice, within one `waitMs` (above). */
+  private async ask(key: string, args: number[], look: boolean, call: { waiting: boolean }): Promise<BucketAnswer | null> {
+    const started = Date.now();
+    for (let attempt = 0; ; attempt++) {
+      const [code, retryAfterMs, redisNowMs] = await this.run(key, [...args, started + this.redisAheadMs + this.waitMs, look ? 1 : 0]);
+      const answeredAt = Date.now();
+      // Redis ran the script before this host saw its answer: a lower bound, off by the answer's trip.
+      this.redisAheadMs = redisNowMs - answeredAt;
+      if (code === 1) return { ok: true };
+      if (code === 0) return { ok: false, retryAfterMs };
+      if (attempt > 0 || !call.waiting || answeredAt - started >= this.waitMs) return null;
+    }
   }
 
   /** EVALSHA, else EVAL (the script cache is empty after a restart). */
-  private async run(key: string, args: number[]): Promise<[number, number]> {
+  private async run(key: string, args: number[]): Promise<[number, number, number]> {
     try {
-      return (await this.redis.evalsha(TAKE_SHA, 1, key, ...args)) as [number, number];
+      return (await this.redis.evalsha(TAKE_SHA, 1, key, ...args)) as [number, number, number];
     } catch (err) {
       if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return (await this.redis.eval(TAKE_LUA, 1, key, ...args)) as [number, number];
+      return (await this.redis.eval(TAKE_LUA, 1, key, ...args)) as [number, number, number];
     }
   }
 }
