@@ -16,7 +16,8 @@ import { AdminAuthGuard, type AuthedRequest, TenantAuthGuard, unauthorized } fro
  * run on every route; for a request this hook let through they reuse its answer. A tenant whose
  * route's budget (jobs on ingest routes, else requests) is empty is refused here too (429), before
  * its body is read: a body the parser refuses spends one of it (ApiExceptionFilter), so broken
- * 4 MiB bodies are not read for free. Looking spends nothing: a readable body spends as before.
+ * 4 MiB bodies are not read for free. Looking asks no one (the replica's last refusal for the
+ * tenant, until its Retry-After) and spends nothing: a readable body spends as before.
  */
 @Injectable()
 export class EarlyAuthHook implements OnModuleInit {
@@ -40,8 +41,8 @@ export class EarlyAuthHook implements OnModuleInit {
         else {
           const authed: AuthedRequest = req;
           await this.tenantGuard.authenticate(authed);
-          if (authed.tenant && isIngestRoute(req)) await this.ingest.consume(authed.tenant, 1, true);
-          else if (authed.tenant) await this.requests.hasRoom(authed.tenant.id);
+          if (authed.tenant && isIngestRoute(req)) this.ingest.assertRoom(authed.tenant);
+          else if (authed.tenant) this.requests.assertRoom(authed.tenant.id);
         }
         (req as TimedRequest).authMs = performance.now() - started; // counts against the deadline
         return undefined;

@@ -24,15 +24,18 @@ export class IngestRateLimiter {
     this.buckets = limits.buckets('ingest');
   }
 
-  /**
-   * Rejects with 429 and Retry-After (whole seconds, at least 1) when the tenant is over its rate;
-   * with `look`, spends nothing (EarlyAuthHook, before a body is read).
-   */
-  async consume(tenant: { id: number; rateLimitPerSecond: number | null }, jobs: number, look = false): Promise<void> {
+  /** Rejects with 429 and Retry-After (whole seconds, at least 1) when the tenant is over its rate. */
+  async consume(tenant: { id: number; rateLimitPerSecond: number | null }, jobs: number): Promise<void> {
     const rate = tenant.rateLimitPerSecond ?? this.settings.rateLimitPerSecond;
     if (rate <= 0 || jobs <= 0) return;
-    const res = await this.buckets.take(tenant.id, jobs, rate, Math.max(rate, MIN_BURST), this.clock.now().getTime(), look);
-    if (res.ok) return;
-    throw overLimit(429, `rate limit of ${rate} jobs/s exceeded`, 'tenant', 'rate_limit', res.retryAfterMs);
+    const res = await this.buckets.take(tenant.id, jobs, rate, Math.max(rate, MIN_BURST), this.clock.now().getTime());
+    if (!res.ok) throw overLimit(429, `rate limit of ${rate} jobs/s exceeded`, 'tenant', 'rate_limit', res.retryAfterMs);
+  }
+
+  /** As consume would refuse, if this replica's last take found the tenant's budget short; asks no one (SharedTokenBuckets.look). */
+  assertRoom(tenant: { id: number; rateLimitPerSecond: number | null }): void {
+    const rate = tenant.rateLimitPerSecond ?? this.settings.rateLimitPerSecond;
+    const res = rate > 0 ? this.buckets.look(tenant.id, this.clock.now().getTime()) : { ok: true as const };
+    if (!res.ok) throw overLimit(429, `rate limit of ${rate} jobs/s exceeded`, 'tenant', 'rate_limit', res.retryAfterMs);
   }
 }

@@ -56,15 +56,21 @@ export class RequestRateLimiter implements NestInterceptor {
    * calls it once it knows whose page it draws or whose form it acts on (its session is a cookie,
    * read after this interceptor), so a tenant's pages and actions and its API requests share one budget.
    */
-  async take(tenantId: number, cost: number, look = false): Promise<void> {
+  async take(tenantId: number, cost: number): Promise<void> {
     const rate = this.settings.requestRateLimitPerSecond;
     if (rate <= 0) return;
-    const res = await this.buckets.take(tenantId, cost, rate, rate, this.clock.now().getTime(), look);
-    if (!res.ok) throw overLimit(429, `request rate limit of ${rate} requests/s exceeded`, 'tenant', 'request_rate_limit', res.retryAfterMs);
+    const res = await this.buckets.take(tenantId, cost, rate, rate, this.clock.now().getTime());
+    if (!res.ok) throw this.refused(rate, res.retryAfterMs);
   }
 
-  /** Rejects with 429 when the tenant's budget has no request left, spending nothing (EarlyAuthHook). */
-  hasRoom(tenantId: number): Promise<void> {
-    return this.take(tenantId, 1, true);
+  /** As take would refuse, if this replica's last take found the tenant's budget short; asks no one (SharedTokenBuckets.look). */
+  assertRoom(tenantId: number): void {
+    const rate = this.settings.requestRateLimitPerSecond;
+    const res = rate > 0 ? this.buckets.look(tenantId, this.clock.now().getTime()) : { ok: true as const };
+    if (!res.ok) throw this.refused(rate, res.retryAfterMs);
+  }
+
+  private refused(rate: number, retryAfterMs: number) {
+    return overLimit(429, `request rate limit of ${rate} requests/s exceeded`, 'tenant', 'request_rate_limit', retryAfterMs);
   }
 }

@@ -12,7 +12,7 @@ import { TokenBuckets } from './token-bucket';
  * the caller reckons it: a stalled Redis running what queued up) spends nothing: that request was
  * decided without Redis. `cost` is at most `capacity` (the caller's). Answers {1, 0} taken,
  * {0, ms until `cost` would be there} or {2, 0} too late, then Redis' time (ms), from which the
- * caller reckons the next deadline. ARGV[6] = 1 only looks: it answers as a take would, spending nothing.
+ * caller reckons the next deadline.
  */
 const TAKE_LUA = `
 local cost, rate, cap, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -28,7 +28,6 @@ end
 if tokens < cost then
   return {0, math.ceil((cost - tokens) / rate * 1000), redisNow}
 end
-if ARGV[6] == '1' then return {1, 0, redisNow} end
 tokens = tokens - cost
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', at)
 redis.call('PEXPIRE', KEYS[1], math.ceil((cap - tokens) / rate * 1000) + 60000)
@@ -88,6 +87,8 @@ const RATE_LIMIT_BOOT_WAIT_MS = 2_000;
 
 /** After Redis failed a decision, the next ones are taken locally for this long without asking it. */
 const LOCAL_AFTER_FAILURE_MS = 1_000;
+/** Buckets remembered as short (look()): past this many, the oldest is forgotten. */
+const SHORT_REMEMBERED = 10_000;
 
 /**
  * Token buckets every API replica shares, in Redis: N replicas behind a balancer give a tenant
@@ -108,6 +109,8 @@ export class SharedTokenBuckets {
   private localUntilMs = 0;
   /** Redis' clock minus this host's, from the last answer (0 until the first). */
   private redisAheadMs = 0;
+  /** Per key, until when (the caller's clock) the last take here found the bucket short. */
+  private readonly shortUntil = new Map<string | number, number>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -117,13 +120,32 @@ export class SharedTokenBuckets {
     private readonly onLocal: () => void = () => undefined,
   ) {}
 
-  /** Takes `cost` (at most `capacity`), or with `look` only says whether it is there. */
-  async take(key: string | number, cost: number, rate: number, capacity: number, nowMs: number, look = false): Promise<BucketAnswer> {
-    const spend = Math.min(cost, capacity);
+  /** Takes `cost` (at most `capacity`). */
+  async take(key: string | number, cost: number, rate: number, capacity: number, nowMs: number): Promise<BucketAnswer> {
+    const answer = await this.decide(key, Math.min(cost, capacity), rate, capacity, nowMs);
+    this.shortUntil.delete(key);
+    if (!answer.ok) {
+      if (this.shortUntil.size >= SHORT_REMEMBERED) this.shortUntil.delete(this.shortUntil.keys().next().value as string | number);
+      this.shortUntil.set(key, nowMs + answer.retryAfterMs);
+    }
+    return answer;
+  }
+
+  /**
+   * Whether the last take on this replica found the bucket short and its Retry-After has not
+   * passed: asks no one, so looking before every request costs nothing (EarlyAuthHook refuses a
+   * body before reading it). Another replica's refusals are not seen: a take still decides.
+   */
+  look(key: string | number, nowMs: number): BucketAnswer {
+    const until = this.shortUntil.get(key);
+    return until !== undefined && until > nowMs ? { ok: false, retryAfterMs: until - nowMs } : { ok: true };
+  }
+
+  private async decide(key: string | number, spend: number, rate: number, capacity: number, nowMs: number): Promise<BucketAnswer> {
     if (this.redis.status === 'ready' && Date.now() >= this.localUntilMs) {
       const call = { waiting: true };
       try {
-        const answer = await within(this.waitMs, this.ask(`${this.prefix}:${key}`, [spend, rate, capacity, nowMs], look, call), 'rate limit');
+        const answer = await within(this.waitMs, this.ask(`${this.prefix}:${key}`, [spend, rate, capacity, nowMs], call), 'rate limit');
         if (answer) return answer;
       } catch {
         this.localUntilMs = Date.now() + LOCAL_AFTER_FAILURE_MS; // refused or slow: decided here for a while (below)
@@ -132,14 +154,14 @@ export class SharedTokenBuckets {
       }
     }
     this.onLocal();
-    return look ? this.local.peek(key, spend, rate, capacity, nowMs) : this.local.take(key, spend, rate, capacity, nowMs);
+    return this.local.take(key, spend, rate, capacity, nowMs);
   }
 
   /** The script's answer, or null for "too late"; asked at most twice, within one `waitMs` (above). */
-  private async ask(key: string, args: number[], look: boolean, call: { waiting: boolean }): Promise<BucketAnswer | null> {
+  private async ask(key: string, args: number[], call: { waiting: boolean }): Promise<BucketAnswer | null> {
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
-      const [code, retryAfterMs, redisNowMs] = await this.run(key, [...args, started + this.redisAheadMs + this.waitMs, look ? 1 : 0]);
+      const [code, retryAfterMs, redisNowMs] = await this.run(key, [...args, started + this.redisAheadMs + this.waitMs]);
       const answeredAt = Date.now();
       // Redis ran the script before this host saw its answer: a lower bound, off by the answer's trip.
       this.redisAheadMs = redisNowMs - answeredAt;
