@@ -114,7 +114,7 @@ const retentionPart = (schedules: (quick: boolean) => number): Part => ({
       const withoutKeys = deviation(r.days.filter((d) => d.day > r.inputs.retentionDays + 1).map((d) => d.dbBytes - d.retiredBytes));
       // Removal starts on day retention + 2 and keys removed then stay reserved N days, so
       // retired_keys fills until its first keys are freed (a day after their last: the sweep's
-      // margin for host clocks): only after that is the whole database's steady state (day 64
+      // margin for a check that began the day before): only after that is the whole database's steady state (day 64
       // with 30 + 30 days). Shown when the run reaches 10 days past it.
       const reserved = Number(r.inputs.keyReservationDays);
       const full = r.inputs.retentionDays + reserved + 4;
