@@ -131,18 +131,19 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 /** Deeper JSON is refused: recursive parsers and comparisons (ours, Postgres') must not overflow. */
 export const MAX_PAYLOAD_DEPTH = 64;
 
-type PayloadFault = { rule: 'too_deep' } | { rule: 'not_finite' | 'unsafe_integer'; path: string };
+type PayloadFault = { rule: 'too_deep' } | { rule: 'not_finite'; path: string };
 
 /**
- * One walk for what a payload cannot keep as sent: nesting past MAX_PAYLOAD_DEPTH, a number JSON
+ * One walk for what a payload cannot keep: nesting past MAX_PAYLOAD_DEPTH, or a number JSON
  * cannot hold (`1e999` parses as Infinity, which JSON.stringify stores as null, so its replay would
- * then differ), or one past ±(2^53 - 1), which parsing has already rounded. The path is built only
- * on the way back from a fault, so a good payload costs a typeof per value.
+ * then differ). Numbers are doubles, as JSON.parse reads them: an integer past ±(2^53 - 1) is kept
+ * as the double it parsed to, which cannot be told from a float like 1e300 that is kept exactly
+ * (docs/api.md: such ids go in strings). The path is built only on the way back from a fault,
+ * so a good payload costs a typeof per value.
  */
 function payloadFault(value: unknown, depth: number): PayloadFault | null {
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return { rule: 'not_finite', path: '' };
-    return Math.abs(value) > Number.MAX_SAFE_INTEGER ? { rule: 'unsafe_integer', path: '' } : null;
+    return Number.isFinite(value) ? null : { rule: 'not_finite', path: '' };
   }
   if (typeof value !== 'object' || value === null) return null;
   if (depth >= MAX_PAYLOAD_DEPTH) return { rule: 'too_deep' };
@@ -177,8 +178,7 @@ export function checkPayload(payload: unknown, field: string, maxBytes: number, 
   }
   if (fault) {
     const at = field + fault.path;
-    if (fault.rule === 'not_finite') issues.add(at, fault.rule, `${at} is a number JSON cannot hold (too large for a double)`);
-    else issues.add(at, fault.rule, `${at} is beyond ±(2^53 - 1), so it would not be kept exactly; send it as a string`);
+    issues.add(at, fault.rule, `${at} is a number JSON cannot hold (too large for a double)`);
     return 0;
   }
   const text = JSON.stringify(payload);
