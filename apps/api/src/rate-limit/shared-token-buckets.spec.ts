@@ -44,6 +44,18 @@ describe('SharedTokenBuckets', () => {
     expect(await buckets.take(2, 15, 100, 10, 50)).toEqual({ ok: false, retryAfterMs: 50 });
   });
 
+  it('looks without asking: short after a refusal until one token is back, whatever the refused cost', async () => {
+    const buckets = new SharedTokenBuckets(redis.connection, `${redis.prefix}:rate:look`, 1000);
+    expect(buckets.look(3, 0)).toEqual({ ok: true }); // nothing refused yet
+    expect(await buckets.take(3, 1000, 10, 1000, 0)).toEqual({ ok: true });
+    expect(await buckets.take(3, 1000, 10, 1000, 0)).toEqual({ ok: false, retryAfterMs: 100_000 });
+    // 10 a second: one token is back after 100 ms, so a single job may pass then, not in 100 s.
+    expect(buckets.look(3, 50)).toEqual({ ok: false, retryAfterMs: 50 });
+    expect(buckets.look(3, 100)).toEqual({ ok: true });
+    expect(await buckets.take(3, 1, 10, 1000, 100)).toEqual({ ok: true });
+    expect(buckets.look(3, 100)).toEqual({ ok: true });
+  });
+
   /** A proxy to the real Redis that, while `held`, keeps what the client sends and passes it on at `release()`. */
   async function holdingProxy(): Promise<{ client: IORedis; hold(): void; release(): void; close(): void }> {
     let held: Buffer[] | null = null;

@@ -122,18 +122,22 @@ export class SharedTokenBuckets {
 
   /** Takes `cost` (at most `capacity`). */
   async take(key: string | number, cost: number, rate: number, capacity: number, nowMs: number): Promise<BucketAnswer> {
-    const answer = await this.decide(key, Math.min(cost, capacity), rate, capacity, nowMs);
+    const spend = Math.min(cost, capacity);
+    const answer = await this.decide(key, spend, rate, capacity, nowMs);
     this.shortUntil.delete(key);
-    if (!answer.ok) {
+    // Remembered until one token is back (a request of one could pass), not the refused cost:
+    // a refused batch of 1,000 at 10/s must not refuse single jobs for 100 s.
+    const oneBackMs = answer.ok ? 0 : answer.retryAfterMs - ((spend - 1) / rate) * 1000;
+    if (oneBackMs > 0) {
       if (this.shortUntil.size >= SHORT_REMEMBERED) this.shortUntil.delete(this.shortUntil.keys().next().value as string | number);
-      this.shortUntil.set(key, nowMs + answer.retryAfterMs);
+      this.shortUntil.set(key, nowMs + oneBackMs);
     }
     return answer;
   }
 
   /**
-   * Whether the last take on this replica found the bucket short and its Retry-After has not
-   * passed: asks no one, so looking before every request costs nothing (EarlyAuthHook refuses a
+   * Whether the last take on this replica found the bucket short and not one token has come back
+   * since: asks no one, so looking before every request costs nothing (EarlyAuthHook refuses a
    * body before reading it). Another replica's refusals are not seen: a take still decides.
    */
   look(key: string | number, nowMs: number): BucketAnswer {
