@@ -140,4 +140,30 @@ describe('ScheduleWatchSweep (Postgres)', () => {
     const b = await sweep(10).runOnce(NOW);
     expect(b.outcomes.missed).toBe(3); // 03:00, 04:00, 05:00
   });
+
+  it('records and counts nothing when its lease was lost while it looked: another replica judges those runs', async () => {
+    await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
+    const s = await schedule(6, 300);
+    await run(s, 6, 1, 'd', 10_000);
+    const before = (await metrics.scheduleRuns.get()).values.find((v) => v.labels.outcome === 'ok')?.value ?? 0;
+    /** The real lease, 300 ms long (renewed every 100 ms); the runs' read hands it to another replica and waits for the loss. */
+    class ShortLease extends SweepsRepository {
+      override withSweepLease<T>(name: 'overdue' | 'schedule_watch', fn: (lost: AbortSignal) => Promise<T>): Promise<T | null> {
+        return super.withSweepLease(name, (lost) => ((signal = lost), fn(lost)), 300);
+      }
+    }
+    let signal: AbortSignal | undefined;
+    const runs = new (class extends ScheduleRunsRepository {
+      override async rows(refs: readonly { tenantId: number; key: string }[]) {
+        await db.dataSource.query(`UPDATE sweep_leases SET holder = 'another-replica', expires_at = now() + interval '1 minute' WHERE name = 'schedule_watch'`);
+        await new Promise((r) => signal?.addEventListener('abort', r, { once: true }));
+        return super.rows(refs);
+      }
+    })(db.dataSource);
+    const lost = new ScheduleWatchSweep(new ScheduleWatchRepository(db.dataSource), runs, new ShortLease(db.dataSource), { batchSize: 100, maxRunsPerSchedule: 100, tenantsTop: 10 }, metrics);
+    await lost.runOnce(NOW);
+    const [row] = await db.dataSource.query(`SELECT last_outcome, watched_through FROM schedules WHERE id = $1`, [s]);
+    expect(row).toEqual({ last_outcome: null, watched_through: null });
+    expect((await metrics.scheduleRuns.get()).values.find((v) => v.labels.outcome === 'ok')?.value ?? 0).toBe(before);
+  });
 });

@@ -34,8 +34,8 @@ export interface ScheduleWatchOptions {
  * (`lastOutcome`) and how far it was looked at. A run that has not ended after an attempt (still
  * running, or waiting for a retry) is not judged yet (it may end dead; a first attempt's start is
  * recorded when it ends): the schedule is watched up to it, and it and the runs after it are
- * judged on a later pass. One replica at a time (a sweep lease), so each
- * run is counted once. `almanac_schedules_behind{tenant}` counts, per tenant, the watched
+ * judged on a later pass. One replica at a time (a sweep lease; a look whose lease was lost
+ * records and counts nothing), so each run is counted once. `almanac_schedules_behind{tenant}` counts, per tenant, the watched
  * schedules whose latest run went wrong; AlmanacScheduleMissed fires on missed runs.
  */
 export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
@@ -58,7 +58,7 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
 
   async runOnce(now: Date): Promise<ScheduleWatchResult> {
     const outcomes: Record<WatchedOutcome, number> = { ok: 0, late: 0, missed: 0, failed: 0 };
-    const done = await this.leases.withSweepLease('schedule_watch', async () => {
+    const done = await this.leases.withSweepLease('schedule_watch', async (lost) => {
       for (const [id, untilMs] of this.heldUntilMs) if (untilMs <= now.getTime()) this.heldUntilMs.delete(id);
       const due = await this.watch.due(now, this.opts.batchSize, [...this.heldUntilMs.keys()]);
       const looks = due.map((s) => this.plan(s, now));
@@ -87,13 +87,16 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
         }
         return { id: l.id, through, last };
       });
+      // The lease lost while looking (a stall past its 15 s): another replica may judge these runs
+      // now, so they are neither recorded nor counted here, or each would count twice.
+      if (lost.aborted) return null;
       await this.watch.record(records);
       await this.reportBehind();
       // A full batch of schedules all held by running runs is no reason to look again at once.
       const full = due.length === this.opts.batchSize && held < due.length;
       return { schedules: due.length, more: full || looks.some((l) => l.cut) };
     });
-    if (!done) return { skipped: true, schedules: 0, outcomes };
+    if (!done) return { skipped: true, schedules: 0, outcomes: { ok: 0, late: 0, missed: 0, failed: 0 } };
     for (const [outcome, n] of Object.entries(outcomes)) if (n > 0) this.metrics?.scheduleRuns.inc({ outcome }, n);
     return { schedules: done.schedules, outcomes, more: done.more };
   }
