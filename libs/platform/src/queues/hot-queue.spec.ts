@@ -3,7 +3,7 @@ import { bytesUnder, createTestRedis, TestRedis } from '@almanac/testing/test-re
 import IORedis from 'ioredis';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { AddressInfo, createServer, Socket } from 'node:net';
+import { AddressInfo, connect, createServer, Socket } from 'node:net';
 import { WaitTimeoutError } from '../time/within';
 import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, REFINE_LEAD_MS } from './delivery-timing';
 import { hintsOf } from './envelope';
@@ -151,6 +151,44 @@ describe('HotQueue', () => {
         restarted.kill('SIGKILL');
         await once(restarted, 'exit');
       }
+    }
+  });
+
+  it("gets a new Queue when Redis drops as BullMQ sets the first one up (its INFO): every enqueue failed for good", async () => {
+    const server = await startPrivateRedis();
+    // The producer's connection is cut at its second INFO (ioredis' ready check is the first;
+    // BullMQ's version check the second), once; connections after it pass.
+    let cut = 0;
+    const sockets: Socket[] = [];
+    const proxy = createServer((client) => {
+      const upstream = connect(server.port, '127.0.0.1');
+      sockets.push(client, upstream);
+      let infos = 0;
+      client.on('data', (chunk: Buffer) => {
+        infos += chunk.toString().split(/\r\nINFO\r\n/i).length - 1;
+        if (infos >= 2 && cut++ === 0) return void (client.destroy(), upstream.destroy());
+        upstream.write(chunk);
+      });
+      upstream.pipe(client);
+      for (const s of [client, upstream]) s.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const connection = new IORedis({ port: (proxy.address() as AddressInfo).port, host: '127.0.0.1', maxRetriesPerRequest: null, retryStrategy: () => 20 });
+    connection.on('error', () => undefined);
+    const hot = HotQueue.open(connection, 'setup', 500);
+    try {
+      const hint = { id: '1', dueMs: now.getTime(), tenantId: 1, kind: 'noop' };
+      let added = false;
+      for (let i = 0; i < 20 && !added; i++) added = await hot.enqueue([hint], now).then(() => true, () => false);
+      expect(added).toBe(true);
+      expect(cut).toBeGreaterThanOrEqual(1); // BullMQ's setup was cut
+      expect((await hot.held()).map((h) => h.hint)).toEqual([hint]);
+    } finally {
+      await hot.close().catch(() => undefined);
+      connection.disconnect();
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+      await server.stop();
     }
   });
 });

@@ -38,17 +38,17 @@ const DEFAULT_WAIT_MS = 5000;
  */
 export class HotQueue {
   readonly windows: CoarseWindows;
+  private current: Queue<EnvelopeData, unknown, string>;
+  private closing = false;
 
   private constructor(
-    readonly queue: Queue<EnvelopeData, unknown, string>,
-    private readonly waitMs: number,
     private readonly producer: RedisClient,
+    private readonly prefixName: string,
+    private readonly waitMs: number,
   ) {
-    // Connection errors are the connection owner's to report (once per outage); without a
-    // listener BullMQ prints every reconnect failure to stderr.
-    this.queue.on('error', () => undefined);
+    this.current = this.newQueue();
     // The windows' lists share the producer's connection: their keys are in the queue's slot on a cluster.
-    this.windows = new CoarseWindows(producer, this.prefix, waitMs, () => this.queue.waitUntilReady());
+    this.windows = new CoarseWindows(producer, prefixName, waitMs, () => this.current.waitUntilReady());
   }
 
   /**
@@ -58,11 +58,35 @@ export class HotQueue {
   static open(connection: RedisClient, prefix: string, waitMs = DEFAULT_WAIT_MS): HotQueue {
     const producer = duplicateRedis(connection, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
     producer.on('error', () => undefined); // reported by the process-wide connection (createRedis)
-    return new HotQueue(new Queue<EnvelopeData, unknown, string>(HOT_QUEUE_NAME, { connection: producer, prefix, ...HOT_QUEUE_OPTIONS }), waitMs, producer);
+    return new HotQueue(producer, prefix, waitMs);
+  }
+
+  /** The BullMQ Queue (tests and tools). */
+  get queue(): Queue<EnvelopeData, unknown, string> {
+    return this.current;
+  }
+
+  /**
+   * BullMQ sets a Queue's connection up once, as it connects (its version check, an INFO): on a
+   * connection that resends nothing, a Redis lost during that INFO failed the setup, and every
+   * call after it, for good. A Queue whose setup failed is replaced (on the same connection: the
+   * new one waits for its next connect); the calls that saw the failure fail, bounded as ever.
+   */
+  private newQueue(): Queue<EnvelopeData, unknown, string> {
+    const queue = new Queue<EnvelopeData, unknown, string>(HOT_QUEUE_NAME, { connection: this.producer, prefix: this.prefixName, ...HOT_QUEUE_OPTIONS });
+    // Connection errors are the connection owner's to report (once per outage); without a
+    // listener BullMQ prints every reconnect failure to stderr.
+    queue.on('error', () => undefined);
+    queue.waitUntilReady().catch(() => {
+      if (this.closing || this.current !== queue || this.producer.status === 'end') return;
+      this.current = this.newQueue();
+      void queue.close().catch(() => undefined); // its listeners on the shared connection
+    });
+    return queue;
   }
 
   get prefix(): string {
-    return this.queue.opts.prefix ?? 'bull';
+    return this.prefixName;
   }
 
   /**
@@ -74,7 +98,7 @@ export class HotQueue {
   async enqueue(hints: readonly Hint[], now: Date, opts: EnvelopeOptions = {}): Promise<void> {
     if (hints.length === 0) return;
     // Until the first connect nothing can be sent (no offline queue): wait for it, boundedly.
-    await within(this.waitMs, this.queue.waitUntilReady(), 'hot queue connect');
+    await within(this.waitMs, this.current.waitUntilReady(), 'hot queue connect');
     const nowMs = now.getTime();
     // A repair's far rows share windows too: its mark matters only to rows already due (a
     // promoter finding Redis emptied re-hints every queued row: ~1 KB a row in envelopes of their own).
@@ -86,7 +110,7 @@ export class HotQueue {
     const jobs = envelopes.map((e) => ({
       name: ENVELOPE_NAME, data: e.data, opts: timestamp === undefined ? { jobId: e.jobId, delay: e.delayMs } : { jobId: e.jobId, delay: e.delayMs, timestamp },
     }));
-    if (jobs.length > 0) await within(this.waitMs, this.queue.addBulk(jobs), 'hot queue addBulk');
+    if (jobs.length > 0) await within(this.waitMs, this.current.addBulk(jobs), 'hot queue addBulk');
     // Only once the jobs are in: a failed add leaves the flag unset, and the next add adds the job.
     await this.windows.jobAdded(windowed.windows, nowMs);
   }
@@ -95,7 +119,7 @@ export class HotQueue {
   async held(): Promise<{ hint: Hint; state: 'waiting' | 'delayed' }[]> {
     const out: { hint: Hint; state: 'waiting' | 'delayed' }[] = [];
     for (const state of ['waiting', 'delayed'] as const) {
-      for (const job of await this.queue.getJobs([state])) {
+      for (const job of await this.current.getJobs([state])) {
         if (!job) continue;
         const hints = job.data.w === undefined ? hintsOf(job.data) : await this.windows.peek(job.data.w);
         for (const hint of hints) out.push({ hint, state });
@@ -105,7 +129,8 @@ export class HotQueue {
   }
 
   async close(): Promise<void> {
-    await this.queue.close();
+    this.closing = true;
+    await this.current.close();
     await closeRedis(this.producer);
   }
 }
