@@ -1,26 +1,18 @@
 import { setAsideError } from '@almanac/domain';
-import type { DeliveryMetrics } from '@almanac/delivery';
-import type { ClaimResult, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { CLAIM_RETRY_PAUSES, type Clock, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
-import type { Logger } from 'pino';
-import type { WorkerIdentity } from './worker-identity';
+import type { ClaimResult, RunnableJob } from '@almanac/persistence';
+import { CLAIM_RETRY_PAUSES, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
+import type { ExecutorOptions } from './executor';
 
 /** A claimed row and its lease; the due time of a queued row not due yet; or stale (drop the hint). */
 export type ClaimAnswer = { row: RunnableJob; leaseUntilMs: number } | { earlyDueMs: number } | 'stale';
 
-export interface ClaimerOptions {
-  repo: ExecutionRepository;
-  clock: Clock;
-  identity: WorkerIdentity;
-  metrics: DeliveryMetrics;
-  logger: Logger;
-  /** Lease a claim starts with; the heartbeat renews it while the handler runs. */
-  leaseMs: number;
+/** What the claimer shares with its executor, and its own limits. */
+export type ClaimerOptions = Pick<ExecutorOptions, 'repo' | 'clock' | 'identity' | 'metrics' | 'logger' | 'leaseMs'> & {
   /** Rows per claim statement at most. */
   maxBatch: number;
   /** How long a failing claim is sent again before its hints are given back (default 5 s). */
   retryForMs?: number;
-}
+};
 
 /**
  * Claims of one worker in flight at once, each its own statement on its own connection, so
