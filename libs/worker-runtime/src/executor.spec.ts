@@ -1,4 +1,4 @@
-import { Clock, SLOT_TTL_MS, TAKE_AHEAD_MS } from '@almanac/platform';
+import { Clock, SLOT_TTL_MS, TAKE_AHEAD_MS, within } from '@almanac/platform';
 import { DEFAULT_SHARE, type HandlerOutcome, type JsonValue, LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, type HandlerContext, retry, snooze } from '@almanac/kinds';
@@ -101,6 +101,26 @@ const stuckHandler = defineHandler<unknown>({
   handle: (ctx) => ((stuckCtx = ctx), new Promise(() => undefined)), // ignores its signal on purpose
 });
 
+let greedy = gate();
+/** Writes through the EntityManager ctx.tx() gave it, deaf to its signal, until a write fails; then says it stopped. */
+const greedyHandler = defineHandler<unknown>({
+  kind: 'greedy',
+  timeoutMs: 50,
+  handle: async (ctx) => {
+    const em = await ctx.tx();
+    try {
+      for (;;) await em.query(`INSERT INTO greedy_writes VALUES (1)`);
+    } finally {
+      greedy.onStart();
+    }
+  },
+});
+
+/** Polls `look` until it is true, for at most `ms` (a real async effect, no timer of ours to drive). */
+async function eventually(look: () => Promise<boolean>, ms = 5000): Promise<void> {
+  for (const until = Date.now() + ms; !(await look()); ) if (Date.now() > until) throw new Error(`not true within ${ms} ms`);
+}
+
 describe('worker executor', () => {
   let h: DeliveryHarness;
 
@@ -108,7 +128,8 @@ describe('worker executor', () => {
     flaky.calls = 0;
     slowGate = gate();
     progressGate = gate();
-    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler] });
+    greedy = gate();
+    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler, greedyHandler] });
   });
   afterEach(() => destroyHarness(h));
 
@@ -486,6 +507,20 @@ describe('worker executor', () => {
     expect(row.last_error).toMatch(/HandlerTimeoutError: handler timed out after 50 ms/);
     // Its signal, first read after the timeout, is aborted too: a call it starts late is cut short.
     expect(stuckCtx?.signal.reason).toMatchObject({ name: 'HandlerTimeoutError' });
+  });
+
+  it('a handler deaf to its signal commits nothing once its attempt timed out, and leaves no pooled connection inside a transaction', async () => {
+    await h.ds.query(`CREATE TABLE greedy_writes (n int)`);
+    const [id] = await h.enqueue([{ kind: 'greedy' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.runWorker(w);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/HandlerTimeoutError/) });
+    await within(5000, greedy.started, 'the abandoned handler to stop writing');
+    expect((await h.ds.query(`SELECT count(*)::int AS n FROM greedy_writes`))[0].n).toBe(0);
+    // Its backend goes once it sees the socket closed: none stays idle in a transaction.
+    const idleInTx = async () => (await h.ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`))[0].n as number;
+    await eventually(async () => (await idleInTx()) === 0);
   });
 
   it("a worker without the handler of a job's kind leaves it queued, no attempt spent, and the overdue sweep offers it again", async () => {

@@ -46,7 +46,7 @@ class JobContext implements HandlerContext {
   }
 
   /** Aborts the handler's signal, if it made one (a static, so handlers see no such method on `ctx`). */
-  static abort(ctx: JobContext, reason: Error): void { ctx.#aborted = reason; ctx.#controller?.abort(reason); }
+  static abort(ctx: JobContext, reason: Error): void { ctx.#aborted = reason; ctx.#io.tx.abandoned = true; ctx.#controller?.abort(reason); }
   get signal(): AbortSignal { return (this.#controller ??= controllerAbortedBy(this.#aborted)).signal; }
   get logger(): Logger { return (this.#logger ??= this.#io.logger.child({ tenantId: this.tenantId, jobId: this.jobId, kind: this.kind, attempt: this.attempt })); }
   get effects(): EffectRecords { return (this.#effects ??= effectRecordsFor(this.#io.effects, this.#row, this.#timeoutMs)); }
