@@ -34,6 +34,7 @@ const CLAIMS_IN_FLIGHT = 3;
  */
 export class Claimer {
   private readonly batcher: MicroBatcher<string, ClaimAnswer>;
+  private lastLeaseMs = 0;
 
   constructor(private readonly o: ClaimerOptions) {
     this.batcher = new MicroBatcher((ids) => this.claim(ids), { maxBatch: o.maxBatch, maxInFlight: CLAIMS_IN_FLIGHT });
@@ -47,9 +48,18 @@ export class Claimer {
     return this.batcher.drain();
   }
 
+  /**
+   * `leaseMs` after `nowMs`, and after every lease handed out before (claims, renewals): a claim
+   * takes a running row only with its own lease (its lost reply's retry), and two claims of one
+   * millisecond each took, and ran, a row two hints carried.
+   */
+  leaseFrom(nowMs: number): number {
+    return (this.lastLeaseMs = Math.max(nowMs + this.o.leaseMs, this.lastLeaseMs + 1));
+  }
+
   private async claim(ids: string[]): Promise<ClaimAnswer[]> {
     const nowMs = this.o.clock.now().getTime();
-    const leaseUntilMs = nowMs + this.o.leaseMs;
+    const leaseUntilMs = this.leaseFrom(nowMs);
     const unique = [...new Set(ids)];
     const workerId = this.o.identity.id;
     const deadline = Date.now() + (this.o.retryForMs ?? 5000);

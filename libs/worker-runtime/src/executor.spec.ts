@@ -1,4 +1,4 @@
-import { Clock, SLOT_TTL_MS, TAKE_AHEAD_MS, within } from '@almanac/platform';
+import { Clock, ManualClock, SLOT_TTL_MS, TAKE_AHEAD_MS, within } from '@almanac/platform';
 import { DEFAULT_SHARE, type HandlerOutcome, type JsonValue, LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, type HandlerContext, retry, snooze } from '@almanac/kinds';
@@ -315,6 +315,23 @@ describe('worker executor', () => {
     expect(await chargeCount(h)).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1, result: { charged: true } });
     expect(await h.attempts(id)).toHaveLength(1);
+  });
+
+  it('two hints of one row claimed in separate claims of one tick run it once: no two claims share a lease', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now()); // every claim of the tick reads the same millisecond
+    h = await createHarness({ handlers: [slowHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'slow' }]);
+    const w = h.worker({ maxBatch: 3 }); // claims of one row each
+    await w.heartbeat.runOnce();
+    const hint = { ...h.hint(id, { kind: 'slow' }), slots: 0 };
+    const runs = [w.executor.execute('default', hint), w.executor.execute('default', hint)];
+    await slowGate.started;
+    await w.executor.drain(); // both claims answered while the first run still holds the row
+    slowGate.release();
+    expect((await Promise.all(runs)).sort()).toEqual(['stale', 'submitted']);
+    await w.executor.drain();
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
   });
 
   it("runs a row whose hint a take's lost reply left in the worker's taken hash, once the overdue repair hints it again", async () => {

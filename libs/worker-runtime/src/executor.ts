@@ -139,7 +139,7 @@ export class Executor {
     const now = this.o.clock.now().getTime();
     const due = [...this.running.values()].filter((e) => e.progress !== undefined || e.leaseUntil - now < (this.o.leaseMs * 2) / 3);
     if (due.length === 0) return 0;
-    const until = now + this.o.leaseMs;
+    const until = this.claimer.leaseFrom(now);
     const sent = due.map((e) => ({ ...e.ref, progress: e.progress }));
     const held = await this.o.repo.extendLeases(sent, new Date(until));
     due.forEach((e, i) => {
