@@ -6,6 +6,7 @@ import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing
 import { freePort } from '@almanac/testing/free-port';
 import IORedis from 'ioredis';
 import { chargeHandler, noopHandler } from '@almanac/testing/built-in-kinds';
+import { LeaseLostError } from './handler-run';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 /** A handler the test controls: it reports when it started and finishes when told. */
@@ -116,6 +117,19 @@ const greedyHandler = defineHandler<unknown>({
   },
 });
 
+let listening = gate();
+let listeningCtx: HandlerContext | undefined;
+/** Runs until its signal aborts, and fails with the signal's reason. */
+const listeningHandler = defineHandler<unknown>({
+  kind: 'listening',
+  timeoutMs: 600_000,
+  handle: (ctx) => new Promise((_, reject) => {
+    listeningCtx = ctx;
+    ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
+    listening.onStart();
+  }),
+});
+
 /** Polls `look` until it is true, for at most `ms` (a real async effect, no timer of ours to drive). */
 async function eventually(look: () => Promise<boolean>, ms = 5000): Promise<void> {
   for (const until = Date.now() + ms; !(await look()); ) if (Date.now() > until) throw new Error(`not true within ${ms} ms`);
@@ -129,6 +143,7 @@ describe('worker executor', () => {
     slowGate = gate();
     progressGate = gate();
     greedy = gate();
+    listening = gate();
     h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler, greedyHandler] });
   });
   afterEach(() => destroyHarness(h));
@@ -694,6 +709,48 @@ describe('worker executor', () => {
     slowGate.release();
     await w.taker.close(10_000);
     expect(await h.redis.connection.zscore(slots, member)).toBeNull(); // finished: the slot is freed
+  });
+
+  it('a run whose row was rescued meanwhile has its signal aborted with LeaseLostError at the next renewal', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [listeningHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'listening' }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    const running = h.runWorker(w);
+    await listening.started;
+    const rescue = await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    expect(rescue.requeued.map((r) => r.id)).toEqual([id]);
+    clock.advance(h.leaseMs / 2); // due for renewal
+    expect(await w.executor.extendLeases()).toBe(0);
+    expect(listeningCtx?.signal.reason).toBeInstanceOf(LeaseLostError);
+    await running;
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 }); // its late failure changes nothing
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['lost']);
+  });
+
+  it('a run whose lease has passed while its renewal fails has its signal aborted with LeaseLostError', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [listeningHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'listening' }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    const running = h.runWorker(w);
+    await listening.started;
+    await h.ds.query(`CREATE FUNCTION refuse_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF OLD.state = 'r' AND NEW.state = 'r' THEN RAISE EXCEPTION 'renewal refused' USING ERRCODE = '53300'; END IF; RETURN NEW; END $$`);
+    await h.ds.query(`CREATE TRIGGER refuse_renewal BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_renewal()`);
+    clock.advance(h.leaseMs / 2);
+    await expect(w.executor.extendLeases()).rejects.toThrow('renewal refused');
+    expect(listeningCtx?.signal.aborted).toBe(false); // not renewed, but its lease still holds
+    clock.advance(h.leaseMs);
+    await expect(w.executor.extendLeases()).rejects.toThrow('renewal refused');
+    expect(listeningCtx?.signal.reason).toBeInstanceOf(LeaseLostError);
+    await h.ds.query(`DROP TRIGGER refuse_renewal ON jobs; DROP FUNCTION refuse_renewal()`);
+    await running;
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/^LeaseLostError/) });
   });
 
   it('graceful shutdown lets a handler that finishes before the deadline complete normally', async () => {

@@ -23,6 +23,13 @@ export class WorkerShutdownError extends Error {
   }
 }
 
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+  constructor() {
+    super('the attempt lost its lease (rescued, or not renewed in time): the job may be running elsewhere');
+  }
+}
+
 /** How the handler call ended: an outcome, or the error it threw (or timed out with); `logger()` builds the job's logger on first use. */
 export interface HandlerRun { outcome?: HandlerOutcome; error?: unknown; logger: () => Logger }
 
