@@ -753,6 +753,28 @@ describe('worker executor', () => {
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/^LeaseLostError/) });
   });
 
+  it("a release at shutdown that wins the row from its handler's transaction gives the hint back to its pool", async () => {
+    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-4', amountCents: 100 } }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    // The handler is done; its completion, in its own transaction, waits until the release has landed.
+    const finishing = gate();
+    const real = h.repo.complete.bind(h.repo);
+    jest.spyOn(h.repo, 'complete').mockImplementationOnce(async (...args: Parameters<typeof real>) => {
+      finishing.onStart();
+      await finishing.released;
+      return real(...args);
+    });
+    const running = h.runWorker(w);
+    await finishing.started;
+    expect(await w.executor.releaseUnfinished()).toEqual(new Map([['default', [id]]]));
+    finishing.release();
+    await running;
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
+    expect(await chargeCount(h)).toBe(0);
+    expect(await h.readyIds()).toEqual([id]); // back in its pool, not waiting for the overdue sweep
+  });
+
   it('graceful shutdown lets a handler that finishes before the deadline complete normally', async () => {
     const [id] = await h.enqueue([{ kind: 'slow' }]);
     const w = h.worker();

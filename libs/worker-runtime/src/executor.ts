@@ -125,7 +125,8 @@ export class Executor {
         span.end('released');
         return 'released';
       }
-      return await span.write(() => this.writer.write(row, outcome, io.tx, startedAt, entry.leaseUntil));
+      const written = await span.write(() => this.writer.write(row, outcome, io.tx, startedAt, entry.leaseUntil));
+      return entry.released ? 'released' : written; // the shutdown's release won the row: its hint goes back
     } finally {
       if (this.running.get(key) === entry) this.running.delete(key);
     }
