@@ -164,6 +164,8 @@ export class DeliveryHarness {
   worker(
     opts: {
       pools?: string[]; workerId?: string; retryPolicy?: RetryPolicy; concurrency?: number; claimRetryForMs?: number; dataSource?: DataSource;
+      /** The executor's largest group commit; its claims hold a third of it (default 500). */
+      maxBatch?: number;
       /** What the taker duplicates for its own connections (default: this test's Redis). */
       takerConnection?: RedisClient;
       /** The worker's own clock, set by the database's at each beat as in a worker process (default: the harness clock, unset). */
@@ -182,7 +184,7 @@ export class DeliveryHarness {
     const executor = new Executor({
       repo: opts.dataSource ? new ExecutionRepository(opts.dataSource) : this.repo, dataSource: ds, registry: this.registry, hotQueue: this.hotQueue,
       clock, logger: this.logger, metrics, identity, leaseMs: this.leaseMs,
-      horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimRetryForMs: opts.claimRetryForMs,
+      horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimRetryForMs: opts.claimRetryForMs, maxBatch: opts.maxBatch,
     });
     const taker = new PoolTaker({ connection: opts.takerConnection ?? this.redis.connection, ready: this.ready, pools, concurrency, executor, identity, clock, logger: this.logger });
     const heartbeat = new Heartbeat({ identity, taker, executor, logger: this.logger });

@@ -18,16 +18,9 @@ import { PoolObserver } from './pool-observer';
  */
 @Module({
   providers: [
-    {
-      provide: DISPATCHER_LOGGER,
-      inject: [PinoLogger],
-      useFactory: (pino: PinoLogger): Logger => pino.logger.child({ component: 'dispatcher' }),
-    },
-    {
-      provide: HOT_CONSUMER_SETTINGS,
-      // A 200,000-row burst is 200 envelopes, all out of the delayed set together.
-      useFactory: (): HotConsumerSettings => ({ concurrency: readSetting(process.env, 'ALMANAC_DISPATCH_CONCURRENCY') }),
-    },
+    { provide: DISPATCHER_LOGGER, inject: [PinoLogger], useFactory: (pino: PinoLogger): Logger => pino.logger.child({ component: 'dispatcher' }) },
+    // A 200,000-row burst is 200 envelopes, all out of the delayed set together.
+    { provide: HOT_CONSUMER_SETTINGS, useFactory: (): HotConsumerSettings => ({ concurrency: readSetting(process.env, 'ALMANAC_DISPATCH_CONCURRENCY') }) },
     { provide: ReadyQueues, inject: [ALMANAC_CONFIG, DELIVERY_REDIS], useFactory: (c: AlmanacConfig, redis: RedisClient) => new ReadyQueues(redis, c.queuePrefix) },
     { provide: DeliveryMetrics, inject: [MetricsService], useFactory: (m: MetricsService) => new DeliveryMetrics(m) },
     { provide: KindRoutes, useFactory: () => new KindRoutes(parsePoolMap(process.env)) },

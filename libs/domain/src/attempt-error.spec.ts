@@ -7,6 +7,7 @@ describe('publicAttemptError: what a tenant is told about a failed attempt', () 
     ['InvalidPayloadError: charge payload: payload.invoiceId must NOT have fewer than 1 characters', { code: 'invalid_payload', message: 'charge payload: payload.invoiceId must NOT have fewer than 1 characters' }],
     ['HandlerTimeoutError: handler timed out after 50 ms', { code: 'timeout', message: 'the handler did not finish within 50 ms' }],
     [LOST_ATTEMPT_ERROR, { code: 'lost', message: LOST_ATTEMPT_ERROR }],
+    ['LeaseLostError: the attempt lost its lease (rescued, or not renewed in time): the job may be running elsewhere', { code: 'lost', message: expect.stringContaining('lost its lease') }],
     [RELEASED_ATTEMPT_ERROR, { code: 'released', message: RELEASED_ATTEMPT_ERROR }],
     [setAsideError('claim', '22003'), { code: 'set_aside', message: expect.stringContaining('set aside: Postgres refused a value of this job in its claim (SQLSTATE 22003)') }],
   ])('%s', (stored, expected) => {

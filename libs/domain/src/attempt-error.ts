@@ -3,8 +3,8 @@ export interface PublicAttemptError {
   /**
    * `handler` (the reason the handler chose to give: retry, snooze or discard), `invalid_payload`,
    * `timeout`, `handler_error` (an exception: its text is the operator's), `set_aside`,
-   * `shutdown`, `lost` (no outcome recorded: the worker stopped), `released` (given back at a
-   * worker's shutdown).
+   * `shutdown`, `lost` (no outcome recorded: the worker stopped; or the run lost its lease),
+   * `released` (given back at a worker's shutdown).
    */
   code: string;
   message: string;
@@ -58,6 +58,8 @@ export function publicAttemptError(stored: string | null | undefined): PublicAtt
     }
     case 'SetAsideError':
       return { code: 'set_aside', message: `the job was set aside: ${text}; the operator's logs have the details under this job's id` };
+    case 'LeaseLostError':
+      return { code: 'lost', message: 'the attempt lost its lease before it finished: the job may have run again meanwhile' };
     case 'WorkerShutdownError':
       return { code: 'shutdown', message: 'the worker shut down during the run' };
     default:

@@ -1,9 +1,9 @@
-import type { Hint, RetryPolicy, TierHorizons } from '@almanac/domain';
-import type { DeliveryMetrics } from '@almanac/delivery';
-import type { CompletionRecord, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { type Clock, COMPLETION_LINGER_MS, type HotQueue, isValueError, MicroBatcher, OUTCOME_RETRY_PAUSES, retryWithBackoff, runIsolated } from '@almanac/platform';
+import type { Hint } from '@almanac/domain';
+import type { CompletionRecord, RunnableJob } from '@almanac/persistence';
+import { COMPLETION_LINGER_MS, isValueError, MicroBatcher, OUTCOME_RETRY_PAUSES, retryWithBackoff, runIsolated } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { attemptRecord } from './attempt-record';
+import type { ExecutorOptions } from './executor';
 import type { HandlerRun } from './handler-run';
 import type { LazyTx } from './lazy-tx';
 
@@ -13,18 +13,12 @@ export type WriteResult = 'applied' | 'stale' | 'submitted';
 /** Group commits waiting beyond this make new runs wait (backpressure on a slow database). */
 const MAX_PENDING_COMMITS = 5000;
 
-export interface AttemptWriterOptions {
-  repo: ExecutionRepository;
-  hotQueue: HotQueue;
-  clock: Clock;
-  logger: Logger;
-  metrics: DeliveryMetrics;
+/** What the writer shares with its executor, and its own. */
+export type AttemptWriterOptions = Pick<ExecutorOptions, 'repo' | 'hotQueue' | 'clock' | 'logger' | 'metrics' | 'horizons' | 'retryPolicy'> & {
   /** Written into each history row (ALMANAC_WORKER_ID). */
   workerName: string;
-  horizons: TierHorizons;
-  retryPolicy: RetryPolicy;
   maxBatch: number;
-}
+};
 
 /**
  * Records how attempts ended with a guarded update: in the handler's own transaction when it
@@ -126,7 +120,7 @@ export class AttemptWriter {
 
   /** One outcome through the group commit: applied or stale; throws for a write to send again. */
   private commit(item: { record: CompletionRecord; kind: string }): Promise<boolean> {
-    return this.completer.submit(item).then(appliedOrThrow);
+    return this.completer.submit(item).then((answer) => (answer instanceof Error ? Promise.reject(answer) : answer));
   }
 
   /**
@@ -169,8 +163,6 @@ export class AttemptWriter {
     return items.map((i) => first.get(i.record.id) === i && (applied.has(i.record.id) || (failed ?? false)));
   }
 }
-
-const appliedOrThrow = (answer: boolean | Error): boolean | Promise<never> => (answer instanceof Error ? Promise.reject(answer) : answer);
 
 function hintOf(r: CompletionRecord, kind: string): Hint {
   return { id: r.id, tenantId: r.tenantId, kind, dueMs: (r.runAt ?? new Date()).getTime() };

@@ -1,26 +1,18 @@
 import { setAsideError } from '@almanac/domain';
-import type { DeliveryMetrics } from '@almanac/delivery';
-import type { ClaimResult, ExecutionRepository, RunnableJob } from '@almanac/persistence';
-import { CLAIM_RETRY_PAUSES, type Clock, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
-import type { Logger } from 'pino';
-import type { WorkerIdentity } from './worker-identity';
+import type { ClaimResult, RunnableJob } from '@almanac/persistence';
+import { CLAIM_RETRY_PAUSES, isValueError, MicroBatcher, retryWithBackoff, runIsolated } from '@almanac/platform';
+import type { ExecutorOptions } from './executor';
 
 /** A claimed row and its lease; the due time of a queued row not due yet; or stale (drop the hint). */
 export type ClaimAnswer = { row: RunnableJob; leaseUntilMs: number } | { earlyDueMs: number } | 'stale';
 
-export interface ClaimerOptions {
-  repo: ExecutionRepository;
-  clock: Clock;
-  identity: WorkerIdentity;
-  metrics: DeliveryMetrics;
-  logger: Logger;
-  /** Lease a claim starts with; the heartbeat renews it while the handler runs. */
-  leaseMs: number;
+/** What the claimer shares with its executor, and its own limits. */
+export type ClaimerOptions = Pick<ExecutorOptions, 'repo' | 'clock' | 'identity' | 'metrics' | 'logger' | 'leaseMs'> & {
   /** Rows per claim statement at most. */
   maxBatch: number;
   /** How long a failing claim is sent again before its hints are given back (default 5 s). */
   retryForMs?: number;
-}
+};
 
 /**
  * Claims of one worker in flight at once, each its own statement on its own connection, so
@@ -42,6 +34,7 @@ const CLAIMS_IN_FLIGHT = 3;
  */
 export class Claimer {
   private readonly batcher: MicroBatcher<string, ClaimAnswer>;
+  private lastLeaseMs = 0;
 
   constructor(private readonly o: ClaimerOptions) {
     this.batcher = new MicroBatcher((ids) => this.claim(ids), { maxBatch: o.maxBatch, maxInFlight: CLAIMS_IN_FLIGHT });
@@ -55,9 +48,18 @@ export class Claimer {
     return this.batcher.drain();
   }
 
+  /**
+   * `leaseMs` after `nowMs`, and after every lease handed out before (claims, renewals): a claim
+   * takes a running row only with its own lease (its lost reply's retry), and two claims of one
+   * millisecond each took, and ran, a row two hints carried.
+   */
+  leaseFrom(nowMs: number): number {
+    return (this.lastLeaseMs = Math.max(nowMs + this.o.leaseMs, this.lastLeaseMs + 1));
+  }
+
   private async claim(ids: string[]): Promise<ClaimAnswer[]> {
     const nowMs = this.o.clock.now().getTime();
-    const leaseUntilMs = nowMs + this.o.leaseMs;
+    const leaseUntilMs = this.leaseFrom(nowMs);
     const unique = [...new Set(ids)];
     const workerId = this.o.identity.id;
     const deadline = Date.now() + (this.o.retryForMs ?? 5000);

@@ -1,4 +1,4 @@
-import { Clock, SLOT_TTL_MS, TAKE_AHEAD_MS } from '@almanac/platform';
+import { Clock, ManualClock, SLOT_TTL_MS, TAKE_AHEAD_MS, within } from '@almanac/platform';
 import { DEFAULT_SHARE, type HandlerOutcome, type JsonValue, LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, type HandlerContext, retry, snooze } from '@almanac/kinds';
@@ -6,6 +6,7 @@ import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing
 import { freePort } from '@almanac/testing/free-port';
 import IORedis from 'ioredis';
 import { chargeHandler, noopHandler } from '@almanac/testing/built-in-kinds';
+import { LeaseLostError } from './handler-run';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 /** A handler the test controls: it reports when it started and finishes when told. */
@@ -101,6 +102,39 @@ const stuckHandler = defineHandler<unknown>({
   handle: (ctx) => ((stuckCtx = ctx), new Promise(() => undefined)), // ignores its signal on purpose
 });
 
+let greedy = gate();
+/** Writes through the EntityManager ctx.tx() gave it, deaf to its signal, until a write fails; then says it stopped. */
+const greedyHandler = defineHandler<unknown>({
+  kind: 'greedy',
+  timeoutMs: 50,
+  handle: async (ctx) => {
+    const em = await ctx.tx();
+    try {
+      for (;;) await em.query(`INSERT INTO greedy_writes VALUES (1)`);
+    } finally {
+      greedy.onStart();
+    }
+  },
+});
+
+let listening = gate();
+let listeningCtx: HandlerContext | undefined;
+/** Runs until its signal aborts, and fails with the signal's reason. */
+const listeningHandler = defineHandler<unknown>({
+  kind: 'listening',
+  timeoutMs: 600_000,
+  handle: (ctx) => new Promise((_, reject) => {
+    listeningCtx = ctx;
+    ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
+    listening.onStart();
+  }),
+});
+
+/** Polls `look` until it is true, for at most `ms` (a real async effect, no timer of ours to drive). */
+async function eventually(look: () => Promise<boolean>, ms = 5000): Promise<void> {
+  for (const until = Date.now() + ms; !(await look()); ) if (Date.now() > until) throw new Error(`not true within ${ms} ms`);
+}
+
 describe('worker executor', () => {
   let h: DeliveryHarness;
 
@@ -108,7 +142,9 @@ describe('worker executor', () => {
     flaky.calls = 0;
     slowGate = gate();
     progressGate = gate();
-    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler] });
+    greedy = gate();
+    listening = gate();
+    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler, greedyHandler] });
   });
   afterEach(() => destroyHarness(h));
 
@@ -294,6 +330,23 @@ describe('worker executor', () => {
     expect(await chargeCount(h)).toBe(1);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1, result: { charged: true } });
     expect(await h.attempts(id)).toHaveLength(1);
+  });
+
+  it('two hints of one row claimed in separate claims of one tick run it once: no two claims share a lease', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now()); // every claim of the tick reads the same millisecond
+    h = await createHarness({ handlers: [slowHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'slow' }]);
+    const w = h.worker({ maxBatch: 3 }); // claims of one row each
+    await w.heartbeat.runOnce();
+    const hint = { ...h.hint(id, { kind: 'slow' }), slots: 0 };
+    const runs = [w.executor.execute('default', hint), w.executor.execute('default', hint)];
+    await slowGate.started;
+    await w.executor.drain(); // both claims answered while the first run still holds the row
+    slowGate.release();
+    expect((await Promise.all(runs)).sort()).toEqual(['stale', 'submitted']);
+    await w.executor.drain();
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
   });
 
   it("runs a row whose hint a take's lost reply left in the worker's taken hash, once the overdue repair hints it again", async () => {
@@ -488,6 +541,20 @@ describe('worker executor', () => {
     expect(stuckCtx?.signal.reason).toMatchObject({ name: 'HandlerTimeoutError' });
   });
 
+  it('a handler deaf to its signal commits nothing once its attempt timed out, and leaves no pooled connection inside a transaction', async () => {
+    await h.ds.query(`CREATE TABLE greedy_writes (n int)`);
+    const [id] = await h.enqueue([{ kind: 'greedy' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.runWorker(w);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/HandlerTimeoutError/) });
+    await within(5000, greedy.started, 'the abandoned handler to stop writing');
+    expect((await h.ds.query(`SELECT count(*)::int AS n FROM greedy_writes`))[0].n).toBe(0);
+    // Its backend goes once it sees the socket closed: none stays idle in a transaction.
+    const idleInTx = async () => (await h.ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`))[0].n as number;
+    await eventually(async () => (await idleInTx()) === 0);
+  });
+
   it("a worker without the handler of a job's kind leaves it queued, no attempt spent, and the overdue sweep offers it again", async () => {
     const [id] = await h.enqueue([{ kind: 'mystery', maxAttempts: 1 }]);
     const w = h.worker();
@@ -642,6 +709,70 @@ describe('worker executor', () => {
     slowGate.release();
     await w.taker.close(10_000);
     expect(await h.redis.connection.zscore(slots, member)).toBeNull(); // finished: the slot is freed
+  });
+
+  it('a run whose row was rescued meanwhile has its signal aborted with LeaseLostError at the next renewal', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [listeningHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'listening' }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    const running = h.runWorker(w);
+    await listening.started;
+    const rescue = await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    expect(rescue.requeued.map((r) => r.id)).toEqual([id]);
+    clock.advance(h.leaseMs / 2); // due for renewal
+    expect(await w.executor.extendLeases()).toBe(0);
+    expect(listeningCtx?.signal.reason).toBeInstanceOf(LeaseLostError);
+    await running;
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 }); // its late failure changes nothing
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['lost']);
+  });
+
+  it('a run whose lease has passed while its renewal fails has its signal aborted with LeaseLostError', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [listeningHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'listening' }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    const running = h.runWorker(w);
+    await listening.started;
+    await h.ds.query(`CREATE FUNCTION refuse_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF OLD.state = 'r' AND NEW.state = 'r' THEN RAISE EXCEPTION 'renewal refused' USING ERRCODE = '53300'; END IF; RETURN NEW; END $$`);
+    await h.ds.query(`CREATE TRIGGER refuse_renewal BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_renewal()`);
+    clock.advance(h.leaseMs / 2);
+    await expect(w.executor.extendLeases()).rejects.toThrow('renewal refused');
+    expect(listeningCtx?.signal.aborted).toBe(false); // not renewed, but its lease still holds
+    clock.advance(h.leaseMs);
+    await expect(w.executor.extendLeases()).rejects.toThrow('renewal refused');
+    expect(listeningCtx?.signal.reason).toBeInstanceOf(LeaseLostError);
+    await h.ds.query(`DROP TRIGGER refuse_renewal ON jobs; DROP FUNCTION refuse_renewal()`);
+    await running;
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/^LeaseLostError/) });
+  });
+
+  it("a release at shutdown that wins the row from its handler's transaction gives the hint back to its pool", async () => {
+    const [id] = await h.enqueue([{ kind: 'charge', payload: { invoiceId: 'inv-4', amountCents: 100 } }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    // The handler is done; its completion, in its own transaction, waits until the release has landed.
+    const finishing = gate();
+    const real = h.repo.complete.bind(h.repo);
+    jest.spyOn(h.repo, 'complete').mockImplementationOnce(async (...args: Parameters<typeof real>) => {
+      finishing.onStart();
+      await finishing.released;
+      return real(...args);
+    });
+    const running = h.runWorker(w);
+    await finishing.started;
+    expect(await w.executor.releaseUnfinished()).toEqual(new Map([['default', [id]]]));
+    finishing.release();
+    await running;
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
+    expect(await chargeCount(h)).toBe(0);
+    expect(await h.readyIds()).toEqual([id]); // back in its pool, not waiting for the overdue sweep
   });
 
   it('graceful shutdown lets a handler that finishes before the deadline complete normally', async () => {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AttemptWriter, type WriteResult } from './attempt-writer';
 import { type ClaimAnswer, Claimer } from './claimer';
-import { runHandler, WorkerShutdownError } from './handler-run';
+import { LeaseLostError, runHandler, WorkerShutdownError } from './handler-run';
 import { LazyTx } from './lazy-tx';
 import { RunSpan } from './run-span';
 import type { WorkerIdentity } from './worker-identity';
@@ -125,7 +125,8 @@ export class Executor {
         span.end('released');
         return 'released';
       }
-      return await span.write(() => this.writer.write(row, outcome, io.tx, startedAt, entry.leaseUntil));
+      const written = await span.write(() => this.writer.write(row, outcome, io.tx, startedAt, entry.leaseUntil));
+      return entry.released ? 'released' : written; // the shutdown's release won the row: its hint goes back
     } finally {
       if (this.running.get(key) === entry) this.running.delete(key);
     }
@@ -139,12 +140,17 @@ export class Executor {
     const now = this.o.clock.now().getTime();
     const due = [...this.running.values()].filter((e) => e.progress !== undefined || e.leaseUntil - now < (this.o.leaseMs * 2) / 3);
     if (due.length === 0) return 0;
-    const until = now + this.o.leaseMs;
+    const until = this.claimer.leaseFrom(now);
     const sent = due.map((e) => ({ ...e.ref, progress: e.progress }));
-    const held = await this.o.repo.extendLeases(sent, new Date(until));
+    // A run whose lease is gone (rescued, or expired unrenewed) may be running elsewhere by now: its handler is stopped.
+    const held = await this.o.repo.extendLeases(sent, new Date(until)).catch((err: unknown) => {
+      for (const e of due) if (e.leaseUntil <= this.o.clock.now().getTime()) e.abort?.(new LeaseLostError());
+      throw err;
+    });
     due.forEach((e, i) => {
       if (e.progress === sent[i].progress) e.progress = undefined; // written, or its run is gone; a newer report waits for the next beat
       if (held.has(e.ref.id)) e.leaseUntil = until;
+      else e.abort?.(new LeaseLostError());
     });
     return held.size;
   }

@@ -23,6 +23,13 @@ export class WorkerShutdownError extends Error {
   }
 }
 
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+  constructor() {
+    super('the attempt lost its lease (rescued, or not renewed in time): the job may be running elsewhere');
+  }
+}
+
 /** How the handler call ended: an outcome, or the error it threw (or timed out with); `logger()` builds the job's logger on first use. */
 export interface HandlerRun { outcome?: HandlerOutcome; error?: unknown; logger: () => Logger }
 
@@ -46,7 +53,7 @@ class JobContext implements HandlerContext {
   }
 
   /** Aborts the handler's signal, if it made one (a static, so handlers see no such method on `ctx`). */
-  static abort(ctx: JobContext, reason: Error): void { ctx.#aborted = reason; ctx.#controller?.abort(reason); }
+  static abort(ctx: JobContext, reason: Error): void { ctx.#aborted = reason; ctx.#io.tx.abandoned = true; ctx.#controller?.abort(reason); }
   get signal(): AbortSignal { return (this.#controller ??= controllerAbortedBy(this.#aborted)).signal; }
   get logger(): Logger { return (this.#logger ??= this.#io.logger.child({ tenantId: this.tenantId, jobId: this.jobId, kind: this.kind, attempt: this.attempt })); }
   get effects(): EffectRecords { return (this.#effects ??= effectRecordsFor(this.#io.effects, this.#row, this.#timeoutMs)); }

@@ -2,6 +2,9 @@ import { tracer } from '@almanac/platform';
 import { type Context, ROOT_CONTEXT, type Span, trace } from '@opentelemetry/api';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 
+/** typeorm's PostgresQueryRunner, by its private release that hands an error on to pg-pool. */
+type PgRunner = { releasePostgresConnection(err: Error): Promise<void> };
+
 export class TransactionClosedError extends Error {
   override readonly name = 'TransactionClosedError';
   constructor() {
@@ -17,6 +20,8 @@ export class LazyTx {
   private runner: QueryRunner | undefined;
   private opening: Promise<EntityManager> | undefined;
   private closed = false;
+  /** Its run was aborted (ctx.signal), while the handler may still be running. */
+  abandoned = false;
   /** The transaction's span (`ctx.tx()`), a child of the handler's, only while tracing records it. */
   private span: Span | undefined;
 
@@ -52,22 +57,22 @@ export class LazyTx {
     }
   }
 
-  /** Discards whatever the handler wrote (it threw, timed out, or the delivery was released). */
+  /**
+   * Discards whatever the handler wrote (it threw, timed out, or the delivery was released). An
+   * abandoned handler may still be sending queries: after a ROLLBACK they would run on their own
+   * and commit, so its connection is closed instead (Postgres rolls back; every later query fails).
+   */
   async rollback(): Promise<void> {
     this.closed = true;
     if (!this.opening) return;
-    try {
-      await this.opening;
-    } catch {
-      this.endSpan('rollback');
-      return; // never opened: nothing to undo (begin already released the runner)
-    }
+    if (!(await this.opening.then(() => true, () => false))) return this.endSpan('rollback'); // never opened: begin released the runner
     const runner = this.runner as QueryRunner;
     try {
-      if (runner.isTransactionActive) await runner.rollbackTransaction();
+      if (!this.abandoned && runner.isTransactionActive) await runner.rollbackTransaction();
     } finally {
       this.endSpan('rollback');
-      await runner.release();
+      // pg-pool destroys a client released with an error; typeorm 1.x's public release() drops its argument.
+      await (this.abandoned ? (runner as unknown as PgRunner).releasePostgresConnection(new Error('abandoned run')) : runner.release());
     }
   }
 

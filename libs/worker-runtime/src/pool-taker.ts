@@ -1,11 +1,10 @@
 import { ReadyQueues, type TakenHint } from '@almanac/delivery';
-import { type Clock, duplicateRedis, type RedisClient, SLOT_RENEW_MS, TAKE_BLOCK_MS, WaitTimeoutError, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
-import type { Logger } from 'pino';
-import type { ExecutionResult, Executor } from './executor';
+import { duplicateRedis, type RedisClient, SLOT_RENEW_MS, TAKE_BLOCK_MS, WaitTimeoutError, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
+import type { ExecutionResult, Executor, ExecutorOptions } from './executor';
 import { type Lane, newLane, wake } from './pool-lane';
-import type { WorkerIdentity } from './worker-identity';
 
-export interface PoolTakerOptions {
+/** What the taker shares with its executor, and its own. */
+export type PoolTakerOptions = Pick<ExecutorOptions, 'identity' | 'clock' | 'logger'> & {
   /** Duplicated per pool, for its blocking waits and for its takes. */
   connection: RedisClient;
   ready: ReadyQueues;
@@ -13,10 +12,7 @@ export interface PoolTakerOptions {
   /** Handlers running at once, per pool. */
   concurrency: number;
   executor: Executor;
-  identity: WorkerIdentity;
-  clock: Clock;
-  logger: Logger;
-}
+};
 
 /**
  * Takes work from the pools' ready lists as handler slots free up: per pool, one loop takes as

@@ -12,7 +12,8 @@ import { jobPayload } from './job-payload.sql';
  *
  * Idempotent: a row this worker already claimed with this very lease (a claim whose reply was
  * lost, sent again) comes back as claimed, its attempt not counted twice. So a failed claim is
- * retried, never undone.
+ * retried, never undone. Only that retry may match: no two claims (or renewals) of a worker
+ * share a lease (Claimer.leaseFrom), else a second hint of a row ran it beside the first.
  *
  * Commits without waiting for the WAL flush (synchronous_commit off for this transaction;
  * ~10 ms → ~1 ms per commit here). Safe: if a crash loses the claim, the row is still queued,
