@@ -66,7 +66,7 @@ class OpsLifecycle implements OnModuleInit, OnApplicationShutdown {
   ) {}
 
   onModuleInit(): void {
-    this.redisMetrics.trackQueue(this.hotQueue.queue);
+    this.redisMetrics.trackQueue(() => this.hotQueue.queue);
   }
 
   /** BullModule closes its Workers in this same phase; they share, never own, the connection. */

@@ -19,7 +19,8 @@ const QUEUE_STATES = ['waiting', 'delayed', 'active', 'prioritized', 'waiting-ch
  */
 @Injectable()
 export class RedisMetrics implements OnModuleInit {
-  private readonly queues = new Map<string, Queue>();
+  /** Each tracked queue as its owner has it now (a HotQueue may replace its BullMQ Queue). */
+  private readonly queues = new Map<string, () => Queue>();
   private counts: { at: number; rows: { queue: string; state: string; n: number }[] } | undefined;
 
   constructor(
@@ -64,16 +65,18 @@ export class RedisMetrics implements OnModuleInit {
     return sum;
   }
 
-  /** Reports this queue's depth on /metrics. Tracking the same queue name twice is a no-op. */
-  trackQueue(queue: Queue): void {
-    if (!this.queues.has(queue.name)) this.queues.set(queue.name, queue);
+  /** Reports the depth of the queue `current` gives at each scrape on /metrics. Tracking the same queue name twice is a no-op. */
+  trackQueue(current: () => Queue): void {
+    const name = current().name;
+    if (!this.queues.has(name)) this.queues.set(name, current);
   }
 
   private async queueCounts(): Promise<{ queue: string; state: string; n: number }[]> {
     const now = Date.now();
     if (this.counts && now - this.counts.at < QUEUE_COUNTS_TTL_MS) return this.counts.rows;
     const rows: { queue: string; state: string; n: number }[] = [];
-    for (const queue of this.queues.values()) {
+    for (const current of this.queues.values()) {
+      const queue = current();
       const counts = await this.withTimeout(() => queue.getJobCounts(...QUEUE_STATES));
       if (!counts) return this.counts?.rows ?? [];
       for (const state of QUEUE_STATES) rows.push({ queue: queue.name, state, n: counts[state] ?? 0 });

@@ -191,4 +191,26 @@ describe('HotQueue', () => {
       await server.stop();
     }
   });
+
+  it('replaces a Queue whose setup fails every time (INFO denied) at most once a second, not every round trip', async () => {
+    const server = await startPrivateRedis();
+    const admin = new IORedis(server.url);
+    await admin.call('ACL', 'SETUSER', 'noinfo', 'on', '>pw', '~*', '&*', '+@all', '-info');
+    const connection = new IORedis(server.url, { username: 'noinfo', password: 'pw', maxRetriesPerRequest: null, enableReadyCheck: false });
+    connection.on('error', () => undefined);
+    const denied = HotQueue.open(connection, 'denied', 200);
+    try {
+      const hint = { id: '1', dueMs: now.getTime(), tenantId: 1, kind: 'noop' };
+      for (let i = 0; i < 50; i++) await expect(denied.enqueue([hint], now)).rejects.toBeDefined();
+      const stats = String(await admin.call('INFO', 'commandstats'));
+      const refused = Number(/cmdstat_info:.*rejected_calls=(\d+)/.exec(stats)?.[1] ?? 0);
+      expect(refused).toBeGreaterThanOrEqual(1); // the setup was tried
+      expect(refused).toBeLessThanOrEqual(3); // the first, the one replaced at once, maybe one a second later
+    } finally {
+      await denied.close().catch(() => undefined);
+      connection.disconnect();
+      admin.disconnect();
+      await server.stop();
+    }
+  });
 });

@@ -18,6 +18,7 @@ const ENVELOPE_NAME = 'e';
 export const HOT_QUEUE_OPTIONS = { streams: { events: { maxLen: 100 } } } as const;
 
 const DEFAULT_WAIT_MS = 5000;
+const REPLACE_AT_MOST_EVERY_MS = 1000;
 
 /**
  * The hot queue: hints for the rows due in the next hours, in envelopes (see envelopesOf), one
@@ -40,6 +41,7 @@ export class HotQueue {
   readonly windows: CoarseWindows;
   private current: Queue<EnvelopeData, unknown, string>;
   private closing = false;
+  private replacedAtMs = -Infinity;
 
   private constructor(
     private readonly producer: RedisClient,
@@ -71,6 +73,8 @@ export class HotQueue {
    * connection that resends nothing, a Redis lost during that INFO failed the setup, and every
    * call after it, for good. A Queue whose setup failed is replaced (on the same connection: the
    * new one waits for its next connect); the calls that saw the failure fail, bounded as ever.
+   * At most one replacement a second: a setup that fails every time (INFO denied by an ACL) would
+   * otherwise send an INFO and make a Queue every round trip.
    */
   private newQueue(): Queue<EnvelopeData, unknown, string> {
     const queue = new Queue<EnvelopeData, unknown, string>(HOT_QUEUE_NAME, { connection: this.producer, prefix: this.prefixName, ...HOT_QUEUE_OPTIONS });
@@ -78,9 +82,15 @@ export class HotQueue {
     // listener BullMQ prints every reconnect failure to stderr.
     queue.on('error', () => undefined);
     queue.waitUntilReady().catch(() => {
-      if (this.closing || this.current !== queue || this.producer.status === 'end') return;
-      this.current = this.newQueue();
-      void queue.close().catch(() => undefined); // its listeners on the shared connection
+      const replace = () => {
+        if (this.closing || this.current !== queue || this.producer.status === 'end') return;
+        this.replacedAtMs = Date.now();
+        this.current = this.newQueue();
+        void queue.close().catch(() => undefined); // its listeners on the shared connection
+      };
+      const waitMs = this.replacedAtMs + REPLACE_AT_MOST_EVERY_MS - Date.now();
+      if (waitMs > 0) setTimeout(replace, waitMs).unref();
+      else replace();
     });
     return queue;
   }
