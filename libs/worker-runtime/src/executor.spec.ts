@@ -730,6 +730,33 @@ describe('worker executor', () => {
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['lost']);
   });
 
+  it('a run rescued while the same worker claimed its row again is aborted with LeaseLostError at the next renewal; the newer attempt keeps its lease', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [listeningHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'listening' }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    const first = h.runWorker(w);
+    await listening.started;
+    const older = listeningCtx;
+    // As for a worker re-registered under a new id: its old id found dead, its row queued again and claimed by it.
+    await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    listening = gate();
+    const second = w.executor.execute('default', { ...h.hint(id, { kind: 'listening' }), slots: 0 });
+    await listening.started;
+    const newer = listeningCtx;
+    expect([older?.attempt, newer?.attempt]).toEqual([1, 2]);
+    clock.advance(h.leaseMs / 2); // both due for renewal
+    expect(await w.executor.extendLeases()).toBe(1);
+    expect(older?.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect(newer?.signal.aborted).toBe(false);
+    await w.executor.releaseUnfinished(); // ends the newer one
+    await Promise.all([first, second]);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 2 });
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['lost', 'released']);
+  });
+
   it('a run whose lease has passed while its renewal fails has its signal aborted with LeaseLostError', async () => {
     await destroyHarness(h);
     const clock = new ManualClock(Date.now());
