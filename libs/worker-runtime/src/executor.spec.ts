@@ -117,6 +117,19 @@ const greedyHandler = defineHandler<unknown>({
   },
 });
 
+let lockedPid: number | undefined;
+/** Waits in its transaction for a row the test holds locked, past its timeout. */
+const lockedHandler = defineHandler<unknown>({
+  kind: 'locked',
+  timeoutMs: 100,
+  handle: async (ctx) => {
+    const em = await ctx.tx();
+    lockedPid = (await em.query(`SELECT pg_backend_pid() AS pid`))[0].pid;
+    await em.query(`SELECT 1 FROM lock_target FOR UPDATE`);
+    return completed();
+  },
+});
+
 let listening = gate();
 let listeningCtx: HandlerContext | undefined;
 /** Runs until its signal aborts, and fails with the signal's reason. */
@@ -144,7 +157,7 @@ describe('worker executor', () => {
     progressGate = gate();
     greedy = gate();
     listening = gate();
-    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler, greedyHandler] });
+    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler, greedyHandler, lockedHandler] });
   });
   afterEach(() => destroyHarness(h));
 
@@ -553,6 +566,26 @@ describe('worker executor', () => {
     // Its backend goes once it sees the socket closed: none stays idle in a transaction.
     const idleInTx = async () => (await h.ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`))[0].n as number;
     await eventually(async () => (await idleInTx()) === 0);
+  });
+
+  it("a timed-out handler's statement waiting on a lock is ended with its attempt, not left holding a server connection the pool replaced", async () => {
+    await h.ds.query(`CREATE TABLE lock_target (n int); INSERT INTO lock_target VALUES (1)`);
+    const locker = h.ds.createQueryRunner();
+    await locker.startTransaction();
+    try {
+      await locker.query(`SELECT 1 FROM lock_target FOR UPDATE`);
+      const [id] = await h.enqueue([{ kind: 'locked' }]);
+      const w = h.worker();
+      await h.hot.runOnce();
+      await h.runWorker(w);
+      expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/HandlerTimeoutError/) });
+      expect(lockedPid).toEqual(expect.any(Number));
+      // Still before the lock is let go: a closed socket alone leaves the backend waiting for it.
+      await eventually(async () => (await h.ds.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [lockedPid])).length === 0, 3000);
+    } finally {
+      await locker.rollbackTransaction();
+      await locker.release();
+    }
   });
 
   it("a worker without the handler of a job's kind leaves it queued, no attempt spent, and the overdue sweep offers it again", async () => {
