@@ -1,4 +1,5 @@
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager, type QueryRunner } from 'typeorm';
+import { TERMINATE_BACKEND_SQL } from './statements/terminate-backend.sql';
 
 /**
  * Where a repository's SQL runs: the shared DataSource (a pooled connection per statement) or
@@ -46,6 +47,23 @@ export async function sql<T = Record<string, unknown>>(db: Db, statement: string
   } finally {
     if (!txRunner) await runner.release();
   }
+}
+
+/** typeorm's PostgresQueryRunner, by its private parts: the pg client, and the release that hands an error on to pg-pool. */
+type PgRunner = { databaseConnection?: { processID?: number }; releasePostgresConnection(err: Error): Promise<void> };
+
+/**
+ * Closes a transaction's connection instead of rolling it back, for a session that must run
+ * nothing more: pg-pool destroys a client released with an error (typeorm 1.x's public release()
+ * drops its argument). Postgres would see the closed socket only at its next read or write, so
+ * its backend is ended too, from another pooled connection (under the pool's statement_timeout);
+ * else a slow statement kept its locks, and the server a connection the pool has replaced.
+ */
+export async function discardConnection(runner: QueryRunner, why: Error): Promise<void> {
+  const pid = (runner as unknown as PgRunner).databaseConnection?.processID;
+  // Released first: its pool slot is free for the statement below, which a full pool would make wait.
+  await (runner as unknown as PgRunner).releasePostgresConnection(why);
+  if (pid !== undefined) await sql(runner.connection, TERMINATE_BACKEND_SQL, [pid]);
 }
 
 /** Ids travel as strings; anything that is not a positive bigint can match no row. */

@@ -117,6 +117,19 @@ const greedyHandler = defineHandler<unknown>({
   },
 });
 
+let lockedPid: number | undefined;
+/** Waits in its transaction for a row the test holds locked, past its timeout. */
+const lockedHandler = defineHandler<unknown>({
+  kind: 'locked',
+  timeoutMs: 100,
+  handle: async (ctx) => {
+    const em = await ctx.tx();
+    lockedPid = (await em.query(`SELECT pg_backend_pid() AS pid`))[0].pid;
+    await em.query(`SELECT 1 FROM lock_target FOR UPDATE`);
+    return completed();
+  },
+});
+
 let listening = gate();
 let listeningCtx: HandlerContext | undefined;
 /** Runs until its signal aborts, and fails with the signal's reason. */
@@ -144,7 +157,7 @@ describe('worker executor', () => {
     progressGate = gate();
     greedy = gate();
     listening = gate();
-    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler, greedyHandler] });
+    h = await createHarness({ handlers: [noopHandler, chargeHandler, flakyHandler, slowHandler, stuckHandler, poisonHandler, progressHandler, greedyHandler, lockedHandler] });
   });
   afterEach(() => destroyHarness(h));
 
@@ -555,6 +568,26 @@ describe('worker executor', () => {
     await eventually(async () => (await idleInTx()) === 0);
   });
 
+  it("a timed-out handler's statement waiting on a lock is ended with its attempt, not left holding a server connection the pool replaced", async () => {
+    await h.ds.query(`CREATE TABLE lock_target (n int); INSERT INTO lock_target VALUES (1)`);
+    const locker = h.ds.createQueryRunner();
+    await locker.startTransaction();
+    try {
+      await locker.query(`SELECT 1 FROM lock_target FOR UPDATE`);
+      const [id] = await h.enqueue([{ kind: 'locked' }]);
+      const w = h.worker();
+      await h.hot.runOnce();
+      await h.runWorker(w);
+      expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/HandlerTimeoutError/) });
+      expect(lockedPid).toEqual(expect.any(Number));
+      // Still before the lock is let go: a closed socket alone leaves the backend waiting for it.
+      await eventually(async () => (await h.ds.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [lockedPid])).length === 0, 3000);
+    } finally {
+      await locker.rollbackTransaction();
+      await locker.release();
+    }
+  });
+
   it("a worker without the handler of a job's kind leaves it queued, no attempt spent, and the overdue sweep offers it again", async () => {
     const [id] = await h.enqueue([{ kind: 'mystery', maxAttempts: 1 }]);
     const w = h.worker();
@@ -728,6 +761,33 @@ describe('worker executor', () => {
     await running;
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 }); // its late failure changes nothing
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['lost']);
+  });
+
+  it('a run rescued while the same worker claimed its row again is aborted with LeaseLostError at the next renewal; the newer attempt keeps its lease', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [listeningHandler], clock });
+    const [id] = await h.enqueue([{ kind: 'listening' }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    const first = h.runWorker(w);
+    await listening.started;
+    const older = listeningCtx;
+    // As for a worker re-registered under a new id: its old id found dead, its row queued again and claimed by it.
+    await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    listening = gate();
+    const second = w.executor.execute('default', { ...h.hint(id, { kind: 'listening' }), slots: 0 });
+    await listening.started;
+    const newer = listeningCtx;
+    expect([older?.attempt, newer?.attempt]).toEqual([1, 2]);
+    clock.advance(h.leaseMs / 2); // both due for renewal
+    expect(await w.executor.extendLeases()).toBe(1);
+    expect(older?.signal.reason).toBeInstanceOf(LeaseLostError);
+    expect(newer?.signal.aborted).toBe(false);
+    await w.executor.releaseUnfinished(); // ends the newer one
+    await Promise.all([first, second]);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 2 });
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['lost', 'released']);
   });
 
   it('a run whose lease has passed while its renewal fails has its signal aborted with LeaseLostError', async () => {

@@ -1,7 +1,7 @@
 import type { RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, TakenHint } from '@almanac/delivery';
 import type { HandlerDefinition, HandlerRegistry } from '@almanac/kinds';
-import { type DeliveryRef, EffectsRepository, type ExecutionRepository, type RunnableJob } from '@almanac/persistence';
+import { type DeliveryRef, EffectsRepository, type ExecutionRepository, refKey, type RunnableJob } from '@almanac/persistence';
 import { CLAIM_RETRY_WITHIN_MS, type Clock, type HotQueue, MAX_EARLY_WAIT_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
@@ -114,7 +114,7 @@ export class Executor {
     const { clock, metrics } = this.o;
     const startedAt = clock.now();
     const entry: Running = { pool, ref: { id: row.id, attempt: row.attempt }, kind: row.kind, startedAt, leaseUntil: leaseUntilMs, released: false };
-    const key = `${row.id}:${row.attempt}`;
+    const key = refKey(entry.ref);
     this.running.set(key, entry);
     try {
       metrics.observeLag(pool, row.tenantId, Math.max(0, startedAt.getTime() - hint.dueMs) / 1000);
@@ -149,7 +149,7 @@ export class Executor {
     });
     due.forEach((e, i) => {
       if (e.progress === sent[i].progress) e.progress = undefined; // written, or its run is gone; a newer report waits for the next beat
-      if (held.has(e.ref.id)) e.leaseUntil = until;
+      if (held.has(refKey(e.ref))) e.leaseUntil = until; // by attempt too: an older attempt of a row claimed again is stopped
       else e.abort?.(new LeaseLostError());
     });
     return held.size;

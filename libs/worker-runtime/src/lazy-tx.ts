@@ -1,9 +1,7 @@
+import { discardConnection } from '@almanac/persistence';
 import { tracer } from '@almanac/platform';
 import { type Context, ROOT_CONTEXT, type Span, trace } from '@opentelemetry/api';
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-
-/** typeorm's PostgresQueryRunner, by its private release that hands an error on to pg-pool. */
-type PgRunner = { releasePostgresConnection(err: Error): Promise<void> };
 
 export class TransactionClosedError extends Error {
   override readonly name = 'TransactionClosedError';
@@ -71,8 +69,8 @@ export class LazyTx {
       if (!this.abandoned && runner.isTransactionActive) await runner.rollbackTransaction();
     } finally {
       this.endSpan('rollback');
-      // pg-pool destroys a client released with an error; typeorm 1.x's public release() drops its argument.
-      await (this.abandoned ? (runner as unknown as PgRunner).releasePostgresConnection(new Error('abandoned run')) : runner.release());
+      // Discarded, its backend ended too: a query of it may still be running or waiting on a lock.
+      await (this.abandoned ? discardConnection(runner, new Error('abandoned run')) : runner.release());
     }
   }
 

@@ -23,6 +23,9 @@ export interface DeliveryRef {
   attempt: number;
 }
 
+/** A delivery's key, `id:attempt`: one row can have two attempts running on one worker (one rescued, one claimed again). */
+export const refKey = (ref: DeliveryRef): string => `${ref.id}:${ref.attempt}`;
+
 /** A row this worker claimed: everything its handler needs. */
 export interface RunnableJob {
   id: string;
@@ -103,16 +106,17 @@ export class ExecutionRepository {
   /**
    * Pushes the lease of running attempts out to `until` (the worker's heartbeat while their
    * handlers run), with each one's progress reported since, as JSON (null: none). Guarded by
-   * state and attempt; returns the ids still held.
+   * state and attempt; returns the attempts still held, by refKey (an id alone would keep an
+   * older attempt of the row alive).
    */
   async extendLeases(refs: readonly (DeliveryRef & { progress?: string | null })[], until: Date): Promise<Set<string>> {
     if (refs.length === 0) return new Set();
-    const { rows } = await sql<{ id: string }>(
+    const { rows } = await sql<DeliveryRef>(
       this.dataSource,
       EXTEND_LEASES_SQL,
       [refs.map((r) => r.id), refs.map((r) => r.attempt), until, refs.map((r) => r.progress ?? null)],
     );
-    return new Set(rows.map((r) => r.id));
+    return new Set(rows.map(refKey));
   }
 
   /**
