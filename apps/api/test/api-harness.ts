@@ -1,4 +1,4 @@
-import { createRoleApp, HotQueue, loadConfig } from '@almanac/platform';
+import { Clock, createRoleApp, HotQueue, loadConfig } from '@almanac/platform';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { registerBuiltInKinds } from '@almanac/testing/built-in-kinds';
@@ -97,3 +97,15 @@ export function inMs(ms: number): string {
 export const MINUTE = 60_000;
 export const HOUR = 3600_000;
 export const DAY = 24 * HOUR;
+
+/** The API's clock held still while `work` runs: no bucket refills, whatever the test's pace. */
+export async function clockHeld<T>(h: ApiHarness, work: () => Promise<T>): Promise<T> {
+  const clock = h.app.get<Clock>(Clock);
+  const now = clock.now();
+  const spy = jest.spyOn(clock, 'now').mockImplementation(() => now);
+  try {
+    return await work();
+  } finally {
+    spy.mockRestore();
+  }
+}

@@ -1,7 +1,6 @@
 import { request as httpRequest } from 'node:http';
-import { Clock } from '@almanac/platform';
 import { Client } from 'pg';
-import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
+import { type ApiHarness, clockHeld, DAY, inMs, startApi } from './api-harness';
 
 /**
  * The API with `env`, a tenant, and another session of its database that can stall it for real:
@@ -148,24 +147,12 @@ describe('request rate limit per tenant', () => {
     await h.http().post('/v1/jobs').set(busy).send({ kind: 'noop', key: 'w-1', runAt: inMs(DAY) }).expect(201);
   });
 
-  /** The API's clock held still while `work` runs: no bucket refills, whatever the test's pace. */
-  async function clockHeld<T>(work: () => Promise<T>): Promise<T> {
-    const clock = h.app.get<Clock>(Clock);
-    const now = clock.now();
-    const spy = jest.spyOn(clock, 'now').mockImplementation(() => now);
-    try {
-      return await work();
-    } finally {
-      spy.mockRestore();
-    }
-  }
-
   it('counts every method, and requests the route would refuse as invalid, before any is validated', async () => {
     const busy = { Authorization: `Bearer ${(await h.createTenant('mutator')).apiKey}` };
     const calm = { Authorization: `Bearer ${(await h.createTenant('bystander')).apiKey}` };
     // Feb 31: checking it cost the API's event loop milliseconds while no budget counted it.
     const never = { key: 'never', kind: 'noop', cron: '0 0 31 2 *', timezone: 'UTC' };
-    await clockHeld(async () => {
+    await clockHeld(h, async () => {
       // The budget of 5, spent by mutations that change nothing: none is free.
       await h.http().delete('/v1/jobs/1').set(busy).expect(404);
       await h.http().patch('/v1/jobs/1').set(busy).send({ runAt: 'soon' }).expect(400);
@@ -199,7 +186,7 @@ describe('request rate limit per tenant', () => {
   it('lets ingest spend its job budget once, before validation: invalid jobs count there, and not against the request budget', async () => {
     const t = { Authorization: `Bearer ${(await h.createTenant('sloppy', 1)).apiKey}` }; // 1 job/s: a burst of 1,000
     const bad = { kind: 'noop', key: 'bad', runAt: 'not a date' };
-    await clockHeld(async () => {
+    await clockHeld(h, async () => {
       for (let i = 0; i < 6; i++) await h.http().post('/v1/jobs').set(t).send(bad).expect(400); // 6 jobs of the 1,000
       await h.http().get('/v1/jobs?limit=1').set(t).expect(200); // more than the 5 requests: ingest did not spend them
       const batch = await h.http().post('/v1/jobs/batch').set(t).send({ jobs: Array.from({ length: 994 }, () => bad) }).expect(200);

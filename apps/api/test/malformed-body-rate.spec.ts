@@ -1,6 +1,5 @@
-import { Clock } from '@almanac/platform';
 import { request as httpRequest } from 'node:http';
-import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
+import { type ApiHarness, clockHeld, DAY, inMs, startApi } from './api-harness';
 
 /** The status answered to a POST of `length` bytes of which only the first kilobyte is ever sent. */
 function statusBeforeBody(url: string, path: string, authorization: string): Promise<number> {
@@ -27,24 +26,12 @@ describe('malformed and oversize bodies against the rate limits', () => {
   });
   afterAll(() => h.close());
 
-  /** The API's clock held still while `work` runs: no bucket refills, whatever the test's pace. */
-  async function clockHeld<T>(work: () => Promise<T>): Promise<T> {
-    const clock = h.app.get<Clock>(Clock);
-    const now = clock.now();
-    const spy = jest.spyOn(clock, 'now').mockImplementation(() => now);
-    try {
-      return await work();
-    } finally {
-      spy.mockRestore();
-    }
-  }
-
   const broken = (auth: string, path = '/v1/schedules') =>
     h.http().post(path).set('Authorization', auth).set('Content-Type', 'application/json').send('{"key": "k", "kind": "noop",');
 
   it('a request budget of 5 reads 5 broken bodies; the 6th is a 429, and one sent later is refused before its body', async () => {
     const auth = `Bearer ${(await h.createTenant('breaker')).apiKey}`;
-    await clockHeld(async () => {
+    await clockHeld(h, async () => {
       const statuses: number[] = [];
       for (let i = 0; i < 6; i++) statuses.push((await broken(auth)).status);
       expect(statuses).toEqual([400, 400, 400, 400, 400, 429]);
@@ -57,7 +44,7 @@ describe('malformed and oversize bodies against the rate limits', () => {
 
   it('an oversize body spends one too', async () => {
     const auth = `Bearer ${(await h.createTenant('oversize')).apiKey}`;
-    await clockHeld(async () => {
+    await clockHeld(h, async () => {
       const big = { key: 'k', kind: 'noop', cron: '0 * * * *', timezone: 'UTC', payload: 'x'.repeat(70_000) };
       for (let i = 0; i < 5; i++) await h.http().post('/v1/schedules').set('Authorization', auth).send(big).expect(413);
       await h.http().post('/v1/schedules').set('Authorization', auth).send(big).expect(429);
@@ -66,7 +53,7 @@ describe('malformed and oversize bodies against the rate limits', () => {
 
   it('a readable body spends once: 5 valid requests with bodies fit a budget of 5', async () => {
     const auth = `Bearer ${(await h.createTenant('valid')).apiKey}`;
-    await clockHeld(async () => {
+    await clockHeld(h, async () => {
       for (let i = 0; i < 5; i++) {
         await h.http().post('/v1/schedules').set('Authorization', auth).send({ key: `s-${i}`, kind: 'noop', cron: '0 * * * *', timezone: 'UTC' }).expect(201);
       }
@@ -77,7 +64,7 @@ describe('malformed and oversize bodies against the rate limits', () => {
   it('on an ingest route a broken body spends one job of the ingest budget, not a request', async () => {
     const tenant = await h.createTenant('ingester', 1); // 1 job/s: a burst of 1,000
     const auth = `Bearer ${tenant.apiKey}`;
-    await clockHeld(async () => {
+    await clockHeld(h, async () => {
       const bad = { kind: 'noop', key: 'bad', runAt: 'not a date' };
       await h.http().post('/v1/jobs/batch').set('Authorization', auth).send({ jobs: Array.from({ length: 999 }, () => bad) }).expect(200);
       await broken(auth, '/v1/jobs').expect(400); // the 1,000th job
