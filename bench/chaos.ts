@@ -402,7 +402,8 @@ async function main(): Promise<void> {
       await withPoisonTrigger(db, 'bulk', async () => {
         bad = await bulkCancel(cluster.apiUrl, poison.key, 'poison-bulk-');
         good = await bulkCancel(cluster.apiUrl, poison.loadKey, 'healthy-bulk-');
-        for (const until = Date.now() + cutMs; Date.now() < until; await sleep(500)) {
+        // Three failures in a row, counted at most one per 10 s (the bulk sweep's spacing), fail it: ~20 s and a sweep's interval.
+        for (const until = Date.now() + Math.max(cutMs, 40_000); Date.now() < until; await sleep(500)) {
           ops = await states();
           if (ops[bad]?.state === 'failed' && ops[good]?.state === 'done') break;
         }
