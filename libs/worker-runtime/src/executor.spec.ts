@@ -744,7 +744,8 @@ describe('worker executor', () => {
     expect(await h.redis.connection.zscore(slots, member)).toBeNull(); // finished: the slot is freed
   });
 
-  it('a run whose row was rescued meanwhile has its signal aborted with LeaseLostError at the next renewal', async () => {
+  /** A fresh harness on a manual clock (renewals come due when the test says) with one `listening` run started. */
+  async function listeningRunOnManualClock() {
     await destroyHarness(h);
     const clock = new ManualClock(Date.now());
     h = await createHarness({ handlers: [listeningHandler], clock });
@@ -753,6 +754,11 @@ describe('worker executor', () => {
     const w = h.worker();
     const running = h.runWorker(w);
     await listening.started;
+    return { clock, id, w, running };
+  }
+
+  it('a run whose row was rescued meanwhile has its signal aborted with LeaseLostError at the next renewal', async () => {
+    const { clock, id, w, running } = await listeningRunOnManualClock();
     const rescue = await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
     expect(rescue.requeued.map((r) => r.id)).toEqual([id]);
     clock.advance(h.leaseMs / 2); // due for renewal
@@ -764,14 +770,7 @@ describe('worker executor', () => {
   });
 
   it('a run rescued while the same worker claimed its row again is aborted with LeaseLostError at the next renewal; the newer attempt keeps its lease', async () => {
-    await destroyHarness(h);
-    const clock = new ManualClock(Date.now());
-    h = await createHarness({ handlers: [listeningHandler], clock });
-    const [id] = await h.enqueue([{ kind: 'listening' }]);
-    await h.hot.runOnce();
-    const w = h.worker();
-    const first = h.runWorker(w);
-    await listening.started;
+    const { clock, id, w, running: first } = await listeningRunOnManualClock();
     const older = listeningCtx;
     // As for a worker re-registered under a new id: its old id found dead, its row queued again and claimed by it.
     await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
@@ -791,14 +790,7 @@ describe('worker executor', () => {
   });
 
   it('a run whose lease has passed while its renewal fails has its signal aborted with LeaseLostError', async () => {
-    await destroyHarness(h);
-    const clock = new ManualClock(Date.now());
-    h = await createHarness({ handlers: [listeningHandler], clock });
-    const [id] = await h.enqueue([{ kind: 'listening' }]);
-    await h.hot.runOnce();
-    const w = h.worker();
-    const running = h.runWorker(w);
-    await listening.started;
+    const { clock, id, w, running } = await listeningRunOnManualClock();
     await h.ds.query(`CREATE FUNCTION refuse_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF OLD.state = 'r' AND NEW.state = 'r' THEN RAISE EXCEPTION 'renewal refused' USING ERRCODE = '53300'; END IF; RETURN NEW; END $$`);
     await h.ds.query(`CREATE TRIGGER refuse_renewal BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_renewal()`);
