@@ -112,6 +112,32 @@ describe('a POST answered 503 at its deadline', () => {
   });
 });
 
+describe('a read answered 503 at its deadline', () => {
+  const t = stallableApi({ ALMANAC_REQUEST_TIMEOUT_MS: '400', ALMANAC_PG_LOCK_TIMEOUT_MS: '20000' });
+
+  it('stops its statement: nothing of it waits on the lock, or holds a connection, past the answer', async () => {
+    const { h, auth, locker } = t;
+    /** Statements waiting for the lock, once none is (a terminated backend leaves within moments), or after ~2.5 s. */
+    const waitingAfterAnswer = async () => {
+      let n = -1;
+      for (let tries = 0; n !== 0 && tries < 50; tries++) {
+        if (tries > 0) await locker.query('SELECT pg_sleep(0.05)');
+        [{ n }] = (await locker.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'jobs'::regclass`)).rows;
+      }
+      return n;
+    };
+    const reads = ['/v1/jobs', '/v1/jobs?state=dead', '/v1/jobs?key=k-1', '/v1/jobs/1', '/v1/jobs/1/attempts'];
+    await whileLocked(locker, 'jobs', async () => {
+      for (const path of reads) {
+        const res = await h.http().get(path).set(auth);
+        expect([path, res.status]).toEqual([path, 503]);
+        expect([path, await waitingAfterAnswer()]).toEqual([path, 0]); // without the stop: each waited out the lock (20 s)
+      }
+    });
+    await h.http().get('/v1/jobs').set(auth).expect(200); // the pool replaced what it discarded
+  });
+});
+
 describe('a database timeout inside the deadline', () => {
   const t = stallableApi({ ALMANAC_REQUEST_TIMEOUT_MS: '5000', ALMANAC_PG_LOCK_TIMEOUT_MS: '200' });
 

@@ -66,6 +66,43 @@ export async function discardConnection(runner: QueryRunner, why: Error): Promis
   if (pid !== undefined) await sql(runner.connection, TERMINATE_BACKEND_SQL, [pid]);
 }
 
+/**
+ * Runs `work` on one pooled connection, for a read whose caller may stop waiting (an API request
+ * past its deadline, or whose client went away). When `signal` aborts first, the call rejects
+ * with its reason at once and the connection is discarded, its backend ended: a statement of a
+ * request answered 503 ran on for up to statement_timeout (30 s against a 2.5 s deadline),
+ * holding a pooled connection while the client's retries added more.
+ */
+export async function onConnection<T>(db: DataSource, signal: AbortSignal | undefined, work: (runner: QueryRunner) => Promise<T>): Promise<T> {
+  const runner = db.createQueryRunner();
+  await runner.connect(); // bounded by the pool's acquire timeout; discarding needs the connection's pid
+  let discarded = false;
+  try {
+    if (!signal) return await work(runner);
+    signal.throwIfAborted();
+    const reason = () => (signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    let stop = (): void => undefined;
+    const stopped = new Promise<never>((_, reject) => (stop = () => reject(reason())));
+    signal.addEventListener('abort', stop, { once: true });
+    const running = work(runner);
+    try {
+      return await Promise.race([running, stopped]);
+    } catch (err) {
+      if (signal.aborted) {
+        running.catch(() => undefined); // it fails as its connection closes
+        discarded = true;
+        // Nothing to do if ending the backend fails: statement_timeout still bounds it.
+        await discardConnection(runner, reason()).catch(() => undefined);
+      }
+      throw err;
+    } finally {
+      signal.removeEventListener('abort', stop);
+    }
+  } finally {
+    if (!discarded) await runner.release();
+  }
+}
+
 /** Ids travel as strings; anything that is not a positive bigint can match no row. */
 export function isJobIdString(id: string): boolean {
   return /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= 9223372036854775807n;

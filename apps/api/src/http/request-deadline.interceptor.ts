@@ -26,8 +26,10 @@ export const RequestOver = createParamDecorator((_: unknown, ctx: ExecutionConte
   const req = http.getRequest<TimedRequest>();
   const res = http.getResponse<FastifyReply>().raw;
   const gone = new AbortController();
-  if (res.destroyed || req.raw.socket?.destroyed) gone.abort(); // gone before the route ran: 'close' is past
-  else res.once('close', () => gone.abort());
+  // Its reason is an answer, not a defect: a read stopped by it must not be logged as a 500 (nobody hears the answer).
+  const why = () => gone.abort(unavailable('the client closed the connection'));
+  if (res.destroyed || req.raw.socket?.destroyed) why(); // gone before the route ran: 'close' is past
+  else res.once('close', why);
   return req.deadline ? AbortSignal.any([req.deadline, gone.signal]) : gone.signal;
 });
 

@@ -35,18 +35,18 @@ export class JobQueriesService {
     const wait = queryInt(query.waitSeconds, 'waitSeconds', 0, 0, MAX_WAIT_SECONDS, issues);
     if (!issues.ok) throw invalid(issues.list);
     const read = async () => {
-      const job = isJobIdString(id) ? await this.queries.findForTenant(tenant.id, id) : null;
+      const job = isJobIdString(id) ? await this.queries.findForTenant(tenant.id, id, over) : null;
       if (!job) throw notFound(`job ${id}`);
       return job;
     };
-    return this.detail(tenant, wait === 0 ? await read() : await this.waits.wait(tenant.id, wait, read, over));
+    return this.detail(tenant, wait === 0 ? await read() : await this.waits.wait(tenant.id, wait, read, over), over);
   }
 
   /**
    * GET /v1/jobs/:id/attempts: a page of the job's attempts, newest first, and the cursor of the
    * next (older) page. 404 for a job that is not the tenant's.
    */
-  async attemptPage(tenant: TenantRecord, id: string, query: Record<string, unknown>): Promise<{ items: AttemptView[]; nextCursor: string | null }> {
+  async attemptPage(tenant: TenantRecord, id: string, query: Record<string, unknown>, over?: AbortSignal): Promise<{ items: AttemptView[]; nextCursor: string | null }> {
     const issues = new Issues();
     rejectUnknownQuery(query, ['limit', 'cursor'], issues);
     const limit = queryInt(query.limit, 'limit', ATTEMPTS_INLINE, 1, MAX_PAGE, issues);
@@ -54,23 +54,23 @@ export class JobQueriesService {
     const before = cursor === undefined ? undefined : /^[1-9][0-9]{0,4}$/.test(cursor) && Number(cursor) <= 32767 ? Number(cursor) : null;
     if (before === null) issues.add('cursor', 'format', 'cursor is not one this API returned');
     if (!issues.ok) throw invalid(issues.list);
-    const job = isJobIdString(id) ? await this.queries.findForTenant(tenant.id, id) : null;
+    const job = isJobIdString(id) ? await this.queries.findForTenant(tenant.id, id, over) : null;
     if (!job) throw notFound(`job ${id}`);
-    const page = await this.attemptsRepo.listForJob(tenant.id, id, { before: before ?? undefined, limit: limit + 1 });
+    const page = await this.attemptsRepo.listForJob(tenant.id, id, { before: before ?? undefined, limit: limit + 1 }, over);
     const items = page.slice(0, limit);
     return { items: items.map(attemptView), nextCursor: page.length > limit ? String(items[items.length - 1].attempt) : null };
   }
 
   /** The job with its newest ATTEMPTS_INLINE attempts (oldest of them first) and the cursor of the rest. */
-  private async detail(tenant: TenantRecord, job: JobView) {
-    const page = await this.attemptsRepo.listForJob(tenant.id, job.id, { limit: ATTEMPTS_INLINE + 1 });
+  private async detail(tenant: TenantRecord, job: JobView, over?: AbortSignal) {
+    const page = await this.attemptsRepo.listForJob(tenant.id, job.id, { limit: ATTEMPTS_INLINE + 1 }, over);
     const shown = page.slice(0, ATTEMPTS_INLINE);
     const historyNext = page.length > ATTEMPTS_INLINE ? String(shown[shown.length - 1].attempt) : null;
     return { ...jobDetail(job, shown.reverse(), this.clock.now(), this.config.horizons), historyNext };
   }
 
   /** GET /v1/jobs with `key`: the one job for that key; otherwise a filtered page. */
-  async search(tenant: TenantRecord, query: Record<string, unknown>) {
+  async search(tenant: TenantRecord, query: Record<string, unknown>, over?: AbortSignal) {
     const issues = new Issues();
     // Before the key branch: a lookup by key ignored a misspelt or misplaced parameter (waitSeconds).
     rejectUnknownQuery(query, ['key', 'state', 'kind', 'from', 'to', 'limit', 'cursor'], issues);
@@ -79,17 +79,18 @@ export class JobQueriesService {
       // Any key a job can have, an occurrence's (`schedule:<id>:<instant>`) too: a read, not a name.
       const key = issues.run(() => validateKeyFormat(keyText));
       if (!issues.ok || key === undefined) throw invalid(issues.list);
-      const job = await this.queries.findByKeyForTenant(tenant.id, key);
+      const job = await this.queries.findByKeyForTenant(tenant.id, key, over);
       if (!job) throw notFound(`job with key "${key}"`);
-      return this.detail(tenant, job);
+      return this.detail(tenant, job, over);
     }
-    return this.list(tenant, query, issues);
+    return this.list(tenant, query, issues, over);
   }
 
   private async list(
     tenant: TenantRecord,
     query: Record<string, unknown>,
     issues: Issues,
+    over?: AbortSignal,
   ): Promise<{ items: JobSummary[]; nextCursor: string | null }> {
     const filter: JobListFilter = {};
     const state = queryString(query.state, 'state', issues);
@@ -109,7 +110,7 @@ export class JobQueriesService {
     const after = cursorText === undefined ? null : decodeCursor(cursorText);
     if (cursorText !== undefined && !after) issues.add('cursor', 'format', 'cursor is not one this API returned');
     if (!issues.ok) throw invalid(issues.list);
-    const page = await this.queries.list(tenant.id, filter, after, limit);
+    const page = await this.queries.list(tenant.id, filter, after, limit, over);
     const now = this.clock.now();
     return {
       items: page.items.map((j) => jobSummary(j, now, this.config.horizons)),

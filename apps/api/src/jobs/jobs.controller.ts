@@ -121,8 +121,8 @@ export class JobsController {
   })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'A malformed key, filter, limit or cursor, or a query parameter this route does not take (rule `unknown_field`)' })
   @ApiResponse({ status: 404, type: ErrorDto, description: 'No job with that key' })
-  search(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>) {
-    return this.queries.search(tenant, query);
+  search(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
+    return this.queries.search(tenant, query, over);
   }
 
   @Get(':id')
@@ -147,8 +147,8 @@ export class JobsController {
   @ApiResponse({ status: 200, type: AttemptPageDto })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'A limit or cursor out of range, or a query parameter this route does not take (rule `unknown_field`)' })
   @ApiResponse({ status: 404, type: ErrorDto })
-  attempts(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
-    return this.queries.attemptPage(tenant, id, query);
+  attempts(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
+    return this.queries.attemptPage(tenant, id, query, over);
   }
 
   @Delete(':id')

@@ -46,7 +46,7 @@ export class ScheduleRunsService {
     private readonly clock: Clock,
   ) {}
 
-  async list(tenant: TenantRecord, id: string, query: Record<string, unknown>): Promise<{ timezone: string; items: ScheduleRun[]; nextCursor: string | null }> {
+  async list(tenant: TenantRecord, id: string, query: Record<string, unknown>, over?: AbortSignal): Promise<{ timezone: string; items: ScheduleRun[]; nextCursor: string | null }> {
     const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
     if (!s) throw notFound(`schedule ${id}`);
     const issues = new Issues();
@@ -63,11 +63,11 @@ export class ScheduleRunsService {
     // so windows paged as from=T1&to=T2, from=T2&to=T3 list the T2 run once.
     const from = new Date(Math.max(window.from.getTime(), s.createdAt.getTime(), after?.getTime() ?? -Infinity));
     const since = s.timingSince ?? from;
-    const before = since > from ? await this.runs.instantsWithRows(tenant.id, s.id, from, since < window.to ? since : window.to, limit + 1) : [];
+    const before = since > from ? await this.runs.instantsWithRows(tenant.id, s.id, from, since < window.to ? since : window.to, limit + 1, false, over) : [];
     const computedFrom = since > from ? since : from;
     const at = before.concat(occurrencesBetween(timing.value, computedFrom, window.to, limit + 1 - before.length));
     const page = at.slice(0, limit);
-    return { timezone: s.timezone, items: await this.describe(tenant.id, s, page, now), nextCursor: at.length > limit ? page[page.length - 1].toISOString() : null };
+    return { timezone: s.timezone, items: await this.describe(tenant.id, s, page, now, over), nextCursor: at.length > limit ? page[page.length - 1].toISOString() : null };
   }
 
   /**
@@ -125,9 +125,9 @@ export class ScheduleRunsService {
     return { from, to };
   }
 
-  private async describe(tenantId: number, s: ScheduleView, page: Date[], now: Date): Promise<ScheduleRun[]> {
+  private async describe(tenantId: number, s: ScheduleView, page: Date[], now: Date, over?: AbortSignal): Promise<ScheduleRun[]> {
     const keys = page.map((d) => occurrenceKey(s.id, d));
-    const rows = new Map((await this.runs.rows(keys.map((key) => ({ tenantId, key })))).map((r) => [r.key, r]));
+    const rows = new Map((await this.runs.rows(keys.map((key) => ({ tenantId, key })), over)).map((r) => [r.key, r]));
     const missing = keys.filter((k, i) => !rows.has(k) && page[i].getTime() <= now.getTime());
     const removed = new Map((await this.jobs.findRetired(tenantId, missing)).map((r) => [r.key, r]));
     return page.map((d, i): ScheduleRun => {

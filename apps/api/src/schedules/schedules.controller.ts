@@ -4,6 +4,7 @@ import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiQuery, ApiResponse, 
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
 import { refuseQuery } from '../http/validation';
+import { RequestOver } from '../http/request-deadline.interceptor';
 import type { FastifyReply } from 'fastify';
 import { CreateScheduleDto, OccurrencePreviewDto, ScheduleDto, SchedulePageDto, ScheduleRunPageDto, UpdateScheduleDto } from './schedule.dto';
 import { RUNS_PAGE, RUNS_PAGE_MAX, ScheduleRunsService } from './schedule-runs.service';
@@ -75,8 +76,8 @@ export class SchedulesController {
   @ApiResponse({ status: 200, type: ScheduleRunPageDto })
   @ApiResponse({ status: 400, type: ErrorDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  runsOf(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
-    return this.runs.list(tenant, id, query);
+  runsOf(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
+    return this.runs.list(tenant, id, query, over);
   }
 
   @Patch(':id')

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { type Db, isJobIdString, sql } from '../sql';
+import { isJobIdString, onConnection, sql } from '../sql';
 import { LIST_ATTEMPTS_SQL } from '../statements/list-attempts.sql';
 
 /**
@@ -44,9 +44,10 @@ export class AttemptsRepository {
    * A page of a job's attempts, newest first: at most `limit`, numbered below `before` when given;
    * empty for another tenant's job.
    */
-  async listForJob(tenantId: number, jobId: string, page: { before?: number; limit: number }, db: Db = this.dataSource): Promise<AttemptRecord[]> {
+  /** `over`: the caller stopped waiting (onConnection). */
+  async listForJob(tenantId: number, jobId: string, page: { before?: number; limit: number }, over?: AbortSignal): Promise<AttemptRecord[]> {
     if (!isJobIdString(jobId)) return [];
-    const { rows } = await sql<AttemptRow>(db, LIST_ATTEMPTS_SQL, [jobId, tenantId, page.before ?? null, page.limit]);
+    const { rows } = await onConnection(this.dataSource, over, (c) => sql<AttemptRow>(c.manager, LIST_ATTEMPTS_SQL, [jobId, tenantId, page.before ?? null, page.limit]));
     return rows.map((r) => ({
       jobId: String(r.job_id),
       tenantId: r.tenant_id,

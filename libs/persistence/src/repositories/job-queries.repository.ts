@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { JobState } from '@almanac/domain';
 import { DataSource } from 'typeorm';
 import { STATE_CODE } from '../job-state.codec';
+import { onConnection } from '../sql';
 import { FIND_JOB_BY_KEY_SQL } from '../statements/find-job-by-key.sql';
 import { COLUMNS } from '../statements/job-view-columns.sql';
 import { NEXT_COLD_HOUR_SQL } from '../statements/next-cold-hour.sql';
@@ -71,24 +72,27 @@ function isoMicros(d: Date): string {
 export class JobQueriesRepository {
   constructor(private readonly db: DataSource) {}
 
-  async findForTenant(tenantId: number, id: string): Promise<JobView | null> {
-    return findViewForTenant(this.db, tenantId, id);
+  /** `over`: the caller stopped waiting (onConnection). */
+  async findForTenant(tenantId: number, id: string, over?: AbortSignal): Promise<JobView | null> {
+    return onConnection(this.db, over, (c) => findViewForTenant(c, tenantId, id));
   }
 
-  async findByKeyForTenant(tenantId: number, key: string): Promise<JobView | null> {
-    const rows: RawJob[] = await this.db.query(FIND_JOB_BY_KEY_SQL, [tenantId, key]);
+  async findByKeyForTenant(tenantId: number, key: string, over?: AbortSignal): Promise<JobView | null> {
+    const rows = await onConnection(this.db, over, (c): Promise<RawJob[]> => c.query(FIND_JOB_BY_KEY_SQL, [tenantId, key]));
     return rows[0] ? toView(rows[0]) : null;
   }
 
   // The list statements are built from the filter and cursor, so they stay here, not in statements/.
-  async list(tenantId: number, filter: JobListFilter, after: ListPosition | null, limit: number): Promise<JobListPage> {
-    if (filter.state === 'scheduled') return this.listScheduled(this.db, tenantId, filter, after, limit);
-    if (filter.state) return this.listNonScheduled(this.db, tenantId, filter, after, limit);
-    // Both halves in one snapshot: read apart, a row turning from scheduled to queued between
-    // them was listed twice or not at all.
-    return inSnapshot(this.db, async (tx) => {
-      const hot = await this.listNonScheduled(tx, tenantId, filter, after, limit);
-      return mergePages(hot, await this.listScheduled(tx, tenantId, filter, after, limit), limit);
+  async list(tenantId: number, filter: JobListFilter, after: ListPosition | null, limit: number, over?: AbortSignal): Promise<JobListPage> {
+    return onConnection(this.db, over, (c) => {
+      if (filter.state === 'scheduled') return this.listScheduled(c, tenantId, filter, after, limit);
+      if (filter.state) return this.listNonScheduled(c, tenantId, filter, after, limit);
+      // Both halves in one snapshot: read apart, a row turning from scheduled to queued between
+      // them was listed twice or not at all.
+      return inSnapshot(c, async (tx) => {
+        const hot = await this.listNonScheduled(tx, tenantId, filter, after, limit);
+        return mergePages(hot, await this.listScheduled(tx, tenantId, filter, after, limit), limit);
+      });
     });
   }
 

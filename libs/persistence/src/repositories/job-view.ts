@@ -2,7 +2,7 @@
 // statements/job-view-columns.sql.ts). Shared by JobQueriesRepository (reads) and
 // JobChangesRepository (the RETURNING of its guarded updates).
 import type { JobProgress } from '@almanac/domain';
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { JobRecord, JobRow, rowToJob } from '../job-record';
 import { FIND_JOB_FOR_TENANT_SQL } from '../statements/find-job-for-tenant.sql';
 
@@ -30,18 +30,15 @@ export async function findViewForTenant(db: Runner, tenantId: number, id: string
   return rows[0] ? toView(rows[0]) : null;
 }
 
-/** `read` in one REPEATABLE READ READ ONLY transaction: all its statements see one snapshot. */
-export async function inSnapshot<T>(db: DataSource, read: (tx: Runner) => Promise<T>): Promise<T> {
-  const tx = db.createQueryRunner();
+/** `read` in one REPEATABLE READ READ ONLY transaction on `runner`'s connection: all its statements see one snapshot. */
+export async function inSnapshot<T>(runner: QueryRunner, read: (tx: Runner) => Promise<T>): Promise<T> {
+  await runner.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
-    await tx.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const result = await read(tx);
-    await tx.query('COMMIT');
+    const result = await read(runner);
+    await runner.query('COMMIT');
     return result;
   } catch (err) {
-    await tx.query('ROLLBACK').catch(() => undefined);
+    await runner.query('ROLLBACK').catch(() => undefined);
     throw err;
-  } finally {
-    await tx.release();
   }
 }

@@ -1,0 +1,67 @@
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from './data-source';
+import { onConnection } from './sql';
+
+describe('onConnection: a read its caller stopped waiting for', () => {
+  let db: TestDatabase;
+  let ds: DataSource;
+  beforeAll(async () => {
+    db = await createTestDatabase(1);
+    // One connection: a slot the aborted read failed to give back would stall every later call.
+    ds = createDataSource({ url: db.url, poolSize: 1, acquireTimeoutMs: 2000 });
+    await ds.initialize();
+  });
+  afterAll(async () => {
+    await ds.destroy();
+    await db.drop();
+  });
+
+  /** Backends of this database still running `text` (another connection's view). */
+  async function running(text: string): Promise<number> {
+    const watcher = createDataSource({ url: db.url, poolSize: 1 });
+    await watcher.initialize();
+    try {
+      // pg_terminate_backend signals and returns: the backend leaves within moments, so look a few times.
+      for (let i = 0; i < 50; i++) {
+        const [{ n }] = await watcher.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1`, [text]);
+        if (n === 0) return 0;
+        await watcher.query('SELECT pg_sleep(0.05)');
+      }
+      return 1;
+    } finally {
+      await watcher.destroy();
+    }
+  }
+
+  it('rejects with the reason at once when the signal aborts, and ends the statement instead of letting it run on', async () => {
+    const stop = new AbortController();
+    const why = new Error('deadline passed');
+    const text = 'SELECT pg_sleep(20) /* stopped */';
+    const started = Date.now();
+    const read = onConnection(ds, stop.signal, (c) => c.query(text));
+    setTimeout(() => stop.abort(why), 200);
+    await expect(read).rejects.toBe(why);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await running(text)).toBe(0);
+    // The pool's one slot is free again (the discarded connection left it).
+    await expect(ds.query('SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+  });
+
+  it('runs nothing when the signal has already aborted, and gives the connection back', async () => {
+    const stop = new AbortController();
+    stop.abort(new Error('client gone'));
+    let ran = false;
+    await expect(onConnection(ds, stop.signal, async () => (ran = true))).rejects.toThrow('client gone');
+    expect(ran).toBe(false);
+    await expect(ds.query('SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+  });
+
+  it('answers and gives the connection back when the signal does not abort, and a failing statement fails as it is', async () => {
+    const stop = new AbortController();
+    await expect(onConnection(ds, stop.signal, (c) => c.query('SELECT 2 AS two'))).resolves.toEqual([{ two: 2 }]);
+    await expect(onConnection(ds, stop.signal, (c) => c.query('SELECT 1/0'))).rejects.toThrow(/division by zero/);
+    stop.abort(new Error('too late to matter'));
+    await expect(onConnection(ds, undefined, (c) => c.query('SELECT 3 AS three'))).resolves.toEqual([{ three: 3 }]);
+  });
+});
