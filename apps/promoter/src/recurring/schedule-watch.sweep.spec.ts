@@ -66,7 +66,7 @@ describe('ScheduleWatchSweep (Postgres)', () => {
     const [looked] = await watch.due(NOW, 10); // the sweep's read
     expect(looked.id).toBe(s);
     await db.dataSource.query(`UPDATE schedules SET cron = '30 * * * *', version = version + 1, watched_through = $2 WHERE id = $1`, [s, NOW]); // the API's PATCH
-    await watch.record([{ id: s, through: new Date('2026-12-01T05:25:00Z'), last: { outcome: 'missed', dueAt: new Date('2026-12-01T05:00:00Z') } }]);
+    await watch.record([{ id: s, since: looked.since, through: new Date('2026-12-01T05:25:00Z'), last: { outcome: 'missed', dueAt: new Date('2026-12-01T05:00:00Z') } }]);
     const [row] = await db.dataSource.query(`SELECT watched_through, last_outcome FROM schedules WHERE id = $1`, [s]);
     expect(row).toEqual({ watched_through: NOW, last_outcome: null });
     expect(await sweep().runOnce(NOW)).toMatchObject({ outcomes: { missed: 0 } });
@@ -165,5 +165,29 @@ describe('ScheduleWatchSweep (Postgres)', () => {
     const [row] = await db.dataSource.query(`SELECT last_outcome, watched_through FROM schedules WHERE id = $1`, [s]);
     expect(row).toEqual({ last_outcome: null, watched_through: null });
     expect((await metrics.scheduleRuns.get()).values.find((v) => v.labels.outcome === 'ok')?.value ?? 0).toBe(before);
+  });
+
+  it('counts nothing another replica recorded while it stalled past its lease before a renewal could tell it', async () => {
+    await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts, sweep_leases'); // the test before left its lease with another replica
+    const s = await schedule(7, 300);
+    await run(s, 7, 1, 'd', 10_000);
+    const okCount = async () => (await metrics.scheduleRuns.get()).values.find((v) => v.labels.outcome === 'ok')?.value ?? 0;
+    const before = await okCount();
+    // The stall: between this replica's read of the runs and its record, its lease ran out (no
+    // renewal has answered, so nothing told it) and another replica took it and judged the same runs.
+    let other: Promise<unknown> | undefined;
+    const stalled = new (class extends ScheduleRunsRepository {
+      override async rows(refs: readonly { tenantId: number; key: string }[]) {
+        const read = await super.rows(refs);
+        await db.dataSource.query(`UPDATE sweep_leases SET expires_at = now() - interval '1 second' WHERE name = 'schedule_watch'`);
+        await (other = sweep().runOnce(NOW));
+        return read;
+      }
+    })(db.dataSource);
+    const replica = new ScheduleWatchSweep(new ScheduleWatchRepository(db.dataSource), stalled, new SweepsRepository(db.dataSource), { batchSize: 100, maxRunsPerSchedule: 100, tenantsTop: 10 }, metrics);
+    const mine = await replica.runOnce(NOW);
+    await expect(other).resolves.toMatchObject({ outcomes: { ok: 1, missed: 4 } }); // 01:00 ok; 02:00-05:00 missed
+    expect(mine.outcomes).toEqual({ ok: 0, late: 0, missed: 0, failed: 0 });
+    expect((await okCount()) - before).toBe(1);
   });
 });

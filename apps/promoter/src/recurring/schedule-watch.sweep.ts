@@ -1,4 +1,4 @@
-import { occurrenceKey, occurrencesBetween, parseSchedule, type WatchedOutcome, watchedOutcome } from '@almanac/domain';
+import { occurrenceKey, occurrencesBetween, parseSchedule, WATCHED_OUTCOMES, type WatchedOutcome, watchedOutcome } from '@almanac/domain';
 import type { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, WatchedSchedule } from '@almanac/persistence';
 import { OTHER_TENANT, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
@@ -11,6 +11,8 @@ export const SCHEDULE_WATCH_INTERVAL_MS = 30_000;
 const HELD_LOOK_AGAIN_MS = 2 * SCHEDULE_WATCH_INTERVAL_MS;
 /** How long past its expectation a running run holds its schedule's watch; then it counts as started on time. */
 const HELD_AT_MOST_MS = 10 * 60_000;
+
+const noOutcomes = (): Record<WatchedOutcome, number> => ({ ok: 0, late: 0, missed: 0, failed: 0 });
 
 export interface ScheduleWatchResult extends SweepResult {
   schedules: number;
@@ -57,7 +59,7 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
   ) {}
 
   async runOnce(now: Date): Promise<ScheduleWatchResult> {
-    const outcomes: Record<WatchedOutcome, number> = { ok: 0, late: 0, missed: 0, failed: 0 };
+    const outcomes = noOutcomes();
     const done = await this.leases.withSweepLease('schedule_watch', async (lost) => {
       for (const [id, untilMs] of this.heldUntilMs) if (untilMs <= now.getTime()) this.heldUntilMs.delete(id);
       const due = await this.watch.due(now, this.opts.batchSize, [...this.heldUntilMs.keys()]);
@@ -67,6 +69,7 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
       const rows = new Map((await this.runs.rows(refs)).map((r) => [`${r.tenantId}|${r.key}`, r]));
       let held = 0;
       const records = looks.map((l) => {
+        const judged = noOutcomes();
         let last: { outcome: WatchedOutcome; dueAt: Date } | null = null;
         let through = l.through;
         for (const run of l.runs) {
@@ -82,21 +85,24 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
             break;
           }
           if (outcome === null) continue;
-          outcomes[outcome] += 1;
+          judged[outcome] += 1;
           last = { outcome, dueAt: run.dueAt };
         }
-        return { id: l.id, through, last };
+        return { id: l.id, since: l.since, through, last, judged };
       });
       // The lease lost while looking (a stall past its 15 s): another replica may judge these runs
-      // now, so they are neither recorded nor counted here, or each would count twice.
+      // now, so they are neither recorded nor counted here, or each would count twice. A stall
+      // that hid the loss (no renewal answered yet) is caught by the record itself: it counts only
+      // the schedules it recorded, those still watched from where this look started.
       if (lost.aborted) return null;
-      await this.watch.record(records);
+      const recorded = await this.watch.record(records);
+      for (const r of records) if (recorded.has(r.id)) for (const o of WATCHED_OUTCOMES) outcomes[o] += r.judged[o];
       await this.reportBehind();
       // A full batch of schedules all held by running runs is no reason to look again at once.
       const full = due.length === this.opts.batchSize && held < due.length;
       return { schedules: due.length, more: full || looks.some((l) => l.cut) };
     });
-    if (!done) return { skipped: true, schedules: 0, outcomes: { ok: 0, late: 0, missed: 0, failed: 0 } };
+    if (!done) return { skipped: true, schedules: 0, outcomes: noOutcomes() };
     for (const [outcome, n] of Object.entries(outcomes)) if (n > 0) this.metrics?.scheduleRuns.inc({ outcome }, n);
     return { schedules: done.schedules, outcomes, more: done.more };
   }
@@ -108,7 +114,7 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
   private plan(s: WatchedSchedule, now: Date) {
     const expectMs = s.expectWithinSeconds * 1000;
     const until = new Date(now.getTime() - expectMs);
-    const look = { id: s.id, tenantId: s.tenantId, expectMs, through: until, cut: false, runs: [] as { key: string; dueAt: Date }[] };
+    const look = { id: s.id, tenantId: s.tenantId, since: s.since, expectMs, through: until, cut: false, runs: [] as { key: string; dueAt: Date }[] };
     let timing;
     try {
       timing = parseSchedule(s.cron, s.timezone);

@@ -32,11 +32,15 @@ export class ScheduleWatchRepository {
     return rows.map((r) => ({ tenantId: r.tenant_id, schedules: r.n }));
   }
 
-  /** Each schedule watched through `through`; with `last`, its latest watched run's outcome. One statement. */
-  async record(looks: readonly { id: string; through: Date; last: { outcome: string; dueAt: Date } | null }[]): Promise<void> {
-    if (looks.length === 0) return;
-    await sql(this.db, RECORD_SCHEDULE_WATCH_SQL, [
-      looks.map((l) => l.id), looks.map((l) => l.through), looks.map((l) => l.last?.outcome ?? null), looks.map((l) => l.last?.dueAt ?? null),
+  /**
+   * Each schedule watched through `through`, if still watched from `since` (the look's start, as
+   * `due` read it); with `last`, its latest watched run's outcome. One statement; the ids recorded.
+   */
+  async record(looks: readonly { id: string; since: Date; through: Date; last: { outcome: string; dueAt: Date } | null }[]): Promise<Set<string>> {
+    if (looks.length === 0) return new Set();
+    const { rows } = await sql<{ id: string }>(this.db, RECORD_SCHEDULE_WATCH_SQL, [
+      looks.map((l) => l.id), looks.map((l) => l.through), looks.map((l) => l.last?.outcome ?? null), looks.map((l) => l.last?.dueAt ?? null), looks.map((l) => l.since),
     ]);
+    return new Set(rows.map((r) => r.id));
   }
 }
