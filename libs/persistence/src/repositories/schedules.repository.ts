@@ -1,131 +1,12 @@
 import { DomainValidationError, parseSchedule, resumedNextRunAt } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
+import { COLUMNS, type MissedPolicy, type NewSchedule, type RawSchedule, type RemovedOccurrences, type ScheduleChange, type ScheduleView, toView } from './schedule-view';
+import { removeNeverStartedOccurrences, removeUnrunOccurrences } from './unrun-occurrences';
 
-export type MissedPolicy = 'skip' | 'latest' | 'all';
+export type { MissedPolicy, NewSchedule, RemovedOccurrences, ScheduleChange, ScheduleView } from './schedule-view';
+export { occurrenceKeyRange } from './schedule-view';
 
-export interface ScheduleView {
-  id: string;
-  tenantId: number;
-  key: string;
-  kind: string;
-  cron: string;
-  timezone: string;
-  payload: unknown;
-  maxAttempts: number;
-  missed: MissedPolicy;
-  paused: boolean;
-  version: number;
-  nextRunAt: Date | null;
-  createdAt: Date;
-  updatedAt: Date;
-  /** When its cron or zone last changed, null if never: earlier runs follow the timing they had. */
-  timingSince: Date | null;
-  /** Each run should start within this many seconds of its due instant (the schedule watch), or null. */
-  expectWithinSeconds: number | null;
-  /** The latest watched run's outcome (ok, late, missed, failed) and when it was due. */
-  lastOutcome: string | null;
-  lastOutcomeAt: Date | null;
-  /** Why the recurring sweep paused it (a value of its occurrences Postgres refused); null otherwise. Cleared on resume. */
-  lastError: string | null;
-}
-
-export interface NewSchedule {
-  tenantId: number;
-  key: string;
-  kind: string;
-  cron: string;
-  timezone: string;
-  payload: unknown;
-  maxAttempts: number;
-  missed: MissedPolicy;
-  nextRunAt: Date | null;
-  expectWithinSeconds: number | null;
-}
-
-/** Fields a PATCH may change. `timing` is set when cron or timezone changed (version bump). */
-export interface ScheduleChange {
-  kind?: string;
-  cron?: string;
-  timezone?: string;
-  payload?: unknown;
-  maxAttempts?: number;
-  missed?: MissedPolicy;
-  /** null clears it. */
-  expectWithinSeconds?: number | null;
-  /**
-   * Set when cron or timezone changed: the new next run time, and the cron and timezone the
-   * change was computed from. The update applies only if those are still current, so two
-   * concurrent PATCHes (one of cron, one of timezone) cannot silently undo each other.
-   */
-  timing?: { nextRunAt: Date | null; from: { cron: string; timezone: string } };
-}
-
-/** Job rows of a schedule that had not run yet, removed when its timing or jobs' values changed, it was paused or deleted (their hints go stale). */
-export interface RemovedOccurrences {
-  count: number;
-}
-
-const COLUMNS = `id::text AS id, tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, paused,
-  version, next_run_at, created_at, updated_at, timing_since, expect_within_seconds, last_outcome, last_outcome_at, last_error`;
-
-interface RawSchedule {
-  id: string;
-  tenant_id: number;
-  key: string;
-  kind: string;
-  cron: string;
-  timezone: string;
-  payload: unknown;
-  max_attempts: number;
-  missed: string;
-  paused: boolean;
-  version: number;
-  next_run_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-  timing_since: Date | null;
-  expect_within_seconds: number | null;
-  last_outcome: string | null;
-  last_outcome_at: Date | null;
-  last_error: string | null;
-}
-
-function toView(r: RawSchedule): ScheduleView {
-  return {
-    id: r.id,
-    tenantId: r.tenant_id,
-    key: r.key,
-    kind: r.kind,
-    cron: r.cron,
-    timezone: r.timezone,
-    payload: r.payload,
-    maxAttempts: r.max_attempts,
-    missed: r.missed as MissedPolicy,
-    paused: r.paused,
-    version: r.version,
-    nextRunAt: r.next_run_at,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    timingSince: r.timing_since,
-    expectWithinSeconds: r.expect_within_seconds,
-    lastOutcome: r.last_outcome,
-    lastOutcomeAt: r.last_outcome_at,
-    lastError: r.last_error,
-  };
-}
-
-/** The key range holding one schedule's occurrences: `schedule:<id>:…` (';' sorts right after ':'). */
-export function occurrenceKeyRange(scheduleId: string): [string, string] {
-  return [`schedule:${scheduleId}:`, `schedule:${scheduleId};`];
-}
-
-/**
- * CRUD for recurring schedules. Materialising occurrences is the promoter's; this repository
- * only keeps `next_run_at` and `version` right so the promoter's recurring sweep sees changes,
- * and clears not-yet-run occurrences when the timing or the jobs' values change, the schedule
- * is paused or goes away.
- */
 /**
  * An edit of kind, payload or maxAttempts leaves the occurrences due this soon as they were:
  * removed, one due in seconds waited for the recurring sweep's next run (every 60 s) to be made
@@ -133,6 +14,12 @@ export function occurrenceKeyRange(scheduleId: string): [string, string] {
  */
 const EDIT_KEEPS_DUE_WITHIN_MS = 2 * 60_000;
 
+/**
+ * CRUD for recurring schedules. Materialising occurrences is the promoter's; this repository
+ * only keeps `next_run_at` and `version` right so the promoter's recurring sweep sees changes,
+ * and clears not-yet-run occurrences when the timing or the jobs' values change, the schedule
+ * is paused or goes away.
+ */
 @Injectable()
 export class SchedulesRepository {
   constructor(private readonly db: DataSource) {}
@@ -303,49 +190,6 @@ export class SchedulesRepository {
       return { schedule: toView(row), removed: await removeUnrunOccurrences(tx, tenantId, row.id) };
     });
   }
-}
-
-/**
- * A deleted schedule's occurrences that have not run: never-attempted ones are deleted, those
- * that already failed an attempt keep their history as `cancelled`.
- * The range predicate on `key` (COLLATE "C") is a scan of the unique (tenant_id, key) index.
- */
-async function removeUnrunOccurrences(tx: EntityManager, tenantId: number, scheduleId: string): Promise<RemovedOccurrences> {
-  const [lo, hi] = occurrenceKeyRange(scheduleId);
-  const deleted: [unknown[], number] = await tx.query(
-    `DELETE FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0 RETURNING id`,
-    [tenantId, lo, hi],
-  );
-  const cancelled: [unknown[], number] = await tx.query(
-    `WITH old AS (
-       SELECT id FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') FOR UPDATE)
-     UPDATE jobs j SET state = 'c', finished_at = now() FROM old WHERE j.id = old.id
-     RETURNING j.id`,
-    [tenantId, lo, hi],
-  );
-  return { count: deleted[0].length + cancelled[0].length };
-}
-
-/**
- * Deletes the occurrences that never started (scheduled or queued, no attempt), or with `dueAfter`
- * only those whose run time is after it, and says which nominal instant (from the key) was the
- * earliest removed, so the caller can move `next_run_at` back for the sweep to make them again.
- */
-async function removeNeverStartedOccurrences(
-  tx: EntityManager,
-  tenantId: number,
-  scheduleId: string,
-  dueAfter: Date | null,
-): Promise<{ count: number; earliest: Date | null }> {
-  const [lo, hi] = occurrenceKeyRange(scheduleId);
-  const [row]: { n: number; earliest: Date | null }[] = await tx.query(
-    `WITH gone AS (
-       DELETE FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0
-          AND ($4::timestamptz IS NULL OR run_at > $4) RETURNING key)
-     SELECT count(*)::int AS n, min(substr(key, length($2) + 1)::timestamptz) AS earliest FROM gone`,
-    [tenantId, lo, hi, dueAfter],
-  );
-  return { count: row.n, earliest: row.earliest };
 }
 
 /** Where a paused schedule resumes; as it was when its cron or zone no longer parses (the sweep parks it). */
