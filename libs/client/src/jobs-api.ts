@@ -2,11 +2,16 @@ import type { Attempt, AttemptPage, BatchResult, BulkCancel, BulkReschedule, Job
 import { idPath } from './errors';
 import type { CreateJobRequest } from './kind-payloads';
 import { eachItem } from './pages';
-import type { CallOptions, Transport } from './transport';
+import { type CallOptions, createdByCall, type Transport } from './transport';
 
-/** A create's answer: the job, and whether this request made it (false: a replay of the same request). */
+/** A create's answer: the job, and whether this call made it. */
 export interface CreatedJob {
-  created: boolean;
+  /**
+   * true: this call made the job; false: it was there before (the same request sent earlier);
+   * null: the client resent this call after a 503, which may come after the job was made, so the
+   * answer cannot tell whether this call or an earlier one made it.
+   */
+  created: boolean | null;
   job: Job;
 }
 
@@ -32,10 +37,13 @@ export class JobsApi<P extends object> {
   async create(job: CreateJobRequest<P>, options?: CallOptions): Promise<CreatedJob | ReplayedRemovedJob> {
     const res = await this.http.request<Job | RemovedJob>({ method: 'POST', path: '/v1/jobs', body: job, idempotent: true, ...options });
     if ('removed' in res.body) return { created: false, removed: res.body };
-    return { created: res.status === 201, job: res.body };
+    return { created: createdByCall(res), job: res.body };
   }
 
-  /** Up to 1,000 jobs; one result per job, in order (an invalid job is its item's error, not a throw). */
+  /**
+   * Up to 1,000 jobs; one result per job, in order (an invalid job is its item's error, not a
+   * throw). After a 503 the batch is resent, and an item the first attempt made answers `existing`.
+   */
   async batch(jobs: readonly CreateJobRequest<P>[], options?: CallOptions): Promise<BatchResult> {
     return (await this.http.request<BatchResult>({ method: 'POST', path: '/v1/jobs/batch', body: { jobs }, idempotent: true, ...options })).body;
   }

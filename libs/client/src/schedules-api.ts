@@ -2,11 +2,11 @@ import type { OccurrencePreview, Schedule, ScheduleListQuery, SchedulePage, Sche
 import { idPath } from './errors';
 import type { CreateScheduleRequest, UpdateScheduleRequest } from './kind-payloads';
 import { eachItem } from './pages';
-import type { CallOptions, Transport } from './transport';
+import { type CallOptions, createdByCall, type Transport } from './transport';
 
-/** A create's answer: the schedule, and whether this request made it (false: a replay of the same request). */
+/** A create's answer: the schedule, and whether this call made it (as CreatedJob's `created`: null when it cannot tell). */
 export interface CreatedSchedule {
-  created: boolean;
+  created: boolean | null;
   schedule: Schedule;
 }
 
@@ -19,7 +19,7 @@ export class SchedulesApi<P extends object> {
   /** Idempotent by key, as job creates are. */
   async create(schedule: CreateScheduleRequest<P>, options?: CallOptions): Promise<CreatedSchedule> {
     const res = await this.http.request<Schedule>({ method: 'POST', path: '/v1/schedules', body: schedule, idempotent: true, ...options });
-    return { created: res.status === 201, schedule: res.body };
+    return { created: createdByCall(res), schedule: res.body };
   }
 
   /** One page, by key; pass `nextCursor` back as `cursor`, or use iterate(). */

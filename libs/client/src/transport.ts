@@ -44,6 +44,18 @@ interface ApiRequest extends CallOptions {
 interface ApiAnswer<T> {
   status: number;
   body: T;
+  /** An earlier attempt of this call ended in a 503, which may come after the work was done. */
+  resentAfter503: boolean;
+}
+
+/**
+ * Whether a create's call made what it answers: a 201 did; a 200 answered what was there before,
+ * unless an earlier attempt of the call ended in a 503 and was resent: then that attempt may have
+ * made it, and the answer cannot tell (null).
+ */
+export function createdByCall(answer: ApiAnswer<unknown>): boolean | null {
+  if (answer.status === 201) return true;
+  return answer.resentAfter503 ? null : false;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -82,14 +94,16 @@ export class Transport {
 
   async request<T>(req: ApiRequest): Promise<ApiAnswer<T>> {
     const attempts = Math.max(1, this.options.retry?.attempts ?? DEFAULT_ATTEMPTS);
+    let resentAfter503 = false;
     for (let attempt = 1; ; attempt++) {
       const answer = await this.send(req);
-      if (answer.status < 400) return { status: answer.status, body: parse(answer.text, req) as T };
+      if (answer.status < 400) return { status: answer.status, body: parse(answer.text, req) as T, resentAfter503 };
       const wait = attempt < attempts ? this.retryDelay(answer, req.idempotent, attempt) : undefined;
       if (wait === undefined) {
         throw errorFor({ ...errorBody(answer.status, answer.text), method: req.method, path: req.path, retryAfterMs: answer.retryAfterMs });
       }
       await this.delay(timerMs(wait), req.signal);
+      resentAfter503 ||= answer.status === 503;
     }
   }
 

@@ -97,4 +97,20 @@ describe('@almanac/client: requests as it sends them (no server)', () => {
     const fraction = scripted({ status: 200, body: schedule });
     await expect(createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch: fraction.fetch, timeoutMs: 0.5 }).jobs.waitFor('42', 0.0015)).resolves.toEqual(schedule);
   });
+
+  it('reports created: null, not false, for a create answered 200 after a resent 503 (the first attempt may have made it)', async () => {
+    const runAt = '2027-01-01T00:00:00Z';
+    const created = async (first: number, last: number) => {
+      const answer = (status: number, body: object) => (status < 400 ? { status, body } : { status, body: error(status, 'busy'), retryAfter: '1' });
+      const client = (body: object) => createClient({ baseUrl: 'http://api', apiKey: 'alm_x', fetch: scripted(answer(first, body), answer(last, body)).fetch, delay: async () => undefined });
+      const job = await client({ id: '9', key: 'k' }).jobs.create({ kind: 'http', key: 'k', runAt, payload: { url: 'https://x.example/' } });
+      const made = await client(schedule).schedules.create({ kind: 'http', key: 's', cron: '0 9 * * *', timezone: 'UTC', payload: { url: 'https://x.example/' } });
+      return [job.created, made.created];
+    };
+    expect(await created(503, 200)).toEqual([null, null]);
+    expect(await created(503, 201)).toEqual([true, true]);
+    expect(await created(429, 200)).toEqual([false, false]); // a 429 is refused before any work
+    expect(await created(200, 200)).toEqual([false, false]);
+    expect(await created(201, 201)).toEqual([true, true]);
+  });
 });

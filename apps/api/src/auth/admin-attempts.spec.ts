@@ -29,4 +29,11 @@ describe('the admin token has an attempt limit', () => {
     expect(status(guard, request(TOKEN))).toBe(200); // right tokens never count
     expect(status(guard, request(TOKEN))).toBe(200);
   });
+
+  it('counts an IPv6 /64 as one address, however its addresses are written', () => {
+    const guard = new AdminAuthGuard({ adminToken: TOKEN } as AlmanacConfig, new ManualClock(0), new AdminAttempts());
+    for (let i = 0; i < ADMIN_FAILURES; i++) expect(status(guard, request(`guess-${i}`, '2001:db8::1:2:3:4'))).toBe(401);
+    expect(status(guard, request(TOKEN, '2001:db8::5'))).toBe(429);
+    expect(status(guard, request(TOKEN, '2001:db8:0:1::5'))).toBe(200); // the next /64
+  });
 });
