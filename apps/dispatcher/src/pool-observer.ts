@@ -2,7 +2,7 @@ import type { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import type { KindCatalog, KindRoutes } from '@almanac/kinds';
 import type { TenantShare } from '@almanac/domain';
 import type { TenantsRepository, WorkersRepository } from '@almanac/persistence';
-import { type Clock, type DatabaseClock, type Liveness, LIVENESS_FLOOR_MS, POOL_OBSERVE_MS, Ticker, WORKER_DEAD_AFTER_MS } from '@almanac/platform';
+import { type Clock, type DatabaseClock, type Liveness, LIVENESS_FLOOR_MS, POOL_OBSERVE_MS, Ticker, within, WORKER_DEAD_AFTER_MS, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 
 export interface PoolObserverOptions {
@@ -57,8 +57,9 @@ export class PoolObserver {
     this.o.time?.observe(dbNowMs, sentMs);
     const pools = [...new Set([...routes.configuredPools(), ...workers.flatMap((w) => w.pools)])].sort();
     const shares = this.shares;
-    if (shares) await Promise.all(pools.map((p) => ready.syncShares(p, shares)));
-    const waiting = await ready.waiting(pools);
+    // Bounded as the worker bounds its calls: the delivery connection waits out a Redis outage, and a turn that never ends fails /health/live.
+    const backlogs = Promise.all(shares ? pools.map((p) => ready.syncShares(p, shares)) : []).then(() => ready.waiting(pools));
+    const waiting = await within(WORKER_REDIS_WAIT_MS, backlogs, "pools' ready lists").catch((err: unknown) => void logger.warn({ err }, "could not reach the pools' ready lists; gauging the workers only"));
     // Live: a beat within WORKER_DEAD_AFTER_MS by the database's own clock.
     const live = workers.filter((w) => dbNowMs - w.beatAtMs < WORKER_DEAD_AFTER_MS);
     for (const pool of pools) {
@@ -67,7 +68,7 @@ export class PoolObserver {
       metrics.poolWorkers.set({ pool }, serving.length);
       metrics.poolCapacity.set({ pool }, serving.reduce((n, w) => n + w.concurrency, 0));
       metrics.poolInFlight.set({ pool }, mine.reduce((n, w) => n + (w.running[w.pools.indexOf(pool)] ?? 0), 0));
-      metrics.poolBacklog.set({ pool }, waiting.get(pool) ?? 0);
+      if (waiting) metrics.poolBacklog.set({ pool }, waiting.get(pool) ?? 0);
     }
     for (const { kind } of catalog.all()) {
       const pool = routes.pool(kind);

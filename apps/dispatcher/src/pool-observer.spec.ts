@@ -1,0 +1,55 @@
+import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
+import { completed, defineHandler, KindCatalog } from '@almanac/kinds';
+import { KindsRepository, TenantsRepository } from '@almanac/persistence';
+import { createDeliveryRedis, Liveness, LIVENESS_FLOOR_MS, MetricsService, POOL_OBSERVE_MS, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
+import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { PoolObserver } from './pool-observer';
+
+const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
+
+/** Liveness that also says when a loop beats next (its ticker beats as each turn ends). */
+class WatchedLiveness extends Liveness {
+  private onBeat?: () => void;
+  override beat(name: string, limitMs: number, nowMs = Date.now()): void {
+    super.beat(name, limitMs, nowMs);
+    this.onBeat?.();
+  }
+  nextBeat(): Promise<void> {
+    return new Promise((resolve) => (this.onBeat = resolve));
+  }
+}
+
+describe('PoolObserver', () => {
+  let h: DeliveryHarness;
+  beforeEach(async () => (h = await createHarness({ handlers: [noop] })));
+  afterEach(() => destroyHarness(h));
+
+  it('ends its turn within the bound, still gauging the workers, and stays live while Redis accepts the connection and never answers', async () => {
+    await h.liveWorker();
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    // The dispatcher's DELIVERY_REDIS: no command timeout, ioredis' offline queue, retried forever.
+    const stalled = createDeliveryRedis({ url: `redis://127.0.0.1:${(silent.address() as AddressInfo).port}` });
+    const liveness = new WatchedLiveness();
+    const { routes, workers, logger, clock } = h;
+    const metrics = new DeliveryMetrics(new MetricsService()); // gauges only this observer sets
+    const catalog = new KindCatalog(new KindsRepository(h.ds), { maxAgeMs: 0, missRefreshMs: 0 });
+    const observer = new PoolObserver({ routes, workers, metrics, logger, clock, catalog, liveness, tenants: new TenantsRepository(h.ds), ready: new ReadyQueues(stalled, h.redis.prefix) });
+    try {
+      const startedMs = Date.now();
+      observer.start(); // beats once as it starts
+      // Without the bound the first turn waits as long as Redis is silent, and never beats.
+      await within(POOL_OBSERVE_MS + WORKER_REDIS_WAIT_MS + 5_000, liveness.nextBeat(), "the observer's first turn");
+      expect(liveness.wedged(startedMs + LIVENESS_FLOOR_MS + 1)).toEqual([]); // the kubelet's probe a floor later: nothing wedged
+      expect((await metrics.poolWorkers.get()).values.find((v) => v.labels.pool === 'default')?.value).toBe(1);
+      await within(WORKER_REDIS_WAIT_MS + 5_000, observer.stop(), 'observer stop'); // a turn in progress ends within the bound too
+    } finally {
+      stalled.disconnect(); // fails what waits on it: a turn stuck without the bound ends
+      await observer.stop();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+});
