@@ -3,7 +3,7 @@ import { completed, defineHandler, KindCatalog } from '@almanac/kinds';
 import { KindsRepository, TenantsRepository } from '@almanac/persistence';
 import { createDeliveryRedis, Liveness, LIVENESS_FLOOR_MS, MetricsService, POOL_OBSERVE_MS, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
-import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { PoolObserver } from './pool-observer';
 
 const noop = defineHandler({ kind: 'noop', timeoutMs: 1000, handle: async () => completed() });
@@ -50,6 +50,50 @@ describe('PoolObserver', () => {
       await observer.stop();
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it('waits for the calls a turn gave up on instead of queueing more while Redis stays silent', async () => {
+    await h.liveWorker();
+    // A proxy to the test's Redis that goes silent on demand: the connection stays up, nothing answers.
+    let silent = false;
+    const sockets: Socket[] = [];
+    const proxy = createServer((client) => {
+      const upstream = connect(6379, '127.0.0.1');
+      sockets.push(client, upstream);
+      client.on('data', (d) => void (silent || upstream.write(d)));
+      upstream.on('data', (d) => void (silent || client.write(d)));
+      for (const s of [client, upstream]) s.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const redis = createDeliveryRedis({ url: `redis://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+    /** Commands the connection holds: sent and unanswered, offline, or waiting behind an unanswered auto-pipeline. */
+    const held = () => {
+      const r = redis as unknown as { offlineQueue: { length: number }; commandQueue: { length: number }; _autoPipelines: Map<string, { length: number }> };
+      return r.offlineQueue.length + r.commandQueue.length + [...r._autoPipelines.values()].reduce((n, p) => n + p.length, 0);
+    };
+    const liveness = new WatchedLiveness();
+    const { routes, workers, logger, clock } = h;
+    const metrics = new DeliveryMetrics(new MetricsService());
+    const catalog = new KindCatalog(new KindsRepository(h.ds), { maxAgeMs: 0, missRefreshMs: 0 });
+    const observer = new PoolObserver({ routes, workers, metrics, logger, clock, catalog, liveness, tenants: new TenantsRepository(h.ds), ready: new ReadyQueues(redis, h.redis.prefix) });
+    const turn = (what: string) => within(POOL_OBSERVE_MS + WORKER_REDIS_WAIT_MS + 5_000, liveness.nextBeat(), what);
+    try {
+      observer.start();
+      await turn('a turn with Redis answering');
+      silent = true;
+      await turn('the first turn Redis does not answer'); // gives up on its calls
+      const left = held();
+      expect(left).toBeGreaterThan(0);
+      await turn('the next silent turn');
+      await turn('and the next');
+      // Without waiting for them, each turn queued its own: an outage of minutes queued thousands, all sent on reconnect.
+      expect(held()).toBe(left);
+    } finally {
+      redis.disconnect();
+      await observer.stop();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
     }
   });
 });

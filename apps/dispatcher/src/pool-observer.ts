@@ -30,6 +30,7 @@ export class PoolObserver {
   private readonly ticker: Ticker;
   /** The last copy read: a failed read keeps it, and before one succeeds the pools keep theirs (another dispatcher's). */
   private shares: ReadonlyMap<number, TenantShare> | undefined;
+  private redisCalls: Promise<Map<string, number>> | undefined; // a turn's Redis part while it is pending (runOnce)
   private markKindsRead!: () => void;
   /** Resolves once the kind registry has been read: before, a kind declared in a pool of its own goes to `default`. */
   readonly kindsRead = new Promise<void>((resolve) => (this.markKindsRead = resolve));
@@ -57,8 +58,8 @@ export class PoolObserver {
     this.o.time?.observe(dbNowMs, sentMs);
     const pools = [...new Set([...routes.configuredPools(), ...workers.flatMap((w) => w.pools)])].sort();
     const shares = this.shares;
-    // Bounded as the worker bounds its calls: the delivery connection waits out a Redis outage, and a turn that never ends fails /health/live.
-    const backlogs = Promise.all(shares ? pools.map((p) => ready.syncShares(p, shares)) : []).then(() => ready.waiting(pools));
+    // Bounded as the worker's calls (the delivery connection waits out an outage; a turn that never ends fails /health/live); calls a turn gave up on are waited for, not queued again.
+    const backlogs = (this.redisCalls ??= Promise.all(shares ? pools.map((p) => ready.syncShares(p, shares)) : []).then(() => ready.waiting(pools)).finally(() => (this.redisCalls = undefined)));
     const waiting = await within(WORKER_REDIS_WAIT_MS, backlogs, "pools' ready lists").catch((err: unknown) => void logger.warn({ err }, "could not reach the pools' ready lists; gauging the workers only"));
     // Live: a beat within WORKER_DEAD_AFTER_MS by the database's own clock.
     const live = workers.filter((w) => dbNowMs - w.beatAtMs < WORKER_DEAD_AFTER_MS);
