@@ -109,7 +109,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     allowedText: '`scheme://host[:port]` entries',
     readers: WORKER,
     meaning:
-      "origins the `http` kind may call, `scheme://host[:port]` (`https://*.example.com` for subdomains, not the domain itself), intersected with each tenant's `httpAllowHosts`; redirects are followed only onto origins on both lists",
+      "origins the `http` kind may call, `scheme://host[:port]` (`https://*.example.com` for subdomains, not the domain itself), intersected with each tenant's `httpAllowHosts`; redirects are not followed (a 3xx is the call's outcome)",
   },
   ALMANAC_HTTP_ALLOW_CIDRS: {
     type: 'list',
@@ -118,7 +118,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     allowedText: 'CIDRs (`10.20.0.0/16`, `fd00:1::/64`)',
     readers: WORKER,
     meaning:
-      'address ranges the `http` kind may reach although they are loopback, private, link-local or metadata (e.g. `10.20.0.0/16`); every other such address is refused after DNS and on every redirect',
+      'address ranges the `http` kind may reach although they are loopback, private, link-local or metadata (e.g. `10.20.0.0/16`); every other such address is refused after DNS',
   },
   ALMANAC_HTTP_MAX_RESPONSE_BYTES: {
     type: 'bytes',
