@@ -139,5 +139,14 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     readers: WORKER,
     meaning: '`smtp://user:pass@host:port`: set, the worker runs and registers the `email` kind',
   },
+  // Off, an smtp:// server must start TLS (STARTTLS) before AUTH and the message: opportunistic
+  // STARTTLS lets an on-path attacker strip it from EHLO and read the password and every tenant's mail.
+  ALMANAC_SMTP_ALLOW_PLAINTEXT: {
+    type: 'bool',
+    default: false,
+    readers: WORKER,
+    meaning:
+      '`true` lets the `email` kind send over an `smtp://` server that does not start TLS (a relay on the same host or pod, a test server); `false`: STARTTLS is required before AUTH and the message, and a server without it fails the attempt, sending nothing. `smtps://` is TLS from the start either way',
+  },
   ALMANAC_EMAIL_FROM: { type: 'string', default: 'almanac@localhost', readers: WORKER, meaning: 'the From address of `email` jobs' },
 } as const satisfies Record<string, Setting>;
