@@ -104,7 +104,8 @@ describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
     const handler = spans.find((s) => s.name === 'handle http')!;
     const [call] = childrenOf(spans, handler);
     expect(call).toMatchObject({ name: 'POST', kind: SpanKind.CLIENT });
-    expect(call.attributes).toMatchObject({ 'http.request.method': 'POST', 'url.path': '/hook', 'http.response.status_code': 204 });
+    expect(call.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 204 });
+    expect(call.attributes['url.path']).toBeUndefined(); // a webhook's path may be its secret
     expect(JSON.stringify(call.attributes)).not.toContain('secret');
     expect(received[0].traceparent).toBe(`00-${call.spanContext().traceId}-${call.spanContext().spanId}-01`);
   });

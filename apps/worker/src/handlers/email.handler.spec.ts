@@ -1,16 +1,26 @@
-import { EffectsRepository } from '@almanac/persistence';
-import { createHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { EffectsRepository, RetentionRepository } from '@almanac/persistence';
+import { createHarness, type DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { DOUBLE_RUN_MODES, runTwice } from '@almanac/testing/double-run';
 import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
+import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { emailHandler } from './email.handler';
 
-/** A real SMTP server (smtp-server, from the npm registry) on a free port, keeping what it receives. */
-async function startSmtp(): Promise<{ port: number; messages: string[]; close(): Promise<void> }> {
+/**
+ * A real SMTP server (smtp-server, from the npm registry) on a free port, keeping what it
+ * receives and whether each AUTH came over TLS. Plaintext unless `options` says otherwise (its
+ * STARTTLS uses smtp-server's own self-signed certificate).
+ */
+async function startSmtp(options: SMTPServerOptions = {}): Promise<{ port: number; messages: string[]; authsSecure: boolean[]; close(): Promise<void> }> {
   const messages: string[] = [];
+  const authsSecure: boolean[] = [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
+    ...options,
+    onAuth(auth, session, done) {
+      authsSecure.push(session.secure);
+      done(null, { user: auth.username });
+    },
     onData(stream, _session, done) {
       let raw = '';
       stream.on('data', (c: Buffer) => (raw += c.toString()));
@@ -22,7 +32,15 @@ async function startSmtp(): Promise<{ port: number; messages: string[]; close():
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.server.address() as AddressInfo).port;
-  return { port, messages, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return { port, messages, authsSecure, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** Enqueues one email job (tenant 1) and runs it to its outcome; the job's row. */
+async function sendOne(h: DeliveryHarness, payload: object, key?: string) {
+  const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 1, payload, ...(key ? { key } : {}) }]);
+  await h.hot.runOnce();
+  await h.runWorker(h.worker());
+  return h.job(id);
 }
 
 /** An SMTP server that answers each RCPT TO after `delayMs`: every step within nodemailer's timeouts, the whole send past the run's. */
@@ -53,7 +71,7 @@ describe('email', () => {
   afterAll(() => smtp.close());
 
   it('sends one message through SMTP, with a Message-ID derived from the job', async () => {
-    const handler = emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', messageIdHost: 'test.almanac' });
+    const handler = emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', messageIdHost: 'test.almanac', allowPlaintext: true });
     const before = smtp.messages.length;
     const report = await runTwice(handler, { to: 'ada@example.com', subject: 'Your invoice', text: 'Hello' }, {
       mode: 'concurrent',
@@ -63,12 +81,12 @@ describe('email', () => {
     const raw = smtp.messages.at(-1) as string;
     expect(raw).toMatch(/^To: ada@example.com$/m);
     expect(raw).toMatch(/^Subject: Your invoice$/m);
-    expect(raw).toMatch(/^Message-ID: <1\.k-[^@]+@test\.almanac>$/m);
+    expect(raw).toMatch(/^Message-ID: <1\.\d+@test\.almanac>$/m); // <tenant.jobId@host>
   });
 
   it('stops sending when its run is aborted: a server slow at every step gets no message after the run ended', async () => {
     const slow = await startSlowSmtp(1000);
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${slow.port}`, from: 'almanac@example.com', timeoutMs: 2500 })] });
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${slow.port}`, from: 'almanac@example.com', timeoutMs: 2500, allowPlaintext: true })] });
     try {
       const to = ['a@example.com', 'b@example.com', 'c@example.com', 'd@example.com']; // 4 s of RCPTs against a 2.5 s run
       const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 1, payload: { to, subject: 'slow', text: 'once' } }]);
@@ -84,13 +102,12 @@ describe('email', () => {
   });
 
   it('snoozes, sending nothing and spending no attempt, while another run holds the message', async () => {
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000 })] });
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true })] });
     try {
       const before = smtp.messages.length;
       const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 1, payload: { to: 'ada@example.com', subject: 'held', text: 'once' } }]);
-      const [{ key }] = await h.ds.query(`SELECT key FROM jobs WHERE id = $1`, [id]);
       // Another job's run claimed this message 5 s ago and has not finished.
-      await h.ds.query(`INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at) VALUES (1, $1, $2, now() - interval '5 seconds')`, [`email:${key}`, id]);
+      await h.ds.query(`INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at) VALUES (1, $1, $2, now() - interval '5 seconds')`, [`email:${id}`, id]);
       const w = h.worker();
       await h.hot.runOnce();
       await h.runWorker(w);
@@ -109,7 +126,7 @@ describe('email', () => {
   });
 
   it('sends once when recording the send fails at first: the record is written again, not the message sent again', async () => {
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000 })] });
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true })] });
     // The server answered 250; then the record's first write fails, as a pool acquire timeout under load does.
     const finish = jest.spyOn(EffectsRepository.prototype, 'finish').mockRejectedValueOnce(new Error('timeout exceeded when trying to connect'));
     try {
@@ -129,7 +146,7 @@ describe('email', () => {
   });
 
   it('does not write again a record Postgres refuses on a value: no retry can store it, so the run ends at once', async () => {
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000 })] });
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true })] });
     const refused = Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
     const finish = jest.spyOn(EffectsRepository.prototype, 'finish').mockRejectedValueOnce(refused);
     try {
@@ -144,11 +161,68 @@ describe('email', () => {
     }
   });
 
+  it('sends nothing, and no password, to a server that does not start TLS unless ALMANAC_SMTP_ALLOW_PLAINTEXT says so', async () => {
+    // What an on-path attacker makes of a server: STARTTLS stripped from its EHLO.
+    const stripped = await startSmtp({ disabledCommands: ['STARTTLS'] });
+    const secured = await startSmtp({ disabledCommands: [], logger: false }); // its known test certificate, no warning
+    const handler = (url: string, allowPlaintext?: boolean) => emailHandler({ smtpUrl: url, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext });
+    let h = await createHarness({ handlers: [handler(`smtp://almanac:hunter2@127.0.0.1:${stripped.port}`)] });
+    try {
+      const refused = await sendOne(h, { to: 'ada@example.com', subject: 'stripped', text: 'secret' });
+      expect(refused).toMatchObject({ state: 'x', attempts: 1, last_error: expect.stringContaining('the SMTP server did not start TLS') });
+      expect(refused.last_error).toContain('nothing was sent in plaintext; ALMANAC_SMTP_ALLOW_PLAINTEXT=true allows a server without TLS');
+      expect(stripped.authsSecure).toEqual([]); // no AUTH (the password) in plaintext
+      expect(stripped.messages).toEqual([]);
+
+      // A server that starts TLS (the test trusts its self-signed certificate through the URL): AUTH and the message go encrypted.
+      await destroyHarness(h);
+      h = await createHarness({ handlers: [handler(`smtp://almanac:hunter2@127.0.0.1:${secured.port}?tls.rejectUnauthorized=false`)] });
+      expect(await sendOne(h, { to: 'ada@example.com', subject: 'secured', text: 'secret' })).toMatchObject({ state: 'd' });
+      expect(secured.authsSecure).toEqual([true]);
+      expect(secured.messages).toHaveLength(1);
+
+      // The operator's explicit choice: plaintext.
+      await destroyHarness(h);
+      h = await createHarness({ handlers: [handler(`smtp://almanac:hunter2@127.0.0.1:${stripped.port}`, true)] });
+      expect(await sendOne(h, { to: 'ada@example.com', subject: 'allowed', text: 'plain' })).toMatchObject({ state: 'd' });
+      expect(stripped.authsSecure).toEqual([false]);
+      expect(stripped.messages).toHaveLength(1);
+    } finally {
+      await destroyHarness(h);
+      await stripped.close();
+      await secured.close();
+    }
+  });
+
+  it('sends the message of a new job that takes a key retention freed, though the old job’s effect record still stands', async () => {
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true })] });
+    try {
+      const before = smtp.messages.length;
+      const payload = { to: 'ada@example.com', subject: 'November statement', text: 'due' };
+      expect(await sendOne(h, payload, 'statement')).toMatchObject({ state: 'd', result: { alreadySent: false } });
+      // Retention with keysAfterRetention "freed": the job goes and its key is free at once; its
+      // effect record expires apart (every 10 minutes, capped), so it is still there.
+      const retention = new RetentionRepository(h.ds);
+      const removed = await retention.removeExpired({ tenantId: 1, retentionSeconds: 0, freesKeys: true, keyReservation: 0 }, new Date(Date.now() + 60_000), 100, '2026-12-07');
+      expect(removed.removed).toBe(1);
+      expect(await h.ds.query(`SELECT 1 FROM job_effects`)).toHaveLength(1);
+
+      const again = await sendOne(h, payload, 'statement');
+      expect(again).toMatchObject({ state: 'd', result: { alreadySent: false } });
+      expect(smtp.messages.length - before).toBe(2);
+      // And as its own message, not a copy a mail client folds into the first.
+      const ids = smtp.messages.slice(before).map((raw) => /^Message-ID: (.+)$/m.exec(raw)?.[1]);
+      expect(new Set(ids).size).toBe(2);
+    } finally {
+      await destroyHarness(h);
+    }
+  });
+
   // The effect as the recipient sees it: messages, told apart by Message-ID (mail clients fold
   // copies with one Message-ID into one). A worker killed between the server's answer and the
   // record makes a second copy (crash-after-effect strikes exactly there); nothing else may.
   it.each(DOUBLE_RUN_MODES)('delivers exactly one message when the job runs twice (%s): the effect record is checked before the send', async (mode) => {
-    const handler = emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com' });
+    const handler = emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', allowPlaintext: true });
     const before = smtp.messages.length;
     const received = () => smtp.messages.slice(before);
     await runTwice(handler, { to: ['ada@example.com', 'bob@example.com'], subject: `double run ${mode}`, text: 'once' }, {

@@ -1,4 +1,4 @@
-import { completed, defineHandler, snooze } from '@almanac/kinds';
+import { completed, defineHandler, retry, snooze } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
 import { createTransport, type Transporter } from 'nodemailer';
 
@@ -10,8 +10,15 @@ import { createTransport, type Transporter } from 'nodemailer';
  * again while the claim holds. What a record cannot cover is a worker that dies between the
  * server's 250 and the record, or a record still failing when the claim goes stale (the kind's
  * timeout plus 30 s): the message is then sent again. The Message-ID is derived from
- * the job (`<tenant.key@host>`), so that second copy carries the same Message-ID, which mail
+ * the job (`<tenant.jobId@host>`), so that second copy carries the same Message-ID, which mail
  * clients fold into one message: one message, as the recipient sees it.
+ * The record and the Message-ID go by the job's id, the same on every run, retry and rescue of
+ * the job and never another's: a key freed by retention (`keysAfterRetention: "freed"`) may name
+ * a new job while the old job's record still stands, and that job's message must go out.
+ *
+ * An `smtp://` server must start TLS (STARTTLS) before AUTH and the message, unless
+ * ALMANAC_SMTP_ALLOW_PLAINTEXT says otherwise: an on-path attacker who strips STARTTLS from the
+ * server's EHLO would otherwise get the password and every tenant's mail in cleartext.
  *
  * Payload: `{ "to": "a@example.com", "subject": "…", "text": "…", "html"?: "…" }`.
  */
@@ -31,6 +38,8 @@ export interface EmailHandlerOptions {
   smtpUrl: string;
   /** The From address (ALMANAC_EMAIL_FROM). */
   from: string;
+  /** Send over a server that does not start TLS (ALMANAC_SMTP_ALLOW_PLAINTEXT); default false. */
+  allowPlaintext?: boolean;
   /** Host part of generated Message-IDs. */
   messageIdHost?: string;
   timeoutMs?: number;
@@ -51,14 +60,27 @@ export function emailHandler(opts: EmailHandlerOptions) {
       // closed), or the send would go on past the run and the retry's takeover send it again.
       const timeoutMs = opts.timeoutMs ?? 30_000;
       transport ??= createTransport(
-        { url: opts.smtpUrl, connectionTimeout: Math.floor(timeoutMs / 3), greetingTimeout: Math.floor(timeoutMs / 3), socketTimeout: Math.floor(timeoutMs / 2) },
+        {
+          url: opts.smtpUrl,
+          requireTLS: !opts.allowPlaintext, // smtps:// is TLS from the first byte; this is for smtp://
+          connectionTimeout: Math.floor(timeoutMs / 3),
+          greetingTimeout: Math.floor(timeoutMs / 3),
+          socketTimeout: Math.floor(timeoutMs / 2),
+        },
         { from: opts.from },
       );
-      const messageId = `<${ctx.tenantId}.${encodeURIComponent(ctx.key)}@${host}>`;
-      const sent = await ctx.effects.once(`email:${ctx.key}`, async () => {
-        const info = await transport!.sendMail({ ...payload, messageId, signal: ctx.signal });
-        return { messageId: info.messageId, response: info.response ?? null };
-      });
+      const messageId = `<${ctx.tenantId}.${ctx.jobId}@${host}>`;
+      let sent;
+      try {
+        sent = await ctx.effects.once(`email:${ctx.jobId}`, async () => {
+          const info = await transport!.sendMail({ ...payload, messageId, signal: ctx.signal });
+          return { messageId: info.messageId, response: info.response ?? null };
+        });
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'ETLS') throw err;
+        // Nothing was sent: nodemailer stops before AUTH and MAIL when TLS does not start.
+        return retry({ reason: `the SMTP server did not start TLS (${(err as Error).message}): nothing was sent in plaintext; ALMANAC_SMTP_ALLOW_PLAINTEXT=true allows a server without TLS` });
+      }
       if (sent.busy) return snooze({ delayMs: sent.retryAfterMs, reason: 'this message is being sent by another run' });
       return completed({ messageId: sent.result.messageId, response: sent.result.response, alreadySent: !sent.ran });
     },

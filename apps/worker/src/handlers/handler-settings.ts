@@ -22,7 +22,7 @@ export function handlerSettingsFromEnv(env: Env, dataSource: DataSource): Handle
     if (!parseCidr(c)) throw new ConfigError(`ALMANAC_HTTP_ALLOW_CIDRS must be CIDRs like 10.20.0.0/16 or fd00:1::/64 (got ${JSON.stringify(c)})`);
   }
   return {
-    ...(smtpUrl ? { email: { smtpUrl, from: readSetting(env, 'ALMANAC_EMAIL_FROM') } } : {}),
+    ...(smtpUrl ? { email: { smtpUrl, from: readSetting(env, 'ALMANAC_EMAIL_FROM'), allowPlaintext: readSetting(env, 'ALMANAC_SMTP_ALLOW_PLAINTEXT') } } : {}),
     http: {
       allowHosts,
       allowCidrs,

@@ -15,10 +15,11 @@ import { inClientSpan } from './outbound-span';
  *   (ALMANAC_HTTP_ALLOW_HOSTS) and one of the tenant's (`httpAllowHosts`, set by
  *   `PATCH /v1/admin/tenants/:id`): `scheme://host[:port]`, `*.` spelled out for subdomains.
  * - The address a host resolves to is checked by the lookup the socket connects with (no second
- *   DNS answer between check and connect), on every hop: loopback, private, link-local, metadata
+ *   DNS answer between check and connect): loopback, private, link-local, metadata
  *   and other special ranges are refused unless ALMANAC_HTTP_ALLOW_CIDRS allows them.
- * - Redirects are followed by hand (at most 5), each hop checked the same way; a redirect to
- *   another origin does not carry the payload's Authorization, Cookie or Proxy-Authorization.
+ * - Redirects are not followed: a 3xx is the attempt's outcome (discarded, its status and
+ *   Location recorded). A signed request goes only to the URL the job names, never to one the
+ *   receiver chooses (a signature covers its URL so that it is good there only).
  * - Every request is signed (signatureHeader) with each of the tenant's live signing secrets
  *   (newest first; two during a rotation), and
  *   carries `Almanac-Tenant`, `Almanac-Job-Id`, `Almanac-Attempt` and
@@ -27,8 +28,7 @@ import { inClientSpan } from './outbound-span';
  * - 2xx → completed with `{status}`; 5xx, 408, 429 and network errors → retry (429/503 honour
  *   a numeric Retry-After); any other status → discard (dead), status recorded. A URL off the
  *   lists, a refused address, a tenant with no signing secret, a header value Node refuses (CR/LF,
- *   other controls, above U+00FF) and a redirect Location that is not a URL are discarded:
- *   retrying cannot help.
+ *   other controls, above U+00FF) are discarded: retrying cannot help.
  * - A URL's fragment is dropped (Node never sends it), so the signature covers what is sent.
  */
 export interface HttpPayload {
@@ -63,12 +63,9 @@ export interface HttpHandlerOptions {
 
 /** When the options do not say (tests): the declared default of ALMANAC_HTTP_MAX_RESPONSE_BYTES. */
 const DEFAULT_MAX_RESPONSE_BYTES = SETTINGS.ALMANAC_HTTP_MAX_RESPONSE_BYTES.default;
-const MAX_REDIRECTS = 5;
 /** Headers the payload may not set: the transport's own, and Almanac's (signature, tenant, job, attempt). */
 const RESERVED_HEADERS = new Set(['idempotency-key', 'host', 'content-length', 'transfer-encoding', 'connection', 'user-agent']);
 const RESERVED_PREFIX = 'almanac-';
-/** Dropped when a redirect leaves the payload URL's origin, as fetch itself does for Authorization. */
-const CREDENTIAL_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
 /** RFC 9110 token. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Node's own check of a header value: what it refuses throws at send time, which would be retried, not discarded. */
@@ -153,70 +150,52 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
   if (tenant.secrets.length === 0) {
     return discard(`tenant ${ctx.tenantId} has no signing secret: an operator makes one with POST /v1/admin/tenants/${ctx.tenantId}/signing-secrets`);
   }
-  let url = new URL(payload.url);
-  let method = 'POST';
-  let body: string | undefined = payload.body === undefined ? undefined : JSON.stringify(payload.body);
-  const origin = url.origin;
-  const crossOrigin = Object.fromEntries(Object.entries(payload.headers ?? {}).filter(([name]) => !CREDENTIAL_HEADERS.has(name.toLowerCase())));
-  for (let hop = 0; ; hop++) {
-    const where = hop === 0 ? url.origin : `redirect to ${url.origin}`;
-    const verdict = outboundVerdict(targetOf(url), rules.installation, tenant.allowHosts);
-    if (verdict === 'installation') return discard(`${where} is not on the installation's allow-list (ALMANAC_HTTP_ALLOW_HOSTS)`);
-    if (verdict === 'tenant') return discard(`${where} is not on this tenant's httpAllowHosts`);
-    const t = Math.floor(Date.now() / 1000);
-    const idempotencyKey = `${ctx.tenantId}:${ctx.key}`;
-    let res;
-    try {
-      res = await inClientSpan(ctx.traceContext, method, url, (traceHeaders) => rules.client.send({
-        tenantId: ctx.tenantId,
-        url,
-        method,
-        body,
-        signal: ctx.signal,
-        maxBodyBytes: rules.maxResponseBytes,
-        headers: {
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          ...(url.origin === origin ? payload.headers : crossOrigin),
-          ...traceHeaders,
-          'idempotency-key': idempotencyKey,
-          'user-agent': 'almanac-worker',
-          'almanac-signature': signatureHeader(tenant.secrets, t, { method, url: url.href, idempotencyKey, body: body ?? '' }),
-          'almanac-tenant': String(ctx.tenantId),
-          'almanac-job-id': ctx.jobId,
-          'almanac-attempt': String(ctx.attempt),
-        },
-      }));
-    } catch (err) {
-      if (!(err instanceof RefusedAddressError)) throw err; // network errors retry
-      // The address is for the operator's log; the tenant is told the range only.
-      ctx.logger.warn({ host: err.host, address: err.address, range: err.range }, 'http call refused: the host resolves to a refused address');
-      return discard(`${where} resolves to a ${err.range} address, which calls may not reach`);
-    }
-    const { status, headers } = res;
-    const result: { [k: string]: JsonValue } = res.truncated ? { status, bodyTruncatedAt: rules.maxResponseBytes } : { status };
-    const location = headers.location;
-    if (status >= 300 && status < 400 && location) {
-      if (hop >= MAX_REDIRECTS) return discard(`more than ${MAX_REDIRECTS} redirects`, result);
-      try {
-        url = new URL(location, url);
-      } catch {
-        return discard(`redirect to ${JSON.stringify(location.slice(0, 200))}, which is not a URL`, result); // thrown, it would be retried
-      }
-      url.hash = ''; // as for the payload's URL: not sent, so not signed
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') return discard(`redirect to a ${url.protocol} URL`, result);
-      if (status !== 307 && status !== 308) {
-        method = 'GET';
-        body = undefined;
-      }
-      continue;
-    }
-    if (status >= 200 && status < 300) return completed(result);
-    if (status >= 500 || status === 408 || status === 429) {
-      const delayMs = retryAfterMs(headers);
-      return retry({ reason: `HTTP ${status}`, result, ...(delayMs !== undefined ? { delayMs } : {}) });
-    }
-    return discard(`HTTP ${status}`, result);
+  const url = new URL(payload.url);
+  const method = 'POST';
+  const body = payload.body === undefined ? undefined : JSON.stringify(payload.body);
+  const verdict = outboundVerdict(targetOf(url), rules.installation, tenant.allowHosts);
+  if (verdict === 'installation') return discard(`${url.origin} is not on the installation's allow-list (ALMANAC_HTTP_ALLOW_HOSTS)`);
+  if (verdict === 'tenant') return discard(`${url.origin} is not on this tenant's httpAllowHosts`);
+  const t = Math.floor(Date.now() / 1000);
+  const idempotencyKey = `${ctx.tenantId}:${ctx.key}`;
+  let res;
+  try {
+    res = await inClientSpan(ctx.traceContext, method, url, (traceHeaders) => rules.client.send({
+      tenantId: ctx.tenantId,
+      url,
+      method,
+      body,
+      signal: ctx.signal,
+      maxBodyBytes: rules.maxResponseBytes,
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...payload.headers,
+        ...traceHeaders,
+        'idempotency-key': idempotencyKey,
+        'user-agent': 'almanac-worker',
+        'almanac-signature': signatureHeader(tenant.secrets, t, { method, url: url.href, idempotencyKey, body: body ?? '' }),
+        'almanac-tenant': String(ctx.tenantId),
+        'almanac-job-id': ctx.jobId,
+        'almanac-attempt': String(ctx.attempt),
+      },
+    }));
+  } catch (err) {
+    if (!(err instanceof RefusedAddressError)) throw err; // network errors retry
+    // The address is for the operator's log; the tenant is told the range only.
+    ctx.logger.warn({ host: err.host, address: err.address, range: err.range }, 'http call refused: the host resolves to a refused address');
+    return discard(`${url.origin} resolves to a ${err.range} address, which calls may not reach`);
   }
+  const { status, headers } = res;
+  const result: { [k: string]: JsonValue } = res.truncated ? { status, bodyTruncatedAt: rules.maxResponseBytes } : { status };
+  if (status >= 200 && status < 300) return completed(result);
+  if (status >= 500 || status === 408 || status === 429) {
+    const delayMs = retryAfterMs(headers);
+    return retry({ reason: `HTTP ${status}`, result, ...(delayMs !== undefined ? { delayMs } : {}) });
+  }
+  // A redirect is not followed: its hop would carry a signature good at a URL the receiver chose.
+  const location = status >= 300 && status < 400 && typeof headers.location === 'string' ? headers.location : undefined;
+  if (location !== undefined) return discard(`HTTP ${status}: redirects are not followed (Location ${JSON.stringify(location.slice(0, 200))}); give the job the final URL`, result);
+  return discard(`HTTP ${status}`, result);
 }
 
 export function httpHandler(opts: HttpHandlerOptions) {

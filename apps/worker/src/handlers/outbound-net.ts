@@ -87,6 +87,27 @@ export interface OutboundRequest {
   maxBodyBytes: number;
 }
 
+/** How the keep-alive agents hold sockets (each agent: one for http, one for https). */
+export interface SocketLimits {
+  /** An idle kept-alive socket is closed after this long (or the server's shorter `Keep-Alive: timeout`). */
+  idleMs: number;
+  /** Sockets to one origin at once. */
+  perOrigin: number;
+  /** Idle sockets kept per origin. */
+  idlePerOrigin: number;
+  /** Sockets in all, in use or idle: past it a call waits for one to close. */
+  total: number;
+}
+
+/**
+ * Bounded, so that a tenant allowed a wildcard host cannot hold the worker's file descriptors
+ * with calls to a1, a2, … of a server that never closes idle connections. 10 s idle keeps a
+ * receiver's connection warm across a burst of its jobs (calls come seconds apart) and no longer;
+ * 512 in all is well above the calls a worker makes at once (ALMANAC_WORKER_CONCURRENCY, 200 per
+ * pool), and far below a process's descriptor limit.
+ */
+export const OUTBOUND_SOCKETS: SocketLimits = { idleMs: 10_000, perOrigin: 256, idlePerOrigin: 32, total: 512 };
+
 /** Keep-alive agents whose new connections go through the checked lookup. */
 export class OutboundClient {
   private readonly httpAgent: HttpAgent;
@@ -96,9 +117,13 @@ export class OutboundClient {
   constructor(
     private readonly allowCidrs: readonly Cidr[],
     private readonly resolve: Resolver = systemResolver,
+    limits: SocketLimits = OUTBOUND_SOCKETS,
   ) {
-    this.httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
-    this.httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
+    // `timeout` is the agent's idle timeout: it closes a socket that times out while free (one
+    // in use only reports it to its request, which the kind's own timeout bounds).
+    const agent = { keepAlive: true, timeout: limits.idleMs, maxSockets: limits.perOrigin, maxFreeSockets: limits.idlePerOrigin, maxTotalSockets: limits.total };
+    this.httpAgent = new HttpAgent(agent);
+    this.httpsAgent = new HttpsAgent(agent);
   }
 
   /** One request, its response's body read up to the bound and no further. Rejects on network errors. */

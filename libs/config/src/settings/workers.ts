@@ -109,7 +109,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     allowedText: '`scheme://host[:port]` entries',
     readers: WORKER,
     meaning:
-      "origins the `http` kind may call, `scheme://host[:port]` (`https://*.example.com` for subdomains, not the domain itself), intersected with each tenant's `httpAllowHosts`; redirects are followed only onto origins on both lists",
+      "origins the `http` kind may call, `scheme://host[:port]` (`https://*.example.com` for subdomains, not the domain itself), intersected with each tenant's `httpAllowHosts`; redirects are not followed (a 3xx is the call's outcome)",
   },
   ALMANAC_HTTP_ALLOW_CIDRS: {
     type: 'list',
@@ -118,7 +118,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     allowedText: 'CIDRs (`10.20.0.0/16`, `fd00:1::/64`)',
     readers: WORKER,
     meaning:
-      'address ranges the `http` kind may reach although they are loopback, private, link-local or metadata (e.g. `10.20.0.0/16`); every other such address is refused after DNS and on every redirect',
+      'address ranges the `http` kind may reach although they are loopback, private, link-local or metadata (e.g. `10.20.0.0/16`); every other such address is refused after DNS',
   },
   ALMANAC_HTTP_MAX_RESPONSE_BYTES: {
     type: 'bytes',
@@ -138,6 +138,15 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     defaultText: 'empty (no `email` kind)',
     readers: WORKER,
     meaning: '`smtp://user:pass@host:port`: set, the worker runs and registers the `email` kind',
+  },
+  // Off, an smtp:// server must start TLS (STARTTLS) before AUTH and the message: opportunistic
+  // STARTTLS lets an on-path attacker strip it from EHLO and read the password and every tenant's mail.
+  ALMANAC_SMTP_ALLOW_PLAINTEXT: {
+    type: 'bool',
+    default: false,
+    readers: WORKER,
+    meaning:
+      '`true` lets the `email` kind send over an `smtp://` server that does not start TLS (a relay on the same host or pod, a test server); `false`: STARTTLS is required before AUTH and the message, and a server without it fails the attempt, sending nothing. `smtps://` is TLS from the start either way',
   },
   ALMANAC_EMAIL_FROM: { type: 'string', default: 'almanac@localhost', readers: WORKER, meaning: 'the From address of `email` jobs' },
 } as const satisfies Record<string, Setting>;

@@ -1,0 +1,74 @@
+import { type Cidr, parseCidr } from '@almanac/domain';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { OUTBOUND_SOCKETS, OutboundClient, type Resolver } from './outbound-net';
+
+/**
+ * The agents' socket bounds against a server that never closes an idle connection (no
+ * keep-alive timeout, no `Keep-Alive` hint), called under many names: a tenant allowed
+ * `http://*.example.com` calling a1, a2, … of it.
+ */
+describe('OutboundClient sockets', () => {
+  let server: Server;
+  let port: number;
+  const open = new Set<Socket>();
+  let inFlight = 0;
+  let peakInFlight = 0;
+  const loopback = [parseCidr('127.0.0.1/32') as Cidr];
+  /** Test DNS: every `*.test` name is this host. */
+  const resolve: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const delayMs = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('delay') ?? 0);
+      peakInFlight = Math.max(peakInFlight, ++inFlight); // each request in flight holds a connection of its own
+      req.resume().on('end', () => setTimeout(() => (inFlight--, res.writeHead(204).end()), delayMs));
+    });
+    server.keepAliveTimeout = 0; // never closes an idle connection
+    server.on('connection', (socket: Socket) => {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => {
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
+  beforeEach(async () => {
+    server.closeAllConnections();
+    expect(await openAfter(1000)).toBe(0); // the last test's connections are gone before this one counts
+    peakInFlight = 0;
+  });
+
+  const call = (client: OutboundClient, host: string, path = '/') =>
+    client.send({ tenantId: 1, url: new URL(`http://${host}:${port}${path}`), method: 'POST', headers: {}, body: '{}', signal: new AbortController().signal, maxBodyBytes: 1024 });
+
+  /** Polls (every 20 ms, at most `withinMs`) until the server holds no connection; how many it holds then. */
+  async function openAfter(withinMs: number): Promise<number> {
+    for (const end = Date.now() + withinMs; open.size > 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    return open.size;
+  }
+
+  it('closes idle kept-alive connections after the idle timeout: the server is left with none', async () => {
+    const client = new OutboundClient(loopback, resolve, { ...OUTBOUND_SOCKETS, idleMs: 150 });
+    for (let i = 1; i <= 6; i++) expect((await call(client, `a${i}.test`)).status).toBe(204);
+    expect(open.size).toBe(6); // kept alive, one per name
+    expect(await openAfter(3000)).toBe(0);
+  });
+
+  it('keeps a connection whose response takes longer than the idle timeout: that is the call’s own timeout', async () => {
+    const client = new OutboundClient(loopback, resolve, { ...OUTBOUND_SOCKETS, idleMs: 100 });
+    expect((await call(client, 'slow.test', '/?delay=400')).status).toBe(204);
+  });
+
+  it('holds at most the total of sockets over every name; calls past it wait for one to close', async () => {
+    const client = new OutboundClient(loopback, resolve, { ...OUTBOUND_SOCKETS, idleMs: 100, total: 2 });
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => call(client, `b${i}.test`, '/?delay=50')));
+    expect(results.every((r) => r.status === 204)).toBe(true);
+    // Node's agent may pass its total by one while it swaps an idle socket of one name for a call to another.
+    expect(peakInFlight).toBeLessThanOrEqual(3);
+    expect(await openAfter(3000)).toBe(0);
+  });
+});
