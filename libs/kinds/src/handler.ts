@@ -58,7 +58,8 @@ export type EffectOnce<T> = { busy: false; ran: boolean; result: T } | { busy: t
  * An effect key checked before a non-idempotent call (an SMTP send): the record is claimed and
  * committed before the call, and marked done with the call's result after it, each on its own
  * transaction, so it outlives this attempt. A later run of the job finds it done and does not
- * call again. Keys are per tenant; derive them from the job (`ctx.key`) and what the effect is for.
+ * call again. Keys are per tenant; derive them from the job's id (`ctx.jobId`: the same on every
+ * run, never another job's, unlike a key retention may free) and what the effect is for.
  */
 export interface EffectRecords {
   /**
