@@ -49,13 +49,13 @@ describe('JobQueriesRepository', () => {
       if (n['Relation Name'] === 'jobs') read += (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) * n['Actual Loops'];
       n.Plans?.forEach(count);
     };
-    const analyzing = {
-      query: async (sql: string, params?: unknown[]) => {
-        const [row]: { 'QUERY PLAN': { Plan: PlanNode }[] }[] = await db.dataSource.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-        count(row['QUERY PLAN'][0].Plan);
-        return db.dataSource.query(sql, params);
-      },
-    } as unknown as DataSource;
+    const query = async (sql: string, params?: unknown[]) => {
+      const [row]: { 'QUERY PLAN': { Plan: PlanNode }[] }[] = await db.dataSource.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+      count(row['QUERY PLAN'][0].Plan);
+      return db.dataSource.query(sql, params);
+    };
+    // A list runs on one connection of its own (onConnection): here, each statement analysed as it runs.
+    const analyzing = { createQueryRunner: () => ({ connect: async () => undefined, release: async () => undefined, query }) } as unknown as DataSource;
     const page = await new JobQueriesRepository(analyzing).list(tenant, filter, after, limit);
     return { page, read };
   }
