@@ -1,5 +1,5 @@
 import type { BulkOperationRecord, BulkOperationsRepository } from '@almanac/persistence';
-import { isDependencyAway, SILENT_LOGGER } from '@almanac/platform';
+import { isDependencyAway, isValueError, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
@@ -29,10 +29,10 @@ const OPEN_PER_RUN = 100;
  */
 const MATCH_BUDGET_MS = 1000;
 /**
- * An operation whose match or chunk failed this many runs in a row fails, with the error as its
- * reason. Until then it is skipped for the run, and the others go on: one operation whose match
- * hit the statement timeout aborted every run, and stayed first in line. The count is the
- * operation row's (`failures`), so restarts and replicas share it.
+ * An operation whose match or chunk failed this many runs in a row on a value error fails, with
+ * the error as its reason. Until then it is skipped for the run, and the others go on. The count
+ * is the operation row's (`failures`), so restarts and replicas share it; it also puts pending
+ * operations that keep failing (a match that keeps timing out) behind the others.
  */
 const FAILURES_TO_FAIL = 3;
 /**
@@ -102,20 +102,20 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
 
   /**
    * Runs one step of an operation. If Postgres is away the run stops (everyone's problem; the
-   * next run tries again). Any other failure is this operation's: it is skipped for the run, and
-   * failed with the error as its reason after FAILURES_TO_FAIL runs in a row, counted at most one
-   * per FAILURE_SPACING_MS.
+   * next run tries again). Any other failure skips the operation for the run, and the others go
+   * on; it is counted on the row, at most one per FAILURE_SPACING_MS. Only a value error fails
+   * the operation for good, at FAILURES_TO_FAIL in a row: the same statement fails again however
+   * often it is sent. A lock or statement timeout, a deadlock or anything else may pass, so the
+   * operation waits for the next run: failing it stopped it half done, with no way to resume.
    */
   private async step<T>(op: BulkOperationRecord, what: 'match' | 'apply', run: () => Promise<T>): Promise<T | undefined> {
     try {
       return await run(); // a step that succeeds resets the row's count in the same statement
     } catch (err) {
       if (isDependencyAway(err)) throw err;
-      // A deadlock or serialization failure is the moment's, not the operation's: next run.
-      if (isConflict(err)) return undefined;
       const n = await this.repo.countFailure(op.id, FAILURE_SPACING_MS);
       this.log.warn({ err, operationId: op.id, tenantId: op.tenantId, failures: n }, `bulk operation ${what} failed; the others go on`);
-      if (n === null || n < FAILURES_TO_FAIL) return undefined; // null: it ended elsewhere
+      if (n === null || n < FAILURES_TO_FAIL || !isValueError(err)) return undefined; // null: it ended elsewhere
       const reason = err instanceof Error ? err.message : String(err);
       await this.repo.fail(op.id, `its ${what} failed ${n} times in a row: ${reason.slice(0, 500)}`);
       this.metrics?.setAside.inc({ statement: `bulk_${what}` });
@@ -143,9 +143,4 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     if (out.state !== 'running') this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state: out.state }, 'bulk operation finished');
     return out.state === 'running';
   }
-}
-
-function isConflict(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '40001' || code === '40P01';
 }
