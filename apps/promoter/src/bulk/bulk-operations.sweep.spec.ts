@@ -225,7 +225,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     }
   });
 
-  it('starts each run one operation further on, so more open operations than chunks per run all get turns', async () => {
+  it('starts each run one tenant further on, so more tenants with open operations than chunks per run all get turns', async () => {
     const ops = [];
     for (let t = 0; t < 3; t++) {
       const tenant = (await new TenantsRepository(db.dataSource).create(`turns-${t}-${Date.now()}`)).tenant.id;
@@ -237,6 +237,18 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     await s.runOnce(NOW); // starts one further on: the second and the third
     const progress = await Promise.all(ops.map(async (o) => (await read(o.tenantId, o.id)).nextChunk));
     expect(progress.every((n) => n >= 1)).toBe(true);
+  });
+
+  it("takes turns between tenants, not operations: one tenant's 100+ open operations neither keep another's out of the run nor get more turns", async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 10, start: at(48 * HOUR) });
+    for (let i = 0; i < 101; i++) await repo.create(a, 'cancel', { kind: 'noop' }, null, 1000);
+    const small = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR) });
+    const late = await operation(b, { kind: 'noop' });
+    await sweep({ chunksPerRun: 2, matchBudgetMs: 60_000 }).runOnce(NOW);
+    expect(await read(b, late.id)).toMatchObject({ state: 'done', changed: 5 });
+    expect(await statesOf(db.dataSource, small)).toEqual({ c: 5 });
+    const [{ n }] = await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM bulk_operations WHERE tenant_id = $1 AND next_chunk > 0`, [a]);
+    expect(n).toBe(1); // one turn for all of a's operations
   });
 
   it('takes turns between operations: one tenant\'s large operation does not hold another\'s behind it', async () => {

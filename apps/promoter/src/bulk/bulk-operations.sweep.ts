@@ -20,8 +20,10 @@ export interface BulkOperationsResult extends SweepResult {
   changed: number;
 }
 
-/** Open operations looked at per run: older ones first, the rest next run. */
+/** Open operations looked at per run, fair between tenants (see BulkOperationsRepository.open). */
 const OPEN_PER_RUN = 100;
+/** A tenant's open operations looked at per run, its oldest; the rest once those end. */
+const OPEN_PER_TENANT = 5;
 /**
  * A match may read a tenant's millions of rows up to the statement timeout (30 s), so a run
  * starts matches only for its first second: a few slow ones no longer keep every operation's
@@ -37,16 +39,16 @@ const MATCH_BUDGET_MS = 1000;
 const FAILURES_TO_FAIL = 3;
 /**
  * Failures counted at most one per this long. Every replica runs the sweep, and runs it again at
- * once while work is left, so a row lock held for a second or two failed both replicas' tries
- * back to back and the operation for good within ~2 s. Spaced, FAILURES_TO_FAIL means the step
- * kept failing for 20 s or more.
+ * once while work is left, so both replicas' tries of one step could count back to back within
+ * ~2 s. Spaced, FAILURES_TO_FAIL means the step kept failing for 20 s or more.
  */
 const FAILURE_SPACING_MS = 10_000;
 
 /**
  * Runs bulk operations (POST /v1/jobs/bulk-cancel, bulk-reschedule): matches a pending one's
  * filter into chunks of ids, then applies the chunks one transaction each, taking turns between
- * operations so one tenant's 500,000 jobs do not hold another's operation behind them. Every
+ * tenants (one chunk of a tenant's oldest running operation per turn) so neither one tenant's
+ * 500,000 jobs nor its many operations hold another's operation behind them. Every
  * step is guarded in the database (the operation row's lock and its next chunk), so replicas
  * may all run it and a crash resumes at the first chunk not applied.
  *
@@ -55,7 +57,8 @@ const FAILURE_SPACING_MS = 10_000;
  */
 export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   readonly name = 'bulk_operations' as const;
-  private rotation = 0;
+  /** The tenant that had the last turn: the next run's turns start after it. */
+  private lastTenant = 0;
 
   constructor(
     private readonly repo: BulkOperationsRepository,
@@ -69,10 +72,11 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     const at = runningFrom(now); // a run may match and apply for seconds
     const started = Date.now();
     const budget = this.o.matchBudgetMs ?? MATCH_BUDGET_MS;
-    const ops = await this.repo.open(OPEN_PER_RUN);
+    const ops = await this.repo.open(OPEN_PER_RUN, OPEN_PER_TENANT, this.lastTenant);
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
-    const turns: { op: BulkOperationRecord; next: number }[] = ops.filter((op) => op.state === 'running').map((op) => ({ op, next: op.nextChunk }));
-    // Ones that have failed least go first: a failing match does not hold the others behind it.
+    const running = new Map(ops.filter((op) => op.state === 'running').map((op) => [op.id, op.nextChunk]));
+    // Ones that have failed least go first (a failing match does not hold the others behind
+    // it), then in the tenants' turn (a stable sort keeps open()'s order).
     const pending = ops.filter((op) => op.state === 'pending').sort((x, y) => x.failures - y.failures);
     let tried = 0;
     for (const op of pending) {
@@ -82,22 +86,22 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
       if (state === undefined || state === null) continue; // failed this run, or another replica is matching it
       result.matched++;
       this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state }, 'bulk operation matched');
-      if (state === 'running') turns.push({ op, next: 0 });
+      if (state === 'running') running.set(op.id, 0);
     }
-    // Each run starts its turns one operation further on, so with more open operations than
-    // chunks per run every one still gets a turn every few runs.
-    const first = turns.length > 0 ? this.rotation++ % turns.length : 0;
-    turns.push(...turns.splice(0, first));
-    while (turns.length > 0 && result.chunks < this.o.chunksPerRun) {
-      for (const turn of [...turns]) {
+    const tenants = tenantTurns(ops.filter((op) => running.has(op.id)).map((op) => ({ op, next: running.get(op.id)! })));
+    while (tenants.length > 0 && result.chunks < this.o.chunksPerRun) {
+      for (const turns of [...tenants]) {
         if (result.chunks >= this.o.chunksPerRun) break;
+        const turn = turns[0];
         result.chunks++;
+        this.lastTenant = turn.op.tenantId; // the next run starts with the tenant after it
         const more = await this.step(turn.op, 'apply', () => this.applyChunk(turn.op, turn.next, at(), result));
         if (more) turn.next++;
-        else turns.splice(turns.indexOf(turn), 1);
+        else turns.shift();
+        if (turns.length === 0) tenants.splice(tenants.indexOf(turns), 1);
       }
     }
-    return { ...result, more: turns.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
+    return { ...result, more: tenants.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
   }
 
   /**
@@ -143,4 +147,20 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     if (out.state !== 'running') this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state: out.state }, 'bulk operation finished');
     return out.state === 'running';
   }
+}
+
+interface Turn {
+  op: BulkOperationRecord;
+  next: number;
+}
+
+/**
+ * Running operations as one list of turns per tenant, in the order given: a round of turns
+ * applies one chunk per tenant, of its oldest operation, however many it has open.
+ */
+function tenantTurns(turns: Turn[]): Turn[][] {
+  const byTenant = new Map<number, Turn[]>();
+  for (const turn of turns) byTenant.set(turn.op.tenantId, [...(byTenant.get(turn.op.tenantId) ?? []), turn]);
+  for (const list of byTenant.values()) list.sort((x, y) => Number(BigInt(x.op.id) - BigInt(y.op.id)));
+  return [...byTenant.values()];
 }

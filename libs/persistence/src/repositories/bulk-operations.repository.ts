@@ -110,12 +110,21 @@ export class BulkOperationsRepository {
     return rows[0] ? toRecord(rows[0]) : null;
   }
 
-  /** Pending and running operations, oldest first. */
-  async open(limit: number): Promise<BulkOperationRecord[]> {
+  /**
+   * Pending and running operations, at most `perTenant` of each tenant (its oldest), fair
+   * between tenants: every tenant's first, then every tenant's second, and so on, each round
+   * starting with the tenant after `afterTenant` (0: the first). A tenant with many open
+   * operations neither takes more rows of the `limit` than one with a single operation, nor
+   * keeps later tenants' out of it.
+   */
+  async open(limit: number, perTenant: number, afterTenant = 0): Promise<BulkOperationRecord[]> {
     const { rows } = await sql<OperationRow>(
       this.db,
-      `SELECT ${BULK_OPERATION_COLUMNS} FROM bulk_operations WHERE state IN ('pending', 'running') ORDER BY id LIMIT $1`,
-      [limit],
+      `SELECT ${BULK_OPERATION_COLUMNS} FROM (
+         SELECT *, row_number() OVER (PARTITION BY tenant_id ORDER BY id) AS rank FROM bulk_operations WHERE state IN ('pending', 'running')
+       ) bulk_operations
+        WHERE rank <= $2 ORDER BY rank, tenant_id <= $3, tenant_id LIMIT $1`,
+      [limit, perTenant, afterTenant],
     );
     return rows.map(toRecord);
   }
