@@ -184,6 +184,16 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await read(a, far.id)).toMatchObject({ state: 'done', changed: 4 });
   });
 
+  it('rows a reschedule made queued whose hints the hot queue refuses go back to scheduled, at their new time', async () => {
+    const hot = await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(HOUR), stepMs: 1000, state: 'q' });
+    const op = await operation(a, { kind: 'noop' }, { runAt: at(10 * 60_000) });
+    const refusing = { enqueue: () => Promise.reject(new Error('redis is reconnecting')) };
+    await new BulkOperationsSweep(repo, refusing, { hotHorizonMs: 24 * HOUR, maxJobs: 1000, chunksPerRun: 10 }).runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'done', changed: 3 });
+    expect(await statesOf(db.dataSource, hot)).toEqual({ s: 3 }); // promotion publishes them in time
+    expect(await runAts(hot)).toEqual(hot.map(() => at(10 * 60_000).getTime()));
+  });
+
   it('a shift that would move a job past the run times the API accepts leaves that job alone, counted as skipped', async () => {
     const [late] = await insertJobs(db.dataSource, { tenantId: a, count: 1, start: new Date('9999-12-31T12:00:00Z') });
     const [fine] = await insertJobs(db.dataSource, { tenantId: a, count: 1, start: at(48 * HOUR) });

@@ -138,11 +138,14 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     result.changed += out.changed;
     this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'changed' }, out.changed);
     this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'skipped' }, out.skipped);
-    // Failing here leaves rows queued without a hint: the overdue sweep re-hints them.
+    // Rows the hot queue refused go back to scheduled, as at ingest and promotion: promotion
+    // publishes them again in time. Left queued without a hint, they waited for the overdue
+    // sweep's grace, late; they still do if Postgres refuses this too.
     try {
       if (out.hot.length > 0) await this.hot.enqueue(out.hot.map((h) => ({ ...h, tenantId: op.tenantId })), now);
     } catch (err) {
-      this.log.warn({ operationId: op.id, err }, 'could not put the hints of a bulk chunk on the hot queue; the overdue sweep will');
+      this.log.warn({ operationId: op.id, err }, 'could not put the hints of a bulk chunk on the hot queue; its rows go back to scheduled');
+      await this.repo.demoteToScheduled(out.hot).catch((dbErr: unknown) => this.log.error({ operationId: op.id, err: dbErr }, 'could not demote the rows of a bulk chunk; the overdue sweep will hint them'));
     }
     if (out.state !== 'running') this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state: out.state }, 'bulk operation finished');
     return out.state === 'running';

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
 import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL } from '../statements/apply-bulk-chunk.sql';
 import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
+import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
 import { MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
 
 export interface BulkOperationRecord {
@@ -171,6 +172,11 @@ export class BulkOperationsRepository {
     if (!r) return { applied: false };
     const hot = r.hot.map((h) => ({ id: h.id, dueMs: Date.parse(h.runAt), kind: h.kind }));
     return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, hot };
+  }
+
+  /** Rows a chunk made queued whose hints the hot queue refused: see demoteToScheduled. */
+  demoteToScheduled(rows: readonly BulkHotRow[]): Promise<number> {
+    return demoteToScheduled(this.db, rows.map((r) => ({ id: r.id, runAt: new Date(r.dueMs) })));
   }
 
   /**
