@@ -135,6 +135,36 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await statesOf(db.dataSource, ids)).toEqual({ c: ids.length - 1, r: 1 });
   });
 
+  it('locks only the rows a chunk can change: a started job whose row its worker holds (a lease renewal) does not hold the chunk up', async () => {
+    const ids = await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await repo.match(op, 1000);
+    await db.dataSource.query(`UPDATE jobs SET state = 'r' WHERE id = $1`, [ids[1]]); // started after the match
+    const out = await whileJobRowHeld(db.dataSource, db.url, ids[1], (impatient) =>
+      new BulkOperationsRepository(impatient).apply({ ...op, state: 'running' }, 0, at(24 * HOUR)));
+    expect(out).toMatchObject({ applied: true, state: 'done', changed: 2, skipped: 1 });
+    expect(await statesOf(db.dataSource, ids)).toEqual({ c: 2, r: 1 });
+  });
+
+  it('a job claimed while the chunk waits for its row is skipped, not cancelled under its worker', async () => {
+    const ids = await insertJobs(db.dataSource, { tenantId: a, count: 3, start: at(HOUR), state: 'q' });
+    const op = await operation(a, { kind: 'noop' });
+    await repo.match(op, 1000);
+    const claim = db.dataSource.createQueryRunner(); // a worker's claim, as far as its uncommitted UPDATE
+    await claim.startTransaction();
+    try {
+      await claim.query(`UPDATE jobs SET state = 'r' WHERE id = $1`, [ids[2]]);
+      const applying = repo.apply({ ...op, state: 'running' }, 0, at(24 * HOUR));
+      await someoneWaitsOnALock(db.dataSource);
+      await claim.commitTransaction();
+      expect(await applying).toMatchObject({ applied: true, changed: 2, skipped: 1 });
+    } finally {
+      if (claim.isTransactionActive) await claim.rollbackTransaction();
+      await claim.release();
+    }
+    expect(await statesOf(db.dataSource, ids)).toEqual({ c: 2, r: 1 });
+  });
+
   it('a chunk another replica applied first is not applied again', async () => {
     await insertJobs(db.dataSource, { tenantId: a, count: 10, start: at(48 * HOUR) });
     const op = await operation(a, { kind: 'noop' });
