@@ -165,6 +165,19 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await statesOf(db.dataSource, ids)).toEqual({ c: 2, r: 1 });
   });
 
+  it('a cancelled operation stops: the chunks applied stay, the others are never applied', async () => {
+    const ids = await insertJobs(db.dataSource, { tenantId: a, count: 2 * BULK_CHUNK_JOBS + 1, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await sweep({ chunksPerRun: 1 }).runOnce(NOW);
+    expect(await repo.cancel(b, op.id)).toBeNull(); // another tenant's
+    expect(await repo.cancel(a, op.id)).toMatchObject({ state: 'cancelled', changed: BULK_CHUNK_JOBS });
+    expect(await repo.cancel(a, op.id)).toBeNull(); // no longer open
+    await sweep().runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'cancelled', matched: ids.length, chunks: 3, changed: BULK_CHUNK_JOBS, skipped: 0 });
+    expect(await statesOf(db.dataSource, ids)).toEqual({ c: BULK_CHUNK_JOBS, s: BULK_CHUNK_JOBS + 1 });
+    expect(Number((await db.dataSource.query(`SELECT count(*) AS n FROM bulk_operation_chunks`))[0].n)).toBe(0);
+  });
+
   it('a chunk another replica applied first is not applied again', async () => {
     await insertJobs(db.dataSource, { tenantId: a, count: 10, start: at(48 * HOUR) });
     const op = await operation(a, { kind: 'noop' });

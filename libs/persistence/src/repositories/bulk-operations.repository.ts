@@ -112,11 +112,9 @@ export class BulkOperationsRepository {
   }
 
   /**
-   * Pending and running operations, at most `perTenant` of each tenant (its oldest), fair
-   * between tenants: every tenant's first, then every tenant's second, and so on, each round
-   * starting with the tenant after `afterTenant` (0: the first). A tenant with many open
-   * operations neither takes more rows of the `limit` than one with a single operation, nor
-   * keeps later tenants' out of it.
+   * Pending and running operations, fair between tenants: every tenant's oldest, then every
+   * tenant's second, up to `perTenant`, each round starting after tenant `afterTenant`. A tenant's
+   * many open operations take no more of the `limit` than one, nor keep later tenants' out.
    */
   async open(limit: number, perTenant: number, afterTenant = 0): Promise<BulkOperationRecord[]> {
     const { rows } = await sql<OperationRow>(
@@ -202,6 +200,25 @@ export class BulkOperationsRepository {
       [id, spacingMs],
     );
     return rows[0]?.failures ?? null;
+  }
+
+  /**
+   * Stops a tenant's open operation and removes its chunks not applied. A chunk in flight holds
+   * the row, so this waits and that chunk is the last; the DELETE, a statement of its own, sees
+   * the chunks of a match that held the row. Null: not the tenant's, or not open.
+   */
+  async cancel(tenantId: number, id: string): Promise<BulkOperationRecord | null> {
+    return this.db.transaction(async (tx) => {
+      const { rows } = await sql<OperationRow>(
+        tx,
+        `UPDATE bulk_operations SET state = 'cancelled', finished_at = now()
+          WHERE id = $1 AND tenant_id = $2 AND state IN ('pending', 'running') RETURNING ${BULK_OPERATION_COLUMNS}`,
+        [id, tenantId],
+      );
+      if (!rows[0]) return null;
+      await sql(tx, `DELETE FROM bulk_operation_chunks WHERE operation_id = $1`, [id]);
+      return toRecord(rows[0]);
+    });
   }
 
   async fail(id: string, error: string): Promise<void> {
