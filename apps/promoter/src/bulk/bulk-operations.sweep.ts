@@ -158,12 +158,12 @@ interface Turn {
 }
 
 /**
- * Running operations as one list of turns per tenant, in the order given: a round of turns
- * applies one chunk per tenant, of its oldest operation, however many it has open.
+ * Running operations as one list of turns per tenant, in open()'s order (tenants in their turn,
+ * each one's operations oldest first): a round applies one chunk per tenant, of its oldest
+ * operation, however many it has open.
  */
 function tenantTurns(turns: Turn[]): Turn[][] {
   const byTenant = new Map<number, Turn[]>();
   for (const turn of turns) byTenant.set(turn.op.tenantId, [...(byTenant.get(turn.op.tenantId) ?? []), turn]);
-  for (const list of byTenant.values()) list.sort((x, y) => Number(BigInt(x.op.id) - BigInt(y.op.id)));
   return [...byTenant.values()];
 }
