@@ -53,7 +53,8 @@ const FAILURE_SPACING_MS = 10_000;
  * may all run it and a crash resumes at the first chunk not applied.
  *
  * Hints: a chunk's rows keep theirs (the claim drops a hint whose row was cancelled or moved: it
- * wants a queued row due now), and rows a reschedule leaves queued get a new one at their new time.
+ * wants a queued row due now), and rows a reschedule leaves queued get a new one at their new time
+ * (or, if the hot queue refuses it, go back to scheduled for promotion).
  */
 export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   readonly name = 'bulk_operations' as const;
