@@ -37,6 +37,26 @@ describe('bulk operations', () => {
     expect(states).toEqual(['cancelled', 'cancelled', 'scheduled']);
   });
 
+  it('cancels an open operation (200, again 200); another tenant gets a 404, a done one a 409', async () => {
+    const ids = [await create('stop-1', inMs(2 * DAY)), await create('stop-2', inMs(2 * DAY))].map((j) => j.id);
+    const { body } = await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ filter: { keyPrefix: 'stop-' } }).expect(202);
+    const repo = new BulkOperationsRepository(h.db.dataSource);
+    await repo.match((await repo.findForTenant(tenantId, body.id))!, 1000);
+    await h.http().post(`/v1/operations/${body.id}/cancel`).set(other).expect(404);
+    const cancelled = (await h.http().post(`/v1/operations/${body.id}/cancel`).set(auth).expect(200)).body;
+    expect(cancelled).toMatchObject({ id: body.id, state: 'cancelled', matched: 2, processed: 0, finishedAt: expect.any(String) });
+    expect((await h.http().post(`/v1/operations/${body.id}/cancel`).set(auth).expect(200)).body).toMatchObject({ state: 'cancelled' });
+    expect(await repo.apply((await repo.findForTenant(tenantId, body.id))!, 0, new Date(Date.now() + DAY))).toEqual({ applied: false });
+    const states = await Promise.all(ids.map(async (id) => (await h.http().get(`/v1/jobs/${id}`).set(auth).expect(200)).body.state));
+    expect(states).toEqual(['scheduled', 'scheduled']);
+
+    const done = (await h.http().post('/v1/jobs/bulk-cancel').set(auth).send({ filter: { keyPrefix: 'none-' } }).expect(202)).body;
+    await repo.match((await repo.findForTenant(tenantId, done.id))!, 1000); // matches nothing: done
+    const refused = await h.http().post(`/v1/operations/${done.id}/cancel`).set(auth).expect(409);
+    expect(refused.body.details).toEqual([expect.objectContaining({ field: 'state', rule: 'not_cancellable' })]);
+    await h.http().post('/v1/operations/abc/cancel').set(auth).expect(404);
+  });
+
   it('a resend with the same key answers the operation it made (200), even over the open limit, and makes no second one', async () => {
     const [job] = [await create('shift-1', inMs(2 * DAY))];
     const before = Date.parse((await h.http().get(`/v1/jobs/${job.id}`).set(auth).expect(200)).body.runAt);

@@ -129,6 +129,8 @@ describe('@almanac/client: jobs', () => {
     const move = await client.jobs.bulkReschedule({ filter: { kind: 'http' }, shiftBySeconds: 3600 });
     expect(move).toMatchObject({ action: 'reschedule', shiftBySeconds: 3600 });
     await expect(other.operations.get(move.id)).rejects.toBeInstanceOf(NotFoundError);
+    await expect(other.operations.cancel(move.id)).rejects.toBeInstanceOf(NotFoundError);
+    expect(await client.operations.cancel(move.id)).toMatchObject({ id: move.id, state: 'cancelled' });
 
     const kinds = await client.kinds.list();
     expect(kinds.map((k) => k.kind)).toEqual(expect.arrayContaining(['charge', 'http', 'ledger-transfer', 'noop']));

@@ -14,7 +14,7 @@ export interface TenantClientOptions extends ClientOptions {
 export class AlmanacClient<P extends object = BuiltInKindPayloads> {
   readonly jobs: JobsApi<P>;
   readonly schedules: SchedulesApi<P>;
-  readonly operations: { get(id: string, options?: CallOptions): Promise<Operation> };
+  readonly operations: { get(id: string, options?: CallOptions): Promise<Operation>; cancel(id: string, options?: CallOptions): Promise<Operation> };
   readonly kinds: { list(options?: CallOptions): Promise<Kind[]> };
 
   constructor(options: TenantClientOptions) {
@@ -25,6 +25,9 @@ export class AlmanacClient<P extends object = BuiltInKindPayloads> {
       /** A bulk operation's state and counts. */
       get: async (id, opts) =>
         (await http.request<Operation>({ method: 'GET', path: idPath('operations', 'operation', id), idempotent: true, ...opts })).body,
+      /** Stops a bulk operation: its chunks not yet applied never are. Safe to retry (a resend answers it cancelled). */
+      cancel: async (id, opts) =>
+        (await http.request<Operation>({ method: 'POST', path: `${idPath('operations', 'operation', id)}/cancel`, idempotent: true, ...opts })).body,
     };
     this.kinds = {
       /** The kinds workers have registered, with their payload schemas. */

@@ -7,8 +7,12 @@
 export const BULK_ACTIONS = ['cancel', 'reschedule'] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
 
-/** pending: accepted, not matched yet · running: matched, chunks left · done · failed (see `error`). */
-export const BULK_STATES = ['pending', 'running', 'done', 'failed'] as const;
+/**
+ * pending: accepted, not matched yet · running: matched, chunks left · done · failed (see
+ * `error`) · cancelled: stopped by its tenant (POST /v1/operations/:id/cancel), the chunks
+ * applied before it stay applied.
+ */
+export const BULK_STATES = ['pending', 'running', 'done', 'failed', 'cancelled'] as const;
 export type BulkState = (typeof BULK_STATES)[number];
 
 /** Only jobs that have not started can be cancelled or rescheduled. */

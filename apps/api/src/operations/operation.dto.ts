@@ -56,7 +56,7 @@ export class OperationDto {
   @ApiProperty({ enum: BULK_ACTIONS })
   action!: string;
 
-  @ApiProperty({ enum: BULK_STATES, description: 'pending: not matched yet; running: chunks left; done; failed (see error).' })
+  @ApiProperty({ enum: BULK_STATES, description: 'pending: not matched yet; running: chunks left; done; failed (see error); cancelled (POST /v1/operations/:id/cancel).' })
   state!: string;
 
   @ApiProperty({ type: BulkFilterDto })

@@ -59,6 +59,20 @@ export class OperationsController {
     refuseQuery(query);
     return this.operations.get(tenant, id);
   }
+
+  @Post('operations/:id/cancel')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Stop a bulk operation',
+    description: 'Its chunks not yet applied never are; jobs already cancelled or moved stay so (`changed` counts them). A chunk being applied as it is cancelled is the last. Safe to resend.',
+  })
+  @ApiParam({ name: 'id', example: '42', description: "Operation id (another tenant's id answers 404)." })
+  @ApiResponse({ status: 200, type: OperationDto, description: 'Cancelled (or already cancelled)' })
+  @ApiResponse({ status: 404, type: ErrorDto })
+  @ApiResponse({ status: 409, type: ErrorDto, description: 'Done or failed (rule `not_cancellable`)' })
+  cancel(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
+    return this.operations.cancel(tenant, id);
+  }
 }
 
 /** 202 for a new operation, 200 for the one a resent key names (the job create's 201 and 200). */

@@ -3,7 +3,7 @@ import { BulkOperationsRepository, isJobIdString, type TenantRecord } from '@alm
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, type ApiSettings } from '../api-settings';
-import { notFound, overLimit } from '../http/api-error';
+import { conflict, notFound, overLimit } from '../http/api-error';
 import { parseBulkCancel, parseBulkReschedule } from './bulk-input';
 import { assertSameRequest, parseWithKey } from './operation-key';
 import { operationView, type OperationView } from './operation-view';
@@ -42,6 +42,23 @@ export class OperationsService {
   async get(tenant: TenantRecord, id: string): Promise<OperationView> {
     const op = isJobIdString(id) ? await this.repo.findForTenant(tenant.id, id) : null;
     if (!op) throw notFound(`operation ${id}`);
+    return operationView(op);
+  }
+
+  /**
+   * Stops an operation: `cancelled` (200), as it is when it was already; the chunks applied
+   * before it stay applied. A done or failed one is a 409.
+   */
+  async cancel(tenant: TenantRecord, id: string): Promise<OperationView> {
+    if (!isJobIdString(id)) throw notFound(`operation ${id}`);
+    const cancelled = await this.repo.cancel(tenant.id, id);
+    if (cancelled) {
+      this.log.info({ tenantId: tenant.id, operationId: id, changed: cancelled.changed }, 'bulk operation cancelled');
+      return operationView(cancelled);
+    }
+    const op = await this.repo.findForTenant(tenant.id, id);
+    if (!op) throw notFound(`operation ${id}`);
+    if (op.state !== 'cancelled') throw conflict(`operation ${id} is ${op.state} and can no longer be cancelled`, 'state', 'not_cancellable');
     return operationView(op);
   }
 

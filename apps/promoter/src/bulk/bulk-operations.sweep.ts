@@ -1,5 +1,5 @@
 import type { BulkOperationRecord, BulkOperationsRepository } from '@almanac/persistence';
-import { isDependencyAway, SILENT_LOGGER } from '@almanac/platform';
+import { isDependencyAway, isValueError, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
@@ -20,8 +20,10 @@ export interface BulkOperationsResult extends SweepResult {
   changed: number;
 }
 
-/** Open operations looked at per run: older ones first, the rest next run. */
+/** Open operations looked at per run, fair between tenants (see BulkOperationsRepository.open). */
 const OPEN_PER_RUN = 100;
+/** A tenant's open operations looked at per run, its oldest; the rest once those end. */
+const OPEN_PER_TENANT = 5;
 /**
  * A match may read a tenant's millions of rows up to the statement timeout (30 s), so a run
  * starts matches only for its first second: a few slow ones no longer keep every operation's
@@ -29,33 +31,35 @@ const OPEN_PER_RUN = 100;
  */
 const MATCH_BUDGET_MS = 1000;
 /**
- * An operation whose match or chunk failed this many runs in a row fails, with the error as its
- * reason. Until then it is skipped for the run, and the others go on: one operation whose match
- * hit the statement timeout aborted every run, and stayed first in line. The count is the
- * operation row's (`failures`), so restarts and replicas share it.
+ * An operation whose match or chunk failed this many runs in a row on a value error fails, with
+ * the error as its reason. Until then it is skipped for the run, and the others go on. The count
+ * is the operation row's (`failures`), so restarts and replicas share it; it also puts pending
+ * operations that keep failing (a match that keeps timing out) behind the others.
  */
 const FAILURES_TO_FAIL = 3;
 /**
  * Failures counted at most one per this long. Every replica runs the sweep, and runs it again at
- * once while work is left, so a row lock held for a second or two failed both replicas' tries
- * back to back and the operation for good within ~2 s. Spaced, FAILURES_TO_FAIL means the step
- * kept failing for 20 s or more.
+ * once while work is left, so both replicas' tries of one step could count back to back within
+ * ~2 s. Spaced, FAILURES_TO_FAIL means the step kept failing for 20 s or more.
  */
 const FAILURE_SPACING_MS = 10_000;
 
 /**
  * Runs bulk operations (POST /v1/jobs/bulk-cancel, bulk-reschedule): matches a pending one's
  * filter into chunks of ids, then applies the chunks one transaction each, taking turns between
- * operations so one tenant's 500,000 jobs do not hold another's operation behind them. Every
+ * tenants (one chunk of a tenant's oldest running operation per turn) so neither one tenant's
+ * 500,000 jobs nor its many operations hold another's operation behind them. Every
  * step is guarded in the database (the operation row's lock and its next chunk), so replicas
  * may all run it and a crash resumes at the first chunk not applied.
  *
  * Hints: a chunk's rows keep theirs (the claim drops a hint whose row was cancelled or moved: it
- * wants a queued row due now), and rows a reschedule leaves queued get a new one at their new time.
+ * wants a queued row due now), and rows a reschedule leaves queued get a new one at their new time
+ * (or, if the hot queue refuses it, go back to scheduled for promotion).
  */
 export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   readonly name = 'bulk_operations' as const;
-  private rotation = 0;
+  /** The tenant that had the last turn: the next run's turns start after it. */
+  private lastTenant = 0;
 
   constructor(
     private readonly repo: BulkOperationsRepository,
@@ -69,10 +73,11 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     const at = runningFrom(now); // a run may match and apply for seconds
     const started = Date.now();
     const budget = this.o.matchBudgetMs ?? MATCH_BUDGET_MS;
-    const ops = await this.repo.open(OPEN_PER_RUN);
+    const ops = await this.repo.open(OPEN_PER_RUN, OPEN_PER_TENANT, this.lastTenant);
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
-    const turns: { op: BulkOperationRecord; next: number }[] = ops.filter((op) => op.state === 'running').map((op) => ({ op, next: op.nextChunk }));
-    // Ones that have failed least go first: a failing match does not hold the others behind it.
+    const running = new Map(ops.filter((op) => op.state === 'running').map((op) => [op.id, op.nextChunk]));
+    // Ones that have failed least go first (a failing match does not hold the others behind
+    // it), then in the tenants' turn (a stable sort keeps open()'s order).
     const pending = ops.filter((op) => op.state === 'pending').sort((x, y) => x.failures - y.failures);
     let tried = 0;
     for (const op of pending) {
@@ -82,40 +87,40 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
       if (state === undefined || state === null) continue; // failed this run, or another replica is matching it
       result.matched++;
       this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state }, 'bulk operation matched');
-      if (state === 'running') turns.push({ op, next: 0 });
+      if (state === 'running') running.set(op.id, 0);
     }
-    // Each run starts its turns one operation further on, so with more open operations than
-    // chunks per run every one still gets a turn every few runs.
-    const first = turns.length > 0 ? this.rotation++ % turns.length : 0;
-    turns.push(...turns.splice(0, first));
-    while (turns.length > 0 && result.chunks < this.o.chunksPerRun) {
-      for (const turn of [...turns]) {
+    const tenants = tenantTurns(ops.filter((op) => running.has(op.id)).map((op) => ({ op, next: running.get(op.id)! })));
+    while (tenants.length > 0 && result.chunks < this.o.chunksPerRun) {
+      for (const turns of [...tenants]) {
         if (result.chunks >= this.o.chunksPerRun) break;
+        const turn = turns[0];
         result.chunks++;
+        this.lastTenant = turn.op.tenantId; // the next run starts with the tenant after it
         const more = await this.step(turn.op, 'apply', () => this.applyChunk(turn.op, turn.next, at(), result));
         if (more) turn.next++;
-        else turns.splice(turns.indexOf(turn), 1);
+        else turns.shift();
+        if (turns.length === 0) tenants.splice(tenants.indexOf(turns), 1);
       }
     }
-    return { ...result, more: turns.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
+    return { ...result, more: tenants.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
   }
 
   /**
    * Runs one step of an operation. If Postgres is away the run stops (everyone's problem; the
-   * next run tries again). Any other failure is this operation's: it is skipped for the run, and
-   * failed with the error as its reason after FAILURES_TO_FAIL runs in a row, counted at most one
-   * per FAILURE_SPACING_MS.
+   * next run tries again). Any other failure skips the operation for the run, and the others go
+   * on; it is counted on the row, at most one per FAILURE_SPACING_MS. Only a value error fails
+   * the operation for good, at FAILURES_TO_FAIL in a row: the same statement fails again however
+   * often it is sent. A lock or statement timeout, a deadlock or anything else may pass, so the
+   * operation waits for the next run: failing it stopped it half done, with no way to resume.
    */
   private async step<T>(op: BulkOperationRecord, what: 'match' | 'apply', run: () => Promise<T>): Promise<T | undefined> {
     try {
       return await run(); // a step that succeeds resets the row's count in the same statement
     } catch (err) {
       if (isDependencyAway(err)) throw err;
-      // A deadlock or serialization failure is the moment's, not the operation's: next run.
-      if (isConflict(err)) return undefined;
       const n = await this.repo.countFailure(op.id, FAILURE_SPACING_MS);
       this.log.warn({ err, operationId: op.id, tenantId: op.tenantId, failures: n }, `bulk operation ${what} failed; the others go on`);
-      if (n === null || n < FAILURES_TO_FAIL) return undefined; // null: it ended elsewhere
+      if (n === null || n < FAILURES_TO_FAIL || !isValueError(err)) return undefined; // null: it ended elsewhere
       const reason = err instanceof Error ? err.message : String(err);
       await this.repo.fail(op.id, `its ${what} failed ${n} times in a row: ${reason.slice(0, 500)}`);
       this.metrics?.setAside.inc({ statement: `bulk_${what}` });
@@ -134,18 +139,32 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     result.changed += out.changed;
     this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'changed' }, out.changed);
     this.metrics?.bulkJobs.inc({ action: op.action, outcome: 'skipped' }, out.skipped);
-    // Failing here leaves rows queued without a hint: the overdue sweep re-hints them.
+    // Rows the hot queue refused go back to scheduled, as at ingest and promotion: promotion
+    // publishes them again in time. Left queued without a hint, they waited for the overdue
+    // sweep's grace, late; they still do if Postgres refuses this too.
     try {
       if (out.hot.length > 0) await this.hot.enqueue(out.hot.map((h) => ({ ...h, tenantId: op.tenantId })), now);
     } catch (err) {
-      this.log.warn({ operationId: op.id, err }, 'could not put the hints of a bulk chunk on the hot queue; the overdue sweep will');
+      this.log.warn({ operationId: op.id, err }, 'could not put the hints of a bulk chunk on the hot queue; its rows go back to scheduled');
+      await this.repo.demoteToScheduled(out.hot).catch((dbErr: unknown) => this.log.error({ operationId: op.id, err: dbErr }, 'could not demote the rows of a bulk chunk; the overdue sweep will hint them'));
     }
     if (out.state !== 'running') this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state: out.state }, 'bulk operation finished');
     return out.state === 'running';
   }
 }
 
-function isConflict(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '40001' || code === '40P01';
+interface Turn {
+  op: BulkOperationRecord;
+  next: number;
+}
+
+/**
+ * Running operations as one list of turns per tenant, in open()'s order (tenants in their turn,
+ * each one's operations oldest first): a round applies one chunk per tenant, of its oldest
+ * operation, however many it has open.
+ */
+function tenantTurns(turns: Turn[]): Turn[][] {
+  const byTenant = new Map<number, Turn[]>();
+  for (const turn of turns) byTenant.set(turn.op.tenantId, [...(byTenant.get(turn.op.tenantId) ?? []), turn]);
+  return [...byTenant.values()];
 }

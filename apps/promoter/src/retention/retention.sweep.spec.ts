@@ -113,7 +113,7 @@ describe('RetentionSweep (Postgres)', () => {
         `INSERT INTO bulk_operations (tenant_id, action, filter, state, finished_at) VALUES ($1, 'cancel', '{}', $2, $3) RETURNING id::text AS id`,
         [tenantId, state, finishedDaysAgo === null ? null : at(-finishedDaysAgo * DAY)],
       ))[0].id;
-    const gone = [await op(a, 'done', 31), await op(a, 'failed', 45)];
+    const gone = [await op(a, 'done', 31), await op(a, 'failed', 45), await op(a, 'cancelled', 40)];
     const kept = [await op(a, 'done', 29), await op(a, 'running', null), await op(a, 'pending', null), await op(b, 'done', 45)];
     await db.dataSource.query(`UPDATE tenants SET retention_seconds = $2 WHERE id = $1`, [b, 60 * 86_400]);
     await sweep().runOnce(NOW);

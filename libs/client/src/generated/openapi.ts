@@ -428,6 +428,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/operations/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop a bulk operation
+         * @description Its chunks not yet applied never are; jobs already cancelled or moved stay so (`changed` counts them). A chunk being applied as it is cancelled is the last. Safe to resend.
+         */
+        post: operations["OperationsController_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1341,10 +1361,10 @@ export interface components {
             /** @enum {string} */
             action: "cancel" | "reschedule";
             /**
-             * @description pending: not matched yet; running: chunks left; done; failed (see error).
+             * @description pending: not matched yet; running: chunks left; done; failed (see error); cancelled (POST /v1/operations/:id/cancel).
              * @enum {string}
              */
-            state: "pending" | "running" | "done" | "failed";
+            state: "pending" | "running" | "done" | "failed" | "cancelled";
             filter: components["schemas"]["BulkFilterDto"];
             /** @example 2026-12-24T09:00:00.000Z */
             runAt?: string;
@@ -3429,6 +3449,64 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+        };
+    };
+    OperationsController_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Operation id (another tenant's id answers 404). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled (or already cancelled) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationDto"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Done or failed (rule `not_cancellable`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -128,7 +128,7 @@ export const PROMOTER_SETTINGS = {
     min: 1,
     max: 10_000,
     readers: PROMOTER,
-    meaning: 'chunks of 5,000 jobs one bulk sweep run applies, taking turns between operations',
+    meaning: 'chunks of 5,000 jobs one bulk sweep run applies, taking turns between tenants (a turn: one chunk of the oldest operation of the tenant)',
   },
   ALMANAC_RETENTION_DEFAULT_SECONDS: {
     type: 'seconds',

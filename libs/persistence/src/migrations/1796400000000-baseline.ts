@@ -224,7 +224,7 @@ const SCHEMA = [
      action text NOT NULL CHECK (action IN ('cancel', 'reschedule')),
      filter jsonb NOT NULL,
      change jsonb,
-     state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running', 'done', 'failed')),
+     state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running', 'done', 'failed', 'cancelled')),
      created_at timestamptz NOT NULL DEFAULT now(),
      started_at timestamptz,
      finished_at timestamptz,

@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
 import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL } from '../statements/apply-bulk-chunk.sql';
 import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
+import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
 import { MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
 
 export interface BulkOperationRecord {
@@ -110,12 +111,19 @@ export class BulkOperationsRepository {
     return rows[0] ? toRecord(rows[0]) : null;
   }
 
-  /** Pending and running operations, oldest first. */
-  async open(limit: number): Promise<BulkOperationRecord[]> {
+  /**
+   * Pending and running operations, fair between tenants: every tenant's oldest, then every
+   * tenant's second, up to `perTenant`, each round starting after tenant `afterTenant`. A tenant's
+   * many open operations take no more of the `limit` than one, nor keep later tenants' out.
+   */
+  async open(limit: number, perTenant: number, afterTenant = 0): Promise<BulkOperationRecord[]> {
     const { rows } = await sql<OperationRow>(
       this.db,
-      `SELECT ${BULK_OPERATION_COLUMNS} FROM bulk_operations WHERE state IN ('pending', 'running') ORDER BY id LIMIT $1`,
-      [limit],
+      `SELECT ${BULK_OPERATION_COLUMNS} FROM (
+         SELECT *, row_number() OVER (PARTITION BY tenant_id ORDER BY id) AS rank FROM bulk_operations WHERE state IN ('pending', 'running')
+       ) bulk_operations
+        WHERE rank <= $2 ORDER BY rank, tenant_id <= $3, tenant_id LIMIT $1`,
+      [limit, perTenant, afterTenant],
     );
     return rows.map(toRecord);
   }
@@ -164,6 +172,11 @@ export class BulkOperationsRepository {
     return { applied: true, state: r.state, changed: r.changed, skipped: r.skipped, hot };
   }
 
+  /** Rows a chunk made queued whose hints the hot queue refused: see demoteToScheduled. */
+  demoteToScheduled(rows: readonly BulkHotRow[]): Promise<number> {
+    return demoteToScheduled(this.db, rows.map((r) => ({ id: r.id, runAt: new Date(r.dueMs) })));
+  }
+
   /**
    * Counts a run in which the operation's step failed, unless one was counted less than
    * `spacingMs` ago (Postgres' clock, the same for every replica): replicas that meet the same
@@ -187,6 +200,25 @@ export class BulkOperationsRepository {
       [id, spacingMs],
     );
     return rows[0]?.failures ?? null;
+  }
+
+  /**
+   * Stops a tenant's open operation and removes its chunks not applied. A chunk in flight holds
+   * the row, so this waits and that chunk is the last; the DELETE, a statement of its own, sees
+   * the chunks of a match that held the row. Null: not the tenant's, or not open.
+   */
+  async cancel(tenantId: number, id: string): Promise<BulkOperationRecord | null> {
+    return this.db.transaction(async (tx) => {
+      const { rows } = await sql<OperationRow>(
+        tx,
+        `UPDATE bulk_operations SET state = 'cancelled', finished_at = now()
+          WHERE id = $1 AND tenant_id = $2 AND state IN ('pending', 'running') RETURNING ${BULK_OPERATION_COLUMNS}`,
+        [id, tenantId],
+      );
+      if (!rows[0]) return null;
+      await sql(tx, `DELETE FROM bulk_operation_chunks WHERE operation_id = $1`, [id]);
+      return toRecord(rows[0]);
+    });
   }
 
   async fail(id: string, error: string): Promise<void> {

@@ -2,10 +2,12 @@
  * Applies chunk `$2` of running operation `$1` in one statement, so the jobs it changes, the
  * chunk's removal and the operation's progress commit together: a crash resumes at the first
  * chunk not applied and counts nothing twice. Guarded three ways: the operation row is locked
- * and must be at this chunk (another replica that got there first leaves nothing to do); the
- * jobs are locked in id order (as the chunk holds them) and only those still scheduled or
- * queued change (one that started meanwhile is skipped, never changed under its handler); and
- * the jobs must be the operation's tenant's.
+ * and must be at this chunk (another replica that got there first leaves nothing to do); only
+ * the jobs still scheduled or queued are locked, in id order (as the chunk holds them), and
+ * change (one that started meanwhile is skipped, never changed under its handler: FOR UPDATE
+ * re-checks the state of a row it waited for); and the jobs must be the operation's tenant's.
+ * Running and finished rows are not locked: their claims, lease renewals and completions do not
+ * wait for the chunk, nor deadlock with it. Every id of the chunk not changed counts as skipped.
  *
  * Returns the operation's new state, the chunk's changed and skipped counts and the rows now
  * queued as {id, runAt, kind} (a reschedule into the hot horizon: the caller gives them hints at
@@ -19,7 +21,7 @@ function applyChunk(change: string): string {
     DELETE FROM bulk_operation_chunks c USING op WHERE c.operation_id = op.id AND c.chunk = $2 RETURNING c.job_ids
   ), locked AS (
     SELECT j.id, j.state, j.run_at FROM jobs j JOIN op ON j.tenant_id = op.tenant_id
-     WHERE j.id = ANY((SELECT job_ids FROM chunk)::bigint[]) ORDER BY j.id FOR UPDATE OF j
+     WHERE j.id = ANY((SELECT job_ids FROM chunk)::bigint[]) AND j.state IN ('s', 'q') ORDER BY j.id FOR UPDATE OF j
   ), changed AS (${change})
   UPDATE bulk_operations o
      SET next_chunk = o.next_chunk + 1, failures = 0, last_failure_at = NULL,
@@ -36,7 +38,7 @@ function applyChunk(change: string): string {
 /** Cancels the chunk's unstarted jobs. $1 bigint operation · $2 int chunk. */
 export const APPLY_BULK_CANCEL_SQL = applyChunk(`
     UPDATE jobs j SET state = 'c', finished_at = now() FROM locked l
-     WHERE j.id = l.id AND l.state IN ('s', 'q')
+     WHERE j.id = l.id
     RETURNING j.id, j.state, j.run_at, j.kind, l.state AS previous`);
 
 /**
@@ -50,6 +52,6 @@ export const APPLY_BULK_RESCHEDULE_SQL = applyChunk(`
     UPDATE jobs j SET run_at = m.run_at, state = CASE WHEN m.run_at <= $3::timestamptz THEN 'q' ELSE 's' END
       FROM (SELECT l.id, l.state AS previous, CASE WHEN op.change ? 'runAt' THEN (op.change->>'runAt')::timestamptz
                               ELSE l.run_at + (op.change->>'shiftBySeconds')::float8 * interval '1 second' END AS run_at
-              FROM locked l CROSS JOIN op WHERE l.state IN ('s', 'q')) m
+              FROM locked l CROSS JOIN op) m
      WHERE j.id = m.id AND m.run_at BETWEEN '1970-01-01T00:00:00Z' AND '9999-12-31T23:59:59Z'
     RETURNING j.id, j.state, j.run_at, j.kind, m.previous`);
