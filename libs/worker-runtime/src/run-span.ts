@@ -1,6 +1,6 @@
 import { endFailed, endWith, inSpanContext, jobAttributes, startRunChildSpan, startRunSpan } from '@almanac/platform';
 import type { RunnableJob } from '@almanac/persistence';
-import { type Context, isSpanContextValid, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
+import { type Context, INVALID_TRACEID, ROOT_CONTEXT, type Span, SpanKind } from '@opentelemetry/api';
 import type { HandlerRun } from './handler-run';
 
 /**
@@ -23,7 +23,7 @@ export class RunSpan {
 
   /** Runs the handler inside its span, whose context `run` gets (a transaction, an http call nest under it). */
   async handler(kind: string, run: (traceContext: Context) => Promise<HandlerRun>): Promise<HandlerRun> {
-    if (!this.root.isRecording()) return isSpanContextValid(this.root.spanContext()) ? inSpanContext(this.root, run) : run(ROOT_CONTEXT);
+    if (!this.root.isRecording()) return this.root.spanContext().traceId === INVALID_TRACEID ? run(ROOT_CONTEXT) : inSpanContext(this.root, run); // invalid: tracing off
     const span = startRunChildSpan(`handle ${kind}`, this.root);
     const result = await inSpanContext(span, run);
     if (result.error !== undefined) endFailed(span, result.error);
