@@ -1,7 +1,8 @@
 import { TenantOutboundRepository, TenantsRepository } from '@almanac/persistence';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { startInMemoryTracing } from '@almanac/testing/in-memory-tracing';
-import { SpanKind } from '@opentelemetry/api';
+import { completed, defineHandler } from '@almanac/kinds';
+import { propagation, SpanKind, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,6 +19,22 @@ import { TENANT_OUTBOUND_CACHE, TenantOutboundCache } from './handlers/tenant-ou
  */
 const tracing = startInMemoryTracing();
 afterAll(() => tracing.stop());
+
+/** What a handler does with ctx.traceContext: a span of its own, a traceparent for a call it makes (kept in `sent`), its transaction. */
+let sent: string[];
+const tracedHandler = defineHandler({
+  kind: 'traced',
+  timeoutMs: 5000,
+  handle: async (ctx) => {
+    const own = trace.getTracer('a handler').startSpan('own work', {}, ctx.traceContext);
+    const headers: Record<string, string> = {};
+    propagation.inject(trace.setSpan(ctx.traceContext, own), headers);
+    sent.push(headers.traceparent);
+    await (await ctx.tx()).query('SELECT 1');
+    own.end();
+    return completed();
+  },
+});
 
 describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
   const producer = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
@@ -39,12 +56,13 @@ describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
   beforeEach(async () => {
     received = [];
+    sent = [];
     tracing.reset();
     const http = httpHandler({
       allowHosts: [origin], allowCidrs: ['127.0.0.1/32'], timeoutMs: 3000,
       tenants: new TenantOutboundCache((id) => new TenantOutboundRepository(h.ds).forDelivery(id), { ...TENANT_OUTBOUND_CACHE, ttlMs: 0 }),
     });
-    h = await createHarness({ handlers: [noopHandler, chargeHandler, http] });
+    h = await createHarness({ handlers: [noopHandler, chargeHandler, http, tracedHandler] });
   });
   afterEach(() => destroyHarness(h));
 
@@ -85,9 +103,18 @@ describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
     expect(handOff.attributes).toMatchObject({ 'messaging.system': 'almanac', 'messaging.batch.message_count': 2 });
   });
 
-  it('makes no span for a run whose ingest span was not sampled (the run follows its request: docs/decisions/2026-12-05-tracing-cost.md)', async () => {
-    const spans = await runOne({ kind: 'charge', key: 'inv-2', traceParent: traceParent.replace(/-01$/, '-00'), payload: { invoiceId: 'inv-2', amountCents: 500 } });
+  it("a run whose ingest span was not sampled exports nothing, and passes its request's trace, unsampled, to what its handler starts (docs/decisions/2026-12-05-tracing-cost.md)", async () => {
+    const spans = await runOne({ kind: 'traced', traceParent: traceParent.replace(/-01$/, '-00') });
     expect(spans.filter((s) => s.name !== 'hand off')).toEqual([]);
+    expect(sent).toEqual([expect.stringMatching(new RegExp(`^00-${producer.traceId}-[0-9a-f]{16}-00$`))]);
+  });
+
+  it('a sampled run passes its own trace, sampled, to what its handler starts', async () => {
+    const spans = await runOne({ kind: 'traced', traceParent });
+    const handler = spans.find((s) => s.name === 'handle traced')!;
+    expect(childrenOf(spans, handler).map((s) => s.name).sort()).toEqual(['own work', 'tx']);
+    const own = spans.find((s) => s.name === 'own work')!.spanContext();
+    expect(sent).toEqual([`00-${own.traceId}-${own.spanId}-01`]);
   });
 
   it('has no link for a job created without a trace', async () => {

@@ -55,8 +55,9 @@ export class LeanSpan implements Span, ReadableSpan {
     readonly kind: SpanKind,
     startMs: number | undefined,
     readonly parentSpanContext?: SpanContext,
+    traceId = parentSpanContext?.traceId ?? ids.generateTraceId(),
   ) {
-    this.context = { traceId: parentSpanContext?.traceId ?? ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.SAMPLED };
+    this.context = { traceId, spanId: ids.generateSpanId(), traceFlags: TraceFlags.SAMPLED };
     const now = Date.now();
     this.perfStart = otperformance.now();
     this.perfOffset = now - (this.perfStart + otperformance.timeOrigin);
@@ -64,9 +65,9 @@ export class LeanSpan implements Span, ReadableSpan {
     this.startTime = this.time(startMs ?? now);
   }
 
-  /** A sampled run's root span, starting at `startMs` (epoch ms), linked to `links`. */
-  static root(sink: LeanSpanSink, name: string, kind: SpanKind, startMs: number, links: Link[]): LeanSpan {
-    const span = new LeanSpan(sink, name, kind, startMs);
+  /** A sampled run's root span, starting at `startMs` (epoch ms), linked to `links`, in trace `traceId` (none: a new one). */
+  static root(sink: LeanSpanSink, name: string, kind: SpanKind, startMs: number, links: Link[], traceId?: string): LeanSpan {
+    const span = new LeanSpan(sink, name, kind, startMs, undefined, traceId);
     for (const link of links) span.addLink(link);
     return span;
   }

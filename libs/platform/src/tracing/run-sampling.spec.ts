@@ -1,9 +1,12 @@
-import { ROOT_CONTEXT, SpanKind } from '@opentelemetry/api';
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
+import { isSpanContextValid, ROOT_CONTEXT, SpanKind, TraceFlags } from '@opentelemetry/api';
+import { InMemorySpanExporter, NodeTracerProvider, RandomIdGenerator, SamplingDecision, SimpleSpanProcessor, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-node';
 import { tracer } from './job-spans';
-import { runSamplingFromEnv, setRunDecision, startRunSpan } from './run-sampling';
+import { type RunDecision, runSamplingFromEnv, setRunDecision, startRunSpan } from './run-sampling';
 
 const ingest = (flags: string) => `00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-${flags}`;
+const ids = new RandomIdGenerator();
+/** A run's decision: by its link, else as a root on a trace id. */
+const sampledRun = (decide: RunDecision, flags: number | undefined, traceId = ids.generateTraceId()) => decide.linked(flags) ?? decide.root(traceId);
 
 describe('runSamplingFromEnv: a run decided before its span', () => {
   it.each([
@@ -24,13 +27,24 @@ describe('runSamplingFromEnv: a run decided before its span', () => {
     ['jaeger_remote', undefined, 0, false], // unknown: parentbased_always_on, as the SDK reads it
   ])('%s (arg %s), ingest flags %s → sampled %s', (sampler, arg, flags, sampled) => {
     const env = { ...(sampler ? { OTEL_TRACES_SAMPLER: sampler } : {}), ...(arg ? { OTEL_TRACES_SAMPLER_ARG: arg } : {}) };
-    expect(runSamplingFromEnv(env).decide(flags)).toBe(sampled);
+    expect(sampledRun(runSamplingFromEnv(env).decide, flags)).toBe(sampled);
+  });
+
+  it("decides a traceidratio root on its trace id, as the SDK's ratio sampler decides that trace's spans", () => {
+    for (const sampler of ['traceidratio', 'parentbased_traceidratio']) {
+      const { decide } = runSamplingFromEnv({ OTEL_TRACES_SAMPLER: sampler, OTEL_TRACES_SAMPLER_ARG: '0.5' });
+      const ratio = new TraceIdRatioBasedSampler(0.5);
+      for (let i = 0; i < 50; i++) {
+        const traceId = ids.generateTraceId();
+        expect(decide.root(traceId)).toBe(ratio.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED);
+      }
+    }
   });
 
   it('samples about the configured ratio of runs without a link', () => {
     const { decide } = runSamplingFromEnv({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' });
     let n = 0;
-    for (let i = 0; i < 20_000; i++) if (decide(undefined)) n++;
+    for (let i = 0; i < 20_000; i++) if (sampledRun(decide, undefined)) n++;
     expect(n).toBeGreaterThan(1_600);
     expect(n).toBeLessThan(2_400);
   });
@@ -50,11 +64,14 @@ describe('startRunSpan', () => {
   });
   beforeEach(() => exporter.reset());
 
-  it('makes a non-recording span, and no SDK span, for a run not sampled', () => {
+  it('makes a non-recording span, and no SDK span, for a run not sampled: valid ids, not sampled, in its request\'s trace when it has one', () => {
     const span = startRunSpan('process noop', SpanKind.CONSUMER, 1, ingest('00'));
     expect(span.isRecording()).toBe(false);
+    expect(span.spanContext()).toMatchObject({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: TraceFlags.NONE });
     span.end();
-    expect(startRunSpan('process noop', SpanKind.CONSUMER, 1, null).isRecording()).toBe(false); // ratio 0
+    const root = startRunSpan('process noop', SpanKind.CONSUMER, 1, null); // ratio 0
+    expect(root.isRecording()).toBe(false);
+    expect(isSpanContextValid(root.spanContext()) && root.spanContext().traceFlags).toBe(TraceFlags.NONE);
     expect(exporter.getFinishedSpans()).toEqual([]);
   });
 

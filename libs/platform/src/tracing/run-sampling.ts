@@ -1,10 +1,9 @@
 import {
-  type Context, createContextKey, INVALID_SPAN_CONTEXT, ROOT_CONTEXT, type Span, type SpanKind,
-  trace,
+  type Context, createContextKey, ROOT_CONTEXT, type Span, SpanKind, trace, TraceFlags,
 } from '@opentelemetry/api';
 import {
-  AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, type Sampler, SamplingDecision, type SamplingResult,
-  TraceIdRatioBasedSampler,
+  AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, RandomIdGenerator, type Sampler, SamplingDecision,
+  type SamplingResult, TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-node';
 import type { Env } from '@almanac/config';
 import { linksTo, tracer } from './job-spans';
@@ -12,18 +11,21 @@ import { LeanSpan, type LeanSpanSink } from './lean-span';
 
 /**
  * Whether a run is sampled, decided before any SDK span is made (docs/decisions/2026-12-05-tracing-cost.md):
- * from the W3C trace flags of the ingest span the row links to (undefined: no link), true to
- * record and export the run, false for no SDK span at all.
+ * `linked` from the W3C trace flags of the ingest span the row links to (undefined: no link), true
+ * to record and export the run, false for no SDK span, undefined for a root, which `root` decides
+ * on the trace id the run will carry, as the SDK's root sampler decides a new trace.
  */
-type RunDecision = (ingestFlags: number | undefined) => boolean;
+export interface RunDecision {
+  linked(ingestFlags: number | undefined): boolean | undefined;
+  root(traceId: string): boolean;
+}
 
 /** Set on the context of a run's root span that was decided sampled here: the SDK's sampler then agrees. */
 const DECIDED_SAMPLED = createContextKey('almanac.run decided sampled');
 const SAMPLED_ROOT = ROOT_CONTEXT.setValue(DECIDED_SAMPLED, true);
-/** What an unsampled run gets instead of an SDK span: the API's non-recording span (one for all). */
-const DROPPED: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 const RECORD_AND_SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
 
+const ids = new RandomIdGenerator();
 let decideRun: RunDecision | undefined; // undefined: the SDK's sampler decides each run (no startTracing: tests' own providers)
 let leanSink: LeanSpanSink | undefined; // undefined: a sampled run's spans are the SDK's
 
@@ -35,8 +37,8 @@ let leanSink: LeanSpanSink | undefined; // undefined: a sampled run's spans are 
  *   looks at the parent only, and a run has none (it is linked), but a run decided apart from its
  *   request exports half-traces: a run whose link points at a span that was never exported, or a
  *   request whose job's run is missing. A sampler that is not parent-based ignores the flag.
- * - otherwise the run is a root: always_on / always_off, or traceidratio with its probability
- *   (Math.random, as a fresh trace's random trace id would).
+ * - otherwise the run is a root, which the root sampler decides on the run's trace id: so
+ *   traceidratio keeps a run's children (they carry its trace id) with it, and drops them with it.
  */
 export function runSamplingFromEnv(env: Env): { sampler: Sampler; decide: RunDecision } {
   const name = env.OTEL_TRACES_SAMPLER?.trim() || 'parentbased_always_on';
@@ -47,13 +49,15 @@ export function runSamplingFromEnv(env: Env): { sampler: Sampler; decide: RunDec
   const rootName = kind.replace(/^parentbased_/, '');
   const root: Sampler = rootName === 'always_on' ? new AlwaysOnSampler() : rootName === 'always_off' ? new AlwaysOffSampler() : new TraceIdRatioBasedSampler(ratio);
   const parentBased = kind.startsWith('parentbased_');
-  const decideRoot: () => boolean = rootName === 'always_on' ? () => true : rootName === 'always_off' ? () => false : () => Math.random() < ratio;
   const configured = parentBased ? new ParentBasedSampler({ root }) : root;
   const sampler: Sampler = {
     shouldSample: (context: Context, ...rest) => (context.getValue(DECIDED_SAMPLED) ? RECORD_AND_SAMPLED : configured.shouldSample(context, ...rest)),
     toString: () => `AlmanacRunSampling{${configured.toString()}}`,
   };
-  const decide: RunDecision = parentBased ? (flags) => (flags === undefined ? decideRoot() : (flags & 1) === 1) : decideRoot;
+  const decide: RunDecision = {
+    linked: (flags) => (parentBased && flags !== undefined ? (flags & 1) === 1 : undefined),
+    root: (traceId) => root.shouldSample(ROOT_CONTEXT, traceId, '', SpanKind.CONSUMER, {}, []).decision === SamplingDecision.RECORD_AND_SAMPLED,
+  };
   return { sampler, decide };
 }
 
@@ -85,13 +89,25 @@ export function startRunChildSpan(name: string, parent: Span): Span {
 
 /**
  * The root span of a run, linked to the ingest span its row's traceparent names. When startTracing
- * decides runs, an unsampled one gets the API's non-recording span (~tens of ns) instead of an SDK
- * span (~1 µs: ids, the sampler, the SDK's counters), and a sampled one a LeanSpan (when
- * startTracing gave a sink) or an SDK span that its sampler records without deciding again.
+ * decides runs, a sampled one gets a LeanSpan (when startTracing gave a sink) or an SDK span that
+ * its sampler records without deciding again. An unsampled one gets a non-recording span instead
+ * of an SDK span (~1 µs: ids, the sampler, the SDK's counters), whose ids, with the sampled flag
+ * off, make what it parents and propagates (ctx.traceContext) unsampled too: its request's ids
+ * when it followed its link (nothing to make), else those of the trace the root sampler decided
+ * on. A root on the SDK's spans is the SDK sampler's to decide, on the trace id the SDK gives it.
  */
 export function startRunSpan(name: string, kind: SpanKind, startTime: number, traceParent: string | null | undefined): Span {
   if (!decideRun) return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, ROOT_CONTEXT);
-  if (!decideRun(flagsOf(traceParent))) return DROPPED;
-  if (leanSink) return LeanSpan.root(leanSink, name, kind, startTime, linksTo(traceParent));
+  const linked = decideRun.linked(flagsOf(traceParent));
+  if (linked === false) return notSampled((traceParent as string).slice(3, 35), (traceParent as string).slice(36, 52)); // traceparentOf's: valid
+  if (linked === undefined && !leanSink) return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, ROOT_CONTEXT);
+  const traceId = linked ? undefined : ids.generateTraceId();
+  if (traceId && !decideRun.root(traceId)) return notSampled(traceId, traceId.slice(16)); // its second half, as random: one id made, not two (~0.2 µs each)
+  if (leanSink) return LeanSpan.root(leanSink, name, kind, startTime, linksTo(traceParent), traceId);
   return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, SAMPLED_ROOT);
+}
+
+/** A non-recording span with these ids, not sampled. */
+function notSampled(traceId: string, spanId: string): Span {
+  return trace.wrapSpanContext({ traceId, spanId, traceFlags: TraceFlags.NONE });
 }

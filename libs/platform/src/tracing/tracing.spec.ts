@@ -81,7 +81,9 @@ describe('startTracing', () => {
   ])('over OTLP %j, a sampled run is a LeanSpan: %s (it keeps the default limits only)', (extra, lean) => {
     Object.assign(process.env, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', ...extra });
     expect(startTracing('probe')).toBe('otlp');
-    const run = startRunSpan('process noop', SpanKind.CONSUMER, Date.now(), null); // never ended: nothing to export
+    // Linked to a sampled request, so decided here: `tracer` keeps the provider it first met in this file (always_off), not this one.
+    const sampledRequest = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const run = startRunSpan('process noop', SpanKind.CONSUMER, Date.now(), sampledRequest); // never ended: nothing to export
     expect(run.isRecording()).toBe(true);
     expect(run instanceof LeanSpan).toBe(lean);
   });
