@@ -48,6 +48,21 @@ describe('onConnection: a read its caller stopped waiting for', () => {
     await expect(ds.query('SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
   });
 
+  it('stops waiting for a pooled connection when the signal aborts, and gives that connection back once it comes', async () => {
+    const holder = ds.createQueryRunner();
+    await holder.connect(); // the pool's one connection
+    const stop = new AbortController();
+    let ran = false;
+    const started = Date.now();
+    const read = onConnection(ds, stop.signal, async () => (ran = true));
+    stop.abort(new Error('client gone'));
+    await expect(read).rejects.toThrow('client gone');
+    expect(Date.now() - started).toBeLessThan(1000); // not the pool's acquire timeout (2 s)
+    await holder.release();
+    await expect(ds.query('SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]); // the abandoned wait gave it back
+    expect(ran).toBe(false);
+  });
+
   it('runs nothing when the signal has already aborted, and gives the connection back', async () => {
     const stop = new AbortController();
     stop.abort(new Error('client gone'));

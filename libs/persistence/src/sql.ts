@@ -75,31 +75,43 @@ export async function discardConnection(runner: QueryRunner, why: Error): Promis
  */
 export async function onConnection<T>(db: DataSource, signal: AbortSignal | undefined, work: (runner: QueryRunner) => Promise<T>): Promise<T> {
   const runner = db.createQueryRunner();
-  await runner.connect(); // bounded by the pool's acquire timeout; discarding needs the connection's pid
-  let discarded = false;
-  try {
-    if (!signal) return await work(runner);
-    signal.throwIfAborted();
-    const reason = () => (signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-    let stop = (): void => undefined;
-    const stopped = new Promise<never>((_, reject) => (stop = () => reject(reason())));
-    signal.addEventListener('abort', stop, { once: true });
-    const running = work(runner);
+  if (!signal) {
     try {
-      return await Promise.race([running, stopped]);
-    } catch (err) {
+      return await work(runner);
+    } finally {
+      await runner.release();
+    }
+  }
+  signal.throwIfAborted();
+  const reason = () => (signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+  let stop = (): void => undefined;
+  const stopped = new Promise<never>((_, reject) => (stop = () => reject(reason())));
+  signal.addEventListener('abort', stop, { once: true });
+  // Who gives the connection back: this call, or (once abandoned) whatever settles last.
+  let mine = true;
+  try {
+    // Waiting for a pooled connection ends with the signal too (the pool's queue holds it up to ALMANAC_PG_ACQUIRE_TIMEOUT_MS).
+    const connecting = runner.connect(); // discarding needs the connection's pid
+    await Promise.race([connecting, stopped]).catch((err: unknown) => {
+      if (signal.aborted) {
+        mine = false;
+        void connecting.then(() => runner.release(), () => undefined);
+      }
+      throw err;
+    });
+    const running = work(runner);
+    return await Promise.race([running, stopped]).catch(async (err: unknown) => {
       if (signal.aborted) {
         running.catch(() => undefined); // it fails as its connection closes
-        discarded = true;
+        mine = false;
         // Nothing to do if ending the backend fails: statement_timeout still bounds it.
         await discardConnection(runner, reason()).catch(() => undefined);
       }
       throw err;
-    } finally {
-      signal.removeEventListener('abort', stop);
-    }
+    });
   } finally {
-    if (!discarded) await runner.release();
+    signal.removeEventListener('abort', stop);
+    if (mine) await runner.release();
   }
 }
 
