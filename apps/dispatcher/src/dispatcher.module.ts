@@ -25,20 +25,15 @@ import { PoolObserver } from './pool-observer';
     { provide: DeliveryMetrics, inject: [MetricsService], useFactory: (m: MetricsService) => new DeliveryMetrics(m) },
     { provide: KindRoutes, useFactory: () => new KindRoutes(parsePoolMap(process.env)) },
     Dispatcher,
-    // Envelopes are judged by the database's clock, read at every observe: by its own, a dispatcher 5 s
-    // fast handed every job over 5 s early.
+    // Envelopes are judged by the database's clock, read at every observe: by its own, one 5 s fast handed every job over 5 s early.
     { provide: DatabaseClock, inject: [Clock], useFactory: (clock: Clock) => new DatabaseClock(clock) },
     {
       provide: PoolObserver,
       inject: [KindRoutes, ReadyQueues, DeliveryMetrics, KindsRepository, TenantsRepository, WorkersRepository, DatabaseClock, DISPATCHER_LOGGER, Liveness],
-      useFactory: (
-        routes: KindRoutes, ready: ReadyQueues, metrics: DeliveryMetrics, kinds: KindsRepository, tenants: TenantsRepository,
-        workers: WorkersRepository, time: DatabaseClock, logger: Logger, liveness: Liveness,
-      ) => new PoolObserver({ routes, ready, metrics, workers, tenants, clock: time, time, logger, liveness, catalog: new KindCatalog(kinds, { maxAgeMs: 0, missRefreshMs: 0 }) }),
+      useFactory: (routes: KindRoutes, ready: ReadyQueues, metrics: DeliveryMetrics, kinds: KindsRepository, tenants: TenantsRepository, workers: WorkersRepository, time: DatabaseClock, logger: Logger, liveness: Liveness) =>
+        new PoolObserver({ routes, ready, metrics, workers, tenants, clock: time, time, logger, liveness, catalog: new KindCatalog(kinds, { maxAgeMs: 0, missRefreshMs: 0 }) }),
     },
-    KindsRepository, TenantsRepository, WorkersRepository,
-    HotConsumer,
-    DispatcherService,
+    KindsRepository, TenantsRepository, WorkersRepository, HotConsumer, DispatcherService,
   ],
 })
 export class DispatcherModule {}

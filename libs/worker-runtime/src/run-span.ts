@@ -27,10 +27,7 @@ export class RunSpan {
     const span = startRunChildSpan(`handle ${kind}`, this.root);
     const result = await inSpanContext(span, run);
     if (result.error !== undefined) endFailed(span, result.error);
-    else {
-      if (result.outcome) span.setAttribute('almanac.outcome', result.outcome.type);
-      span.end();
-    }
+    else span.setAttributes(result.outcome ? { 'almanac.outcome': result.outcome.type } : {}).end();
     return result;
   }
 
