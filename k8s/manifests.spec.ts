@@ -15,7 +15,7 @@ import {
 import { literalValues, promqlRefs } from './test/promql';
 import { DASHBOARD_FILE, dashboardQueries, Query, recordedSeries, RULES_FILE, RULES_TEST_FILE, ruleQueries, SCALED_OBJECT_FILE, scaledObjectQueries } from './test/queries';
 import { kubectlAvailable, kustomize } from './test/render';
-import { checkScalingQueries } from './test/scaling-checks';
+import { checkScalingFallbacks, checkScalingQueries } from './test/scaling-checks';
 import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './test/validate';
 
 /**
@@ -111,6 +111,7 @@ describe('raw YAML under k8s/', () => {
       ...checkWorkerPools(objects),
       ...checkServiceMonitors(objects),
       ...checkScalingQueries(objects),
+      ...checkScalingFallbacks(objects),
     ]).toEqual([]);
   });
 });
@@ -186,6 +187,19 @@ describe('the project checks catch what they are for', () => {
     expect(checkScalingQueries(objects)).toContain("HorizontalPodAutoscaler almanac-worker: maxReplicas 25 differs from almanac-worker's ALMANAC_WORKER_MAX_REPLICAS 20");
   });
 
+  it('flags a ScaledObject whose fallback would take replicas from a busy pool while Prometheus cannot answer', () => {
+    const objects = rawObjects.map((r) => clone(r.object));
+    const so = objects.find((o) => o.kind === 'ScaledObject')!;
+    expect(checkScalingFallbacks(objects)).toEqual([]);
+    const fallback = (so.spec as { fallback: { behavior?: string } }).fallback;
+    delete fallback.behavior;
+    expect(checkScalingFallbacks(objects)).toEqual(['ScaledObject almanac-worker: fallback.behavior must be currentReplicasIfHigher or currentReplicas (got none)']);
+    fallback.behavior = 'static';
+    expect(checkScalingFallbacks(objects)).toEqual(['ScaledObject almanac-worker: fallback.behavior must be currentReplicasIfHigher or currentReplicas (got static)']);
+    fallback.behavior = 'currentReplica';
+    expect(validateObject(so)).toEqual(['spec.fallback.behavior must be one of static, currentReplicas, currentReplicasIfHigher, currentReplicasIfLower']);
+  });
+
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
     const d = worker();
     // 39 s left only ~5 s after the deadline, less than the drain's own bounded waits after it.
@@ -229,6 +243,7 @@ describe('rendered overlays (kubectl kustomize)', () => {
       ...checkReferences(objects),
       ...checkServiceMonitors(objects),
       ...checkScalingQueries(objects),
+      ...checkScalingFallbacks(objects),
     ]).toEqual([]);
     // The public Service carries the API only; metrics and admin have an internal one.
     const services = objects.filter((o) => o.kind === 'Service');
