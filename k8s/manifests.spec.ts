@@ -17,6 +17,7 @@ import { DASHBOARD_FILE, dashboardQueries, Query, recordedSeries, RULES_FILE, RU
 import { kubectlAvailable, kustomize } from './test/render';
 import { checkScalingFallbacks, checkScalingQueries } from './test/scaling-checks';
 import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './test/validate';
+import { checkWorkerStartupBudget } from './test/worker-startup';
 
 /**
  * Checks everything under k8s/ without a cluster: every YAML parses and every Kubernetes object
@@ -112,6 +113,7 @@ describe('raw YAML under k8s/', () => {
       ...checkServiceMonitors(objects),
       ...checkScalingQueries(objects),
       ...checkScalingFallbacks(objects),
+      ...checkWorkerStartupBudget(objects),
     ]).toEqual([]);
   });
 });
@@ -200,6 +202,18 @@ describe('the project checks catch what they are for', () => {
     expect(validateObject(so)).toEqual(['spec.fallback.behavior must be one of static, currentReplicas, currentReplicasIfHigher, currentReplicasIfLower']);
   });
 
+  it('flags a worker whose startupProbe would kill it while it applies its kind migrations', () => {
+    const d = worker();
+    expect(checkWorkerStartupBudget([d])).toEqual([]);
+    const probe = pod(d).containers[0].startupProbe as { periodSeconds: number; failureThreshold: number };
+    Object.assign(probe, { periodSeconds: 2, failureThreshold: 30 });
+    expect(checkWorkerStartupBudget([d])).toEqual([
+      'almanac-worker: startupProbe allows 60 s; a worker applies its kind migrations before it listens and needs 300 s (lock wait 30 s + migrations 240 s + boot 30 s)',
+    ]);
+    delete pod(d).containers[0].startupProbe;
+    expect(checkWorkerStartupBudget([d])).toHaveLength(1);
+  });
+
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
     const d = worker();
     // 39 s left only ~5 s after the deadline, less than the drain's own bounded waits after it.
@@ -244,6 +258,7 @@ describe('rendered overlays (kubectl kustomize)', () => {
       ...checkServiceMonitors(objects),
       ...checkScalingQueries(objects),
       ...checkScalingFallbacks(objects),
+      ...checkWorkerStartupBudget(objects),
     ]).toEqual([]);
     // The public Service carries the API only; metrics and admin have an internal one.
     const services = objects.filter((o) => o.kind === 'Service');
