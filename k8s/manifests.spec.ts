@@ -14,6 +14,7 @@ import {
 } from './test/project-checks';
 import { literalValues, promqlRefs } from './test/promql';
 import { DASHBOARD_FILE, dashboardQueries, Query, recordedSeries, RULES_FILE, RULES_TEST_FILE, ruleQueries, SCALED_OBJECT_FILE, scaledObjectQueries } from './test/queries';
+import { checkInitContainerEnv } from './test/pod-env';
 import { kubectlAvailable, kustomize } from './test/render';
 import { checkScalingFallbacks, checkScalingQueries } from './test/scaling-checks';
 import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './test/validate';
@@ -114,6 +115,7 @@ describe('raw YAML under k8s/', () => {
       ...checkScalingQueries(objects),
       ...checkScalingFallbacks(objects),
       ...checkWorkerStartupBudget(objects),
+      ...checkInitContainerEnv(objects),
     ]).toEqual([]);
   });
 });
@@ -214,6 +216,16 @@ describe('the project checks catch what they are for', () => {
     expect(checkWorkerStartupBudget([d])).toHaveLength(1);
   });
 
+  it('flags an initContainer that does not read the ConfigMap and Secret its app container reads', () => {
+    const d = worker();
+    expect(checkInitContainerEnv([d])).toEqual([]);
+    const init = (pod(d).initContainers as { envFrom: object[] }[])[0];
+    init.envFrom = [{ secretRef: { name: 'almanac-secrets' } }];
+    expect(checkInitContainerEnv([d])).toEqual([
+      'almanac-worker/wait-for-schema: envFrom [{"secretRef":{"name":"almanac-secrets"}}] differs from the app container\'s [{"configMapRef":{"name":"almanac-config"}},{"secretRef":{"name":"almanac-secrets"}}]',
+    ]);
+  });
+
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
     const d = worker();
     // 39 s left only ~5 s after the deadline, less than the drain's own bounded waits after it.
@@ -259,6 +271,7 @@ describe('rendered overlays (kubectl kustomize)', () => {
       ...checkScalingQueries(objects),
       ...checkScalingFallbacks(objects),
       ...checkWorkerStartupBudget(objects),
+      ...checkInitContainerEnv(objects),
     ]).toEqual([]);
     // The public Service carries the API only; metrics and admin have an internal one.
     const services = objects.filter((o) => o.kind === 'Service');
