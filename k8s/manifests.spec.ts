@@ -14,9 +14,11 @@ import {
 } from './test/project-checks';
 import { literalValues, promqlRefs } from './test/promql';
 import { DASHBOARD_FILE, dashboardQueries, Query, recordedSeries, RULES_FILE, RULES_TEST_FILE, ruleQueries, SCALED_OBJECT_FILE, scaledObjectQueries } from './test/queries';
+import { checkInitContainerEnv } from './test/pod-env';
 import { kubectlAvailable, kustomize } from './test/render';
-import { checkScalingQueries } from './test/scaling-checks';
+import { checkScalingFallbacks, checkScalingQueries } from './test/scaling-checks';
 import { checkRuleGroups, isKubeObject, KubeObject, validateObject } from './test/validate';
+import { checkWorkerStartupBudget } from './test/worker-startup';
 
 /**
  * Checks everything under k8s/ without a cluster: every YAML parses and every Kubernetes object
@@ -111,6 +113,9 @@ describe('raw YAML under k8s/', () => {
       ...checkWorkerPools(objects),
       ...checkServiceMonitors(objects),
       ...checkScalingQueries(objects),
+      ...checkScalingFallbacks(objects),
+      ...checkWorkerStartupBudget(objects),
+      ...checkInitContainerEnv(objects),
     ]).toEqual([]);
   });
 });
@@ -186,6 +191,41 @@ describe('the project checks catch what they are for', () => {
     expect(checkScalingQueries(objects)).toContain("HorizontalPodAutoscaler almanac-worker: maxReplicas 25 differs from almanac-worker's ALMANAC_WORKER_MAX_REPLICAS 20");
   });
 
+  it('flags a ScaledObject whose fallback would take replicas from a busy pool while Prometheus cannot answer', () => {
+    const objects = rawObjects.map((r) => clone(r.object));
+    const so = objects.find((o) => o.kind === 'ScaledObject')!;
+    expect(checkScalingFallbacks(objects)).toEqual([]);
+    const fallback = (so.spec as { fallback: { behavior?: string } }).fallback;
+    delete fallback.behavior;
+    expect(checkScalingFallbacks(objects)).toEqual(['ScaledObject almanac-worker: fallback.behavior must be currentReplicasIfHigher or currentReplicas (got none)']);
+    fallback.behavior = 'static';
+    expect(checkScalingFallbacks(objects)).toEqual(['ScaledObject almanac-worker: fallback.behavior must be currentReplicasIfHigher or currentReplicas (got static)']);
+    fallback.behavior = 'currentReplica';
+    expect(validateObject(so)).toEqual(['spec.fallback.behavior must be one of static, currentReplicas, currentReplicasIfHigher, currentReplicasIfLower']);
+  });
+
+  it('flags a worker whose startupProbe would kill it while it applies its kind migrations', () => {
+    const d = worker();
+    expect(checkWorkerStartupBudget([d])).toEqual([]);
+    const probe = pod(d).containers[0].startupProbe as { periodSeconds: number; failureThreshold: number };
+    Object.assign(probe, { periodSeconds: 2, failureThreshold: 30 });
+    expect(checkWorkerStartupBudget([d])).toEqual([
+      'almanac-worker: startupProbe allows 60 s; a worker applies its kind migrations before it listens and needs 300 s (lock wait 30 s + migrations 240 s + boot 30 s)',
+    ]);
+    delete pod(d).containers[0].startupProbe;
+    expect(checkWorkerStartupBudget([d])).toHaveLength(1);
+  });
+
+  it('flags an initContainer that does not read the ConfigMap and Secret its app container reads', () => {
+    const d = worker();
+    expect(checkInitContainerEnv([d])).toEqual([]);
+    const init = (pod(d).initContainers as { envFrom: object[] }[])[0];
+    init.envFrom = [{ secretRef: { name: 'almanac-secrets' } }];
+    expect(checkInitContainerEnv([d])).toEqual([
+      'almanac-worker/wait-for-schema: envFrom [{"secretRef":{"name":"almanac-secrets"}}] differs from the app container\'s [{"configMapRef":{"name":"almanac-config"}},{"secretRef":{"name":"almanac-secrets"}}]',
+    ]);
+  });
+
   it('flags a grace period shorter than the drain deadline plus margin, and a second image', () => {
     const d = worker();
     // 39 s left only ~5 s after the deadline, less than the drain's own bounded waits after it.
@@ -229,6 +269,9 @@ describe('rendered overlays (kubectl kustomize)', () => {
       ...checkReferences(objects),
       ...checkServiceMonitors(objects),
       ...checkScalingQueries(objects),
+      ...checkScalingFallbacks(objects),
+      ...checkWorkerStartupBudget(objects),
+      ...checkInitContainerEnv(objects),
     ]).toEqual([]);
     // The public Service carries the API only; metrics and admin have an internal one.
     const services = objects.filter((o) => o.kind === 'Service');

@@ -17,16 +17,17 @@ const haveDist = existsSync(join(ROOT, 'dist/libs/persistence/src/index.js'));
 if (!haveDist) console.warn('dist/ is not built (npm run build): skipping the wait-for-schema script checks');
 const maybe = haveDist ? it : it.skip;
 
-async function run(databaseUrl: string): Promise<{ code: number; out: string }> {
+async function run(databaseUrl: string, settings: Record<string, string> = {}, timeout = 20_000): Promise<{ code: number; out: string }> {
   const env = {
     PATH: process.env.PATH ?? '',
     DATABASE_URL: databaseUrl,
     ALMANAC_APP_DIR: ROOT,
     ALMANAC_WAIT_FOR_SCHEMA_TIMEOUT_S: '1',
     ALMANAC_WAIT_FOR_SCHEMA_INTERVAL_MS: '200',
+    ...settings,
   };
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, [SCRIPT], { env, timeout: 20_000 });
+    const { stdout } = await promisify(execFile)(process.execPath, [SCRIPT], { env, timeout });
     return { code: 0, out: stdout };
   } catch (err) {
     const e = err as { code?: number; stdout?: string };
@@ -60,6 +61,16 @@ describe('wait-for-schema initContainer', () => {
     expect(code).toBe(1);
     expect(out).toContain(`1 migration(s) pending (${latest.name})`);
     expect(out).toContain('giving up after 1 s');
+  });
+
+  // Before the fix Number('10m') was NaN: a deadline that never passed, or a 1 ms retry loop.
+  it.each([
+    ['ALMANAC_WAIT_FOR_SCHEMA_TIMEOUT_S', '10m', 'seconds from 1'],
+    ['ALMANAC_WAIT_FOR_SCHEMA_INTERVAL_MS', '2s', 'milliseconds from 100'],
+    ['ALMANAC_WAIT_FOR_SCHEMA_INTERVAL_MS', '0', 'milliseconds from 100'],
+  ])('refuses %s=%s at once, naming the variable', async (name, value, allowed) => {
+    const { code, out } = await run(urlFor(emptyDb), { [name]: value }, 5000);
+    expect({ code, out: out.trim() }).toEqual({ code: 1, out: `[wait-for-schema] ${name} must be a whole number of ${allowed} (got "${value}")` });
   });
 
   maybe('waits on a database that was never migrated', async () => {

@@ -2,14 +2,26 @@
 // initContainer of every Almanac pod: exits 0 once the database has no pending migration, so
 // no app starts against an older schema while the migration Job is still running. It only reads
 // (TypeORM's own migrations table); the Job alone writes, so replicas never race to migrate.
-// Needs DATABASE_URL; runs from the image's working directory (/app) with its built code.
+// Needs DATABASE_URL; runs from the image's working directory (/app) with its built code. Reads
+// the almanac-config ConfigMap and the almanac-secrets Secret, as the app containers do.
 const path = require('node:path');
 
-const appDir = process.env.ALMANAC_APP_DIR || process.cwd();
-const timeoutS = Number(process.env.ALMANAC_WAIT_FOR_SCHEMA_TIMEOUT_S || 600);
-const intervalMs = Number(process.env.ALMANAC_WAIT_FOR_SCHEMA_INTERVAL_MS || 2000);
-
 const say = (msg) => process.stdout.write(`[wait-for-schema] ${msg}\n`);
+
+/**
+ * A whole number from `min`, or exit 1 naming the variable: `Number('10m')` is NaN, which made
+ * the wait endless (a NaN deadline never passes) or its retries immediate (a NaN delay is 1 ms).
+ */
+function wholeNumber(name, raw, min, unit) {
+  const text = String(raw).trim();
+  if (/^\d+$/.test(text) && Number(text) >= min) return Number(text);
+  say(`${name} must be a whole number of ${unit} from ${min} (got ${JSON.stringify(text)})`);
+  process.exit(1);
+}
+
+const appDir = process.env.ALMANAC_APP_DIR || process.cwd();
+const timeoutS = wholeNumber('ALMANAC_WAIT_FOR_SCHEMA_TIMEOUT_S', process.env.ALMANAC_WAIT_FOR_SCHEMA_TIMEOUT_S || 600, 1, 'seconds');
+const intervalMs = wholeNumber('ALMANAC_WAIT_FOR_SCHEMA_INTERVAL_MS', process.env.ALMANAC_WAIT_FOR_SCHEMA_INTERVAL_MS || 2000, 100, 'milliseconds');
 
 async function pending(persistence) {
   const ds = persistence.createDataSource({ ...persistence.databaseConfigFromEnv(process.env), poolSize: 1 });

@@ -9,6 +9,7 @@ const DEFAULT_MAX_REPLICAS = String(workerSettingsFromEnv({}).scaling.maxReplica
 interface ScaledObjectSpec {
   scaleTargetRef?: { name?: string };
   maxReplicaCount?: number;
+  fallback?: { behavior?: string };
   triggers?: { metadata?: { query?: string } }[];
 }
 interface WorkerDeployment extends KubeObject {
@@ -62,6 +63,21 @@ export function checkScalingQueries(objects: KubeObject[]): string[] {
     if (String(spec.maxReplicas) !== env) errors.push(`HorizontalPodAutoscaler ${hpa.metadata.name}: maxReplicas ${spec.maxReplicas} differs from ${dep.metadata.name}'s ALMANAC_WORKER_MAX_REPLICAS ${env}`);
   }
   return errors;
+}
+
+/** Fallback behaviours that never take replicas from a pool: KEDA's default, static, sets exactly `replicas`. */
+const HOLDING_FALLBACKS = ['currentReplicasIfHigher', 'currentReplicas'];
+
+/**
+ * Every ScaledObject falls back, when Prometheus cannot answer, to no fewer replicas than the
+ * pool has: a static fallback would cut a pool at 20 replicas to 2 in the middle of a spike while
+ * Prometheus restarts (fallback.behavior, KEDA 2.17 and later).
+ */
+export function checkScalingFallbacks(objects: KubeObject[]): string[] {
+  return objects
+    .filter((o) => o.kind === 'ScaledObject')
+    .filter((so) => !HOLDING_FALLBACKS.includes((so.spec as ScaledObjectSpec).fallback?.behavior ?? 'static'))
+    .map((so) => `ScaledObject ${so.metadata.name}: fallback.behavior must be ${HOLDING_FALLBACKS.join(' or ')} (got ${(so.spec as ScaledObjectSpec).fallback?.behavior ?? 'none'})`);
 }
 
 /** As the worker reads it: the container's env (a ConfigMap value is not seen here; set it on the Deployment). */

@@ -122,6 +122,9 @@ export function checkRuleGroups(groups: unknown[], at: string): string[] {
   return errors;
 }
 
+/** KEDA's fallback.behavior values (2.17 and later). */
+const FALLBACK_BEHAVIORS = ['static', 'currentReplicas', 'currentReplicasIfHigher', 'currentReplicasIfLower'];
+
 function checkScaledObject(o: KubeObject): string[] {
   const s = spec(o);
   const errors: string[] = [];
@@ -131,6 +134,14 @@ function checkScaledObject(o: KubeObject): string[] {
   const max = s.maxReplicaCount ?? 100;
   if (!Number.isInteger(min) || !Number.isInteger(max) || (min as number) > (max as number)) {
     errors.push('minReplicaCount and maxReplicaCount must be integers with min <= max');
+  }
+  const fallback = s.fallback;
+  if (fallback !== undefined) {
+    if (!isObj(fallback) || !Number.isInteger(fallback.failureThreshold) || !Number.isInteger(fallback.replicas)) {
+      errors.push('spec.fallback needs integer failureThreshold and replicas');
+    } else if (fallback.behavior !== undefined && !FALLBACK_BEHAVIORS.includes(fallback.behavior as string)) {
+      errors.push(`spec.fallback.behavior must be one of ${FALLBACK_BEHAVIORS.join(', ')}`);
+    }
   }
   const triggers = s.triggers;
   if (!Array.isArray(triggers) || triggers.length === 0) return [...errors, 'spec.triggers must be a non-empty list'];

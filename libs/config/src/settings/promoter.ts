@@ -18,7 +18,9 @@ const PER_RUN = { type: 'int', min: 1, readers: PROMOTER } as const;
 
 /** Read by the promoter role only (its sweeps). */
 export const PROMOTER_SETTINGS = {
-  ALMANAC_PROMOTION_INTERVAL_MS: { ...INTERVAL, default: 60 * MIN, meaning: 'promotion sweep: cold rows due within the hot horizon (rounded up to the hour) → queue' },
+  // At most hourly: AlmanacPromotionSweepNotRunning (k8s/monitoring/rules) pages after 3 h
+  // without a successful run; a run that finds nothing is cheap, so nothing needs it slower.
+  ALMANAC_PROMOTION_INTERVAL_MS: { ...INTERVAL, default: 60 * MIN, max: 60 * MIN, meaning: 'promotion sweep: cold rows due within the hot horizon (rounded up to the hour) → queue' },
   // Each tenant with its own label adds a lag histogram (17 series) per worker process.
   ALMANAC_TENANT_METRICS_TOP: {
     type: 'int',

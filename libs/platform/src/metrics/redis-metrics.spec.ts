@@ -12,13 +12,34 @@ describe('RedisMetrics (Redis)', () => {
   });
   afterAll(() => redis.cleanup());
 
+  it("reports Redis up on a process's first scrape, from the same scrape's INFO as the memory gauge", async () => {
+    const metrics = new MetricsService();
+    new RedisMetrics(metrics, redis.connection).onModuleInit();
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^almanac_redis_up 1$/m);
+    expect(Number(/^almanac_redis_memory_bytes (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+  });
+
+  it('reports Redis down in the scrape that could not reach it, not the next one', async () => {
+    const gone = redis.connection.duplicate();
+    await gone.ping();
+    const metrics = new MetricsService();
+    new RedisMetrics(metrics, gone).onModuleInit();
+    expect(await metrics.registry.metrics()).toMatch(/^almanac_redis_up 1$/m);
+    gone.disconnect();
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^almanac_redis_up 0$/m);
+    expect(text).toMatch(/^almanac_redis_memory_bytes 0$/m);
+  });
+
   it("counts the queue its owner has at each scrape: a hot queue that replaced its BullMQ Queue is not read through the closed one", async () => {
     // The first Queue's setup failed (its connection ended): every call on it fails.
     const ended = redis.connection.duplicate();
     ended.disconnect();
     const first = new Queue('hot', { connection: ended, prefix: redis.prefix });
     first.on('error', () => undefined);
-    const second = new Queue('hot', { connection: redis.connection.duplicate(), prefix: redis.prefix });
+    const secondConnection = redis.connection.duplicate();
+    const second = new Queue('hot', { connection: secondConnection, prefix: redis.prefix });
     let current = first;
     const metrics = new MetricsService();
     const redisMetrics = new RedisMetrics(metrics, redis.connection);
@@ -32,6 +53,7 @@ describe('RedisMetrics (Redis)', () => {
     } finally {
       await second.obliterate({ force: true });
       await second.close();
+      secondConnection.disconnect(); // a Queue leaves a connection it was given open
     }
   });
 });

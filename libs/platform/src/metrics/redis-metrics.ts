@@ -22,6 +22,8 @@ export class RedisMetrics implements OnModuleInit {
   /** Each tracked queue as its owner has it now (a HotQueue may replace its BullMQ Queue). */
   private readonly queues = new Map<string, () => Queue>();
   private counts: { at: number; rows: { queue: string; state: string; n: number }[] } | undefined;
+  /** The INFO probe of the scrape in progress, shared by the two gauges it fills. */
+  private probing: Promise<number | undefined> | undefined;
 
   constructor(
     private readonly metrics: MetricsService,
@@ -29,16 +31,18 @@ export class RedisMetrics implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const up = this.metrics.gauge({ name: 'almanac_redis_up', help: '1 when INFO answered during this scrape, else 0' });
+    // One INFO per scrape for both gauges: the registry reads every metric at once, so `up`
+    // set from the memory gauge's collect would show the previous scrape's answer.
+    this.metrics.gauge({
+      name: 'almanac_redis_up',
+      help: '1 when INFO answered during this scrape, else 0',
+      collect: async (gauge) => gauge.set((await this.probe()) !== undefined ? 1 : 0),
+    });
     this.metrics.gauge({
       name: 'almanac_redis_memory_bytes',
       help: 'Redis used_memory as reported by INFO memory (summed over the masters of a cluster)',
-      collect: async (gauge) => {
-        const used = await this.withTimeout(() => this.usedMemory());
-        up.set(used !== undefined ? 1 : 0);
-        // prom-client cannot omit an unlabelled sample; 0 with almanac_redis_up 0 means unknown.
-        gauge.set(used ?? 0);
-      },
+      // prom-client cannot omit an unlabelled sample; 0 with almanac_redis_up 0 means unknown.
+      collect: async (gauge) => gauge.set((await this.probe()) ?? 0),
     });
     this.metrics.gauge({
       name: 'almanac_queue_jobs',
@@ -50,6 +54,14 @@ export class RedisMetrics implements OnModuleInit {
         for (const r of rows) gauge.set({ queue: r.queue, state: r.state }, r.n);
       },
     });
+  }
+
+  /** used_memory, read once for the collects that run together in one scrape. */
+  private probe(): Promise<number | undefined> {
+    this.probing ??= this.withTimeout(() => this.usedMemory()).finally(() => {
+      this.probing = undefined;
+    });
+    return this.probing;
   }
 
   /** used_memory of the server, or summed over a cluster's masters; undefined if any does not say. */
