@@ -4,7 +4,7 @@ import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { runInThisContext } from 'node:vm';
-import { TenantOutboundRepository, TenantsRepository } from '@almanac/persistence';
+import { RetentionRepository, TenantOutboundRepository, TenantsRepository } from '@almanac/persistence';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { DOUBLE_RUN_MODES, runTwice } from '@almanac/testing/double-run';
 import type { DataSource } from 'typeorm';
@@ -144,8 +144,8 @@ describe('http handler', () => {
   });
 
   let runs = 0;
-  async function run(url: string, extra: Record<string, unknown> = {}) {
-    const [id] = await h.enqueue([{ kind: 'http', key: `hook-${++runs}`, tenantId, maxAttempts: 5, payload: { url, body: { hello: 'world' }, ...extra } }]);
+  async function run(url: string, extra: Record<string, unknown> = {}, key = `hook-${++runs}`) {
+    const [id] = await h.enqueue([{ kind: 'http', key, tenantId, maxAttempts: 5, payload: { url, body: { hello: 'world' }, ...extra } }]);
     const w = h.worker();
     await h.hot.runOnce();
     await h.runWorker(w);
@@ -155,14 +155,14 @@ describe('http handler', () => {
   /** What the receiver saw, as the documented check takes it (this server's origin is the one called). */
   const received = (s: Seen) => ({ method: s.method, url: local(s.url), idempotencyKey: s.headers['idempotency-key'] as string, rawBody: s.body });
 
-  it('POSTs the body as JSON, signed, with Almanac-Tenant/Job-Id/Attempt and Idempotency-Key <tenant>:<key>', async () => {
+  it('POSTs the body as JSON, signed, with Almanac-Tenant/Job-Id/Attempt and Idempotency-Key <tenant>:<job id>', async () => {
     const { id, row, attempts } = await run(local('/ok'), { headers: { 'X-Trace': 'abc', 'Idempotency-Key': 'forged', 'Almanac-Tenant': '999' } });
     expect(row).toMatchObject({ state: 'd', result: { status: 201 } });
     expect(attempts[0]).toMatchObject({ outcome: 'succeeded', result: { status: 201 } });
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ method: 'POST', url: '/ok', body: '{"hello":"world"}' });
     expect(seen[0].headers).toMatchObject({
-      'idempotency-key': `${tenantId}:hook-${runs}`, 'content-type': 'application/json', 'x-trace': 'abc',
+      'idempotency-key': `${tenantId}:${id}`, 'content-type': 'application/json', 'x-trace': 'abc',
       'almanac-tenant': String(tenantId), 'almanac-job-id': id, 'almanac-attempt': '1',
     });
     const signature = seen[0].headers['almanac-signature'] as string;
@@ -177,6 +177,32 @@ describe('http handler', () => {
     expect(verify(signature, { ...req, idempotencyKey: `${tenantId}:replayed` }, secret)).toBe(false);
     expect(verify(signature, { ...req, url: local('/other') }, secret)).toBe(false);
     expect(verify(signature, { ...req, method: 'PUT' }, secret)).toBe(false);
+  });
+
+  it('sends one Idempotency-Key on every retry of a job, and another for a new job that takes the key retention freed', async () => {
+    const seed = { kind: 'http', key: 'invoice-7', tenantId, maxAttempts: 2, payload: { url: local('/broken') } };
+    const [first] = await h.enqueue([seed]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.runWorker(w);
+    expect(await h.job(first)).toMatchObject({ state: 'q', attempts: 1, last_error: 'HTTP 500' });
+    // Skip the retry's wait: due now, with a hint for now.
+    await h.ds.query(`UPDATE jobs SET run_at = now() WHERE id = $1`, [first]);
+    await h.hotQueue.enqueue([h.hint(first, seed)], new Date());
+    await h.hot.runOnce();
+    await h.runWorker(w);
+    expect(await h.job(first)).toMatchObject({ state: 'x', attempts: 2 });
+    // Retention with keysAfterRetention "freed": the job goes and its key is free at once.
+    const removed = await new RetentionRepository(h.ds).removeExpired({ tenantId, retentionSeconds: 0, freesKeys: true, keyReservation: 0 }, new Date(Date.now() + 60_000), 100, new Date().toISOString().slice(0, 10));
+    expect(removed.removed).toBe(1);
+    const again = await run(local('/ok'), {}, 'invoice-7');
+    expect(again.row).toMatchObject({ state: 'd', result: { status: 201 } });
+
+    const keys = seen.map((s) => s.headers['idempotency-key']);
+    expect(seen.map((s) => s.headers['almanac-attempt'])).toEqual(['1', '2', '1']);
+    expect(keys).toEqual([`${tenantId}:${first}`, `${tenantId}:${first}`, `${tenantId}:${again.id}`]);
+    expect(again.id).not.toBe(first); // a receiver deduplicating on the header applies the new job's call
+    for (const s of seen) expect(verify(s.headers['almanac-signature'] as string, received(s), secret)).toBe(true); // the key as signed
   });
 
   it('signs the URL as sent: a fragment is dropped and the documented check passes', async () => {

@@ -23,7 +23,9 @@ import { inClientSpan } from './outbound-span';
  * - Every request is signed (signatureHeader) with each of the tenant's live signing secrets
  *   (newest first; two during a rotation), and
  *   carries `Almanac-Tenant`, `Almanac-Job-Id`, `Almanac-Attempt` and
- *   `Idempotency-Key: <tenantId>:<key>` (the receiver can drop a second delivery of the job).
+ *   `Idempotency-Key: <tenantId>:<jobId>` (the receiver can drop a second delivery of the job).
+ *   The job's id, not its key: a key retention freed is taken by a new job, whose call a
+ *   receiver deduplicating on the key would answer from its cache without applying it.
  * - A response body is read up to ALMANAC_HTTP_MAX_RESPONSE_BYTES, never further.
  * - 2xx → completed with `{status}`; 5xx, 408, 429 and network errors → retry (429/503 honour
  *   a numeric Retry-After); any other status → discard (dead), status recorded. A URL off the
@@ -157,7 +159,7 @@ async function post(ctx: HandlerContext, payload: HttpPayload, rules: HttpRules)
   if (verdict === 'installation') return discard(`${url.origin} is not on the installation's allow-list (ALMANAC_HTTP_ALLOW_HOSTS)`);
   if (verdict === 'tenant') return discard(`${url.origin} is not on this tenant's httpAllowHosts`);
   const t = Math.floor(Date.now() / 1000);
-  const idempotencyKey = `${ctx.tenantId}:${ctx.key}`;
+  const idempotencyKey = `${ctx.tenantId}:${ctx.jobId}`; // the same on every retry and rescue of this job, and on no other job
   let res;
   try {
     res = await inClientSpan(ctx.traceContext, method, url, (traceHeaders) => rules.client.send({

@@ -1,8 +1,9 @@
 import { type Cidr, refusedRange } from '@almanac/domain';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { Agent as HttpAgent, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import { Agent as HttpAgent, type AgentOptions, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { LookupShares } from './lookup-shares';
 
 /**
@@ -95,18 +96,48 @@ export interface SocketLimits {
   perOrigin: number;
   /** Idle sockets kept per origin. */
   idlePerOrigin: number;
-  /** Sockets in all, in use or idle: past it a call waits for one to close. */
-  total: number;
+  /** Idle sockets kept over every origin: a socket freed past it is closed, not kept. */
+  idle: number;
 }
 
 /**
  * Bounded, so that a tenant allowed a wildcard host cannot hold the worker's file descriptors
  * with calls to a1, a2, … of a server that never closes idle connections. 10 s idle keeps a
- * receiver's connection warm across a burst of its jobs (calls come seconds apart) and no longer;
- * 512 in all is well above the calls a worker makes at once (ALMANAC_WORKER_CONCURRENCY, 200 per
- * pool), and far below a process's descriptor limit.
+ * receiver's connection warm across a burst of its jobs (calls come seconds apart) and no longer.
+ * Only idle sockets are capped: a cap on all sockets would make a call to a new origin wait for
+ * someone's idle socket to time out. Sockets in use are bounded by the calls a worker makes at
+ * once (ALMANAC_WORKER_CONCURRENCY, 200 per pool); both are far below a process's descriptor limit.
  */
-export const OUTBOUND_SOCKETS: SocketLimits = { idleMs: 10_000, perOrigin: 256, idlePerOrigin: 32, total: 512 };
+export const OUTBOUND_SOCKETS: SocketLimits = { idleMs: 10_000, perOrigin: 256, idlePerOrigin: 32, idle: 256 };
+
+/** Idle sockets the agent keeps, over every origin. */
+function idleSockets(agent: HttpAgent): number {
+  let idle = 0;
+  for (const sockets of Object.values(agent.freeSockets)) idle += sockets?.length ?? 0;
+  return idle;
+}
+
+/**
+ * Node's agent asks `keepSocketAlive` before it keeps a freed socket (per-origin limits already
+ * passed), and destroys the socket on false. Node's own answer sets the idle timeout (or the
+ * server's shorter hint) and may be false too; @types/node types it void.
+ */
+class IdleCappedHttpAgent extends HttpAgent {
+  constructor(options: AgentOptions, private readonly maxIdle: number) {
+    super(options);
+  }
+  override keepSocketAlive(socket: Duplex): boolean {
+    return idleSockets(this) < this.maxIdle && (super.keepSocketAlive(socket) as unknown as boolean);
+  }
+}
+class IdleCappedHttpsAgent extends HttpsAgent {
+  constructor(options: AgentOptions, private readonly maxIdle: number) {
+    super(options);
+  }
+  override keepSocketAlive(socket: Duplex): boolean {
+    return idleSockets(this) < this.maxIdle && (super.keepSocketAlive(socket) as unknown as boolean);
+  }
+}
 
 /** Keep-alive agents whose new connections go through the checked lookup. */
 export class OutboundClient {
@@ -121,9 +152,9 @@ export class OutboundClient {
   ) {
     // `timeout` is the agent's idle timeout: it closes a socket that times out while free (one
     // in use only reports it to its request, which the kind's own timeout bounds).
-    const agent = { keepAlive: true, timeout: limits.idleMs, maxSockets: limits.perOrigin, maxFreeSockets: limits.idlePerOrigin, maxTotalSockets: limits.total };
-    this.httpAgent = new HttpAgent(agent);
-    this.httpsAgent = new HttpsAgent(agent);
+    const agent = { keepAlive: true, timeout: limits.idleMs, maxSockets: limits.perOrigin, maxFreeSockets: limits.idlePerOrigin };
+    this.httpAgent = new IdleCappedHttpAgent(agent, limits.idle);
+    this.httpsAgent = new IdleCappedHttpsAgent(agent, limits.idle);
   }
 
   /** One request, its response's body read up to the bound and no further. Rejects on network errors. */
