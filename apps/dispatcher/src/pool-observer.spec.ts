@@ -1,7 +1,7 @@
 import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import { completed, defineHandler, KindCatalog } from '@almanac/kinds';
 import { KindsRepository, TenantsRepository } from '@almanac/persistence';
-import { createDeliveryRedis, Liveness, ManualClock, LIVENESS_FLOOR_MS, MetricsService, POOL_OBSERVE_MS, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
+import { createDeliveryRedis, Liveness, LIVENESS_FLOOR_MS, MetricsService, POOL_OBSERVE_MS, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { PoolObserver } from './pool-observer';
@@ -53,7 +53,7 @@ describe('PoolObserver', () => {
     }
   });
 
-  it('waits for the calls a turn gave up on instead of queueing more while Redis stays silent, and sends them anew after a while', async () => {
+  it('waits for the calls a turn gave up on instead of queueing more while Redis stays silent', async () => {
     await h.liveWorker();
     // A proxy to the test's Redis that goes silent on demand: the connection stays up, nothing answers.
     let silent = false;
@@ -73,8 +73,7 @@ describe('PoolObserver', () => {
       return r.offlineQueue.length + r.commandQueue.length + [...r._autoPipelines.values()].reduce((n, p) => n + p.length, 0);
     };
     const liveness = new WatchedLiveness();
-    const { routes, workers, logger } = h;
-    const clock = new ManualClock(new Date('2026-12-01T00:00:00Z'));
+    const { routes, workers, logger, clock } = h;
     const metrics = new DeliveryMetrics(new MetricsService());
     const catalog = new KindCatalog(new KindsRepository(h.ds), { maxAgeMs: 0, missRefreshMs: 0 });
     const observer = new PoolObserver({ routes, workers, metrics, logger, clock, catalog, liveness, tenants: new TenantsRepository(h.ds), ready: new ReadyQueues(redis, h.redis.prefix) });
@@ -90,10 +89,6 @@ describe('PoolObserver', () => {
       await turn('and the next');
       // Without waiting for them, each turn queued its own: an outage of minutes queued thousands, all sent on reconnect.
       expect(held()).toBe(left);
-      // Past REDIS_CALLS_RENEW_MS they are sent anew: a connection that lost them is not waited on for ever.
-      clock.advance(31_000);
-      await turn('a silent turn 31 s on');
-      expect(held()).toBeGreaterThan(left);
     } finally {
       redis.disconnect();
       await observer.stop();

@@ -5,8 +5,6 @@ import type { TenantsRepository, WorkersRepository } from '@almanac/persistence'
 import { type Clock, type DatabaseClock, type Liveness, LIVENESS_FLOOR_MS, POOL_OBSERVE_MS, Ticker, within, WORKER_DEAD_AFTER_MS, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
 import type { Logger } from 'pino';
 
-const REDIS_CALLS_RENEW_MS = 30_000; // calls a turn gave up on are sent anew after this: a connection that lost them is not waited on for ever
-
 export interface PoolObserverOptions {
   routes: KindRoutes;
   /** The kind registry: which pool runs each kind (routes' declared pools). */
@@ -32,7 +30,7 @@ export class PoolObserver {
   private readonly ticker: Ticker;
   /** The last copy read: a failed read keeps it, and before one succeeds the pools keep theirs (another dispatcher's). */
   private shares: ReadonlyMap<number, TenantShare> | undefined;
-  private redisCalls: { sinceMs: number; backlogs: Promise<Map<string, number>> } | undefined; // a turn's Redis part while pending
+  private redisCalls: Promise<Map<string, number>> | undefined; // a turn's Redis part while pending
   private markKindsRead!: () => void;
   /** Resolves once the kind registry has been read: before, a kind declared in a pool of its own goes to `default`. */
   readonly kindsRead = new Promise<void>((resolve) => (this.markKindsRead = resolve));
@@ -57,15 +55,10 @@ export class PoolObserver {
     this.o.time?.observe(dbNowMs, sentMs);
     const pools = [...new Set([...routes.configuredPools(), ...workers.flatMap((w) => w.pools)])].sort();
     const shares = this.shares;
-    // Bounded as the worker's calls (the delivery connection waits out an outage; a turn that never ends fails /health/live); calls a
-    // turn gave up on are waited for, not queued again each turn (all sent on reconnect), but sent anew past REDIS_CALLS_RENEW_MS.
-    const nowMs = this.o.clock.now().getTime();
-    if (!this.redisCalls || nowMs - this.redisCalls.sinceMs > REDIS_CALLS_RENEW_MS) {
-      const calls = { sinceMs: nowMs, backlogs: Promise.all(shares ? pools.map((p) => ready.syncShares(p, shares)) : []).then(() => ready.waiting(pools)) };
-      void calls.backlogs.finally(() => this.redisCalls === calls && (this.redisCalls = undefined)).catch(() => undefined);
-      this.redisCalls = calls;
-    }
-    const waiting = await within(WORKER_REDIS_WAIT_MS, this.redisCalls.backlogs, "pools' ready lists").catch((err: unknown) => void logger.warn({ err }, "could not reach the pools' ready lists; gauging the workers only"));
+    // Bounded as the worker's calls (the delivery connection waits out an outage; a turn that never ends fails /health/live). Calls a turn
+    // gave up on are waited for, not queued again each turn (all sent on reconnect): ioredis answers, resends or fails them once it reconnects.
+    const backlogs = (this.redisCalls ??= Promise.all(shares ? pools.map((p) => ready.syncShares(p, shares)) : []).then(() => ready.waiting(pools)).finally(() => (this.redisCalls = undefined)));
+    const waiting = await within(WORKER_REDIS_WAIT_MS, backlogs, "pools' ready lists").catch((err: unknown) => void logger.warn({ err }, "could not reach the pools' ready lists; gauging the workers only"));
     // Live: a beat within WORKER_DEAD_AFTER_MS by the database's own clock.
     const live = workers.filter((w) => dbNowMs - w.beatAtMs < WORKER_DEAD_AFTER_MS);
     for (const pool of pools) {

@@ -83,14 +83,15 @@ export async function onConnection<T>(db: DataSource, signal: AbortSignal | unde
     }
   }
   signal.throwIfAborted();
-  const reason = () => (signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+  // The reason itself, not a copy: callers recognise it (the API's deadline); an Error of another realm (a DOMException) is one too.
+  const reason = () => signal.reason as Error;
   let stop = (): void => undefined;
   const stopped = new Promise<never>((_, reject) => (stop = () => reject(reason())));
   signal.addEventListener('abort', stop, { once: true });
   // Who gives the connection back: this call, or (once abandoned) whatever settles last.
   let mine = true;
   try {
-    // Waiting for a pooled connection ends with the signal too (the pool's queue holds it up to ALMANAC_PG_ACQUIRE_TIMEOUT_MS).
+    // The caller stops waiting for a pooled connection too (pg-pool cannot drop a waiter: the connection, when it comes, goes back).
     const connecting = runner.connect(); // discarding needs the connection's pid
     await Promise.race([connecting, stopped]).catch((err: unknown) => {
       if (signal.aborted) {
@@ -104,8 +105,9 @@ export async function onConnection<T>(db: DataSource, signal: AbortSignal | unde
       if (signal.aborted) {
         running.catch(() => undefined); // it fails as its connection closes
         mine = false;
-        // Nothing to do if ending the backend fails: statement_timeout still bounds it.
-        await discardConnection(runner, reason()).catch(() => undefined);
+        // Not waited for (ending the backend takes another pooled connection, scarce when deadlines pass); nothing to do if it
+        // fails: statement_timeout still bounds the statement.
+        void discardConnection(runner, reason()).catch(() => undefined);
       }
       throw err;
     });
