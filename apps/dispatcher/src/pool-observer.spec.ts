@@ -96,4 +96,40 @@ describe('PoolObserver', () => {
       await new Promise((resolve) => proxy.close(resolve));
     }
   });
+
+  it('leaves a pool new since the pending calls began without a backlog figure, not a false 0', async () => {
+    await h.liveWorker();
+    // A proxy to the test's Redis whose answers come late on demand.
+    let lateMs = 0;
+    const sockets: Socket[] = [];
+    const proxy = createServer((client) => {
+      const upstream = connect(6379, '127.0.0.1');
+      sockets.push(client, upstream);
+      client.on('data', (d) => void upstream.write(d));
+      upstream.on('data', (d) => void (lateMs ? setTimeout(() => client.write(d), lateMs) : client.write(d)));
+      for (const s of [client, upstream]) s.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const redis = createDeliveryRedis({ url: `redis://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+    const liveness = new WatchedLiveness();
+    const { routes, workers, logger, clock } = h;
+    const metrics = new DeliveryMetrics(new MetricsService());
+    const catalog = new KindCatalog(new KindsRepository(h.ds), { maxAgeMs: 0, missRefreshMs: 0 });
+    const observer = new PoolObserver({ routes, workers, metrics, logger, clock, catalog, liveness, tenants: new TenantsRepository(h.ds), ready: new ReadyQueues(redis, h.redis.prefix) });
+    const turn = (what: string) => within(POOL_OBSERVE_MS + WORKER_REDIS_WAIT_MS + 5_000, liveness.nextBeat(), what);
+    try {
+      observer.start();
+      await turn('a turn with Redis answering');
+      lateMs = WORKER_REDIS_WAIT_MS; // two round trips (shares, then backlogs): answered about 2 s into the next turn's wait
+      await turn('a turn that gives up on its calls'); // they were for the pools known then
+      await h.liveWorker({ pools: ['reports'] });
+      await turn('the next turn, which gets those calls\' answers');
+      expect((await metrics.poolBacklog.get()).values.find((v) => v.labels.pool === 'reports')).toBeUndefined();
+    } finally {
+      redis.disconnect();
+      await observer.stop();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
 });
