@@ -1,4 +1,5 @@
 import { TenantOutboundRepository, TenantsRepository } from '@almanac/persistence';
+import { runSamplingFromEnv, setRunDecision } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { startInMemoryTracing } from '@almanac/testing/in-memory-tracing';
 import { completed, defineHandler } from '@almanac/kinds';
@@ -73,6 +74,14 @@ describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
     expect((await h.job(id)).state).toBe('d');
     return tracing.spans();
   }
+  /** A tenant whose outbound calls may reach the test server. */
+  async function httpTenant(): Promise<number> {
+    const { tenant } = await new TenantsRepository(h.ds).create('acme');
+    const outbound = new TenantOutboundRepository(h.ds);
+    await outbound.setAllowHosts(tenant.id, [origin]);
+    await outbound.rotateSigningSecret(tenant.id, 86_400_000);
+    return tenant.id;
+  }
   const childrenOf = (spans: ReadableSpan[], parent: ReadableSpan) => spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
 
   it('links the run to the ingest span and covers the claim (an event), the handler and its transaction, up to the write', async () => {
@@ -109,6 +118,30 @@ describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
     expect(sent).toEqual([expect.stringMatching(new RegExp(`^00-${producer.traceId}-[0-9a-f]{16}-00$`))]);
   });
 
+  it("a run whose ingest span was not sampled calls out as a span of its own in its request's trace, unsampled, not as the ingest span", async () => {
+    const tenantId = await httpTenant();
+    const unsampled = traceParent.replace(/-01$/, '-00');
+    await runOne({ kind: 'http', tenantId, traceParent: unsampled, payload: { url: `${origin}/hook` } });
+    await runOne({ kind: 'http', tenantId, traceParent: unsampled, payload: { url: `${origin}/hook` } }); // a batch's jobs share one traceparent
+    const sentIds = received.map((r) => r.traceparent as string);
+    for (const sentId of sentIds) expect(sentId).toMatch(new RegExp(`^00-${producer.traceId}-[0-9a-f]{16}-00$`));
+    expect(sentIds.map((t) => t.slice(36, 52))).not.toContain(producer.spanId); // the API's ingest span was not exported: no call is its child
+    expect(new Set(sentIds).size).toBe(2);
+  });
+
+  it.each(['always_off', 'parentbased_always_off'])('under %s, a root run propagates no trace and exports no span', async (sampler) => {
+    // the decision only: this file's provider stays parentbased_always_on (one per file), and a LeanSpan sink is not needed for a run never sampled
+    setRunDecision(runSamplingFromEnv({ OTEL_TRACES_SAMPLER: sampler }).decide);
+    try {
+      const spans = await runOne({ kind: 'http', tenantId: await httpTenant(), payload: { url: `${origin}/hook` } });
+      expect(received).toHaveLength(1);
+      expect(received[0].traceparent).toBeUndefined();
+      expect(spans.filter((s) => s.name !== 'hand off')).toEqual([]);
+    } finally {
+      tracing.runs(runs);
+    }
+  });
+
   it('a sampled run passes its own trace, sampled, to what its handler starts', async () => {
     const spans = await runOne({ kind: 'traced', traceParent });
     const handler = spans.find((s) => s.name === 'handle traced')!;
@@ -123,11 +156,7 @@ describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
   });
 
   it('the http kind sends its client span as traceparent', async () => {
-    const { tenant } = await new TenantsRepository(h.ds).create('acme');
-    const outbound = new TenantOutboundRepository(h.ds);
-    await outbound.setAllowHosts(tenant.id, [origin]);
-    await outbound.rotateSigningSecret(tenant.id, 86_400_000);
-    const spans = await runOne({ kind: 'http', tenantId: tenant.id, traceParent, payload: { url: `${origin}/hook?token=secret` } });
+    const spans = await runOne({ kind: 'http', tenantId: await httpTenant(), traceParent, payload: { url: `${origin}/hook?token=secret` } });
     const handler = spans.find((s) => s.name === 'handle http')!;
     const [call] = childrenOf(spans, handler);
     expect(call).toMatchObject({ name: 'POST', kind: SpanKind.CLIENT });

@@ -9,7 +9,7 @@ describe('startRunChildSpan under a sampler that is not parent-based', () => {
   const provider = new NodeTracerProvider({ sampler, spanProcessors: [new SimpleSpanProcessor(exporter)] });
   beforeAll(() => {
     provider.register({ contextManager: null });
-    setRunDecision({ linked: () => true, root: () => true }); // every run decided sampled, whatever its trace id
+    setRunDecision({ linked: () => true, root: () => true, rootsOff: false }); // every run decided sampled, whatever its trace id
   });
   afterAll(async () => {
     setRunDecision(undefined);

@@ -1,4 +1,4 @@
-import { isSpanContextValid, ROOT_CONTEXT, SpanKind, TraceFlags } from '@opentelemetry/api';
+import { INVALID_SPAN_CONTEXT, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, trace, TraceFlags } from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, RandomIdGenerator, SamplingDecision, SimpleSpanProcessor, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-node';
 import { tracer } from './job-spans';
 import { type RunDecision, runSamplingFromEnv, setRunDecision, startRunSpan } from './run-sampling';
@@ -67,12 +67,30 @@ describe('startRunSpan', () => {
   it('makes a non-recording span, and no SDK span, for a run not sampled: valid ids, not sampled, in its request\'s trace when it has one', () => {
     const span = startRunSpan('process noop', SpanKind.CONSUMER, 1, ingest('00'));
     expect(span.isRecording()).toBe(false);
-    expect(span.spanContext()).toMatchObject({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: TraceFlags.NONE });
+    expect(span.spanContext()).toMatchObject({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', traceFlags: TraceFlags.NONE });
+    expect(isSpanContextValid(span.spanContext())).toBe(true);
+    expect(span.spanContext().spanId).not.toBe('00f067aa0ba902b7'); // its own span, not the ingest span (linked, not parented)
+    expect(startRunSpan('process noop', SpanKind.CONSUMER, 1, ingest('00')).spanContext().spanId).not.toBe(span.spanContext().spanId); // each run (a batch's jobs, each attempt) its own
     span.end();
     const root = startRunSpan('process noop', SpanKind.CONSUMER, 1, null); // ratio 0
     expect(root.isRecording()).toBe(false);
     expect(isSpanContextValid(root.spanContext()) && root.spanContext().traceFlags).toBe(TraceFlags.NONE);
     expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+
+  it.each(['always_off', 'parentbased_always_off'])('under %s, a root run carries no trace: no ids, nothing to propagate, no span', (sampler) => {
+    setRunDecision(runSamplingFromEnv({ OTEL_TRACES_SAMPLER: sampler }).decide);
+    try {
+      const span = startRunSpan('process noop', SpanKind.CONSUMER, 1, sampler === 'always_off' ? ingest('01') : null); // always_off: the link's flag not looked at
+      expect(span.spanContext()).toEqual(INVALID_SPAN_CONTEXT);
+      const headers: Record<string, string> = {};
+      propagation.inject(trace.setSpan(ROOT_CONTEXT, span), headers);
+      expect(headers).toEqual({});
+      span.end();
+      expect(exporter.getFinishedSpans()).toEqual([]);
+    } finally {
+      setRunDecision(decide);
+    }
   });
 
   it('a run decided sampled is recorded although the SDK sampler (ratio 0) would drop a root, and keeps its link', () => {

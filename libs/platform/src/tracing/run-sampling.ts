@@ -1,5 +1,5 @@
 import {
-  type Context, createContextKey, ROOT_CONTEXT, type Span, SpanKind, trace, TraceFlags,
+  type Context, createContextKey, INVALID_SPAN_CONTEXT, ROOT_CONTEXT, type Span, SpanKind, trace, TraceFlags,
 } from '@opentelemetry/api';
 import {
   AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, RandomIdGenerator, type Sampler, SamplingDecision,
@@ -13,17 +13,21 @@ import { LeanSpan, type LeanSpanSink } from './lean-span';
  * Whether a run is sampled, decided before any SDK span is made (docs/decisions/2026-12-05-tracing-cost.md):
  * `linked` from the W3C trace flags of the ingest span the row links to (undefined: no link), true
  * to record and export the run, false for no SDK span, undefined for a root, which `root` decides
- * on the trace id the run will carry, as the SDK's root sampler decides a new trace.
+ * on the trace id the run will carry, as the SDK's root sampler decides a new trace; `rootsOff`
+ * when the root sampler is always_off, so no root run needs a trace id to be decided on.
  */
 export interface RunDecision {
   linked(ingestFlags: number | undefined): boolean | undefined;
   root(traceId: string): boolean;
+  rootsOff: boolean;
 }
 
 /** Set on the context of a run's root span that was decided sampled here: the SDK's sampler then agrees. */
 const DECIDED_SAMPLED = createContextKey('almanac.run decided sampled');
 const SAMPLED_ROOT = ROOT_CONTEXT.setValue(DECIDED_SAMPLED, true);
 const RECORD_AND_SAMPLED: SamplingResult = { decision: SamplingDecision.RECORD_AND_SAMPLED };
+/** An unsampled root run under always_off: the API's non-recording span, no ids (one for all). */
+const NO_TRACE: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 const ids = new RandomIdGenerator();
 let decideRun: RunDecision | undefined; // undefined: the SDK's sampler decides each run (no startTracing: tests' own providers)
@@ -57,6 +61,7 @@ export function runSamplingFromEnv(env: Env): { sampler: Sampler; decide: RunDec
   const decide: RunDecision = {
     linked: (flags) => (parentBased && flags !== undefined ? (flags & 1) === 1 : undefined),
     root: (traceId) => root.shouldSample(ROOT_CONTEXT, traceId, '', SpanKind.CONSUMER, {}, []).decision === SamplingDecision.RECORD_AND_SAMPLED,
+    rootsOff: rootName === 'always_off',
   };
   return { sampler, decide };
 }
@@ -92,14 +97,18 @@ export function startRunChildSpan(name: string, parent: Span): Span {
  * decides runs, a sampled one gets a LeanSpan (when startTracing gave a sink) or an SDK span that
  * its sampler records without deciding again. An unsampled one gets a non-recording span instead
  * of an SDK span (~1 µs: ids, the sampler, the SDK's counters), whose ids, with the sampled flag
- * off, make what it parents and propagates (ctx.traceContext) unsampled too: its request's ids
- * when it followed its link (nothing to make), else those of the trace the root sampler decided
- * on. A root on the SDK's spans is the SDK sampler's to decide, on the trace id the SDK gives it.
+ * off, make what it parents and propagates (ctx.traceContext) unsampled too: its request's trace
+ * id and a span id of its own when it followed its link (a downstream that records anyway sees a
+ * call from this run, not a child of the API's ingest span, which a batch's jobs share), else those
+ * of the trace the root sampler decided on. Under an always_off root sampler a root run carries no
+ * trace at all (no ids to make, nothing propagated), as with tracing off. A root on the SDK's
+ * spans is the SDK sampler's to decide, on the trace id the SDK gives it.
  */
 export function startRunSpan(name: string, kind: SpanKind, startTime: number, traceParent: string | null | undefined): Span {
   if (!decideRun) return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, ROOT_CONTEXT);
   const linked = decideRun.linked(flagsOf(traceParent));
-  if (linked === false) return notSampled((traceParent as string).slice(3, 35), (traceParent as string).slice(36, 52)); // traceparentOf's: valid
+  if (linked === false) return notSampled((traceParent as string).slice(3, 35), ids.generateSpanId()); // traceparentOf's: valid
+  if (linked === undefined && decideRun.rootsOff) return NO_TRACE;
   if (linked === undefined && !leanSink) return tracer.startSpan(name, { kind, startTime, links: linksTo(traceParent) }, ROOT_CONTEXT);
   const traceId = linked ? undefined : ids.generateTraceId();
   if (traceId && !decideRun.root(traceId)) return notSampled(traceId, traceId.slice(16)); // its second half, as random: one id made, not two (~0.2 µs each)
