@@ -50,7 +50,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     await db.drop();
   });
 
-  it("a chunk that keeps meeting a held row lock waits for the lock, however long, and then applies whole; another tenant's goes on in each run", async () => {
+  it("a chunk that keeps meeting a held row lock backs off and waits for the lock, however long, and then applies whole; another tenant's goes on in each run", async () => {
     const blocked = await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR), prefix: 'stuck' });
     const free = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: 'free' });
     const opA = await operation(a, { keyPrefix: 'stuck-' });
@@ -63,18 +63,23 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
       await s.runOnce(NOW);
       expect((await read(b, opB.id)).state).toBe('done');
       expect(await statesOf(db.dataSource, free)).toEqual({ c: 5 });
-      for (let i = 0; i < 3; i++) await ageLastFailure(db.dataSource, opA.id).then(() => s.runOnce(NOW));
-      // Four spaced runs of lock timeouts: counted, but the operation is not failed half done.
-      expect(await read(a, opA.id)).toMatchObject({ state: 'running', failures: 4, changed: 0 });
+      const applied = jest.spyOn(s as unknown as { applyChunk: () => Promise<boolean> }, 'applyChunk');
+      await s.runOnce(NOW); // backing off: not tried again at once
+      expect(applied).not.toHaveBeenCalled();
+      // Each try after its back-off (10 s, 20 s, 30 s) meets the lock again.
+      for (let i = 1; i <= 3; i++) await ageLastFailure(db.dataSource, opA.id, i * 10_000).then(() => s.runOnce(NOW));
+      // Four lock timeouts: counted, but the operation is not failed half done.
+      expect(await read(a, opA.id)).toMatchObject({ state: 'running', failures: 4, lastingFailures: 0, changed: 0 });
       expect(await statesOf(db.dataSource, blocked)).toEqual({ s: 5 });
     });
+    await ageLastFailure(db.dataSource, opA.id, 40_000);
     await sweep().runOnce(NOW); // the lock is released
     expect(await read(a, opA.id)).toMatchObject({ state: 'done', failures: 0, changed: 5, error: null });
     expect(await statesOf(db.dataSource, blocked)).toEqual({ c: 5 });
     expect((await metrics.setAside.get()).values.filter((v) => v.value > 0)).toEqual([]);
   });
 
-  it('counts failed matches on the operation row, one per 10 s: fresh sweeps (a restart, another replica) fail it at the third', async () => {
+  it('counts failed matches on the operation row and backs off 10 s a failure: fresh sweeps (a restart, another replica) fail it at the third', async () => {
     await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
     const op = await operation(a, { kind: 'noop' });
     await poison(op.id);
@@ -85,8 +90,11 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 1 }); // 5 s later: still once
     await ageLastFailure(db.dataSource, op.id, 5_000);
     await sweep().runOnce(NOW);
-    expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 2 });
-    await ageLastFailure(db.dataSource, op.id);
+    expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 2, lastingFailures: 2 });
+    await ageLastFailure(db.dataSource, op.id, 15_000);
+    await sweep().runOnce(NOW);
+    expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 2 }); // 15 s of its 20
+    await ageLastFailure(db.dataSource, op.id, 5_000);
     await sweep().runOnce(NOW);
     expect(await read(a, op.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: poison/) });
   });
@@ -97,6 +105,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     await poison(op.id);
     await sweep().runOnce(NOW);
     await db.dataSource.query(`TRUNCATE poisoned_operations`);
+    await ageLastFailure(db.dataSource, op.id);
     await sweep({ chunksPerRun: 0 }).runOnce(NOW);
     expect(await read(a, op.id)).toMatchObject({ state: 'running', failures: 0 });
   });

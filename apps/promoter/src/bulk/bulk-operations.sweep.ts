@@ -1,8 +1,9 @@
 import type { BulkOperationRecord, BulkOperationsRepository } from '@almanac/persistence';
-import { isDependencyAway, isValueError, SILENT_LOGGER } from '@almanac/platform';
+import { isDependencyAway, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
+import { type BulkStep, failureLasts, failureReason } from './bulk-failures';
 
 export interface BulkOperationsOptions {
   hotHorizonMs: number;
@@ -10,7 +11,7 @@ export interface BulkOperationsOptions {
   maxJobs: number;
   /** Chunks applied per run, over all operations; the runner calls again at once while any are left. */
   chunksPerRun: number;
-  /** No match starts once a run has taken this long (MATCH_BUDGET_MS when absent); one always may. */
+  /** No match starts once a run's matching has taken this long (MATCH_BUDGET_MS when absent); one always may. */
   matchBudgetMs?: number;
 }
 
@@ -26,31 +27,26 @@ const OPEN_PER_RUN = 100;
 const OPEN_PER_TENANT = 5;
 /**
  * A match may read a tenant's millions of rows up to the statement timeout (30 s), so a run
- * starts matches only for its first second: a few slow ones no longer keep every operation's
- * chunks waiting, nor make the run look wedged. The rest are matched in the next runs.
+ * starts matches only for a second, after its chunks: a few slow ones no longer keep every
+ * operation's chunks waiting, nor make the run look wedged. The rest are matched in the next runs.
  */
 const MATCH_BUDGET_MS = 1000;
 /**
- * An operation whose match or chunk failed this many runs in a row on a value error fails, with
- * the error as its reason. Until then it is skipped for the run, and the others go on. The count
- * is the operation row's (`failures`), so restarts and replicas share it; it also puts pending
- * operations that keep failing (a match that keeps timing out) behind the others.
+ * An operation whose match or chunk failed this many tries in a row for a cause that lasts
+ * (failureLasts) fails, with the error as its reason. Until then it is skipped for the run, the
+ * others go on, and it backs off (BulkOperationsRepository.open): 10 s, 20 s, ... at most 5 min,
+ * so three mean it kept failing for 30 s or more. The counts are the operation row's, so
+ * restarts and replicas share them.
  */
 const FAILURES_TO_FAIL = 3;
-/**
- * Failures counted at most one per this long. Every replica runs the sweep, and runs it again at
- * once while work is left, so both replicas' tries of one step could count back to back within
- * ~2 s. Spaced, FAILURES_TO_FAIL means the step kept failing for 20 s or more.
- */
-const FAILURE_SPACING_MS = 10_000;
 
 /**
  * Runs bulk operations (POST /v1/jobs/bulk-cancel, bulk-reschedule): matches a pending one's
  * filter into chunks of ids, then applies the chunks one transaction each, taking turns between
  * tenants (one chunk of a tenant's oldest running operation per turn) so neither one tenant's
  * 500,000 jobs nor its many operations hold another's operation behind them. Every
- * step is guarded in the database (the operation row's lock and its next chunk), so replicas
- * may all run it and a crash resumes at the first chunk not applied.
+ * step is guarded in the database (the operation's step lock and its next chunk), so replicas
+ * may all run it, a cancel never waits on it, and a crash resumes at the first chunk not applied.
  *
  * Hints: a chunk's rows keep theirs (the claim drops a hint whose row was cancelled or moved: it
  * wants a queued row due now), and rows a reschedule leaves queued get a new one at their new time
@@ -58,7 +54,7 @@ const FAILURE_SPACING_MS = 10_000;
  */
 export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
   readonly name = 'bulk_operations' as const;
-  /** The tenant that had the last turn: the next run's turns start after it. */
+  /** The tenant that had the last turn (or the last one looked at): the next run's turns start after it. */
   private lastTenant = 0;
 
   constructor(
@@ -71,25 +67,35 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
 
   async runOnce(now: Date): Promise<BulkOperationsResult> {
     const at = runningFrom(now); // a run may match and apply for seconds
-    const started = Date.now();
-    const budget = this.o.matchBudgetMs ?? MATCH_BUDGET_MS;
     const ops = await this.repo.open(OPEN_PER_RUN, OPEN_PER_TENANT, this.lastTenant);
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
-    const running = new Map(ops.filter((op) => op.state === 'running').map((op) => [op.id, op.nextChunk]));
+    const tenants: Turn[][] = [];
+    for (const op of ops) if (op.state === 'running') addTurn(tenants, { op, next: op.nextChunk });
+    // Chunks first: a match may take up to the statement timeout, and must not hold them back.
+    await this.applyTurns(tenants, at, result);
     // Ones that have failed least go first (a failing match does not hold the others behind
     // it), then in the tenants' turn (a stable sort keeps open()'s order).
     const pending = ops.filter((op) => op.state === 'pending').sort((x, y) => x.failures - y.failures);
+    const started = Date.now();
     let tried = 0;
     for (const op of pending) {
-      if (tried > 0 && Date.now() - started >= budget) break;
+      if (tried > 0 && Date.now() - started >= (this.o.matchBudgetMs ?? MATCH_BUDGET_MS)) break;
       tried++;
       const state = await this.step(op, 'match', () => this.repo.match(op, this.o.maxJobs));
       if (state === undefined || state === null) continue; // failed this run, or another replica is matching it
       result.matched++;
       this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state }, 'bulk operation matched');
-      if (state === 'running') running.set(op.id, 0);
+      if (state === 'running') addTurn(tenants, { op, next: 0 });
     }
-    const tenants = tenantTurns(ops.filter((op) => running.has(op.id)).map((op) => ({ op, next: running.get(op.id)! })));
+    await this.applyTurns(tenants, at, result); // what is left of chunksPerRun
+    // No turn at all (only pending operations, failing or not reached): the next run looks past
+    // these, or a window of them kept every later tenant's operations out for good.
+    if (result.chunks === 0 && ops.length === OPEN_PER_RUN) this.lastTenant = ops[ops.length - 1].tenantId;
+    return { ...result, more: tenants.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
+  }
+
+  /** Applies chunks, a turn per tenant in turn, until none are left or the run's chunksPerRun. */
+  private async applyTurns(tenants: Turn[][], at: () => Date, result: BulkOperationsResult): Promise<void> {
     while (tenants.length > 0 && result.chunks < this.o.chunksPerRun) {
       for (const turns of [...tenants]) {
         if (result.chunks >= this.o.chunksPerRun) break;
@@ -102,27 +108,25 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
         if (turns.length === 0) tenants.splice(tenants.indexOf(turns), 1);
       }
     }
-    return { ...result, more: tenants.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
   }
 
   /**
    * Runs one step of an operation. If Postgres is away the run stops (everyone's problem; the
    * next run tries again). Any other failure skips the operation for the run, and the others go
-   * on; it is counted on the row, at most one per FAILURE_SPACING_MS. Only a value error fails
-   * the operation for good, at FAILURES_TO_FAIL in a row: the same statement fails again however
-   * often it is sent. A lock or statement timeout, a deadlock or anything else may pass, so the
-   * operation waits for the next run: failing it stopped it half done, with no way to resume.
+   * on; it is counted on the row, and the operation backs off. Only FAILURES_TO_FAIL in a row
+   * whose cause lasts fail it for good (failureLasts); the rest make it wait and go on where it
+   * stopped: failing a chunk stopped the operation half done, with no way to resume.
    */
-  private async step<T>(op: BulkOperationRecord, what: 'match' | 'apply', run: () => Promise<T>): Promise<T | undefined> {
+  private async step<T>(op: BulkOperationRecord, what: BulkStep, run: () => Promise<T>): Promise<T | undefined> {
     try {
-      return await run(); // a step that succeeds resets the row's count in the same statement
+      return await run(); // a step that succeeds resets the row's counts in the same statement
     } catch (err) {
       if (isDependencyAway(err)) throw err;
-      const n = await this.repo.countFailure(op.id, FAILURE_SPACING_MS);
+      const lasting = failureLasts(err, what);
+      const n = await this.repo.countFailure(op.id, lasting);
       this.log.warn({ err, operationId: op.id, tenantId: op.tenantId, failures: n }, `bulk operation ${what} failed; the others go on`);
-      if (n === null || n < FAILURES_TO_FAIL || !isValueError(err)) return undefined; // null: it ended elsewhere
-      const reason = err instanceof Error ? err.message : String(err);
-      await this.repo.fail(op.id, `its ${what} failed ${n} times in a row: ${reason.slice(0, 500)}`);
+      if (n === null || !lasting || n.lasting < FAILURES_TO_FAIL) return undefined; // null: it ended elsewhere
+      await this.repo.fail(op.id, failureReason(err, what, n.lasting));
       this.metrics?.setAside.inc({ statement: `bulk_${what}` });
       return undefined;
     }
@@ -159,12 +163,12 @@ interface Turn {
 }
 
 /**
- * Running operations as one list of turns per tenant, in open()'s order (tenants in their turn,
- * each one's operations oldest first): a round applies one chunk per tenant, of its oldest
- * operation, however many it has open.
+ * Adds a running operation to its tenant's list of turns (added in open()'s order: tenants in
+ * their turn, each one's operations oldest first): a round applies one chunk per tenant, of its
+ * oldest operation, however many it has open.
  */
-function tenantTurns(turns: Turn[]): Turn[][] {
-  const byTenant = new Map<number, Turn[]>();
-  for (const turn of turns) byTenant.set(turn.op.tenantId, [...(byTenant.get(turn.op.tenantId) ?? []), turn]);
-  return [...byTenant.values()];
+function addTurn(tenants: Turn[][], turn: Turn): void {
+  const mine = tenants.find((turns) => turns[0].op.tenantId === turn.op.tenantId);
+  if (mine) mine.push(turn);
+  else tenants.push([turn]);
 }

@@ -233,10 +233,13 @@ const SCHEMA = [
      next_chunk integer NOT NULL DEFAULT 0,
      changed integer NOT NULL DEFAULT 0,
      skipped integer NOT NULL DEFAULT 0,
-     -- Runs in a row whose match or chunk failed, counted at most once per spacing interval
-     -- (last_failure_at: when the last one was counted); at 3 the sweep fails the operation.
-     -- Kept here, not in a replica's memory, so a restart or another replica goes on counting.
+     -- Runs in a row whose match or chunk failed (last_failure_at: when the last one was
+     -- counted); the next try waits failures x 10 s, at most 5 min. lasting_failures: the last
+     -- ones in a row of a cause that recurs (a value Postgres refuses, a match too slow for the
+     -- statement timeout); at 3 the sweep fails the operation. Kept here, not in a replica's
+     -- memory, so a restart or another replica goes on counting.
      failures integer NOT NULL DEFAULT 0,
+     lasting_failures integer NOT NULL DEFAULT 0,
      last_failure_at timestamptz,
      error text
    )`,

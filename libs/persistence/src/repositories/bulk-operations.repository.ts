@@ -2,7 +2,8 @@ import { BULK_CHUNK_JOBS, type BulkAction, type BulkChange, type BulkFilter, typ
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
-import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL } from '../statements/apply-bulk-chunk.sql';
+import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL, TAKE_BULK_STEP_LOCK } from '../statements/apply-bulk-chunk.sql';
+import { COUNT_BULK_FAILURE_SQL, OPEN_BULK_OPERATIONS_SQL } from '../statements/bulk-failures.sql';
 import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
 import { MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
@@ -28,11 +29,10 @@ export interface BulkOperationRecord {
   changed: number;
   /** Matched jobs that had started or finished by the time their chunk ran. */
   skipped: number;
-  /**
-   * Runs in a row in which its match or a chunk failed, at most one per `spacingMs` of
-   * countFailure (reset by the next step that succeeds).
-   */
+  /** Runs in a row in which its match or a chunk failed (reset by the next step that succeeds). */
   failures: number;
+  /** Of those, the last ones in a row whose cause recurs (see countFailure). */
+  lastingFailures: number;
   error: string | null;
 }
 
@@ -53,6 +53,7 @@ interface OperationRow {
   changed: number;
   skipped: number;
   failures: number;
+  lasting_failures: number;
   error: string | null;
 }
 
@@ -112,32 +113,29 @@ export class BulkOperationsRepository {
   }
 
   /**
-   * Pending and running operations, fair between tenants: every tenant's oldest, then every
-   * tenant's second, up to `perTenant`, each round starting after tenant `afterTenant`. A tenant's
-   * many open operations take no more of the `limit` than one, nor keep later tenants' out.
+   * Pending and running operations that may be tried now (not backing off after a failure: 10 s
+   * per failure in a row, at most 5 min; see OPEN_BULK_OPERATIONS_SQL), fair
+   * between tenants: every tenant's oldest, then every tenant's second, up to `perTenant`, each
+   * round starting after tenant `afterTenant`. A tenant's many open operations take no more of
+   * the `limit` than one, nor keep later tenants' out.
    */
   async open(limit: number, perTenant: number, afterTenant = 0): Promise<BulkOperationRecord[]> {
-    const { rows } = await sql<OperationRow>(
-      this.db,
-      `SELECT ${BULK_OPERATION_COLUMNS} FROM (
-         SELECT *, row_number() OVER (PARTITION BY tenant_id ORDER BY id) AS rank FROM bulk_operations WHERE state IN ('pending', 'running')
-       ) bulk_operations
-        WHERE rank <= $2 ORDER BY rank, tenant_id <= $3, tenant_id LIMIT $1`,
-      [limit, perTenant, afterTenant],
-    );
+    const { rows } = await sql<OperationRow>(this.db, OPEN_BULK_OPERATIONS_SQL, [limit, perTenant, afterTenant]);
     return rows.map(toRecord);
   }
 
   /**
    * Matches a pending operation's filter and makes it running with its chunks, in one
    * transaction; more than `maxJobs` matched fails it instead (nothing is changed). Skips an
-   * operation another replica is matching (its row is locked) or that is no longer pending.
+   * operation another replica is matching (it holds the step lock) or that is no longer pending.
+   * The operation row is not locked while the match reads: a cancel meanwhile answers at once,
+   * and the match, finding it no longer pending at the end, rolls its chunks back (null).
    */
   async match(op: BulkOperationRecord, maxJobs: number): Promise<BulkState | null> {
     const state = await this.db
       .transaction(async (tx): Promise<BulkState | null> => {
-        const { rows: locked } = await sql(tx, `SELECT id FROM bulk_operations WHERE id = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED`, [op.id]);
-        if (locked.length === 0) return null;
+        const { rows: mine } = await sql(tx, `SELECT id FROM bulk_operations WHERE id = $1 AND state = 'pending' AND ${TAKE_BULK_STEP_LOCK}`, [op.id]);
+        if (mine.length === 0) return null;
         const f = op.filter;
         const { rows } = await sql<{ n: number }>(tx, MATCH_BULK_OPERATION_SQL, [
           op.id, op.tenantId, f.state ? [STATE_CODES[f.state]] : ['s', 'q'], f.kind ?? null,
@@ -146,16 +144,18 @@ export class BulkOperationsRepository {
         const matched = rows.reduce((sum, r) => sum + Number(r.n), 0);
         if (matched > maxJobs) throw new TooManyMatched(); // rolls the chunks back
         const next: BulkState = matched === 0 ? 'done' : 'running';
-        await sql(
+        const { rows: started } = await sql(
           tx,
-          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(), failures = 0, last_failure_at = NULL,
-                  finished_at = CASE WHEN $4 = 'done' THEN now() END WHERE id = $1`,
+          `UPDATE bulk_operations SET state = $4, matched = $2, chunks = $3, started_at = now(), failures = 0, lasting_failures = 0,
+                  last_failure_at = NULL, finished_at = CASE WHEN $4 = 'done' THEN now() END WHERE id = $1 AND state = 'pending' RETURNING id`,
           [op.id, matched, rows.length, next],
         );
+        if (started.length === 0) throw new EndedMeanwhile(); // cancelled while it matched: roll the chunks back
         return next;
       })
       .catch((err: unknown) => {
         if (err instanceof TooManyMatched) return 'failed' as const;
+        if (err instanceof EndedMeanwhile) return null;
         throw err;
       });
     if (state === 'failed') await this.fail(op.id, `the filter matches more than ${maxJobs} jobs (ALMANAC_BULK_MAX_JOBS); narrow it, for example with runAtFrom and runAtTo`);
@@ -178,34 +178,23 @@ export class BulkOperationsRepository {
   }
 
   /**
-   * Counts a run in which the operation's step failed, unless one was counted less than
-   * `spacingMs` ago (Postgres' clock, the same for every replica): replicas that meet the same
-   * cause back to back count it once. The count either way, or null if the operation has ended.
+   * Counts a run in which the operation's step failed, `lasting` when its cause recurs however
+   * often the step is tried (the caller judges): those in a row are counted apart, and any other
+   * failure ends their row. Counted only if the operation was due, so replicas that meet the
+   * same cause back to back count it once. The counts either way, or null if the operation has
+   * ended.
    */
-  async countFailure(id: string, spacingMs: number): Promise<number | null> {
-    // A replica whose UPDATE waited on another's re-checks the row and counts nothing; the
-    // SELECT then reads the count from before that other's (its snapshot), one short at most.
-    const { rows } = await sql<{ failures: number }>(
-      this.db,
-      `WITH counted AS (
-         UPDATE bulk_operations SET failures = failures + 1, last_failure_at = now()
-          WHERE id = $1 AND state IN ('pending', 'running')
-            AND (last_failure_at IS NULL OR last_failure_at <= now() - make_interval(secs => $2::float8 / 1000))
-         RETURNING failures
-       )
-       SELECT failures FROM counted
-       UNION ALL
-       SELECT failures FROM bulk_operations
-        WHERE id = $1 AND state IN ('pending', 'running') AND NOT EXISTS (SELECT 1 FROM counted)`,
-      [id, spacingMs],
-    );
-    return rows[0]?.failures ?? null;
+  async countFailure(id: string, lasting: boolean): Promise<{ failures: number; lasting: number } | null> {
+    const { rows } = await sql<{ failures: number; lasting: number }>(this.db, COUNT_BULK_FAILURE_SQL, [id, lasting]);
+    return rows[0] ?? null;
   }
 
   /**
-   * Stops a tenant's open operation and removes its chunks not applied. A chunk in flight holds
-   * the row, so this waits and that chunk is the last; the DELETE, a statement of its own, sees
-   * the chunks of a match that held the row. Null: not the tenant's, or not open.
+   * Stops a tenant's open operation and removes its chunks not applied. It waits on no match or
+   * chunk in flight (they hold the step lock, not the row): a match meanwhile rolls back, and a
+   * chunk in flight is the last (its chunk row, which it is removing, is skipped here). The
+   * DELETE, a statement of its own, sees the chunks of a match that just committed. Null: not
+   * the tenant's, or not open.
    */
   async cancel(tenantId: number, id: string): Promise<BulkOperationRecord | null> {
     return this.db.transaction(async (tx) => {
@@ -216,7 +205,12 @@ export class BulkOperationsRepository {
         [id, tenantId],
       );
       if (!rows[0]) return null;
-      await sql(tx, `DELETE FROM bulk_operation_chunks WHERE operation_id = $1`, [id]);
+      await sql(
+        tx,
+        `DELETE FROM bulk_operation_chunks WHERE (operation_id, chunk) IN
+           (SELECT operation_id, chunk FROM bulk_operation_chunks WHERE operation_id = $1 FOR UPDATE SKIP LOCKED)`,
+        [id],
+      );
       return toRecord(rows[0]);
     });
   }
@@ -228,6 +222,7 @@ export class BulkOperationsRepository {
 }
 
 class TooManyMatched extends Error {}
+class EndedMeanwhile extends Error {}
 
 /** A LIKE pattern matching keys that start with `prefix` (its own % _ \ taken literally). */
 export function likePrefix(prefix: string): string {
@@ -248,6 +243,6 @@ function toRecord(r: OperationRow): BulkOperationRecord {
     id: r.id, tenantId: r.tenant_id, key: r.key, action: r.action, filter, change, state: r.state,
     createdAt: r.created_at, startedAt: r.started_at, finishedAt: r.finished_at,
     matched: r.matched, chunks: r.chunks, nextChunk: r.next_chunk, changed: r.changed, skipped: r.skipped,
-    failures: r.failures, error: r.error,
+    failures: r.failures, lastingFailures: r.lasting_failures, error: r.error,
   };
 }

@@ -1,13 +1,25 @@
 /**
+ * pg_try_advisory_xact_lock's first key for "this operation is being matched or a chunk of it
+ * applied" (the second: its id, $1): one replica at a time; another skips it. It is not the
+ * operation row's lock, so a cancel never waits on a match or a chunk in flight.
+ */
+const BULK_STEP_LOCK = 17_004;
+export const TAKE_BULK_STEP_LOCK = `pg_try_advisory_xact_lock(${BULK_STEP_LOCK}, ($1::bigint % 2147483648)::int)`;
+
+/**
  * Applies chunk `$2` of running operation `$1` in one statement, so the jobs it changes, the
  * chunk's removal and the operation's progress commit together: a crash resumes at the first
- * chunk not applied and counts nothing twice. Guarded three ways: the operation row is locked
- * and must be at this chunk (another replica that got there first leaves nothing to do); only
- * the jobs still scheduled or queued are locked, in id order (as the chunk holds them), and
+ * chunk not applied and counts nothing twice. Guarded three ways: the operation must be at this
+ * chunk and its step lock free (another replica applying it leaves nothing to do), and the
+ * chunk row is removed once (a replica that read the operation before another applied the
+ * chunk removes nothing, so changes nothing, and the progress is guarded on `next_chunk` again);
+ * only the jobs still scheduled or queued are locked, in id order (as the chunk holds them), and
  * change (one that started meanwhile is skipped, never changed under its handler: FOR UPDATE
  * re-checks the state of a row it waited for); and the jobs must be the operation's tenant's.
  * Running and finished rows are not locked: their claims, lease renewals and completions do not
  * wait for the chunk, nor deadlock with it. Every id of the chunk not changed counts as skipped.
+ * The operation row is written last, so a cancel does not wait on the chunk's row locks; one
+ * that lands meanwhile stays cancelled, and this chunk, counted, is the last.
  *
  * Returns the operation's new state, the chunk's changed and skipped counts and the rows now
  * queued as {id, runAt, kind} (a reschedule into the hot horizon: the caller gives them hints at
@@ -16,7 +28,7 @@
  */
 function applyChunk(change: string): string {
   return `WITH op AS (
-    SELECT id, tenant_id, change FROM bulk_operations WHERE id = $1 AND state = 'running' AND next_chunk = $2 FOR UPDATE
+    SELECT id, tenant_id, change FROM bulk_operations WHERE id = $1 AND state = 'running' AND next_chunk = $2 AND ${TAKE_BULK_STEP_LOCK}
   ), chunk AS (
     DELETE FROM bulk_operation_chunks c USING op WHERE c.operation_id = op.id AND c.chunk = $2 RETURNING c.job_ids
   ), locked AS (
@@ -24,12 +36,12 @@ function applyChunk(change: string): string {
      WHERE j.id = ANY((SELECT job_ids FROM chunk)::bigint[]) AND j.state IN ('s', 'q') ORDER BY j.id FOR UPDATE OF j
   ), changed AS (${change})
   UPDATE bulk_operations o
-     SET next_chunk = o.next_chunk + 1, failures = 0, last_failure_at = NULL,
+     SET next_chunk = o.next_chunk + 1, failures = 0, lasting_failures = 0, last_failure_at = NULL,
          changed = o.changed + (SELECT count(*) FROM changed),
          skipped = o.skipped + coalesce((SELECT cardinality(job_ids) FROM chunk), 0) - (SELECT count(*) FROM changed),
-         state = CASE WHEN o.next_chunk + 1 >= o.chunks THEN 'done' ELSE 'running' END,
-         finished_at = CASE WHEN o.next_chunk + 1 >= o.chunks THEN now() END
-    FROM op WHERE o.id = op.id
+         state = CASE WHEN o.state <> 'running' THEN o.state WHEN o.next_chunk + 1 >= o.chunks THEN 'done' ELSE 'running' END,
+         finished_at = CASE WHEN o.state <> 'running' THEN o.finished_at WHEN o.next_chunk + 1 >= o.chunks THEN now() END
+    FROM op WHERE o.id = op.id AND o.next_chunk = $2 AND EXISTS (SELECT 1 FROM chunk)
   RETURNING o.state, (SELECT count(*) FROM changed)::int AS changed,
     (coalesce((SELECT cardinality(job_ids) FROM chunk), 0) - (SELECT count(*) FROM changed))::int AS skipped,
     (SELECT coalesce(json_agg(json_build_object('id', c.id::text, 'runAt', c.run_at, 'kind', c.kind)), '[]') FROM changed c WHERE c.state = 'q') AS hot`;

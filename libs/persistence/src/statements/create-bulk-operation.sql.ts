@@ -1,6 +1,6 @@
 /** The columns a bulk operation is read with (BulkOperationsRepository's OperationRow). */
 export const BULK_OPERATION_COLUMNS = `id::text, tenant_id, key, action, filter, change, state, created_at, started_at, finished_at,
-       matched, chunks, next_chunk, changed, skipped, failures, error`;
+       matched, chunks, next_chunk, changed, skipped, failures, lasting_failures, error`;
 
 /**
  * Accepts a bulk operation unless its tenant already has `$5` open (pending or running): each

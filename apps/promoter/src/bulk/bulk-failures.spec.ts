@@ -1,0 +1,39 @@
+import { failureLasts, failureReason } from './bulk-failures';
+
+const pgError = (code: string, message = `error ${code}`) => Object.assign(new Error(message), { code });
+/** As typeorm throws it: the driver's error inside. */
+const wrapped = (code: string) => Object.assign(new Error('query failed'), { driverError: pgError(code) });
+
+describe('failureLasts', () => {
+  it.each([
+    ['22003', 'a value out of range'],
+    ['23514', 'a check constraint'],
+    ['42P01', 'an undefined table'],
+    ['42501', 'a privilege missing'],
+    ['54000', 'a program limit'],
+  ])('a step Postgres refused (%s, %s) fails the same way however often it is tried', (code) => {
+    expect(failureLasts(wrapped(code), 'match')).toBe(true);
+    expect(failureLasts(wrapped(code), 'apply')).toBe(true);
+  });
+
+  it("a statement timeout lasts for a match (the same filter reads the same rows), not for a chunk (it waited on locks, and failing it leaves the operation half done)", () => {
+    expect(failureLasts(wrapped('57014'), 'match')).toBe(true);
+    expect(failureLasts(wrapped('57014'), 'apply')).toBe(false);
+  });
+
+  it.each(['55P03', '40P01', '40001'])('a lock timeout, deadlock or serialization failure (%s) passes', (code) => {
+    expect(failureLasts(wrapped(code), 'match')).toBe(false);
+    expect(failureLasts(wrapped(code), 'apply')).toBe(false);
+  });
+
+  it('an error without a SQLSTATE passes', () => {
+    expect(failureLasts(new Error('something else'), 'apply')).toBe(false);
+  });
+});
+
+describe('failureReason', () => {
+  it("tells the tenant to narrow a filter whose match keeps timing out, and otherwise gives Postgres' message", () => {
+    expect(failureReason(wrapped('57014'), 'match', 3)).toMatch(/statement timeout 3 times in a row: narrow the filter/);
+    expect(failureReason(pgError('22003', 'poison'), 'apply', 3)).toBe('its apply failed 3 times in a row: poison');
+  });
+});
