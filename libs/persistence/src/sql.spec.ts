@@ -1,4 +1,5 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from './data-source';
 import { onConnection } from './sql';
@@ -45,6 +46,24 @@ describe('onConnection: a read its caller stopped waiting for', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     expect(await running(text)).toBe(0);
     // The pool's one slot is free again (the discarded connection left it).
+    await expect(ds.query('SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+  });
+
+  it('discards the connection even when the signal aborts without a reason (pg-pool kept a client released with none)', async () => {
+    const stop = new AbortController();
+    const text = 'SELECT pg_sleep(20) /* stopped without a reason */';
+    const read = onConnection(ds, stop.signal, (c) => c.query(text));
+    const watcher = new Client({ connectionString: db.url });
+    await watcher.connect();
+    try {
+      for (let n = 0, tries = 0; n === 0 && tries < 200; tries++) [{ n }] = (await watcher.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1`, [text])).rows;
+    } finally {
+      await watcher.end();
+    }
+    stop.abort(null);
+    await expect(read).rejects.toBeNull();
+    expect(await running(text)).toBe(0);
+    // The pool's one connection is a new one, not the client whose backend was just ended.
     await expect(ds.query('SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
   });
 

@@ -107,7 +107,7 @@ export async function onConnection<T>(db: DataSource, signal: AbortSignal | unde
         mine = false;
         // Not waited for (ending the backend takes another pooled connection, scarce when deadlines pass); nothing to do if it
         // fails: statement_timeout still bounds the statement.
-        void discardConnection(runner, reason()).catch(() => undefined);
+        void discardConnection(runner, signal.reason instanceof Error ? signal.reason : new Error('aborted')).catch(() => undefined); // pg-pool keeps a client released without one
       }
       throw err;
     });
