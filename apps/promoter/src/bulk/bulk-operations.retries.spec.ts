@@ -25,6 +25,8 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
   /** Gives up on a statement after 300 ms (the statement timeout, 30 s in production). */
   let hasty: DataSource;
   let poison: (...ids: string[]) => Promise<unknown>;
+  /** Makes these operations' matches slower than any statement timeout. */
+  let slow: (...ids: string[]) => Promise<unknown>;
   let a: number;
   let b: number;
 
@@ -61,10 +63,11 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     await Promise.all([impatient.initialize(), hasty.initialize()]);
     [a, b] = await newTenants(2);
     poison = await installChunkPoison(db.dataSource);
+    slow = await installSlowChunks(db.dataSource);
   });
   beforeEach(async () => {
     queue = HotQueue.open(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
-    await db.dataSource.query('TRUNCATE jobs, bulk_operations, bulk_operation_chunks, poisoned_operations');
+    await db.dataSource.query('TRUNCATE jobs, bulk_operations, bulk_operation_chunks, poisoned_operations, slow_operations');
   });
   afterEach(async () => queue.close());
   afterAll(async () => {
@@ -79,19 +82,18 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     const opB = await operation(b, { keyPrefix: 'free-' });
     await sweep(db.dataSource, { chunksPerRun: 0 }).runOnce(NOW); // b's is running, its chunk not applied
     const opA = await operation(a, { keyPrefix: 'wide-' });
+    await slow(opA.id);
     const s = sweep(hasty);
-    await whileMatchesHeld(async () => {
-      const run = s.runOnce(NOW);
-      await someoneWaitsOnALock(db.dataSource); // a's match, until its statement timeout
-      expect(await read(opB)).toMatchObject({ state: 'done', changed: 5 }); // before: after a's 30 s
-      await run;
-      expect(await read(opA)).toMatchObject({ state: 'pending', failures: 1, lastingFailures: 1 });
-      const matched = jest.spyOn(BulkOperationsRepository.prototype, 'match');
-      await s.runOnce(NOW);
-      expect(matched).not.toHaveBeenCalled(); // backing off: not tried again at once
-      matched.mockRestore();
-      for (let i = 1; i <= 2; i++) await ageLastFailure(db.dataSource, opA.id, i * 10_000).then(() => s.runOnce(NOW));
-    });
+    const run = s.runOnce(NOW);
+    await someoneSleeps(db.dataSource); // a's match, until its statement timeout
+    expect(await read(opB)).toMatchObject({ state: 'done', changed: 5 }); // before: after a's 30 s
+    await run;
+    expect(await read(opA)).toMatchObject({ state: 'pending', failures: 1, lastingFailures: 1 });
+    const matched = jest.spyOn(BulkOperationsRepository.prototype, 'match');
+    await s.runOnce(NOW);
+    expect(matched).not.toHaveBeenCalled(); // backing off: not tried again at once
+    matched.mockRestore();
+    for (let i = 1; i <= 2; i++) await ageLastFailure(db.dataSource, opA.id, i * 10_000).then(() => s.runOnce(NOW));
     expect(await read(opA)).toMatchObject({ state: 'failed', error: expect.stringMatching(/statement timeout 3 times in a row: narrow the filter/) });
     expect(await statesOf(db.dataSource, free)).toEqual({ c: 5 });
     expect(await chunkRows()).toBe(0);
@@ -113,6 +115,19 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     expect(await read(op)).toMatchObject({ state: 'pending', lastingFailures: 2 });
     await ageLastFailure(db.dataSource, op.id, 40_000).then(() => s.runOnce(NOW));
     expect(await read(op)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: poison/) });
+  });
+
+  it('a match that waits on a lock for its whole statement timeout meets a lock timeout first: it backs off, and never fails for it', async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    const s = sweep(hasty); // no lock timeout, as with ALMANAC_PG_LOCK_TIMEOUT_MS=0
+    await whileMatchesHeld(async () => {
+      await s.runOnce(NOW);
+      for (let i = 1; i <= 3; i++) await ageLastFailure(db.dataSource, op.id, i * 10_000).then(() => s.runOnce(NOW));
+    });
+    expect(await read(op)).toMatchObject({ state: 'pending', failures: 4, lastingFailures: 0 }); // before: failed at the third, "narrow the filter"
+    await ageLastFailure(db.dataSource, op.id, 40_000).then(() => s.runOnce(NOW));
+    expect(await read(op)).toMatchObject({ state: 'done', changed: 5 });
   });
 
   it('a cancel does not wait on a match in flight: it answers at once, and the match makes no chunks', async () => {
@@ -163,3 +178,26 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     expect(await read(lateOp)).toMatchObject({ state: 'done', changed: 5 }); // before: never
   });
 });
+
+/**
+ * Makes chosen bulk operations' matches slow, as a filter that reads too many rows: a trigger
+ * sleeps a minute as their chunks are written, until the statement timeout cancels it.
+ */
+async function installSlowChunks(db: DataSource): Promise<(...ids: string[]) => Promise<unknown>> {
+  await db.query(`CREATE TABLE slow_operations (id bigint PRIMARY KEY)`);
+  await db.query(`CREATE FUNCTION slow_chunks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF EXISTS (SELECT 1 FROM slow_operations WHERE id = NEW.operation_id) THEN PERFORM pg_sleep(60); END IF;
+    RETURN NEW; END $$`);
+  await db.query(`CREATE TRIGGER slow_chunks BEFORE INSERT ON bulk_operation_chunks FOR EACH ROW EXECUTE FUNCTION slow_chunks()`);
+  return (...ids) => db.query(`INSERT INTO slow_operations SELECT unnest($1::bigint[])`, [ids]);
+}
+
+/** Waits until some statement in `db`'s database is in pg_sleep; throws if none ever is. */
+async function someoneSleeps(db: DataSource): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const [{ n }]: { n: number }[] = await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`);
+    if (n > 0) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error('no statement ever slept');
+}

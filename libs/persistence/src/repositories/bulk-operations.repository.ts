@@ -6,7 +6,7 @@ import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL, TAKE_BULK_STEP_LOCK }
 import { COUNT_BULK_FAILURE_SQL, OPEN_BULK_OPERATIONS_SQL } from '../statements/bulk-failures.sql';
 import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
-import { MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
+import { BOUND_MATCH_LOCK_WAITS_SQL, MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
 
 export interface BulkOperationRecord {
   id: string;
@@ -129,11 +129,13 @@ export class BulkOperationsRepository {
    * transaction; more than `maxJobs` matched fails it instead (nothing is changed). Skips an
    * operation another replica is matching (it holds the step lock) or that is no longer pending.
    * The operation row is not locked while the match reads: a cancel meanwhile answers at once,
-   * and the match, finding it no longer pending at the end, rolls its chunks back (null).
+   * and the match, finding it no longer pending at the end, rolls its chunks back (null). Its lock
+   * waits end before its statement timeout (BOUND_MATCH_LOCK_WAITS_SQL).
    */
   async match(op: BulkOperationRecord, maxJobs: number): Promise<BulkState | null> {
     const state = await this.db
       .transaction(async (tx): Promise<BulkState | null> => {
+        await sql(tx, BOUND_MATCH_LOCK_WAITS_SQL);
         const { rows: mine } = await sql(tx, `SELECT id FROM bulk_operations WHERE id = $1 AND state = 'pending' AND ${TAKE_BULK_STEP_LOCK}`, [op.id]);
         if (mine.length === 0) return null;
         const f = op.filter;
