@@ -30,8 +30,8 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
   let a: number;
   let b: number;
 
-  const sweep = (on: DataSource = db.dataSource, o: { chunksPerRun?: number; matchBudgetMs?: number } = {}) =>
-    new BulkOperationsSweep(new BulkOperationsRepository(on), queue, { hotHorizonMs: 24 * HOUR, maxJobs: 1_000_000, chunksPerRun: o.chunksPerRun ?? 100, matchBudgetMs: o.matchBudgetMs }, new SweepMetrics(new MetricsService()));
+  const sweep = (on: DataSource = db.dataSource, o: { chunksPerRun?: number; matchBudgetMs?: number } = {}, repository = new BulkOperationsRepository(on), metrics = new SweepMetrics(new MetricsService())) =>
+    new BulkOperationsSweep(repository, queue, { hotHorizonMs: 24 * HOUR, maxJobs: 1_000_000, chunksPerRun: o.chunksPerRun ?? 100, matchBudgetMs: o.matchBudgetMs }, metrics);
   const operation = async (tenantId: number, filter: BulkFilter) => (await repo.create(tenantId, 'cancel', filter, null, 5))!.op;
   const read = async (op: BulkOperationRecord) => (await repo.findForTenant(op.tenantId, op.id))!;
   const chunkRows = async () => Number((await db.dataSource.query(`SELECT count(*) AS n FROM bulk_operation_chunks`))[0].n);
@@ -161,6 +161,37 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     expect(await chunkRows()).toBe(0);
     await sweep().runOnce(NOW);
     expect(await statesOf(db.dataSource, ids)).toEqual({ c: BULK_CHUNK_JOBS, s: 1 }); // never applied
+  });
+
+  it('two replicas whose matches of the same operation fail one after the other fail it once: set aside counts it once', async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await poison(op.id);
+    const [one, two] = [1, 2].map(() => ({ repository: new BulkOperationsRepository(db.dataSource), metrics: new SweepMetrics(new MetricsService()) }))
+      .map((r) => ({ ...r, sweep: sweep(db.dataSource, {}, r.repository, r.metrics) }));
+    for (let i = 1; i <= 2; i++) await one.sweep.runOnce(NOW).then(() => ageLastFailure(db.dataSource, op.id, i * 10_000));
+    // Two reads the operation (due, two lasting failures) and matches only once one has counted
+    // the third; one fails it only once two is done.
+    let twoMatches!: () => void;
+    let oneCounted!: () => void;
+    const [twoMatching, counted] = [new Promise<void>((r) => (twoMatches = r)), new Promise<void>((r) => (oneCounted = r))];
+    const [match, fail] = [two.repository.match.bind(two.repository), one.repository.fail.bind(one.repository)];
+    jest.spyOn(two.repository, 'match').mockImplementation(async (...args) => {
+      twoMatches();
+      await counted;
+      return match(...args);
+    });
+    const twoRun = two.sweep.runOnce(NOW);
+    await twoMatching;
+    jest.spyOn(one.repository, 'fail').mockImplementation(async (...args) => {
+      oneCounted();
+      await twoRun;
+      return fail(...args);
+    });
+    await one.sweep.runOnce(NOW);
+    expect(await read(op)).toMatchObject({ state: 'failed', lastingFailures: 3, error: expect.stringMatching(/match failed 3 times in a row: poison/) });
+    const setAside = async (r: typeof one) => (await r.metrics.setAside.get()).values.find((v) => v.labels.statement === 'bulk_match')?.value ?? 0;
+    expect((await setAside(one)) + (await setAside(two))).toBe(1); // before: 2
   });
 
   it("a run whose window holds only failing pending operations looks past it next run: they no longer keep a later tenant's chunks out", async () => {

@@ -183,11 +183,11 @@ export class BulkOperationsRepository {
    * Counts a run in which the operation's step failed, `lasting` when its cause recurs however
    * often the step is tried (the caller judges): those in a row are counted apart, and any other
    * failure ends their row. Counted only if the operation was due, so replicas that meet the
-   * same cause back to back count it once. The counts either way, or null if the operation has
-   * ended.
+   * same cause back to back count it once (`counted` says which call did). The counts either way,
+   * or null if the operation has ended.
    */
-  async countFailure(id: string, lasting: boolean): Promise<{ failures: number; lasting: number } | null> {
-    const { rows } = await sql<{ failures: number; lasting: number }>(this.db, COUNT_BULK_FAILURE_SQL, [id, lasting]);
+  async countFailure(id: string, lasting: boolean): Promise<{ counted: boolean; failures: number; lasting: number } | null> {
+    const { rows } = await sql<{ counted: boolean; failures: number; lasting: number }>(this.db, COUNT_BULK_FAILURE_SQL, [id, lasting]);
     return rows[0] ?? null;
   }
 
@@ -217,9 +217,11 @@ export class BulkOperationsRepository {
     });
   }
 
-  async fail(id: string, error: string): Promise<void> {
-    await sql(this.db, `UPDATE bulk_operations SET state = 'failed', error = $2, finished_at = now() WHERE id = $1 AND state IN ('pending', 'running')`, [id, error]);
+  /** Fails an open operation with `error` and removes its chunks; false if it had ended. */
+  async fail(id: string, error: string): Promise<boolean> {
+    const { rowCount } = await sql(this.db, `UPDATE bulk_operations SET state = 'failed', error = $2, finished_at = now() WHERE id = $1 AND state IN ('pending', 'running')`, [id, error]);
     await sql(this.db, `DELETE FROM bulk_operation_chunks WHERE operation_id = $1`, [id]);
+    return rowCount > 0;
   }
 }
 
