@@ -163,6 +163,23 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     expect(await statesOf(db.dataSource, ids)).toEqual({ c: BULK_CHUNK_JOBS, s: 1 }); // never applied
   });
 
+  it('a chunk that fails after a cancel landed (its job row held past its lock timeout) leaves no chunk row behind', async () => {
+    const ids = await insertJobs(db.dataSource, { tenantId: a, count: BULK_CHUNK_JOBS + 1, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await sweep(db.dataSource, { chunksPerRun: 0 }).runOnce(NOW);
+    await whileJobRowHeld(db.dataSource, db.url, ids[0], async () => {
+      const running = sweep(db.dataSource, { chunksPerRun: 1 }).runOnce(NOW); // chunk 0 takes its chunk row, waits for the job row
+      await someoneWaitsOnALock(db.dataSource);
+      await repo.cancel(a, op.id); // removes chunk 1's row, skips chunk 0's
+      // The chunk gives up, as at its lock timeout: its rollback brings chunk 0's row back.
+      await db.dataSource.query(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      await running;
+    });
+    expect(await read(op)).toMatchObject({ state: 'cancelled', nextChunk: 0, changed: 0 });
+    expect(await chunkRows()).toBe(0); // before: 1, until retention removed the operation
+    expect(await statesOf(db.dataSource, ids)).toEqual({ s: BULK_CHUNK_JOBS + 1 });
+  });
+
   it('two replicas whose matches of the same operation fail one after the other fail it once: set aside counts it once', async () => {
     await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
     const op = await operation(a, { kind: 'noop' });

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
 import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL, TAKE_BULK_STEP_LOCK } from '../statements/apply-bulk-chunk.sql';
-import { COUNT_BULK_FAILURE_SQL, OPEN_BULK_OPERATIONS_SQL } from '../statements/bulk-failures.sql';
+import { COUNT_BULK_FAILURE_SQL, OPEN_BULK_OPERATIONS_SQL, REMOVE_CHUNKS_OF_ENDED_SQL } from '../statements/bulk-failures.sql';
 import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
 import { BOUND_MATCH_LOCK_WAITS_SQL, MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
@@ -184,9 +184,11 @@ export class BulkOperationsRepository {
    * often the step is tried (the caller judges): those in a row are counted apart, and any other
    * failure ends their row. Counted only if the operation was due, so replicas that meet the
    * same cause back to back count it once (`counted` says which call did). The counts either way,
-   * or null if the operation has ended.
+   * or null if the operation has ended; then its chunks are removed, as a chunk that failed as it
+   * was cancelled brought its row back (REMOVE_CHUNKS_OF_ENDED_SQL).
    */
   async countFailure(id: string, lasting: boolean): Promise<{ counted: boolean; failures: number; lasting: number } | null> {
+    await sql(this.db, REMOVE_CHUNKS_OF_ENDED_SQL, [id]);
     const { rows } = await sql<{ counted: boolean; failures: number; lasting: number }>(this.db, COUNT_BULK_FAILURE_SQL, [id, lasting]);
     return rows[0] ?? null;
   }
@@ -194,9 +196,9 @@ export class BulkOperationsRepository {
   /**
    * Stops a tenant's open operation and removes its chunks not applied. It waits on no match or
    * chunk in flight (they hold the step lock, not the row): a match meanwhile rolls back, and a
-   * chunk in flight is the last (its chunk row, which it is removing, is skipped here). The
-   * DELETE, a statement of its own, sees the chunks of a match that just committed. Null: not
-   * the tenant's, or not open.
+   * chunk in flight is the last (its chunk row, which it is removing, is skipped here; should
+   * that chunk fail, countFailure removes the row). The DELETE, a statement of
+   * its own, sees the chunks of a match that just committed. Null: not the tenant's, or not open.
    */
   async cancel(tenantId: number, id: string): Promise<BulkOperationRecord | null> {
     return this.db.transaction(async (tx) => {

@@ -42,3 +42,14 @@ export const COUNT_BULK_FAILURE_SQL = `WITH counted AS (
   SELECT false, failures, lasting_failures FROM bulk_operations
    WHERE id = $1 AND state IN ('pending', 'running') AND NOT EXISTS (SELECT 1 FROM counted)`;
 
+/**
+ * Removes the chunks of operation `$1` if it has ended. A cancel skips the chunk row a chunk in
+ * flight is removing (it never waits on the sweep); if that chunk then fails, its rollback brings
+ * the row back, of an operation no step reads again. Run after a step failed, so its locks are
+ * gone. The operation row is read FOR SHARE, so a cancel still in flight (it skipped the row
+ * before the rollback) is waited for and seen; a chunk row another replica's chunk holds is
+ * skipped, as the cancel does (that chunk removes it, or if it fails, this again).
+ */
+export const REMOVE_CHUNKS_OF_ENDED_SQL = `DELETE FROM bulk_operation_chunks
+  WHERE (operation_id, chunk) IN (SELECT operation_id, chunk FROM bulk_operation_chunks WHERE operation_id = $1 FOR UPDATE SKIP LOCKED)
+    AND NOT EXISTS (SELECT 1 FROM bulk_operations WHERE id = $1 AND state IN ('pending', 'running') FOR SHARE)`;
