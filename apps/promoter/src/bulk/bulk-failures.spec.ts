@@ -2,7 +2,10 @@ import { failureLasts, failureReason } from './bulk-failures';
 
 const pgError = (code: string, message = `error ${code}`) => Object.assign(new Error(message), { code });
 /** As typeorm throws it: the driver's error inside. */
-const wrapped = (code: string) => Object.assign(new Error('query failed'), { driverError: pgError(code) });
+const wrapped = (code: string, message?: string) => Object.assign(new Error('query failed'), { driverError: pgError(code, message) });
+/** Postgres' 57014 for a statement over its statement timeout, and for an operator's pg_cancel_backend. */
+const statementTimeout = () => wrapped('57014', 'canceling statement due to statement timeout');
+const operatorCancel = () => wrapped('57014', 'canceling statement due to user request');
 
 describe('failureLasts', () => {
   it.each([
@@ -17,8 +20,13 @@ describe('failureLasts', () => {
   });
 
   it("a statement timeout lasts for a match (the same filter reads the same rows), not for a chunk (it waited on locks, and failing it leaves the operation half done)", () => {
-    expect(failureLasts(wrapped('57014'), 'match')).toBe(true);
-    expect(failureLasts(wrapped('57014'), 'apply')).toBe(false);
+    expect(failureLasts(statementTimeout(), 'match')).toBe(true);
+    expect(failureLasts(statementTimeout(), 'apply')).toBe(false);
+  });
+
+  it("an operator's cancel (57014 too) passes, even of a match", () => {
+    expect(failureLasts(operatorCancel(), 'match')).toBe(false); // before: true
+    expect(failureLasts(operatorCancel(), 'apply')).toBe(false);
   });
 
   it.each(['55P03', '40P01', '40001'])('a lock timeout, deadlock or serialization failure (%s) passes', (code) => {
@@ -33,7 +41,7 @@ describe('failureLasts', () => {
 
 describe('failureReason', () => {
   it("tells the tenant to narrow a filter whose match keeps timing out, and otherwise gives Postgres' message", () => {
-    expect(failureReason(wrapped('57014'), 'match', 3)).toMatch(/statement timeout 3 times in a row: narrow the filter/);
+    expect(failureReason(statementTimeout(), 'match', 3)).toMatch(/statement timeout 3 times in a row: narrow the filter/);
     expect(failureReason(pgError('22003', 'poison'), 'apply', 3)).toBe('its apply failed 3 times in a row: poison');
   });
 });

@@ -25,11 +25,13 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
   /** Gives up on a statement after 300 ms (the statement timeout, 30 s in production). */
   let hasty: DataSource;
   let poison: (...ids: string[]) => Promise<unknown>;
+  /** Makes these operations' matches slower than any statement timeout. */
+  let slow: (...ids: string[]) => Promise<unknown>;
   let a: number;
   let b: number;
 
-  const sweep = (on: DataSource = db.dataSource, o: { chunksPerRun?: number; matchBudgetMs?: number } = {}) =>
-    new BulkOperationsSweep(new BulkOperationsRepository(on), queue, { hotHorizonMs: 24 * HOUR, maxJobs: 1_000_000, chunksPerRun: o.chunksPerRun ?? 100, matchBudgetMs: o.matchBudgetMs }, new SweepMetrics(new MetricsService()));
+  const sweep = (on: DataSource = db.dataSource, o: { chunksPerRun?: number; matchBudgetMs?: number } = {}, repository = new BulkOperationsRepository(on), metrics = new SweepMetrics(new MetricsService())) =>
+    new BulkOperationsSweep(repository, queue, { hotHorizonMs: 24 * HOUR, maxJobs: 1_000_000, chunksPerRun: o.chunksPerRun ?? 100, matchBudgetMs: o.matchBudgetMs }, metrics);
   const operation = async (tenantId: number, filter: BulkFilter) => (await repo.create(tenantId, 'cancel', filter, null, 5))!.op;
   const read = async (op: BulkOperationRecord) => (await repo.findForTenant(op.tenantId, op.id))!;
   const chunkRows = async () => Number((await db.dataSource.query(`SELECT count(*) AS n FROM bulk_operation_chunks`))[0].n);
@@ -61,10 +63,11 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     await Promise.all([impatient.initialize(), hasty.initialize()]);
     [a, b] = await newTenants(2);
     poison = await installChunkPoison(db.dataSource);
+    slow = await installSlowChunks(db.dataSource);
   });
   beforeEach(async () => {
     queue = HotQueue.open(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
-    await db.dataSource.query('TRUNCATE jobs, bulk_operations, bulk_operation_chunks, poisoned_operations');
+    await db.dataSource.query('TRUNCATE jobs, bulk_operations, bulk_operation_chunks, poisoned_operations, slow_operations');
   });
   afterEach(async () => queue.close());
   afterAll(async () => {
@@ -79,19 +82,18 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     const opB = await operation(b, { keyPrefix: 'free-' });
     await sweep(db.dataSource, { chunksPerRun: 0 }).runOnce(NOW); // b's is running, its chunk not applied
     const opA = await operation(a, { keyPrefix: 'wide-' });
+    await slow(opA.id);
     const s = sweep(hasty);
-    await whileMatchesHeld(async () => {
-      const run = s.runOnce(NOW);
-      await someoneWaitsOnALock(db.dataSource); // a's match, until its statement timeout
-      expect(await read(opB)).toMatchObject({ state: 'done', changed: 5 }); // before: after a's 30 s
-      await run;
-      expect(await read(opA)).toMatchObject({ state: 'pending', failures: 1, lastingFailures: 1 });
-      const matched = jest.spyOn(BulkOperationsRepository.prototype, 'match');
-      await s.runOnce(NOW);
-      expect(matched).not.toHaveBeenCalled(); // backing off: not tried again at once
-      matched.mockRestore();
-      for (let i = 1; i <= 2; i++) await ageLastFailure(db.dataSource, opA.id, i * 10_000).then(() => s.runOnce(NOW));
-    });
+    const run = s.runOnce(NOW);
+    await someoneSleeps(db.dataSource); // a's match, until its statement timeout
+    expect(await read(opB)).toMatchObject({ state: 'done', changed: 5 }); // before: after a's 30 s
+    await run;
+    expect(await read(opA)).toMatchObject({ state: 'pending', failures: 1, lastingFailures: 1 });
+    const matched = jest.spyOn(BulkOperationsRepository.prototype, 'match');
+    await s.runOnce(NOW);
+    expect(matched).not.toHaveBeenCalled(); // backing off: not tried again at once
+    matched.mockRestore();
+    for (let i = 1; i <= 2; i++) await ageLastFailure(db.dataSource, opA.id, i * 10_000).then(() => s.runOnce(NOW));
     expect(await read(opA)).toMatchObject({ state: 'failed', error: expect.stringMatching(/statement timeout 3 times in a row: narrow the filter/) });
     expect(await statesOf(db.dataSource, free)).toEqual({ c: 5 });
     expect(await chunkRows()).toBe(0);
@@ -113,6 +115,19 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     expect(await read(op)).toMatchObject({ state: 'pending', lastingFailures: 2 });
     await ageLastFailure(db.dataSource, op.id, 40_000).then(() => s.runOnce(NOW));
     expect(await read(op)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: poison/) });
+  });
+
+  it('a match that waits on a lock for its whole statement timeout meets a lock timeout first: it backs off, and never fails for it', async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    const s = sweep(hasty); // no lock timeout, as with ALMANAC_PG_LOCK_TIMEOUT_MS=0
+    await whileMatchesHeld(async () => {
+      await s.runOnce(NOW);
+      for (let i = 1; i <= 3; i++) await ageLastFailure(db.dataSource, op.id, i * 10_000).then(() => s.runOnce(NOW));
+    });
+    expect(await read(op)).toMatchObject({ state: 'pending', failures: 4, lastingFailures: 0 }); // before: failed at the third, "narrow the filter"
+    await ageLastFailure(db.dataSource, op.id, 40_000).then(() => s.runOnce(NOW));
+    expect(await read(op)).toMatchObject({ state: 'done', changed: 5 });
   });
 
   it('a cancel does not wait on a match in flight: it answers at once, and the match makes no chunks', async () => {
@@ -148,6 +163,54 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     expect(await statesOf(db.dataSource, ids)).toEqual({ c: BULK_CHUNK_JOBS, s: 1 }); // never applied
   });
 
+  it('a chunk that fails after a cancel landed (its job row held past its lock timeout) leaves no chunk row behind', async () => {
+    const ids = await insertJobs(db.dataSource, { tenantId: a, count: BULK_CHUNK_JOBS + 1, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await sweep(db.dataSource, { chunksPerRun: 0 }).runOnce(NOW);
+    await whileJobRowHeld(db.dataSource, db.url, ids[0], async () => {
+      const running = sweep(db.dataSource, { chunksPerRun: 1 }).runOnce(NOW); // chunk 0 takes its chunk row, waits for the job row
+      await someoneWaitsOnALock(db.dataSource);
+      await repo.cancel(a, op.id); // removes chunk 1's row, skips chunk 0's
+      // The chunk gives up, as at its lock timeout: its rollback brings chunk 0's row back.
+      await db.dataSource.query(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      await running;
+    });
+    expect(await read(op)).toMatchObject({ state: 'cancelled', nextChunk: 0, changed: 0 });
+    expect(await chunkRows()).toBe(0); // before: 1, until retention removed the operation
+    expect(await statesOf(db.dataSource, ids)).toEqual({ s: BULK_CHUNK_JOBS + 1 });
+  });
+
+  it('two replicas whose matches of the same operation fail one after the other fail it once: set aside counts it once', async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await poison(op.id);
+    const [one, two] = [1, 2].map(() => ({ repository: new BulkOperationsRepository(db.dataSource), metrics: new SweepMetrics(new MetricsService()) }))
+      .map((r) => ({ ...r, sweep: sweep(db.dataSource, {}, r.repository, r.metrics) }));
+    for (let i = 1; i <= 2; i++) await one.sweep.runOnce(NOW).then(() => ageLastFailure(db.dataSource, op.id, i * 10_000));
+    // Two reads the operation (due, two lasting failures) and matches only once one has counted
+    // the third; one fails it only once two is done.
+    let twoMatches!: () => void;
+    let oneCounted!: () => void;
+    const [twoMatching, counted] = [new Promise<void>((r) => (twoMatches = r)), new Promise<void>((r) => (oneCounted = r))];
+    const [match, fail] = [two.repository.match.bind(two.repository), one.repository.fail.bind(one.repository)];
+    jest.spyOn(two.repository, 'match').mockImplementation(async (...args) => {
+      twoMatches();
+      await counted;
+      return match(...args);
+    });
+    const twoRun = two.sweep.runOnce(NOW);
+    await twoMatching;
+    jest.spyOn(one.repository, 'fail').mockImplementation(async (...args) => {
+      oneCounted();
+      await twoRun;
+      return fail(...args);
+    });
+    await one.sweep.runOnce(NOW);
+    expect(await read(op)).toMatchObject({ state: 'failed', lastingFailures: 3, error: expect.stringMatching(/match failed 3 times in a row: poison/) });
+    const setAside = async (r: typeof one) => (await r.metrics.setAside.get()).values.find((v) => v.labels.statement === 'bulk_match')?.value ?? 0;
+    expect((await setAside(one)) + (await setAside(two))).toBe(1); // before: 2
+  });
+
   it("a run whose window holds only failing pending operations looks past it next run: they no longer keep a later tenant's chunks out", async () => {
     const failing = await newTenants(150);
     const [late] = await newTenants(1);
@@ -163,3 +226,26 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     expect(await read(lateOp)).toMatchObject({ state: 'done', changed: 5 }); // before: never
   });
 });
+
+/**
+ * Makes chosen bulk operations' matches slow, as a filter that reads too many rows: a trigger
+ * sleeps a minute as their chunks are written, until the statement timeout cancels it.
+ */
+async function installSlowChunks(db: DataSource): Promise<(...ids: string[]) => Promise<unknown>> {
+  await db.query(`CREATE TABLE slow_operations (id bigint PRIMARY KEY)`);
+  await db.query(`CREATE FUNCTION slow_chunks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF EXISTS (SELECT 1 FROM slow_operations WHERE id = NEW.operation_id) THEN PERFORM pg_sleep(60); END IF;
+    RETURN NEW; END $$`);
+  await db.query(`CREATE TRIGGER slow_chunks BEFORE INSERT ON bulk_operation_chunks FOR EACH ROW EXECUTE FUNCTION slow_chunks()`);
+  return (...ids) => db.query(`INSERT INTO slow_operations SELECT unnest($1::bigint[])`, [ids]);
+}
+
+/** Waits until some statement in `db`'s database is in pg_sleep; throws if none ever is. */
+async function someoneSleeps(db: DataSource): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const [{ n }]: { n: number }[] = await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`);
+    if (n > 0) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error('no statement ever slept');
+}

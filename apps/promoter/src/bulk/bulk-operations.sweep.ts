@@ -115,7 +115,8 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
    * next run tries again). Any other failure skips the operation for the run, and the others go
    * on; it is counted on the row, and the operation backs off. Only FAILURES_TO_FAIL in a row
    * whose cause lasts fail it for good (failureLasts); the rest make it wait and go on where it
-   * stopped: failing a chunk stopped the operation half done, with no way to resume.
+   * stopped: failing a chunk stopped the operation half done, with no way to resume. Only the
+   * replica that counted the last of those fails it, and counts it set aside once.
    */
   private async step<T>(op: BulkOperationRecord, what: BulkStep, run: () => Promise<T>): Promise<T | undefined> {
     try {
@@ -125,9 +126,9 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
       const lasting = failureLasts(err, what);
       const n = await this.repo.countFailure(op.id, lasting);
       this.log.warn({ err, operationId: op.id, tenantId: op.tenantId, failures: n }, `bulk operation ${what} failed; the others go on`);
-      if (n === null || !lasting || n.lasting < FAILURES_TO_FAIL) return undefined; // null: it ended elsewhere
-      await this.repo.fail(op.id, failureReason(err, what, n.lasting));
-      this.metrics?.setAside.inc({ statement: `bulk_${what}` });
+      // null: it ended elsewhere; not counted: another replica counted this failure, and acts on it.
+      if (n === null || !n.counted || !lasting || n.lasting < FAILURES_TO_FAIL) return undefined;
+      if (await this.repo.fail(op.id, failureReason(err, what, n.lasting))) this.metrics?.setAside.inc({ statement: `bulk_${what}` });
       return undefined;
     }
   }

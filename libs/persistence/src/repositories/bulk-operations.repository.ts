@@ -3,10 +3,10 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
 import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL, TAKE_BULK_STEP_LOCK } from '../statements/apply-bulk-chunk.sql';
-import { COUNT_BULK_FAILURE_SQL, OPEN_BULK_OPERATIONS_SQL } from '../statements/bulk-failures.sql';
+import { COUNT_BULK_FAILURE_SQL, OPEN_BULK_OPERATIONS_SQL, REMOVE_CHUNKS_OF_ENDED_SQL } from '../statements/bulk-failures.sql';
 import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
-import { MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
+import { BOUND_MATCH_LOCK_WAITS_SQL, MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
 
 export interface BulkOperationRecord {
   id: string;
@@ -129,11 +129,13 @@ export class BulkOperationsRepository {
    * transaction; more than `maxJobs` matched fails it instead (nothing is changed). Skips an
    * operation another replica is matching (it holds the step lock) or that is no longer pending.
    * The operation row is not locked while the match reads: a cancel meanwhile answers at once,
-   * and the match, finding it no longer pending at the end, rolls its chunks back (null).
+   * and the match, finding it no longer pending at the end, rolls its chunks back (null). Its lock
+   * waits end before its statement timeout (BOUND_MATCH_LOCK_WAITS_SQL).
    */
   async match(op: BulkOperationRecord, maxJobs: number): Promise<BulkState | null> {
     const state = await this.db
       .transaction(async (tx): Promise<BulkState | null> => {
+        await sql(tx, BOUND_MATCH_LOCK_WAITS_SQL);
         const { rows: mine } = await sql(tx, `SELECT id FROM bulk_operations WHERE id = $1 AND state = 'pending' AND ${TAKE_BULK_STEP_LOCK}`, [op.id]);
         if (mine.length === 0) return null;
         const f = op.filter;
@@ -181,20 +183,22 @@ export class BulkOperationsRepository {
    * Counts a run in which the operation's step failed, `lasting` when its cause recurs however
    * often the step is tried (the caller judges): those in a row are counted apart, and any other
    * failure ends their row. Counted only if the operation was due, so replicas that meet the
-   * same cause back to back count it once. The counts either way, or null if the operation has
-   * ended.
+   * same cause back to back count it once (`counted` says which call did). The counts either way,
+   * or null if the operation has ended; then its chunks are removed, as a chunk that failed as it
+   * was cancelled brought its row back (REMOVE_CHUNKS_OF_ENDED_SQL).
    */
-  async countFailure(id: string, lasting: boolean): Promise<{ failures: number; lasting: number } | null> {
-    const { rows } = await sql<{ failures: number; lasting: number }>(this.db, COUNT_BULK_FAILURE_SQL, [id, lasting]);
+  async countFailure(id: string, lasting: boolean): Promise<{ counted: boolean; failures: number; lasting: number } | null> {
+    await sql(this.db, REMOVE_CHUNKS_OF_ENDED_SQL, [id]);
+    const { rows } = await sql<{ counted: boolean; failures: number; lasting: number }>(this.db, COUNT_BULK_FAILURE_SQL, [id, lasting]);
     return rows[0] ?? null;
   }
 
   /**
    * Stops a tenant's open operation and removes its chunks not applied. It waits on no match or
    * chunk in flight (they hold the step lock, not the row): a match meanwhile rolls back, and a
-   * chunk in flight is the last (its chunk row, which it is removing, is skipped here). The
-   * DELETE, a statement of its own, sees the chunks of a match that just committed. Null: not
-   * the tenant's, or not open.
+   * chunk in flight is the last (its chunk row, which it is removing, is skipped here; should
+   * that chunk fail, countFailure removes the row). The DELETE, a statement of
+   * its own, sees the chunks of a match that just committed. Null: not the tenant's, or not open.
    */
   async cancel(tenantId: number, id: string): Promise<BulkOperationRecord | null> {
     return this.db.transaction(async (tx) => {
@@ -215,9 +219,11 @@ export class BulkOperationsRepository {
     });
   }
 
-  async fail(id: string, error: string): Promise<void> {
-    await sql(this.db, `UPDATE bulk_operations SET state = 'failed', error = $2, finished_at = now() WHERE id = $1 AND state IN ('pending', 'running')`, [id, error]);
+  /** Fails an open operation with `error` and removes its chunks; false if it had ended. */
+  async fail(id: string, error: string): Promise<boolean> {
+    const { rowCount } = await sql(this.db, `UPDATE bulk_operations SET state = 'failed', error = $2, finished_at = now() WHERE id = $1 AND state IN ('pending', 'running')`, [id, error]);
     await sql(this.db, `DELETE FROM bulk_operation_chunks WHERE operation_id = $1`, [id]);
+    return rowCount > 0;
   }
 }
 

@@ -25,9 +25,11 @@ export const OPEN_BULK_OPERATIONS_SQL = `SELECT ${BULK_OPERATION_COLUMNS} FROM (
 /**
  * Counts a failed try of open operation `$1`, if it was due (replicas that meet the same cause
  * back to back count it once): `failures` and `last_failure_at` always, `lasting_failures` up
- * when `$2` (its cause recurs) and back to 0 otherwise. Returns the counts either way (a replica
- * whose UPDATE waited on another's re-checks the row and counts nothing; the SELECT then reads
- * the counts from before that other's, its snapshot, one short at most); no row once it ended.
+ * when `$2` (its cause recurs) and back to 0 otherwise. Returns whether this call counted, and
+ * the counts either way (a replica whose UPDATE waited on another's re-checks the row and counts
+ * nothing; the SELECT then reads the counts from before that other's, its snapshot, one short at
+ * most); no row once it ended. Only the call that counted acts on the counts, so replicas do not
+ * both fail the operation.
  */
 export const COUNT_BULK_FAILURE_SQL = `WITH counted AS (
     UPDATE bulk_operations SET failures = failures + 1, last_failure_at = now(),
@@ -35,7 +37,19 @@ export const COUNT_BULK_FAILURE_SQL = `WITH counted AS (
      WHERE id = $1 AND state IN ('pending', 'running') AND ${DUE}
     RETURNING failures, lasting_failures AS lasting
   )
-  SELECT failures, lasting FROM counted
+  SELECT true AS counted, failures, lasting FROM counted
   UNION ALL
-  SELECT failures, lasting_failures FROM bulk_operations
+  SELECT false, failures, lasting_failures FROM bulk_operations
    WHERE id = $1 AND state IN ('pending', 'running') AND NOT EXISTS (SELECT 1 FROM counted)`;
+
+/**
+ * Removes the chunks of operation `$1` if it has ended. A cancel skips the chunk row a chunk in
+ * flight is removing (it never waits on the sweep); if that chunk then fails, its rollback brings
+ * the row back, of an operation no step reads again. Run after a step failed, so its locks are
+ * gone. The operation row is read FOR SHARE, so a cancel still in flight (it skipped the row
+ * before the rollback) is waited for and seen; a chunk row another replica's chunk holds is
+ * skipped, as the cancel does (that chunk removes it, or if it fails, this again).
+ */
+export const REMOVE_CHUNKS_OF_ENDED_SQL = `DELETE FROM bulk_operation_chunks
+  WHERE (operation_id, chunk) IN (SELECT operation_id, chunk FROM bulk_operation_chunks WHERE operation_id = $1 FOR UPDATE SKIP LOCKED)
+    AND NOT EXISTS (SELECT 1 FROM bulk_operations WHERE id = $1 AND state IN ('pending', 'running') FOR SHARE)`;

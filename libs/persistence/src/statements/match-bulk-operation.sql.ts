@@ -27,3 +27,15 @@ export const MATCH_BULK_OPERATION_SQL = `WITH matched AS (
   INSERT INTO bulk_operation_chunks (operation_id, chunk, job_ids)
   SELECT $1, chunk, array_agg(id ORDER BY id) FROM numbered GROUP BY chunk
   RETURNING cardinality(job_ids) AS n`;
+
+/**
+ * Bounds the match transaction's lock waits below its statement timeout (at half of it), unless
+ * the lock timeout already is (ALMANAC_PG_LOCK_TIMEOUT_MS may be 0, or as long): a match that
+ * waited on a lock (a migration's, an operator's LOCK TABLE) then fails with a lock timeout
+ * (55P03), which passes, not a statement timeout, which says its filter reads too many rows
+ * (the sweep's failureLasts). Without a statement timeout, nothing to do.
+ */
+export const BOUND_MATCH_LOCK_WAITS_SQL = `SELECT set_config('lock_timeout', greatest(st.setting::bigint / 2, 1)::text, true)
+  FROM pg_settings st, pg_settings lt
+ WHERE st.name = 'statement_timeout' AND lt.name = 'lock_timeout' AND st.setting::bigint > 0
+   AND (lt.setting::bigint = 0 OR lt.setting::bigint >= st.setting::bigint)`;
