@@ -1,7 +1,7 @@
 import { DeliveryMetrics, ReadyQueues } from '@almanac/delivery';
 import { completed, defineHandler, KindCatalog } from '@almanac/kinds';
 import { KindsRepository, TenantsRepository } from '@almanac/persistence';
-import { createDeliveryRedis, Liveness, LIVENESS_FLOOR_MS, MetricsService, POOL_OBSERVE_MS, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
+import { createDeliveryRedis, Liveness, LIVENESS_FLOOR_MS, MetricsService, POOL_OBSERVE_MS, type RedisClient, within, WORKER_REDIS_WAIT_MS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { PoolObserver } from './pool-observer';
@@ -25,18 +25,48 @@ describe('PoolObserver', () => {
   beforeEach(async () => (h = await createHarness({ handlers: [noop] })));
   afterEach(() => destroyHarness(h));
 
-  it('ends its turn within the bound, still gauging the workers, and stays live while Redis accepts the connection and never answers', async () => {
-    await h.liveWorker();
-    const sockets: Socket[] = [];
-    const silent = createServer((socket) => void sockets.push(socket));
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    // The dispatcher's DELIVERY_REDIS: no command timeout, ioredis' offline queue, retried forever.
-    const stalled = createDeliveryRedis({ url: `redis://127.0.0.1:${(silent.address() as AddressInfo).port}` });
+  /** An observer of the harness's pools whose ready lists go through `redis`; its liveness tells each beat, its gauges are its own. */
+  function observerOn(redis: RedisClient) {
     const liveness = new WatchedLiveness();
     const { routes, workers, logger, clock } = h;
-    const metrics = new DeliveryMetrics(new MetricsService()); // gauges only this observer sets
+    const metrics = new DeliveryMetrics(new MetricsService());
     const catalog = new KindCatalog(new KindsRepository(h.ds), { maxAgeMs: 0, missRefreshMs: 0 });
-    const observer = new PoolObserver({ routes, workers, metrics, logger, clock, catalog, liveness, tenants: new TenantsRepository(h.ds), ready: new ReadyQueues(stalled, h.redis.prefix) });
+    const observer = new PoolObserver({ routes, workers, metrics, logger, clock, catalog, liveness, tenants: new TenantsRepository(h.ds), ready: new ReadyQueues(redis, h.redis.prefix) });
+    const turn = (what: string) => within(POOL_OBSERVE_MS + WORKER_REDIS_WAIT_MS + 5_000, liveness.nextBeat(), what);
+    return { observer, liveness, metrics, turn };
+  }
+
+  /** A TCP server on a free port; `relay` handles each connection. Closed with its connections by `close`. */
+  async function server(relay: (client: Socket, sockets: Socket[]) => void) {
+    const sockets: Socket[] = [];
+    const srv = createServer((client) => (sockets.push(client), relay(client, sockets)));
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    const close = async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => srv.close(resolve));
+    };
+    return { url: `redis://127.0.0.1:${(srv.address() as AddressInfo).port}`, close };
+  }
+
+  /** A proxy to the test's Redis whose connections stay up while it drops everything (`silent`) or answers `lateMs` late. */
+  async function redisProxy() {
+    const state = { silent: false, lateMs: 0 };
+    const proxy = await server((client, sockets) => {
+      const upstream = connect(6379, '127.0.0.1');
+      sockets.push(upstream);
+      client.on('data', (d) => void (state.silent || upstream.write(d)));
+      upstream.on('data', (d) => void (state.silent || (state.lateMs ? setTimeout(() => client.write(d), state.lateMs) : client.write(d))));
+      for (const s of [client, upstream]) s.on('error', () => undefined);
+    });
+    return { state, ...proxy };
+  }
+
+  it('ends its turn within the bound, still gauging the workers, and stays live while Redis accepts the connection and never answers', async () => {
+    await h.liveWorker();
+    const silent = await server(() => undefined);
+    // The dispatcher's DELIVERY_REDIS: no command timeout, ioredis' offline queue, retried forever.
+    const stalled = createDeliveryRedis({ url: silent.url });
+    const { observer, liveness, metrics } = observerOn(stalled);
     try {
       const startedMs = Date.now();
       observer.start(); // beats once as it starts
@@ -48,40 +78,24 @@ describe('PoolObserver', () => {
     } finally {
       stalled.disconnect(); // fails what waits on it: a turn stuck without the bound ends
       await observer.stop();
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
+      await silent.close();
     }
   });
 
   it('waits for the calls a turn gave up on instead of queueing more while Redis stays silent', async () => {
     await h.liveWorker();
-    // A proxy to the test's Redis that goes silent on demand: the connection stays up, nothing answers.
-    let silent = false;
-    const sockets: Socket[] = [];
-    const proxy = createServer((client) => {
-      const upstream = connect(6379, '127.0.0.1');
-      sockets.push(client, upstream);
-      client.on('data', (d) => void (silent || upstream.write(d)));
-      upstream.on('data', (d) => void (silent || client.write(d)));
-      for (const s of [client, upstream]) s.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const redis = createDeliveryRedis({ url: `redis://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+    const proxy = await redisProxy();
+    const redis = createDeliveryRedis({ url: proxy.url });
     /** Commands the connection holds: sent and unanswered, offline, or waiting behind an unanswered auto-pipeline. */
     const held = () => {
       const r = redis as unknown as { offlineQueue: { length: number }; commandQueue: { length: number }; _autoPipelines: Map<string, { length: number }> };
       return r.offlineQueue.length + r.commandQueue.length + [...r._autoPipelines.values()].reduce((n, p) => n + p.length, 0);
     };
-    const liveness = new WatchedLiveness();
-    const { routes, workers, logger, clock } = h;
-    const metrics = new DeliveryMetrics(new MetricsService());
-    const catalog = new KindCatalog(new KindsRepository(h.ds), { maxAgeMs: 0, missRefreshMs: 0 });
-    const observer = new PoolObserver({ routes, workers, metrics, logger, clock, catalog, liveness, tenants: new TenantsRepository(h.ds), ready: new ReadyQueues(redis, h.redis.prefix) });
-    const turn = (what: string) => within(POOL_OBSERVE_MS + WORKER_REDIS_WAIT_MS + 5_000, liveness.nextBeat(), what);
+    const { observer, turn } = observerOn(redis);
     try {
       observer.start();
       await turn('a turn with Redis answering');
-      silent = true;
+      proxy.state.silent = true;
       await turn('the first turn Redis does not answer'); // gives up on its calls
       const left = held();
       expect(left).toBeGreaterThan(0);
@@ -92,44 +106,27 @@ describe('PoolObserver', () => {
     } finally {
       redis.disconnect();
       await observer.stop();
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => proxy.close(resolve));
+      await proxy.close();
     }
   });
 
   it('leaves a pool new since the pending calls began without a backlog figure, not a false 0', async () => {
     await h.liveWorker();
-    // A proxy to the test's Redis whose answers come late on demand.
-    let lateMs = 0;
-    const sockets: Socket[] = [];
-    const proxy = createServer((client) => {
-      const upstream = connect(6379, '127.0.0.1');
-      sockets.push(client, upstream);
-      client.on('data', (d) => void upstream.write(d));
-      upstream.on('data', (d) => void (lateMs ? setTimeout(() => client.write(d), lateMs) : client.write(d)));
-      for (const s of [client, upstream]) s.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const redis = createDeliveryRedis({ url: `redis://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
-    const liveness = new WatchedLiveness();
-    const { routes, workers, logger, clock } = h;
-    const metrics = new DeliveryMetrics(new MetricsService());
-    const catalog = new KindCatalog(new KindsRepository(h.ds), { maxAgeMs: 0, missRefreshMs: 0 });
-    const observer = new PoolObserver({ routes, workers, metrics, logger, clock, catalog, liveness, tenants: new TenantsRepository(h.ds), ready: new ReadyQueues(redis, h.redis.prefix) });
-    const turn = (what: string) => within(POOL_OBSERVE_MS + WORKER_REDIS_WAIT_MS + 5_000, liveness.nextBeat(), what);
+    const proxy = await redisProxy();
+    const redis = createDeliveryRedis({ url: proxy.url });
+    const { observer, metrics, turn } = observerOn(redis);
     try {
       observer.start();
       await turn('a turn with Redis answering');
-      lateMs = WORKER_REDIS_WAIT_MS; // two round trips (shares, then backlogs): answered about 2 s into the next turn's wait
+      proxy.state.lateMs = WORKER_REDIS_WAIT_MS; // two round trips (shares, then backlogs): answered about 2 s into the next turn's wait
       await turn('a turn that gives up on its calls'); // they were for the pools known then
       await h.liveWorker({ pools: ['reports'] });
-      await turn('the next turn, which gets those calls\' answers');
+      await turn("the next turn, which gets those calls' answers");
       expect((await metrics.poolBacklog.get()).values.find((v) => v.labels.pool === 'reports')).toBeUndefined();
     } finally {
       redis.disconnect();
       await observer.stop();
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => proxy.close(resolve));
+      await proxy.close();
     }
   });
 });

@@ -4,8 +4,7 @@ import { DataSource } from 'typeorm';
 import { COLUMNS, type MissedPolicy, type NewSchedule, type RawSchedule, type RemovedOccurrences, type ScheduleChange, type ScheduleView, toView } from './schedule-view';
 import { removeNeverStartedOccurrences, removeUnrunOccurrences } from './unrun-occurrences';
 
-export type { MissedPolicy, NewSchedule, RemovedOccurrences, ScheduleChange, ScheduleView } from './schedule-view';
-export { occurrenceKeyRange } from './schedule-view';
+export type { NewSchedule, RemovedOccurrences, ScheduleChange, ScheduleView } from './schedule-view';
 
 /**
  * An edit of kind, payload or maxAttempts leaves the occurrences due this soon as they were:
