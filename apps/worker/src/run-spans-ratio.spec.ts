@@ -1,7 +1,6 @@
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { startInMemoryTracing } from '@almanac/testing/in-memory-tracing';
-import { completed, defineHandler } from '@almanac/kinds';
-import { propagation, trace } from '@opentelemetry/api';
+import { tracedKind } from '@almanac/testing/traced-handler';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-node';
 
 /**
@@ -15,19 +14,8 @@ afterAll(() => tracing.stop());
 
 /** The traceparent each job's handler would send with a call, by job id. */
 const sent = new Map<string, string>();
-const tracedHandler = defineHandler({
-  kind: 'traced',
-  timeoutMs: 5000,
-  handle: async (ctx) => {
-    const own = trace.getTracer('a handler').startSpan('own work', {}, ctx.traceContext);
-    const headers: Record<string, string> = {};
-    propagation.inject(trace.setSpan(ctx.traceContext, own), headers);
-    sent.set(ctx.jobId, headers.traceparent);
-    await (await ctx.tx()).query('SELECT 1');
-    own.end();
-    return completed();
-  },
-});
+const tracedHandler = tracedKind((jobId, traceparent) => void sent.set(jobId, traceparent));
+
 
 describe.each(['sdk', 'lean'] as const)('run spans under traceidratio 0.5 (%s)', (runs) => {
   let h: DeliveryHarness;

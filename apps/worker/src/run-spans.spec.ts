@@ -2,8 +2,8 @@ import { TenantOutboundRepository, TenantsRepository } from '@almanac/persistenc
 import { runSamplingFromEnv, setRunDecision } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { startInMemoryTracing } from '@almanac/testing/in-memory-tracing';
-import { completed, defineHandler } from '@almanac/kinds';
-import { propagation, SpanKind, trace } from '@opentelemetry/api';
+import { tracedKind } from '@almanac/testing/traced-handler';
+import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,19 +23,8 @@ afterAll(() => tracing.stop());
 
 /** What a handler does with ctx.traceContext: a span of its own, a traceparent for a call it makes (kept in `sent`), its transaction. */
 let sent: string[];
-const tracedHandler = defineHandler({
-  kind: 'traced',
-  timeoutMs: 5000,
-  handle: async (ctx) => {
-    const own = trace.getTracer('a handler').startSpan('own work', {}, ctx.traceContext);
-    const headers: Record<string, string> = {};
-    propagation.inject(trace.setSpan(ctx.traceContext, own), headers);
-    sent.push(headers.traceparent);
-    await (await ctx.tx()).query('SELECT 1');
-    own.end();
-    return completed();
-  },
-});
+const tracedHandler = tracedKind((_, traceparent) => void sent.push(traceparent));
+
 
 describe.each(['sdk', 'lean'] as const)('run spans (%s)', (runs) => {
   const producer = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
