@@ -2,6 +2,7 @@ import type { Hint } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { STATE_CODE } from '../job-state.codec';
+import { inIdOrder } from '../lock-order';
 import { epochMs, plainArray } from '../plain-array';
 import { Db, sql } from '../sql';
 import { CLAIM_FOR_RUN } from '../statements/claim-for-run.sql';
@@ -88,7 +89,7 @@ export class ExecutionRepository {
     const { rows } = await sql<{
       id: string; tenant_id: number; kind: string; key: string; payload: unknown;
       attempts: number; max_attempts: number; trace_parent: string | null; run_at: Date; claimed: boolean;
-    }>(this.dataSource, CLAIM_FOR_RUN, [plainArray(ids), dueBy, leaseUntil, workerId]);
+    }>(this.dataSource, CLAIM_FOR_RUN, [plainArray(inIdOrder(ids, (id) => id)), dueBy, leaseUntil, workerId]);
     const out: ClaimResult = { claimed: [], early: [] };
     for (const r of rows) {
       if (!r.claimed) out.early.push({ id: r.id, dueMs: r.run_at.getTime() });
@@ -109,8 +110,9 @@ export class ExecutionRepository {
    * state and attempt; returns the attempts still held, by refKey (an id alone would keep an
    * older attempt of the row alive).
    */
-  async extendLeases(refs: readonly (DeliveryRef & { progress?: string | null })[], until: Date): Promise<Set<string>> {
-    if (refs.length === 0) return new Set();
+  async extendLeases(unordered: readonly (DeliveryRef & { progress?: string | null })[], until: Date): Promise<Set<string>> {
+    if (unordered.length === 0) return new Set();
+    const refs = inIdOrder(unordered, (r) => r.id);
     const { rows } = await sql<DeliveryRef>(
       this.dataSource,
       EXTEND_LEASES_SQL,
@@ -125,8 +127,9 @@ export class ExecutionRepository {
    * were applied; the rest were stale (rescued, released or finished by another delivery).
    * Pass the handler's transaction as `db` to commit its writes with the completion.
    */
-  async complete(records: readonly CompletionRecord[], now: Date, db: Db = this.dataSource): Promise<Set<string>> {
-    if (records.length === 0) return new Set();
+  async complete(unordered: readonly CompletionRecord[], now: Date, db: Db = this.dataSource): Promise<Set<string>> {
+    if (unordered.length === 0) return new Set();
+    const records = inIdOrder(unordered, (r) => r.id);
     const { rows } = await sql<{ id: string }>(
       db,
       COMPLETE_ATTEMPTS,
@@ -153,12 +156,13 @@ export class ExecutionRepository {
    * `released` history row: the attempt still counts, its handler did start. Guarded like
    * `complete`; returns what was released, so the caller puts its hints back.
    */
-  async release(refs: readonly DeliveryRef[], now: Date, workerName: string, startedAt: readonly Date[]): Promise<ReleasedJob[]> {
-    if (refs.length === 0) return [];
+  async release(unordered: readonly DeliveryRef[], now: Date, workerName: string, startedAt: readonly Date[]): Promise<ReleasedJob[]> {
+    if (unordered.length === 0) return [];
+    const refs = inIdOrder(unordered.map((r, i) => ({ ...r, startedAt: startedAt[i] ?? now })), (r) => r.id);
     const { rows } = await sql<{ id: string; tenant_id: number; kind: string; run_at: Date }>(
       this.dataSource,
       RELEASE_DELIVERIES_SQL,
-      [refs.map((r) => r.id), refs.map((r) => r.attempt), now, workerName, refs.map((_, i) => startedAt[i] ?? now)],
+      [refs.map((r) => r.id), refs.map((r) => r.attempt), now, workerName, refs.map((r) => r.startedAt)],
     );
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id, kind: r.kind, dueMs: r.run_at.getTime() }));
   }

@@ -1,4 +1,5 @@
 import type { Db } from '../sql';
+import { inIdOrder } from '../lock-order';
 import { sql } from '../sql';
 
 /**
@@ -14,8 +15,9 @@ export const DEMOTE_TO_SCHEDULED_SQL = `UPDATE jobs j SET state = 's'
       WHERE j.id = u.id AND j.state::text = 'q' AND j.run_at = u.run_at
      RETURNING j.id`;
 
-export async function demoteToScheduled(db: Db, items: readonly { id: string; runAt: Date }[]): Promise<number> {
-  if (items.length === 0) return 0;
+export async function demoteToScheduled(db: Db, unordered: readonly { id: string; runAt: Date }[]): Promise<number> {
+  if (unordered.length === 0) return 0;
+  const items = inIdOrder(unordered, (i) => i.id);
   const { rows } = await sql(db, DEMOTE_TO_SCHEDULED_SQL, [items.map((i) => i.id), items.map((i) => i.runAt)]);
   return rows.length;
 }
