@@ -41,7 +41,10 @@ describe('statements over several jobs lock them in id order, whatever order the
       await someoneWaitsOnALock(db.dataSource);
       const lowFree = await db.dataSource
         .transaction((tx) => tx.query(`SELECT id FROM jobs WHERE id = $1 FOR UPDATE NOWAIT`, [low]))
-        .then(() => true, (err: { code?: string }) => (err.code === '55P03' ? false : Promise.reject(err)));
+        .then(() => true, (err: Error & { code?: string }) => {
+          if (err.code === '55P03') return false;
+          throw err;
+        });
       await holder.rollbackTransaction();
       await sent;
       return !lowFree;
