@@ -27,6 +27,7 @@ export * from './repositories/due-soon.repository';
 export * from './repositories/tenant-overview.repository';
 export * from './repositories/tenant-stats.repository';
 export * from './repositories/tenant-outbound.repository';
+export type { BulkOperationRecord } from './repositories/bulk-operation-record';
 export * from './repositories/bulk-operations.repository';
 export * from './repositories/retention.repository';
 export * from './statements/due-cold-tenants.sql';

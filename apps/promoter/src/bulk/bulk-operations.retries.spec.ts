@@ -1,7 +1,7 @@
-import { BULK_CHUNK_JOBS, type BulkFilter } from '@almanac/domain';
+import type { BulkFilter } from '@almanac/domain';
 import { type BulkOperationRecord, BulkOperationsRepository, createDataSource } from '@almanac/persistence';
 import { HotQueue, MetricsService } from '@almanac/platform';
-import { ageLastFailure, installChunkPoison, whileJobRowHeld } from '@almanac/testing/bulk-operations';
+import { ageLastFailure, installChunkPoison } from '@almanac/testing/bulk-operations';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { insertJobs, statesOf } from '@almanac/testing/promoter-rows';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
@@ -143,41 +143,6 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     expect(await read(op)).toMatchObject({ state: 'cancelled', matched: null, changed: 0 });
     expect(await statesOf(db.dataSource, ids)).toEqual({ s: 5 });
     expect(await chunkRows()).toBe(0);
-  });
-
-  it('a cancel does not wait on a chunk waiting for a row lock: that chunk, counted, is the last', async () => {
-    const ids = await insertJobs(db.dataSource, { tenantId: a, count: BULK_CHUNK_JOBS + 1, start: at(48 * HOUR) });
-    const op = await operation(a, { kind: 'noop' });
-    await sweep(db.dataSource, { chunksPerRun: 0 }).runOnce(NOW);
-    const run = await whileJobRowHeld(db.dataSource, db.url, ids[0], async (patientless) => {
-      const running = sweep(db.dataSource, { chunksPerRun: 1 }).runOnce(NOW); // waits for the row
-      await someoneWaitsOnALock(db.dataSource);
-      expect(await new BulkOperationsRepository(patientless).cancel(a, op.id)).toMatchObject({ state: 'cancelled' }); // before: a lock timeout
-      return { running };
-    });
-    await run.running;
-    expect(await read(op)).toMatchObject({ state: 'cancelled', nextChunk: 1, changed: BULK_CHUNK_JOBS });
-    expect(await statesOf(db.dataSource, ids)).toEqual({ c: BULK_CHUNK_JOBS, s: 1 });
-    expect(await chunkRows()).toBe(0);
-    await sweep().runOnce(NOW);
-    expect(await statesOf(db.dataSource, ids)).toEqual({ c: BULK_CHUNK_JOBS, s: 1 }); // never applied
-  });
-
-  it('a chunk that fails after a cancel landed (its job row held past its lock timeout) leaves no chunk row behind', async () => {
-    const ids = await insertJobs(db.dataSource, { tenantId: a, count: BULK_CHUNK_JOBS + 1, start: at(48 * HOUR) });
-    const op = await operation(a, { kind: 'noop' });
-    await sweep(db.dataSource, { chunksPerRun: 0 }).runOnce(NOW);
-    await whileJobRowHeld(db.dataSource, db.url, ids[0], async () => {
-      const running = sweep(db.dataSource, { chunksPerRun: 1 }).runOnce(NOW); // chunk 0 takes its chunk row, waits for the job row
-      await someoneWaitsOnALock(db.dataSource);
-      await repo.cancel(a, op.id); // removes chunk 1's row, skips chunk 0's
-      // The chunk gives up, as at its lock timeout: its rollback brings chunk 0's row back.
-      await db.dataSource.query(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      await running;
-    });
-    expect(await read(op)).toMatchObject({ state: 'cancelled', nextChunk: 0, changed: 0 });
-    expect(await chunkRows()).toBe(0); // before: 1, until retention removed the operation
-    expect(await statesOf(db.dataSource, ids)).toEqual({ s: BULK_CHUNK_JOBS + 1 });
   });
 
   it('two replicas whose matches of the same operation fail one after the other fail it once: set aside counts it once', async () => {

@@ -48,6 +48,9 @@ const FAILURES_TO_FAIL = 3;
  * step is guarded in the database (the operation's step lock and its next chunk), so replicas
  * may all run it, a cancel never waits on it, and a crash resumes at the first chunk not applied.
  *
+ * Each run first removes what chunks ended operations left (a chunk that failed or died as its
+ * operation was cancelled brings its chunk row back).
+ *
  * Hints: a chunk's rows keep theirs (the claim drops a hint whose row was cancelled or moved: it
  * wants a queued row due now), and rows a reschedule leaves queued get a new one at their new time
  * (or, if the hot queue refuses it, go back to scheduled for promotion).
@@ -67,6 +70,7 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
 
   async runOnce(now: Date): Promise<BulkOperationsResult> {
     const at = runningFrom(now); // a run may match and apply for seconds
+    await this.repo.removeChunksOfEnded();
     const ops = await this.repo.open(OPEN_PER_RUN, OPEN_PER_TENANT, this.lastTenant);
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
     const tenants: Turn[][] = [];

@@ -2,60 +2,12 @@ import { BULK_CHUNK_JOBS, type BulkAction, type BulkChange, type BulkFilter, typ
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
+import { type BulkOperationRecord, type OperationRow, toRecord } from './bulk-operation-record';
 import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL, TAKE_BULK_STEP_LOCK } from '../statements/apply-bulk-chunk.sql';
 import { COUNT_BULK_FAILURE_SQL, OPEN_BULK_OPERATIONS_SQL, REMOVE_CHUNKS_OF_ENDED_SQL } from '../statements/bulk-failures.sql';
 import { BULK_OPERATION_COLUMNS, CREATE_BULK_OPERATION_SQL } from '../statements/create-bulk-operation.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
 import { BOUND_MATCH_LOCK_WAITS_SQL, MATCH_BULK_OPERATION_SQL } from '../statements/match-bulk-operation.sql';
-
-export interface BulkOperationRecord {
-  id: string;
-  tenantId: number;
-  /** The request's idempotency key, unique per tenant; null when it gave none. */
-  key: string | null;
-  action: BulkAction;
-  filter: BulkFilter;
-  change: BulkChange | null;
-  state: BulkState;
-  createdAt: Date;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-  /** Jobs the filter matched as the operation started; null while pending. */
-  matched: number | null;
-  chunks: number | null;
-  /** The next chunk to apply (chunks applied so far). */
-  nextChunk: number;
-  /** Jobs cancelled or rescheduled. */
-  changed: number;
-  /** Matched jobs that had started or finished by the time their chunk ran. */
-  skipped: number;
-  /** Runs in a row in which its match or a chunk failed (reset by the next step that succeeds). */
-  failures: number;
-  /** Of those, the last ones in a row whose cause recurs (see countFailure). */
-  lastingFailures: number;
-  error: string | null;
-}
-
-interface OperationRow {
-  id: string;
-  tenant_id: number;
-  key: string | null;
-  action: BulkAction;
-  filter: Record<string, unknown>;
-  change: Record<string, unknown> | null;
-  state: BulkState;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-  matched: number | null;
-  chunks: number | null;
-  next_chunk: number;
-  changed: number;
-  skipped: number;
-  failures: number;
-  lasting_failures: number;
-  error: string | null;
-}
 
 /** A row a reschedule made queued: the hot queue needs it (the tenant is the operation's). */
 export interface BulkHotRow {
@@ -184,20 +136,23 @@ export class BulkOperationsRepository {
    * often the step is tried (the caller judges): those in a row are counted apart, and any other
    * failure ends their row. Counted only if the operation was due, so replicas that meet the
    * same cause back to back count it once (`counted` says which call did). The counts either way,
-   * or null if the operation has ended; then its chunks are removed, as a chunk that failed as it
-   * was cancelled brought its row back (REMOVE_CHUNKS_OF_ENDED_SQL).
+   * or null if the operation has ended.
    */
   async countFailure(id: string, lasting: boolean): Promise<{ counted: boolean; failures: number; lasting: number } | null> {
-    await sql(this.db, REMOVE_CHUNKS_OF_ENDED_SQL, [id]);
     const { rows } = await sql<{ counted: boolean; failures: number; lasting: number }>(this.db, COUNT_BULK_FAILURE_SQL, [id, lasting]);
     return rows[0] ?? null;
+  }
+
+  /** Removes the chunk rows ended operations left (REMOVE_CHUNKS_OF_ENDED_SQL); how many. */
+  async removeChunksOfEnded(): Promise<number> {
+    return (await sql(this.db, REMOVE_CHUNKS_OF_ENDED_SQL, [])).rowCount ?? 0;
   }
 
   /**
    * Stops a tenant's open operation and removes its chunks not applied. It waits on no match or
    * chunk in flight (they hold the step lock, not the row): a match meanwhile rolls back, and a
    * chunk in flight is the last (its chunk row, which it is removing, is skipped here; should
-   * that chunk fail, countFailure removes the row). The DELETE, a statement of
+   * that chunk fail, the next sweep run removes the row). The DELETE, a statement of
    * its own, sees the chunks of a match that just committed. Null: not the tenant's, or not open.
    */
   async cancel(tenantId: number, id: string): Promise<BulkOperationRecord | null> {
@@ -233,22 +188,4 @@ class EndedMeanwhile extends Error {}
 /** A LIKE pattern matching keys that start with `prefix` (its own % _ \ taken literally). */
 export function likePrefix(prefix: string): string {
   return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-function toRecord(r: OperationRow): BulkOperationRecord {
-  const f = r.filter;
-  const filter: BulkFilter = {};
-  if (typeof f.kind === 'string') filter.kind = f.kind;
-  if (typeof f.keyPrefix === 'string') filter.keyPrefix = f.keyPrefix;
-  if (typeof f.runAtFrom === 'string') filter.runAtFrom = new Date(f.runAtFrom);
-  if (typeof f.runAtTo === 'string') filter.runAtTo = new Date(f.runAtTo);
-  if (f.state === 'scheduled' || f.state === 'queued') filter.state = f.state;
-  const c = r.change;
-  const change: BulkChange | null = !c ? null : typeof c.runAt === 'string' ? { runAt: new Date(c.runAt) } : { shiftBySeconds: Number(c.shiftBySeconds) };
-  return {
-    id: r.id, tenantId: r.tenant_id, key: r.key, action: r.action, filter, change, state: r.state,
-    createdAt: r.created_at, startedAt: r.started_at, finishedAt: r.finished_at,
-    matched: r.matched, chunks: r.chunks, nextChunk: r.next_chunk, changed: r.changed, skipped: r.skipped,
-    failures: r.failures, lastingFailures: r.lasting_failures, error: r.error,
-  };
 }

@@ -43,13 +43,14 @@ export const COUNT_BULK_FAILURE_SQL = `WITH counted AS (
    WHERE id = $1 AND state IN ('pending', 'running') AND NOT EXISTS (SELECT 1 FROM counted)`;
 
 /**
- * Removes the chunks of operation `$1` if it has ended. A cancel skips the chunk row a chunk in
- * flight is removing (it never waits on the sweep); if that chunk then fails, its rollback brings
- * the row back, of an operation no step reads again. Run after a step failed, so its locks are
- * gone. The operation row is read FOR SHARE, so a cancel still in flight (it skipped the row
- * before the rollback) is waited for and seen; a chunk row another replica's chunk holds is
- * skipped, as the cancel does (that chunk removes it, or if it fails, this again).
+ * Removes the chunks of every operation that has ended, as each bulk sweep run begins. A cancel
+ * skips the chunk row a chunk in flight is removing (it never waits on the sweep); if that chunk
+ * then fails, or its promoter dies or loses Postgres, its rollback brings the row back, of an
+ * operation no step reads again. A chunk row a chunk in flight holds is skipped (that chunk
+ * removes it, or the next run does). Reads the few open operations' chunks besides.
  */
 export const REMOVE_CHUNKS_OF_ENDED_SQL = `DELETE FROM bulk_operation_chunks
-  WHERE (operation_id, chunk) IN (SELECT operation_id, chunk FROM bulk_operation_chunks WHERE operation_id = $1 FOR UPDATE SKIP LOCKED)
-    AND NOT EXISTS (SELECT 1 FROM bulk_operations WHERE id = $1 AND state IN ('pending', 'running') FOR SHARE)`;
+  WHERE (operation_id, chunk) IN (
+    SELECT c.operation_id, c.chunk FROM bulk_operation_chunks c JOIN bulk_operations o ON o.id = c.operation_id
+     WHERE o.state NOT IN ('pending', 'running')
+       FOR UPDATE OF c SKIP LOCKED)`;
