@@ -11,6 +11,7 @@ export * from './time-zone';
 export * from './schedule-watch';
 export * from './fairness';
 export * from './attempt-error';
+export * from './ip-address';
 export * from './outbound';
 export * from './bulk-operation';
 export * from './retention';

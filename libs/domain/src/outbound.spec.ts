@@ -1,5 +1,6 @@
 import { DomainValidationError } from './errors';
-import { formatIp, hostRuleMatches, outboundVerdict, parseCidr, parseHostRule, parseHostRules, parseIp, refusedRange, type UrlTarget } from './outbound';
+import { formatIp, parseCidr, parseIp } from './ip-address';
+import { hostRuleMatches, outboundVerdict, parseHostRule, parseHostRules, refusedRange, type UrlTarget } from './outbound';
 
 const target = (url: string): UrlTarget => {
   const u = new URL(url);
