@@ -6,7 +6,7 @@ import { AdminAuthGuard } from '../auth/guards';
 import { invalid, notFound } from '../http/api-error';
 import { ErrorDto } from '../http/error.dto';
 import { Issues, pathId, queryInt, rejectUnknownQuery } from '../http/validation';
-import { CreatedKeyDto, KeyDto, KeyListDto } from './tenant.dto';
+import { CreatedKeyDto, KeyDto, KeyListDto } from './credentials.dto';
 
 /** A tenant's API keys: several at once (rotation without downtime), each revocable on every replica within a second. */
 @ApiTags('admin')

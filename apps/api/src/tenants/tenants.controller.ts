@@ -20,10 +20,8 @@ import { invalid, notFound } from '../http/api-error';
 import { intInRange, isPlainObject, Issues, pathId, queryInt, refuseQuery, rejectUnknown, rejectUnknownQuery } from '../http/validation';
 import { DataSource } from 'typeorm';
 import { storedBytesQuota } from './stored-bytes-quota';
-import {
-  CreatedSigningSecretDto, CreatedTenantDto, CreateSigningSecretDto, CreateTenantDto, KindLimitDto, SigningSecretDto, SigningSecretListDto, TenantDto, TenantListDto,
-  UpdateTenantDto,
-} from './tenant.dto';
+import { CreatedSigningSecretDto, CreateSigningSecretDto, SigningSecretDto, SigningSecretListDto } from './credentials.dto';
+import { CreatedTenantDto, CreateTenantDto, KindLimitDto, TenantDto, TenantListDto, UpdateTenantDto } from './tenant.dto';
 
 /** Jobs are counted per tenant up to this (an index-only walk each): a listing page stays fast beside tenants with millions. */
 const JOB_COUNT_CAP = 10_000;
