@@ -26,8 +26,8 @@ export type CommitResult =
 
 /**
  * Group commit of new jobs, the way databases do it: concurrent requests' rows go to Postgres
- * together (one insertBatch per tenant), then every immediate/hot row created to the hot queue
- * in one addBulk. Every answer comes after the commit.
+ * together (one insertBatch per tenant), then the immediate/hot rows created to the hot queue.
+ * Every answer comes after the commit.
  */
 @Injectable()
 export class IngestCommit implements BeforeApplicationShutdown {
@@ -45,9 +45,12 @@ export class IngestCommit implements BeforeApplicationShutdown {
   ) {
     // Group commit, the way databases do it: a group leaves at the end of the event-loop turn
     // while a commit slot is free; otherwise what arrives meanwhile goes together when one frees.
-    this.batcher = new MicroBatcher((entries) => this.many(entries), {
+    // Tenants take turns in a group and each answers when its own insert has committed, so
+    // another tenant's backlog or large rows hold a POST back by the inserts under way, no more.
+    this.batcher = new MicroBatcher((entries) => this.insertTenant(entries), {
       maxInFlight: settings.commitsInFlight,
       maxBatch: settings.batchMaxItems,
+      keyOf: (entry) => entry.tenantId,
     });
     this.ingested = metrics.counter({
       name: 'almanac_jobs_ingested_total',
@@ -56,19 +59,21 @@ export class IngestCommit implements BeforeApplicationShutdown {
     });
     this.groupSize = metrics.histogram({
       name: 'almanac_ingest_commit_rows',
-      help: 'Rows per ingest commit (group commit of single-job POSTs, or one batch request)',
+      help: "Rows per ingest insert (a tenant's share of a group commit of single-job POSTs, or one batch request)",
       buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
     });
   }
 
-  /** Commits what is waiting for company while the database and Redis are still up. */
+  /** Commits what is waiting for company, and gives it its hints, while the database and Redis are still up. */
   async beforeApplicationShutdown(): Promise<void> {
     await this.batcher.drain();
+    await this.routing.drain();
   }
 
   /**
    * Sheds load rather than queue without bound behind a stalled or saturated database; one
-   * tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it.
+   * tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it,
+   * and waits its turn in each group beside other tenants' POSTs.
    */
   async one(entry: CommitEntry, deadline?: AbortSignal): Promise<CommitResult> {
     const max = this.settings.maxPendingCommits;
@@ -76,21 +81,24 @@ export class IngestCommit implements BeforeApplicationShutdown {
     if (this.batcher.pending >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
     if (mine >= Math.max(1, Math.floor(max / 2))) throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
     this.pendingOf.set(entry.tenantId, mine + 1);
-    return this.batcher.submit(entry, deadline).finally(() => {
+    try {
+      // The commit slot is free again once the insert has committed: the hint goes outside it.
+      const committed = await this.batcher.submit(entry, deadline);
+      const [result] = await this.hinted([entry], [committed]);
+      return result;
+    } finally {
       const left = (this.pendingOf.get(entry.tenantId) ?? 1) - 1;
       if (left > 0) this.pendingOf.set(entry.tenantId, left);
       else this.pendingOf.delete(entry.tenantId);
-    });
+    }
   }
 
   /**
-   * One insertBatch per tenant in the group (concurrently), then one addBulk for every
-   * immediate/hot row created. Results in input order. A tenant whose insert fails gets
-   * `failed` for its items; the others' committed rows still go to the queue and answer.
+   * One insertBatch per tenant (concurrently), then the hints of the immediate/hot rows created.
+   * Results in input order. A tenant whose insert fails gets `failed` for its items; the others'
+   * committed rows still go to the queue and answer.
    */
   async many(entries: CommitEntry[]): Promise<CommitResult[]> {
-    if (entries.length === 0) return [];
-    this.groupSize.observe(entries.length);
     const byTenant = new Map<number, number[]>();
     entries.forEach((e, i) => {
       const list = byTenant.get(e.tenantId);
@@ -99,14 +107,16 @@ export class IngestCommit implements BeforeApplicationShutdown {
     });
     const results = new Array<CommitResult>(entries.length);
     await Promise.all(
-      [...byTenant].map(async ([tenantId, indices]) => {
-        try {
-          await this.insertTenant(tenantId, indices, entries, results);
-        } catch (error) {
-          for (const i of indices) results[i] = { status: 'failed', error };
-        }
+      [...byTenant.values()].map(async (indices) => {
+        const out = await this.insertTenant(indices.map((i) => entries[i]));
+        indices.forEach((i, k) => (results[i] = out[k]));
       }),
     );
+    return this.hinted(entries, results);
+  }
+
+  /** Hints for the rows created due soon; a row whose hint Redis did not take answers `scheduled`, left to the promoter. */
+  private async hinted(entries: CommitEntry[], results: CommitResult[]): Promise<CommitResult[]> {
     const hot = results.flatMap((r) =>
       r.status === 'created' && r.job.state === 'queued'
         ? [{ id: r.job.id, dueMs: r.job.runAt.getTime(), tenantId: r.job.tenantId, kind: r.job.kind }]
@@ -123,29 +133,28 @@ export class IngestCommit implements BeforeApplicationShutdown {
     return results;
   }
 
-  /** One tenant's share of a commit: one insertBatch, results written at the entries' indices. */
-  private async insertTenant(tenantId: number, indices: number[], entries: CommitEntry[], results: CommitResult[]): Promise<void> {
-    const rows: NewJob[] = indices.map((i) => {
-      const { input, tier, traceParent } = entries[i];
-      return {
-        traceParent,
-        kind: input.kind,
-        key: input.key,
-        runAt: input.runAt,
-        payload: input.payload,
-        maxAttempts: input.maxAttempts,
-        state: entryState(tier),
-      };
-    });
-    const outcomes = await this.jobs.insertBatch(tenantId, rows);
-    outcomes.forEach((o, k) => {
-      const i = indices[k];
-      if (o.status === 'created' || o.status === 'retired') {
-        results[i] = o;
-        return;
-      }
-      const fields = differingFields(o.job, entries[i].input);
-      results[i] = fields.length ? { status: 'conflict', job: o.job, fields } : o;
-    });
+  /** One tenant's entries in one insertBatch, results in their order; a failed insert is `failed` for each. */
+  private async insertTenant(entries: CommitEntry[]): Promise<CommitResult[]> {
+    if (entries.length === 0) return [];
+    this.groupSize.observe(entries.length);
+    const rows: NewJob[] = entries.map(({ input, tier, traceParent }) => ({
+      traceParent,
+      kind: input.kind,
+      key: input.key,
+      runAt: input.runAt,
+      payload: input.payload,
+      maxAttempts: input.maxAttempts,
+      state: entryState(tier),
+    }));
+    try {
+      const outcomes = await this.jobs.insertBatch(entries[0].tenantId, rows);
+      return outcomes.map((o, i) => {
+        if (o.status === 'created' || o.status === 'retired') return o;
+        const fields = differingFields(o.job, entries[i].input);
+        return fields.length ? { status: 'conflict', job: o.job, fields } : o;
+      });
+    } catch (error) {
+      return entries.map(() => ({ status: 'failed', error }));
+    }
   }
 }

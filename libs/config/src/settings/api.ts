@@ -46,7 +46,7 @@ export const API_ROLE_SETTINGS = {
     min: 1,
     max: 64,
     readers: API,
-    meaning: 'group commit: single-job inserts running at once; POSTs arriving meanwhile wait and share the next one',
+    meaning: 'group commit: single-job inserts running at once; POSTs arriving meanwhile wait and share the next one, tenants taking turns in it',
   },
   ALMANAC_INGEST_BATCH_MAX: { type: 'int', default: 500, min: 1, max: 1000, readers: API, meaning: 'group commit: most jobs in one shared insert' },
   ALMANAC_ENQUEUE_TIMEOUT_MS: {
@@ -55,7 +55,7 @@ export const API_ROLE_SETTINGS = {
     min: 10,
     max: 60_000,
     readers: API,
-    meaning: 'how long ingest waits for Redis before leaving the row to the promoter',
+    meaning: 'how long ingest waits for Redis before leaving the row to the promoter; after a failed enqueue, hints go that way without trying Redis for as long',
   },
   // A group commit of 500 rows takes ~5-15 ms: 5,000 waiting is a few hundred ms of work, the
   // most a healthy database would queue; beyond it the database is stalled or saturated.

@@ -5,25 +5,35 @@
  * setImmediate, or `lingerMs` where latency does not matter); under heavy load batches grow to
  * `maxBatch` by themselves, so the cost of a database round trip is shared by many jobs.
  */
-export interface MicroBatcherOptions {
+export interface MicroBatcherOptions<I> {
   maxBatch: number;
-  /** Flushes allowed in flight at once (each holds one database connection). */
+  /** Flushes allowed in flight at once (each holds one database connection, or one per key). */
   maxInFlight: number;
   /**
    * A batch short of `maxBatch` waits this long for more before it goes (default 0: the next
    * tick). Only for writes nobody waits on: every round trip costs its syscalls, whatever it carries.
    */
   lingerMs?: number;
+  /**
+   * Items of different keys (tenants) fill a batch in turns, each an even share of the room left,
+   * not first come first served, and each key's share is a `run` call of its own (concurrent, in
+   * the batch's slot) whose items answer as it ends: one key's backlog, or its slow call, holds
+   * another key's items back by the batches already running, not by the backlog or the call.
+   */
+  keyOf?: (item: I) => unknown;
 }
 
 interface Pending<I, O> {
   item: I;
+  key: unknown;
   resolve: (value: O) => void;
   reject: (err: unknown) => void;
 }
 
 export class MicroBatcher<I, O> {
-  private queue: Pending<I, O>[] = [];
+  /** Waiting items by key; the key served last goes to the back. */
+  private readonly queues = new Map<unknown, Pending<I, O>[]>();
+  private queued = 0;
   private inFlight = 0;
   private scheduled = false;
   private lingering: NodeJS.Timeout | undefined;
@@ -32,7 +42,7 @@ export class MicroBatcher<I, O> {
   /** `run` answers one output per input, in the same order. */
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
-    private readonly opts: MicroBatcherOptions,
+    private readonly opts: MicroBatcherOptions<I>,
   ) {}
 
   /**
@@ -45,8 +55,11 @@ export class MicroBatcher<I, O> {
   submit(item: I, signal?: AbortSignal): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason as Error);
-      const pending: Pending<I, O> = { item, resolve, reject };
-      this.queue.push(pending);
+      const pending: Pending<I, O> = { item, key: this.opts.keyOf?.(item), resolve, reject };
+      const queue = this.queues.get(pending.key);
+      if (queue) queue.push(pending);
+      else this.queues.set(pending.key, [pending]);
+      this.queued++;
       signal?.addEventListener('abort', () => this.withdraw(pending, signal.reason), { once: true });
       this.schedule();
     });
@@ -54,20 +67,23 @@ export class MicroBatcher<I, O> {
 
   /** Resolves once nothing is queued or in flight (shutdown). */
   async drain(): Promise<void> {
-    if (this.queue.length === 0 && this.inFlight === 0) return;
+    if (this.queued === 0 && this.inFlight === 0) return;
     await new Promise<void>((resolve) => this.idle.add(resolve));
   }
 
   get pending(): number {
-    return this.queue.length + this.inFlight;
+    return this.queued + this.inFlight;
   }
 
   private withdraw(pending: Pending<I, O>, reason: unknown): void {
-    const at = this.queue.indexOf(pending);
-    if (at < 0) return; // already in a batch
-    this.queue.splice(at, 1);
+    const queue = this.queues.get(pending.key);
+    const at = queue ? queue.indexOf(pending) : -1;
+    if (!queue || at < 0) return; // already in a batch
+    queue.splice(at, 1);
+    if (queue.length === 0) this.queues.delete(pending.key);
+    this.queued--;
     pending.reject(reason);
-    if (this.queue.length === 0 && this.inFlight === 0) this.settle();
+    if (this.queued === 0 && this.inFlight === 0) this.settle();
   }
 
   private settle(): void {
@@ -77,7 +93,7 @@ export class MicroBatcher<I, O> {
 
   private schedule(): void {
     if (this.inFlight >= this.opts.maxInFlight) return;
-    const linger = this.opts.lingerMs !== undefined && this.opts.lingerMs > 0 && this.queue.length < this.opts.maxBatch;
+    const linger = this.opts.lingerMs !== undefined && this.opts.lingerMs > 0 && this.queued < this.opts.maxBatch;
     // Already on its way, unless it lingers and the batch has just filled up.
     if (this.scheduled && (linger || !this.lingering)) return;
     clearTimeout(this.lingering);
@@ -92,26 +108,44 @@ export class MicroBatcher<I, O> {
   }
 
   private flush(): void {
-    while (this.queue.length > 0 && this.inFlight < this.opts.maxInFlight) {
-      const batch = this.queue.splice(0, this.opts.maxBatch);
+    while (this.queued > 0 && this.inFlight < this.opts.maxInFlight) {
+      const shares = this.take();
       this.inFlight++;
-      void this.runBatch(batch);
+      void this.runBatch(shares);
     }
   }
 
-  private async runBatch(batch: Pending<I, O>[]): Promise<void> {
+  /** The next batch, by key: keys take turns, each an even share of the room left (one key: FIFO). */
+  private take(): Pending<I, O>[][] {
+    const shares = new Map<unknown, Pending<I, O>[]>();
+    for (let room = this.opts.maxBatch; room > 0 && this.queues.size > 0; ) {
+      const [key, queue] = this.queues.entries().next().value!;
+      const taken = queue.splice(0, Math.ceil(room / this.queues.size));
+      room -= taken.length;
+      this.queued -= taken.length;
+      shares.set(key, [...(shares.get(key) ?? []), ...taken]);
+      this.queues.delete(key);
+      if (queue.length > 0) this.queues.set(key, queue);
+    }
+    return [...shares.values()];
+  }
+
+  private async runBatch(shares: Pending<I, O>[][]): Promise<void> {
+    await Promise.all(shares.map((share) => this.runShare(share)));
+    this.inFlight--;
+    if (this.queued > 0) {
+      if (this.opts.lingerMs) this.schedule();
+      else this.flush();
+    }
+    else if (this.inFlight === 0) this.settle();
+  }
+
+  private async runShare(share: Pending<I, O>[]): Promise<void> {
     try {
-      const out = await this.run(batch.map((p) => p.item));
-      batch.forEach((p, i) => p.resolve(out[i]));
+      const out = await this.run(share.map((p) => p.item));
+      share.forEach((p, i) => p.resolve(out[i]));
     } catch (err) {
-      for (const p of batch) p.reject(err);
-    } finally {
-      this.inFlight--;
-      if (this.queue.length > 0) {
-        if (this.opts.lingerMs) this.schedule();
-        else this.flush();
-      }
-      else if (this.inFlight === 0) this.settle();
+      for (const p of share) p.reject(err);
     }
   }
 }
