@@ -73,7 +73,7 @@ export class PoolTaker {
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
     clearInterval(this.renewTimer);
-    this.o.executor.writer.closing = true; // failed outcome writes are no longer retried
+    this.o.executor.writer.retryUntilMs = this.o.clock.now().getTime() + deadlineMs; // failed outcome writes are retried while handlers may still finish
     for (const lane of this.lanes) for (const wake of [lane.slotFreed, lane.wakeToFinish]) wake?.();
     // A BLPOP ends by itself (≤ TAKE_BLOCK_MS), a take soon after; disconnecting under either could drop a wake token or a reply.
     await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled([...this.loops, ...this.lanes.flatMap((l) => l.waiter ?? [])]), 'ready take').catch(() => undefined);
