@@ -297,6 +297,20 @@ describe('worker executor', () => {
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
   });
 
+  it('a retry whose group commit committed but lost its reply is recognised when sent again: its hint goes back on the hot queue', async () => {
+    flaky.mode = 'retry';
+    const [id] = await h.enqueue([{ kind: 'flaky', maxAttempts: 5 }]);
+    await h.hot.runOnce();
+    const real = h.repo.complete.bind(h.repo);
+    jest.spyOn(h.repo, 'complete').mockImplementationOnce(async (...args: Parameters<typeof real>) => {
+      await real(...args);
+      throw connectionLost();
+    });
+    await h.runWorker(h.worker());
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: 'not yet' });
+    expect(await h.hotIds('waiting')).toEqual([id]); // not left for the overdue sweep
+  });
+
   it("during a shutdown's grace period a failed outcome write is retried: the job is not left running for the rescue to run again", async () => {
     const [id] = await h.enqueue([{ kind: 'slow' }]);
     const w = h.worker();
