@@ -153,9 +153,9 @@ export class PoolTaker {
     return !lane.lostTake;
   }
 
-  /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, whose taken entry is the running copy's. */
+  /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, which goes back when that run settles. */
   private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> | undefined {
-    if (lane.held.get(h.id) === takenBy) return undefined; // under a new id (this worker was rescued) a copy runs: its claim decides
+    if (lane.held.get(h.id) === takenBy) return void lane.copied.add(h.id); // under a new id (this worker was rescued) a copy runs: its claim decides
     lane.held.set(h.id, takenBy);
     lane.running++;
     if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
@@ -179,9 +179,9 @@ export class PoolTaker {
     return run;
   }
 
-  /** A hint is done with (reported with the next take) or goes back unstarted to the head of its flow. */
+  /** A hint is done with (reported with the next take) or goes back to the head of its flow: unstarted, or a copy taken meanwhile (a FINISH would drop it). */
   private async settle(lane: Lane, takenBy: number, h: TakenHint, result: ExecutionResult): Promise<void> {
-    if (result !== 'give_back' && result !== 'released') {
+    if (!lane.copied.delete(h.id) && result !== 'give_back' && result !== 'released') {
       const list = lane.done.get(takenBy);
       if (h.slots > 0) lane.doneHoldsSlots = true;
       return void (list ? list.push(h.id) : lane.done.set(takenBy, [h.id]));
