@@ -46,8 +46,7 @@ export class PoolTaker {
       [lane.blocking, lane.takes] = [blocking, new ReadyQueues(takes, this.o.ready.prefix)];
       this.loops.push(this.loop(lane));
     }
-    this.renewTimer = setInterval(() => void this.renewSlots(), SLOT_RENEW_MS);
-    this.renewTimer.unref();
+    this.renewTimer = setInterval(() => void this.renewSlots(), SLOT_RENEW_MS).unref();
   }
 
   /** Takes and runs what the pools hold now, without blocking; returns how many it started. Tests and tools: no timers. */
