@@ -30,8 +30,8 @@ export class AttemptWriter {
   /** Answers each outcome: applied, stale, or the error to send it again with (the batch failed before it was written). */
   private readonly completer: MicroBatcher<{ record: CompletionRecord; kind: string }, boolean | Error>;
   private readonly settling = new Set<Promise<void>>();
-  /** Set when the worker starts shutting down: failed writes are no longer retried. */
-  closing = false;
+  /** Set at a shutdown to its handlers' deadline (clock ms): no failed write is retried beyond the grace period. */
+  retryUntilMs = Infinity;
 
   constructor(private readonly o: AttemptWriterOptions) {
     this.completer = new MicroBatcher((items) => this.completeBatch(items), { maxBatch: o.maxBatch, maxInFlight: 2, lingerMs: COMPLETION_LINGER_MS });
@@ -56,10 +56,10 @@ export class AttemptWriter {
     if (hints.length > 0) await this.o.hotQueue.enqueue(hints, now, { addedAtMs: now.getTime() }).catch((err: unknown) => this.o.logger.error({ err, jobs: hints.length }, 'could not re-enqueue; the overdue sweep will'));
   }
 
-  /** Sends a write again after a failure while the lease lasts; not during a shutdown, whose grace period retries could outlast. */
+  /** Sends a write again after a failure while the lease lasts, and at a shutdown until its handlers' deadline (retries could outlast the grace period). */
   private whileLeased<T>(write: () => Promise<T>, deadlineMs: number, jobId: string, failed?: unknown): Promise<T> {
     return retryWithBackoff(write, {
-      ...OUTCOME_RETRY_PAUSES, failed, until: () => (this.closing ? -Infinity : deadlineMs), now: () => this.o.clock.now().getTime(),
+      ...OUTCOME_RETRY_PAUSES, failed, until: () => Math.min(deadlineMs, this.retryUntilMs), now: () => this.o.clock.now().getTime(),
       onRetry: (err, pause) => this.o.logger.warn({ err, jobId }, `could not record the outcome; trying again in ${pause} ms`),
     });
   }

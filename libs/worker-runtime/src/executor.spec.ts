@@ -297,11 +297,41 @@ describe('worker executor', () => {
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
   });
 
-  it('during a shutdown a failed outcome write is not retried: the pod must stop within its grace; the lease rescue takes over', async () => {
+  it('a retry whose group commit committed but lost its reply is recognised when sent again: its hint goes back on the hot queue', async () => {
+    flaky.mode = 'retry';
+    const [id] = await h.enqueue([{ kind: 'flaky', maxAttempts: 5 }]);
+    await h.hot.runOnce();
+    const real = h.repo.complete.bind(h.repo);
+    jest.spyOn(h.repo, 'complete').mockImplementationOnce(async (...args: Parameters<typeof real>) => {
+      await real(...args);
+      throw connectionLost();
+    });
+    await h.runWorker(h.worker());
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: 'not yet' });
+    expect(await h.hotIds('waiting')).toEqual([id]); // not left for the overdue sweep
+  });
+
+  it("during a shutdown's grace period a failed outcome write is retried: the job is not left running for the rescue to run again", async () => {
+    const [id] = await h.enqueue([{ kind: 'slow' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.startWorker(w);
+    await slowGate.started;
+    await h.ds.query(`CREATE SEQUENCE completions_refused; CREATE FUNCTION refuse_completion_once() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF OLD.state = 'r' AND NEW.state <> 'r' AND nextval('completions_refused') = 1 THEN RAISE EXCEPTION 'completion refused' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$`);
+    await h.ds.query(`CREATE TRIGGER refuse_completion_once BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_completion_once()`);
+    const closing = w.taker.close(10_000);
+    slowGate.release(); // ends within the grace period; its first completion write fails
+    expect(await closing).toEqual({ released: 0 });
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
+  });
+
+  it("past a shutdown's deadline a failed outcome write is not retried: the pod must stop within its grace; the lease rescue takes over", async () => {
     const w = await h.liveWorker();
     const [id] = await h.enqueue([{ kind: 'noop' }]);
     await h.hot.runOnce();
-    w.executor.writer.closing = true;
+    w.executor.writer.retryUntilMs = h.clock.now().getTime();
     jest.spyOn(h.repo, 'complete').mockRejectedValueOnce(connectionLost());
     await w.taker.runOnce();
     expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 }); // left running for the rescue

@@ -1,5 +1,6 @@
 import { ReadyQueues } from '@almanac/delivery';
-import { DEFAULT_SHARE } from '@almanac/domain';
+import { DEFAULT_SHARE, LOST_ATTEMPT_ERROR } from '@almanac/domain';
+import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler } from '@almanac/kinds';
 import { TAKE_BLOCK_MS, within } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
@@ -255,6 +256,32 @@ describe('pool taker', () => {
     expect(at(`finish ${limited}`)).toBeLessThan(at(`returned ${other}`));
     expect(events.slice(0, at('closed')).map((e) => e.what)).toContain(`finish landed ${limited}`);
     for (const id of [limited, other]) expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+  });
+
+  it("a rescue's fresh hint taken by the same worker while its old run still ends runs after it, not dropped with the old run's FINISH", async () => {
+    const [id] = await h.enqueue([{ kind: 'held' }]);
+    const openOld = gate(id);
+    const firstRan = ran(id);
+    const w = h.worker();
+    await h.startWorker(w);
+    await h.hot.runOnce();
+    await firstRan;
+    // Its renewals failed: the rescue moved the row back to queued and sent a hint, which this worker takes.
+    await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    await h.hotQueue.enqueue([h.hint(id, { kind: 'held' })], new Date());
+    await h.hot.runOnce();
+    const taken = (async () => {
+      while ((await h.readyIds()).length > 0) await new Promise((r) => setImmediate(r));
+    })();
+    await within(5000, taken, 'the fresh hint taken');
+    gates.set(id, Promise.resolve()); // the second run does not wait
+    openOld(); // the old run ends; its completion is stale
+    const done = (async () => {
+      while ((await h.job(id)).state !== 'd') await new Promise((r) => setImmediate(r));
+    })();
+    await within(5000, done, 'the fresh hint run');
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
   });
 
   it('a full lane passes on a token that a wait it left behind took', async () => {

@@ -46,8 +46,7 @@ export class PoolTaker {
       [lane.blocking, lane.takes] = [blocking, new ReadyQueues(takes, this.o.ready.prefix)];
       this.loops.push(this.loop(lane));
     }
-    this.renewTimer = setInterval(() => void this.renewSlots(), SLOT_RENEW_MS);
-    this.renewTimer.unref();
+    this.renewTimer = setInterval(() => void this.renewSlots(), SLOT_RENEW_MS).unref();
   }
 
   /** Takes and runs what the pools hold now, without blocking; returns how many it started. Tests and tools: no timers. */
@@ -73,7 +72,7 @@ export class PoolTaker {
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
     clearInterval(this.renewTimer);
-    this.o.executor.writer.closing = true; // failed outcome writes are no longer retried
+    this.o.executor.writer.retryUntilMs = this.o.clock.now().getTime() + deadlineMs; // failed outcome writes are retried while handlers may still finish
     for (const lane of this.lanes) for (const wake of [lane.slotFreed, lane.wakeToFinish]) wake?.();
     // A BLPOP ends by itself (≤ TAKE_BLOCK_MS), a take soon after; disconnecting under either could drop a wake token or a reply.
     await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled([...this.loops, ...this.lanes.flatMap((l) => l.waiter ?? [])]), 'ready take').catch(() => undefined);
@@ -153,9 +152,9 @@ export class PoolTaker {
     return !lane.lostTake;
   }
 
-  /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, whose taken entry is the running copy's. */
+  /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, which goes back when that run settles. */
   private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> | undefined {
-    if (lane.held.get(h.id) === takenBy) return undefined; // under a new id (this worker was rescued) a copy runs: its claim decides
+    if (lane.held.get(h.id) === takenBy) return void lane.copied.add(h.id); // under a new id (this worker was rescued) a copy runs: its claim decides
     lane.held.set(h.id, takenBy);
     lane.running++;
     if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
@@ -179,9 +178,9 @@ export class PoolTaker {
     return run;
   }
 
-  /** A hint is done with (reported with the next take) or goes back unstarted to the head of its flow. */
+  /** A hint is done with (reported with the next take) or goes back to the head of its flow: unstarted, or a copy taken meanwhile (a FINISH would drop it). */
   private async settle(lane: Lane, takenBy: number, h: TakenHint, result: ExecutionResult): Promise<void> {
-    if (result !== 'give_back' && result !== 'released') {
+    if (!lane.copied.delete(h.id) && result !== 'give_back' && result !== 'released') {
       const list = lane.done.get(takenBy);
       if (h.slots > 0) lane.doneHoldsSlots = true;
       return void (list ? list.push(h.id) : lane.done.set(takenBy, [h.id]));

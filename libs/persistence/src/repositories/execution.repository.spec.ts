@@ -75,4 +75,15 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
     const marks = await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM jobs WHERE id = ANY($1::bigint[]) AND claimed_by = 8`, [ids.slice(20, 25)]);
     expect(marks[0].n).toBe(5);
   });
+
+  it('a completion sent again (a lost reply) reports the rows its first send wrote, not those a release by the same worker moved', async () => {
+    const repo = new ExecutionRepository(db.dataSource);
+    await db.dataSource.query(`UPDATE jobs SET state = 'r', attempts = 1, claimed_by = 7 WHERE id = ANY($1::bigint[])`, [ids.slice(50, 52)]);
+    const record = (id: string) => ({ id, attempt: 1, tenantId: 1, next: 'queued' as const, runAt: NOW, error: 'not yet', outcome: 'failed' as const, startedAt: NOW, finishedAt: NOW, workerId: 'w-1' });
+    await repo.release([{ id: ids[51], attempt: 1 }], NOW, 'w-1', [NOW]);
+    expect([...(await repo.complete([record(ids[50]), record(ids[51])], NOW))]).toEqual([ids[50]]);
+    expect([...(await repo.complete([record(ids[50]), record(ids[51])], NOW))]).toEqual([ids[50]]);
+    const [{ n }] = await db.dataSource.query<{ n: number }[]>(`SELECT count(*)::int AS n FROM job_attempts WHERE job_id = $1`, [ids[50]]);
+    expect(n).toBe(1);
+  });
 });

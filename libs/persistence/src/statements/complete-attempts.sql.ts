@@ -2,7 +2,10 @@ import { prepared } from '../sql';
 
 /**
  * Records how attempts ended: one guarded UPDATE of the jobs (running, same attempt) and the
- * insert of their job_attempts rows, only for the jobs the update matched. Returns the ids applied.
+ * insert of their job_attempts rows, only for the jobs the update matched. Returns the ids applied,
+ * and those this very record was already written for: a resend after a commit whose reply was
+ * lost is its own write, not a stale one (its retry still gets its hint). Only the rows the update
+ * missed are looked up in job_attempts, by its primary key.
  * A plain insert: an attempt's history row is written once, by whichever of completion, release
  * and rescue moves the row out of `running` under that attempt (each is guarded by it), and the
  * next claim counts a new attempt. A `snoozed` attempt adds one to max_attempts, so it spends
@@ -37,5 +40,10 @@ export const COMPLETE_ATTEMPTS = prepared('almanac_complete_attempts', `WITH inp
          INSERT INTO job_attempts (job_id, attempt, tenant_id, started_at, finished_at, outcome, worker_id, error, result)
          SELECT i.id, i.attempt, i.tenant_id, i.started_at, i.finished_at, i.outcome, i.worker_id, i.error, i.result
            FROM input i JOIN done d ON d.id = i.id
+       ), resent AS (
+         SELECT i.id FROM input i
+          WHERE i.id NOT IN (SELECT id FROM done)
+            AND (SELECT a.worker_id = i.worker_id AND a.outcome = i.outcome AND a.finished_at = i.finished_at
+                   FROM job_attempts a WHERE a.job_id = i.id AND a.attempt = i.attempt)
        )
-       SELECT id::text AS id FROM done`);
+       SELECT id::text AS id FROM done UNION ALL SELECT id::text FROM resent`);
