@@ -91,12 +91,18 @@ export class JobsController {
   @ApiResponse({ status: 200, type: BatchResultDto })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'Not a {jobs: [...]} body, or more than 1000 jobs' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per item sent, valid or not; see Retry-After' })
-  createBatch(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Headers() headers: Record<string, string | undefined>) {
+  @ApiResponse({ status: 503, type: ErrorDto, description: 'This replica commits ALMANAC_INGEST_BATCHES_IN_FLIGHT batches at once (`details[0].rule = "concurrent_batches"`), or the request was not answered in time; see Retry-After' })
+  createBatch(
+    @CurrentTenant() tenant: TenantRecord,
+    @Body() body: unknown,
+    @Headers() headers: Record<string, string | undefined>,
+    @Deadline() deadline: AbortSignal | undefined,
+  ) {
     const count = isPlainObject(body) && Array.isArray(body.jobs) ? body.jobs.length : 0;
     return inIngestSpan(
       headers,
       { 'messaging.batch.message_count': count, 'almanac.tenant': tenant.id },
-      (traceParent) => this.ingest.createBatch(tenant, body, traceParent),
+      (traceParent) => this.ingest.createBatch(tenant, body, traceParent, deadline),
     );
   }
 
