@@ -56,7 +56,7 @@ export class JobsController {
   @ApiResponse({
     status: 409,
     type: ErrorDto,
-    description: 'The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead)',
+    description: 'The key names a job with a different kind, runAt or payload (rule `conflict`; runAt only until the job\'s first attempt, and against its current one: a job moved before it ran by PATCH or bulk-reschedule answers its original body 409 too), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead)',
   })
   @ApiResponse({ status: 413, type: ErrorDto, description: 'payload over ALMANAC_MAX_PAYLOAD_BYTES' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per job, spent before the job is validated; see Retry-After' })

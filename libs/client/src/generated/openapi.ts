@@ -2348,7 +2348,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead) */
+            /** @description The key names a job with a different kind, runAt or payload (rule `conflict`; runAt only until the job's first attempt, and against its current one: a job moved before it ran by PATCH or bulk-reschedule answers its original body 409 too), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead) */
             409: {
                 headers: {
                     [name: string]: unknown;
