@@ -158,7 +158,10 @@ export class JobsController {
   }
 
   @Delete(':id')
-  @ApiOperation({ summary: 'Cancel a job that has not started (also removes it from the queue)' })
+  @ApiOperation({
+    summary: 'Cancel a job that has not started',
+    description: 'The row is cancelled at once and will not run; a queued job\'s hint stays in the hot queue until a dispatcher claims it, and is dropped then.',
+  })
   @ApiParam(ID)
   @ApiResponse({ status: 200, type: JobDto, description: 'Cancelled (or already cancelled)' })
   @ApiResponse({ status: 404, type: ErrorDto })

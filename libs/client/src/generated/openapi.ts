@@ -193,7 +193,10 @@ export interface paths {
         get: operations["JobsController_get"];
         put?: never;
         post?: never;
-        /** Cancel a job that has not started (also removes it from the queue) */
+        /**
+         * Cancel a job that has not started
+         * @description The row is cancelled at once and will not run; a queued job's hint stays in the hot queue until a dispatcher claims it, and is dropped then.
+         */
         delete: operations["JobsController_cancel"];
         options?: never;
         head?: never;
