@@ -14,6 +14,8 @@ export interface ApiSettings {
   /** Group commit: most single-job commits running at once; others wait and go together. */
   commitsInFlight: number;
   batchMaxItems: number;
+  /** Batch requests being committed at once (each holds a connection while it inserts); beyond it 503 (load shedding). */
+  batchesInFlight: number;
   /** Past this an enqueue counts as failed and the rows are left to the promoter. */
   enqueueTimeoutMs: number;
   /** Single-job POSTs waiting for a group commit beyond which new ones get 503 (load shedding). */
@@ -55,6 +57,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     authLookupsPerSecond: readSetting(env, 'ALMANAC_AUTH_LOOKUPS_PER_SECOND'),
     commitsInFlight: readSetting(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT'),
     batchMaxItems: readSetting(env, 'ALMANAC_INGEST_BATCH_MAX'),
+    batchesInFlight: readSetting(env, 'ALMANAC_INGEST_BATCHES_IN_FLIGHT'),
     enqueueTimeoutMs: readSetting(env, 'ALMANAC_ENQUEUE_TIMEOUT_MS'),
     maxPendingCommits: readSetting(env, 'ALMANAC_INGEST_MAX_PENDING'),
     requestTimeoutMs: readSetting(env, 'ALMANAC_REQUEST_TIMEOUT_MS'),

@@ -1,5 +1,6 @@
 import { type AlmanacClient, ConflictError, createClient, InvalidIdError, NotFoundError, ValidationError } from '@almanac/client';
 import { MAX_LIFETIME_ATTEMPTS } from '@almanac/domain';
+import { Clock } from '@almanac/platform';
 import { type ApiHarness, DAY, HOUR, inMs, MINUTE, startApi } from './api-harness';
 
 // Through @almanac/client, as a producer calls the API; raw HTTP (supertest) only for requests
@@ -126,6 +127,24 @@ describe('job queries and changes', () => {
     const again = await client.jobs.retry(id).catch((e: unknown) => e);
     expect(again).toBeInstanceOf(ConflictError);
     expect((again as ConflictError).details[0]).toMatchObject({ rule: 'not_dead' });
+  });
+
+  it("retries a dead job at the database's now, not the API host's clock (30 s ahead of it here)", async () => {
+    const { id } = await create('d-skew', inMs(3 * DAY));
+    await h.db.dataSource.query(`UPDATE jobs SET state = 'x', attempts = 3, max_attempts = 3, finished_at = now() WHERE id = $1`, [id]);
+    const dbNow = async () => (await h.db.dataSource.query<{ t: Date }[]>(`SELECT now() AS t`))[0].t.getTime();
+    const ahead = jest.spyOn(h.app.get(Clock), 'now').mockImplementation(() => new Date(Date.now() + 30_000));
+    try {
+      const before = await dbNow();
+      const job = await client.jobs.retry(id);
+      const after = await dbNow();
+      expect(job).toMatchObject({ state: 'queued', tier: 'immediate' });
+      const runAt = Date.parse(job.runAt); // claims compare it with the database's now(): due at once, not in 30 s
+      expect(runAt).toBeGreaterThanOrEqual(before);
+      expect(runAt).toBeLessThanOrEqual(after);
+    } finally {
+      ahead.mockRestore();
+    }
   });
 
   it("carries a job's newest 20 attempts and pages the rest, newest first, for its tenant only", async () => {

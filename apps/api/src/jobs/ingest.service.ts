@@ -3,7 +3,7 @@ import { JobsRepository, type TenantRecord } from '@almanac/persistence';
 import { ALMANAC_CONFIG, type AlmanacConfig, Clock } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
-import { ApiError, conflict, type ErrorBody, invalid } from '../http/api-error';
+import { ApiError, conflict, type ErrorBody, invalid, overLimit } from '../http/api-error';
 import { isPlainObject, Issues, rejectUnknown } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
 import { IngestRateLimiter } from '../rate-limit/ingest-rate-limiter';
@@ -13,6 +13,8 @@ import { parseJobInput } from './job-input';
 import { jobSummary, type JobSummary, removedJob, type RemovedJob } from './job-view';
 
 export const MAX_BATCH = 1000;
+
+type BatchAnswer = { results: BatchItem[]; created: number; existing: number; removed: number; errors: number };
 
 export type BatchItem =
   | { index: number; status: 'created' | 'existing'; job: JobSummary }
@@ -35,6 +37,9 @@ export class IngestService {
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
   ) {}
+
+  /** Batch requests of this replica between their shedding check and their answer. */
+  private batchesInFlight = 0;
 
   /**
    * POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. A key
@@ -61,10 +66,24 @@ export class IngestService {
     return { created: result.status === 'created', job: jobSummary(result.job, now, this.config.horizons) };
   }
 
-  /** POST /v1/jobs/batch: one result per item, in order; bad items do not sink the rest. */
-  async createBatch(
-    tenant: TenantRecord, body: unknown, traceParent: string | null = null,
-  ): Promise<{ results: BatchItem[]; created: number; existing: number; removed: number; errors: number }> {
+  /**
+   * POST /v1/jobs/batch: one result per item, in order; bad items do not sink the rest. Sheds
+   * load past `batchesInFlight` at once, before any work: a batch each client retries after its
+   * 503 must not queue behind a stalled database, nor take all the pool's connections from group
+   * commits and reads. Past `deadline`, a batch not yet written is withdrawn.
+   */
+  async createBatch(tenant: TenantRecord, body: unknown, traceParent: string | null = null, deadline?: AbortSignal): Promise<BatchAnswer> {
+    const most = this.settings.batchesInFlight;
+    if (this.batchesInFlight >= most) throw overLimit(503, `this replica commits ${most} batches at once`, 'jobs', 'concurrent_batches', 1000);
+    this.batchesInFlight++;
+    try {
+      return await this.commitBatch(tenant, body, traceParent, deadline);
+    } finally {
+      this.batchesInFlight--;
+    }
+  }
+
+  private async commitBatch(tenant: TenantRecord, body: unknown, traceParent: string | null, deadline: AbortSignal | undefined): Promise<BatchAnswer> {
     // Every item sent spends, valid or not, before any is validated (as createOne does).
     await this.limiter.consume(tenant, itemsSent(body));
     const jobs = this.batchEnvelope(body);
@@ -83,7 +102,8 @@ export class IngestService {
     });
     const charge = await this.quota.chargeNewKeys(tenant, valid.map((v) => v.entry.input), (keys) => this.jobs.knownKeys(tenant.id, keys));
     const created = (rs: CommitResult[]) => rs.flatMap((r, i) => (r.status === 'created' ? [valid[i].entry.input.key] : []));
-    const committed = await charge.settle(this.commits.many(valid.map((v) => v.entry)), created);
+    // The look-ups above may have waited on a stalled database: an answered request writes nothing.
+    const committed = await charge.settle(withdrawnPast(deadline, () => this.commits.many(valid.map((v) => v.entry))), created);
     const failed = committed.find((r) => r.status === 'failed');
     if (failed) throw failed.error;
     committed.forEach((r, i) => {
@@ -157,4 +177,10 @@ function retiredError(r: { key: string; removedOn: string; state: JobState; rese
 function itemsSent(body: unknown): number {
   const jobs = isPlainObject(body) ? body.jobs : undefined;
   return Array.isArray(jobs) ? Math.min(Math.max(jobs.length, 1), MAX_BATCH) : 1;
+}
+
+/** `write`, unless `deadline` has passed: then its reason, and nothing written. */
+async function withdrawnPast<T>(deadline: AbortSignal | undefined, write: () => Promise<T>): Promise<T> {
+  deadline?.throwIfAborted();
+  return write();
 }

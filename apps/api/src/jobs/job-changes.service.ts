@@ -60,19 +60,20 @@ export class JobChangesService {
 
   async retry(tenant: TenantRecord, id: string, body: unknown): Promise<JobSummary> {
     const issues = new Issues();
-    let runAt: Date | undefined = this.clock.now();
+    // Unsent: now by the database's clock, which claims go by (a host ahead of it delayed the job).
+    let runAt: Date | null = null;
     let extra: number | undefined = 1;
     if (body !== undefined && body !== null && !(isPlainObject(body) && Object.keys(body).length === 0)) {
       if (!isPlainObject(body)) issues.add('body', 'type', 'body must be a JSON object');
       else {
         rejectUnknown(body, ['runAt', 'extraAttempts'], issues);
-        if (body.runAt !== undefined) runAt = runAtIn(body.runAt, 'runAt', issues);
+        if (body.runAt !== undefined) runAt = runAtIn(body.runAt, 'runAt', issues) ?? null;
         if (body.extraAttempts !== undefined) extra = intInRange(body.extraAttempts, 'extraAttempts', 1, MAX_ATTEMPTS_LIMIT, issues);
       }
     }
-    if (!issues.ok || !runAt || !extra) throw invalid(issues.list);
+    if (!issues.ok || !extra) throw invalid(issues.list);
     if (!isJobIdString(id)) throw notFound(`job ${id}`);
-    const res = await this.changes.retryDead(tenant.id, id, runAt, this.stateFor(runAt), extra);
+    const res = await this.changes.retryDead(tenant.id, id, runAt, runAt ? this.stateFor(runAt) : entryState('immediate'), extra);
     return this.afterMove(id, res, 'retried');
   }
 

@@ -85,7 +85,8 @@ export interface StoredJobBody {
 /**
  * Fields in which a replayed request differs from the job its key already names. The run time
  * is compared only while the job has never been attempted: a retry moves `run_at`, and a replay
- * of the original request must still find "its" job then.
+ * of the original request must still find "its" job then. A reschedule before the first attempt
+ * does make the original request differ (409, docs/api.md): the original run time is not stored.
  */
 export function differingFields(stored: StoredJobBody, input: JobInput): string[] {
   const diff: string[] = [];

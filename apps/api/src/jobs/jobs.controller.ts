@@ -56,7 +56,7 @@ export class JobsController {
   @ApiResponse({
     status: 409,
     type: ErrorDto,
-    description: 'The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead)',
+    description: 'The key names a job with a different kind, runAt or payload (rule `conflict`; runAt only until the job\'s first attempt, and against its current one: a job moved before it ran by PATCH or bulk-reschedule answers its original body 409 too), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead)',
   })
   @ApiResponse({ status: 413, type: ErrorDto, description: 'payload over ALMANAC_MAX_PAYLOAD_BYTES' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per job, spent before the job is validated; see Retry-After' })
@@ -91,12 +91,18 @@ export class JobsController {
   @ApiResponse({ status: 200, type: BatchResultDto })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'Not a {jobs: [...]} body, or more than 1000 jobs' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per item sent, valid or not; see Retry-After' })
-  createBatch(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Headers() headers: Record<string, string | undefined>) {
+  @ApiResponse({ status: 503, type: ErrorDto, description: 'This replica commits ALMANAC_INGEST_BATCHES_IN_FLIGHT batches at once (`details[0].rule = "concurrent_batches"`), or the request was not answered in time; see Retry-After' })
+  createBatch(
+    @CurrentTenant() tenant: TenantRecord,
+    @Body() body: unknown,
+    @Headers() headers: Record<string, string | undefined>,
+    @Deadline() deadline: AbortSignal | undefined,
+  ) {
     const count = isPlainObject(body) && Array.isArray(body.jobs) ? body.jobs.length : 0;
     return inIngestSpan(
       headers,
       { 'messaging.batch.message_count': count, 'almanac.tenant': tenant.id },
-      (traceParent) => this.ingest.createBatch(tenant, body, traceParent),
+      (traceParent) => this.ingest.createBatch(tenant, body, traceParent, deadline),
     );
   }
 
@@ -152,7 +158,10 @@ export class JobsController {
   }
 
   @Delete(':id')
-  @ApiOperation({ summary: 'Cancel a job that has not started (also removes it from the queue)' })
+  @ApiOperation({
+    summary: 'Cancel a job that has not started',
+    description: 'The row is cancelled at once and will not run; a queued job\'s hint stays in the hot queue until a dispatcher claims it, and is dropped then.',
+  })
   @ApiParam(ID)
   @ApiResponse({ status: 200, type: JobDto, description: 'Cancelled (or already cancelled)' })
   @ApiResponse({ status: 404, type: ErrorDto })

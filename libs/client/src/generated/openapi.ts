@@ -193,7 +193,10 @@ export interface paths {
         get: operations["JobsController_get"];
         put?: never;
         post?: never;
-        /** Cancel a job that has not started (also removes it from the queue) */
+        /**
+         * Cancel a job that has not started
+         * @description The row is cancelled at once and will not run; a queued job's hint stays in the hot queue until a dispatcher claims it, and is dropped then.
+         */
         delete: operations["JobsController_cancel"];
         options?: never;
         head?: never;
@@ -2348,7 +2351,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description The key names a job with a different kind, runAt or payload (rule `conflict`), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead) */
+            /** @description The key names a job with a different kind, runAt or payload (rule `conflict`; runAt only until the job's first attempt, and against its current one: a job moved before it ran by PATCH or bulk-reschedule answers its original body 409 too), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2436,6 +2439,15 @@ export interface operations {
             };
             /** @description Over the tenant's ingest rate (`details[0].rule = "rate_limit"`), one per item sent, valid or not; see Retry-After */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description This replica commits ALMANAC_INGEST_BATCHES_IN_FLIGHT batches at once (`details[0].rule = "concurrent_batches"`), or the request was not answered in time; see Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -48,6 +48,15 @@ export const API_ROLE_SETTINGS = {
     readers: API,
     meaning: 'group commit: single-job inserts running at once; POSTs arriving meanwhile wait and share the next one, tenants taking turns in it',
   },
+  // With the group commits' connections, at most 2 + 4 of the pool's 10: reads and key lookups keep the rest.
+  ALMANAC_INGEST_BATCHES_IN_FLIGHT: {
+    type: 'int',
+    default: 4,
+    min: 1,
+    max: 64,
+    readers: API,
+    meaning: 'POST /v1/jobs/batch requests being committed at once per replica; beyond it new ones get `503` with `Retry-After` (`details[0].rule = "concurrent_batches"`)',
+  },
   ALMANAC_INGEST_BATCH_MAX: { type: 'int', default: 500, min: 1, max: 1000, readers: API, meaning: 'group commit: most jobs in one shared insert' },
   ALMANAC_ENQUEUE_TIMEOUT_MS: {
     type: 'ms',

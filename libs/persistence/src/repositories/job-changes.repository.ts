@@ -57,7 +57,8 @@ export class JobChangesRepository {
   async retryDead(
     tenantId: number,
     id: string,
-    runAt: Date,
+    /** null: now, by the database's clock. */
+    runAt: Date | null,
     state: 'scheduled' | 'queued',
     extraAttempts: number,
   ): Promise<RescheduleOutcome> {

@@ -137,6 +137,31 @@ describe('JobsRepository (Postgres)', () => {
       }
     });
 
+    it('writes nothing for a caller that stopped waiting (`over`): before its connection, or while it waits on a lock', async () => {
+      await expect(jobs.insertBatch(T1, [job('over-0')], undefined, AbortSignal.abort(new Error('answered already')))).rejects.toThrow('answered already');
+      const locker = db.dataSource.createQueryRunner();
+      await locker.startTransaction();
+      try {
+        await locker.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
+        const stop = new AbortController();
+        const pending = jobs.insertBatch(T1, [job('over-1')], undefined, stop.signal);
+        await someoneWaitsOnALock();
+        stop.abort(new Error('deadline passed'));
+        await expect(pending).rejects.toThrow('deadline passed');
+        // Its backend ends (from another connection) before the lock goes: else the insert would run after the answer.
+        let waiting = 1;
+        for (let i = 0; waiting > 0 && i < 200; i++) {
+          [{ waiting }] = await db.dataSource.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+        }
+        expect(waiting).toBe(0);
+      } finally {
+        await locker.rollbackTransaction();
+        await locker.release();
+      }
+      await insertJobs(T1, [job('over-after')]); // a later insert goes through, and any earlier one would have too
+      expect([await rowByKey(T1, 'over-0'), await rowByKey(T1, 'over-1')]).toEqual([null, null]);
+    });
+
     it('composes with a caller transaction and rolls back with it', async () => {
       await insertJobs(T1, [job('tx-old')]);
       await expect(

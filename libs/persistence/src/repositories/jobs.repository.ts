@@ -4,7 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { type JobRecord, type JobRow, rowToJob } from '../job-record';
 import { createdAtFromJobId } from '../job-id';
 import { decodeState, STATE_CODE } from '../job-state.codec';
-import { type Db, sql } from '../sql';
+import { type Db, onConnection, sql } from '../sql';
 import { FIND_JOBS_BY_KEYS_SQL } from '../statements/find-jobs-by-keys.sql';
 import { FIND_RETIRED_KEYS_SQL } from '../statements/find-retired-keys.sql';
 import { FIND_USED_KEYS_SQL } from '../statements/find-used-keys.sql';
@@ -57,8 +57,12 @@ export class JobsRepository {
   /**
    * Inserts up to MAX_INSERT_BATCH jobs for one tenant in one round trip. Idempotent on
    * (tenant, key): an existing key is reported with its stored row and left untouched.
+   * `over` (outside a transaction): the caller stopped waiting (onConnection). Aborted before the
+   * batch has a pooled connection, it writes nothing; aborted while it runs, its statement is
+   * stopped and rolled back (unless it had just committed): an API batch answered 503 at its
+   * deadline must not write afterwards, beside the client's resend.
    */
-  async insertBatch(tenantId: number, items: readonly NewJob[], db: Db = this.dataSource): Promise<InsertOutcome[]> {
+  async insertBatch(tenantId: number, items: readonly NewJob[], db: Db = this.dataSource, over?: AbortSignal): Promise<InsertOutcome[]> {
     if (items.length === 0) return [];
     if (items.length > MAX_INSERT_BATCH) throw new RangeError(`insertBatch takes at most ${MAX_INSERT_BATCH} jobs (got ${items.length})`);
     const firstIndex = new Map<string, number>();
@@ -73,7 +77,9 @@ export class JobsRepository {
     // Insert in key order: two batches sharing new keys then wait on each other in the same
     // order and cannot deadlock, and the unique index is walked left to right.
     unique.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const byKey = await this.insertUnique(tenantId, unique, db);
+    const byKey = over && db instanceof DataSource
+      ? await onConnection(db, over, (c) => this.insertUnique(tenantId, unique, c.manager))
+      : await this.insertUnique(tenantId, unique, db);
     return items.map((item) => {
       const first = items[firstIndex.get(item.key)!];
       const outcome = byKey.get(item.key)!;

@@ -1,0 +1,53 @@
+import { Client } from 'pg';
+import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
+
+/**
+ * Batches under a stalled database: another session holds the jobs table locked, so every
+ * insert waits. Past ALMANAC_INGEST_BATCHES_IN_FLIGHT a batch is shed at once (503 with
+ * Retry-After), instead of joining the others in the pool's queue and taking the connections
+ * group commits and reads need.
+ */
+describe('batches past the replica’s batches in flight', () => {
+  let h: ApiHarness;
+  let auth: { Authorization: string };
+  let locker: Client;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_INGEST_BATCHES_IN_FLIGHT: '1', ALMANAC_REQUEST_TIMEOUT_MS: '1500', ALMANAC_PG_LOCK_TIMEOUT_MS: '10000' });
+    auth = { Authorization: `Bearer ${(await h.createTenant()).apiKey}` };
+    locker = new Client({ connectionString: h.db.url });
+    await locker.connect();
+  });
+  afterAll(async () => {
+    await locker.end();
+    await h.close();
+  });
+
+  const batch = (key: string) => h.http().post('/v1/jobs/batch').set(auth).send({ jobs: [{ kind: 'noop', key, runAt: inMs(DAY) }] });
+
+  it('are shed at once with 503 and Retry-After while one batch waits for the database', async () => {
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
+    try {
+      const first = batch('first').then((r) => r); // supertest sends on then()
+      for (let waiting = 0, tries = 0; waiting === 0; tries++) {
+        if (tries > 200) throw new Error('the first batch never waited for the lock');
+        [{ waiting }] = (await locker.query(`SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted AND relation = 'jobs'::regclass`)).rows;
+      }
+      const t0 = Date.now();
+      const shed = await batch('shed');
+      expect(Date.now() - t0).toBeLessThan(1000); // at once, not at the deadline (1.5 s)
+      expect(shed.status).toBe(503);
+      expect(shed.headers['retry-after']).toBe('1');
+      expect(shed.body.details[0]).toMatchObject({ field: 'jobs', rule: 'concurrent_batches' });
+      expect((await first).status).toBe(503); // its deadline
+    } finally {
+      await locker.query('ROLLBACK');
+    }
+    // Its slot comes back once the first batch is done with the database.
+    let again = await batch('shed');
+    for (let tries = 0; again.status === 503 && tries < 50; tries++) again = await batch('shed');
+    expect(again.status).toBe(200);
+    expect(again.body.created).toBe(1);
+  });
+});
