@@ -5,7 +5,7 @@ import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
  * Batches under a stalled database: another session holds the jobs table locked, so every
  * insert waits. Past ALMANAC_INGEST_BATCHES_IN_FLIGHT a batch is shed at once (503 with
  * Retry-After), instead of joining the others in the pool's queue and taking the connections
- * group commits and reads need.
+ * group commits and reads need; one answered at its deadline stops waiting and writes nothing.
  */
 describe('batches past the replica’s batches in flight', () => {
   let h: ApiHarness;
@@ -41,6 +41,8 @@ describe('batches past the replica’s batches in flight', () => {
       expect(shed.headers['retry-after']).toBe('1');
       expect(shed.body.details[0]).toMatchObject({ field: 'jobs', rule: 'concurrent_batches' });
       expect((await first).status).toBe(503); // its deadline
+      // Answered, it stops waiting for the lock: nothing of it is left to write once the lock goes.
+      await noneWaitsOnJobs();
     } finally {
       await locker.query('ROLLBACK');
     }
@@ -49,5 +51,15 @@ describe('batches past the replica’s batches in flight', () => {
     for (let tries = 0; again.status === 503 && tries < 50; tries++) again = await batch('shed');
     expect(again.status).toBe(200);
     expect(again.body.created).toBe(1);
+    expect((await locker.query(`SELECT count(*)::int AS n FROM jobs WHERE key = 'first'`)).rows[0].n).toBe(0);
   });
+
+  async function noneWaitsOnJobs(): Promise<void> {
+    for (let tries = 0; ; tries++) {
+      const [{ waiting }] = (await locker.query(`SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted AND relation = 'jobs'::regclass`)).rows;
+      if (waiting === 0) return;
+      if (tries > 500) throw new Error('an answered batch still waits to write');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
 });

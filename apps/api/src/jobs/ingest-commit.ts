@@ -98,7 +98,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
    * Results in input order. A tenant whose insert fails gets `failed` for its items; the others'
    * committed rows still go to the queue and answer.
    */
-  async many(entries: CommitEntry[]): Promise<CommitResult[]> {
+  async many(entries: CommitEntry[], over?: AbortSignal): Promise<CommitResult[]> {
     const byTenant = new Map<number, number[]>();
     entries.forEach((e, i) => {
       const list = byTenant.get(e.tenantId);
@@ -108,7 +108,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
     const results = new Array<CommitResult>(entries.length);
     await Promise.all(
       [...byTenant.values()].map(async (indices) => {
-        const out = await this.insertTenant(indices.map((i) => entries[i]));
+        const out = await this.insertTenant(indices.map((i) => entries[i]), over);
         indices.forEach((i, k) => (results[i] = out[k]));
       }),
     );
@@ -134,7 +134,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
   }
 
   /** One tenant's entries in one insertBatch, results in their order; a failed insert is `failed` for each. */
-  private async insertTenant(entries: CommitEntry[]): Promise<CommitResult[]> {
+  private async insertTenant(entries: CommitEntry[], over?: AbortSignal): Promise<CommitResult[]> {
     if (entries.length === 0) return [];
     this.groupSize.observe(entries.length);
     const rows: NewJob[] = entries.map(({ input, tier, traceParent }) => ({
@@ -147,7 +147,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
       state: entryState(tier),
     }));
     try {
-      const outcomes = await this.jobs.insertBatch(entries[0].tenantId, rows);
+      const outcomes = await this.jobs.insertBatch(entries[0].tenantId, rows, undefined, over);
       return outcomes.map((o, i) => {
         if (o.status === 'created' || o.status === 'retired') return o;
         const fields = differingFields(o.job, entries[i].input);

@@ -103,7 +103,7 @@ export class IngestService {
     const charge = await this.quota.chargeNewKeys(tenant, valid.map((v) => v.entry.input), (keys) => this.jobs.knownKeys(tenant.id, keys));
     const created = (rs: CommitResult[]) => rs.flatMap((r, i) => (r.status === 'created' ? [valid[i].entry.input.key] : []));
     // The look-ups above may have waited on a stalled database: an answered request writes nothing.
-    const committed = await charge.settle(withdrawnPast(deadline, () => this.commits.many(valid.map((v) => v.entry))), created);
+    const committed = await charge.settle(withdrawnPast(deadline, () => this.commits.many(valid.map((v) => v.entry), deadline)), created);
     const failed = committed.find((r) => r.status === 'failed');
     if (failed) throw failed.error;
     committed.forEach((r, i) => {
