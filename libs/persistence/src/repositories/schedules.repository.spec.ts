@@ -65,9 +65,9 @@ describe('SchedulesRepository (Postgres)', () => {
     await schedules.update(9, id, { expectWithinSeconds: 60 }, new Date());
     expect(await watched()).toBeLessThan(5);
     await db.dataSource.query(`UPDATE schedules SET watched_through = now() - interval '1 day' WHERE id = $1`, [id]);
-    await schedules.setPaused(9, id, true, new Date());
+    await schedules.setPaused(9, id, true);
     expect(await watched()).toBeGreaterThan(80_000); // pausing keeps it
-    await schedules.setPaused(9, id, false, new Date());
+    await schedules.setPaused(9, id, false);
     expect(await watched()).toBeLessThan(5);
     // A new cron: its past instants never had rows either.
     await db.dataSource.query(`UPDATE schedules SET watched_through = now() - interval '1 day' WHERE id = $1`, [id]);

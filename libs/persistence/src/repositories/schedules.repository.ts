@@ -2,6 +2,7 @@ import { DomainValidationError, parseSchedule, resumedNextRunAt } from '@almanac
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { COLUMNS, type MissedPolicy, type NewSchedule, type RawSchedule, type RemovedOccurrences, type ScheduleChange, type ScheduleView, toView } from './schedule-view';
+import { databaseNow } from '../statements/database-now.sql';
 import { removeNeverStartedOccurrences, removeUnrunOccurrences } from './unrun-occurrences';
 
 export type { NewSchedule, RemovedOccurrences, ScheduleChange, ScheduleView } from './schedule-view';
@@ -151,10 +152,12 @@ export class SchedulesRepository {
    * stops runs at once rather than after the horizon already materialised; `next_run_at` moves
    * back to the earliest of them, so on resume the recurring sweep brings back per the missed
    * policy those that fell due meanwhile and materialises the rest again. Occurrences that
-   * started (running, or waiting for a retry) are left alone. Resuming at `now` applies the
-   * missed policy to the occurrences due while paused (resumedNextRunAt). A no-op when already so.
+   * started (running, or waiting for a retry) are left alone. Resuming applies the missed policy
+   * to the occurrences due while paused (resumedNextRunAt) by the database's clock, read once the
+   * row is locked: runs start by it, and by an API host running fast a run not due yet was skipped.
+   * A no-op when already so.
    */
-  async setPaused(tenantId: number, id: string, paused: boolean, now: Date): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
+  async setPaused(tenantId: number, id: string, paused: boolean): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
     return this.db.transaction(async (tx) => {
       const locked: RawSchedule[] = await tx.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
       const current = locked[0];
@@ -166,7 +169,7 @@ export class SchedulesRepository {
         removed = { count: gone.count };
         nextRunAt = earlier(nextRunAt, gone.earliest);
       }
-      if (!paused && current.paused) nextRunAt = resumedCursor(current, now);
+      if (!paused && current.paused) nextRunAt = resumedCursor(current, await databaseNow(tx));
       const rows: [RawSchedule[], number] = await tx.query(
         // A resumed schedule is watched from now on: the runs a pause skipped are not missed ones.
         `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END,
