@@ -122,10 +122,10 @@ export class SchedulesService {
           ? {
               cron: timing.schedule.cron,
               timezone: timing.schedule.timezone,
-              timing: { nextRunAt: this.firstAfterNow(timing.schedule), from: { cron: current.cron, timezone: current.timezone } },
+              timing: { schedule: timing.schedule, from: { cron: current.cron, timezone: current.timezone } }, // its next run by the database's clock
             }
           : {}),
-      }, this.clock.now());
+      });
       // Given back unless the payload was written (not found, or changed meanwhile and read again).
       const res = await (charge ? charge.settle(write, (r) => (r && r !== 'changed' ? [''] : [])) : write);
       if (res === 'changed') {

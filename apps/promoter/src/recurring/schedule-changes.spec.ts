@@ -1,4 +1,4 @@
-import { type MissedPolicy, occurrenceKey } from '@almanac/domain';
+import { type MissedPolicy, occurrenceKey, parseSchedule } from '@almanac/domain';
 import { RecurringRepository, SchedulesRepository } from '@almanac/persistence';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { RecurringSweep } from './recurring.sweep';
@@ -6,8 +6,8 @@ import { SchedulePlanner } from './schedule-planner';
 
 const MINUTE = 60e3;
 const HOUR = 60 * MINUTE;
-const NOW = new Date('2026-11-29T10:20:00Z');
-const at = (ms: number) => new Date(NOW.getTime() + ms);
+/** The ISO time `n` minutes after `from`. */
+const minutesFrom = (from: Date) => (n: number) => new Date(from.getTime() + n * MINUTE).toISOString();
 
 /** What pause, resume and edits do to a schedule's materialised occurrences, through the recurring sweep. */
 describe('schedule changes and their occurrences (Postgres)', () => {
@@ -27,7 +27,7 @@ describe('schedule changes and their occurrences (Postgres)', () => {
   afterAll(() => db.drop());
   beforeEach(() => db.dataSource.query('TRUNCATE schedules, jobs'));
 
-  async function perMinute(missed: MissedPolicy = 'skip', from = NOW): Promise<string> {
+  async function perMinute(missed: MissedPolicy, from: Date): Promise<string> {
     const created = await schedules.create({
       tenantId: 1, key: `every-minute-${missed}`, kind: 'noop', cron: '* * * * *', timezone: 'UTC', payload: { v: 1 }, maxAttempts: 3, missed, nextRunAt: from, expectWithinSeconds: null,
     });
@@ -42,7 +42,6 @@ describe('schedule changes and their occurrences (Postgres)', () => {
     return rows.map(({ run_at, ...r }) => ({ at: run_at.toISOString(), ...r }));
   }
 
-  const minute = (n: number) => at(n * MINUTE).toISOString();
   const dbNow = async () => (await db.dataSource.query<{ now: Date }[]>(`SELECT now()`))[0].now;
 
   /**
@@ -59,7 +58,7 @@ describe('schedule changes and their occurrences (Postgres)', () => {
 
   it('pause removes the occurrences not started yet (those started go on), and makes none while paused', async () => {
     const from = await minutesAgo(40); // resumed 40 minutes in (and a few seconds), by the database's clock
-    const m = (n: number) => new Date(from.getTime() + n * MINUTE).toISOString();
+    const m = minutesFrom(from);
     const id = await perMinute('skip', from);
     await sweep.runOnce(from);
     expect(await occurrences(id)).toHaveLength(61); // 60 minutes on
@@ -85,7 +84,7 @@ describe('schedule changes and their occurrences (Postgres)', () => {
     ['latest', [130]],
   ] as const)('resumed after a pause longer than the horizon, missed: %s runs what the policy says of the runs due meanwhile', async (missed, due) => {
     const from = await minutesAgo(130); // resumed 130 minutes in (and a few seconds), by the database's clock
-    const m = (n: number) => new Date(from.getTime() + n * MINUTE).toISOString();
+    const m = minutesFrom(from);
     const id = await perMinute(missed, from);
     await sweep.runOnce(from);
     await schedules.setPaused(1, id, true);
@@ -98,30 +97,35 @@ describe('schedule changes and their occurrences (Postgres)', () => {
   });
 
   it('an edit of payload, kind or maxAttempts makes the occurrences not due within 2 minutes again with it; those due sooner, or waiting, stay', async () => {
-    const id = await perMinute();
-    await sweep.runOnce(NOW);
-    await db.dataSource.query(`UPDATE jobs SET state = 'r', attempts = 1 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:20:00Z`]);
-    await db.dataSource.query(`UPDATE jobs SET state = 'q' WHERE key = ANY($1)`, [[10.21, 10.22].map((m) => `schedule:${id}:2026-11-29T${m.toFixed(2).replace('.', ':')}:00Z`)]);
-    // 10:21 and 10:22 are due and queued behind the tenant's limit when the edit lands at 10:22:30.
-    const edited = await schedules.update(1, id, { kind: 'http', payload: { v: 2 }, maxAttempts: 7 }, at(150_000));
-    expect(edited).toMatchObject({ removed: { count: 56 }, schedule: { nextRunAt: at(5 * MINUTE) } }); // 10:23 and 10:24 run as made: the sweep's next run (60 s) would make them late
-    await sweep.runOnce(at(190_000));
+    const from = await minutesAgo(2); // edited 2 minutes in (and a few seconds), by the database's clock
+    const m = minutesFrom(from);
+    const id = await perMinute('skip', from);
+    await sweep.runOnce(from);
+    await db.dataSource.query(`UPDATE jobs SET state = 'r', attempts = 1 WHERE key = $1`, [occurrenceKey(id, new Date(m(0)))]);
+    await db.dataSource.query(`UPDATE jobs SET state = 'q' WHERE key = ANY($1)`, [[1, 2].map((n) => occurrenceKey(id, new Date(m(n))))]);
+    // The second and third are due and queued behind the tenant's limit when the edit lands.
+    const edited = await schedules.update(1, id, { kind: 'http', payload: { v: 2 }, maxAttempts: 7 });
+    expect(edited).toMatchObject({ removed: { count: 56 }, schedule: { nextRunAt: new Date(m(5)) } }); // the fourth and fifth run as made: the sweep's next run (60 s) would make them late
+    await sweep.runOnce(new Date(from.getTime() + 40_000));
     const rows = await occurrences(id);
-    expect(rows.map((o) => o.at)).toEqual(Array.from({ length: 64 }, (_, i) => minute(i))); // 10:20 … 11:23, none lost
+    expect(rows.map((o) => o.at)).toEqual(Array.from({ length: 61 }, (_, i) => m(i))); // none lost
     const values = (o: (typeof rows)[number]) => [o.kind, o.payload, o.max_attempts];
     expect(rows.slice(0, 5).map(values)).toEqual(Array(5).fill(['noop', { v: 1 }, 3]));
-    expect(rows.slice(5).map(values)).toEqual(Array(59).fill(['http', { v: 2 }, 7]));
+    expect(rows.slice(5).map(values)).toEqual(Array(56).fill(['http', { v: 2 }, 7]));
   });
 
   it('a cron change removes the occurrences not due yet; one due and waiting (a limit), and one waiting for its retry, still run', async () => {
-    const id = await perMinute();
-    await sweep.runOnce(NOW);
-    // At 10:23: 10:20 is due and waits (a limit), 10:21 waits for its retry at 10:25, 10:22 ran.
-    await db.dataSource.query(`UPDATE jobs SET state = 'd', attempts = 1 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:22:00Z`]);
-    await db.dataSource.query(`UPDATE jobs SET state = 'q', attempts = 1, run_at = $2 WHERE key = $1`, [`schedule:${id}:2026-11-29T10:21:00Z`, at(5 * MINUTE)]);
-    const changed = await schedules.update(1, id, { cron: '*/5 * * * *', timing: { nextRunAt: at(5 * MINUTE), from: { cron: '* * * * *', timezone: 'UTC' } } }, at(3 * MINUTE));
-    expect(changed).toMatchObject({ removed: { count: 57 } }); // 10:24 … 11:20; 10:23 is due now
+    const from = await minutesAgo(3); // changed 3 minutes in (and a few seconds), by the database's clock
+    const m = minutesFrom(from);
+    const id = await perMinute('skip', from);
+    await sweep.runOnce(from);
+    // The first is due and waits (a limit), the second waits for its retry 5 minutes in, the third ran.
+    await db.dataSource.query(`UPDATE jobs SET state = 'd', attempts = 1 WHERE key = $1`, [occurrenceKey(id, new Date(m(2)))]);
+    await db.dataSource.query(`UPDATE jobs SET state = 'q', attempts = 1, run_at = $2 WHERE key = $1`, [occurrenceKey(id, new Date(m(1))), new Date(m(5))]);
+    const every5 = parseSchedule('*/5 * * * *', 'UTC');
+    const changed = await schedules.update(1, id, { cron: '*/5 * * * *', timing: { schedule: every5, from: { cron: '* * * * *', timezone: 'UTC' } } });
+    expect(changed).toMatchObject({ removed: { count: 57 } }); // the fifth … the 61st; the fourth is due now
     const left = (await occurrences(id)).map((o) => [o.at, o.state, o.attempts]);
-    expect(left).toEqual([[minute(0), 's', 0], [minute(2), 'd', 1], [minute(3), 's', 0], [minute(5), 'q', 1]]);
+    expect(left).toEqual([[m(0), 's', 0], [m(2), 'd', 1], [m(3), 's', 0], [m(5), 'q', 1]]);
   });
 });

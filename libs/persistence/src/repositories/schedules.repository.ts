@@ -1,4 +1,4 @@
-import { DomainValidationError, parseSchedule, resumedNextRunAt } from '@almanac/domain';
+import { DomainValidationError, nextOccurrences, parseSchedule, resumedNextRunAt } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { COLUMNS, type MissedPolicy, type NewSchedule, type RawSchedule, type RemovedOccurrences, type ScheduleChange, type ScheduleView, toView } from './schedule-view';
@@ -82,9 +82,11 @@ export class SchedulesRepository {
   }
 
   /**
-   * Applies a change in one transaction; `'changed'` when a timing change lost a race (see
-   * ScheduleChange.timing). A timing change bumps `version`, sets the new
-   * `next_run_at` and removes the occurrences not started and not due by `now`, so the recurring
+   * Applies a change in one transaction, at the database's now (runs start by its clock: by an
+   * API host's, one running slow removed runs already due, one running fast skipped one not due
+   * yet); `'changed'` when a timing change lost a race (see ScheduleChange.timing). A timing
+   * change bumps `version`, sets the new timing's first `next_run_at` after now and removes the
+   * occurrences not started and not due by now, so the recurring
    * sweep makes the new timing's. A change of what the occurrences' jobs get (kind, payload,
    * maxAttempts) removes those not started and not due within EDIT_KEEPS_DUE_WITHIN_MS, and moves
    * `next_run_at` back to the earliest of them, so the sweep makes them again with the new values.
@@ -95,9 +97,9 @@ export class SchedulesRepository {
     tenantId: number,
     id: string,
     change: ScheduleChange,
-    now: Date,
   ): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | 'changed' | null> {
     return this.db.transaction(async (tx) => {
+      const now = await databaseNow(tx);
       const sets: string[] = ['updated_at = now()'];
       let guard = '';
       const params: unknown[] = [id, tenantId];
@@ -117,7 +119,7 @@ export class SchedulesRepository {
         sets.push('watched_through = now()');
       }
       if (change.timing) {
-        set('next_run_at', change.timing.nextRunAt);
+        set('next_run_at', nextOccurrences(change.timing.schedule, now, 1)[0] ?? null);
         set('timing_since', now); // run history computes occurrences from the timing only after it
         sets.push('version = version + 1');
         // The new timing's past instants never had rows: watched from now on, like a new expectation.
