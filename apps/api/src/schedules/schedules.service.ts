@@ -122,10 +122,10 @@ export class SchedulesService {
           ? {
               cron: timing.schedule.cron,
               timezone: timing.schedule.timezone,
-              timing: { nextRunAt: this.firstAfterNow(timing.schedule), from: { cron: current.cron, timezone: current.timezone } },
+              timing: { schedule: timing.schedule, from: { cron: current.cron, timezone: current.timezone } }, // its next run by the database's clock
             }
           : {}),
-      }, this.clock.now());
+      });
       // Given back unless the payload was written (not found, or changed meanwhile and read again).
       const res = await (charge ? charge.settle(write, (r) => (r && r !== 'changed' ? [''] : [])) : write);
       if (res === 'changed') {
@@ -150,7 +150,7 @@ export class SchedulesService {
 
   async setPaused(tenant: TenantRecord, id: string, paused: boolean) {
     if (!isJobIdString(id)) throw notFound(`schedule ${id}`);
-    const res = await this.schedules.setPaused(tenant.id, id, paused, this.clock.now());
+    const res = await this.schedules.setPaused(tenant.id, id, paused); // resumed by the database's clock
     if (!res) throw notFound(`schedule ${id}`);
     if (res.removed.count > 0) this.log.info({ tenantId: tenant.id, scheduleId: id, removed: res.removed.count }, 'schedule paused');
     return { ...view(res.schedule), removedOccurrences: res.removed.count };

@@ -4,68 +4,12 @@ import type { Logger } from 'pino';
 import { type DueSchedule, isRetiredKeyError, type OccurrenceRow, type RecurringRepository, type ScheduleAdvance } from '@almanac/persistence';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { runBatches } from '../sweeps/batch-loop';
-import { runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
+import { notAheadOfDatabase, runningFrom, type Sweep } from '../sweeps/sweep';
+import type { BatchBudget, OccurrenceCounts, RecurringOptions, RecurringResult, RunQuota } from './recurring-run';
 import type { SchedulePlanner } from './schedule-planner';
-
-export interface RecurringResult extends SweepResult {
-  schedules: number;
-  /** Rows inserted (on time + missed-but-run). */
-  inserted: number;
-  /** Occurrences already materialised before (a crashed run, another replica): untouched. */
-  duplicates: number;
-  occurrences: OccurrenceCounts;
-  /** Schedules whose cron or time zone no longer parses: left alone, logged by the caller. */
-  invalid: number;
-  /** Tenants that reached their occurrences-per-run quota: their other schedules wait a run. */
-  tenantsAtQuota: number;
-}
-
-/** materialised = on time; missed = late but run by policy; skipped = late and dropped by policy or cap. */
-export interface OccurrenceCounts {
-  materialised: number;
-  missed: number;
-  skipped: number;
-}
-
-export interface RecurringOptions {
-  /** How far ahead occurrences are materialised (ALMANAC_RECURRING_HORIZON_MS, an hour). */
-  horizonMs: number;
-  /** Schedules per transaction. */
-  batchSize: number;
-  /** Schedules per runOnce (the runner calls again at once when hit). */
-  maxPerRun: number;
-  /** Parallel batch lanes (see runBatches). */
-  concurrency: number;
-  /** Occurrences inserted per transaction at most, however many schedules produce them. */
-  maxBatchRows: number;
-  /** Payload bytes inserted per transaction at most (occurrences copy their schedule's payload). */
-  maxBatchBytes: number;
-  /** Occurrences one tenant may materialise per run; its other schedules wait for the next run. */
-  maxPerTenantPerRun: number;
-  /**
-   * The near part of the horizon every due schedule gets each run, quota or not; at least the
-   * late tolerance plus a run interval, so no occurrence turns late while its schedule waits.
-   */
-  nearMs: number;
-}
 
 /** What an occurrence row costs beyond its payload (key, columns, tuple header), for the byte budget. */
 const ROW_OVERHEAD_BYTES = 120;
-
-interface BatchBudget {
-  rows: number;
-  bytes: number;
-  /** Missed occurrences moved past (planMaterialisation's maxSteps), so a batch's planning stays ~0.1 s. */
-  steps: number;
-  /** The budget cut the batch short: schedules left due, or one truncated. */
-  cut: boolean;
-}
-
-/** Per-run state shared by the batches of one runOnce (its lanes run in one event loop). */
-interface RunQuota {
-  perTenant: Map<number, number>;
-  atQuota: Set<number>;
-}
 
 /**
  * Schedules → job rows for every occurrence inside the horizon (an hour ahead by default). Per batch, one transaction:
@@ -105,6 +49,9 @@ export class RecurringSweep implements Sweep<RecurringResult> {
 
   async runOnce(now: Date): Promise<RecurringResult> {
     const at = runningFrom(now);
+    // What is late (and dropped under `skip`) goes by the database's clock, by which runs start:
+    // a replica running fast by more than the late tolerance dropped runs not due yet.
+    const planAt = notAheadOfDatabase(now, (await this.repo.databaseNow()).getTime());
     const total: RecurringResult = {
       schedules: 0,
       inserted: 0,
@@ -116,9 +63,9 @@ export class RecurringSweep implements Sweep<RecurringResult> {
     // First every due schedule's next few minutes, whatever the quota: a schedule the quota
     // held back whole would see its first occurrences turn late and, under `skip`, dropped.
     // Then the rest of the horizon, within each tenant's quota.
-    const near = await this.pass(now, new Date(now.getTime() + this.opts.nearMs), null, total);
+    const near = await this.pass(planAt, new Date(planAt.getTime() + this.opts.nearMs), null, total);
     const quota: RunQuota = { perTenant: new Map(), atQuota: new Set() };
-    const far = await this.pass(now, new Date(now.getTime() + this.opts.horizonMs), quota, total);
+    const far = await this.pass(planAt, new Date(planAt.getTime() + this.opts.horizonMs), quota, total);
     total.schedules = near.total + far.total;
     total.tenantsAtQuota = quota.atQuota.size;
     if (near.more || far.more) total.more = true;

@@ -1,3 +1,4 @@
+import { occurrenceKey } from '@almanac/domain';
 import { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
@@ -189,5 +190,31 @@ describe('ScheduleWatchSweep (Postgres)', () => {
     await expect(other).resolves.toMatchObject({ outcomes: { ok: 1, missed: 4 } }); // 01:00 ok; 02:00-05:00 missed
     expect(mine.outcomes).toEqual({ ok: 0, late: 0, missed: 0, failed: 0 });
     expect((await okCount()) - before).toBe(1);
+  });
+  it('judges by the database\'s clock: a host running fast does not find a run about to start on time missed', async () => {
+    await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts, sweep_leases');
+    const dbNow = async () => ((await db.dataSource.query(`SELECT now() AS t`))[0].t as Date).getTime();
+    const at = await dbNow();
+    const skew = at - Date.now();
+    const due = new Date(Math.floor(at / 60_000) * 60_000); // this minute's run, by the database's clock
+    // Its expectation passes 1-2 s from now by the database's clock, 8-9 s ago by a host 10 s fast.
+    const expectSeconds = Math.floor((at - due.getTime()) / 1000) + 2;
+    const [{ id: s }] = await db.dataSource.query(
+      `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, next_run_at, expect_within_seconds, created_at)
+       VALUES (11, 'minutely', 'noop', '* * * * *', 'UTC', $1, $2, $3) RETURNING id::text AS id`,
+      [due, expectSeconds, new Date(due.getTime() - 30_000)],
+    );
+    const key = occurrenceKey(s, due);
+    const [{ id: job }] = await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state, attempts) VALUES (11, $1, 'noop', $2, 'q', 0) RETURNING id::text AS id`, [key, due]);
+    const fast = () => new Date(Date.now() + skew + 10_000); // the promoter's host: 10 s ahead of the database
+    expect(await sweep().runOnce(fast())).toMatchObject({ outcomes: { ok: 0, late: 0, missed: 0, failed: 0 } });
+    // It starts on time (by the database's clock), and is judged once its expectation has passed by that clock.
+    await db.dataSource.query(`UPDATE jobs SET state = 'd', attempts = 1 WHERE id = $1`, [job]);
+    await db.dataSource.query(`INSERT INTO job_attempts (job_id, tenant_id, attempt, started_at) VALUES ($1, 11, 1, $2)`, [job, new Date(due.getTime() + 500)]);
+    const expected = due.getTime() + expectSeconds * 1000;
+    for (const bound = Date.now() + 5_000; (await dbNow()) <= expected && Date.now() < bound; ) await new Promise((r) => setTimeout(r, 50));
+    expect(await sweep().runOnce(fast())).toMatchObject({ outcomes: { ok: 1, late: 0, missed: 0, failed: 0 } });
+    const [row] = await db.dataSource.query(`SELECT last_outcome FROM schedules WHERE id = $1`, [s]);
+    expect(row.last_outcome).toBe('ok');
   });
 });

@@ -2,7 +2,7 @@ import { occurrenceKey, occurrencesBetween, parseSchedule, WATCHED_OUTCOMES, typ
 import type { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, WatchedSchedule } from '@almanac/persistence';
 import { OTHER_TENANT, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
-import type { Sweep, SweepResult } from '../sweeps/sweep';
+import { notAheadOfDatabase, type Sweep, type SweepResult } from '../sweeps/sweep';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 
 /** How often runs are looked at: a missed run is reported at most this long after its expectation passed. */
@@ -30,7 +30,8 @@ export interface ScheduleWatchOptions {
 
 /**
  * Missed and late schedule runs as signals (issue 34): for each schedule with
- * `expectWithinSeconds`, every run whose expectation has passed since the last look is classified
+ * `expectWithinSeconds`, every run whose expectation has passed since the last look (by the
+ * database's clock, by which runs start: notAheadOfDatabase) is classified
  * once (watchedOutcome: ok, late, missed, failed) from its row, read by its occurrence key, and
  * counted in `almanac_schedule_runs_total{outcome}`; the schedule keeps its latest outcome
  * (`lastOutcome`) and how far it was looked at. A run that has not ended after an attempt (still
@@ -62,8 +63,11 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
     const outcomes = noOutcomes();
     const done = await this.leases.withSweepLease('schedule_watch', async (lost) => {
       for (const [id, untilMs] of this.heldUntilMs) if (untilMs <= now.getTime()) this.heldUntilMs.delete(id);
-      const due = await this.watch.due(now, this.opts.batchSize, [...this.heldUntilMs.keys()]);
-      const looks = due.map((s) => this.plan(s, now));
+      // Runs start by the database's clock (job_attempts.started_at): judged by a host running
+      // fast, a run about to start on time was found not started, counted missed and passed over.
+      const judgeAt = notAheadOfDatabase(now, await this.leases.databaseNowMs());
+      const due = await this.watch.due(judgeAt, this.opts.batchSize, [...this.heldUntilMs.keys()]);
+      const looks = due.map((s) => this.plan(s, judgeAt));
       // One read of every looked-at run's row and one write of every schedule, for the batch.
       const refs = looks.flatMap((l) => l.runs.map((r) => ({ tenantId: l.tenantId, key: r.key })));
       const rows = new Map((await this.runs.rows(refs)).map((r) => [`${r.tenantId}|${r.key}`, r]));
@@ -74,7 +78,7 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
         let through = l.through;
         for (const run of l.runs) {
           // Held at most HELD_AT_MOST_MS past its expectation: a run hung for hours held back every later run's report (a missed one is what the alert is for).
-          const hold = now.getTime() < run.dueAt.getTime() + l.expectMs + HELD_AT_MOST_MS;
+          const hold = judgeAt.getTime() < run.dueAt.getTime() + l.expectMs + HELD_AT_MOST_MS;
           const outcome = watchedOutcome(rows.get(`${l.tenantId}|${run.key}`) ?? null, run.dueAt, l.expectMs, hold);
           if (outcome === 'running') {
             // Not ended (running, or a retry waits): watched up to just before this run, so it
@@ -108,12 +112,12 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
   }
 
   /**
-   * One schedule's runs due in (since, now − expectation], at most maxRunsPerSchedule of them, and
-   * how far it is then watched through (`cut`: some are left for the next run).
+   * One schedule's runs due in (since, judgeAt − expectation], at most maxRunsPerSchedule of them,
+   * and how far it is then watched through (`cut`: some are left for the next run).
    */
-  private plan(s: WatchedSchedule, now: Date) {
+  private plan(s: WatchedSchedule, judgeAt: Date) {
     const expectMs = s.expectWithinSeconds * 1000;
-    const until = new Date(now.getTime() - expectMs);
+    const until = new Date(judgeAt.getTime() - expectMs);
     const look = { id: s.id, tenantId: s.tenantId, since: s.since, expectMs, through: until, cut: false, runs: [] as { key: string; dueAt: Date }[] };
     let timing;
     try {

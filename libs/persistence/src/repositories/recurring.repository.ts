@@ -2,6 +2,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { sql } from '../sql';
 import { ADVANCE_SCHEDULES_SQL } from '../statements/advance-schedules.sql';
 import { CLAIM_DUE_SCHEDULES_SQL, DUE_SCHEDULE_IDS_SQL } from '../statements/claim-due-schedules.sql';
+import { databaseNow } from '../statements/database-now.sql';
 import { INSERT_OCCURRENCES_SQL } from '../statements/insert-occurrences.sql';
 import { STORE_SCHEDULE_PAYLOADS_SQL } from '../statements/store-schedule-payloads.sql';
 
@@ -87,6 +88,11 @@ export class RecurringRepository {
   async dueScheduleIds(until: Date, limit: number, excludeTenants: readonly number[] = []): Promise<{ id: string; tenantId: number }[]> {
     const { rows } = await sql<{ id: string; tenant_id: number }>(this.db, DUE_SCHEDULE_IDS_SQL, [until, limit, excludeTenants]);
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
+  }
+
+  /** Now by the database's clock, by which runs start: what the sweep judges late by, read once a run. */
+  databaseNow(): Promise<Date> {
+    return databaseNow(this.db);
   }
 
   /** Pauses a schedule whose occurrences Postgres refuses, saying why (its `lastError`). */

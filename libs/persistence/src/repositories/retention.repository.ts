@@ -2,6 +2,7 @@ import { type KeyReservation, keyReservationDays } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { type Db, sql } from '../sql';
+import { databaseNow } from '../statements/database-now.sql';
 import { REMOVE_EXPIRED_BULK_OPERATIONS_SQL } from '../statements/remove-expired-bulk-operations.sql';
 import { REMOVE_EXPIRED_SIGNING_SECRETS_SQL } from '../statements/remove-expired-signing-secrets.sql';
 import { REMOVE_ABANDONED_EFFECTS_SQL } from '../statements/remove-abandoned-effects.sql';
@@ -44,7 +45,7 @@ export class RetentionRepository {
    * it too. The sweep reads it once a run and passes its cutoff and UTC day to the statements below.
    */
   async databaseNow(db: Db = this.dataSource): Promise<Date> {
-    return (await sql<{ now: Date }>(db, `SELECT statement_timestamp() AS now`)).rows[0].now;
+    return databaseNow(db);
   }
 
   /**

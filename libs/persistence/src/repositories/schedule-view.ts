@@ -1,6 +1,8 @@
 // The API's view of a schedule row: what a schedule is, what a PATCH changes, and the row's mapping.
 // Shared by SchedulesRepository and the removal of a schedule's unrun occurrences.
 
+import type { Schedule } from '@almanac/domain';
+
 export type MissedPolicy = 'skip' | 'latest' | 'all';
 
 export interface ScheduleView {
@@ -53,11 +55,12 @@ export interface ScheduleChange {
   /** null clears it. */
   expectWithinSeconds?: number | null;
   /**
-   * Set when cron or timezone changed: the new next run time, and the cron and timezone the
-   * change was computed from. The update applies only if those are still current, so two
-   * concurrent PATCHes (one of cron, one of timezone) cannot silently undo each other.
+   * Set when cron or timezone changed: the new timing (its next run is its first occurrence
+   * after the database's now), and the cron and timezone the change was computed from. The update
+   * applies only if those are still current, so two concurrent PATCHes (one of cron, one of
+   * timezone) cannot silently undo each other.
    */
-  timing?: { nextRunAt: Date | null; from: { cron: string; timezone: string } };
+  timing?: { schedule: Schedule; from: { cron: string; timezone: string } };
 }
 
 /** Job rows of a schedule that had not run yet, removed when its timing or jobs' values changed, it was paused or deleted (their hints go stale). */

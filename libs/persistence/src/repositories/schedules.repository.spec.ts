@@ -1,3 +1,4 @@
+import { parseSchedule } from '@almanac/domain';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { type NewSchedule, SchedulesRepository } from './schedules.repository';
 
@@ -62,16 +63,16 @@ describe('SchedulesRepository (Postgres)', () => {
     await db.dataSource.query(`UPDATE schedules SET created_at = now() - interval '400 days' WHERE id = $1`, [id]);
     const watched = async () => (await db.dataSource.query(`SELECT extract(epoch FROM now() - watched_through)::float8 AS ago FROM schedules WHERE id = $1`, [id]))[0].ago as number | null;
     expect(await watched()).toBeNull();
-    await schedules.update(9, id, { expectWithinSeconds: 60 }, new Date());
+    await schedules.update(9, id, { expectWithinSeconds: 60 });
     expect(await watched()).toBeLessThan(5);
     await db.dataSource.query(`UPDATE schedules SET watched_through = now() - interval '1 day' WHERE id = $1`, [id]);
-    await schedules.setPaused(9, id, true, new Date());
+    await schedules.setPaused(9, id, true);
     expect(await watched()).toBeGreaterThan(80_000); // pausing keeps it
-    await schedules.setPaused(9, id, false, new Date());
+    await schedules.setPaused(9, id, false);
     expect(await watched()).toBeLessThan(5);
     // A new cron: its past instants never had rows either.
     await db.dataSource.query(`UPDATE schedules SET watched_through = now() - interval '1 day' WHERE id = $1`, [id]);
-    await schedules.update(9, id, { cron: '30 * * * *', timing: { nextRunAt: null, from: { cron: '0 * * * *', timezone: 'UTC' } } }, new Date());
+    await schedules.update(9, id, { cron: '30 * * * *', timing: { schedule: parseSchedule('30 * * * *', 'UTC'), from: { cron: '0 * * * *', timezone: 'UTC' } } });
     expect(await watched()).toBeLessThan(5);
   });
 });

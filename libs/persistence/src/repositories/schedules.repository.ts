@@ -1,7 +1,8 @@
-import { DomainValidationError, parseSchedule, resumedNextRunAt } from '@almanac/domain';
+import { DomainValidationError, nextOccurrences, parseSchedule, resumedNextRunAt } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { COLUMNS, type MissedPolicy, type NewSchedule, type RawSchedule, type RemovedOccurrences, type ScheduleChange, type ScheduleView, toView } from './schedule-view';
+import { databaseNow } from '../statements/database-now.sql';
 import { removeNeverStartedOccurrences, removeUnrunOccurrences } from './unrun-occurrences';
 
 export type { NewSchedule, RemovedOccurrences, ScheduleChange, ScheduleView } from './schedule-view';
@@ -81,9 +82,11 @@ export class SchedulesRepository {
   }
 
   /**
-   * Applies a change in one transaction; `'changed'` when a timing change lost a race (see
-   * ScheduleChange.timing). A timing change bumps `version`, sets the new
-   * `next_run_at` and removes the occurrences not started and not due by `now`, so the recurring
+   * Applies a change in one transaction, at the database's now (runs start by its clock: by an
+   * API host's, one running slow removed runs already due, one running fast skipped one not due
+   * yet); `'changed'` when a timing change lost a race (see ScheduleChange.timing). A timing
+   * change bumps `version`, sets the new timing's first `next_run_at` after now and removes the
+   * occurrences not started and not due by now, so the recurring
    * sweep makes the new timing's. A change of what the occurrences' jobs get (kind, payload,
    * maxAttempts) removes those not started and not due within EDIT_KEEPS_DUE_WITHIN_MS, and moves
    * `next_run_at` back to the earliest of them, so the sweep makes them again with the new values.
@@ -94,9 +97,9 @@ export class SchedulesRepository {
     tenantId: number,
     id: string,
     change: ScheduleChange,
-    now: Date,
   ): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | 'changed' | null> {
     return this.db.transaction(async (tx) => {
+      const now = await databaseNow(tx);
       const sets: string[] = ['updated_at = now()'];
       let guard = '';
       const params: unknown[] = [id, tenantId];
@@ -116,7 +119,7 @@ export class SchedulesRepository {
         sets.push('watched_through = now()');
       }
       if (change.timing) {
-        set('next_run_at', change.timing.nextRunAt);
+        set('next_run_at', nextOccurrences(change.timing.schedule, now, 1)[0] ?? null);
         set('timing_since', now); // run history computes occurrences from the timing only after it
         sets.push('version = version + 1');
         // The new timing's past instants never had rows: watched from now on, like a new expectation.
@@ -151,10 +154,12 @@ export class SchedulesRepository {
    * stops runs at once rather than after the horizon already materialised; `next_run_at` moves
    * back to the earliest of them, so on resume the recurring sweep brings back per the missed
    * policy those that fell due meanwhile and materialises the rest again. Occurrences that
-   * started (running, or waiting for a retry) are left alone. Resuming at `now` applies the
-   * missed policy to the occurrences due while paused (resumedNextRunAt). A no-op when already so.
+   * started (running, or waiting for a retry) are left alone. Resuming applies the missed policy
+   * to the occurrences due while paused (resumedNextRunAt) by the database's clock, read once the
+   * row is locked: runs start by it, and by an API host running fast a run not due yet was skipped.
+   * A no-op when already so.
    */
-  async setPaused(tenantId: number, id: string, paused: boolean, now: Date): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
+  async setPaused(tenantId: number, id: string, paused: boolean): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | null> {
     return this.db.transaction(async (tx) => {
       const locked: RawSchedule[] = await tx.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
       const current = locked[0];
@@ -166,7 +171,7 @@ export class SchedulesRepository {
         removed = { count: gone.count };
         nextRunAt = earlier(nextRunAt, gone.earliest);
       }
-      if (!paused && current.paused) nextRunAt = resumedCursor(current, now);
+      if (!paused && current.paused) nextRunAt = resumedCursor(current, await databaseNow(tx));
       const rows: [RawSchedule[], number] = await tx.query(
         // A resumed schedule is watched from now on: the runs a pause skipped are not missed ones.
         `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END,

@@ -6,7 +6,7 @@ import { sql } from '../sql';
 import { COLD_CLAIM_SQL, COLD_DUE_SQL } from '../statements/cold-claim.sql';
 import { COUNT_IN_FLIGHT_SQL } from '../statements/count-in-flight.sql';
 import { COUNT_JOB_STATES_SQL } from '../statements/count-job-states.sql';
-import { DATABASE_NOW_SQL } from '../statements/database-now.sql';
+import { databaseNow } from '../statements/database-now.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
 import { DUE_COLD_TENANTS_SQL } from '../statements/due-cold-tenants.sql';
 import { JOB_STATE_STATS_SQL } from '../statements/job-state-stats.sql';
@@ -149,8 +149,7 @@ export class SweepsRepository {
 
   /** The database's clock now (DATABASE_NOW_SQL), in ms. */
   async databaseNowMs(): Promise<number> {
-    const { rows } = await sql<{ db_now: Date }>(this.db, DATABASE_NOW_SQL);
-    return rows[0].db_now.getTime();
+    return (await databaseNow(this.db)).getTime();
   }
 
   /**
