@@ -61,6 +61,14 @@ describe('PoolObserver', () => {
     return { state, ...proxy };
   }
 
+  it("drops a kind's series for the pool it left: only its current pool's is exported", async () => {
+    await h.liveWorker(); // a turn has gauged noop in `default`
+    await h.ds.query(`UPDATE job_kinds SET pool = 'reports' WHERE kind = 'noop'`);
+    await h.observer.runOnce();
+    // Without the reset the {pool="default"} series stays at its last value for good (a stale 0 keeps AlmanacKindUnserved firing).
+    expect((await h.metrics.kindServed.get()).values.map((v) => [v.labels, v.value])).toEqual([[{ kind: 'noop', pool: 'reports' }, 0]]);
+  });
+
   it('ends its turn within the bound, still gauging the workers, and stays live while Redis accepts the connection and never answers', async () => {
     await h.liveWorker();
     const silent = await server(() => undefined);

@@ -70,8 +70,8 @@ export class PoolObserver {
       const backlog = waiting?.get(pool); // none for a pool new since shared calls began
       if (backlog !== undefined) metrics.poolBacklog.set({ pool }, backlog);
     }
-    for (const { kind } of catalog.all()) {
-      const pool = routes.pool(kind);
+    metrics.kindServed.reset(); // a kind that moved or left loses its old series; no await before the sets, so no scrape sees it empty
+    for (const [kind, pool] of catalog.all().map((k) => [k.kind, routes.pool(k.kind)] as const)) {
       metrics.kindServed.set({ kind, pool }, live.some((w) => !w.leaving && w.pools.includes(pool)) ? 1 : 0);
     }
   }

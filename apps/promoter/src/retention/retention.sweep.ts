@@ -37,7 +37,7 @@ export interface RetentionResult extends SweepResult {
  * each batch is one statement and one short transaction, so no lock is held long and vacuum
  * reuses the space; docs/architecture.md § Retention measures it), then the tenant's effect
  * records done and bulk operations ended before the same cutoff. First it frees reserved keys
- * whose reservation ended (REMOVE_EXPIRED_KEYS_SQL), within the same budget. Tenants take turns: a run that stops at its budget resumes
+ * whose reservation ended (REMOVE_EXPIRED_KEYS_SQL), within the same budget, as are the clean-ups. Tenants take turns: a run that stops at its budget resumes
  * with the next tenant, so one tenant's millions of expired rows do not hold another's behind
  * them, and a tenant whose removal fails is passed over (the run still reports the error). Every
  * replica may run it: rows are taken with SKIP LOCKED.
@@ -89,7 +89,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
       const next = turns[(i + 1) % turns.length].tenantId;
       try {
         const r = await this.drain(policy, now, dbNow, today, budget);
-        budget -= r.removed;
+        budget -= r.removed + r.cleanedUp;
         removed += r.removed;
         if (r.behindSeconds > 0) this.behind.set(policy.tenantId, r.behindSeconds);
         else this.behind.delete(policy.tenantId);
@@ -142,24 +142,20 @@ export class RetentionSweep implements Sweep<RetentionResult> {
   }
 
   /** Reserved keys whose reservation ended before the day before `today` (the database's), up to `budget`; how many went. */
-  private async freeExpiredKeys(today: string, budget: number): Promise<number> {
-    let freed = 0;
-    while (budget - freed > 0) {
-      const limit = Math.min(this.o.batchSize, budget - freed);
+  private freeExpiredKeys(today: string, budget: number): Promise<number> {
+    return inBatches(this.o.batchSize, budget, async (limit) => {
       const n = await this.repo.removeExpiredKeys(today, limit);
-      freed += n;
       if (n > 0) this.metrics?.reservedKeysExpired.inc(n);
-      if (n < limit) break;
-    }
-    return freed;
+      return n;
+    });
   }
 
   /**
    * One tenant's expired rows by the database's time `dbNow` (its UTC day `today` the removal
    * day), up to `budget`; then its expired effect records, bulk operations, unused schedule
-   * payloads and signing secrets.
+   * payloads and signing secrets, from what is left of it (`cleanedUp`: their rows removed).
    */
-  private async drain(policy: RetentionPolicy, now: Date, dbNow: Date, today: string, budget: number): Promise<{ removed: number; behindSeconds: number }> {
+  private async drain(policy: RetentionPolicy, now: Date, dbNow: Date, today: string, budget: number): Promise<{ removed: number; cleanedUp: number; behindSeconds: number }> {
     const cutoff = retentionCutoff(dbNow, policy.retentionSeconds);
     let position = this.tenants.get(policy.tenantId);
     if (!position) this.tenants.set(policy.tenantId, (position = { from: null, fullWalkAtMs: 0, cleanedAtMs: -Infinity }));
@@ -177,15 +173,35 @@ export class RetentionSweep implements Sweep<RetentionResult> {
       // Cut off by the budget: how far behind is measured from the oldest expired row left but
       // the ones set aside, which stay for good, looked for where the walk got to (not over the
       // rows it passed again).
-      return { removed, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff, [...this.kept], position.from)) };
+      return { removed, cleanedUp: 0, behindSeconds: retentionBehindSeconds(cutoff, await this.repo.oldestExpired(policy.tenantId, cutoff, [...this.kept], position.from)) };
     }
-    if (now.getTime() < position.cleanedAtMs + CLEANUP_EVERY_MS) return { removed, behindSeconds: 0 };
+    if (now.getTime() < position.cleanedAtMs + CLEANUP_EVERY_MS) return { removed, cleanedUp: 0, behindSeconds: 0 };
+    // Out of the same budget: a tenant's millions of expired effect records held every later tenant
+    // behind them. Cut off, the clean-up is not marked done and goes on at the tenant's next turn.
+    const { tenantId } = policy;
+    const steps = [
+      (limit: number) => this.repo.removeExpiredEffects(tenantId, cutoff, limit),
+      (limit: number) => this.repo.removeAbandonedEffects(tenantId, cutoff, limit),
+      (limit: number) => this.repo.removeExpiredBulkOperations(tenantId, cutoff, limit),
+      (limit: number) => this.repo.removeUnusedSchedulePayloads(tenantId, limit),
+    ];
+    let cleanedUp = 0;
+    for (const step of steps) cleanedUp += await inBatches(this.o.batchSize, budget - removed - cleanedUp, step);
+    if (budget - removed - cleanedUp <= 0) return { removed, cleanedUp, behindSeconds: 0 };
+    await this.repo.removeExpiredSigningSecrets(tenantId, cutoff);
     position.cleanedAtMs = now.getTime();
-    for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredEffects(policy.tenantId, cutoff, this.o.batchSize);
-    for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeAbandonedEffects(policy.tenantId, cutoff, this.o.batchSize);
-    for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeExpiredBulkOperations(policy.tenantId, cutoff, this.o.batchSize);
-    for (let n = this.o.batchSize; n === this.o.batchSize; ) n = await this.repo.removeUnusedSchedulePayloads(policy.tenantId, this.o.batchSize);
-    await this.repo.removeExpiredSigningSecrets(policy.tenantId, cutoff);
-    return { removed, behindSeconds: 0 };
+    return { removed, cleanedUp, behindSeconds: 0 };
   }
+}
+
+/** Calls `step` with batches of at most `batchSize` rows, up to `budget` in all, until one removes less than it was given; how many went. */
+async function inBatches(batchSize: number, budget: number, step: (limit: number) => Promise<number>): Promise<number> {
+  let done = 0;
+  while (budget - done > 0) {
+    const limit = Math.min(batchSize, budget - done);
+    const n = await step(limit);
+    done += n;
+    if (n < limit) break;
+  }
+  return done;
 }

@@ -7,9 +7,9 @@ export interface JobStatesResult extends SweepResult {
 }
 
 /**
- * Refreshes `almanac_jobs{state}` on an interval instead of on every scrape: exact counts of the
- * small queued/running partial indexes, planner estimates for the big states (see
- * SweepsRepository.estimateJobStates). Every replica may run it; it only reads.
+ * Refreshes `almanac_jobs{state}` on an interval instead of on every scrape: queued/running
+ * counted over their partial indexes up to 100,000 each, planner estimates for the rest and past
+ * that (see SweepsRepository.estimateJobStates). Every replica may run it; it only reads.
  */
 export class JobStatesSweep implements Sweep<JobStatesResult> {
   readonly name = 'job_states' as const;

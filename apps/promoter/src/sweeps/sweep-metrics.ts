@@ -74,7 +74,7 @@ export class SweepMetrics {
     });
     this.jobs = metrics.gauge({
       name: 'almanac_jobs',
-      help: 'Rows per state: exact for queued/running, planner estimate for the rest (see SweepsRepository.estimateJobStates)',
+      help: 'Rows per state: exact for queued/running up to 100,000 each, planner estimate for the rest and past that (see SweepsRepository.estimateJobStates)',
       labelNames: ['state'],
     });
     this.tenantBacklog = metrics.gauge({

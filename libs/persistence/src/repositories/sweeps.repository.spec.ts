@@ -42,6 +42,14 @@ describe('SweepsRepository (Postgres)', () => {
       expect(est.succeeded).toBeGreaterThan(9_000);
       expect(est.succeeded).toBeLessThan(11_000);
     });
+
+    it('counts queued and running only up to the cap; past it, the planner estimate (at least the cap) instead of reading the whole index', async () => {
+      await fill('q', 40, 'c'); // after the stats: 48 queued, the estimate still about 5
+      const est = await repo.estimateJobStates(10);
+      expect(est.queued).toBeGreaterThanOrEqual(10);
+      expect(est.queued).toBeLessThan(48); // counted in full: 48
+      expect(est.running).toBe(7); // under the cap: exact
+    });
   });
 
   describe('withSweepLease', () => {

@@ -4,7 +4,7 @@ import { decodeState } from '../job-state.codec';
 import { plainArray } from '../plain-array';
 import { sql } from '../sql';
 import { COLD_CLAIM_SQL, COLD_DUE_SQL } from '../statements/cold-claim.sql';
-import { COUNT_IN_FLIGHT_SQL } from '../statements/count-in-flight.sql';
+import { COUNT_IN_FLIGHT_SQL, IN_FLIGHT_EXACT_UP_TO } from '../statements/count-in-flight.sql';
 import { COUNT_JOB_STATES_SQL } from '../statements/count-job-states.sql';
 import { databaseNow } from '../statements/database-now.sql';
 import { demoteToScheduled } from '../statements/demote-to-scheduled.sql';
@@ -218,12 +218,12 @@ export class SweepsRepository {
 
 
   /**
-   * Rows per state, cheaply. queued and running are exact counts over their small partial
-   * indexes (the next hours of work); the rest split the planner's row estimate
-   * (pg_class.reltuples, kept fresh by autovacuum/ANALYZE) by the state column's
-   * most-common-value frequencies in pg_stats. A table never analysed is small: count exactly.
+   * Rows per state, cheaply: the planner's row estimate (pg_class.reltuples, kept fresh by
+   * autovacuum/ANALYZE) split by the state column's most-common-value frequencies in pg_stats;
+   * queued and running counted over their partial indexes instead, up to `exactUpTo` each (past
+   * it, the estimate, at least `exactUpTo`). A table never analysed is small: count exactly.
    */
-  async estimateJobStates(): Promise<JobStateCounts> {
+  async estimateJobStates(exactUpTo = IN_FLIGHT_EXACT_UP_TO): Promise<JobStateCounts> {
     const counts: JobStateCounts = { scheduled: 0, queued: 0, running: 0, succeeded: 0, dead: 0, cancelled: 0 };
     const { rows: [stats] } = await sql<{ total: number; vals: string[] | null; freqs: number[] | null }>(this.db, JOB_STATE_STATS_SQL);
     if (!stats || stats.total < 0 || !stats.vals || !stats.freqs) {
@@ -234,9 +234,8 @@ export class SweepsRepository {
     stats.vals.forEach((code, i) => {
       counts[decodeState(code)] = Math.round(stats.total * (stats.freqs?.[i] ?? 0));
     });
-    const { rows: [exact] } = await sql<{ q: number; r: number }>(this.db, COUNT_IN_FLIGHT_SQL);
-    counts.queued = exact.q;
-    counts.running = exact.r;
+    const { rows: [counted] } = await sql<{ q: number; r: number }>(this.db, COUNT_IN_FLIGHT_SQL, [exactUpTo]);
+    for (const [state, n] of [['queued', counted.q], ['running', counted.r]] as const) counts[state] = n < exactUpTo ? n : Math.max(n, counts[state]);
     return counts;
   }
 
