@@ -170,6 +170,8 @@ export class DeliveryHarness {
       takerConnection?: RedisClient;
       /** The worker's own clock, set by the database's at each beat as in a worker process (default: the harness clock, unset). */
       clock?: Clock;
+      /** The handlers it runs (default: the harness's), e.g. another build's definition of a kind. */
+      registry?: HandlerRegistry;
     } = {},
   ): WorkerRig {
     const metricsService = new MetricsService();
@@ -182,7 +184,7 @@ export class DeliveryHarness {
     const clock = time ?? this.clock;
     const identity = new WorkerIdentity(new WorkersRepository(ds), name, pools, concurrency, this.logger, time);
     const executor = new Executor({
-      repo: opts.dataSource ? new ExecutionRepository(opts.dataSource) : this.repo, dataSource: ds, registry: this.registry, hotQueue: this.hotQueue,
+      repo: opts.dataSource ? new ExecutionRepository(opts.dataSource) : this.repo, dataSource: ds, registry: opts.registry ?? this.registry, hotQueue: this.hotQueue,
       clock, logger: this.logger, metrics, identity, leaseMs: this.leaseMs,
       horizons: DEFAULT_HORIZONS, retryPolicy: opts.retryPolicy ?? DEFAULT_RETRY_POLICY, claimRetryForMs: opts.claimRetryForMs, maxBatch: opts.maxBatch,
     });

@@ -1,4 +1,4 @@
-import { KIND_PATTERN, POOL_NAME_PATTERN, type HandlerOutcome } from '@almanac/domain';
+import { KIND_PATTERN, POOL_NAME_PATTERN, snooze, type HandlerOutcome } from '@almanac/domain';
 import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { MigrationClass } from '@almanac/persistence';
@@ -106,6 +106,19 @@ export class InvalidPayloadError extends Error {
   override readonly name = 'InvalidPayloadError';
 }
 
+/**
+ * The payload fails this worker's schema, but the registry's definition of its kind is another
+ * live one (a newer build mid-update, which the API checked the payload against): a worker of
+ * that build should run it. The job is snoozed, which spends no attempt, instead of discarded.
+ */
+export class PayloadForAnotherDefinitionError extends Error {
+  override readonly name = 'PayloadForAnotherDefinitionError';
+  readonly outcome: HandlerOutcome = snooze({ delayMs: ANOTHER_DEFINITION_WAIT_MS, reason: `${this.message} (another live definition of the kind is in use; left for its workers)` });
+}
+
+/** How long such a payload waits before a worker takes it again (one of the newer build, or this one once its own is in use again). */
+export const ANOTHER_DEFINITION_WAIT_MS = 5_000;
+
 export class HandlerDefinitionError extends Error {
   override readonly name = 'HandlerDefinitionError';
 }
@@ -126,11 +139,24 @@ export function defineHandler<P>(def: HandlerDefinition<P>): HandlerDefinition<P
 /** One compiled check per schema for the process's handlers. */
 const HANDLER_SCHEMAS = new PayloadSchemas();
 
-/** The handler's payload as it will reach `handle`: schema-checked, then `parse`d. Throws InvalidPayloadError. */
+/** Definitions this process runs whose kind's registry entry is another live definition (KindAssertion says which). */
+const SUPERSEDED = new WeakSet<HandlerDefinition>();
+
+export function markSuperseded(def: HandlerDefinition, superseded: boolean): void {
+  if (superseded) SUPERSEDED.add(def);
+  else SUPERSEDED.delete(def);
+}
+
+/**
+ * The handler's payload as it will reach `handle`: schema-checked, then `parse`d. Throws
+ * InvalidPayloadError, or PayloadForAnotherDefinitionError when the schema refuses it while
+ * another definition of the kind is in use (the API accepted it under that one's schema).
+ */
 export function handlerPayload<P>(def: HandlerDefinition<P>, payload: unknown): P {
   if (def.payloadSchema) {
     const problems = HANDLER_SCHEMAS.check(def.payloadSchema)(payload);
-    if (problems.length > 0) throw new InvalidPayloadError(`${def.kind} payload: ${describeProblems(problems)}`);
+    const message = problems.length > 0 ? `${def.kind} payload: ${describeProblems(problems)}` : undefined;
+    if (message !== undefined) throw SUPERSEDED.has(def) ? new PayloadForAnotherDefinitionError(message) : new InvalidPayloadError(message);
   }
   return def.parse ? def.parse(payload) : (payload as P);
 }

@@ -1,6 +1,8 @@
 import { KIND_ASSERT_EVERY_MS, type KindRegistration, type KindsRepository } from '@almanac/persistence';
 import { Ticker } from '@almanac/platform';
 import type { Logger } from 'pino';
+import { markSuperseded } from './handler';
+import type { HandlerRegistry } from './handler-registry';
 
 /**
  * A worker's kinds in the registry: asserted before it takes work and every KIND_ASSERT_EVERY_MS
@@ -16,6 +18,8 @@ export class KindAssertion {
     readonly registrations: readonly KindRegistration[],
     private readonly workerId: string,
     private readonly logger: Logger,
+    /** The handlers it runs: a superseded definition leaves payloads its schema refuses to the definition in use (handlerPayload). */
+    private readonly handlers?: HandlerRegistry,
   ) {
     this.ticker = new Ticker({
       turn: () => this.runOnce(),
@@ -37,6 +41,10 @@ export class KindAssertion {
     }
     for (const kind of this.superseded.keys()) if (!now.has(kind)) this.logger.info({ kind }, "this worker's definition of the kind is in use again");
     this.superseded = now;
+    for (const r of this.registrations) {
+      const handler = this.handlers?.get(r.kind);
+      if (handler) markSuperseded(handler, now.has(r.kind));
+    }
   }
 
   start(): void {

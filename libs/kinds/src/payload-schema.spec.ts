@@ -42,6 +42,27 @@ describe('PayloadSchemas', () => {
     }
   });
 
+  it("checks the next version of a schema with the same root $id, and another kind's with that $id, each by its own rules", () => {
+    const v1 = { $id: 'P', type: 'object', properties: { to: { type: 'string' } }, additionalProperties: false };
+    const v2 = { ...v1, properties: { ...v1.properties, note: { type: 'string' } } };
+    expect(schemas.check(v1)({ to: 'x', note: 'hi' })).toMatchObject([{ field: 'payload.note', rule: 'unknown_field' }]);
+    expect(schemas.check(v2)({ to: 'x', note: 'hi' })).toEqual([]); // Ajv threw "schema with key or id "P" already exists"
+    const other = { $id: 'P', type: 'object', required: ['id'] };
+    expect(schemas.check(other)({})).toMatchObject([{ field: 'payload.id', rule: 'required' }]);
+    expect(schemas.check(v1)({ to: 1 })).toMatchObject([{ field: 'payload.to', rule: 'schema_type' }]);
+  });
+
+  it("resolves a schema's own $refs: to its definitions, to its root, and to a subschema's $id", () => {
+    const tree = {
+      $id: 'https://example.com/tree', type: 'object', required: ['item'],
+      properties: { item: { $ref: '#/definitions/item' }, children: { type: 'array', items: { $ref: '#' } }, tag: { $ref: 'tag' } },
+      definitions: { item: { type: 'string', minLength: 1 }, tag: { $id: 'tag', type: 'string', maxLength: 3 } },
+    };
+    const check = schemas.check(tree);
+    expect(check({ item: 'a', children: [{ item: 'b' }], tag: 'abc' })).toEqual([]);
+    expect(check({ item: 'a', children: [{ item: '' }], tag: 'abcd' }).map((p) => p.field).sort()).toEqual(['payload.children[0].item', 'payload.tag']);
+  });
+
   it('refuses, at definition, a handler whose schema does not compile', () => {
     expect(() => defineHandler({ kind: 'broken', timeoutMs: 1000, payloadSchema: { type: 'no-such-type' }, handle: async () => completed() })).toThrow(
       /handler broken: payload schema does not compile/,

@@ -23,9 +23,12 @@ export type PayloadCheck = (payload: unknown) => PayloadProblem[];
  * by the schema object (a per-job check serialises nothing).
  * `strict: false` because schemas come from handler code we did not write (unknown keywords
  * such as TypeBox's are ignored, not fatal); formats (email, uri, date-time …) are checked.
+ * `addUsedSchema: false`: a root `$id` is not added to the long-lived Ajv's own registry, so the
+ * next version of a kind's schema, or another kind's, may use the same `$id` (Ajv refused those:
+ * "schema with key or id … already exists"); each compiled schema still resolves its own `$ref`s.
  */
 export class PayloadSchemas {
-  private readonly ajv = addFormats(new Ajv({ strict: false, allErrors: true }));
+  private readonly ajv = addFormats(new Ajv({ strict: false, allErrors: true, addUsedSchema: false }));
   private readonly compiled = new Map<string, PayloadCheck>();
   /** The same schema object asks again for every job: found without serialising it each time. */
   private readonly bySchema = new WeakMap<PayloadSchema, PayloadCheck>();
@@ -36,7 +39,7 @@ export class PayloadSchemas {
     const text = JSON.stringify(schema);
     check = this.compiled.get(text);
     if (!check) {
-      check = toCheck(this.ajv.compile(JSON.parse(text) as object));
+      check = toCheck(this.compile(JSON.parse(text) as object));
       this.compiled.set(text, check);
     }
     this.bySchema.set(schema, check);
@@ -48,9 +51,22 @@ export class PayloadSchemas {
     try {
       this.check(schema);
     } catch (err) {
-      throw new Error(`handler ${kind}: payload schema does not compile: ${(err as Error).message}`, { cause: err });
+      throw new Error(`handler ${kind}: ${(err as Error).message}`, { cause: err });
     }
   }
+
+  private compile(schema: object): ValidateFunction {
+    try {
+      return this.ajv.compile(schema);
+    } catch (err) {
+      throw new PayloadSchemaError(`payload schema does not compile: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+/** A payload schema Ajv cannot compile (`check` throws it): no payload can be checked against it. */
+export class PayloadSchemaError extends Error {
+  override readonly name = 'PayloadSchemaError';
 }
 
 /** At most this many problems are reported for one payload; the first ones name the field. */

@@ -1,6 +1,6 @@
 import { decideAfterFailure, decideAfterSnooze, entryState, truncateError, type SnoozeDecision, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
 import type { CompletionRecord, RunnableJob } from '@almanac/persistence';
-import { InvalidPayloadError } from '@almanac/kinds';
+import { InvalidPayloadError, PayloadForAnotherDefinitionError } from '@almanac/kinds';
 
 export interface AttemptContext {
   startedAt: Date;
@@ -12,10 +12,11 @@ export interface AttemptContext {
 
 /**
  * How one attempt ended, as the row and its history record it: the handler's outcome, or its
- * exception (a retry with backoff; an invalid payload is discarded). A `snoozed` attempt gives
- * the job one more (COMPLETE_ATTEMPTS adds it to max_attempts).
+ * exception (a retry with backoff; an invalid payload is discarded, or snoozed while another
+ * definition of its kind is in use). A `snoozed` attempt adds one to max_attempts (COMPLETE_ATTEMPTS).
  */
 export function attemptRecord(row: RunnableJob, outcome: HandlerOutcome | undefined, error: unknown, c: AttemptContext): CompletionRecord {
+  if (error instanceof PayloadForAnotherDefinitionError) return attemptRecord(row, error.outcome, undefined, c);
   if (outcome?.type === 'completed') {
     // Written out, not spread: this one runs for every successful job.
     return {

@@ -18,9 +18,7 @@ export class HandlerTimeoutError extends Error {
 
 export class WorkerShutdownError extends Error {
   override readonly name = 'WorkerShutdownError';
-  constructor() {
-    super('worker is shutting down');
-  }
+  constructor() { super('worker is shutting down'); }
 }
 
 export class LeaseLostError extends Error {

@@ -69,7 +69,7 @@ export class WorkerService implements OnModuleInit, OnApplicationBootstrap, Befo
     });
     const routes = KindRoutes.forHandlers(parsePoolMap(process.env), handlers);
     const registrations = kindRegistrations(registry, routes, settings.pools);
-    this.kindAssertion = new KindAssertion(kinds, registrations, settings.workerId, logger);
+    this.kindAssertion = new KindAssertion(kinds, registrations, settings.workerId, logger, registry);
     this.migrations = kindMigrations(registry, registrations);
     this.database = config.database;
     this.heartbeat = new Heartbeat({ identity: this.identity, taker: this.taker, executor: this.executor, logger, liveness });
