@@ -1,4 +1,4 @@
-import { MIGRATIONS } from '@almanac/persistence';
+import { createDataSource, MIGRATIONS, runMigrations } from '@almanac/persistence';
 import { randomBytes } from 'node:crypto';
 import { templateDb, urlFor, withAdmin } from '@almanac/testing/pg-admin';
 import { ConfigError } from '@almanac/config';
@@ -35,6 +35,39 @@ describe('runMigrationsFromEnv', () => {
       expect(applied).toEqual(MIGRATIONS.map((m) => m.name));
       expect(await runMigrationsFromEnv({ DATABASE_URL: db.url })).toEqual([]);
     } finally {
+      await db.drop();
+    }
+  });
+
+  it('two runners at once on a fresh database: the second waits for the first, then finds nothing pending', async () => {
+    const db = await emptyDatabase();
+    try {
+      const runs = await Promise.all([1, 2].map(() => runMigrationsFromEnv({ DATABASE_URL: db.url })));
+      expect(runs.map((names) => names.length).sort()).toEqual([0, MIGRATIONS.length]);
+      expect(await query(db.url, `SELECT name, count(*)::int AS n FROM migrations GROUP BY name ORDER BY name`)).toEqual(
+        MIGRATIONS.map((m) => ({ name: m.name, n: 1 })).sort((a, b) => a.name.localeCompare(b.name)),
+      );
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('waits a bounded time for a runner that holds the migration lock, and says so', async () => {
+    const db = await emptyDatabase();
+    const { Client } = await import('pg');
+    const holder = new Client({ connectionString: db.url });
+    await holder.connect();
+    const ds = createDataSource({ url: db.url, poolSize: 1 });
+    try {
+      await holder.query('SELECT pg_advisory_lock(1796400000)');
+      await ds.initialize();
+      await expect(runMigrations(ds, 200)).rejects.toThrow(/another runner has been applying migrations for over 200 ms/);
+      await holder.query('SELECT pg_advisory_unlock_all()');
+      expect(await runMigrations(ds, 200)).toEqual(MIGRATIONS.map((m) => m.name));
+      expect(await ds.query(`SELECT current_setting('lock_timeout') AS t`)).toEqual([{ t: '0' }]);
+    } finally {
+      await ds.destroy().catch(() => undefined);
+      await holder.end();
       await db.drop();
     }
   });
