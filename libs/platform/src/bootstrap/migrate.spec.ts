@@ -99,6 +99,9 @@ describe('runMigrationsFromEnv', () => {
     await expect(runMigrationsFromEnv({ DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/x' })).rejects.toThrow(
       /^cannot connect to postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x: .*ECONNREFUSED.*\(is Postgres running\?\)$/,
     );
+    const queryPassword = runMigrationsFromEnv({ DATABASE_URL: 'postgres://u@127.0.0.1:1/x?password=hunter2' });
+    await expect(queryPassword).rejects.toThrow(/^cannot connect to postgres:\/\/u@127\.0\.0\.1:1\/x\?password=\*\*\*: /);
+    await expect(queryPassword).rejects.not.toThrow(/hunter2/);
     await expect(runMigrationsFromEnv({ DATABASE_URL: urlFor(`${templateDb()}_absent`) })).rejects.toThrow(
       /does not exist \(create it/,
     );
