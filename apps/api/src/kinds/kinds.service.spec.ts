@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db'
 import type { PinoLogger } from 'nestjs-pino';
 import pino from 'pino';
 import { Writable } from 'node:stream';
-import type { ApiSettings } from '../api-settings';
+import { loadApiSettings } from '../api-settings';
 import { KindsService } from './kinds.service';
 
 describe('KindsService with ALMANAC_KINDS (Postgres)', () => {
@@ -17,7 +17,7 @@ describe('KindsService with ALMANAC_KINDS (Postgres)', () => {
   function service(kinds: string[]) {
     const lines: { msg: string; entry?: string }[] = [];
     const stream = new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(JSON.parse(chunk.toString())), done()) });
-    const svc = new KindsService(new KindsRepository(db.dataSource), new ManualClock(), { kinds: new Set(kinds) } as ApiSettings);
+    const svc = new KindsService(new KindsRepository(db.dataSource), new ManualClock(), loadApiSettings({ ALMANAC_KINDS: kinds.join(',') }));
     Object.assign(svc, { log: pino(stream) as unknown as PinoLogger });
     return { svc, lines };
   }
