@@ -8,7 +8,7 @@ export interface DatabaseConfig {
    * Bounds on every wait on Postgres, in ms (absent or 0 = none): one statement, one lock, a
    * transaction left idle, and getting a pooled connection. The app roles set them all
    * (databaseConfigFromEnv); migrations and benchmarks, whose statements may rightly be long,
-   * do not.
+   * do not (migrations bound their lock waits apart: runMigrations).
    */
   statementTimeoutMs?: number;
   lockTimeoutMs?: number;

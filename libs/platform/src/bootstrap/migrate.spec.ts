@@ -2,6 +2,7 @@ import { createDataSource, MIGRATIONS, runMigrations } from '@almanac/persistenc
 import { randomBytes } from 'node:crypto';
 import { templateDb, urlFor, withAdmin } from '@almanac/testing/pg-admin';
 import { ConfigError } from '@almanac/config';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { MigrationError, runMigrationsFromEnv } from './migrate';
 
 /** An empty database (not cloned from the migrated template); named so global teardown drops it if we do not. */
@@ -61,13 +62,41 @@ describe('runMigrationsFromEnv', () => {
     try {
       await holder.query('SELECT pg_advisory_lock(1796400000)');
       await ds.initialize();
-      await expect(runMigrations(ds, 200)).rejects.toThrow(/another runner has been applying migrations for over 200 ms/);
+      await expect(runMigrations(ds, { lockWaitMs: 200 })).rejects.toThrow(/another runner has been applying migrations for over 200 ms/);
       await holder.query('SELECT pg_advisory_unlock_all()');
-      expect(await runMigrations(ds, 200)).toEqual(MIGRATIONS.map((m) => m.name));
+      expect(await runMigrations(ds, { lockWaitMs: 200 })).toEqual(MIGRATIONS.map((m) => m.name));
       expect(await ds.query(`SELECT current_setting('lock_timeout') AS t`)).toEqual([{ t: '0' }]);
     } finally {
       await ds.destroy().catch(() => undefined);
       await holder.end();
+      await db.drop();
+    }
+  });
+
+  it("bounds each lock a migration statement waits for, so it never queues the app's statements behind it for long", async () => {
+    const db = await emptyDatabase();
+    class AlterRows1796400098000 implements MigrationInterface {
+      name = 'AlterRows1796400098000';
+      async up(q: QueryRunner): Promise<void> {
+        await q.query('ALTER TABLE rows ADD COLUMN note text');
+      }
+      async down(): Promise<void> {}
+    }
+    await query(db.url, 'CREATE TABLE rows (id int)');
+    const { Client } = await import('pg');
+    const reader = new Client({ connectionString: db.url }); // an app transaction left open
+    await reader.connect();
+    const ds = createDataSource({ url: db.url, poolSize: 1 }, { migrations: [AlterRows1796400098000], tableName: 'migrations' });
+    try {
+      await reader.query('BEGIN');
+      await reader.query('SELECT * FROM rows');
+      await ds.initialize();
+      await expect(runMigrations(ds, { statementLockTimeoutMs: 200 })).rejects.toThrow(/lock timeout/);
+      await reader.query('COMMIT');
+      expect(await runMigrations(ds, { statementLockTimeoutMs: 200 })).toEqual(['AlterRows1796400098000']);
+    } finally {
+      await ds.destroy().catch(() => undefined);
+      await reader.end();
       await db.drop();
     }
   });
@@ -109,5 +138,6 @@ describe('runMigrationsFromEnv', () => {
 
   it('rejects a bad DATABASE_URL as a config error', async () => {
     await expect(runMigrationsFromEnv({ DATABASE_URL: 'mysql://x/y' })).rejects.toThrow(ConfigError);
+    await expect(runMigrationsFromEnv({ DATABASE_URL: urlFor('x'), ALMANAC_MIGRATION_LOCK_TIMEOUT_MS: '5s' })).rejects.toThrow(ConfigError);
   });
 });
