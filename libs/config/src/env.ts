@@ -23,6 +23,8 @@ function quote(value: string): string {
 export interface IntRange {
   min?: number;
   max?: number;
+  /** Named after the range in an error (`ms`), so `25` meant as seconds says what it is read as. */
+  unit?: string;
 }
 
 export function envInt(env: Env, name: string, fallback: number, range: IntRange = {}): number {
@@ -48,11 +50,12 @@ export function envNumber(env: Env, name: string, fallback: number, range: IntRa
   return n;
 }
 
-function describeRange({ min, max }: IntRange): string {
-  if (min !== undefined && max !== undefined) return `from ${min} to ${max} `;
-  if (min !== undefined) return `>= ${min} `;
-  if (max !== undefined) return `<= ${max} `;
-  return '';
+function describeRange({ min, max, unit }: IntRange): string {
+  const u = unit ? `${unit} ` : '';
+  if (min !== undefined && max !== undefined) return `from ${min} to ${max} ${u}`;
+  if (min !== undefined) return `>= ${min} ${u}`;
+  if (max !== undefined) return `<= ${max} ${u}`;
+  return u === '' ? '' : `in ${u}`;
 }
 
 export interface StringRule {

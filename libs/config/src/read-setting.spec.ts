@@ -10,9 +10,18 @@ describe('readSetting', () => {
 
   it('names the variable and its bounds when a value is bad', () => {
     expect(() => readSetting({ ALMANAC_REQUEST_TIMEOUT_MS: '10' }, 'ALMANAC_REQUEST_TIMEOUT_MS')).toThrow(
-      new ConfigError('ALMANAC_REQUEST_TIMEOUT_MS must be an integer from 100 to 600000 (got "10")'),
+      new ConfigError('ALMANAC_REQUEST_TIMEOUT_MS must be an integer from 100 to 600000 ms (got "10")'),
     );
     expect(() => readSetting({ ALMANAC_LOG_LEVEL: 'loud' }, 'ALMANAC_LOG_LEVEL')).toThrow('ALMANAC_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent (got "loud")');
+  });
+
+  it('refuses a worker shutdown deadline given in seconds, naming the unit', () => {
+    expect(readSetting({ ALMANAC_WORKER_SHUTDOWN_MS: '25000' }, 'ALMANAC_WORKER_SHUTDOWN_MS')).toBe(25_000);
+    for (const v of ['25', '0']) {
+      expect(() => readSetting({ ALMANAC_WORKER_SHUTDOWN_MS: v }, 'ALMANAC_WORKER_SHUTDOWN_MS')).toThrow(
+        new ConfigError(`ALMANAC_WORKER_SHUTDOWN_MS must be an integer from 1000 to 3600000 ms (got "${v}")`),
+      );
+    }
   });
 
   it('reads a setting without a default as undefined when unset', () => {

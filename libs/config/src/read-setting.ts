@@ -4,6 +4,9 @@ import { SETTINGS, type SettingName } from './settings';
 
 type Declared = typeof SETTINGS;
 
+/** The unit an error names after the range (`int` has none). */
+const INT_UNITS = { int: undefined, ms: 'ms', seconds: 's', bytes: 'bytes' } as const;
+
 /** What a declaration's type reads as. */
 type ValueOf<S> = S extends { type: 'bool' }
   ? boolean
@@ -47,7 +50,7 @@ export function readSetting(env: Env, name: SettingName, computed: Computed<unkn
       const fallback = (computed.default as number | undefined) ?? s.default;
       if (unset && fallback === undefined) return undefined;
       const word = s.words?.find((w) => w === envString(env, name, undefined));
-      return word ?? envInt(env, name, fallback ?? 0, { min: computed.min ?? s.min, max: computed.max ?? s.max });
+      return word ?? envInt(env, name, fallback ?? 0, { min: computed.min ?? s.min, max: computed.max ?? s.max, unit: INT_UNITS[s.type] });
     }
     case 'number': {
       const fallback = (computed.default as number | undefined) ?? s.default;

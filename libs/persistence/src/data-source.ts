@@ -1,4 +1,4 @@
-import { DataSource, type MigrationInterface } from 'typeorm';
+import { DataSource, MigrationExecutor, type MigrationInterface } from 'typeorm';
 import { DatabaseConfig } from './database-config';
 import { MIGRATIONS } from './migrations';
 
@@ -37,8 +37,46 @@ export function createDataSource(config: DatabaseConfig, migrationSet: Migration
   });
 }
 
-/** Applies pending migrations; a failure throws and must stop boot. */
-export async function runMigrations(dataSource: DataSource): Promise<string[]> {
-  const done = await dataSource.runMigrations({ transaction: 'each' });
-  return done.map((m) => m.name);
+/**
+ * pg_advisory_lock's key for "a runner is applying the scheduler's migrations" (the kinds' own
+ * key, 1796400001, is in kind-migrations.ts).
+ */
+const SCHEDULER_MIGRATIONS_LOCK = 1796400000;
+
+/** The bounds of a migration run's waits, in ms (0 = none). */
+export interface MigrationWaits {
+  /** For another runner's advisory lock (default 5 min). */
+  lockWaitMs?: number;
+  /** For each lock a migration statement takes (ALMANAC_MIGRATION_LOCK_TIMEOUT_MS; default none). */
+  statementLockTimeoutMs?: number;
+}
+
+/**
+ * Applies pending migrations, each in its own transaction; a failure throws and must stop boot.
+ * Two runners at once (the Job and a `migrate: true` boot, or two boots) would both create the
+ * migrations table and both apply the same migration, so each holds a session advisory lock
+ * over the whole run: the second waits for the first, then finds nothing pending. The wait is
+ * bounded, so a stuck runner fails the others with a clear error instead of hanging them.
+ */
+export async function runMigrations(dataSource: DataSource, waits: MigrationWaits = {}): Promise<string[]> {
+  const { lockWaitMs = 300_000, statementLockTimeoutMs = 0 } = waits;
+  const runner = dataSource.createQueryRunner();
+  const setLockTimeout = (ms: number) => runner.query(`SELECT set_config('lock_timeout', $1, false)`, [`${ms}ms`]);
+  try {
+    await setLockTimeout(lockWaitMs);
+    await runner.query(`SELECT pg_advisory_lock($1)`, [SCHEDULER_MIGRATIONS_LOCK]).catch((err: { code?: string }) => {
+      if (err?.code !== '55P03') throw err; // lock_not_available
+      throw new Error(`another runner has been applying migrations for over ${lockWaitMs} ms (advisory lock ${SCHEDULER_MIGRATIONS_LOCK}); retry when it ends`, { cause: err });
+    });
+    await setLockTimeout(statementLockTimeoutMs);
+    const executor = new MigrationExecutor(dataSource, runner);
+    executor.transaction = 'each';
+    const done = await executor.executePendingMigrations();
+    return done.map((m) => m.name);
+  } finally {
+    // Releasing the connection (to the pool) does not end the session: unlock and reset explicitly.
+    await runner.query(`SELECT pg_advisory_unlock_all()`).catch(() => undefined);
+    await runner.query(`RESET lock_timeout`).catch(() => undefined);
+    await runner.release();
+  }
 }

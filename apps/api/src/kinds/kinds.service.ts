@@ -1,5 +1,5 @@
 import { KindCatalog } from '@almanac/kinds';
-import { KindsRepository } from '@almanac/persistence';
+import { type KindRegistration, KindsRepository } from '@almanac/persistence';
 import { Clock, within } from '@almanac/platform';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
@@ -19,13 +19,29 @@ const WAIT_MS = 1000;
 export class KindsService {
   readonly catalog: KindCatalog;
   @InjectPinoLogger('kinds') private readonly log!: PinoLogger;
+  /** How many kinds the last read found before ALMANAC_KINDS narrowed them. */
+  private registered = 0;
+  private readonly unmatchedLogged = new Set<string>();
 
   constructor(
     repo: KindsRepository,
     private readonly clock: Clock,
-    @Inject(API_SETTINGS) settings: ApiSettings,
+    @Inject(API_SETTINGS) private readonly settings: ApiSettings,
   ) {
-    this.catalog = new KindCatalog(repo, { maxAgeMs: MAX_AGE_MS, missRefreshMs: MISS_REFRESH_MS, restrict: settings.kinds });
+    const source = { list: () => repo.list().then((kinds) => this.noteRegistered(kinds)) };
+    this.catalog = new KindCatalog(source, { maxAgeMs: MAX_AGE_MS, missRefreshMs: MISS_REFRESH_MS, restrict: settings.kinds });
+  }
+
+  /** A typo in ALMANAC_KINDS admits nothing, silently: each entry naming no registered kind is logged once. */
+  private noteRegistered(kinds: KindRegistration[]): KindRegistration[] {
+    this.registered = kinds.length;
+    const names = new Set(kinds.map((k) => k.kind));
+    for (const entry of this.settings.kinds ?? []) {
+      if (names.has(entry) || this.unmatchedLogged.has(entry)) continue;
+      this.unmatchedLogged.add(entry);
+      this.log.warn({ entry, registered: [...names].sort() }, `ALMANAC_KINDS names "${entry}", which no worker has registered`);
+    }
+    return kinds;
   }
 
   /**
@@ -44,7 +60,9 @@ export class KindsService {
       this.log.warn({ err: (err as Error).message }, 'kind registry not read; judging by the last copy');
     }
     if (!this.catalog.loaded) throw unavailable('the kind registry cannot be read right now; retry shortly');
-    if (bodies.length > 0 && this.catalog.kinds().length === 0) throw unavailable('no worker has registered its kinds yet; retry shortly');
+    if (bodies.length > 0 && this.catalog.kinds().length === 0) {
+      throw unavailable(this.registered > 0 ? `ALMANAC_KINDS admits none of the ${this.registered} registered kinds` : 'no worker has registered its kinds yet; retry shortly');
+    }
     return this.catalog;
   }
 }

@@ -102,13 +102,21 @@ export const CORE_SETTINGS = {
   },
   ALMANAC_DB_POOL_SIZE: { type: 'int', default: 10, min: 1, max: 500, readers: EVERY_ROLE, meaning: 'Postgres connections per process' },
   ALMANAC_PG_STATEMENT_TIMEOUT_MS: { ...PG_WAIT, default: 30_000, meaning: 'server-side bound on one statement (0 = none; migrations run without it)' },
-  ALMANAC_PG_LOCK_TIMEOUT_MS: { ...PG_WAIT, default: 5_000, meaning: 'server-side bound on one lock wait (0 = none; migrations run without it)' },
+  ALMANAC_PG_LOCK_TIMEOUT_MS: { ...PG_WAIT, default: 5_000, meaning: 'server-side bound on one lock wait (0 = none; migrations have their own, `ALMANAC_MIGRATION_LOCK_TIMEOUT_MS`)' },
   ALMANAC_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: {
     ...PG_WAIT,
     default: 600_000,
     meaning: 'server-side bound on a transaction left idle (0 = none; migrations run without it). A handler that opens `ctx.tx()` must not leave it idle longer',
   },
   ALMANAC_PG_ACQUIRE_TIMEOUT_MS: { ...PG_WAIT, default: 5_000, meaning: 'the longest a query waits for a pooled connection before it fails (0 = no bound)' },
+  // Read where migrations run: the Job (`npm run migrate`) and the all-in-one boot (`npm start`).
+  ALMANAC_MIGRATION_LOCK_TIMEOUT_MS: {
+    ...PG_WAIT,
+    default: 10_000,
+    readers: [...EVERY_ROLE, 'tool'],
+    meaning:
+      'server-side bound on one lock wait of a migration statement (`npm run migrate`, the Job, `npm start`), so an `ALTER TABLE` stuck behind an open transaction does not queue every statement on that table behind it; past it the migration is rolled back and fails, and the Job retries it (0 = none)',
+  },
   ALMANAC_REDIS_COMMAND_TIMEOUT_MS: {
     type: 'ms',
     default: 5000,

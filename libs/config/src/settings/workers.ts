@@ -71,10 +71,12 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     readers: WORKER,
     meaning: "the pool's `maxReplicaCount`, reported so an alert can say when a spike is more than the ceiling can run",
   },
+  // At least a second: `25` meant as seconds released every running handler 25 ms after SIGTERM
+  // (its attempt spent, its side effects run again by the next worker).
   ALMANAC_WORKER_SHUTDOWN_MS: {
     type: 'ms',
     default: 25_000,
-    min: 0,
+    min: 1000,
     max: 3600_000,
     readers: WORKER,
     meaning: 'on SIGTERM, how long running handlers may finish before they are released back to the queue',

@@ -1,5 +1,5 @@
 import { createDataSource, databaseConfigFromEnv, redactUrl, runMigrations } from '@almanac/persistence';
-import type { Env } from '@almanac/config';
+import { type Env, readSetting } from '@almanac/config';
 
 export class MigrationError extends Error {
   override readonly name = 'MigrationError';
@@ -13,6 +13,7 @@ export class MigrationError extends Error {
  */
 export async function runMigrationsFromEnv(env: Env = process.env): Promise<string[]> {
   const db = databaseConfigFromEnv(env);
+  const statementLockTimeoutMs = readSetting(env, 'ALMANAC_MIGRATION_LOCK_TIMEOUT_MS');
   const ds = createDataSource({ url: db.url, poolSize: 1 });
   try {
     await ds.initialize();
@@ -20,7 +21,7 @@ export async function runMigrationsFromEnv(env: Env = process.env): Promise<stri
     throw new MigrationError(`cannot connect to ${redactUrl(db.url)}: ${describePgError(err)}`, { cause: err });
   }
   try {
-    return await runMigrations(ds);
+    return await runMigrations(ds, { statementLockTimeoutMs });
   } catch (err) {
     throw new MigrationError(`a migration failed on ${redactUrl(db.url)}: ${describePgError(err)}`, { cause: err });
   } finally {

@@ -42,6 +42,7 @@ describe('secrets published in the repository', () => {
     for (const password of PUBLISHED_PASSWORDS) {
       expect(() => loadConfig({ ...base, DATABASE_URL: `postgres://almanac:${password}@db/a` })).toThrow(/^DATABASE_URL uses a password published/);
       expect(() => loadConfig({ ...base, REDIS_URL: `redis://:${password}@r:6379` })).toThrow(/^REDIS_URL uses a password published/);
+      expect(() => loadConfig({ ...base, DATABASE_URL: `postgres://almanac@db/a?password=${password}` })).toThrow(/^DATABASE_URL uses a password published/);
     }
     expect(() => loadConfig({ ...base, NODE_ENV: 'development', ALMANAC_ADMIN_TOKEN: 'example-admin-token-replace-me', DATABASE_URL: 'postgres://almanac:almanac@db/a' })).not.toThrow();
   });

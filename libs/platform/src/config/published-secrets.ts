@@ -1,4 +1,5 @@
 import { ConfigError } from '@almanac/config';
+import { passwordOfUrl } from '@almanac/persistence';
 
 /**
  * Secrets that appear in this repository (docker-compose, the example Kubernetes secret, the
@@ -25,19 +26,9 @@ export function refusePublishedSecrets(env: NodeJS.ProcessEnv, adminToken: strin
     throw new ConfigError('ALMANAC_ADMIN_TOKEN is a value published in the Almanac repository; set a secret of your own when NODE_ENV=production');
   }
   for (const name of ['DATABASE_URL', 'REDIS_URL'] as const) {
-    const password = passwordOf(env[name]);
+    const password = passwordOfUrl(env[name]);
     if (password !== undefined && PUBLISHED_PASSWORDS.includes(password)) {
       throw new ConfigError(`${name} uses a password published in the Almanac repository; set a password of your own when NODE_ENV=production`);
     }
-  }
-}
-
-function passwordOf(url: string | undefined): string | undefined {
-  if (!url) return undefined;
-  try {
-    const p = new URL(url).password;
-    return p === '' ? undefined : decodeURIComponent(p);
-  } catch {
-    return undefined; // a malformed URL is refused by its own check
   }
 }
