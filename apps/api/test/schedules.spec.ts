@@ -1,3 +1,4 @@
+import { Clock } from '@almanac/platform';
 import { ADMIN_TOKEN, type ApiHarness, startApi } from './api-harness';
 
 describe('schedules (/v1/schedules)', () => {
@@ -24,6 +25,18 @@ describe('schedules (/v1/schedules)', () => {
     const diff = await h.http().post('/v1/schedules').set(auth).send({ ...body, cron: '0 10 * * *' }).expect(409);
     expect(diff.body.details[0]).toMatchObject({ field: 'key', rule: 'conflict' });
     expect(diff.body.message).toContain('cron');
+  });
+
+  it("a schedule made on a host whose clock runs fast starts at its first run after the database's now, not the host's", async () => {
+    const ahead = jest.spyOn(h.app.get(Clock), 'now').mockImplementation(() => new Date(Date.now() + 2 * 60_000));
+    try {
+      const made = await h.http().post('/v1/schedules').set(auth).send({ key: 'fast-host', kind: 'http', cron: '* * * * *', timezone: 'UTC', payload: body.payload }).expect(201);
+      const [{ now }] = await h.db.dataSource.query<{ now: Date }[]>('SELECT now()');
+      // The next minute by the database (the host's would be two minutes on: its first runs skipped).
+      expect(Date.parse(made.body.nextRunAt)).toBeLessThanOrEqual(now.getTime() + 60_000);
+    } finally {
+      ahead.mockRestore();
+    }
   });
 
   it("refuses a tenant's schedule past its own maxSchedules with 403 naming the limit; a replay of an existing key still answers", async () => {

@@ -45,7 +45,7 @@ export class SchedulesService {
       payload: input.payload,
       maxAttempts: input.maxAttempts,
       missed: input.missed,
-      nextRunAt: this.firstAfterNow(input.schedule),
+      timing: input.schedule,
       expectWithinSeconds: input.expectWithinSeconds,
     }, limit), (r) => ('created' in r && r.created ? [input.key] : []));
     if ('quota' in result) {
@@ -179,10 +179,6 @@ export class SchedulesService {
     const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
     if (!s) throw notFound(`schedule ${id}`);
     return s;
-  }
-
-  private firstAfterNow(schedule: Schedule): Date | null {
-    return nextOccurrences(schedule, this.clock.now(), 1)[0] ?? null;
   }
 }
 

@@ -8,6 +8,7 @@ const MINUTE = 60e3;
 const HOUR = 60 * MINUTE;
 /** The ISO time `n` minutes after `from`. */
 const minutesFrom = (from: Date) => (n: number) => new Date(from.getTime() + n * MINUTE).toISOString();
+const everyMinute = parseSchedule('* * * * *', 'UTC');
 
 /** What pause, resume and edits do to a schedule's materialised occurrences, through the recurring sweep. */
 describe('schedule changes and their occurrences (Postgres)', () => {
@@ -29,9 +30,11 @@ describe('schedule changes and their occurrences (Postgres)', () => {
 
   async function perMinute(missed: MissedPolicy, from: Date): Promise<string> {
     const created = await schedules.create({
-      tenantId: 1, key: `every-minute-${missed}`, kind: 'noop', cron: '* * * * *', timezone: 'UTC', payload: { v: 1 }, maxAttempts: 3, missed, nextRunAt: from, expectWithinSeconds: null,
+      tenantId: 1, key: `every-minute-${missed}`, kind: 'noop', cron: '* * * * *', timezone: 'UTC', payload: { v: 1 }, maxAttempts: 3, missed, timing: everyMinute, expectWithinSeconds: null,
     });
     if (!('schedule' in created)) throw new Error('not created');
+    // Made as if long ago: its cursor starts at `from`.
+    await db.dataSource.query(`UPDATE schedules SET next_run_at = $2 WHERE id = $1`, [created.schedule.id, from]);
     return created.schedule.id;
   }
 

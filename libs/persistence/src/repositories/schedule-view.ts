@@ -40,7 +40,8 @@ export interface NewSchedule {
   payload: unknown;
   maxAttempts: number;
   missed: MissedPolicy;
-  nextRunAt: Date | null;
+  /** Its parsed timing: the first run is its first occurrence after the database's now. */
+  timing: Schedule;
   expectWithinSeconds: number | null;
 }
 

@@ -2,6 +2,8 @@ import { parseSchedule } from '@almanac/domain';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { type NewSchedule, SchedulesRepository } from './schedules.repository';
 
+const hourly = parseSchedule('0 * * * *', 'UTC');
+
 describe('SchedulesRepository (Postgres)', () => {
   let db: TestDatabase;
   let schedules: SchedulesRepository;
@@ -21,7 +23,7 @@ describe('SchedulesRepository (Postgres)', () => {
     payload: null,
     maxAttempts: 3,
     missed: 'skip',
-    nextRunAt: new Date('2026-11-29T11:00:00Z'),
+    timing: hourly,
     expectWithinSeconds: null,
   });
 

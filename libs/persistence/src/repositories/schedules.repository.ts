@@ -30,11 +30,13 @@ export class SchedulesRepository {
    * once the tenant holds `maxForTenant` schedules; the count is read in the INSERT itself, so
    * concurrent creates overshoot by at most the number in flight. A delete can land between a
    * conflicting insert and the read of the existing row; the insert is then simply tried again.
+   * Its first run is the first occurrence after the database's now (a fast API host skipped it).
    */
   async create(
     s: NewSchedule,
     maxForTenant = Number.MAX_SAFE_INTEGER,
   ): Promise<{ created: boolean; schedule: ScheduleView } | { quota: number }> {
+    const nextRunAt = nextOccurrences(s.timing, await databaseNow(this.db), 1)[0] ?? null;
     for (let attempt = 1; ; attempt++) {
       const inserted: RawSchedule[] = await this.db.query(
         `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, next_run_at, expect_within_seconds)
@@ -42,7 +44,7 @@ export class SchedulesRepository {
           WHERE (SELECT count(*) FROM schedules WHERE tenant_id = $1) < $10
          ON CONFLICT (tenant_id, key) DO NOTHING
          RETURNING ${COLUMNS}`,
-        [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, s.nextRunAt, maxForTenant, s.expectWithinSeconds],
+        [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, nextRunAt, maxForTenant, s.expectWithinSeconds],
       );
       if (inserted[0]) return { created: true, schedule: toView(inserted[0]) };
       const existing: RawSchedule[] = await this.db.query(
