@@ -327,6 +327,28 @@ describe('worker executor', () => {
     expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['succeeded']);
   });
 
+  it("the grace period's retries last until the handlers' deadline, counted from when the wait for them begins, not from the close", async () => {
+    const [id] = await h.enqueue([{ kind: 'slow' }]);
+    const w = h.worker();
+    await h.hot.runOnce();
+    await h.startWorker(w);
+    await slowGate.started;
+    await h.ds.query(`CREATE SEQUENCE completions_refused_2; CREATE FUNCTION refuse_completion_once_2() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF OLD.state = 'r' AND NEW.state <> 'r' AND nextval('completions_refused_2') = 1 THEN RAISE EXCEPTION 'completion refused' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$`);
+    await h.ds.query(`CREATE TRIGGER refuse_completion_once_2 BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_completion_once_2()`);
+    const closing = w.taker.close(10_000);
+    // The loops' own stop (up to ~5 s before the handlers' wait begins), as 20 s on the clock.
+    const later = jest.spyOn(h.clock, 'now').mockImplementation(() => new Date(Date.now() + 20_000));
+    try {
+      slowGate.release();
+      expect(await closing).toEqual({ released: 0 });
+    } finally {
+      later.mockRestore();
+      await h.ds.query(`DROP TRIGGER refuse_completion_once_2 ON jobs`);
+    }
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 }); // before: left running for the rescue
+  });
+
   it("past a shutdown's deadline a failed outcome write is not retried: the pod must stop within its grace; the lease rescue takes over", async () => {
     const w = await h.liveWorker();
     const [id] = await h.enqueue([{ kind: 'noop' }]);

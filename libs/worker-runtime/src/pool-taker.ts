@@ -72,13 +72,13 @@ export class PoolTaker {
   async close(deadlineMs: number): Promise<{ released: number }> {
     this.closing = true;
     clearInterval(this.renewTimer);
-    this.o.executor.writer.retryUntilMs = this.o.clock.now().getTime() + deadlineMs; // failed outcome writes are retried while handlers may still finish
     for (const lane of this.lanes) for (const wake of [lane.slotFreed, lane.wakeToFinish]) wake?.();
     // A BLPOP ends by itself (≤ TAKE_BLOCK_MS), a take soon after; disconnecting under either could drop a wake token or a reply.
     await within(TAKE_BLOCK_MS + WORKER_REDIS_WAIT_MS, Promise.allSettled([...this.loops, ...this.lanes.flatMap((l) => l.waiter ?? [])]), 'ready take').catch(() => undefined);
     if (this.loops.length > 0) await this.handTimerOn(); // after our own BLPOPs ended: the token it leaves wakes another worker
     for (const lane of this.lanes) if (lane.lostTake) await this.giveBackLost(lane, this.o.identity.id); // no rescue follows a worker that leaves
     for (const lane of this.lanes) for (const c of [lane.blocking, lane.takes?.redis]) c?.disconnect();
+    this.o.executor.writer.retryUntilMs = this.o.clock.now().getTime() + deadlineMs; // failed outcome writes are retried while handlers may still finish
     const finished = await within(deadlineMs, Promise.allSettled([...this.inFlight]), 'handlers').then(() => true, () => false);
     const released = finished ? 0 : [...(await this.o.executor.releaseUnfinished()).values()].reduce((n, ids) => n + ids.length, 0);
     await Promise.allSettled([...this.inFlight]);
@@ -166,7 +166,6 @@ export class PoolTaker {
       })
       .then((result) => this.settle(lane, takenBy, h, result))
       .finally(() => {
-        if (lane.held.get(h.id) === takenBy) lane.held.delete(h.id);
         lane.limited.get(takenBy)?.delete(h.id);
         lane.running--;
         this.inFlight.delete(run);
@@ -180,6 +179,7 @@ export class PoolTaker {
 
   /** A hint is done with (reported with the next take) or goes back to the head of its flow: unstarted, or a copy taken meanwhile (a FINISH would drop it). */
   private async settle(lane: Lane, takenBy: number, h: TakenHint, result: ExecutionResult): Promise<void> {
+    if (lane.held.get(h.id) === takenBy) lane.held.delete(h.id); // before a give-back's wait: a copy taken meanwhile runs
     if (!lane.copied.delete(h.id) && result !== 'give_back' && result !== 'released') {
       const list = lane.done.get(takenBy);
       if (h.slots > 0) lane.doneHoldsSlots = true;
