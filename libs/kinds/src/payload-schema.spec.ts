@@ -63,6 +63,15 @@ describe('PayloadSchemas', () => {
     expect(check({ item: 'a', children: [{ item: '' }], tag: 'abcd' }).map((p) => p.field).sort()).toEqual(['payload.children[0].item', 'payload.tag']);
   });
 
+  it("compiles a recursive TypeBox schema, which refers to its own root $id, again and in its next version", () => {
+    const node = (extra: boolean) => Type.Recursive((This) => Type.Object({ id: Type.String(), ...(extra ? { note: Type.String() } : {}), kids: Type.Array(This) }), { $id: 'Node' });
+    const v1 = schemas.check(JSON.parse(JSON.stringify(node(false))) as Record<string, unknown>);
+    expect(v1({ id: 'a', kids: [{ id: 'b', kids: [] }] })).toEqual([]);
+    expect(v1({ id: 'a', kids: [{ id: 2, kids: [] }] }).map((p) => p.field)).toEqual(['payload.kids[0].id']);
+    const v2 = schemas.check(JSON.parse(JSON.stringify(node(true))) as Record<string, unknown>); // before: "can't resolve reference Node"
+    expect(v2({ id: 'a', note: 'n', kids: [] })).toEqual([]);
+  });
+
   it('refuses, at definition, a handler whose schema does not compile', () => {
     expect(() => defineHandler({ kind: 'broken', timeoutMs: 1000, payloadSchema: { type: 'no-such-type' }, handle: async () => completed() })).toThrow(
       /handler broken: payload schema does not compile/,

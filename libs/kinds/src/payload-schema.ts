@@ -23,12 +23,13 @@ export type PayloadCheck = (payload: unknown) => PayloadProblem[];
  * by the schema object (a per-job check serialises nothing).
  * `strict: false` because schemas come from handler code we did not write (unknown keywords
  * such as TypeBox's are ignored, not fatal); formats (email, uri, date-time …) are checked.
- * `addUsedSchema: false`: a root `$id` is not added to the long-lived Ajv's own registry, so the
- * next version of a kind's schema, or another kind's, may use the same `$id` (Ajv refused those:
- * "schema with key or id … already exists"); each compiled schema still resolves its own `$ref`s.
+ * A schema is removed from the long-lived Ajv once compiled, so the next version of a kind's
+ * schema, or another kind's, may use the same root `$id` (Ajv refused those: "schema with key or
+ * id … already exists"). Compiled with it registered, it still refers to its own `$id` (TypeBox's
+ * `Type.Recursive` does; with `addUsedSchema: false` those no longer compiled).
  */
 export class PayloadSchemas {
-  private readonly ajv = addFormats(new Ajv({ strict: false, allErrors: true, addUsedSchema: false }));
+  private readonly ajv = addFormats(new Ajv({ strict: false, allErrors: true }));
   private readonly compiled = new Map<string, PayloadCheck>();
   /** The same schema object asks again for every job: found without serialising it each time. */
   private readonly bySchema = new WeakMap<PayloadSchema, PayloadCheck>();
@@ -60,6 +61,8 @@ export class PayloadSchemas {
       return this.ajv.compile(schema);
     } catch (err) {
       throw new PayloadSchemaError(`payload schema does not compile: ${(err as Error).message}`, { cause: err });
+    } finally {
+      this.ajv.removeSchema(schema);
     }
   }
 }
