@@ -45,8 +45,8 @@ export class IngestCommit implements BeforeApplicationShutdown {
   ) {
     // Group commit, the way databases do it: a group leaves at the end of the event-loop turn
     // while a commit slot is free; otherwise what arrives meanwhile goes together when one frees.
-    // Tenants take turns in a group and each answers when its own insert has committed, so
-    // another tenant's backlog or large rows hold a POST back by the inserts under way, no more.
+    // A group is one tenant's (one insert), tenants taking turns: another tenant's backlog or
+    // large rows hold a POST back by the inserts under way, no more; at most commitsInFlight run.
     this.batcher = new MicroBatcher((entries) => this.insertTenant(entries), {
       maxInFlight: settings.commitsInFlight,
       maxBatch: settings.batchMaxItems,
@@ -73,7 +73,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
   /**
    * Sheds load rather than queue without bound behind a stalled or saturated database; one
    * tenant's flood (within its rate, say 64 KiB payloads) fills half the queue, not all of it,
-   * and waits its turn in each group beside other tenants' POSTs.
+   * and takes turns with other tenants' POSTs, group by group.
    */
   async one(entry: CommitEntry, deadline?: AbortSignal): Promise<CommitResult> {
     const max = this.settings.maxPendingCommits;

@@ -7,7 +7,7 @@
  */
 export interface MicroBatcherOptions<I> {
   maxBatch: number;
-  /** Flushes allowed in flight at once (each holds one database connection, or one per key). */
+  /** Flushes allowed in flight at once (each holds one database connection). */
   maxInFlight: number;
   /**
    * A batch short of `maxBatch` waits this long for more before it goes (default 0: the next
@@ -15,10 +15,10 @@ export interface MicroBatcherOptions<I> {
    */
   lingerMs?: number;
   /**
-   * Items of different keys (tenants) fill a batch in turns, each an even share of the room left,
-   * not first come first served, and each key's share is a `run` call of its own (concurrent, in
-   * the batch's slot) whose items answer as it ends: one key's backlog, or its slow call, holds
-   * another key's items back by the batches already running, not by the backlog or the call.
+   * Items of different keys (tenants) go in batches of their own, the keys taking turns (a key's
+   * next batch goes after every other waiting key's), not first come first served: one key's
+   * backlog, or its slow calls, hold another key's items back by the batches already running,
+   * not by the backlog. `maxInFlight` still bounds the calls, so the connections they hold.
    */
   keyOf?: (item: I) => unknown;
 }
@@ -109,43 +109,35 @@ export class MicroBatcher<I, O> {
 
   private flush(): void {
     while (this.queued > 0 && this.inFlight < this.opts.maxInFlight) {
-      const shares = this.take();
+      const batch = this.take();
       this.inFlight++;
-      void this.runBatch(shares);
+      void this.runBatch(batch);
     }
   }
 
-  /** The next batch, by key: keys take turns, each an even share of the room left (one key: FIFO). */
-  private take(): Pending<I, O>[][] {
-    const shares = new Map<unknown, Pending<I, O>[]>();
-    for (let room = this.opts.maxBatch; room > 0 && this.queues.size > 0; ) {
-      const [key, queue] = this.queues.entries().next().value!;
-      const taken = queue.splice(0, Math.ceil(room / this.queues.size));
-      room -= taken.length;
-      this.queued -= taken.length;
-      shares.set(key, [...(shares.get(key) ?? []), ...taken]);
-      this.queues.delete(key);
-      if (queue.length > 0) this.queues.set(key, queue);
-    }
-    return [...shares.values()];
+  /** The next batch: the first waiting key's items (one key: first come first served); that key goes to the back. */
+  private take(): Pending<I, O>[] {
+    const [key, queue] = this.queues.entries().next().value!;
+    const batch = queue.splice(0, this.opts.maxBatch);
+    this.queued -= batch.length;
+    this.queues.delete(key);
+    if (queue.length > 0) this.queues.set(key, queue);
+    return batch;
   }
 
-  private async runBatch(shares: Pending<I, O>[][]): Promise<void> {
-    await Promise.all(shares.map((share) => this.runShare(share)));
-    this.inFlight--;
-    if (this.queued > 0) {
-      if (this.opts.lingerMs) this.schedule();
-      else this.flush();
-    }
-    else if (this.inFlight === 0) this.settle();
-  }
-
-  private async runShare(share: Pending<I, O>[]): Promise<void> {
+  private async runBatch(batch: Pending<I, O>[]): Promise<void> {
     try {
-      const out = await this.run(share.map((p) => p.item));
-      share.forEach((p, i) => p.resolve(out[i]));
+      const out = await this.run(batch.map((p) => p.item));
+      batch.forEach((p, i) => p.resolve(out[i]));
     } catch (err) {
-      for (const p of share) p.reject(err);
+      for (const p of batch) p.reject(err);
+    } finally {
+      this.inFlight--;
+      if (this.queued > 0) {
+        if (this.opts.lingerMs) this.schedule();
+        else this.flush();
+      }
+      else if (this.inFlight === 0) this.settle();
     }
   }
 }
