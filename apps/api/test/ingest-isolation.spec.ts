@@ -77,3 +77,35 @@ describe('single POSTs while Redis is silent (connected, answering nothing)', ()
     expect(n).toBe(16);
   });
 });
+
+describe('single POSTs waiting for their hint while Redis is silent', () => {
+  let h: ApiHarness;
+  let proxy: QuietProxy;
+
+  beforeAll(async () => {
+    proxy = await quietProxy(Number(new URL(TEST_REDIS_URL).port || 6379), new URL(TEST_REDIS_URL).hostname);
+    h = await startApi({ REDIS_URL: `redis://127.0.0.1:${proxy.port}`, ALMANAC_INGEST_MAX_PENDING: '4', ALMANAC_ENQUEUE_TIMEOUT_MS: '1000', ALMANAC_REQUEST_TIMEOUT_MS: '2500' });
+  });
+  afterAll(async () => {
+    await proxy.close();
+    await h.close();
+  });
+
+  it('count toward the replica’s pending POSTs: past ALMANAC_INGEST_MAX_PENDING the next is shed, not held in memory', async () => {
+    const tenants = await Promise.all(['a', 'b', 'c'].map(async (name) => ({ Authorization: `Bearer ${(await h.createTenant(name)).apiKey}` })));
+    const post = (auth: { Authorization: string }, key: string) => h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key, runAt: inMs(MINUTE) });
+    expect((await post(tenants[0], 'warm-up')).body).toMatchObject({ state: 'queued' });
+    proxy.quiet();
+    // Two tenants' two each: committed, then waiting for the enqueue Redis does not answer.
+    const waiting = ['a-1', 'a-2', 'b-1', 'b-2'].map((key, i) => post(tenants[i < 2 ? 0 : 1], key).then((r) => r));
+    for (const bound = Date.now() + 5000; ; ) {
+      const [{ n }] = await h.db.dataSource.query(`SELECT count(*)::int AS n FROM jobs WHERE key IN ('a-1', 'a-2', 'b-1', 'b-2')`);
+      if (n === 4) break;
+      if (Date.now() > bound) throw new Error('the four were never committed');
+      await new Promise((r) => setImmediate(r));
+    }
+    const shed = await post(tenants[2], 'c-1');
+    expect(shed.status).toBe(503); // before: held past its insert with the others, uncounted
+    expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([201, 201, 201, 201]);
+  });
+});

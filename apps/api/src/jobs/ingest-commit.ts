@@ -36,6 +36,8 @@ export class IngestCommit implements BeforeApplicationShutdown {
   private readonly groupSize: Histogram;
   /** Single-job POSTs of each tenant waiting for (or in) a group commit: one tenant holds at most half the queue. */
   private readonly pendingOf = new Map<number, number>();
+  /** Single POSTs from arrival to answer: waiting for their insert, in it, or waiting for their hint. */
+  private waiting = 0;
 
   constructor(
     private readonly jobs: JobsRepository,
@@ -78,15 +80,17 @@ export class IngestCommit implements BeforeApplicationShutdown {
   async one(entry: CommitEntry, deadline?: AbortSignal): Promise<CommitResult> {
     const max = this.settings.maxPendingCommits;
     const mine = this.pendingOf.get(entry.tenantId) ?? 0;
-    if (this.batcher.pending >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
+    if (this.waiting >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
     if (mine >= Math.max(1, Math.floor(max / 2))) throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
     this.pendingOf.set(entry.tenantId, mine + 1);
+    this.waiting++;
     try {
       // The commit slot is free again once the insert has committed: the hint goes outside it.
       const committed = await this.batcher.submit(entry, deadline);
       const [result] = await this.hinted([entry], [committed]);
       return result;
     } finally {
+      this.waiting--;
       const left = (this.pendingOf.get(entry.tenantId) ?? 1) - 1;
       if (left > 0) this.pendingOf.set(entry.tenantId, left);
       else this.pendingOf.delete(entry.tenantId);
