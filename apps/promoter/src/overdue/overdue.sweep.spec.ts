@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db'
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
-import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '@almanac/testing/promoter-rows';
+import { envelopeOf, insertJobs, inQueue, queuedCount, queuedRowIds, statesOf } from '@almanac/testing/promoter-rows';
 import { EpochWatch } from './epoch-watch';
 import { startPrivateRedis, type PrivateRedis } from '@almanac/testing/private-redis';
 import { OverdueSweep } from './overdue.sweep';
@@ -234,7 +234,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
     it('a restart recovery larger than a run judges rows by their hints in every run, not only the first (no copy of what survived)', async () => {
       const { queue, sweep, epoch } = build(priv.connection, 'restart-long', 10, undefined, 25);
       await sweep.runOnce(NOW);
-      await insertJobs(db.dataSource, { count: 40, state: 'q', start: new Date(NOW.getTime() + HOUR), stepMs: 1000 });
+      await insertJobs(db.dataSource, { count: 40, state: 'q', start: new Date(NOW.getTime() - 20_000), stepMs: 100 });
       await priv.connection.hset(epoch.key, 'run_id', 'some-previous-server');
       const checked = jest.spyOn(LostHints.prototype, 'of');
       expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', more: true });
@@ -246,15 +246,29 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       await queue.close();
     });
 
-    it('a Redis restart (new run_id, data kept) re-enqueues too: the last writes may be gone', async () => {
+    it('a Redis restart that kept its data copies no hint that survived in the hot queue (rows due later than a hand-off)', async () => {
+      const { queue, sweep, epoch } = build(priv.connection, 'restart-kept', 1000);
+      await sweep.runOnce(NOW);
+      const rows = await insertJobs(db.dataSource, { count: 10, state: 'q', start: new Date(NOW.getTime() + HOUR), stepMs: 1000 });
+      await queue.enqueue(rows.map((id, i) => ({ id, dueMs: NOW.getTime() + HOUR + i * 1000, tenantId: 1, kind: 'noop' })), NOW);
+      await priv.connection.hset(epoch.key, 'run_id', 'some-previous-server');
+      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', requeued: { redis_lost: 0 } });
+      expect((await queuedRowIds(queue)).sort()).toEqual([...rows].sort()); // each once
+      await queue.close();
+    });
+
+    it('a Redis restart (new run_id, data kept) re-hints the rows due that lost theirs with the last writes; later ones once past their grace', async () => {
       const { queue, sweep, epoch } = build(priv.connection, 'restart', 1000);
       await sweep.runOnce(NOW);
       await priv.connection.hset(epoch.key, 'run_id', 'some-previous-server');
-      await insertJobs(db.dataSource, { count: 10, state: 'q', start: new Date(NOW.getTime() + HOUR) });
-      const res = await sweep.runOnce(NOW);
-      expect(res.redis).toBe('restarted');
-      expect(res.requeued.redis_lost).toBeGreaterThanOrEqual(10);
+      const due = await insertJobs(db.dataSource, { count: 10, state: 'q', start: new Date(NOW.getTime() - 5000) });
+      const later = await insertJobs(db.dataSource, { count: 10, state: 'q', start: new Date(NOW.getTime() + HOUR) });
+      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', requeued: { redis_lost: 10 } });
+      expect(await inQueue(queue, due)).toBe(10);
+      expect(await inQueue(queue, later)).toBe(0); // their hints, had they survived, would be in the hot queue
       expect((await sweep.runOnce(NOW)).redis).toBe('ok');
+      await sweep.runOnce(new Date(NOW.getTime() + HOUR + GRACE + 1)); // the overdue pass
+      expect(await inQueue(queue, later)).toBe(10);
       await queue.close();
     });
   });
