@@ -240,9 +240,32 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', more: true });
       const firstRun = checked.mock.calls.length;
       expect(firstRun).toBeGreaterThan(0);
-      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'lost', more: false }); // the marker says recovering
+      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', more: false }); // the marker says recovering, of a restart
       expect(checked.mock.calls.length).toBeGreaterThan(firstRun);
       checked.mockRestore();
+      await queue.close();
+    });
+
+    it('a second restart during a restart recovery starts it again as a restart, not as a loss: rows waiting in their pool keep their one hint', async () => {
+      const { queue, sweep, epoch, ready } = build(priv.connection, 'restart-twice', 1000);
+      const waiting = await insertJobs(db.dataSource, { count: 5, state: 'q', start: new Date(NOW.getTime() - 10_000), stepMs: 1000 });
+      await pushHints(ready, 'default', waiting.map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: NOW.getTime() - 10_000 + i * 1000 })));
+      const unhinted = await insertJobs(db.dataSource, { count: 3, state: 'q', tenantId: 2, start: new Date(NOW.getTime() - 5000) });
+      // The first restart's recovery, cut short; then the server restarted again (data kept: the marker is there).
+      await priv.connection.hset(epoch.key, { epoch: 'first-recovery', recovering: '1', found: 'restarted', run_id: 'old', after: `${NOW.getTime() - 20_000}:1` });
+      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', more: false, requeued: { redis_lost: 3 } });
+      expect(await inQueue(queue, waiting)).toBe(0);
+      expect(await inQueue(queue, unhinted)).toBe(3);
+      expect((await sweep.runOnce(NOW)).redis).toBe('ok');
+      await queue.close();
+    });
+
+    it('a restart during the recovery of a loss begins it again as a loss: every row, hinted or not', async () => {
+      const { queue, sweep, epoch, ready } = build(priv.connection, 'lost-then-restart', 1000);
+      const rows = await insertJobs(db.dataSource, { count: 5, state: 'q', start: new Date(NOW.getTime() + HOUR), stepMs: 1000 });
+      await pushHints(ready, 'default', rows.slice(0, 2).map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: NOW.getTime() + HOUR + i * 1000 })));
+      await priv.connection.hset(epoch.key, { epoch: 'first-recovery', recovering: '1', found: 'lost', run_id: 'old' });
+      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'lost', requeued: { redis_lost: 5 } });
       await queue.close();
     });
 
