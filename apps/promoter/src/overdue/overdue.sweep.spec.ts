@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db'
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
-import { envelopeOf, insertJobs, inQueue, queuedCount, queuedRowIds, statesOf } from '@almanac/testing/promoter-rows';
+import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '@almanac/testing/promoter-rows';
 import { EpochWatch } from './epoch-watch';
 import { startPrivateRedis, type PrivateRedis } from '@almanac/testing/private-redis';
 import { OverdueSweep } from './overdue.sweep';
@@ -229,70 +229,6 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       expect(await inQueue(queue, rows)).toBe(60);
       expect((await sweep.runOnce(NOW)).redis).toBe('ok');
       await Promise.all([queue.close(), other.queue.close()]);
-    });
-
-    it('a restart recovery larger than a run judges rows by their hints in every run, not only the first (no copy of what survived)', async () => {
-      const { queue, sweep, epoch } = build(priv.connection, 'restart-long', 10, undefined, 25);
-      await sweep.runOnce(NOW);
-      await insertJobs(db.dataSource, { count: 40, state: 'q', start: new Date(NOW.getTime() - 20_000), stepMs: 100 });
-      await priv.connection.hset(epoch.key, 'run_id', 'some-previous-server');
-      const checked = jest.spyOn(LostHints.prototype, 'of');
-      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', more: true });
-      const firstRun = checked.mock.calls.length;
-      expect(firstRun).toBeGreaterThan(0);
-      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', more: false }); // the marker says recovering, of a restart
-      expect(checked.mock.calls.length).toBeGreaterThan(firstRun);
-      checked.mockRestore();
-      await queue.close();
-    });
-
-    it('a second restart during a restart recovery starts it again as a restart, not as a loss: rows waiting in their pool keep their one hint', async () => {
-      const { queue, sweep, epoch, ready } = build(priv.connection, 'restart-twice', 1000);
-      const waiting = await insertJobs(db.dataSource, { count: 5, state: 'q', start: new Date(NOW.getTime() - 10_000), stepMs: 1000 });
-      await pushHints(ready, 'default', waiting.map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: NOW.getTime() - 10_000 + i * 1000 })));
-      const unhinted = await insertJobs(db.dataSource, { count: 3, state: 'q', tenantId: 2, start: new Date(NOW.getTime() - 5000) });
-      // The first restart's recovery, cut short; then the server restarted again (data kept: the marker is there).
-      await priv.connection.hset(epoch.key, { epoch: 'first-recovery', recovering: '1', found: 'restarted', run_id: 'old', after: `${NOW.getTime() - 20_000}:1` });
-      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', more: false, requeued: { redis_lost: 3 } });
-      expect(await inQueue(queue, waiting)).toBe(0);
-      expect(await inQueue(queue, unhinted)).toBe(3);
-      expect((await sweep.runOnce(NOW)).redis).toBe('ok');
-      await queue.close();
-    });
-
-    it('a restart during the recovery of a loss begins it again as a loss: every row, hinted or not', async () => {
-      const { queue, sweep, epoch, ready } = build(priv.connection, 'lost-then-restart', 1000);
-      const rows = await insertJobs(db.dataSource, { count: 5, state: 'q', start: new Date(NOW.getTime() + HOUR), stepMs: 1000 });
-      await pushHints(ready, 'default', rows.slice(0, 2).map((id, i) => ({ id, tenantId: 1, kind: 'noop', dueMs: NOW.getTime() + HOUR + i * 1000 })));
-      await priv.connection.hset(epoch.key, { epoch: 'first-recovery', recovering: '1', found: 'lost', run_id: 'old' });
-      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'lost', requeued: { redis_lost: 5 } });
-      await queue.close();
-    });
-
-    it('a Redis restart that kept its data copies no hint that survived in the hot queue (rows due later than a hand-off)', async () => {
-      const { queue, sweep, epoch } = build(priv.connection, 'restart-kept', 1000);
-      await sweep.runOnce(NOW);
-      const rows = await insertJobs(db.dataSource, { count: 10, state: 'q', start: new Date(NOW.getTime() + HOUR), stepMs: 1000 });
-      await queue.enqueue(rows.map((id, i) => ({ id, dueMs: NOW.getTime() + HOUR + i * 1000, tenantId: 1, kind: 'noop' })), NOW);
-      await priv.connection.hset(epoch.key, 'run_id', 'some-previous-server');
-      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', requeued: { redis_lost: 0 } });
-      expect((await queuedRowIds(queue)).sort()).toEqual([...rows].sort()); // each once
-      await queue.close();
-    });
-
-    it('a Redis restart (new run_id, data kept) re-hints the rows due that lost theirs with the last writes; later ones once past their grace', async () => {
-      const { queue, sweep, epoch } = build(priv.connection, 'restart', 1000);
-      await sweep.runOnce(NOW);
-      await priv.connection.hset(epoch.key, 'run_id', 'some-previous-server');
-      const due = await insertJobs(db.dataSource, { count: 10, state: 'q', start: new Date(NOW.getTime() - 5000) });
-      const later = await insertJobs(db.dataSource, { count: 10, state: 'q', start: new Date(NOW.getTime() + HOUR) });
-      expect(await sweep.runOnce(NOW)).toMatchObject({ redis: 'restarted', requeued: { redis_lost: 10 } });
-      expect(await inQueue(queue, due)).toBe(10);
-      expect(await inQueue(queue, later)).toBe(0); // their hints, had they survived, would be in the hot queue
-      expect((await sweep.runOnce(NOW)).redis).toBe('ok');
-      await sweep.runOnce(new Date(NOW.getTime() + HOUR + GRACE + 1)); // the overdue pass
-      expect(await inQueue(queue, later)).toBe(10);
-      await queue.close();
     });
   });
 });
