@@ -1,4 +1,4 @@
-import { SILENT_LOGGER } from '@almanac/platform';
+import { HANDOFF_WITHIN_MS, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { type QueuedCursor, type SweepJobRef, type SweepsRepository } from '@almanac/persistence';
 import type { PromotionSweep } from '../sweeps/promotion.sweep';
@@ -31,12 +31,13 @@ export interface OverdueOptions {
  * lease, not a lock: nothing is held while it waits on Redis): its passes re-enqueue without
  * claiming rows, so replicas running it together would only repeat each other's `addBulk`s.
  *
- * 1. Queued rows more than `graceMs` past due (jobs_queued_due), or every queued row once Redis
- *    lost data (RedisEpoch), are re-hinted if they have no hint left: a row due no earlier than
- *    its flow's head may be waiting behind it in a busy pool and is left alone (LostHints), so a
- *    backlog is never copied. After a loss (marker gone) no row has a hint, so all are re-hinted:
- *    judged by heads, the rows this very recovery had already handed over (the due ones) hid
- *    every later one, which then waited for the grace (all run 88 s after a FLUSHALL, not 36 s).
+ * 1. Queued rows more than `graceMs` past due (jobs_queued_due), or once Redis lost data every
+ *    queued row (after a restart that kept it, those due within a hand-off: RedisEpoch), are
+ *    re-hinted if they have no hint left: a row due no earlier than its flow's head may be
+ *    waiting behind it in a busy pool and is left alone (LostHints), so a backlog is never copied.
+ *    After a loss (marker gone) no row has a hint, so all are re-hinted: judged by heads, the
+ *    rows this very recovery had already handed over (the due ones) hid every later one, which
+ *    then waited for the grace (all run 88 s after a FLUSHALL, not 36 s).
  *    Sent as repairs: at hand-off a row older than its flow's head goes to the head.
  * 2. Scheduled rows in the hour buckets up to hour(now + `lookaheadMs`), i.e. due within the
  *    current hour or already due (left cold when Redis was down at ingest, or by a crashed
@@ -84,9 +85,7 @@ export class OverdueSweep implements Sweep<OverdueResult> {
 
     const redis = await this.epoch.check();
     if (redis === 'ok') {
-      // Due by the database's clock, as run_at is written: a host 60 s fast re-hinted rows not due yet.
-      const dueBefore = new Date(notAheadOfDatabase(now, await this.repo.databaseNowMs()).getTime() - this.opts.graceMs);
-      const scan = await this.requeueQueued(at, dueBefore, this.opts.maxPerRun, 'overdue', this.overdueCursor, lost);
+      const scan = await this.requeueQueued(at, await this.dueBy(now, -this.opts.graceMs), this.opts.maxPerRun, 'overdue', this.overdueCursor, lost);
       requeued.overdue = scan.requeued;
       this.overdueCursor = scan.next;
       more ||= scan.next !== null;
@@ -96,12 +95,18 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       // Its marker says what began it: a restart's rows are judged by their hints all along (allLost copied every hint that survived).
       const resumed = await this.epoch.resume();
       const epoch = resumed?.epoch ?? (await this.epoch.begin(redis));
-      const scan = await this.requeueQueued(at, null, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, lost, (resumed?.found ?? redis) === 'lost');
+      const found = resumed?.found ?? redis;
+      // A restart kept the hot queue, where the hints of rows due later than a hand-off wait: judged
+      // by their pools' heads (LostHints), each would count as lost and be copied. So only the rows
+      // a dispatcher may have handed over are judged. A failover to a replica that lost the last
+      // writes lost some later rows' hints too: the overdue pass re-hints those once past their grace.
+      const dueBefore = found === 'lost' ? null : await this.dueBy(now, HANDOFF_WITHIN_MS);
+      const scan = await this.requeueQueued(at, dueBefore, this.opts.maxPerRun, 'redis_lost', resumed?.after ?? null, lost, found === 'lost');
       requeued.redis_lost = scan.requeued;
       // A second loss during the scan leaves the marker missing: the next run starts over.
       more ||= scan.next !== null || lost.aborted || !(await this.epoch.finish(epoch)); // a scan cut short has not ended
       if (scan.next) await this.epoch.progress(epoch, scan.next);
-      const what = `${(resumed?.found ?? redis) === 'lost' ? 'Redis lost its data (or is new)' : 'Redis was restarted or replaced'}${resumed ? ', recovery going on' : ''}`;
+      const what = `${found === 'lost' ? 'Redis lost its data (or is new)' : 'Redis was restarted or replaced'}${resumed ? ', recovery going on' : ''}`;
       if (requeued.redis_lost > 0) this.log.warn({ redis, requeued: requeued.redis_lost, more: scan.next !== null }, `${what}: re-enqueued ${requeued.redis_lost} queued jobs`);
       // A brand-new installation has no marker either: with nothing queued, nothing was lost.
       else if (!lost.aborted) this.log.info({ redis }, `${what}: no job was queued, marker written`);
@@ -119,6 +124,11 @@ export class OverdueSweep implements Sweep<OverdueResult> {
 
     if (requeued.overdue > 0) this.log.warn({ requeued }, 'overdue sweep re-hinted queued jobs whose hints were lost');
     return { redis, requeued, more };
+  }
+
+  /** `now` moved by `offsetMs`, never ahead of the database's clock, by which run_at is written (a host 60 s fast re-hinted rows not due yet). */
+  private async dueBy(now: Date, offsetMs: number): Promise<Date> {
+    return new Date(notAheadOfDatabase(now, await this.repo.databaseNowMs()).getTime() + offsetMs);
   }
 
   private async requeueQueued(

@@ -5,9 +5,10 @@ import type { RedisClient } from '@almanac/platform';
 /**
  * - `ok`: the sentinel is there and the server is the one we saw before;
  * - `lost`: the sentinel is gone (FLUSHALL, restart without persistence, failover to an empty
- *   replica) or a previous recovery never finished;
+ *   replica) or the recovery of a loss never finished;
  * - `restarted`: same data set, different server process (`run_id` in INFO server changed):
- *   a restart from AOF/RDB or a failover may have dropped the last writes before it.
+ *   a restart from AOF/RDB or a failover may have dropped the last writes before it; or the
+ *   recovery of a restart never finished.
  */
 export type RedisEpochStatus = 'ok' | 'lost' | 'restarted';
 
@@ -33,7 +34,10 @@ export class RedisEpoch {
 
   async check(): Promise<RedisEpochStatus> {
     const [marker, runId] = await Promise.all([this.redis.hgetall(this.key), this.runId()]);
-    if (!marker.epoch || marker.recovering === '1') return 'lost';
+    if (!marker.epoch) return 'lost';
+    // An unfinished recovery is of what began it, on whichever server: another restart meanwhile
+    // kept the marker, so the data too (taken for a loss, every row was sent again unchecked).
+    if (marker.recovering === '1') return marker.found === 'restarted' ? 'restarted' : 'lost';
     return marker.run_id === runId ? 'ok' : 'restarted';
   }
 
@@ -44,7 +48,11 @@ export class RedisEpoch {
     return epoch;
   }
 
-  /** The recovery under way on this very server, what began it, and where its re-enqueue got to (null: from the start); null if none. */
+  /**
+   * The recovery under way on this very server, what began it, and where its re-enqueue got to
+   * (null: from the start); null if none. One begun on another server begins again from the start:
+   * the restart since may have dropped hints of rows it had passed.
+   */
   async resume(): Promise<{ epoch: string; found: Exclude<RedisEpochStatus, 'ok'>; after: QueuedCursor | null } | null> {
     const [marker, runId] = await Promise.all([this.redis.hgetall(this.key), this.runId()]);
     if (!marker.epoch || marker.recovering !== '1' || marker.run_id !== runId) return null;
