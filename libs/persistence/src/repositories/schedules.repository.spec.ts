@@ -1,4 +1,5 @@
-import { parseSchedule } from '@almanac/domain';
+import { occurrenceKey, parseSchedule } from '@almanac/domain';
+import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { type NewSchedule, SchedulesRepository } from './schedules.repository';
 
@@ -76,5 +77,28 @@ describe('SchedulesRepository (Postgres)', () => {
     await db.dataSource.query(`UPDATE schedules SET watched_through = now() - interval '1 day' WHERE id = $1`, [id]);
     await schedules.update(9, id, { cron: '30 * * * *', timing: { schedule: parseSchedule('30 * * * *', 'UTC'), from: { cron: '0 * * * *', timezone: 'UTC' } } });
     expect(await watched()).toBeLessThan(5);
+  });
+
+  it('a timing change that waits for the schedule row keeps the occurrences that fell due during the wait', async () => {
+    const made = await schedules.create({ ...seed('waits'), cron: '* * * * *' });
+    if (!('schedule' in made)) throw new Error('not created');
+    const id = made.schedule.id;
+    const holder = db.dataSource.createQueryRunner(); // the recurring sweep's batch, inserting occurrences
+    await holder.connect();
+    try {
+      await holder.startTransaction();
+      await holder.query(`SELECT 1 FROM schedules WHERE id = $1 FOR UPDATE`, [id]);
+      const changing = schedules.update(1, id, { cron: '*/2 * * * *', timing: { schedule: parseSchedule('*/2 * * * *', 'UTC'), from: { cron: '* * * * *', timezone: 'UTC' } } });
+      await someoneWaitsOnALock(db.dataSource);
+      // An occurrence of the old timing that comes due while the change waits.
+      const [{ at }] = await holder.query(`SELECT statement_timestamp() AS at`) as { at: Date }[];
+      const key = occurrenceKey(id, new Date(Math.floor(at.getTime() / 1000) * 1000)); // keys name whole seconds
+      await holder.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, $1, 'noop', $2, 's')`, [key, at]);
+      await holder.commitTransaction();
+      expect(await changing).toMatchObject({ removed: { count: 0 } }); // before: 1, removed as not due yet
+    } finally {
+      if (holder.isTransactionActive) await holder.rollbackTransaction();
+      await holder.release();
+    }
   });
 });

@@ -101,6 +101,11 @@ export class SchedulesRepository {
     change: ScheduleChange,
   ): Promise<{ schedule: ScheduleView; removed: RemovedOccurrences } | 'changed' | null> {
     return this.db.transaction(async (tx) => {
+      // The row first, then the time: read before a wait for the row (the recurring sweep's
+      // batch holds it while it inserts), `now` was that wait's start, and occurrences that
+      // fell due during it were removed as not due yet.
+      const locked: unknown[] = await tx.query(`SELECT 1 FROM schedules WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
+      if (locked.length === 0) return null;
       const now = await databaseNow(tx);
       const sets: string[] = ['updated_at = now()'];
       let guard = '';
