@@ -73,8 +73,7 @@ export class Executor {
       this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back for a later take');
       return 'give_back';
     });
-    if (answer === 'give_back') return answer;
-    if (answer === 'stale' || 'earlyDueMs' in answer) return 'stale';
+    if (answer === 'give_back' || answer === 'stale') return answer;
     if (this.stopping) {
       // Claimed while the shutdown released the rest: back to queued at once; its hint goes back.
       await this.o.repo.release([{ id: answer.row.id, attempt: answer.row.attempt }], this.o.clock.now(), this.o.identity.name, []);
@@ -88,7 +87,7 @@ export class Executor {
    * again, or, due beyond CLAIM_RETRY_WITHIN_MS, gets a hint for its own time and this one is
    * dropped. `timing`: when the last claim was sent and answered (for the run's span).
    */
-  private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<ClaimAnswer | 'give_back'> {
+  private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<Exclude<ClaimAnswer, { earlyDueMs: number }> | 'give_back'> {
     for (let dueMs = hint.dueMs; ; ) {
       if ((this.stopping || dueMs > this.o.clock.now().getTime()) && !(await this.until(dueMs))) return 'give_back';
       timing.fromMs = Date.now();
