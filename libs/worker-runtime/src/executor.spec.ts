@@ -1,6 +1,6 @@
-import { Clock, ManualClock, SLOT_TTL_MS, TAKE_AHEAD_MS, within } from '@almanac/platform';
+import { Clock, COMPLETION_LINGER_MS, HEARTBEAT_MS, ManualClock, SLOT_TTL_MS, TAKE_AHEAD_MS, WaitTimeoutError, within } from '@almanac/platform';
 import { DEFAULT_SHARE, type HandlerOutcome, type JsonValue, LOST_ATTEMPT_ERROR } from '@almanac/domain';
-import { SweepsRepository } from '@almanac/persistence';
+import { createDataSource, SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler, discard, type HandlerContext, retry, snooze } from '@almanac/kinds';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { freePort } from '@almanac/testing/free-port';
@@ -8,6 +8,7 @@ import IORedis from 'ioredis';
 import { chargeHandler, noopHandler } from '@almanac/testing/built-in-kinds';
 import { LeaseLostError } from './handler-run';
 import { pushHints } from '@almanac/testing/ready-hints';
+import { quietProxy } from '@almanac/testing/quiet-proxy';
 
 /** A handler the test controls: it reports when it started and finishes when told. */
 function gate() {
@@ -142,6 +143,9 @@ const listeningHandler = defineHandler<unknown>({
     listening.onStart();
   }),
 });
+
+/** What `p` settled with if it has settled, else 'no answer' (a settled promise wins the race). */
+const answerByNow = <T>(p: Promise<T>) => Promise.race([p, Promise.resolve('no answer' as const)]);
 
 /** Polls `look` until it is true, for at most `ms` (a real async effect, no timer of ours to drive). */
 async function eventually(look: () => Promise<boolean>, ms = 5000): Promise<void> {
@@ -855,6 +859,45 @@ describe('worker executor', () => {
     await h.ds.query(`DROP TRIGGER refuse_renewal ON jobs; DROP FUNCTION refuse_renewal()`);
     await running;
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringMatching(/^LeaseLostError/) });
+  });
+
+  it('a run whose lease passes while its renewals never answer (its Postgres connection gone quiet) has its signal aborted with LeaseLostError', async () => {
+    await destroyHarness(h);
+    const clock = new ManualClock(Date.now());
+    h = await createHarness({ handlers: [listeningHandler], clock });
+    const url = new URL(h.db.url);
+    const proxy = await quietProxy(Number(url.port || 5432), url.hostname);
+    url.port = String(proxy.port);
+    const own = createDataSource({ url: url.toString(), poolSize: 1 }); // its one connection hung, a renewal waits for it
+    await own.initialize();
+    try {
+      const [id] = await h.enqueue([{ kind: 'listening' }]);
+      await h.hot.runOnce();
+      const w = h.worker({ dataSource: own });
+      const running = h.runWorker(w);
+      await listening.started;
+      proxy.quiet();
+      jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'Date', 'hrtime', 'performance'] });
+      clock.advance(h.leaseMs / 2); // due for renewal, its lease still holds
+      const first = w.executor.extendLeases();
+      await jest.advanceTimersByTimeAsync(h.leaseMs / 3);
+      await expect(answerByNow(first)).rejects.toThrow(WaitTimeoutError); // given up: a fresh connection may answer the next
+      expect(listeningCtx?.signal.aborted).toBe(false);
+      clock.advance(h.leaseMs / 2); // the lease has passed; the promoter may have given the job to another worker
+      const second = w.executor.extendLeases();
+      await jest.advanceTimersByTimeAsync(HEARTBEAT_MS);
+      await expect(answerByNow(second)).rejects.toThrow(WaitTimeoutError);
+      expect(listeningCtx?.signal.reason).toBeInstanceOf(LeaseLostError); // unbounded, it waited on until /health/live restarted the pod
+      await proxy.close(); // the hung connection ends: the run's write fails, and the lease rescue has the row
+      await jest.advanceTimersByTimeAsync(COMPLETION_LINGER_MS); // the write's group commit goes
+      jest.useRealTimers();
+      await running;
+      expect(await h.job(id)).toMatchObject({ state: 'r', attempts: 1 });
+    } finally {
+      jest.useRealTimers();
+      await proxy.close();
+      await own.destroy().catch(() => undefined);
+    }
   });
 
   it("a release at shutdown that wins the row from its handler's transaction gives the hint back to its pool", async () => {

@@ -2,7 +2,7 @@ import type { RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, TakenHint } from '@almanac/delivery';
 import type { HandlerDefinition, HandlerRegistry } from '@almanac/kinds';
 import { type DeliveryRef, EffectsRepository, type ExecutionRepository, refKey, type RunnableJob } from '@almanac/persistence';
-import { CLAIM_RETRY_WITHIN_MS, type Clock, type HotQueue, MAX_EARLY_WAIT_MS } from '@almanac/platform';
+import { CLAIM_RETRY_WITHIN_MS, type Clock, HEARTBEAT_MS, type HotQueue, MAX_EARLY_WAIT_MS, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AttemptWriter, type WriteResult } from './attempt-writer';
@@ -73,8 +73,7 @@ export class Executor {
       this.o.logger.warn({ err, jobId: hint.id }, 'claim failed; giving the hint back for a later take');
       return 'give_back';
     });
-    if (answer === 'give_back') return answer;
-    if (answer === 'stale' || 'earlyDueMs' in answer) return 'stale';
+    if (answer === 'give_back' || answer === 'stale') return answer;
     if (this.stopping) {
       // Claimed while the shutdown released the rest: back to queued at once; its hint goes back.
       await this.o.repo.release([{ id: answer.row.id, attempt: answer.row.attempt }], this.o.clock.now(), this.o.identity.name, []);
@@ -88,7 +87,7 @@ export class Executor {
    * again, or, due beyond CLAIM_RETRY_WITHIN_MS, gets a hint for its own time and this one is
    * dropped. `timing`: when the last claim was sent and answered (for the run's span).
    */
-  private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<ClaimAnswer | 'give_back'> {
+  private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<Exclude<ClaimAnswer, { earlyDueMs: number }> | 'give_back'> {
     for (let dueMs = hint.dueMs; ; ) {
       if ((this.stopping || dueMs > this.o.clock.now().getTime()) && !(await this.until(dueMs))) return 'give_back';
       timing.fromMs = Date.now();
@@ -143,7 +142,10 @@ export class Executor {
     const until = this.claimer.leaseFrom(now);
     const sent = due.map((e) => ({ ...e.ref, progress: e.progress }));
     // A run whose lease is gone (rescued, or expired unrenewed) may be running elsewhere by now: its handler is stopped.
-    const held = await this.o.repo.extendLeases(sent, new Date(until)).catch((err: unknown) => {
+    // A renewal that never answers (its connection gone quiet) fails as the soonest of these leases ends, so that run is stopped
+    // then; in a beat at least, and a third of a lease at most, so the next one (perhaps on a fresh connection) goes out in time.
+    const answerMs = Math.min(Math.max(Math.min(...due.map((e) => e.leaseUntil)) - now, HEARTBEAT_MS), this.o.leaseMs / 3);
+    const held = await within(answerMs, this.o.repo.extendLeases(sent, new Date(until)), 'lease renewal').catch((err: unknown) => {
       for (const e of due) if (e.leaseUntil <= this.o.clock.now().getTime()) e.abort?.(new LeaseLostError());
       throw err;
     });

@@ -39,7 +39,6 @@ export class RunSpan {
 
   /** Ends the run's span without a write (released at shutdown). */
   end(note: string): void {
-    this.root.setAttribute('almanac.write', note);
-    this.root.end();
+    this.root.setAttribute('almanac.write', note).end();
   }
 }

@@ -26,12 +26,11 @@ export class WorkerIdentity {
     return this.current;
   }
 
-  async register(): Promise<number> {
+  async register(): Promise<void> {
     const sentMs = this.time?.local.now().getTime() ?? 0;
     const { id, dbNowMs } = await this.repo.register(this.name, this.pools, this.concurrency);
     this.time?.observe(dbNowMs, sentMs);
     this.current = id;
-    return id;
   }
 
   /** One heartbeat (`running`: per pool, in the order of `pools`); registers again if the rescue removed this worker meanwhile. */
