@@ -117,7 +117,7 @@ describe('a read answered 503 at its deadline', () => {
 
   it('stops its statement: nothing of it waits on the lock, or holds a connection, past the answer', async () => {
     const { h, auth, locker } = t;
-    /** Statements waiting for the lock, once none is (a terminated backend leaves within moments), or after ~2.5 s. */
+    /** Statements waiting for the lock, once none is (a discarded connection's backend leaves within a second), or after ~2.5 s. */
     const waitingAfterAnswer = async () => {
       let n = -1;
       for (let tries = 0; n !== 0 && tries < 50; tries++) {

@@ -26,7 +26,11 @@ export function createDataSource(config: DatabaseConfig, migrationSet: Migration
       // No JIT: Almanac sends only short statements, and JIT compiled any whose plan cost passed
       // jit_above_cost. The retention statement, 0.3 ms to run, took 226 ms to compile (EXPLAIN
       // ANALYZE at 20 M jobs, bench/retention.ts); a 5,000-row batch runs in 40 ms without it.
-      options: '-c jit=off',
+      // A statement whose connection was closed under it (discardConnection: a request answered
+      // at its deadline, an abandoned run) ends within a second (PostgreSQL 14+); Postgres would
+      // otherwise see the closed socket only when it next writes, after the lock it waits for
+      // came free, and commit (measured: an INSERT behind a held lock wrote its row once freed).
+      options: '-c jit=off -c client_connection_check_interval=1000',
       // node-postgres sends these as session settings on every new connection.
       ...(config.statementTimeoutMs ? { statement_timeout: config.statementTimeoutMs } : {}),
       ...(config.lockTimeoutMs ? { lock_timeout: config.lockTimeoutMs } : {}),

@@ -1,5 +1,4 @@
 import { DataSource, EntityManager, type QueryRunner } from 'typeorm';
-import { TERMINATE_BACKEND_SQL } from './statements/terminate-backend.sql';
 
 /**
  * Where a repository's SQL runs: the shared DataSource (a pooled connection per statement) or
@@ -49,26 +48,23 @@ export async function sql<T = Record<string, unknown>>(db: Db, statement: string
   }
 }
 
-/** typeorm's PostgresQueryRunner, by its private parts: the pg client, and the release that hands an error on to pg-pool. */
-type PgRunner = { databaseConnection?: { processID?: number }; releasePostgresConnection(err: Error): Promise<void> };
+/** typeorm's PostgresQueryRunner, by its private part: the release that hands an error on to pg-pool. */
+type PgRunner = { releasePostgresConnection(err: Error): Promise<void> };
 
 /**
- * Closes a transaction's connection instead of rolling it back, for a session that must run
- * nothing more: pg-pool destroys a client released with an error (typeorm 1.x's public release()
- * drops its argument). Postgres would see the closed socket only at its next read or write, so
- * its backend is ended too, from another pooled connection (under the pool's statement_timeout);
- * else a slow statement kept its locks, and the server a connection the pool has replaced.
+ * Closes a connection instead of giving it back, for a session that must run nothing more: a
+ * transaction not to be rolled back into use, a statement no one waits for. pg-pool destroys a
+ * client released with an error (typeorm 1.x's public release() drops its argument); its
+ * backend, polling the socket (`client_connection_check_interval`, data-source.ts), ends what it
+ * runs within a second, with no statement of ours on a pool full when deadlines pass.
  */
 export async function discardConnection(runner: QueryRunner, why: Error): Promise<void> {
-  const pid = (runner as unknown as PgRunner).databaseConnection?.processID;
-  // Released first: its pool slot is free for the statement below, which a full pool would make wait.
   await (runner as unknown as PgRunner).releasePostgresConnection(why);
-  if (pid !== undefined) await sql(runner.connection, TERMINATE_BACKEND_SQL, [pid]);
 }
 
 /**
- * Runs `work` on one pooled connection, for a read whose caller may stop waiting (an API request
- * past its deadline, or whose client went away). When `signal` aborts first, the call rejects
+ * Runs `work` on one pooled connection, for a read or write whose caller may stop waiting (an API
+ * request past its deadline, or whose client went away). When `signal` aborts first, the call rejects
  * with its reason at once and the connection is discarded, its backend ended: a statement of a
  * request answered 503 ran on for up to statement_timeout (30 s against a 2.5 s deadline),
  * holding a pooled connection while the client's retries added more.
@@ -105,8 +101,7 @@ export async function onConnection<T>(db: DataSource, signal: AbortSignal | unde
       if (signal.aborted) {
         running.catch(() => undefined); // it fails as its connection closes
         mine = false;
-        // Not waited for (ending the backend takes another pooled connection, scarce when deadlines pass); nothing to do if it
-        // fails: statement_timeout still bounds the statement.
+        // Not waited for: the caller is answered now; its backend ends what it runs within a second.
         void discardConnection(runner, signal.reason instanceof Error ? signal.reason : new Error('aborted')).catch(() => undefined); // pg-pool keeps a client released without one
       }
       throw err;
