@@ -34,7 +34,7 @@ export interface JobListPage {
 }
 
 /** Orders two keyset positions the way `ORDER BY run_at, id` does. */
-export function comparePositions(a: ListPosition, b: ListPosition): number {
+function comparePositions(a: ListPosition, b: ListPosition): number {
   if (a.runAt !== b.runAt) return a.runAt < b.runAt ? -1 : 1;
   const x = BigInt(a.id);
   const y = BigInt(b.id);

@@ -7,7 +7,7 @@ import { type JobListFilter, type JobListPage, listNonScheduled, type ListPositi
 import { findViewForTenant, inSnapshot, JobView, RawJob, Runner, toView } from './job-view';
 
 export type { JobView } from './job-view';
-export { comparePositions, type JobListFilter, type JobListPage, type ListPosition, mergePages } from './job-list';
+export { type JobListFilter, type JobListPage, type ListPosition, mergePages } from './job-list';
 
 /**
  * Tenant-scoped reads on jobs (API-driven state changes live in JobChangesRepository): one by id
