@@ -72,6 +72,14 @@ describe('PayloadSchemas', () => {
     expect(v2({ id: 'a', note: 'n', kids: [] })).toEqual([]);
   });
 
+  it("refuses a schema whose root $id is Ajv's draft-07 meta-schema, and still compiles the next", () => {
+    const own = new PayloadSchemas();
+    expect(() => own.check({ $id: 'http://json-schema.org/draft-07/schema', type: 'object' })).toThrow(/does not compile/);
+    expect(own.check({ type: 'object', required: ['a'] })({})).toHaveLength(1);
+    // Ajv's meta-schema is still there to refuse a schema it alone finds wrong (before: removed, this compiled).
+    expect(() => own.check({ type: 'array', maxItems: -1 })).toThrow(/does not compile/);
+  });
+
   it('refuses, at definition, a handler whose schema does not compile', () => {
     expect(() => defineHandler({ kind: 'broken', timeoutMs: 1000, payloadSchema: { type: 'no-such-type' }, handle: async () => completed() })).toThrow(
       /handler broken: payload schema does not compile/,

@@ -57,12 +57,15 @@ export class PayloadSchemas {
   }
 
   private compile(schema: object): ValidateFunction {
+    // Not one of Ajv's own (a root `$id` copied from `$schema`): removed, its meta-schema no longer checked later schemas.
+    const id = (schema as { $id?: unknown }).$id;
+    const taken = typeof id === 'string' && this.ajv.getSchema(id) !== undefined;
     try {
       return this.ajv.compile(schema);
     } catch (err) {
       throw new PayloadSchemaError(`payload schema does not compile: ${(err as Error).message}`, { cause: err });
     } finally {
-      this.ajv.removeSchema(schema);
+      if (!taken) this.ajv.removeSchema(schema);
     }
   }
 }
