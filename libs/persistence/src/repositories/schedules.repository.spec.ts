@@ -96,6 +96,33 @@ describe('SchedulesRepository (Postgres)', () => {
       await holder.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, $1, 'noop', $2, 's')`, [key, at]);
       await holder.commitTransaction();
       expect(await changing).toMatchObject({ removed: { count: 0 } }); // before: 1, removed as not due yet
+      // Watched from the same now as its first run: from the wait's start, the new timing's instants
+      // during the wait (no rows) were reported missed.
+      const [{ watched }] = await db.dataSource.query<{ watched: Date }[]>(`SELECT watched_through AS watched FROM schedules WHERE id = $1`, [id]);
+      expect(watched.getTime()).toBeGreaterThanOrEqual(at.getTime());
+    } finally {
+      if (holder.isTransactionActive) await holder.rollbackTransaction();
+      await holder.release();
+    }
+  });
+
+  it('a resume that waits for the schedule row is watched from when it got the row, as its cursor is', async () => {
+    const made = await schedules.create({ ...seed('resume-waits'), cron: '* * * * *' });
+    if (!('schedule' in made)) throw new Error('not created');
+    const id = made.schedule.id;
+    await schedules.setPaused(1, id, true);
+    const holder = db.dataSource.createQueryRunner();
+    await holder.connect();
+    try {
+      await holder.startTransaction();
+      await holder.query(`SELECT 1 FROM schedules WHERE id = $1 FOR UPDATE`, [id]);
+      const resuming = schedules.setPaused(1, id, false);
+      await someoneWaitsOnALock(db.dataSource);
+      const [{ at }] = await holder.query(`SELECT statement_timestamp() AS at`) as { at: Date }[];
+      await holder.commitTransaction();
+      await resuming;
+      const [{ watched }] = await db.dataSource.query<{ watched: Date }[]>(`SELECT watched_through AS watched FROM schedules WHERE id = $1`, [id]);
+      expect(watched.getTime()).toBeGreaterThanOrEqual(at.getTime()); // before: the transaction's start, before the wait
     } finally {
       if (holder.isTransactionActive) await holder.rollbackTransaction();
       await holder.release();

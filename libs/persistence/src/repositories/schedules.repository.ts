@@ -123,14 +123,14 @@ export class SchedulesRepository {
       if (change.expectWithinSeconds !== undefined) {
         set('expect_within_seconds', change.expectWithinSeconds);
         // Watched from now on: runs before the expectation was set are not reported.
-        sets.push('watched_through = now()');
+        set('watched_through', now);
       }
       if (change.timing) {
         set('next_run_at', nextOccurrences(change.timing.schedule, now, 1)[0] ?? null);
         set('timing_since', now); // run history computes occurrences from the timing only after it
         sets.push('version = version + 1');
         // The new timing's past instants never had rows: watched from now on, like a new expectation.
-        if (change.expectWithinSeconds === undefined) sets.push('watched_through = now()');
+        if (change.expectWithinSeconds === undefined) set('watched_through', now);
         guard = ` AND cron = $${params.push(change.timing.from.cron)} AND timezone = $${params.push(change.timing.from.timezone)}`;
       }
       const rows: [RawSchedule[], number] = await tx.query(
@@ -178,13 +178,15 @@ export class SchedulesRepository {
         removed = { count: gone.count };
         nextRunAt = earlier(nextRunAt, gone.earliest);
       }
-      if (!paused && current.paused) nextRunAt = resumedCursor(current, await databaseNow(tx));
+      // Read once the row is locked; `now()` is the transaction's start, before that wait.
+      const now = await databaseNow(tx);
+      if (!paused && current.paused) nextRunAt = resumedCursor(current, now);
       const rows: [RawSchedule[], number] = await tx.query(
-        // A resumed schedule is watched from now on: the runs a pause skipped are not missed ones.
-        `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN now() ELSE watched_through END,
+        // A resumed schedule is watched from now on (the cursor's now): the runs a pause skipped are not missed ones.
+        `UPDATE schedules SET paused = $3, updated_at = now(), watched_through = CASE WHEN paused AND NOT $3 THEN $5 ELSE watched_through END,
                               last_error = CASE WHEN $3 THEN last_error END, next_run_at = $4
           WHERE id = $1 AND tenant_id = $2 RETURNING ${COLUMNS}`,
-        [id, tenantId, paused, nextRunAt],
+        [id, tenantId, paused, nextRunAt, now],
       );
       return { schedule: toView(rows[0][0]), removed };
     });
