@@ -883,6 +883,8 @@ describe('worker executor', () => {
       await jest.advanceTimersByTimeAsync(h.leaseMs / 3);
       await expect(answerByNow(first)).rejects.toThrow(WaitTimeoutError); // given up: a fresh connection may answer the next
       expect(listeningCtx?.signal.aborted).toBe(false);
+      // Its connection discarded, not left checked out on the quiet socket (each turn held another).
+      expect((own.driver as unknown as { master: { totalCount: number } }).master.totalCount).toBe(0);
       clock.advance(h.leaseMs / 2); // the lease has passed; the promoter may have given the job to another worker
       const second = w.executor.extendLeases();
       await jest.advanceTimersByTimeAsync(HEARTBEAT_MS);

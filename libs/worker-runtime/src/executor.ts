@@ -2,7 +2,7 @@ import type { RetryPolicy, TierHorizons } from '@almanac/domain';
 import type { DeliveryMetrics, TakenHint } from '@almanac/delivery';
 import type { HandlerDefinition, HandlerRegistry } from '@almanac/kinds';
 import { type DeliveryRef, EffectsRepository, type ExecutionRepository, refKey, type RunnableJob } from '@almanac/persistence';
-import { CLAIM_RETRY_WITHIN_MS, type Clock, HEARTBEAT_MS, type HotQueue, MAX_EARLY_WAIT_MS, within } from '@almanac/platform';
+import { CLAIM_RETRY_WITHIN_MS, type Clock, HEARTBEAT_MS, type HotQueue, MAX_EARLY_WAIT_MS, WaitTimeoutError } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { DataSource } from 'typeorm';
 import { AttemptWriter, type WriteResult } from './attempt-writer';
@@ -144,11 +144,14 @@ export class Executor {
     // A run whose lease is gone (rescued, or expired unrenewed) may be running elsewhere by now: its handler is stopped.
     // A renewal that never answers (its connection gone quiet) fails as the soonest of these leases ends, so that run is stopped
     // then; in a beat at least, and a third of a lease at most, so the next one (perhaps on a fresh connection) goes out in time.
+    // Given up, its connection is discarded: one hung on a quiet connection held a pooled one every turn.
     const answerMs = Math.min(Math.max(Math.min(...due.map((e) => e.leaseUntil)) - now, HEARTBEAT_MS), this.o.leaseMs / 3);
-    const held = await within(answerMs, this.o.repo.extendLeases(sent, new Date(until)), 'lease renewal').catch((err: unknown) => {
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(new WaitTimeoutError('lease renewal', answerMs)), answerMs);
+    const held = await this.o.repo.extendLeases(sent, new Date(until), stop.signal).catch((err: unknown) => {
       for (const e of due) if (e.leaseUntil <= this.o.clock.now().getTime()) e.abort?.(new LeaseLostError());
       throw err;
-    });
+    }).finally(() => clearTimeout(timer));
     due.forEach((e, i) => {
       if (e.progress === sent[i].progress) e.progress = undefined; // written, or its run is gone; a newer report waits for the next beat
       if (held.has(refKey(e.ref))) e.leaseUntil = until; // by attempt too: an older attempt of a row claimed again is stopped

@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { STATE_CODE } from '../job-state.codec';
 import { inIdOrder } from '../lock-order';
 import { epochMs, plainArray } from '../plain-array';
-import { Db, sql } from '../sql';
+import { Db, onConnection, sql } from '../sql';
 import { CLAIM_FOR_RUN } from '../statements/claim-for-run.sql';
 import { COMPLETE_ATTEMPTS } from '../statements/complete-attempts.sql';
 import { EXTEND_LEASES_SQL } from '../statements/extend-leases.sql';
@@ -108,16 +108,16 @@ export class ExecutionRepository {
    * Pushes the lease of running attempts out to `until` (the worker's heartbeat while their
    * handlers run), with each one's progress reported since, as JSON (null: none). Guarded by
    * state and attempt; returns the attempts still held, by refKey (an id alone would keep an
-   * older attempt of the row alive).
+   * older attempt of the row alive). `over`: the caller gave up (onConnection).
    */
-  async extendLeases(unordered: readonly (DeliveryRef & { progress?: string | null })[], until: Date): Promise<Set<string>> {
+  async extendLeases(unordered: readonly (DeliveryRef & { progress?: string | null })[], until: Date, over?: AbortSignal): Promise<Set<string>> {
     if (unordered.length === 0) return new Set();
     const refs = inIdOrder(unordered, (r) => r.id);
-    const { rows } = await sql<DeliveryRef>(
-      this.dataSource,
+    const { rows } = await onConnection(this.dataSource, over, (c) => sql<DeliveryRef>(
+      c.manager,
       EXTEND_LEASES_SQL,
       [refs.map((r) => r.id), refs.map((r) => r.attempt), until, refs.map((r) => r.progress ?? null)],
-    );
+    ));
     return new Set(rows.map(refKey));
   }
 
