@@ -284,35 +284,6 @@ describe('pool taker', () => {
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
   });
 
-  it("a copy given back after its run takes the row's next hint while the give-back's reply is still out: that hint runs", async () => {
-    const [id] = await h.enqueue([{ kind: 'held' }]);
-    const openOld = gate(id);
-    const firstRan = ran(id);
-    const w = h.worker();
-    await h.startWorker(w);
-    await h.hot.runOnce();
-    await firstRan;
-    await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
-    await h.hotQueue.enqueue([h.hint(id, { kind: 'held' })], new Date());
-    await h.hot.runOnce();
-    await within(5000, (async () => {
-      while ((await h.readyIds()).length > 0) await new Promise((r) => setImmediate(r));
-    })(), 'the fresh hint taken');
-    // The copy's give-back lands, and the worker takes it again before the reply comes back.
-    const giveBack = h.ready.giveBack.bind(h.ready);
-    jest.spyOn(h.ready, 'giveBack').mockImplementationOnce(async (...args: Parameters<typeof giveBack>) => {
-      const out = await giveBack(...args);
-      while ((await h.readyIds()).length > 0) await new Promise((r) => setImmediate(r));
-      return out;
-    });
-    gates.set(id, Promise.resolve());
-    openOld();
-    await within(5000, (async () => {
-      while ((await h.job(id)).state !== 'd') await new Promise((r) => setImmediate(r));
-    })(), 'the hint taken again run'); // before: dropped as a second copy of the run that had ended
-    await w.taker.close(10_000);
-  });
-
   it('a full lane passes on a token that a wait it left behind took', async () => {
     // A rate limit makes the loop's timer, not its wait, start the take that fills the lane: the
     // wait is still out when the next push comes, and this worker has no slot for that work.

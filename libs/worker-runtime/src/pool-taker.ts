@@ -166,6 +166,7 @@ export class PoolTaker {
       })
       .then((result) => this.settle(lane, takenBy, h, result))
       .finally(() => {
+        if (lane.held.get(h.id) === takenBy) lane.held.delete(h.id);
         lane.limited.get(takenBy)?.delete(h.id);
         lane.running--;
         this.inFlight.delete(run);
@@ -179,7 +180,6 @@ export class PoolTaker {
 
   /** A hint is done with (reported with the next take) or goes back to the head of its flow: unstarted, or a copy taken meanwhile (a FINISH would drop it). */
   private async settle(lane: Lane, takenBy: number, h: TakenHint, result: ExecutionResult): Promise<void> {
-    if (lane.held.get(h.id) === takenBy) lane.held.delete(h.id); // before a give-back's wait: a copy taken meanwhile runs
     if (!lane.copied.delete(h.id) && result !== 'give_back' && result !== 'released') {
       const list = lane.done.get(takenBy);
       if (h.slots > 0) lane.doneHoldsSlots = true;
