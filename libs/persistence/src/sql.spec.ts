@@ -23,7 +23,7 @@ describe('onConnection: a read its caller stopped waiting for', () => {
     const watcher = createDataSource({ url: db.url, poolSize: 1 });
     await watcher.initialize();
     try {
-      // pg_terminate_backend signals and returns: the backend leaves within moments, so look a few times.
+      // The backend sees its closed socket within a second (client_connection_check_interval), so look a few times.
       for (let i = 0; i < 50; i++) {
         const [{ n }] = await watcher.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1`, [text]);
         if (n === 0) return 0;

@@ -88,7 +88,7 @@ export async function onConnection<T>(db: DataSource, signal: AbortSignal | unde
   let mine = true;
   try {
     // The caller stops waiting for a pooled connection too (pg-pool cannot drop a waiter: the connection, when it comes, goes back).
-    const connecting = runner.connect(); // discarding needs the connection's pid
+    const connecting = runner.connect();
     await Promise.race([connecting, stopped]).catch((err: unknown) => {
       if (signal.aborted) {
         mine = false;

@@ -69,7 +69,7 @@ export class LazyTx {
       if (!this.abandoned && runner.isTransactionActive) await runner.rollbackTransaction();
     } finally {
       this.endSpan('rollback');
-      // Discarded, its backend ended too: a query of it may still be running or waiting on a lock.
+      // Discarded: a query of it may still be running or waiting on a lock, and its backend ends it within a second.
       await (this.abandoned ? discardConnection(runner, new Error('abandoned run')) : runner.release());
     }
   }

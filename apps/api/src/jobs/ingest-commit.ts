@@ -48,7 +48,8 @@ export class IngestCommit implements BeforeApplicationShutdown {
     // Group commit, the way databases do it: a group leaves at the end of the event-loop turn
     // while a commit slot is free; otherwise what arrives meanwhile goes together when one frees.
     // A group is one tenant's (one insert), tenants taking turns: another tenant's backlog or
-    // large rows hold a POST back by the inserts under way, no more; at most commitsInFlight run.
+    // large rows hold a POST back by one insert of each tenant ahead, no more; at most
+    // commitsInFlight run, so the connections they hold are bounded.
     this.batcher = new MicroBatcher((entries) => this.insertTenant(entries), {
       maxInFlight: settings.commitsInFlight,
       maxBatch: settings.batchMaxItems,
