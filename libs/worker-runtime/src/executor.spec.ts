@@ -315,15 +315,21 @@ describe('worker executor', () => {
     expect(await h.hotIds('waiting')).toEqual([id]); // not left for the overdue sweep
   });
 
-  it("during a shutdown's grace period a failed outcome write is retried: the job is not left running for the rescue to run again", async () => {
+  /** A slow job running on a worker, whose first completion write Postgres refuses (SQLSTATE 40001, trigger `name`). */
+  async function slowRunWithRefusedCompletion(name: string): Promise<{ id: string; w: ReturnType<typeof h.worker> }> {
     const [id] = await h.enqueue([{ kind: 'slow' }]);
     const w = h.worker();
     await h.hot.runOnce();
     await h.startWorker(w);
     await slowGate.started;
-    await h.ds.query(`CREATE SEQUENCE completions_refused; CREATE FUNCTION refuse_completion_once() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF OLD.state = 'r' AND NEW.state <> 'r' AND nextval('completions_refused') = 1 THEN RAISE EXCEPTION 'completion refused' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$`);
-    await h.ds.query(`CREATE TRIGGER refuse_completion_once BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_completion_once()`);
+    await h.ds.query(`CREATE SEQUENCE ${name}_seq; CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF OLD.state = 'r' AND NEW.state <> 'r' AND nextval('${name}_seq') = 1 THEN RAISE EXCEPTION 'completion refused' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$`);
+    await h.ds.query(`CREATE TRIGGER ${name} BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION ${name}()`);
+    return { id, w };
+  }
+
+  it("during a shutdown's grace period a failed outcome write is retried: the job is not left running for the rescue to run again", async () => {
+    const { id, w } = await slowRunWithRefusedCompletion('refuse_completion_once');
     const closing = w.taker.close(10_000);
     slowGate.release(); // ends within the grace period; its first completion write fails
     expect(await closing).toEqual({ released: 0 });
@@ -332,14 +338,7 @@ describe('worker executor', () => {
   });
 
   it("the grace period's retries last until the handlers' deadline, counted from when the wait for them begins, not from the close", async () => {
-    const [id] = await h.enqueue([{ kind: 'slow' }]);
-    const w = h.worker();
-    await h.hot.runOnce();
-    await h.startWorker(w);
-    await slowGate.started;
-    await h.ds.query(`CREATE SEQUENCE completions_refused_2; CREATE FUNCTION refuse_completion_once_2() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF OLD.state = 'r' AND NEW.state <> 'r' AND nextval('completions_refused_2') = 1 THEN RAISE EXCEPTION 'completion refused' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$`);
-    await h.ds.query(`CREATE TRIGGER refuse_completion_once_2 BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION refuse_completion_once_2()`);
+    const { id, w } = await slowRunWithRefusedCompletion('refuse_completion_once_2');
     const closing = w.taker.close(10_000);
     // The loops' own stop (up to ~5 s before the handlers' wait begins), as 20 s on the clock.
     const later = jest.spyOn(h.clock, 'now').mockImplementation(() => new Date(Date.now() + 20_000));
