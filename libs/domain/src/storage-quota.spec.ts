@@ -36,6 +36,18 @@ describe('stored-bytes quota', () => {
     expect(a.size).toBe(1);
   });
 
+  it("keeps a new tenant's count, made against no measurement, until its own record carries one", () => {
+    const t0 = new Date('2027-01-01T00:00:00Z');
+    const a = new AcceptedBytes(1000);
+    a.add(7, null, 400); // made after the pass of t0 was published: its record has no measurement yet
+    expect(a.since(8, t0, t0)).toBe(0); // another tenant's record carries t0
+    const later = new Date(t0.getTime() + 5000); // past the hold: no record carries anything older than t0
+    expect(a.since(8, t0, later)).toBe(0);
+    expect(a.since(7, null, later)).toBe(400); // before: 0, and it could write its whole quota again
+    expect(a.since(7, new Date(t0.getTime() + 6000), later)).toBe(0); // measured: the count is done with
+    expect(a.size).toBe(0);
+  });
+
   it('takes whole bytes from 1 MiB to 1 PiB, or null', () => {
     expect(validateStoredBytesQuota(null)).toBeNull();
     expect(validateStoredBytesQuota(MIN_STORED_BYTES_QUOTA)).toBe(MIN_STORED_BYTES_QUOTA);

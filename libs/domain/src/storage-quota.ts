@@ -47,7 +47,10 @@ export class AcceptedBytes {
     const at = measuredAt?.getTime() ?? -Infinity;
     this.observe(at, now.getTime());
     const entry = this.byTenant.get(tenantId);
-    return entry && entry.measuredAtMs >= at ? entry.bytes : 0;
+    if (!entry) return 0;
+    if (entry.measuredAtMs >= at) return entry.bytes;
+    this.byTenant.delete(tenantId); // the tenant's own measurement is newer
+    return 0;
   }
 
   /** Counts `bytes` accepted; returns the measurement they were counted against, for a refund. */
@@ -91,7 +94,10 @@ export class AcceptedBytes {
       this.passes.shift();
     }
     if (cutoff === -Infinity) return;
-    for (const [tenantId, entry] of this.byTenant) if (entry.measuredAtMs < cutoff) this.byTenant.delete(tenantId);
+    // A count against no measurement (a tenant made after the last pass) stays until the tenant's
+    // own record carries one (since() drops it then): dropped here, a new tenant could write its
+    // quota again before its first measurement.
+    for (const [tenantId, entry] of this.byTenant) if (entry.measuredAtMs < cutoff && entry.measuredAtMs !== -Infinity) this.byTenant.delete(tenantId);
   }
 }
 
