@@ -69,6 +69,16 @@ describe('PoolObserver', () => {
     expect((await h.metrics.kindServed.get()).values.map((v) => [v.labels, v.value])).toEqual([[{ kind: 'noop', pool: 'reports' }, 0]]);
   });
 
+  it("drops the worker gauges of a pool known only from workers once they have left", async () => {
+    await h.ds.query(`INSERT INTO workers (name, pools, concurrency, beat_at) VALUES ('gone-soon', '{reports}', 4, now())`);
+    await h.observer.runOnce();
+    const reports = async () => (await h.metrics.poolCapacity.get()).values.filter((v) => v.labels.pool === 'reports').map((v) => v.value);
+    expect(await reports()).toEqual([4]);
+    await h.ds.query(`DELETE FROM workers WHERE name = 'gone-soon'`);
+    await h.observer.runOnce();
+    expect(await reports()).toEqual([]); // before: [4] for good, a pool that looked served
+  });
+
   it('ends its turn within the bound, still gauging the workers, and stays live while Redis accepts the connection and never answers', async () => {
     await h.liveWorker();
     const silent = await server(() => undefined);

@@ -61,6 +61,7 @@ export class PoolObserver {
     const waiting = await within(WORKER_REDIS_WAIT_MS, backlogs, "pools' ready lists").catch((err: unknown) => void logger.warn({ err }, "could not reach the pools' ready lists; gauging the workers only"));
     // Live: a beat within WORKER_DEAD_AFTER_MS by the database's own clock.
     const live = workers.filter((w) => dbNowMs - w.beatAtMs < WORKER_DEAD_AFTER_MS);
+    for (const g of [metrics.poolWorkers, metrics.poolCapacity, metrics.poolInFlight]) g.reset(); // a pool whose last workers left is no longer gauged as it was
     for (const pool of pools) {
       const mine = live.filter((w) => w.pools.includes(pool));
       const serving = mine.filter((w) => !w.leaving);
