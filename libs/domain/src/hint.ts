@@ -11,3 +11,8 @@ export interface Hint {
   /** The row's run time when the hint was made, epoch ms. */
   dueMs: number;
 }
+
+/** Numeric order of decimal row ids (no sign, no leading zeros): the shorter is smaller, else the text decides. */
+export function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

@@ -1,3 +1,5 @@
+import { compareIds } from '@almanac/domain';
+
 /**
  * `items` sorted by their job id, ascending. Every statement that updates several jobs by id
  * takes their row locks in this order (the claim, completion, lease renewal, release and demotion
@@ -8,9 +10,4 @@
  */
 export function inIdOrder<T>(items: readonly T[], idOf: (item: T) => string): T[] {
   return [...items].sort((a, b) => compareIds(idOf(a), idOf(b)));
-}
-
-/** Decimal bigint ids (no sign, no leading zeros): the shorter is smaller, else the text decides. */
-function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

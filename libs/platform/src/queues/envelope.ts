@@ -3,7 +3,7 @@ import {
   COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, ENVELOPE_WINDOW_MS, FINE_HORIZON_MS, REFINE_LEAD_MS, SPARSE_ENVELOPE_ROWS,
   SPARSE_WINDOW_MS,
 } from './delivery-timing';
-import type { Hint } from '@almanac/domain';
+import { compareIds, type Hint } from '@almanac/domain';
 
 /**
  * What one envelope (one BullMQ job on the hot queue) carries: row references, never a payload,
@@ -171,9 +171,4 @@ export function hintsOf(data: EnvelopeData): Hint[] {
       return { id: item.slice(0, at), tenantId: f.tenantId, kind: f.kind, dueMs: Number(item.slice(at + 1)) };
     }),
   );
-}
-
-/** Numeric order of decimal id strings (no leading zeros): shorter is smaller. */
-export function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
