@@ -31,19 +31,10 @@ export interface ScheduleView {
   lastError: string | null;
 }
 
-export interface NewSchedule {
-  tenantId: number;
-  key: string;
-  kind: string;
-  cron: string;
-  timezone: string;
-  payload: unknown;
-  maxAttempts: number;
-  missed: MissedPolicy;
-  /** Its parsed timing: the first run is its first occurrence after the database's now. */
+/** A schedule to make: the view's own fields, and its parsed timing (its first run is its first occurrence after the database's now). */
+export type NewSchedule = Pick<ScheduleView, 'tenantId' | 'key' | 'kind' | 'cron' | 'timezone' | 'payload' | 'maxAttempts' | 'missed' | 'expectWithinSeconds'> & {
   timing: Schedule;
-  expectWithinSeconds: number | null;
-}
+};
 
 /** Fields a PATCH may change. `timing` is set when cron or timezone changed (version bump). */
 export interface ScheduleChange {
