@@ -1,3 +1,4 @@
+import { noOneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { Client } from 'pg';
 import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
 
@@ -42,7 +43,7 @@ describe('batches past the replica’s batches in flight', () => {
       expect(shed.body.details[0]).toMatchObject({ field: 'jobs', rule: 'concurrent_batches' });
       expect((await first).status).toBe(503); // its deadline
       // Answered, it stops waiting for the lock: nothing of it is left to write once the lock goes.
-      await noneWaitsOnJobs();
+      await noOneWaitsOnALock(h.db.dataSource);
     } finally {
       await locker.query('ROLLBACK');
     }
@@ -53,13 +54,4 @@ describe('batches past the replica’s batches in flight', () => {
     expect(again.body.created).toBe(1);
     expect((await locker.query(`SELECT count(*)::int AS n FROM jobs WHERE key = 'first'`)).rows[0].n).toBe(0);
   });
-
-  async function noneWaitsOnJobs(): Promise<void> {
-    for (let tries = 0; ; tries++) {
-      const [{ waiting }] = (await locker.query(`SELECT count(*)::int AS waiting FROM pg_locks WHERE NOT granted AND relation = 'jobs'::regclass`)).rows;
-      if (waiting === 0) return;
-      if (tries > 500) throw new Error('an answered batch still waits to write');
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
 });

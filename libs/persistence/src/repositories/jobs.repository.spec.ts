@@ -1,3 +1,4 @@
+import { noOneWaitsOnALock, someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { JOB_COLUMNS, type JobRecord, type JobRow, rowToJob } from '../job-record';
 import type { Db } from '../sql';
@@ -26,15 +27,6 @@ describe('JobsRepository (Postgres)', () => {
     const rows: JobRow[] = await q.query(`SELECT ${JOB_COLUMNS} FROM jobs j WHERE j.tenant_id = $1 AND j.key = $2`, [tenantId, key]);
     return rows.length ? rowToJob(rows[0]) : null;
   }
-  /** Waits until some statement in this test's database is blocked on a lock. */
-  async function someoneWaitsOnALock(): Promise<void> {
-    for (let i = 0; i < 200; i++) {
-      const [{ n }] = await db.dataSource.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      if (n > 0) return;
-      await new Promise((r) => setImmediate(r));
-    }
-  }
-
   /** insertBatch for the cases where every outcome carries a job (no key here is retired). */
   async function insertJobs(...args: Parameters<JobsRepository['insertBatch']>): Promise<Exclude<InsertOutcome, { status: 'retired' }>[]> {
     return (await jobs.insertBatch(...args)).map((o) => {
@@ -123,7 +115,7 @@ describe('JobsRepository (Postgres)', () => {
         await qr.query(`INSERT INTO jobs (tenant_id, key, kind, run_at) VALUES ($1, $2, 'other', now())`, [T1, `${prefix}-1`]);
         const pending = insert([job(`${prefix}-0`), job(`${prefix}-1`), job(`${prefix}-2`)]);
         // Wait until the batch is blocked on the uncommitted key, then let the other side win.
-        await someoneWaitsOnALock();
+        await someoneWaitsOnALock(db.dataSource);
         await qr.commitTransaction();
         const out = await pending;
         expect(out.map((o) => [o.status, o.job.kind])).toEqual([
@@ -145,15 +137,11 @@ describe('JobsRepository (Postgres)', () => {
         await locker.query('LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE');
         const stop = new AbortController();
         const pending = jobs.insertBatch(T1, [job('over-1')], undefined, stop.signal);
-        await someoneWaitsOnALock();
+        await someoneWaitsOnALock(db.dataSource);
         stop.abort(new Error('deadline passed'));
         await expect(pending).rejects.toThrow('deadline passed');
         // Its backend ends (its connection closed, within a second) before the lock goes: else the insert would run after the answer.
-        let waiting = 1;
-        for (const bound = Date.now() + 3000; waiting > 0 && Date.now() < bound; ) {
-          [{ waiting }] = await db.dataSource.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-        }
-        expect(waiting).toBe(0);
+        await noOneWaitsOnALock(db.dataSource);
       } finally {
         await locker.rollbackTransaction();
         await locker.release();
