@@ -235,7 +235,7 @@ describe('worker executor', () => {
     // Taken early, as a take a few ms ahead (or a clock that moved between take and claim) brings it.
     const w = h.worker();
     await w.heartbeat.runOnce();
-    const running = w.executor.execute('default', { ...h.hint(id, { kind: 'noop', runAt }), slots: 0 });
+    const running = w.executor.execute('default', h.hint(id, { kind: 'noop', runAt }));
     for (const until = runAt.getTime() - 50; Date.now() < until; ) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0 });
     await running;
     await w.executor.drain();
@@ -378,7 +378,7 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'noop', runAt }]);
     const w = h.worker();
     await w.heartbeat.runOnce();
-    await w.executor.execute('default', { ...h.hint(id, { kind: 'noop', runAt }), slots: 0 });
+    await w.executor.execute('default', h.hint(id, { kind: 'noop', runAt }));
     await w.executor.drain();
     const [attempt] = await h.attempts(id);
     expect(attempt.started_at.getTime()).toBeGreaterThanOrEqual(runAt.getTime());
@@ -407,7 +407,7 @@ describe('worker executor', () => {
     const [id] = await h.enqueue([{ kind: 'slow' }]);
     const w = h.worker({ maxBatch: 3 }); // claims of one row each
     await w.heartbeat.runOnce();
-    const hint = { ...h.hint(id, { kind: 'slow' }), slots: 0 };
+    const hint = h.hint(id, { kind: 'slow' });
     const runs = [w.executor.execute('default', hint), w.executor.execute('default', hint)];
     await slowGate.started;
     await w.executor.drain(); // both claims answered while the first run still holds the row
@@ -830,7 +830,7 @@ describe('worker executor', () => {
     // As for a worker re-registered under a new id: its old id found dead, its row queued again and claimed by it.
     await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
     listening = gate();
-    const second = w.executor.execute('default', { ...h.hint(id, { kind: 'listening' }), slots: 0 });
+    const second = w.executor.execute('default', h.hint(id, { kind: 'listening' }));
     await listening.started;
     const newer = listeningCtx;
     expect([older?.attempt, newer?.attempt]).toEqual([1, 2]);

@@ -1,5 +1,5 @@
-import type { RetryPolicy, TierHorizons } from '@almanac/domain';
-import type { DeliveryMetrics, TakenHint } from '@almanac/delivery';
+import type { Hint, RetryPolicy, TierHorizons } from '@almanac/domain';
+import type { DeliveryMetrics } from '@almanac/delivery';
 import type { HandlerDefinition, HandlerRegistry } from '@almanac/kinds';
 import { type DeliveryRef, EffectsRepository, type ExecutionRepository, refKey, type RunnableJob } from '@almanac/persistence';
 import { CLAIM_RETRY_WITHIN_MS, type Clock, HEARTBEAT_MS, type HotQueue, MAX_EARLY_WAIT_MS, WaitTimeoutError } from '@almanac/platform';
@@ -60,7 +60,7 @@ export class Executor {
     this.writer = new AttemptWriter({ ...o, maxBatch, workerName: o.identity.name });
   }
 
-  async execute(pool: string, hint: TakenHint): Promise<ExecutionResult> {
+  async execute(pool: string, hint: Hint): Promise<ExecutionResult> {
     const handler = this.o.registry.get(hint.kind);
     if (!handler) {
       // No handler here (a rolling update, a misrouted kind): not claimed, so no attempt is spent.
@@ -87,7 +87,7 @@ export class Executor {
    * again, or, due beyond CLAIM_RETRY_WITHIN_MS, gets a hint for its own time and this one is
    * dropped. `timing`: when the last claim was sent and answered (for the run's span).
    */
-  private async claimWhenDue(hint: TakenHint, timing: { fromMs: number; toMs: number }): Promise<Exclude<ClaimAnswer, { earlyDueMs: number }> | 'give_back'> {
+  private async claimWhenDue(hint: Hint, timing: { fromMs: number; toMs: number }): Promise<Exclude<ClaimAnswer, { earlyDueMs: number }> | 'give_back'> {
     for (let dueMs = hint.dueMs; ; ) {
       if ((this.stopping || dueMs > this.o.clock.now().getTime()) && !(await this.until(dueMs))) return 'give_back';
       timing.fromMs = Date.now();
@@ -109,7 +109,7 @@ export class Executor {
     return !this.stopping;
   }
 
-  private async run(pool: string, hint: TakenHint, handler: HandlerDefinition, row: RunnableJob, leaseUntilMs: number, span: RunSpan): Promise<ExecutionResult> {
+  private async run(pool: string, hint: Hint, handler: HandlerDefinition, row: RunnableJob, leaseUntilMs: number, span: RunSpan): Promise<ExecutionResult> {
     const { clock, metrics } = this.o;
     const startedAt = clock.now();
     const entry: Running = { pool, ref: { id: row.id, attempt: row.attempt }, kind: row.kind, startedAt, leaseUntil: leaseUntilMs, released: false };

@@ -3,7 +3,7 @@ import { DEFAULT_SHARE, LOST_ATTEMPT_ERROR } from '@almanac/domain';
 import { SweepsRepository } from '@almanac/persistence';
 import { completed, defineHandler } from '@almanac/kinds';
 import { TAKE_BLOCK_MS, within } from '@almanac/platform';
-import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { createHarness, DeliveryHarness, destroyHarness, type WorkerRig } from '@almanac/testing/delivery-harness';
 import { quietProxy } from '@almanac/testing/quiet-proxy';
 import { pushHints } from '@almanac/testing/ready-hints';
 import IORedis from 'ioredis';
@@ -280,6 +280,80 @@ describe('pool taker', () => {
       while ((await h.job(id)).state !== 'd') await new Promise((r) => setImmediate(r));
     })();
     await within(5000, done, 'the fresh hint run');
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+  });
+
+  /** A row runs (`held`, gated); a rescue's hint of it is taken by the same worker meanwhile: the run's end gives that copy's entry back. */
+  async function runWithCopyTaken(w: WorkerRig): Promise<{ id: string; openOld: () => void }> {
+    const [id] = await h.enqueue([{ kind: 'held' }]);
+    const [openOld, firstRan] = [gate(id), ran(id)];
+    await h.startWorker(w);
+    await h.hot.runOnce();
+    await firstRan;
+    await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    await h.hotQueue.enqueue([h.hint(id, { kind: 'held' })], new Date());
+    await h.hot.runOnce();
+    await within(5000, untilTrue(async () => (await h.readyIds()).length === 0), 'the fresh hint taken');
+    return { id, openOld };
+  }
+  const untilTrue = async (check: () => Promise<boolean>) => {
+    while (!(await check())) await new Promise((r) => setImmediate(r));
+  };
+
+  it('a copy taken again once the give-back of the run\'s copy landed, before its reply, runs: not left to the overdue sweep', async () => {
+    const w = h.worker();
+    const { id, openOld } = await runWithCopyTaken(w);
+    // The give-back lands (the row back in its pool, a wake token); its reply waits until the loop took the row again.
+    let tookAgain!: () => void;
+    const retaken = new Promise<void>((r) => (tookAgain = r));
+    const take = ReadyQueues.prototype.take;
+    jest.spyOn(ReadyQueues.prototype, 'take').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['take']>) {
+      const answer = await take.apply(this, args);
+      if (answer.hints.some((x) => x.id === id)) tookAgain();
+      return answer;
+    });
+    const giveBack = ReadyQueues.prototype.giveBack;
+    jest.spyOn(ReadyQueues.prototype, 'giveBack').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['giveBack']>) {
+      const back = await giveBack.apply(this, args);
+      await within(5000, retaken, 'the row taken again');
+      await new Promise((r) => setImmediate(r)); // the loop has seen that take
+      return back;
+    });
+    gates.set(id, Promise.resolve()); // the copy's run does not wait
+    openOld();
+    // Dropped as a second copy of the run, the row had no hint left and nothing ran it: the overdue sweep's grace, 30-60 s.
+    await within(3 * TAKE_BLOCK_MS, untilTrue(async () => (await h.job(id)).state === 'd'), 'the copy taken again run');
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+  });
+
+  it("a give-back landing after the worker took and started another copy of the row leaves that copy's entry and limit slot", async () => {
+    await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 2 }]]));
+    const w = h.worker();
+    const { id, openOld } = await runWithCopyTaken(w);
+    const [openCopy, copyRan] = [gate(id), ran(id)];
+    let givingBack!: () => void;
+    const gaveBackSent = new Promise<void>((r) => (givingBack = r));
+    let lateBack: string[] | undefined;
+    const giveBack = ReadyQueues.prototype.giveBack;
+    jest.spyOn(ReadyQueues.prototype, 'giveBack').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['giveBack']>) {
+      givingBack();
+      await within(5000, copyRan, 'the copy running'); // lands only after it
+      return (lateBack = await giveBack.apply(this, args));
+    });
+    openOld();
+    await within(5000, gaveBackSent, "the old run's give-back");
+    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'held' })]); // a repair's copy, taken while that give-back is out
+    await within(3 * TAKE_BLOCK_MS, copyRan, 'the copy taken while the give-back is out running');
+    await within(5000, untilTrue(async () => (await h.job(id)).state === 'r'), 'the copy claimed');
+    await within(5000, untilTrue(async () => w.taker.runningIn('default') === 1), 'the old run settled'); // its give-back landed
+    expect(lateBack).toEqual([]); // it pushed back (and freed the slot of) no entry: the copy's is not the take it names
+    expect(await h.readyIds()).toEqual([]);
+    expect(await h.redis.connection.hkeys(`${h.ready.base('default')}:taken:${w.identity.id}`)).toEqual([id]);
+    expect(await h.redis.connection.zcard(`${h.ready.prefix}:almanac:limit:1:c`)).toBe(1); // its slot still held
+    openCopy();
+    await within(5000, untilTrue(async () => (await h.job(id)).state === 'd'), 'the copy done');
     await w.taker.close(10_000);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
   });

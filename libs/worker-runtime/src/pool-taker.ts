@@ -154,7 +154,7 @@ export class PoolTaker {
 
   /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, which goes back when that run settles. */
   private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> | undefined {
-    if (lane.held.get(h.id) === takenBy) return void lane.copied.add(h.id); // under a new id (this worker was rescued) a copy runs: its claim decides
+    if (lane.held.get(h.id) === takenBy) return void lane.copied.set(h.id, h.take); // the row's one entry is now the copy's; under a new id (this worker was rescued) a copy runs: its claim decides
     lane.held.set(h.id, takenBy);
     lane.running++;
     if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
@@ -166,8 +166,6 @@ export class PoolTaker {
       })
       .then((result) => this.settle(lane, takenBy, h, result))
       .finally(() => {
-        if (lane.held.get(h.id) === takenBy) lane.held.delete(h.id);
-        lane.limited.get(takenBy)?.delete(h.id);
         lane.running--;
         this.inFlight.delete(run);
         wake(lane, 'slotFreed');
@@ -178,14 +176,17 @@ export class PoolTaker {
     return run;
   }
 
-  /** A hint is done with (reported with the next take) or goes back to the head of its flow: unstarted, or a copy taken meanwhile (a FINISH would drop it). */
+  /** Done with (reported with the next take), or its entry back to its flow's head: unstarted, or a copy's taken meanwhile (a FINISH would drop it). Marks first: a copy taken while a give-back is out runs, the give-back naming the take it undoes. */
   private async settle(lane: Lane, takenBy: number, h: TakenHint, result: ExecutionResult): Promise<void> {
+    if (lane.held.get(h.id) === takenBy) lane.held.delete(h.id);
+    lane.limited.get(takenBy)?.delete(h.id);
+    const entry = { id: h.id, take: lane.copied.get(h.id) ?? h.take };
     if (!lane.copied.delete(h.id) && result !== 'give_back' && result !== 'released') {
       const list = lane.done.get(takenBy);
       if (h.slots > 0) lane.doneHoldsSlots = true;
       return void (list ? list.push(h.id) : lane.done.set(takenBy, [h.id]));
     }
-    await within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [h.id]), 'give back').catch((err: unknown) =>
+    await within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [entry]), 'give back').catch((err: unknown) =>
       this.o.logger.warn({ err, pool: lane.pool }, 'could not give a hint back; a rescue or the overdue sweep puts it back'),
     );
   }

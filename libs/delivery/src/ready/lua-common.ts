@@ -16,8 +16,8 @@ import { createHash } from 'node:crypto';
  *   writes it);
  * - `B:waiting` how many items wait; `B:wake` a token idle workers block on (at most one);
  *   `B:timer` `<worker>:<ms>`: the one idle worker that takes at the next opening (see take.lua);
- * - `B:taken:<worker>` hash row id → `<due>:<tenant>:<slots>:<kind>`: what a worker took and has
- *   not reported done, so a dead worker's hints can be put back;
+ * - `B:taken:<worker>` hash row id → `<due>:<tenant>:<slots>:<kind>:<take>`: what a worker took and
+ *   has not reported done, so a dead worker's hints can be put back; `<take>` (counter `B:takes`);
  * - `B:limit:<tenant>:<kind>:c` / `:r` kind concurrency slots (zset `<row id>@<worker>` → expiry) /
  *   rate (GCRA); `TL<tenant>:c` the tenant's slots, alike.
  * Invariants: a flow with items is in its tenant's `kinds` list or `blocked`, never both; a
@@ -27,7 +27,7 @@ const COMMON = `
 local B, TL = ARGV[1], ARGV[2]
 local now = tonumber(ARGV[3])
 local K = { tenants = B .. ':tenants', blocked = B .. ':blocked', vt = B .. ':vt', shares = B .. ':shares',
-  waiting = B .. ':waiting', wake = B .. ':wake', timer = B .. ':timer' }
+  waiting = B .. ':waiting', wake = B .. ':wake', timer = B .. ':timer', takes = B .. ':takes' }
 local function kindsKey(t) return B .. ':kinds:' .. t end
 local function flowKey(t, k) return B .. ':q:' .. t .. ':' .. k end
 local function tenantSlotsKey(t) return TL .. t .. ':c' end
@@ -68,9 +68,9 @@ local function releaseSlots(member, t, k, mask)
 end
 -- A due item put at the head of a flow (a repair, a give-back): if blocked, the next take looks.
 local function headIsDue(t, k) redis.call('ZADD', K.blocked, 'XX', 0, t .. ':' .. k) end
-local function parseTaken(v)
-  local due, t, mask, k = string.match(v, '^([^:]+):([^:]+):([^:]+):(.+)$')
-  return due, t, tonumber(mask), k
+local function parseTaken(v) -- no take: an entry of the release before
+  local due, t, mask, k, take = string.match(v, '^([^:]+):([^:]+):([^:]+):([^:]+):?(.*)$')
+  return due, t, tonumber(mask), k, take
 end
 -- Ids worker w is done with: out of its taken hash, their slots freed. True if that woke a limit.
 local function finish(w, ids, from)

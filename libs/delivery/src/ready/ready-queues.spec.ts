@@ -29,7 +29,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect(await pushHints(q, 'default', [early, late])).toBe(2);
     expect((await q.waiting(['default'])).get('default')).toBe(2);
     const took = await q.take('default', 10, now, 'w1');
-    expect(took.hints).toEqual([{ ...early, slots: 0 }, { ...late, slots: 0 }]);
+    expect(took.hints).toEqual([{ ...early, slots: 0, take: '1' }, { ...late, slots: 0, take: '1' }]); // both with the pool's first take
     expect(took.nextWakeMs).toBeNull();
     expect((await q.waiting(['default'])).get('default')).toBe(0);
     expect(await redis.connection.hkeys(`${q.base('default')}:taken:w1`)).toEqual([early.id, late.id]);
@@ -78,10 +78,11 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     await pushHints(q, 'default', [later]);
     expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
     await pushHints(q, 'default', [overdue]);
-    expect((await q.take('default', 10, now, 'w1')).hints.map((x) => x.id)).toEqual([overdue.id]);
+    const taken = (await q.take('default', 10, now, 'w1')).hints;
+    expect(taken.map((x) => x.id)).toEqual([overdue.id]);
     expect(await redis.connection.lrange(`${q.base('default')}:q:1:noop`, 0, -1)).toEqual([`${later.id}:${later.dueMs}`]);
     // A give-back alike: the taken row goes back ahead of the waiting flow and is taken again at once.
-    expect(await q.giveBack('default', 'w1', [overdue.id])).toEqual([overdue.id]);
+    expect(await q.giveBack('default', 'w1', taken)).toEqual([overdue.id]);
     expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([overdue.id]);
   });
 
@@ -200,8 +201,9 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     await q.syncShares('default', new Map([[1, share({ maxConcurrency: 1 })]]));
     const [a, b, c] = [...hints(1, 1, 'noop', now), ...hints(1, 1, 'noop', now + 1), ...hints(1, 1, 'noop', now + 2)];
     await pushHints(q, 'default', [a, b, c]);
-    expect((await q.take('default', 10, now, 'w1')).hints.map((h) => h.id)).toEqual([a.id]);
-    expect(await q.giveBack('default', 'w1', [a.id])).toEqual([a.id]);
+    const taken = (await q.take('default', 10, now, 'w1')).hints;
+    expect(taken.map((h) => h.id)).toEqual([a.id]);
+    expect(await q.giveBack('default', 'w1', taken)).toEqual([a.id]);
     expect((await q.take('default', 1, now, 'w2')).hints.map((h) => h.id)).toEqual([a.id]);
     expect(await q.giveBack('default', 'w2', 'all')).toEqual([a.id]);
     expect(await redis.connection.exists(`${q.base('default')}:taken:w2`)).toBe(0);
@@ -236,6 +238,24 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([h.id]);
     await q.finish('default', 'w2', [h.id]); // frees w2's slot, not w1's
     expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
+  });
+
+  it("gives back a row's entry only as the take named left it: a give-back landing after a later copy's take leaves that copy and its slot", async () => {
+    await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
+    const [h] = hints(1, 1);
+    await pushHints(q, 'default', [h]);
+    const [first] = (await q.take('default', 10, now, 'w1')).hints;
+    await pushHints(q, 'default', [h]); // a rescue's or a repair's copy, taken by the same worker: one entry, now the copy's
+    const [copy] = (await q.take('default', 10, now, 'w1')).hints;
+    expect(copy).toMatchObject({ id: h.id });
+    expect(copy.take).not.toBe(first.take);
+    expect(await q.giveBack('default', 'w1', [first])).toEqual([]); // the run's give-back, landing late
+    expect(await redis.connection.hkeys(`${q.base('default')}:taken:w1`)).toEqual([h.id]);
+    expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
+    expect((await q.take('default', 10, now, 'w2')).hints).toEqual([]);
+    expect(await q.giveBack('default', 'w1', [copy])).toEqual([h.id]); // the copy's own goes back
+    expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(0);
+    expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([h.id]);
   });
 
   it('wakes a worker blocked on the pool when work arrives', async () => {

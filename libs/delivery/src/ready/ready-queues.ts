@@ -7,6 +7,8 @@ import { TAKE } from './take.lua';
 /** A hint a worker took, with the limit slots it holds (TENANT_SLOT | KIND_SLOT; 0 for most). */
 export interface TakenHint extends Hint {
   slots: number;
+  /** The take that brought it (an id of the pool's): a give-back names it, so it gives back no later copy's entry. */
+  take: string;
 }
 
 export const TENANT_SLOT = 1;
@@ -47,8 +49,8 @@ export class ReadyQueues {
   async take(pool: string, max: number, nowMs: number, workerId: string, done: readonly string[] = []): Promise<Take> {
     const reply = (await this.run(TAKE, pool, nowMs, [max, workerId, SLOT_TTL_MS, ...done])) as string[];
     const hints = reply.slice(1).map((s): TakenHint => {
-      const [id, due, tenant, slots, kind] = s.split(':');
-      return { id, dueMs: Number(due), tenantId: Number(tenant), slots: Number(slots), kind };
+      const [id, due, tenant, slots, kind, take] = s.split(':');
+      return { id, dueMs: Number(due), tenantId: Number(tenant), slots: Number(slots), kind, take };
     });
     return { hints, nextWakeMs: reply[0] === '' ? null : Number(reply[0]) };
   }
@@ -58,10 +60,10 @@ export class ReadyQueues {
     if (ids.length > 0) await this.run(FINISH, pool, Date.now(), [workerId, ...ids]);
   }
 
-  /** Taken hints the worker will not run go back to the head of their flows; `all`: every one it holds; `except`: all but those. Returns their ids. */
-  async giveBack(pool: string, workerId: string, ids: readonly string[] | 'all' | { except: readonly string[] }): Promise<string[]> {
-    if (Array.isArray(ids) && ids.length === 0) return [];
-    const args = ids === 'all' ? [workerId, '1'] : 'except' in ids ? [workerId, '2', ...ids.except] : [workerId, '0', ...ids];
+  /** Taken hints the worker will not run go back to the head of their flows (each still the entry of the take named); `all`: every one it holds; `except`: all but those. Returns their ids. */
+  async giveBack(pool: string, workerId: string, hints: readonly Pick<TakenHint, 'id' | 'take'>[] | 'all' | { except: readonly string[] }): Promise<string[]> {
+    if (Array.isArray(hints) && hints.length === 0) return [];
+    const args = hints === 'all' ? [workerId, '1'] : 'except' in hints ? [workerId, '2', ...hints.except] : [workerId, '0', ...hints.flatMap((x) => [x.id, x.take])];
     return (await this.run(GIVE_BACK, pool, Date.now(), args)) as string[];
   }
 

@@ -58,8 +58,8 @@ return 1
 /**
  * Items a worker took but will not run (it is stopping, or its claim failed) go back to the head
  * of their flows, in due order, their slots freed. ARGV[4] the worker, ARGV[5] = '1' for every
- * item it holds (a dead worker's rescue; its hash is then deleted), '0' for the row ids from
- * ARGV[6], '2' for every item but those (what a take whose reply was lost took).
+ * item it holds (a dead worker's rescue; its hash is then deleted), '0' for `<row id>, <its take>`
+ * from ARGV[6], '2' for every item but the ids from ARGV[6] (what a take whose reply was lost took).
  * Returns the ids that went back.
  */
 export const GIVE_BACK = readyScript(`
@@ -70,9 +70,10 @@ if ARGV[5] ~= '0' then
   local all = redis.call('HGETALL', takenKey)
   for i = 1, #all, 2 do if not keep[all[i]] then entries[#entries + 1] = { all[i], all[i + 1] } end end
 else
-  for i = 6, #ARGV do
+  -- That take's entry only: one landing after a later take must not push back (or free the slots of) the copy now running.
+  for i = 6, #ARGV, 2 do
     local v = redis.call('HGET', takenKey, ARGV[i])
-    if v then entries[#entries + 1] = { ARGV[i], v } end
+    if v and select(5, parseTaken(v)) == ARGV[i + 1] then entries[#entries + 1] = { ARGV[i], v } end
   end
 end
 local V = vtime()
@@ -85,9 +86,8 @@ table.sort(entries, function(a, b)
 end)
 local ids = {}
 for i, e in ipairs(entries) do
-  local id, v = e[1], e[2]
+  local id, due, t, mask, k = e[1], parseTaken(e[2])
   ids[i] = id
-  local due, t, mask, k = parseTaken(v)
   redis.call('HDEL', takenKey, id)
   releaseSlots(id .. '@' .. ARGV[4], t, k, mask)
   local q = flowKey(t, k)

@@ -9,7 +9,7 @@ import { readyScript } from './lua-common';
  * is taken at once as far as its tag stays at or below the next tenant's. `perSecond` is GCRA
  * with a burst of a tenth of a second; concurrency slots expire after ARGV[6] ms unless renewed.
  * First, the ids from ARGV[7] on are finished (see FINISH). Returns { next wake ms ('' if none, or
- * another worker keeps the timer), `<id>:<due>:<tenant>:<slots>:<kind>`... }, each into the taken hash.
+ * another worker keeps the timer), `<id>:<due>:<tenant>:<slots>:<kind>:<take>`... }, each into the taken hash.
  */
 export const TAKE = readyScript(`
 local max, worker, ttl = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
@@ -58,7 +58,7 @@ local function rateRoom(key, perSecond)
 end
 
 local out = { '' }
-local taken, steps = 0, 0
+local taken, steps, take = 0, 0 -- take: this take's number (B:takes), once it takes something
 local seen = {}
 local expiry = string.format('%.0f', now + ttl)
 while taken < max and steps < max + 256 do
@@ -114,7 +114,8 @@ while taken < max and steps < max + 256 do
       if items then
         local n = 0
         local slotArgs, takenArgs = {}, {}
-        local rest = ':' .. t .. ':' .. mask .. ':' .. k
+        take = take or redis.call('INCR', K.takes)
+        local rest = ':' .. t .. ':' .. mask .. ':' .. k .. ':' .. take
         for j = 1, #items do
           local id, due = string.match(items[j], '^([^:]+):(.+)$')
           -- A second copy in one take is dropped here, one of a row the worker runs by the worker
