@@ -1,7 +1,7 @@
 import { KIND_PATTERN, POOL_NAME_PATTERN, snooze, type HandlerOutcome } from '@almanac/domain';
 import type { Context } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import type { MigrationClass } from '@almanac/persistence';
+import { createdAtFromJobId, type MigrationClass } from '@almanac/persistence';
 import type { EntityManager } from 'typeorm';
 import { type PayloadProblem, type PayloadSchema, PayloadSchemas } from './payload-schema';
 
@@ -83,7 +83,8 @@ export interface HandlerDefinition<P = unknown> {
    * The payload's JSON Schema, built with TypeBox (`Type.Object({...})`). Registered with the
    * kind, so the API refuses a payload that does not match at ingest (400 naming the field) and
    * the OpenAPI document shows it; checked again before the handler runs (rows accepted before
-   * the schema changed), where a mismatch discards the job.
+   * the schema changed), where a mismatch discards the job, unless another live definition of
+   * the kind is in use (KindAssertion.keepRefused).
    */
   payloadSchema?: PayloadSchema;
   /**
@@ -106,14 +107,21 @@ export class InvalidPayloadError extends Error {
   override readonly name = 'InvalidPayloadError';
 }
 
+/** The reason a refused payload's job is snoozed with while another definition of its kind is in use. */
+export const ANOTHER_DEFINITION_IN_USE = 'another live definition of the kind is in use; left for its workers';
+
 /**
- * The payload fails this worker's schema, but the registry's definition of its kind is another
+ * The payload fails this worker's schema, but the registry's definition of its kind may be another
  * live one (a newer build mid-update, which the API checked the payload against): a worker of
  * that build should run it. The job is snoozed, which spends no attempt, instead of discarded.
  */
 export class PayloadForAnotherDefinitionError extends Error {
   override readonly name = 'PayloadForAnotherDefinitionError';
-  readonly outcome: HandlerOutcome = snooze({ delayMs: ANOTHER_DEFINITION_WAIT_MS, reason: `${this.message} (another live definition of the kind is in use; left for its workers)` });
+  readonly outcome: HandlerOutcome;
+  constructor(message: string, why: string = ANOTHER_DEFINITION_IN_USE) {
+    super(message);
+    this.outcome = snooze({ delayMs: ANOTHER_DEFINITION_WAIT_MS, reason: `${message} (${why})` });
+  }
 }
 
 /** How long such a payload waits before a worker takes it again (one of the newer build, or this one once its own is in use again). */
@@ -139,26 +147,39 @@ export function defineHandler<P>(def: HandlerDefinition<P>): HandlerDefinition<P
 /** One compiled check per schema for the process's handlers. */
 const HANDLER_SCHEMAS = new PayloadSchemas();
 
-/** Definitions this process runs whose kind's registry entry is another live definition (KindAssertion says which). */
-const SUPERSEDED = new WeakSet<HandlerDefinition>();
+/** A payload this definition's schema refused (not its `parse`): judged by the process's KindAssertion before it is discarded. */
+class SchemaRefusalError extends InvalidPayloadError {}
 
-export function markSuperseded(def: HandlerDefinition, superseded: boolean): void {
-  if (superseded) SUPERSEDED.add(def);
-  else SUPERSEDED.delete(def);
+/** What says whether a payload a definition's schema refused may be discarded: the KindAssertion of the process that runs it. */
+export interface RefusalJudge {
+  /** Why a job of `kind` made at `createdAt` is kept (snoozed) rather than discarded; undefined: discard it. */
+  keepRefused(kind: string, createdAt: Date): Promise<string | undefined>;
 }
 
-/**
- * The handler's payload as it will reach `handle`: schema-checked, then `parse`d. Throws
- * InvalidPayloadError, or PayloadForAnotherDefinitionError when the schema refuses it while
- * another definition of the kind is in use (the API accepted it under that one's schema).
- */
+const JUDGES = new WeakMap<HandlerDefinition, RefusalJudge>();
+
+export function judgeRefusalsBy(def: HandlerDefinition, judge: RefusalJudge): void {
+  JUDGES.set(def, judge);
+}
+
+/** The handler's payload as it will reach `handle`: schema-checked, then `parse`d. Throws InvalidPayloadError (see judgedError). */
 export function handlerPayload<P>(def: HandlerDefinition<P>, payload: unknown): P {
   if (def.payloadSchema) {
     const problems = HANDLER_SCHEMAS.check(def.payloadSchema)(payload);
-    const message = problems.length > 0 ? `${def.kind} payload: ${describeProblems(problems)}` : undefined;
-    if (message !== undefined) throw SUPERSEDED.has(def) ? new PayloadForAnotherDefinitionError(message) : new InvalidPayloadError(message);
+    if (problems.length > 0) throw new SchemaRefusalError(`${def.kind} payload: ${describeProblems(problems)}`);
   }
   return def.parse ? def.parse(payload) : (payload as P);
+}
+
+/**
+ * The error a run of job `jobId` ends with: a schema refusal becomes PayloadForAnotherDefinitionError
+ * (snoozed) when the definition's judge keeps the job, as the API may have accepted it under another
+ * definition in use; a definition no KindAssertion judges discards it.
+ */
+export async function judgedError(def: HandlerDefinition, jobId: string, error: Error): Promise<Error> {
+  const judge = error instanceof SchemaRefusalError ? JUDGES.get(def) : undefined;
+  const why = await judge?.keepRefused(def.kind, createdAtFromJobId(jobId));
+  return why === undefined ? error : new PayloadForAnotherDefinitionError(error.message, why);
 }
 
 export function describeProblems(problems: readonly PayloadProblem[]): string {

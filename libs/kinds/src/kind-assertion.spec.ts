@@ -2,7 +2,16 @@ import { KindsRepository } from '@almanac/persistence';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import pino from 'pino';
 import { Writable } from 'node:stream';
-import { KindAssertion } from './kind-assertion';
+import { KIND_REREAD_EVERY_MS, KindAssertion } from './kind-assertion';
+
+/** The real repository, counting its readings of the registry. */
+class ReadCounting extends KindsRepository {
+  reads = 0;
+  override standing(...args: Parameters<KindsRepository['standing']>): ReturnType<KindsRepository['standing']> {
+    this.reads++;
+    return super.standing(...args);
+  }
+}
 
 describe('KindAssertion (Postgres)', () => {
   let db: TestDatabase;
@@ -14,7 +23,8 @@ describe('KindAssertion (Postgres)', () => {
     const lines: { level: number; msg: string; kind: string; pool?: string; ownPool?: string }[] = [];
     const stream = new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(JSON.parse(chunk.toString())), done()) });
     const registration = { kind: 'report', pool, timeoutMs: 1000, payloadSchema: null };
-    return { assertion: new KindAssertion(new KindsRepository(db.dataSource), [registration], id, pino(stream)), lines };
+    const kinds = new ReadCounting(db.dataSource);
+    return { assertion: new KindAssertion(kinds, [registration], id, pino(stream)), lines, kinds };
   }
   /** Time passes for the registry: every definition's times move `seconds` into the past. */
   const later = (seconds: number) =>
@@ -40,5 +50,46 @@ describe('KindAssertion (Postgres)', () => {
       { msg: 'kind moved to another pool by this registration', kind: 'report' },
       { level: 30, msg: "this worker's definition of the kind is in use again", kind: 'report' },
     ]);
+  });
+
+  describe('judging a payload its schema refused (keepRefused)', () => {
+    beforeEach(() => db.dataSource.query(`TRUNCATE kind_definitions, job_kinds`));
+    const before = () => new Date(Date.now() - 60_000); // a job made before any reading here
+    const after = () => new Date(Date.now() + 60_000); // one made after every reading here
+
+    it('discards once a reading made after the job finds its own definition in use; reads at most once a second per kind, keeping a job no reading covers', async () => {
+      const old = worker('default', 'w-old');
+      await old.assertion.runOnce();
+      const t = 1_000_000;
+      expect(await old.assertion.keepRefused('report', before(), t)).toBeUndefined();
+      expect(await old.assertion.keepRefused('report', before(), t + 10)).toBeUndefined(); // covered by that reading
+      expect(old.kinds.reads).toBe(1);
+      expect(await old.assertion.keepRefused('report', after(), t + 20)).toMatch(/not read since the job was made/);
+      expect(old.kinds.reads).toBe(1); // a flood of refusals is no flood of queries
+      expect(await old.assertion.keepRefused('report', after(), t + KIND_REREAD_EVERY_MS)).toMatch(/not read since the job was made/);
+      expect(old.kinds.reads).toBe(2);
+
+      await later(10);
+      await worker('reports', 'w-new').assertion.runOnce(); // a newer build's definition is in use
+      expect(await old.assertion.keepRefused('report', new Date(), t + 3 * KIND_REREAD_EVERY_MS)).toMatch(/another live definition of the kind is in use/);
+      expect(old.lines).toEqual([expect.objectContaining({ level: 40, kind: 'report', pool: 'reports', ownPool: 'default' })]);
+      expect(await old.assertion.keepRefused('report', after(), t + 5 * KIND_REREAD_EVERY_MS)).toMatch(/another live definition/);
+      expect(old.kinds.reads).toBe(3); // known superseded: not read again
+      await old.assertion.runOnce();
+      expect(old.lines).toHaveLength(1); // said once
+    });
+
+    it('keeps the job when the registry cannot be read', async () => {
+      const old = worker('default', 'w-old');
+      await old.assertion.runOnce();
+      await db.dataSource.query(`ALTER TABLE job_kinds RENAME TO job_kinds_away`);
+      try {
+        expect(await old.assertion.keepRefused('report', before(), 1_000_000)).toMatch(/could not be read/);
+      } finally {
+        await db.dataSource.query(`ALTER TABLE job_kinds_away RENAME TO job_kinds`);
+      }
+      expect(old.lines).toMatchObject([{ level: 40, kind: 'report', msg: expect.stringMatching(/could not read the kind registry/) }]);
+      expect(await old.assertion.keepRefused('report', before(), 1_000_000 + KIND_REREAD_EVERY_MS)).toBeUndefined(); // read again a second later
+    });
   });
 });

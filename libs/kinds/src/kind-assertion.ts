@@ -1,25 +1,33 @@
 import { KIND_ASSERT_EVERY_MS, type KindRegistration, type KindsRepository } from '@almanac/persistence';
 import { Ticker } from '@almanac/platform';
 import type { Logger } from 'pino';
-import { markSuperseded } from './handler';
+import { ANOTHER_DEFINITION_IN_USE, judgeRefusalsBy, type RefusalJudge } from './handler';
 import type { HandlerRegistry } from './handler-registry';
+
+/** A refusal reads a kind's registry entry again at most this often per kind, so a flood of bad payloads is no flood of queries. */
+export const KIND_REREAD_EVERY_MS = 1_000;
+/** How long such a reading is waited for (every wait on Postgres is bounded). */
+export const KIND_READ_WAIT_MS = 2_000;
 
 /**
  * A worker's kinds in the registry: asserted before it takes work and every KIND_ASSERT_EVERY_MS
- * after, so the registry keeps the newest definition still asserted (REGISTER_KINDS_SQL).
+ * after, so the registry keeps the newest definition still asserted (REGISTER_KINDS_SQL). It
+ * judges its handlers' schema refusals (keepRefused).
  */
-export class KindAssertion {
+export class KindAssertion implements RefusalJudge {
   private readonly ticker: Ticker;
   /** Kinds whose chosen definition is another worker's, with its pool: each said once, not every 30 s. */
   private superseded = new Map<string, string>();
+  /** Per kind, the last reading on a refusal: when it was asked (this process's clock) and when read (the database's; 0: it failed; undefined: not answered yet). */
+  private readonly readings = new Map<string, { askedMs: number; readAtMs?: number; answered: Promise<void> }>();
 
   constructor(
     private readonly kinds: KindsRepository,
     readonly registrations: readonly KindRegistration[],
     private readonly workerId: string,
     private readonly logger: Logger,
-    /** The handlers it runs: a superseded definition leaves payloads its schema refuses to the definition in use (handlerPayload). */
-    private readonly handlers?: HandlerRegistry,
+    /** The handlers it runs, whose refused payloads it judges. */
+    handlers?: HandlerRegistry,
   ) {
     this.ticker = new Ticker({
       turn: () => this.runOnce(),
@@ -28,23 +36,62 @@ export class KindAssertion {
       onError: (err) => logger.warn({ err }, 'could not assert the kinds in the registry; trying again'),
       unref: true,
     });
+    for (const r of registrations) {
+      const handler = handlers?.get(r.kind);
+      if (handler) judgeRefusalsBy(handler, this);
+    }
   }
 
   async runOnce(): Promise<void> {
     const { moved, superseded } = await this.kinds.register(this.registrations, this.workerId);
     for (const m of moved) this.logger.warn({ kind: m.kind, from: m.previousPool }, 'kind moved to another pool by this registration');
     const now = new Map(superseded.map((s) => [s.kind, s.pool]));
-    for (const [kind, pool] of now) {
-      if (this.superseded.get(kind) === pool) continue;
-      const own = this.registrations.find((r) => r.kind === kind)?.pool;
-      this.logger.warn({ kind, pool, ownPool: own }, "another live worker build defines this kind differently, and its definition is the one in use (a rolling update, or deployments that disagree)");
-    }
+    for (const [kind, pool] of now) this.supersededBy(kind, pool);
     for (const kind of this.superseded.keys()) if (!now.has(kind)) this.logger.info({ kind }, "this worker's definition of the kind is in use again");
     this.superseded = now;
-    for (const r of this.registrations) {
-      const handler = this.handlers?.get(r.kind);
-      if (handler) markSuperseded(handler, now.has(r.kind));
+  }
+
+  /**
+   * Why a job of `kind` made at `createdAt`, whose payload this worker's schema refused, is kept
+   * (snoozed, no attempt spent) rather than discarded. The API checked it against the registry's
+   * definition, which may be a newer build's this worker has not heard of since its last
+   * assertion: it is discarded only once a reading made after the job was (that definition was in
+   * the registry by then) finds this worker's definition in use. Read at most every
+   * KIND_REREAD_EVERY_MS per kind; a job no such reading covers is kept, to be judged again.
+   */
+  async keepRefused(kind: string, createdAt: Date, nowMs = Date.now()): Promise<string | undefined> {
+    let last = this.readings.get(kind);
+    if (!this.superseded.has(kind) && (!last || (last.readAtMs !== undefined && last.readAtMs <= createdAt.getTime() && nowMs - last.askedMs >= KIND_REREAD_EVERY_MS))) {
+      const reading: { askedMs: number; readAtMs?: number; answered: Promise<void> } = { askedMs: nowMs, answered: this.read(kind).then((ms) => void (reading.readAtMs = ms)) };
+      this.readings.set(kind, (last = reading));
     }
+    await last?.answered;
+    if (this.superseded.has(kind)) return ANOTHER_DEFINITION_IN_USE;
+    if (last?.readAtMs === 0) return 'the kind registry could not be read; judged again later';
+    // Strictly after: an id carries its creation time to the millisecond, floored.
+    if (last?.readAtMs === undefined || last.readAtMs <= createdAt.getTime()) return 'the kind registry was not read since the job was made; judged again later';
+    return undefined;
+  }
+
+  /** Reads `kind`'s registry entry against this worker's definition: when (ms, the database's clock; 0 if it could not be read). */
+  private async read(kind: string): Promise<number> {
+    const own = this.registrations.find((r) => r.kind === kind);
+    if (!own) return 0;
+    try {
+      const { readAt, supersededBy } = await this.kinds.standing(own, KIND_READ_WAIT_MS);
+      if (supersededBy !== undefined) this.supersededBy(kind, supersededBy);
+      return readAt.getTime();
+    } catch (err) {
+      this.logger.warn({ err, kind }, 'could not read the kind registry to judge a refused payload; its job is kept');
+      return 0;
+    }
+  }
+
+  private supersededBy(kind: string, pool: string): void {
+    if (this.superseded.get(kind) === pool) return;
+    const own = this.registrations.find((r) => r.kind === kind)?.pool;
+    this.logger.warn({ kind, pool, ownPool: own }, "another live worker build defines this kind differently, and its definition is the one in use (a rolling update, or deployments that disagree)");
+    this.superseded.set(kind, pool);
   }
 
   start(): void {

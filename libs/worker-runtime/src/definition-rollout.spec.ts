@@ -63,4 +63,34 @@ describe('a worker rolling update that widens a payload schema (Postgres, Redis)
     expect((await h.attempts(late)).map((x) => x.outcome)).toEqual(['discarded']);
     expect(ranBy).toEqual(['B']);
   });
+
+  it("an old build's worker not yet told its definition is superseded reads the registry before discarding: a payload only the newer definition accepts is left to that build", async () => {
+    const a = workerOf(buildA, 'w-a');
+    const b = workerOf(buildB, 'w-b');
+    await a.assertion.runOnce();
+    await later(10);
+    await b.assertion.runOnce(); // the registry has B's schema; A's next assertion is up to 30 s away
+
+    const [id] = await h.enqueue([{ kind: 'notify', payload: { to: 'x', note: 'hi' }, maxAttempts: 1 }]);
+    await runNow(a.rig, id);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
+    expect((await h.attempts(id)).map((x) => x.outcome)).toEqual(['snoozed']);
+    expect((await h.attempts(id))[0].error).toMatch(/notify payload: .*another live definition of the kind is in use/);
+
+    await runNow(b.rig, id);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+    expect(ranBy).toEqual(['B']);
+  });
+
+  it('a payload no definition accepts is still discarded at its first attempt, once the registry is read', async () => {
+    const a = workerOf(buildA, 'w-a');
+    await a.assertion.runOnce();
+    const ids = await h.enqueue([{ kind: 'notify', payload: { to: 1 } }, { kind: 'notify', payload: { to: 'x', cc: 'y' } }]);
+    for (const id of ids) {
+      await runNow(a.rig, id);
+      expect(await h.job(id)).toMatchObject({ state: 'x', attempts: 1 });
+      expect((await h.attempts(id)).map((x) => [x.outcome, x.error])).toEqual([['discarded', expect.stringMatching(/^InvalidPayloadError: notify payload: /)]]);
+    }
+    expect(ranBy).toEqual([]);
+  });
 });

@@ -1,6 +1,6 @@
 import { type HandlerOutcome, progressReport, handlerOutcome } from '@almanac/domain';
 import { type DeliveryMetrics } from '@almanac/delivery';
-import { type EffectRecords, type HandlerContext, type HandlerDefinition, handlerPayload } from '@almanac/kinds';
+import { type EffectRecords, type HandlerContext, type HandlerDefinition, handlerPayload, judgedError } from '@almanac/kinds';
 import type { EffectsRepository, RunnableJob } from '@almanac/persistence';
 import type { Clock } from '@almanac/platform';
 import type { Context } from '@opentelemetry/api';
@@ -83,7 +83,7 @@ export async function runHandler(handler: HandlerDefinition, row: RunnableJob, i
     });
     return { outcome: handlerOutcome(outcome), logger };
   } catch (error) {
-    return { error: error instanceof Error ? error : new Error(String(error)), logger };
+    return { error: error instanceof Error ? await judgedError(handler, row.id, error) : new Error(String(error)), logger };
   } finally {
     clearTimeout(timer);
     metrics.handlerDuration.observe({ kind: row.kind }, (performance.now() - startedAt) / 1000);

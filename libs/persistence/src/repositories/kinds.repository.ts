@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { sql } from '../sql';
+import { onConnection, sql } from '../sql';
 import { LIST_KINDS_SQL } from '../statements/list-kinds.sql';
-import { FORGET_KIND_DEFINITIONS_SQL, REGISTER_KINDS_SQL } from '../statements/register-kinds.sql';
+import { FORGET_KIND_DEFINITIONS_SQL, READ_KIND_STANDING_SQL, REGISTER_KINDS_SQL } from '../statements/register-kinds.sql';
 
 /** A kind as a worker registers it: what runs it, for how long at most, and what payload it takes. */
 export interface KindRegistration {
@@ -24,6 +24,14 @@ export interface KindAssertionResult {
   moved: { kind: string; previousPool: string }[];
   /** Kinds whose chosen definition is another live one, not this worker's, with the pool it names. */
   superseded: { kind: string; pool: string }[];
+}
+
+/** A reading of one kind's registry entry against a worker's own definition (KindsRepository.standing). */
+export interface KindStanding {
+  /** When it was read, by the database's clock. */
+  readAt: Date;
+  /** The pool of the definition in use, when it is another than the worker's. */
+  supersededBy?: string;
 }
 
 /** How often a worker asserts its kinds' definitions (REGISTER_KINDS_SQL). */
@@ -56,6 +64,17 @@ export class KindsRepository {
       moved: rows.flatMap((r) => (r.previous_pool === null ? [] : [{ kind: r.kind, previousPool: r.previous_pool }])),
       superseded: rows.flatMap((r) => (r.superseded ? [{ kind: r.kind, pool: r.pool }] : [])),
     };
+  }
+
+  /**
+   * Whether another definition of `own`'s kind is in use, without asserting (READ_KIND_STANDING_SQL);
+   * rejects after `waitMs`, its connection then closed.
+   */
+  async standing(own: KindRegistration, waitMs: number): Promise<KindStanding> {
+    const { rows } = await onConnection(this.db, AbortSignal.timeout(waitMs), (c) => sql<{ read_at: Date; pool: string | null; superseded: boolean }>(c.manager, READ_KIND_STANDING_SQL, [
+      own.kind, own.pool, own.timeoutMs, own.payloadSchema === null ? null : JSON.stringify(own.payloadSchema),
+    ]));
+    return { readAt: rows[0].read_at, ...(rows[0].superseded && rows[0].pool !== null ? { supersededBy: rows[0].pool } : {}) };
   }
 
   async list(): Promise<RegisteredKind[]> {

@@ -51,3 +51,13 @@ export const REGISTER_KINDS_SQL = `WITH input AS (
 /** Definitions of these kinds ($1) no worker has asserted for 30 days: forgotten, apart from the assertion. */
 export const FORGET_KIND_DEFINITIONS_SQL = `DELETE FROM kind_definitions
   WHERE kind = ANY($1::text[]) AND asserted_at < statement_timestamp() - interval '30 days'`;
+
+/**
+ * Whether the registry's definition of kind $1 is another than a worker's own ($2 pool, $3 timeout
+ * in ms, $4 payload schema as JSON text or null): REGISTER_KINDS_SQL's `superseded`, read without
+ * asserting, for a worker whose schema refused a payload between two assertions. `read_at`: when,
+ * by the database's clock; a kind not in the registry is no other definition's.
+ */
+export const READ_KIND_STANDING_SQL = `SELECT statement_timestamp() AS read_at, k.pool,
+    k.kind IS NOT NULL AND (k.pool, k.timeout_ms, k.payload_schema) IS DISTINCT FROM ($2::text, $3::int, $4::jsonb) AS superseded
+  FROM (SELECT 1) AS one LEFT JOIN job_kinds k ON k.kind = $1`;
