@@ -18,6 +18,7 @@ export * from './queues/delivery-timing';
 export * from './queues/envelope';
 export * from './queues/hot-queue';
 export * from './redis/redis';
+export * from './redis/lua-script';
 export * from './batching/isolate-failures';
 export * from './batching/micro-batcher';
 export * from './cache/read-through-cache';

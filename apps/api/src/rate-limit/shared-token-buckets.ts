@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { ALMANAC_CONFIG, type AlmanacConfig, closeRedis, duplicateRedis, MetricsService, REDIS, type RedisClient, within } from '@almanac/platform';
+import { ALMANAC_CONFIG, type AlmanacConfig, closeRedis, duplicateRedis, luaScript, MetricsService, REDIS, type RedisClient, runScript, within } from '@almanac/platform';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { TokenBuckets } from './token-bucket';
 
@@ -14,7 +13,7 @@ import { TokenBuckets } from './token-bucket';
  * {0, ms until `cost` would be there} or {2, 0} too late, then Redis' time (ms), from which the
  * caller reckons the next deadline.
  */
-const TAKE_LUA = `
+const TAKE = luaScript(`
 local cost, rate, cap, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local clock = redis.call('TIME')
 local redisNow = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -31,8 +30,7 @@ end
 tokens = tokens - cost
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', at)
 redis.call('PEXPIRE', KEYS[1], math.ceil((cap - tokens) / rate * 1000) + 60000)
-return {1, 0, redisNow}`;
-const TAKE_SHA = createHash('sha1').update(TAKE_LUA).digest('hex');
+return {1, 0, redisNow}`);
 
 /**
  * How long a request waits for Redis' answer before its replica decides alone: a round trip is
@@ -175,13 +173,7 @@ export class SharedTokenBuckets {
     }
   }
 
-  /** EVALSHA, else EVAL (the script cache is empty after a restart). */
   private async run(key: string, args: number[]): Promise<[number, number, number]> {
-    try {
-      return (await this.redis.evalsha(TAKE_SHA, 1, key, ...args)) as [number, number, number];
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return (await this.redis.eval(TAKE_LUA, 1, key, ...args)) as [number, number, number];
-    }
+    return (await runScript(this.redis, TAKE, 1, [key, ...args])) as [number, number, number];
   }
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { type LuaScript, luaScript } from '@almanac/platform';
 
 /**
  * What every ready-queue script shares. ARGV[1] is the pool's key base (`…:{pool:<name>}`, one
@@ -88,13 +88,7 @@ local function finish(w, ids, from)
 end
 `;
 
-export interface LuaScript {
-  lua: string;
-  sha: string;
-}
-
 /** A ready-queue script: the shared preamble, then its own body. */
 export function readyScript(body: string): LuaScript {
-  const lua = `${COMMON}\n${body}`;
-  return { lua, sha: createHash('sha1').update(lua).digest('hex') };
+  return luaScript(`${COMMON}\n${body}`);
 }

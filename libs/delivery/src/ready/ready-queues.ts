@@ -1,6 +1,5 @@
 import { DEFAULT_SHARE, type Hint, type TenantShare } from '@almanac/domain';
-import { type EnvelopeFlow, isCluster, type RedisClient, SLOT_TTL_MS } from '@almanac/platform';
-import type { LuaScript } from './lua-common';
+import { type EnvelopeFlow, isCluster, type LuaScript, type RedisClient, runScript, SLOT_TTL_MS } from '@almanac/platform';
 import { FINISH, GIVE_BACK, PUSH, RENEW, SYNC_SHARES } from './ready-scripts';
 import { TAKE } from './take.lua';
 
@@ -106,19 +105,10 @@ export class ReadyQueues {
     return (await blocking.blpop(`${this.base(pool)}:wake`, seconds)) !== null;
   }
 
-  /**
-   * EVALSHA, else EVAL. Not defineCommand: auto-pipelining on a cluster, ioredis routes a custom
-   * command by its first argument (the key count); EVALSHA goes by its first key, the pool's.
-   */
-  private async run(s: LuaScript, pool: string, nowMs: number, args: readonly (string | number)[]): Promise<unknown> {
+  /** The pool's script; its first key, the pool's, routes it on a cluster. */
+  private run(s: LuaScript, pool: string, nowMs: number, args: readonly (string | number)[]): Promise<unknown> {
     const base = this.base(pool);
-    const all = [base, isCluster(this.redis) ? `${base}:limit:` : `${this.prefix}:almanac:limit:`, nowMs, ...args]; // tenant-wide slots: see the class
-    try {
-      return await this.redis.evalsha(s.sha, 1, `${base}:tenants`, ...all);
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return this.redis.eval(s.lua, 1, `${base}:tenants`, ...all);
-    }
+    return runScript(this.redis, s, 1, [`${base}:tenants`, base, isCluster(this.redis) ? `${base}:limit:` : `${this.prefix}:almanac:limit:`, nowMs, ...args]); // tenant-wide slots: see the class
   }
 }
 
