@@ -1,7 +1,7 @@
 import { CallHandler, createParamDecorator, ExecutionContext, Inject, Injectable, NestInterceptor, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply } from 'fastify';
-import { catchError, Observable, throwError, timeout, TimeoutError } from 'rxjs';
+import { Observable } from 'rxjs';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { unavailable } from './api-error';
 import { deadlineElapsedMs, type TimedRequest } from './request-clock';
@@ -49,11 +49,22 @@ export class RequestDeadlineInterceptor implements NestInterceptor {
     const ms = this.settings.requestTimeoutMs + this.waitMs(context);
     const left = Math.max(1, Math.ceil(ms - deadlineElapsedMs(req, http.getResponse<FastifyReply>().elapsedTime ?? 0)));
     const late = () => unavailable(`not answered within ${ms} ms; retry shortly (a request with the same key is safe to resend)`);
-    req.deadline = AbortSignal.timeout(left);
-    return next.handle().pipe(
-      timeout(left),
-      catchError((err: unknown) => throwError(() => (err instanceof TimeoutError || err === req.deadline?.reason ? late() : err))),
-    );
+    // One timer, cleared with the answer. AbortSignal.timeout's could not be: each fired seconds
+    // after its request was answered and made a DOMException (~30 µs of API CPU a POST at 1,000/s).
+    const expired = new AbortController();
+    req.deadline = expired.signal;
+    return new Observable((answer) => {
+      const timer = setTimeout(() => {
+        const err = late(); // the signal's reason too: work withdrawn by it fails with this answer
+        expired.abort(err);
+        answer.error(err);
+      }, left);
+      const handled = next.handle().subscribe(answer);
+      return () => {
+        clearTimeout(timer);
+        handled.unsubscribe();
+      };
+    });
   }
 
   /** `waitSeconds` of a LongPoll route, as the route will read it (invalid values: none, the route answers 400). */
