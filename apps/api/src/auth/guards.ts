@@ -44,7 +44,7 @@ export class TenantAuthGuard implements CanActivate {
   async authenticate(req: AuthedRequest): Promise<void> {
     const key = bearerToken(req);
     if (!key) throw unauthorized('missing bearer token (Authorization: Bearer <api key>)');
-    const tenant = await this.auth.authenticate(key, sourceOf(req));
+    const tenant = await this.auth.authenticate(key, () => sourceOf(req));
     if (!tenant) throw unauthorized('unknown api key');
     if (tenant.disabled) throw suspended();
     req.tenant = tenant;
