@@ -60,6 +60,7 @@ export class JobsController {
   })
   @ApiResponse({ status: 413, type: ErrorDto, description: 'payload over ALMANAC_MAX_PAYLOAD_BYTES' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per job, spent before the job is validated; see Retry-After' })
+  @ApiResponse({ status: 503, type: ErrorDto, description: 'Too many jobs of this replica (or of this tenant, half of them) wait for their group commit, or the request was not answered in time; see Retry-After. Resending with the same key is safe: a job committed meanwhile answers 200' })
   async create(
     @CurrentTenant() tenant: TenantRecord,
     @Body() body: unknown,

@@ -2387,6 +2387,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description Too many jobs of this replica (or of this tenant, half of them) wait for their group commit, or the request was not answered in time; see Retry-After. Resending with the same key is safe: a job committed meanwhile answers 200 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
         };
     };
     JobsController_createBatch: {
