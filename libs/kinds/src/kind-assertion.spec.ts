@@ -79,6 +79,23 @@ describe('KindAssertion (Postgres)', () => {
       expect(old.lines).toHaveLength(1); // said once
     });
 
+    it('reads again a second later by a monotonic clock, even if the wall clock was stepped back', async () => {
+      const old = worker('default', 'w-old');
+      await old.assertion.runOnce();
+      const [made, wallNow, monotonicNow] = [after(), Date.now.bind(Date), performance.now.bind(performance)];
+      let passedMs = 0;
+      jest.spyOn(performance, 'now').mockImplementation(() => monotonicNow() + passedMs);
+      try {
+        expect(await old.assertion.keepRefused('report', made)).toMatch(/not read since the job was made/);
+        jest.spyOn(Date, 'now').mockImplementation(() => wallNow() - 3_600_000); // NTP steps the clock an hour back
+        passedMs = KIND_REREAD_EVERY_MS;
+        await old.assertion.keepRefused('report', made);
+        expect(old.kinds.reads).toBe(2);
+      } finally {
+        jest.restoreAllMocks();
+      }
+    });
+
     it('keeps the job when the registry cannot be read', async () => {
       const old = worker('default', 'w-old');
       await old.assertion.runOnce();

@@ -18,7 +18,7 @@ export class KindAssertion implements RefusalJudge {
   private readonly ticker: Ticker;
   /** Kinds whose chosen definition is another worker's, with its pool: each said once, not every 30 s. */
   private superseded = new Map<string, string>();
-  /** Per kind, the last reading on a refusal: when it was asked (this process's clock) and when read (the database's; 0: it failed; undefined: not answered yet). */
+  /** Per kind, the last reading on a refusal: when it was asked (a monotonic clock's ms: NTP steps no interval) and when read (the database's; 0: it failed; undefined: not answered yet). */
   private readonly readings = new Map<string, { askedMs: number; readAtMs?: number; answered: Promise<void> }>();
 
   constructor(
@@ -57,9 +57,10 @@ export class KindAssertion implements RefusalJudge {
    * definition, which may be a newer build's this worker has not heard of since its last
    * assertion: it is discarded only once a reading made after the job was (that definition was in
    * the registry by then) finds this worker's definition in use. Read at most every
-   * KIND_REREAD_EVERY_MS per kind; a job no such reading covers is kept, to be judged again.
+   * KIND_REREAD_EVERY_MS per kind (`nowMs`: a monotonic clock's); a job no such reading covers is
+   * kept, to be judged again.
    */
-  async keepRefused(kind: string, createdAt: Date, nowMs = Date.now()): Promise<string | undefined> {
+  async keepRefused(kind: string, createdAt: Date, nowMs = performance.now()): Promise<string | undefined> {
     let last = this.readings.get(kind);
     if (!this.superseded.has(kind) && (!last || (last.readAtMs !== undefined && last.readAtMs <= createdAt.getTime() && nowMs - last.askedMs >= KIND_REREAD_EVERY_MS))) {
       const reading: { askedMs: number; readAtMs?: number; answered: Promise<void> } = { askedMs: nowMs, answered: this.read(kind).then((ms) => void (reading.readAtMs = ms)) };
