@@ -4,12 +4,27 @@ import pino from 'pino';
 import { Writable } from 'node:stream';
 import { KIND_REREAD_EVERY_MS, KindAssertion } from './kind-assertion';
 
-/** The real repository, counting its readings of the registry. */
+/** The real repository, counting its readings of the registry, and holding an assertion's answer back when asked to. */
 class ReadCounting extends KindsRepository {
   reads = 0;
+  private held?: { ran: () => void; until: Promise<void> };
   override standing(...args: Parameters<KindsRepository['standing']>): ReturnType<KindsRepository['standing']> {
     this.reads++;
     return super.standing(...args);
+  }
+  override async register(...args: Parameters<KindsRepository['register']>): ReturnType<KindsRepository['register']> {
+    const answer = await super.register(...args);
+    const held = this.held;
+    held?.ran();
+    await held?.until;
+    return answer;
+  }
+  /** The next assertion's answer is handed back only on `release()`; `ran`: its statement has run. */
+  holdNextAnswer(): { ran: Promise<void>; release: () => void } {
+    let release!: () => void;
+    const until = new Promise<void>((resolve) => (release = resolve));
+    const ran = new Promise<void>((resolve) => (this.held = { ran: resolve, until }));
+    return { ran: ran.then(() => void (this.held = undefined)), release };
   }
 }
 
@@ -77,6 +92,47 @@ describe('KindAssertion (Postgres)', () => {
       expect(old.kinds.reads).toBe(3); // known superseded: not read again
       await old.assertion.runOnce();
       expect(old.lines).toHaveLength(1); // said once
+    });
+
+    it("judges a job by its covering reading's own verdict: an assertion answered after it, but read before the newer build asserted, does not let the job be discarded", async () => {
+      const old = worker('default', 'w-old');
+      await old.assertion.runOnce();
+      await later(10);
+      const answer = old.kinds.holdNextAnswer();
+      const asserting = old.assertion.runOnce();
+      await answer.ran; // read now: only this build's definition is in the registry
+      await worker('reports', 'w-new').assertion.runOnce(); // a newer build's definition is in use
+      const job = before();
+      const t = 1_000_000;
+      expect(await old.assertion.keepRefused('report', job, t)).toMatch(/another live definition/);
+      answer.release();
+      await asserting; // the older answer arrives: "in use again"
+      expect(await old.assertion.keepRefused('report', job, t + 10)).toMatch(/another live definition/); // the covering reading found the newer one
+      expect(old.kinds.reads).toBe(1);
+      expect(await old.assertion.keepRefused('report', job, t + KIND_REREAD_EVERY_MS)).toMatch(/another live definition/); // read again: still the newer one
+      expect(old.kinds.reads).toBe(2);
+
+      await later(100); // the newer build is gone; this one's assertion makes its definition the one in use again
+      await old.assertion.runOnce();
+      expect(await old.assertion.keepRefused('report', job, t + 2 * KIND_REREAD_EVERY_MS)).toBeUndefined(); // read again, not kept for ever
+      expect(old.kinds.reads).toBe(3);
+    });
+
+    it('reads again a second later by a monotonic clock, even if the wall clock was stepped back', async () => {
+      const old = worker('default', 'w-old');
+      await old.assertion.runOnce();
+      const [made, wallNow, monotonicNow] = [after(), Date.now.bind(Date), performance.now.bind(performance)];
+      let passedMs = 0;
+      jest.spyOn(performance, 'now').mockImplementation(() => monotonicNow() + passedMs);
+      try {
+        expect(await old.assertion.keepRefused('report', made)).toMatch(/not read since the job was made/);
+        jest.spyOn(Date, 'now').mockImplementation(() => wallNow() - 3_600_000); // NTP steps the clock an hour back
+        passedMs = KIND_REREAD_EVERY_MS;
+        await old.assertion.keepRefused('report', made);
+        expect(old.kinds.reads).toBe(2);
+      } finally {
+        jest.restoreAllMocks();
+      }
     });
 
     it('keeps the job when the registry cannot be read', async () => {

@@ -9,6 +9,18 @@ export const KIND_REREAD_EVERY_MS = 1_000;
 /** How long such a reading is waited for (every wait on Postgres is bounded). */
 export const KIND_READ_WAIT_MS = 2_000;
 
+/** A refusal's reading of its kind's registry entry: when asked (ms, a monotonic clock: NTP steps no interval), and its answer once it came. */
+interface Reading {
+  askedMs: number;
+  answer?: ReadingAnswer;
+  answered: Promise<void>;
+}
+/** When it was read (ms, the database's clock; 0: it failed) and whether it found another definition in use. */
+interface ReadingAnswer {
+  readAtMs: number;
+  anotherInUse: boolean;
+}
+
 /**
  * A worker's kinds in the registry: asserted before it takes work and every KIND_ASSERT_EVERY_MS
  * after, so the registry keeps the newest definition still asserted (REGISTER_KINDS_SQL). It
@@ -18,8 +30,8 @@ export class KindAssertion implements RefusalJudge {
   private readonly ticker: Ticker;
   /** Kinds whose chosen definition is another worker's, with its pool: each said once, not every 30 s. */
   private superseded = new Map<string, string>();
-  /** Per kind, the last reading on a refusal: when it was asked (this process's clock) and when read (the database's; 0: it failed; undefined: not answered yet). */
-  private readonly readings = new Map<string, { askedMs: number; readAtMs?: number; answered: Promise<void> }>();
+  /** Per kind, the last reading on a refusal. */
+  private readonly readings = new Map<string, Reading>();
 
   constructor(
     private readonly kinds: KindsRepository,
@@ -57,33 +69,38 @@ export class KindAssertion implements RefusalJudge {
    * definition, which may be a newer build's this worker has not heard of since its last
    * assertion: it is discarded only once a reading made after the job was (that definition was in
    * the registry by then) finds this worker's definition in use. Read at most every
-   * KIND_REREAD_EVERY_MS per kind; a job no such reading covers is kept, to be judged again.
+   * KIND_REREAD_EVERY_MS per kind (`nowMs`: a monotonic clock's); a job no such reading covers is
+   * kept, to be judged again.
    */
-  async keepRefused(kind: string, createdAt: Date, nowMs = Date.now()): Promise<string | undefined> {
+  async keepRefused(kind: string, createdAt: Date, nowMs = performance.now()): Promise<string | undefined> {
     let last = this.readings.get(kind);
-    if (!this.superseded.has(kind) && (!last || (last.readAtMs !== undefined && last.readAtMs <= createdAt.getTime() && nowMs - last.askedMs >= KIND_REREAD_EVERY_MS))) {
-      const reading: { askedMs: number; readAtMs?: number; answered: Promise<void> } = { askedMs: nowMs, answered: this.read(kind).then((ms) => void (reading.readAtMs = ms)) };
+    // A reading that found another definition in use is read again once the assertion no longer says so.
+    const outdated = (a: ReadingAnswer) => a.readAtMs <= createdAt.getTime() || a.anotherInUse;
+    if (!this.superseded.has(kind) && (!last || (last.answer && outdated(last.answer) && nowMs - last.askedMs >= KIND_REREAD_EVERY_MS))) {
+      const reading: Reading = { askedMs: nowMs, answered: this.read(kind).then((a) => void (reading.answer = a)) };
       this.readings.set(kind, (last = reading));
     }
     await last?.answered;
     if (this.superseded.has(kind)) return ANOTHER_DEFINITION_IN_USE;
-    if (last?.readAtMs === 0) return 'the kind registry could not be read; judged again later';
+    const answer = last?.answer;
+    if (answer?.readAtMs === 0) return 'the kind registry could not be read; judged again later';
     // Strictly after: an id carries its creation time to the millisecond, floored.
-    if (last?.readAtMs === undefined || last.readAtMs <= createdAt.getTime()) return 'the kind registry was not read since the job was made; judged again later';
-    return undefined;
+    if (answer === undefined || answer.readAtMs <= createdAt.getTime()) return 'the kind registry was not read since the job was made; judged again later';
+    // The covering reading's own verdict: an assertion answered since may have been read before it.
+    return answer.anotherInUse ? ANOTHER_DEFINITION_IN_USE : undefined;
   }
 
-  /** Reads `kind`'s registry entry against this worker's definition: when (ms, the database's clock; 0 if it could not be read). */
-  private async read(kind: string): Promise<number> {
+  /** Reads `kind`'s registry entry against this worker's definition. */
+  private async read(kind: string): Promise<ReadingAnswer> {
     const own = this.registrations.find((r) => r.kind === kind);
-    if (!own) return 0;
+    if (!own) return { readAtMs: 0, anotherInUse: false };
     try {
       const { readAt, supersededBy } = await this.kinds.standing(own, KIND_READ_WAIT_MS);
       if (supersededBy !== undefined) this.supersededBy(kind, supersededBy);
-      return readAt.getTime();
+      return { readAtMs: readAt.getTime(), anotherInUse: supersededBy !== undefined };
     } catch (err) {
       this.logger.warn({ err, kind }, 'could not read the kind registry to judge a refused payload; its job is kept');
-      return 0;
+      return { readAtMs: 0, anotherInUse: false };
     }
   }
 
