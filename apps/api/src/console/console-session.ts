@@ -59,7 +59,7 @@ export class ConsoleSession {
     if (this.admin.lockedOut(req) === null && this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
     const tenant = await this.auth.authenticate(secret, sourceOf(req));
     if (!tenant) {
-      this.admin.recordFailure(req);
+      this.admin.recordFailure(req, secret);
       return 'unknown';
     }
     return tenant.disabled ? 'suspended' : { role: 'tenant', tenant };
