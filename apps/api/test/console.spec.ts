@@ -306,7 +306,8 @@ describe('console (/console)', () => {
     await h.http().get('/console').set('Cookie', cookie).expect(200);
     await h.http().delete(`/v1/admin/tenants/${acme.id}/keys/${made.body.id}`).set(bearer(ADMIN_TOKEN)).expect(204);
     const gone = await h.http().get('/console').set('Cookie', cookie).expect(303);
-    expect(gone.headers.location).toBe('/console/sign-in');
+    expect(gone.headers.location).toBe('/console/sign-in?why=ended');
+    expect(String(gone.headers['set-cookie'])).toContain('Max-Age=0'); // the browser stops sending it
     const out = await h.http().post('/console/sign-out').set('Cookie', cookie).expect(303);
     expect(String(out.headers['set-cookie'])).toContain('Max-Age=0');
   });

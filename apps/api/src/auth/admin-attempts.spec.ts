@@ -30,6 +30,15 @@ describe('the admin token has an attempt limit', () => {
     expect(status(guard, request(TOKEN))).toBe(200);
   });
 
+  it('counts a wrong token once per address, however often the same one comes again (a script still sending a rotated token)', () => {
+    const guard = new AdminAuthGuard({ adminToken: TOKEN } as AlmanacConfig, new ManualClock(0), new AdminAttempts());
+    for (let i = 0; i < ADMIN_FAILURES * 3; i++) expect(status(guard, request('the-token-before-rotation'))).toBe(401);
+    expect(status(guard, request(TOKEN))).toBe(200);
+    for (let i = 1; i < ADMIN_FAILURES; i++) expect(status(guard, request(`guess-${i}`))).toBe(401);
+    expect(status(guard, request(TOKEN))).toBe(429); // different wrong tokens still count, each once
+    expect(status(guard, request('the-token-before-rotation'))).toBe(429);
+  });
+
   it('counts an IPv6 /64 as one address, however its addresses are written', () => {
     const guard = new AdminAuthGuard({ adminToken: TOKEN } as AlmanacConfig, new ManualClock(0), new AdminAttempts());
     for (let i = 0; i < ADMIN_FAILURES; i++) expect(status(guard, request(`guess-${i}`, '2001:db8::1:2:3:4'))).toBe(401);

@@ -67,6 +67,13 @@ const ADMIN_FAILURE_KEYS = 10_000;
 @Injectable()
 export class AdminAttempts {
   readonly failures = new TokenBuckets(ADMIN_FAILURE_KEYS);
+  /**
+   * The wrong secrets counted, by address and digest, the oldest forgotten first. The same wrong
+   * secret again (a console cookie whose key was revoked or whose admin token was rotated, a
+   * script still sending an old token) tells a guesser nothing new: counting every resend locked
+   * out everyone behind the address (all users, behind a proxy) with no attacker involved.
+   */
+  readonly counted = new Set<string>();
 }
 
 /** Admin routes: the configured ALMANAC_ADMIN_TOKEN, compared in constant time, with an attempt limit. */
@@ -78,7 +85,7 @@ export class AdminAuthGuard implements CanActivate {
   constructor(
     @Inject(ALMANAC_CONFIG) config: AlmanacConfig,
     private readonly clock: Clock,
-    attempts: AdminAttempts,
+    private readonly attempts: AdminAttempts,
   ) {
     this.failures = attempts.failures;
     this.expected = digest(config.adminToken);
@@ -94,7 +101,7 @@ export class AdminAuthGuard implements CanActivate {
     if (retryAfterMs !== null) throw overLimit(429, 'too many wrong admin tokens from this address', 'authorization', 'admin_attempts', retryAfterMs);
     const token = bearerToken(req);
     if (token && this.matches(token)) return;
-    this.recordFailure(req);
+    this.recordFailure(req, token ?? '');
     throw unauthorized('admin token required');
   }
 
@@ -104,9 +111,18 @@ export class AdminAuthGuard implements CanActivate {
     return left.ok ? null : left.retryAfterMs;
   }
 
-  /** A wrong admin token from this request's address (the console counts secrets that are neither key nor token). */
-  recordFailure(req: FastifyRequest): void {
-    this.failures.take(sourceOf(req), 1, 1000 / ADMIN_FAILURE_REFILL_MS, ADMIN_FAILURES, this.clock.now().getTime());
+  /**
+   * A wrong admin token from this request's address (the console counts secrets that are neither
+   * key nor token), counted once per address however often it comes again.
+   */
+  recordFailure(req: FastifyRequest, secret: string): void {
+    const source = sourceOf(req);
+    const guess = `${source} ${digest(secret).toString('base64')}`;
+    const counted = this.attempts.counted;
+    const known = counted.delete(guess); // re-added as the newest
+    if (!known && !this.failures.take(source, 1, 1000 / ADMIN_FAILURE_REFILL_MS, ADMIN_FAILURES, this.clock.now().getTime()).ok) return;
+    counted.add(guess);
+    if (counted.size > ADMIN_FAILURE_KEYS) counted.delete(counted.values().next().value as string);
   }
 
   /** Whether `token` is the admin token (the console's sign-in asks this of a form field). */

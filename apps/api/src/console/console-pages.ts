@@ -44,8 +44,8 @@ export class ConsolePages {
     build: (v: TenantViewer) => Promise<Shown | { redirect: string }>,
     o: { cost?: number; operatorHome?: boolean; onError?: (v: TenantViewer) => SafeHtml } = {},
   ): Promise<void> {
-    const viewer = await this.session.viewer(req, q.tenant);
-    if (!viewer) return redirect(reply, `${CONSOLE_PATH}/sign-in`);
+    const viewer = await this.session.viewer(req, reply, q.tenant);
+    if (!viewer) return;
     if (!viewer.tenant) {
       if (o.operatorHome && q.tenant === undefined) return redirect(reply, `${CONSOLE_PATH}/tenants`);
       return this.render(reply, viewer, { title: 'Not found', status: 404, error: 'No such tenant.', content: html`` });
@@ -71,8 +71,8 @@ export class ConsolePages {
     run: (v: TenantViewer) => Promise<string | null>,
     again?: (v: TenantViewer) => Promise<Shown>,
   ): Promise<void> {
-    const viewer = await this.session.viewer(req, form?.tenant);
-    if (!viewer) return redirect(reply, `${CONSOLE_PATH}/sign-in`);
+    const viewer = await this.session.viewer(req, reply, form?.tenant);
+    if (!viewer) return;
     if (!sameOrigin(req)) return this.render(reply, viewer, { title: 'Refused', status: 403, error: 'This form was posted from another site.', content: html`` });
     if (!viewer.tenant) return this.render(reply, viewer, { title: 'Not found', status: 404, error: 'No such tenant.', content: html`` });
     const v = viewer as TenantViewer;

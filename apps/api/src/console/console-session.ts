@@ -6,13 +6,24 @@ import { API_SETTINGS, type ApiSettings } from '../api-settings';
 import { AdminAuthGuard } from '../auth/guards';
 import { TenantAuthService } from '../auth/tenant-auth.service';
 import { sourceOf } from '../auth/source-address';
+import { redirect } from './console-http';
 import { type ConsoleViewer, CONSOLE_PATH } from './console-viewer';
 
 /** The cookie that carries the signed-in secret; sent by the browser only to /console. */
 export const SESSION_COOKIE = 'almanac_console';
 
-/** Why a secret did not sign in (the sign-in page says which). */
-export type SignInRefusal = 'unknown' | 'suspended';
+/**
+ * Why a secret did not sign in (the sign-in page says which). `locked`: the address is past its
+ * wrong admin tokens, so whether this one is the admin token is not said (a tenant key still is).
+ */
+export type SignInRefusal = 'unknown' | 'suspended' | 'locked';
+
+/** What the sign-in page tells a viewer sent back to it, by a fixed word (never text from the request). */
+export const SENT_BACK = new Map<string, string>([
+  ['ended', 'Your session no longer signs in here: its key was revoked, or the admin token changed. Sign in again.'],
+  ['suspended', 'This tenant is suspended; an operator can enable it again.'],
+  ['locked', 'Too many wrong secrets from this address: the admin token signs in again in a minute. A tenant API key still does.'],
+]);
 
 /** Tenant ids are int4: a larger `tenant=` names no tenant rather than failing the query. */
 const MAX_TENANT_ID = 2_147_483_647;
@@ -55,25 +66,33 @@ export class ConsoleSession {
   /** The viewer this secret signs in as on this request's port, or why it does not. */
   async resolve(secret: string, req: FastifyRequest): Promise<ConsoleViewer | SignInRefusal> {
     if (secret.length === 0 || secret.length > 512) return 'unknown';
-    // Under the admin token's attempt limit: a locked-out address's admin token is unknown too.
-    if (this.admin.lockedOut(req) === null && this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
+    // Under the admin token's attempt limit: a locked-out address's admin token is not compared.
+    const locked = this.admin.lockedOut(req) !== null;
+    if (!locked && this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
     const tenant = await this.auth.authenticate(secret, sourceOf(req));
     if (!tenant) {
-      this.admin.recordFailure(req);
-      return 'unknown';
+      this.admin.recordFailure(req, secret);
+      return locked ? 'locked' : 'unknown';
     }
     return tenant.disabled ? 'suspended' : { role: 'tenant', tenant };
   }
 
   /**
-   * The viewer of a request, or null when it is not signed in (or its key was revoked since).
-   * The operator's `tenant` query parameter picks the tenant it looks at; unknown ids show none.
+   * The viewer of a request, or null when it is not signed in, having sent it to sign in. A
+   * session whose secret no longer signs in (a revoked key, a rotated admin token) ends there,
+   * so the browser stops sending it; but not on the API port when the admin routes have their
+   * own, as cookies ignore ports and it may be the admin port's session. The operator's `tenant`
+   * query parameter picks the tenant it looks at; unknown ids show none.
    */
-  async viewer(req: FastifyRequest, tenantParam: unknown): Promise<ConsoleViewer | null> {
+  async viewer(req: FastifyRequest, reply: FastifyReply, tenantParam: unknown): Promise<ConsoleViewer | null> {
     const secret = readCookie(req, SESSION_COOKIE);
-    if (!secret) return null;
-    const viewer = await this.resolve(secret, req);
-    if (typeof viewer === 'string') return null;
+    const viewer = secret ? await this.resolve(secret, req) : null;
+    if (viewer === null || typeof viewer === 'string') {
+      const why = viewer === 'unknown' ? 'ended' : viewer;
+      if (why === 'ended' && this.adminAllowed(req)) this.end(reply);
+      redirect(reply, `${CONSOLE_PATH}/sign-in${why ? `?why=${why}` : ''}`);
+      return null;
+    }
     if (viewer.role === 'admin' && typeof tenantParam === 'string' && /^[1-9][0-9]{0,9}$/.test(tenantParam)) {
       const id = Number(tenantParam);
       return { role: 'admin', tenant: id <= MAX_TENANT_ID ? await this.tenants.findById(id) : null };

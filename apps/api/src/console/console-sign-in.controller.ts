@@ -1,11 +1,11 @@
-import { Body, Controller, Get, Param, Post, Req, Res, UseFilters } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post, Query, Req, Res, UseFilters } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ASSET_URLS, CONSOLE_ASSETS } from './console-assets';
 import { ConsoleExceptionFilter } from './console-exception.filter';
 import { redirect, sameOrigin, sendHtml } from './console-http';
 import type { Form } from './console-pages';
-import { ConsoleSession } from './console-session';
+import { ConsoleSession, SENT_BACK } from './console-session';
 import { CONSOLE_PATH } from './console-viewer';
 import { html } from './views/html';
 import { page } from './views/layout';
@@ -25,9 +25,11 @@ export class ConsoleSignInController {
     void reply.headers({ 'content-type': asset.contentType, 'cache-control': 'public, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' }).send(asset.body);
   }
 
+  /** `why`: the fixed word of a viewer the console sent back here (its session ended, its tenant suspended). */
   @Get('sign-in')
-  signInPage(@Res() reply: FastifyReply): void {
-    sendHtml(reply, 200, page({ title: 'Sign in', viewer: null, assets: ASSET_URLS }, signInView()));
+  signInPage(@Res() reply: FastifyReply, @Query('why') why: unknown): void {
+    const notice = typeof why === 'string' ? SENT_BACK.get(why) : undefined;
+    sendHtml(reply, 200, page({ title: 'Sign in', viewer: null, assets: ASSET_URLS, notice }, signInView()));
   }
 
   @Post('sign-in')
@@ -37,7 +39,7 @@ export class ConsoleSignInController {
     const secret = typeof form?.token === 'string' ? form.token.trim() : '';
     const viewer = await this.session.resolve(secret, req);
     if (viewer === 'unknown') return refuse(401, 'That is neither a tenant API key nor the admin token.');
-    if (viewer === 'suspended') return refuse(403, 'This tenant is suspended; an operator can enable it again.');
+    if (viewer === 'suspended' || viewer === 'locked') return refuse(viewer === 'locked' ? 429 : 403, SENT_BACK.get(viewer)!);
     this.session.start(reply, secret);
     redirect(reply, viewer.role === 'admin' ? `${CONSOLE_PATH}/tenants` : CONSOLE_PATH);
   }

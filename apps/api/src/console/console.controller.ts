@@ -11,11 +11,10 @@ import { decodeScheduleCursor } from '../schedules/schedule-cursor';
 import { ScheduleRunsService } from '../schedules/schedule-runs.service';
 import { SchedulesService } from '../schedules/schedules.service';
 import { ConsoleExceptionFilter } from './console-exception.filter';
-import { redirect } from './console-http';
 import { ConsoleOverviewService, OVERVIEW_READ_COST } from './console-overview.service';
 import { ConsolePages, type Form, type PageQuery } from './console-pages';
 import { ConsoleSession } from './console-session';
-import { consoleHref, CONSOLE_PATH } from './console-viewer';
+import { consoleHref } from './console-viewer';
 import { html } from './views/html';
 import { jobView, type JobDetailView } from './views/job.view';
 import { type JobFilterForm, type JobRow, jobsView } from './views/jobs.view';
@@ -84,8 +83,8 @@ export class ConsoleController {
 
   @Get('tenants')
   async tenantList(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery): Promise<void> {
-    const viewer = await this.session.viewer(req, undefined);
-    if (!viewer) return redirect(reply, `${CONSOLE_PATH}/sign-in`);
+    const viewer = await this.session.viewer(req, reply, undefined);
+    if (!viewer) return;
     if (viewer.role !== 'admin') return this.pages.render(reply, viewer, { title: 'Not found', status: 404, error: 'Only the operator sees the tenant list.', content: html`` });
     const after = typeof q.after === 'string' && /^[0-9]{1,9}$/.test(q.after) ? Number(q.after) : 0; // ids are int4
     const rows = await this.tenants.list(after, TENANTS_PAGE, TENANT_JOBS_CAP + 1);
