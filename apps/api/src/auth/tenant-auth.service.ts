@@ -1,14 +1,15 @@
 import { isApiKeyShaped, TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
-import { Clock, ReadThroughCache } from '@almanac/platform';
-import { Inject, Injectable } from '@nestjs/common';
+import { Clock, ReadThroughCache, within } from '@almanac/platform';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { overLimit } from '../http/api-error';
 import { TokenBuckets } from '../rate-limit/token-bucket';
+import { KnownKeys } from './known-keys';
 
 /** Known keys cached at most (far more than tenants have keys); the oldest goes first. */
 const MAX_KNOWN = 100_000;
-/** Unknown keys remembered at most; the oldest goes first. Never displaces a known key. */
+/** Keys found gone (revoked, yet still among the known hashes) remembered at most; never displaces a key found. */
 const MAX_UNKNOWN = 50_000;
 /** How long past its TTL a known key may still be honoured while lookups fail (a database stall). */
 export const STALE_GRACE_MS = 5 * 60_000;
@@ -16,9 +17,7 @@ export const STALE_GRACE_MS = 5 * 60_000;
 /** A key's tenant and its row in tenant_keys (for its last-use time); null for a key that does not exist. */
 type Found = { tenant: TenantRecord; keyId: number } | null;
 
-/** Key lookups over all sources, per replica, as a multiple of one source's (a bound for the database). */
-export const ALL_SOURCES_LOOKUP_FACTOR = 5;
-/** Sources whose lookup budgets are remembered; an older one forgotten starts full again (the total still bounds). */
+/** Sources whose lookup budgets are remembered; an older one forgotten starts full again. */
 const MAX_LOOKUP_SOURCES = 10_000;
 
 /** A key's last use is written at most this often per API replica (one UPDATE for all keys used). */
@@ -27,19 +26,22 @@ export const LAST_USED_EVERY_MS = 60_000;
 /**
  * Resolves a bearer key to its tenant. Answers are cached by the key's sha256 for a short TTL,
  * so authentication is not one database query per request, and a tenant's changed rate limit is
- * seen within the TTL. Unauthenticated traffic is bounded:
- * - unknown keys have a cache of their own, so a flood of random keys never evicts a valid one;
- * - lookups of keys not known (a known key's refresh spends nothing) are rate-limited per source address
- *   (ALMANAC_AUTH_LOOKUPS_PER_SECOND per API replica, ALL_SOURCES_LOOKUP_FACTOR times that over
- *   all sources; 503 with Retry-After beyond it): one client's flood of well-shaped random keys
- *   spent a single shared budget, and every tenant whose key was not cached got 503. Concurrent
- *   lookups of one key share a query.
+ * seen within the TTL. Unauthenticated traffic costs no lookup: a key whose hash is not among the
+ * live keys' (KnownKeys) is refused without one. A budget over all sources let a flood of random
+ * keys from a few addresses answer 503 to every key not cached (a new key, a new replica, a tenant
+ * just enabled); random keys now spend nothing a real key needs. Lookups of keys not cached (a
+ * cached key's refresh spends nothing) are still rate-limited per source address
+ * (ALMANAC_AUTH_LOOKUPS_PER_SECOND per API replica; 503 with Retry-After beyond it). Concurrent
+ * lookups of one key share a query.
  */
 @Injectable()
-export class TenantAuthService {
+export class TenantAuthService implements OnModuleInit {
   /** By the key's sha256; unknown keys in a room of their own, so a flood of random keys never evicts a valid one. */
   private readonly keyCache: ReadThroughCache<string, Found>;
-  private readonly lookups = new TokenBuckets(MAX_LOOKUP_SOURCES + 1);
+  private readonly lookups = new TokenBuckets(MAX_LOOKUP_SOURCES);
+  private readonly known: KnownKeys;
+  /** Half the request deadline: a stalled database leaves the handler time to answer 503, not a hang. */
+  private readonly waitMs: number;
   /** Keys accepted since the last write of their last-use time. */
   private used = new Set<number>();
 
@@ -49,15 +51,21 @@ export class TenantAuthService {
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     private readonly clock: Clock,
   ) {
+    this.waitMs = Math.ceil(settings.requestTimeoutMs / 2);
     this.keyCache = new ReadThroughCache<string, Found>({
       ttlMs: settings.authCacheTtlMs,
-      // Half the request deadline: a stalled database leaves the handler time to answer 503, not a hang.
-      waitMs: Math.ceil(settings.requestTimeoutMs / 2),
+      waitMs: this.waitMs,
       staleMs: settings.authCacheTtlMs + STALE_GRACE_MS,
       maxEntries: MAX_KNOWN,
       negative: { is: (found) => found === null, max: MAX_UNKNOWN },
       now: () => clock.now().getTime(),
     });
+    this.known = new KnownKeys((afterId, limit, settleMs) => keys.liveHashesAfter(afterId, limit, settleMs), () => clock.now().getTime());
+  }
+
+  /** Reads the live keys before the first request needs them; if it fails, the first unknown key reads again. */
+  onModuleInit(): void {
+    this.known.catchUp().catch(() => undefined);
   }
 
   /**
@@ -69,6 +77,12 @@ export class TenantAuthService {
     // tenant whose key was not cached got 503) and filled the unknown-key cache.
     if (!isApiKeyShaped(apiKey)) return null;
     const id = createHash('sha256').update(apiKey, 'utf8').digest('base64');
+    if (!this.known.has(id)) {
+      // Created since the last read (on any replica), or no key at all: one read, shared by every
+      // request waiting, of the keys created since; bounded like a lookup, a stalled database is a 503.
+      await within(this.waitMs, this.known.catchUp(), 'key list read');
+      if (!this.known.has(id)) return null;
+    }
     // A known key's refresh (once per TTL) spends no lookup budget: a flood of random keys that
     // drains the budget for as long as it lasts must not lock out the tenants known before it.
     const found = await this.keyCache.get(id, (previous) => this.lookUp(apiKey, source, previous != null), 'key lookup');
@@ -81,6 +95,7 @@ export class TenantAuthService {
    * in flight read before the revocation. `keyHash` is the key's sha256 in base64, as the cache is keyed.
    */
   forgetKey(keyHash: string): void {
+    this.known.forget(keyHash);
     this.keyCache.forget(keyHash);
   }
 
@@ -97,13 +112,11 @@ export class TenantAuthService {
     await this.keys.touch(ids, this.clock.now());
   }
 
-  /** A database lookup, rate-limited by source, then over all, unless it refreshes a `known` key (the cache shares one per key). */
+  /** A database lookup, rate-limited by source unless it refreshes a `known` key (the cache shares one per key). */
   private lookUp(apiKey: string, source: string | (() => string), known: boolean): Promise<Found> {
-    const rate = this.settings.authLookupsPerSecond;
-    const total = rate * ALL_SOURCES_LOOKUP_FACTOR;
-    const now = this.clock.now().getTime();
-    for (const [bucket, r] of known ? [] : ([[`source:${typeof source === 'string' ? source : source()}`, rate], ['all', total]] as const)) {
-      const allowed = this.lookups.take(bucket, 1, r, r, now);
+    if (!known) {
+      const rate = this.settings.authLookupsPerSecond;
+      const allowed = this.lookups.take(typeof source === 'string' ? source : source(), 1, rate, rate, this.clock.now().getTime());
       if (!allowed.ok) throw overLimit(503, 'too many key lookups', 'authorization', 'lookup_rate', allowed.retryAfterMs);
     }
     return this.tenants.findKey(apiKey);

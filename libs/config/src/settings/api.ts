@@ -30,7 +30,7 @@ export const API_ROLE_SETTINGS = {
     min: 0,
     max: 3_600_000,
     readers: API,
-    meaning: "how long an API key's lookup is cached (known and unknown keys in separate caches)",
+    meaning: "how long an API key's lookup is cached (keys found and keys found gone in separate caches)",
   },
   ALMANAC_AUTH_LOOKUPS_PER_SECOND: {
     type: 'int',
@@ -38,7 +38,7 @@ export const API_ROLE_SETTINGS = {
     min: 1,
     max: 1_000_000,
     readers: API,
-    meaning: 'database lookups per second per source address and API replica for keys in neither cache (five times that over all sources); beyond it `503` with `Retry-After`',
+    meaning: 'database lookups per second per source address and API replica for live keys not cached (a key that is not a live key\'s is refused without one); beyond it `503` with `Retry-After`',
   },
   ALMANAC_INGEST_COMMITS_IN_FLIGHT: {
     type: 'int',
