@@ -200,7 +200,7 @@ export class PoolTaker {
     const sends: Promise<unknown>[] = [];
     for (const lane of this.lanes) {
       const warn = (err: unknown) => this.o.logger.warn({ err, pool: lane.pool }, 'could not report finished hints; their slots expire');
-      for (const [takenBy, ids] of lane.done) sends.push(within(WORKER_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch(warn));
+      for (const [takenBy, entries] of lane.done) sends.push(within(WORKER_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), entries), 'finish hints').catch(warn));
       lane.done.clear();
       lane.doneHoldsSlots = false;
     }
