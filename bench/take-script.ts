@@ -6,7 +6,7 @@
  *
  *   node -r ./bench/lib/register.cjs bench/take-script.ts
  */
-import { ReadyQueues } from '../libs/delivery/src';
+import { ReadyQueues, type TakenHint } from '../libs/delivery/src';
 import { startPrivateRedis } from '../test/support/private-redis';
 
 const N = 20_000;
@@ -24,14 +24,14 @@ async function main(): Promise<void> {
         await q.pushFlows('default', [{ tenantId: 1, kind: 'noop', items: Array.from({ length: 1000 }, (_, i) => `${run * N + off + i + 1}:${now}`) }]);
       }
       await redis.connection.config('RESETSTAT');
-      let done: string[] = [];
+      let done: TakenHint[] = [];
       let takes = 0;
       const t0 = process.hrtime.bigint();
       for (;;) {
         const take = await q.take('default', BATCH, Date.now(), '7', done);
         takes++;
         if (take.hints.length === 0) break;
-        done = take.hints.map((h) => h.id);
+        done = take.hints;
       }
       roundTripMs.push(Number(process.hrtime.bigint() - t0) / 1e6 / takes);
       const stats = await redis.connection.info('commandstats');

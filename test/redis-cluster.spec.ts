@@ -100,7 +100,7 @@ describe('Almanac on a Redis Cluster (three masters)', () => {
     const takes = await Promise.all(pools.map((p) => ready.take(p, 10, Date.now(), 'w1')));
     // Per pool, on a cluster: two each (the third of each pool waits for a slot).
     expect(takes.map((t) => t.hints.length)).toEqual([2, 2, 2]);
-    await Promise.all(pools.map((p, i) => ready.finish(p, 'w1', [takes[i].hints[0].id])));
+    await Promise.all(pools.map((p, i) => ready.finish(p, 'w1', [takes[i].hints[0]])));
     expect((await Promise.all(pools.map((p) => ready.take(p, 10, Date.now() + 1000, 'w1')))).map((t) => t.hints.length)).toEqual([1, 1, 1]);
     expect((await Promise.all(pools.map((p) => ready.giveBack(p, 'w1', 'all')))).map((ids) => ids.length)).toEqual([2, 2, 2]);
     expect(await ready.waiting(pools)).toEqual(new Map(pools.map((p) => [p, 2])));

@@ -130,14 +130,14 @@ export class AttemptWriter {
    * without its result and with an error of ours, so its job still ends as its handler decided.
    */
   private async completeBatch(items: { record: CompletionRecord; kind: string }[]): Promise<(boolean | Error)[]> {
-    // Two hints of one job in one batch: the first one speaks, the other is stale.
-    const first = new Map<string, { record: CompletionRecord; kind: string }>();
-    for (const i of items) if (!first.has(i.record.id)) first.set(i.record.id, i);
+    // Two outcomes of one job in one batch: the latest attempt speaks (the only one its guard may let through), the other is stale.
+    const latest = new Map<string, { record: CompletionRecord; kind: string }>();
+    for (const i of items) if (i.record.attempt > (latest.get(i.record.id)?.record.attempt ?? -1)) latest.set(i.record.id, i);
     const now = this.o.clock.now();
     const applied = new Set<string>();
     const write = async (records: CompletionRecord[]) => void (await this.o.repo.complete(records, now)).forEach((id) => applied.add(id));
     let failed: Error | undefined;
-    await runIsolated([...first.values()].map((i) => i.record), {
+    await runIsolated([...latest.values()].map((i) => i.record), {
       run: write,
       isValueError,
       groupOf: (r) => r.tenantId,
@@ -158,9 +158,9 @@ export class AttemptWriter {
       // stays written and counted; only the rest is sent again.
       failed = err instanceof Error ? err : new Error(String(err));
     });
-    const again = [...first.values()].filter((i) => i.record.next === 'queued' && applied.has(i.record.id));
+    const again = [...latest.values()].filter((i) => i.record.next === 'queued' && applied.has(i.record.id));
     await this.requeue(again.map((i) => hintOf(i.record, i.kind)));
-    return items.map((i) => first.get(i.record.id) === i && (applied.has(i.record.id) || (failed ?? false)));
+    return items.map((i) => latest.get(i.record.id) === i && (applied.has(i.record.id) || (failed ?? false)));
   }
 }
 

@@ -812,6 +812,27 @@ describe('worker executor', () => {
     return { clock, id, w, running };
   }
 
+  it("two runs of one row ending in one group commit: the newer attempt's outcome is recorded, the rescued one's is stale", async () => {
+    await destroyHarness(h);
+    const opens: (() => void)[] = [];
+    const waitingHandler = defineHandler<unknown>({ kind: 'waiting', timeoutMs: 60_000, handle: () => new Promise((r) => opens.push(() => r(completed()))) });
+    h = await createHarness({ handlers: [waitingHandler] });
+    const [id] = await h.enqueue([{ kind: 'waiting' }]);
+    await h.hot.runOnce();
+    const w = h.worker();
+    const first = h.runWorker(w);
+    await within(5000, (async () => { while (opens.length < 1) await new Promise((r) => setImmediate(r)); })(), 'the first run');
+    // Its lease lost (the rescue), the same worker claims the row again: a second run beside the first.
+    await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    const second = w.executor.execute('default', h.hint(id, { kind: 'waiting' }));
+    await within(5000, (async () => { while (opens.length < 2) await new Promise((r) => setImmediate(r)); })(), 'the second run');
+    for (const open of opens) open(); // the older outcome first, both within one linger
+    await Promise.all([first, second]);
+    await w.executor.drain();
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 }); // not left running until its lease ends and run a third time
+    expect((await h.attempts(id)).map((a) => a.outcome)).toEqual(['lost', 'succeeded']);
+  });
+
   it('a run whose row was rescued meanwhile has its signal aborted with LeaseLostError at the next renewal', async () => {
     const { clock, id, w, running } = await listeningRunOnManualClock();
     const rescue = await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);

@@ -1,16 +1,18 @@
-import type { ReadyQueues } from '@almanac/delivery';
+import type { ReadyQueues, TakenEntry } from '@almanac/delivery';
 import type { RedisClient } from '@almanac/platform';
 
 /** One pool's take loop's state in a PoolTaker. */
 export interface Lane {
   pool: string;
   running: number;
-  /** Rows taken and not settled, by the worker id that took each: a second copy under that id is not run beside it (see `copied`). */
-  held: Map<string, number>;
-  /** Rows a second copy was taken of under a run's id (a lost lease's rescue sent it), with the copy's take: their one taken entry goes back when the run settles, for a take after it. */
-  copied: Map<string, string>;
-  /** Hints done with, per worker id that took them: sent with the next take (or FINISH). */
-  done: Map<number, string[]>;
+  /**
+   * Rows taken and not settled, per worker id that took them, with the take of their one entry in
+   * that id's taken hash. A second copy under that id (a lost lease's rescue sent it) is not run
+   * beside the run: the entry, now the copy's, goes back when the run settles, for a take after it.
+   */
+  held: Map<number, Map<string, string>>;
+  /** Entries done with, per worker id that took them: sent with the next take (or FINISH). */
+  done: Map<number, TakenEntry[]>;
   /** A hint in `done` holds limit slots: take at once to free them. Others ride with the next take (a take of their own: 0.74 takes a job at 500/s). */
   doneHoldsSlots: boolean;
   /** Running hints that hold limit slots, per worker id that took them: renewed until they end. */
@@ -30,7 +32,7 @@ export interface Lane {
   takes?: ReadyQueues;
 }
 
-export const newLane = (pool: string): Lane => ({ pool, running: 0, held: new Map(), copied: new Map(), done: new Map(), doneHoldsSlots: false, limited: new Map(), lostTake: false, woken: false });
+export const newLane = (pool: string): Lane => ({ pool, running: 0, held: new Map(), done: new Map(), doneHoldsSlots: false, limited: new Map(), lostTake: false, woken: false });
 
 /** Calls and clears one of a lane's wakers (each wakes its loop once). */
 export function wake(lane: Lane, which: 'slotFreed' | 'wakeToFinish'): void {

@@ -58,7 +58,7 @@ function recordTakes(opts: { afterTake?: (done: readonly string[]) => Promise<vo
   let onWoke: (() => void) | undefined;
   const take = ReadyQueues.prototype.take;
   jest.spyOn(ReadyQueues.prototype, 'take').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['take']>) {
-    const done = args[4] ?? [];
+    const done = (args[4] ?? []).map((x) => x.id);
     record(`take done ${done.join(',')}`);
     for (const id of done) doneWaiters.get(id)?.();
     const answer = await take.apply(this, args);
@@ -67,11 +67,12 @@ function recordTakes(opts: { afterTake?: (done: readonly string[]) => Promise<vo
   });
   const finish = ReadyQueues.prototype.finish;
   jest.spyOn(ReadyQueues.prototype, 'finish').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['finish']>) {
-    record(`finish ${args[2].join(',')}`);
-    for (const id of args[2]) doneWaiters.get(id)?.();
-    await opts.holdFinish?.(args[2]);
+    const ids = args[2].map((x) => x.id);
+    record(`finish ${ids.join(',')}`);
+    for (const id of ids) doneWaiters.get(id)?.();
+    await opts.holdFinish?.(ids);
     await finish.apply(this, args);
-    record(`finish landed ${args[2].join(',')}`);
+    record(`finish landed ${ids.join(',')}`);
   });
   const wait = ReadyQueues.prototype.waitForWork;
   jest.spyOn(ReadyQueues.prototype, 'waitForWork').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['waitForWork']>) {
@@ -356,6 +357,130 @@ describe('pool taker', () => {
     await within(5000, untilTrue(async () => (await h.job(id)).state === 'd'), 'the copy done');
     await w.taker.close(10_000);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+  });
+
+  /** Loses the reply of the first take that brings a row taken before: a copy of a row this worker runs, which it never sees. */
+  function loseCopyTake(): void {
+    const [take, seen] = [ReadyQueues.prototype.take, new Set<string>()];
+    let lost = false;
+    jest.spyOn(ReadyQueues.prototype, 'take').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['take']>) {
+      const answer = await take.apply(this, args);
+      if (!lost && answer.hints.some((x) => seen.has(x.id))) {
+        lost = true;
+        throw new Error('Connection is closed.'); // the take ran in Redis; its reply never came
+      }
+      for (const x of answer.hints) seen.add(x.id);
+      return answer;
+    });
+  }
+  /** Resolves once the give-back of what a lost take took has landed. */
+  function lostTakeGivenBack(): Promise<void> {
+    const giveBack = ReadyQueues.prototype.giveBack;
+    return new Promise<void>((landed) =>
+      jest.spyOn(ReadyQueues.prototype, 'giveBack').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['giveBack']>) {
+        const back = await giveBack.apply(this, args);
+        if (typeof args[2] === 'object' && 'except' in args[2]) landed();
+        return back;
+      }),
+    );
+  }
+
+  it("a copy a lost take brought of a row the worker runs runs after the run ends stale, not swallowed by the run's done", async () => {
+    loseCopyTake();
+    const givenBack = lostTakeGivenBack();
+    const w = h.worker();
+    const { id, openOld } = await runWithCopyTaken(w); // taken in the lost take
+    await within(5000, givenBack, 'the lost take given back');
+    gates.set(id, Promise.resolve()); // the copy's run does not wait
+    openOld(); // its completion is stale: the rescue moved the row back to queued
+    await within(5000, untilTrue(async () => (await h.job(id)).state === 'd'), 'the copy run'); // else the overdue sweep's grace, 30-60 s
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+  });
+
+  it("a copy a lost take brought of a row the worker runs goes back to its pool with the run released at shutdown, not stranded in the taken hash", async () => {
+    loseCopyTake();
+    const givenBack = lostTakeGivenBack();
+    const [id] = await h.enqueue([{ kind: 'held' }]);
+    const [openOld, firstRan] = [gate(id), ran(id)];
+    const w = h.worker();
+    await h.startWorker(w);
+    await h.hot.runOnce();
+    await firstRan;
+    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'held' })]); // a repair's copy, taken in the lost take
+    await within(5000, givenBack, 'the lost take given back');
+    const closing = w.taker.close(50);
+    await within(5000, untilTrue(async () => (await h.job(id)).state === 'q'), 'the run released');
+    openOld();
+    expect(await closing).toEqual({ released: 1 });
+    expect(await h.redis.connection.hlen(`${h.ready.base('default')}:taken:${w.identity.id}`)).toBe(0);
+    expect(await h.readyIds()).toContain(id); // for another worker; else the overdue sweep's grace, 30-60 s
+  });
+
+  it("a run's done, sent after a take that brought a copy of its row which then started, leaves that copy's entry and limit slot", async () => {
+    await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 2 }]]));
+    const [id] = await h.enqueue([{ kind: 'held' }]);
+    const [openOld, firstRan] = [gate(id), ran(id)];
+    const w = h.worker();
+    await h.startWorker(w);
+    await h.hot.runOnce();
+    await firstRan;
+    let copyTaken = false;
+    let doneSent!: () => void;
+    const oldDoneSent = new Promise<void>((r) => (doneSent = r));
+    let [openCopy, copyRan] = [() => undefined as void, Promise.resolve()];
+    const take = ReadyQueues.prototype.take;
+    jest.spyOn(ReadyQueues.prototype, 'take').mockImplementation(async function (this: ReadyQueues, ...args: Parameters<ReadyQueues['take']>) {
+      const answer = await take.apply(this, args);
+      if (copyTaken && (args[4] ?? []).some((x) => x.id === id)) doneSent();
+      if (copyTaken || !answer.hints.some((x) => x.id === id)) return answer;
+      copyTaken = true; // the old run ends before this answer is in: its done goes with the next take
+      openOld();
+      await within(5000, untilTrue(async () => w.taker.runningIn('default') === 0), 'the old run settled');
+      [openCopy, copyRan] = [gate(id), ran(id)];
+      return answer;
+    });
+    await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    await h.hotQueue.enqueue([h.hint(id, { kind: 'held' })], new Date());
+    await h.hot.runOnce();
+    await within(5000, oldDoneSent, "the old run's done sent with a take");
+    await within(5000, copyRan, 'the copy running');
+    expect(await h.redis.connection.hkeys(`${h.ready.base('default')}:taken:${w.identity.id}`)).toEqual([id]); // the copy's entry
+    expect(await h.redis.connection.zcard(`${h.ready.prefix}:almanac:limit:1:c`)).toBe(1); // its slot
+    openCopy();
+    await within(5000, untilTrue(async () => (await h.job(id)).state === 'd'), 'the copy done');
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+  });
+
+  it('a copy taken under the id the worker registered again with, of a row both ids run, goes back with the run under that id', async () => {
+    const [id] = await h.enqueue([{ kind: 'held' }]);
+    const [openFirst, firstRan] = [gate(id), ran(id)];
+    const w = h.worker();
+    await h.startWorker(w);
+    await h.hot.runOnce();
+    await firstRan;
+    // Taken for dead: its rows queued again, its taken hash given back; it registers under a new id and takes the row again.
+    const [sweeps, oldId] = [new SweepsRepository(h.ds), w.identity.id];
+    await sweeps.rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [oldId]);
+    await h.ready.giveBack('default', String(oldId), 'all');
+    await w.identity.register();
+    const [openSecond, secondRan] = [gate(id), ran(id)];
+    await h.hotQueue.enqueue([h.hint(id, { kind: 'held' })], new Date());
+    await h.hot.runOnce();
+    await within(3 * TAKE_BLOCK_MS, secondRan, 'the run under the new id');
+    // That run's lease lost too: the rescue's fresh hint is taken under the new id, a copy of a row it runs.
+    await sweeps.rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
+    await h.hotQueue.enqueue([h.hint(id, { kind: 'held' })], new Date());
+    await h.hot.runOnce();
+    await within(5000, untilTrue(async () => (await h.readyIds()).length === 0), 'the copy taken');
+    gates.set(id, Promise.resolve()); // the copy's run does not wait
+    openFirst(); // the run under the old id ends (stale): the copy is not its
+    await within(5000, untilTrue(async () => w.taker.runningIn('default') === 1), 'the first run settled');
+    openSecond();
+    await within(5000, untilTrue(async () => (await h.job(id)).state === 'd'), 'the copy run'); // else the overdue sweep's grace, 30-60 s
+    await w.taker.close(10_000);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 3 });
   });
 
   it('a full lane passes on a token that a wait it left behind took', async () => {

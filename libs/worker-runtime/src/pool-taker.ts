@@ -146,7 +146,8 @@ export class PoolTaker {
    * every earlier give-back sent there (that did not answer in time) has run too.
    */
   private async giveBackLost(lane: Lane, takenBy: number): Promise<boolean> {
-    const keep = [...lane.held].flatMap(([id, by]) => (by === takenBy ? [id] : [])).concat(lane.done.get(takenBy) ?? []);
+    // Held last: a row run again after a run of it ended keeps the running copy's entry.
+    const keep = [...(lane.done.get(takenBy) ?? []), ...[...(lane.held.get(takenBy) ?? [])].map(([id, take]) => ({ id, take }))];
     lane.lostTake = !(await within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), { except: keep }), 'give back a lost take').then(() => true, () => false));
     if (lane.lostTake) await new Promise((r) => setTimeout(r, TAKE_BLOCK_MS));
     return !lane.lostTake;
@@ -154,8 +155,10 @@ export class PoolTaker {
 
   /** Starts a taken hint; none (undefined) for a second copy of a row this lane runs, which goes back when that run settles. */
   private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> | undefined {
-    if (lane.held.get(h.id) === takenBy) return void lane.copied.set(h.id, h.take); // the row's one entry is now the copy's; under a new id (this worker was rescued) a copy runs: its claim decides
-    lane.held.set(h.id, takenBy);
+    const held = lane.held.get(takenBy) ?? new Map<string, string>();
+    lane.held.set(takenBy, held);
+    if (held.has(h.id)) return void held.set(h.id, h.take); // the row's one entry is now the copy's
+    held.set(h.id, h.take);
     lane.running++;
     if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
     const run = this.o.executor
@@ -176,15 +179,16 @@ export class PoolTaker {
     return run;
   }
 
-  /** Done with (reported with the next take), or its entry back to its flow's head: unstarted, or a copy's taken meanwhile (a FINISH would drop it). Marks first: a copy taken while a give-back is out runs, the give-back naming the take it undoes. */
+  /** Done with (reported with the next take), or its entry back to its flow's head: unstarted, or a copy's taken meanwhile (never run here: a take after this decides). Marks first: a copy taken while a give-back is out runs, the give-back naming the take it undoes. */
   private async settle(lane: Lane, takenBy: number, h: TakenHint, result: ExecutionResult): Promise<void> {
-    if (lane.held.get(h.id) === takenBy) lane.held.delete(h.id);
+    const held = lane.held.get(takenBy);
+    const entry = { id: h.id, take: held?.get(h.id) ?? h.take }; // a copy's, if one was taken meanwhile
+    if (held?.delete(h.id) && held.size === 0) lane.held.delete(takenBy);
     lane.limited.get(takenBy)?.delete(h.id);
-    const entry = { id: h.id, take: lane.copied.get(h.id) ?? h.take };
-    if (!lane.copied.delete(h.id) && result !== 'give_back' && result !== 'released') {
+    if (entry.take === h.take && result !== 'give_back' && result !== 'released') {
       const list = lane.done.get(takenBy);
       if (h.slots > 0) lane.doneHoldsSlots = true;
-      return void (list ? list.push(h.id) : lane.done.set(takenBy, [h.id]));
+      return void (list ? list.push(entry) : lane.done.set(takenBy, [entry]));
     }
     await within(WORKER_REDIS_WAIT_MS, this.o.ready.giveBack(lane.pool, String(takenBy), [entry]), 'give back').catch((err: unknown) =>
       this.o.logger.warn({ err, pool: lane.pool }, 'could not give a hint back; a rescue or the overdue sweep puts it back'),
@@ -196,7 +200,7 @@ export class PoolTaker {
     const sends: Promise<unknown>[] = [];
     for (const lane of this.lanes) {
       const warn = (err: unknown) => this.o.logger.warn({ err, pool: lane.pool }, 'could not report finished hints; their slots expire');
-      for (const [takenBy, ids] of lane.done) sends.push(within(WORKER_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), ids), 'finish hints').catch(warn));
+      for (const [takenBy, entries] of lane.done) sends.push(within(WORKER_REDIS_WAIT_MS, this.o.ready.finish(lane.pool, String(takenBy), entries), 'finish hints').catch(warn));
       lane.done.clear();
       lane.doneHoldsSlots = false;
     }

@@ -72,15 +72,15 @@ local function parseTaken(v) -- no take: an entry of the release before
   local due, t, mask, k, take = string.match(v, '^([^:]+):([^:]+):([^:]+):([^:]+):?(.*)$')
   return due, t, tonumber(mask), k, take
 end
--- Ids worker w is done with: out of its taken hash, their slots freed. True if that woke a limit.
+-- Worker w is done with these (<row id>, <take> pairs from ids[from]): out of its taken hash, their slots freed. True if that woke a limit.
 local function finish(w, ids, from)
   local takenKey = B .. ':taken:' .. w
   local woke = false
-  for i = from, #ids do
-    local v = redis.call('HGET', takenKey, ids[i])
-    if v then
+  for i = from, #ids, 2 do
+    local _, t, mask, k, take = parseTaken(redis.call('HGET', takenKey, ids[i]) or '')
+    -- Only the entry of the take named (or of the release before): a later copy's may be running.
+    if t and (take == ids[i + 1] or take == '') then
       redis.call('HDEL', takenKey, ids[i])
-      local _, t, mask, k = parseTaken(v)
       if releaseSlots(ids[i] .. '@' .. w, t, k, mask) then woke = true end
     end
   end

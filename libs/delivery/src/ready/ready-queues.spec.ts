@@ -33,7 +33,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect(took.nextWakeMs).toBeNull();
     expect((await q.waiting(['default'])).get('default')).toBe(0);
     expect(await redis.connection.hkeys(`${q.base('default')}:taken:w1`)).toEqual([early.id, late.id]);
-    await q.finish('default', 'w1', [early.id]);
+    await q.finish('default', 'w1', [took.hints[0]]);
     expect(await redis.connection.hkeys(`${q.base('default')}:taken:w1`)).toEqual([late.id]);
     expect((await q.take('default', 10, now, 'w1')).hints).toEqual([]);
   });
@@ -173,7 +173,7 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect(first.hints.filter((h) => h.tenantId === 1).every((h) => h.slots === TENANT_SLOT)).toBe(true);
     expect(first.nextWakeMs).toBe(now + CONCURRENCY_RECHECK_MS);
     expect((await q.take('default', 10, now + 1, 'w2')).hints).toEqual([]);
-    await q.finish('default', 'w1', [first.hints.find((h) => h.tenantId === 1)!.id]); // wakes it at once
+    await q.finish('default', 'w1', [first.hints.find((h) => h.tenantId === 1)!]); // wakes it at once
     expect(tenantsOf((await q.take('default', 10, now + 2, 'w2')).hints)).toEqual([1]);
   });
 
@@ -235,8 +235,9 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect((await q.take('default', 10, now, 'w1')).hints.map((x) => x.id)).toEqual([h.id]);
     expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
     await pushHints(q, 'default', [h]);
-    expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([h.id]);
-    await q.finish('default', 'w2', [h.id]); // frees w2's slot, not w1's
+    const w2Took = (await q.take('default', 10, now, 'w2')).hints;
+    expect(w2Took.map((x) => x.id)).toEqual([h.id]);
+    await q.finish('default', 'w2', w2Took); // frees w2's slot, not w1's
     expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
   });
 
@@ -256,6 +257,42 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect(await q.giveBack('default', 'w1', [copy])).toEqual([h.id]); // the copy's own goes back
     expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(0);
     expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([h.id]);
+  });
+
+  it("finishes a row's entry only as the take named left it (or one of the release before): a later copy's, maybe running, keeps its entry and slot", async () => {
+    await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
+    const [h] = hints(1, 1);
+    const taken = `${q.base('default')}:taken:w1`;
+    await pushHints(q, 'default', [h]);
+    const [first] = (await q.take('default', 10, now, 'w1')).hints;
+    await pushHints(q, 'default', [h]); // a copy, taken (and started) once the first run ended
+    const [copy] = (await q.take('default', 10, now, 'w1')).hints;
+    await q.finish('default', 'w1', [first]); // the first run's done, sent after that take
+    expect(await redis.connection.hkeys(taken)).toEqual([h.id]);
+    expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
+    await q.take('default', 10, now, 'w1', [first]); // alike, with a take
+    expect(await redis.connection.hkeys(taken)).toEqual([h.id]);
+    await q.finish('default', 'w1', [copy]);
+    expect(await redis.connection.exists(taken)).toBe(0);
+    expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(0);
+    await redis.connection.hset(taken, h.id, `${now}:1:0:noop`); // written by the release before
+    await q.finish('default', 'w1', [copy]);
+    expect(await redis.connection.exists(taken)).toBe(0);
+  });
+
+  it("gives back all a worker's entries but those named; a named row's entry of another take (a lost reply's copy) goes back as a hint, the entry the named take's again", async () => {
+    await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
+    const [ran, unseen] = hints(1, 2);
+    const taken = `${q.base('default')}:taken:w1`;
+    await pushHints(q, 'default', [ran]);
+    const [run] = (await q.take('default', 10, now, 'w1')).hints;
+    await pushHints(q, 'default', [ran, unseen]); // a copy of the row it runs, and another row: their take's reply lost
+    expect((await q.take('default', 10, now, 'w1')).hints.map((x) => x.id)).toEqual([ran.id, unseen.id]);
+    expect((await q.giveBack('default', 'w1', { except: [run] })).sort()).toEqual([ran.id, unseen.id]);
+    expect(await redis.connection.hgetall(taken)).toEqual({ [ran.id]: `${now}:1:1:noop:${run.take}` }); // the run's, its slot kept
+    expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
+    expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([ran.id, unseen.id]);
+    expect(await q.giveBack('default', 'w1', [run])).toEqual([ran.id]); // the run's own give-back, as it ends
   });
 
   it('wakes a worker blocked on the pool when work arrives', async () => {

@@ -10,6 +10,10 @@ export interface TakenHint extends Hint {
   take: string;
 }
 
+/** A row's entry in a worker's taken hash, as one take left it: FINISH and GIVE_BACK touch it only so, not a later copy's. */
+export type TakenEntry = Pick<TakenHint, 'id' | 'take'>;
+const pairs = (entries: readonly TakenEntry[]) => entries.flatMap((x) => [x.id, x.take]);
+
 export const TENANT_SLOT = 1;
 export const KIND_SLOT = 2;
 
@@ -45,8 +49,8 @@ export class ReadyQueues {
   }
 
   /** Up to `max` hints for `workerId`, fairly and within limits, into its taken hash; `done` is finished first, in the same call. */
-  async take(pool: string, max: number, nowMs: number, workerId: string, done: readonly string[] = []): Promise<Take> {
-    const reply = (await this.run(TAKE, pool, nowMs, [max, workerId, SLOT_TTL_MS, ...done])) as string[];
+  async take(pool: string, max: number, nowMs: number, workerId: string, done: readonly TakenEntry[] = []): Promise<Take> {
+    const reply = (await this.run(TAKE, pool, nowMs, [max, workerId, SLOT_TTL_MS, ...pairs(done)])) as string[];
     const hints = reply.slice(1).map((s): TakenHint => {
       const [id, due, tenant, slots, kind, take] = s.split(':');
       return { id, dueMs: Number(due), tenantId: Number(tenant), slots: Number(slots), kind, take };
@@ -55,14 +59,14 @@ export class ReadyQueues {
   }
 
   /** The worker is done with these (run, or dropped by the claim): out of its taken hash, slots freed. */
-  async finish(pool: string, workerId: string, ids: readonly string[]): Promise<void> {
-    if (ids.length > 0) await this.run(FINISH, pool, Date.now(), [workerId, ...ids]);
+  async finish(pool: string, workerId: string, entries: readonly TakenEntry[]): Promise<void> {
+    if (entries.length > 0) await this.run(FINISH, pool, Date.now(), [workerId, ...pairs(entries)]);
   }
 
-  /** Taken hints the worker will not run go back to the head of their flows (each still the entry of the take named); `all`: every one it holds; `except`: all but those. Returns their ids. */
-  async giveBack(pool: string, workerId: string, hints: readonly Pick<TakenHint, 'id' | 'take'>[] | 'all' | { except: readonly string[] }): Promise<string[]> {
+  /** Taken hints the worker will not run go back to the head of their flows (each still the entry of the take named); `all`: every one it holds; `except`: all but those (a copy of theirs as a hint). Returns their ids. */
+  async giveBack(pool: string, workerId: string, hints: readonly TakenEntry[] | 'all' | { except: readonly TakenEntry[] }): Promise<string[]> {
     if (Array.isArray(hints) && hints.length === 0) return [];
-    const args = hints === 'all' ? [workerId, '1'] : 'except' in hints ? [workerId, '2', ...hints.except] : [workerId, '0', ...hints.flatMap((x) => [x.id, x.take])];
+    const args = hints === 'all' ? [workerId, '1'] : 'except' in hints ? [workerId, '2', ...pairs(hints.except)] : [workerId, '0', ...pairs(hints)];
     return (await this.run(GIVE_BACK, pool, Date.now(), args)) as string[];
   }
 

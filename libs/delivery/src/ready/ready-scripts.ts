@@ -48,7 +48,7 @@ return pushed
 /**
  * A worker is done with items it took (ran, or its claim dropped them): out of its taken hash
  * (ARGV[4]), their limit slots freed, and a tenant or flow those slots held back looked at again
- * by the next take. ARGV from 5: row ids. (A worker that takes anyway sends them with its take.)
+ * by the next take. ARGV from 5: `<row id>, <its take>` pairs. (A worker that takes anyway sends them with its take.)
  */
 export const FINISH = readyScript(`
 if finish(ARGV[4], ARGV, 5) then wake() end
@@ -59,16 +59,18 @@ return 1
  * Items a worker took but will not run (it is stopping, or its claim failed) go back to the head
  * of their flows, in due order, their slots freed. ARGV[4] the worker, ARGV[5] = '1' for every
  * item it holds (a dead worker's rescue; its hash is then deleted), '0' for `<row id>, <its take>`
- * from ARGV[6], '2' for every item but the ids from ARGV[6] (what a take whose reply was lost took).
+ * from ARGV[6], '2' for every item but those pairs (what a take whose reply was lost took; a
+ * named row's entry of another take goes back as a hint, and the entry is the named take's again).
  * Returns the ids that went back.
  */
 export const GIVE_BACK = readyScript(`
 local takenKey = B .. ':taken:' .. ARGV[4]
 local entries, keep = {}, {}
 if ARGV[5] ~= '0' then
-  for i = 6, #ARGV do keep[ARGV[i]] = true end
+  for i = 6, #ARGV, 2 do keep[ARGV[i]] = ARGV[i + 1] end
   local all = redis.call('HGETALL', takenKey)
-  for i = 1, #all, 2 do if not keep[all[i]] then entries[#entries + 1] = { all[i], all[i + 1] } end end
+  -- A kept row's entry of another take is a copy the worker never saw: back as a hint; the entry and slots stay the run's.
+  for i = 1, #all, 2 do if keep[all[i]] ~= select(5, parseTaken(all[i + 1])) then entries[#entries + 1] = { all[i], all[i + 1], keep[all[i]] } end end
 else
   -- That take's entry only: one landing after a later take must not push back (or free the slots of) the copy now running.
   for i = 6, #ARGV, 2 do
@@ -88,8 +90,10 @@ local ids = {}
 for i, e in ipairs(entries) do
   local id, due, t, mask, k = e[1], parseTaken(e[2])
   ids[i] = id
-  redis.call('HDEL', takenKey, id)
-  releaseSlots(id .. '@' .. ARGV[4], t, k, mask)
+  if e[3] then redis.call('HSET', takenKey, id, table.concat({ due, t, mask, k, e[3] }, ':')) else -- the kept take's again
+    redis.call('HDEL', takenKey, id)
+    releaseSlots(id .. '@' .. ARGV[4], t, k, mask)
+  end
   local q = flowKey(t, k)
   local before = redis.call('LLEN', q)
   redis.call('LPUSH', q, id .. ':' .. due)

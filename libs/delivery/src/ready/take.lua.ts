@@ -8,7 +8,7 @@ import { readyScript } from './lua-common';
  * Fairness is start-time fair queueing over tenants (Goyal et al.); a run of one tenant's items
  * is taken at once as far as its tag stays at or below the next tenant's. `perSecond` is GCRA
  * with a burst of a tenth of a second; concurrency slots expire after ARGV[6] ms unless renewed.
- * First, the ids from ARGV[7] on are finished (see FINISH). Returns { next wake ms ('' if none, or
+ * First, the `<id>, <take>` pairs from ARGV[7] on are finished (see FINISH). Returns { next wake ms ('' if none, or
  * another worker keeps the timer), `<id>:<due>:<tenant>:<slots>:<kind>:<take>`... }, each into the taken hash.
  */
 export const TAKE = readyScript(`
