@@ -16,4 +16,11 @@ describe('TokenBuckets', () => {
     expect(b.take('t', 11, 100, 10, 1_000_000)).toMatchObject({ ok: false });
     expect(b.take('t', 10, 100, 10, 1_000_000)).toEqual({ ok: true });
   });
+
+  it('after the clock is stepped back, a bucket holds what it had and refills at the rate, not after the step', () => {
+    const b = new TokenBuckets();
+    for (let i = 0; i < 10; i++) b.take('t', 1, 10, 10, 3_600_000);
+    expect(b.take('t', 1, 10, 10, 0)).toEqual({ ok: false, retryAfterMs: 100 }); // an hour back: one token's wait, not an hour's
+    expect(b.take('t', 1, 10, 10, 100)).toEqual({ ok: true });
+  });
 });

@@ -30,6 +30,7 @@ export class TokenBuckets {
   private tokens(key: string | number, rate: number, capacity: number, nowMs: number): number {
     const b = this.buckets.get(key);
     if (!b) return capacity;
+    if (nowMs < b.at) b.at = nowMs; // a clock stepped back: refill from now, or the bucket stays empty for as long as the step
     const tokens = Math.min(capacity, b.tokens + ((nowMs - b.at) / 1000) * rate);
     if (tokens >= capacity) this.buckets.delete(key); // full again: nothing to remember
     return tokens;
