@@ -1,7 +1,7 @@
 import { hashApiKey, TenantKeysRepository, TenantsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
-import { FULL_READ_EVERY_MS, KnownKeys } from './known-keys';
+import { FULL_READ_EVERY_MS, KnownKeys, READ_GAP_MS } from './known-keys';
 
 const hashOf = (apiKey: string) => hashApiKey(apiKey).toString('base64');
 
@@ -50,7 +50,7 @@ describe('KnownKeys (Postgres)', () => {
     expect(readAbove.slice(-1)).toEqual([quick.key.id]);
   });
 
-  it('a full read, once an hour, drops a key revoked whose news never came; forget() drops it at once', async () => {
+  it('a full read, at most once a minute, drops a key revoked whose news never came; forget() drops it at once', async () => {
     const { k, clock } = known();
     const [a, b] = [await make(), await make()];
     await k.catchUp();
@@ -73,5 +73,27 @@ describe('KnownKeys (Postgres)', () => {
     await k.catchUp(); // called after it did: waits for a read that started later
     await before;
     expect(k.has(hashOf(key.apiKey))).toBe(true);
+  });
+
+  it('a full read that fails is not tried again at once: reads go on from the floor until the next is due', async () => {
+    const clock = new ManualClock(0);
+    const readAbove: number[] = [];
+    let databaseDown = false;
+    const k = new KnownKeys(async (afterId, limit, settleMs) => {
+      readAbove.push(afterId);
+      if (databaseDown && afterId === 0) throw new Error('the full read failed');
+      return keys.liveHashesAfter(afterId, limit, settleMs);
+    }, () => clock.now().getTime());
+    const a = await make();
+    await settleAll();
+    await k.catchUp();
+    clock.advance(FULL_READ_EVERY_MS);
+    databaseDown = true;
+    await expect(k.catchUp()).rejects.toThrow('the full read failed');
+    clock.advance(READ_GAP_MS);
+    const b = await make();
+    await k.catchUp(); // from the floor: not every key again while the database struggles
+    expect(readAbove.slice(-1)[0]).toBeGreaterThanOrEqual(a.key.id);
+    expect([k.has(hashOf(a.apiKey)), k.has(hashOf(b.apiKey))]).toEqual([true, true]);
   });
 });

@@ -11,8 +11,12 @@ const PAGE = 10_000;
 export const SETTLE_MS = 5 * 60_000;
 /** Reads start at least this far apart: a flood of unknown keys costs at most 20 small queries a second per replica. */
 export const READ_GAP_MS = 50;
-/** A read at least this long after the last full one reads every key again: it drops keys revoked whose news was lost. */
-export const FULL_READ_EVERY_MS = 60 * 60_000;
+/**
+ * A read at least this long after the last full one reads every key again: it drops keys revoked
+ * whose news was lost, and finds a key whose insert committed past SETTLE_MS after taking its id
+ * (a statement timeout set higher, or none), within a minute of its first use.
+ */
+export const FULL_READ_EVERY_MS = 60_000;
 
 /**
  * The hashes of the live API keys (sha256, base64), read from the database: a key not among them
@@ -33,6 +37,7 @@ export class KnownKeys {
 
   constructor(
     private readonly read: ReadLiveHashes,
+    /** A monotonic clock (ms): a wall clock stepped back would hold every read for as long. */
     private readonly nowMs: () => number,
   ) {}
 
@@ -62,6 +67,7 @@ export class KnownKeys {
 
   private async readSince(): Promise<void> {
     const full = this.lastStartMs - this.lastFullMs >= FULL_READ_EVERY_MS;
+    if (full) this.lastFullMs = this.lastStartMs; // failed, it is not tried again at once: reads go on from the floor
     const into = full ? new Set<string>() : this.hashes;
     let floor = full ? 0 : this.floor;
     let settled = true; // the floor moves over settled keys only, and only up to the first unsettled one
@@ -75,7 +81,7 @@ export class KnownKeys {
       if (rows.length < PAGE) break;
       after = rows[rows.length - 1].id;
     }
-    if (full) [this.hashes, this.lastFullMs] = [into, this.lastStartMs];
+    if (full) this.hashes = into;
     this.floor = floor;
   }
 }

@@ -189,4 +189,15 @@ describe('TenantAuthService', () => {
     lookup = async () => null;
     expect(await auth.authenticate(shaped('good'))).toBeNull();
   });
+
+  it("finds a new key at once after the host's wall clock was stepped back: reads are spaced by a monotonic clock", async () => {
+    const { repo } = recordingRepo();
+    const keys = liveKeys(shaped('good'));
+    const clock = new ManualClock(3_600_000);
+    const auth = new TenantAuthService(repo, keys.repo, loadApiSettings({ ALMANAC_REQUEST_TIMEOUT_MS: '1000' }), clock);
+    expect(await auth.authenticate(shaped('good'))).toBe(tenant);
+    clock.set(new Date(0)); // NTP steps the clock back an hour
+    keys.live.push(shaped('new')); // created on another replica
+    expect(await auth.authenticate(shaped('new'))).toBe(tenant); // not 503 after half the deadline
+  });
 });

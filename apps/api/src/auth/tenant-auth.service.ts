@@ -2,6 +2,7 @@ import { isApiKeyShaped, TenantKeysRepository, TenantRecord, TenantsRepository }
 import { Clock, ReadThroughCache, within } from '@almanac/platform';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { overLimit } from '../http/api-error';
 import { TokenBuckets } from '../rate-limit/token-bucket';
@@ -60,7 +61,7 @@ export class TenantAuthService implements OnModuleInit {
       negative: { is: (found) => found === null, max: MAX_UNKNOWN },
       now: () => clock.now().getTime(),
     });
-    this.known = new KnownKeys((afterId, limit, settleMs) => keys.liveHashesAfter(afterId, limit, settleMs), () => clock.now().getTime());
+    this.known = new KnownKeys((afterId, limit, settleMs) => keys.liveHashesAfter(afterId, limit, settleMs), () => performance.now());
   }
 
   /** Reads the live keys before the first request needs them; if it fails, the first unknown key reads again. */
