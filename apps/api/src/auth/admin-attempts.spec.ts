@@ -39,6 +39,15 @@ describe('the admin token has an attempt limit', () => {
     expect(status(guard, request('the-token-before-rotation'))).toBe(429);
   });
 
+  it("keeps an address's counted secrets whatever other addresses send: a thousand new addresses' guesses a round do not make a resend count again", () => {
+    const guard = new AdminAuthGuard({ adminToken: TOKEN } as AlmanacConfig, new ManualClock(0), new AdminAttempts());
+    for (let round = 0; round < ADMIN_FAILURES; round++) {
+      expect(status(guard, request('the-token-before-rotation'))).toBe(401); // the proxy's stale cookie, once a round
+      for (let n = round * 1_000; n < (round + 1) * 1_000; n++) for (let i = 0; i < ADMIN_FAILURES; i++) status(guard, request(`guess-${i}`, `198.51.${n >> 8}.${n & 255}`));
+    }
+    expect(status(guard, request(TOKEN))).toBe(200);
+  });
+
   it('counts an IPv6 /64 as one address, however its addresses are written', () => {
     const guard = new AdminAuthGuard({ adminToken: TOKEN } as AlmanacConfig, new ManualClock(0), new AdminAttempts());
     for (let i = 0; i < ADMIN_FAILURES; i++) expect(status(guard, request(`guess-${i}`, '2001:db8::1:2:3:4'))).toBe(401);

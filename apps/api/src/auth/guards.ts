@@ -62,18 +62,22 @@ export const ADMIN_FAILURES = 10;
 const ADMIN_FAILURE_REFILL_MS = 6_000;
 /** Addresses with failures remembered at once (oldest forgotten first). */
 const ADMIN_FAILURE_KEYS = 10_000;
+/** Wrong secrets remembered per address: more than it may send before it is locked out. */
+const WRONG_SECRETS_KEPT = 2 * ADMIN_FAILURES;
 
 /** The wrong admin tokens per address, one per API process: Nest makes a guard per module. */
 @Injectable()
 export class AdminAttempts {
   readonly failures = new TokenBuckets(ADMIN_FAILURE_KEYS);
   /**
-   * The wrong secrets counted, by address and digest, the oldest forgotten first. The same wrong
-   * secret again (a console cookie whose key was revoked or whose admin token was rotated, a
-   * script still sending an old token) tells a guesser nothing new: counting every resend locked
-   * out everyone behind the address (all users, behind a proxy) with no attacker involved.
+   * The wrong secrets counted per address (its newest WRONG_SECRETS_KEPT digests), as many
+   * addresses as `failures` keeps, the oldest forgotten first. The same wrong secret again (a
+   * console cookie whose key was revoked or whose admin token was rotated, a script still sending
+   * an old token) tells a guesser nothing new: counting every resend locked out everyone behind the
+   * address (all users, behind a proxy) with no attacker involved. Per address, so other
+   * addresses' guesses cannot push an address's out and have its resends count again.
    */
-  readonly counted = new Set<string>();
+  readonly counted = new Map<string, string[]>();
 }
 
 /** Admin routes: the configured ALMANAC_ADMIN_TOKEN, compared in constant time, with an attempt limit. */
@@ -117,12 +121,14 @@ export class AdminAuthGuard implements CanActivate {
    */
   recordFailure(req: FastifyRequest, secret: string): void {
     const source = sourceOf(req);
-    const guess = `${source} ${digest(secret).toString('base64')}`;
+    const guess = digest(secret).toString('base64');
     const counted = this.attempts.counted;
-    const known = counted.delete(guess); // re-added as the newest
-    if (!known && !this.failures.take(source, 1, 1000 / ADMIN_FAILURE_REFILL_MS, ADMIN_FAILURES, this.clock.now().getTime()).ok) return;
-    counted.add(guess);
-    if (counted.size > ADMIN_FAILURE_KEYS) counted.delete(counted.values().next().value as string);
+    const seen = counted.get(source) ?? [];
+    counted.delete(source); // set again as the newest
+    if (seen.includes(guess) || this.failures.take(source, 1, 1000 / ADMIN_FAILURE_REFILL_MS, ADMIN_FAILURES, this.clock.now().getTime()).ok) {
+      counted.set(source, seen.includes(guess) ? seen : [...seen, guess].slice(-WRONG_SECRETS_KEPT));
+    } else if (seen.length > 0) counted.set(source, seen);
+    if (counted.size > ADMIN_FAILURE_KEYS) counted.delete(counted.keys().next().value as string);
   }
 
   /** Whether `token` is the admin token (the console's sign-in asks this of a form field). */
