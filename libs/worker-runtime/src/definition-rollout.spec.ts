@@ -25,6 +25,17 @@ describe('a worker rolling update that widens a payload schema (Postgres, Redis)
     const registrations = kindRegistrations(registry, KindRoutes.forHandlers(new Map(), [handler]), ['default']);
     return { rig: h.worker({ workerId: id, registry }), assertion: new KindAssertion(new KindsRepository(h.ds), registrations, id, h.logger, registry) };
   }
+  /** A job only B's schema accepts: A's worker snoozes it (no attempt spent, its one attempt left) and B's runs it. */
+  async function leftByAForB(a: WorkerRig, b: WorkerRig): Promise<void> {
+    const [id] = await h.enqueue([{ kind: 'notify', payload: { to: 'x', note: 'hi' }, maxAttempts: 1 }]);
+    await runNow(a, id);
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
+    expect((await h.attempts(id)).map((x) => x.outcome)).toEqual(['snoozed']);
+    expect((await h.attempts(id))[0].error).toMatch(/notify payload: .*another live definition of the kind is in use/);
+    await runNow(b, id);
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
+    expect(ranBy).toEqual(['B']);
+  }
   /** Time passes for the registry: every definition's times move `seconds` into the past. */
   const later = (seconds: number) =>
     h.ds.query(`UPDATE kind_definitions SET first_seen_at = first_seen_at - $1 * interval '1 second', asserted_at = asserted_at - $1 * interval '1 second'`, [seconds]);
@@ -44,15 +55,7 @@ describe('a worker rolling update that widens a payload schema (Postgres, Redis)
     await b.assertion.runOnce(); // the registry (and so the API's check) now has B's schema
     await a.assertion.runOnce(); // A learns its definition is superseded
 
-    const [id] = await h.enqueue([{ kind: 'notify', payload: { to: 'x', note: 'hi' }, maxAttempts: 1 }]);
-    await runNow(a.rig, id);
-    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
-    expect((await h.attempts(id)).map((x) => x.outcome)).toEqual(['snoozed']);
-    expect((await h.attempts(id))[0].error).toMatch(/notify payload: .*another live definition of the kind is in use/);
-
-    await runNow(b.rig, id);
-    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
-    expect(ranBy).toEqual(['B']);
+    await leftByAForB(a.rig, b.rig);
 
     // A rollback: B's workers stopped asserting, so A's definition is the one in use again (and the API's).
     const [late] = await h.enqueue([{ kind: 'notify', payload: { to: 'x', note: 'hi' } }]);
@@ -71,15 +74,7 @@ describe('a worker rolling update that widens a payload schema (Postgres, Redis)
     await later(10);
     await b.assertion.runOnce(); // the registry has B's schema; A's next assertion is up to 30 s away
 
-    const [id] = await h.enqueue([{ kind: 'notify', payload: { to: 'x', note: 'hi' }, maxAttempts: 1 }]);
-    await runNow(a.rig, id);
-    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1 });
-    expect((await h.attempts(id)).map((x) => x.outcome)).toEqual(['snoozed']);
-    expect((await h.attempts(id))[0].error).toMatch(/notify payload: .*another live definition of the kind is in use/);
-
-    await runNow(b.rig, id);
-    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
-    expect(ranBy).toEqual(['B']);
+    await leftByAForB(a.rig, b.rig);
   });
 
   it('a payload no definition accepts is still discarded at its first attempt, once the registry is read', async () => {

@@ -260,27 +260,11 @@ describe('pool taker', () => {
   });
 
   it("a rescue's fresh hint taken by the same worker while its old run still ends runs after it, not dropped with the old run's FINISH", async () => {
-    const [id] = await h.enqueue([{ kind: 'held' }]);
-    const openOld = gate(id);
-    const firstRan = ran(id);
     const w = h.worker();
-    await h.startWorker(w);
-    await h.hot.runOnce();
-    await firstRan;
-    // Its renewals failed: the rescue moved the row back to queued and sent a hint, which this worker takes.
-    await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
-    await h.hotQueue.enqueue([h.hint(id, { kind: 'held' })], new Date());
-    await h.hot.runOnce();
-    const taken = (async () => {
-      while ((await h.readyIds()).length > 0) await new Promise((r) => setImmediate(r));
-    })();
-    await within(5000, taken, 'the fresh hint taken');
+    const { id, openOld } = await runWithCopyTaken(w);
     gates.set(id, Promise.resolve()); // the second run does not wait
     openOld(); // the old run ends; its completion is stale
-    const done = (async () => {
-      while ((await h.job(id)).state !== 'd') await new Promise((r) => setImmediate(r));
-    })();
-    await within(5000, done, 'the fresh hint run');
+    await within(5000, untilTrue(async () => (await h.job(id)).state === 'd'), 'the fresh hint run');
     await w.taker.close(10_000);
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
   });
