@@ -269,13 +269,19 @@ describe('pool taker', () => {
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 2 });
   });
 
-  /** A row runs (`held`, gated); a rescue's hint of it is taken by the same worker meanwhile: the run's end gives that copy's entry back. */
-  async function runWithCopyTaken(w: WorkerRig): Promise<{ id: string; openOld: () => void }> {
+  /** A `held` row running (gated) on `w`, started here. */
+  async function heldRunning(w: WorkerRig): Promise<{ id: string; openOld: () => void }> {
     const [id] = await h.enqueue([{ kind: 'held' }]);
     const [openOld, firstRan] = [gate(id), ran(id)];
     await h.startWorker(w);
     await h.hot.runOnce();
     await firstRan;
+    return { id, openOld };
+  }
+
+  /** A row runs (`held`, gated); a rescue's hint of it is taken by the same worker meanwhile: the run's end gives that copy's entry back. */
+  async function runWithCopyTaken(w: WorkerRig): Promise<{ id: string; openOld: () => void }> {
+    const { id, openOld } = await heldRunning(w);
     await new SweepsRepository(h.ds).rescueRunning(new Date(), 100, LOST_ATTEMPT_ERROR, [w.identity.id]);
     await h.hotQueue.enqueue([h.hint(id, { kind: 'held' })], new Date());
     await h.hot.runOnce();
@@ -385,12 +391,8 @@ describe('pool taker', () => {
   it("a copy a lost take brought of a row the worker runs goes back to its pool with the run released at shutdown, not stranded in the taken hash", async () => {
     loseCopyTake();
     const givenBack = lostTakeGivenBack();
-    const [id] = await h.enqueue([{ kind: 'held' }]);
-    const [openOld, firstRan] = [gate(id), ran(id)];
     const w = h.worker();
-    await h.startWorker(w);
-    await h.hot.runOnce();
-    await firstRan;
+    const { id, openOld } = await heldRunning(w);
     await pushHints(h.ready, 'default', [h.hint(id, { kind: 'held' })]); // a repair's copy, taken in the lost take
     await within(5000, givenBack, 'the lost take given back');
     const closing = w.taker.close(50);
@@ -403,12 +405,8 @@ describe('pool taker', () => {
 
   it("a run's done, sent after a take that brought a copy of its row which then started, leaves that copy's entry and limit slot", async () => {
     await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, maxConcurrency: 2 }]]));
-    const [id] = await h.enqueue([{ kind: 'held' }]);
-    const [openOld, firstRan] = [gate(id), ran(id)];
     const w = h.worker();
-    await h.startWorker(w);
-    await h.hot.runOnce();
-    await firstRan;
+    const { id, openOld } = await heldRunning(w);
     let copyTaken = false;
     let doneSent!: () => void;
     const oldDoneSent = new Promise<void>((r) => (doneSent = r));
