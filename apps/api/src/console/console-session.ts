@@ -66,15 +66,18 @@ export class ConsoleSession {
   /** The viewer this secret signs in as on this request's port, or why it does not. */
   async resolve(secret: string, req: FastifyRequest): Promise<ConsoleViewer | SignInRefusal> {
     if (secret.length === 0 || secret.length > 512) return 'unknown';
-    // Under the admin token's attempt limit: a locked-out address's admin token is not compared.
-    const locked = this.admin.lockedOut(req) !== null;
-    if (!locked && this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
-    const tenant = await this.auth.authenticate(secret, sourceOf(req));
-    if (!tenant) {
+    const tenant = await this.auth.authenticate(secret, () => sourceOf(req));
+    if (tenant) return tenant.disabled ? 'suspended' : { role: 'tenant', tenant };
+    // Under the admin token's attempt limit, and after the lookup's wait: looked at, compared and
+    // counted in one go, so sign-ins sent together are each counted before the next is compared
+    // (compared before the wait, any number of them were). A locked-out address's is not compared.
+    if (this.admin.lockedOut(req) !== null) {
       this.admin.recordFailure(req, secret);
-      return locked ? 'locked' : 'unknown';
+      return 'locked';
     }
-    return tenant.disabled ? 'suspended' : { role: 'tenant', tenant };
+    if (this.admin.matches(secret)) return this.adminAllowed(req) ? { role: 'admin', tenant: null } : 'unknown';
+    this.admin.recordFailure(req, secret);
+    return 'unknown';
   }
 
   /**
