@@ -20,7 +20,7 @@ describe('KnownKeys (Postgres)', () => {
   /** KnownKeys over the real table, recording the id each query reads above. */
   function known(clock = new ManualClock(0)) {
     const readAbove: number[] = [];
-    const k = new KnownKeys((afterId, limit, settleMs) => (readAbove.push(afterId), keys.liveHashesAfter(afterId, limit, settleMs)), () => clock.now().getTime());
+    const k = new KnownKeys((afterId, limit, settleMs) => (readAbove.push(afterId), keys.keyHashesAfter(afterId, limit, settleMs)), () => clock.now().getTime());
     return { k, readAbove, clock };
   }
   const make = async () => (await keys.create(tenantId))!;
@@ -82,7 +82,7 @@ describe('KnownKeys (Postgres)', () => {
     const k = new KnownKeys(async (afterId, limit, settleMs) => {
       readAbove.push(afterId);
       if (databaseDown && afterId === 0) throw new Error('the full read failed');
-      return keys.liveHashesAfter(afterId, limit, settleMs);
+      return keys.keyHashesAfter(afterId, limit, settleMs);
     }, () => clock.now().getTime());
     const a = await make();
     await settleAll();
@@ -95,5 +95,16 @@ describe('KnownKeys (Postgres)', () => {
     await k.catchUp(); // from the floor: not every key again while the database struggles
     expect(readAbove.slice(-1)[0]).toBeGreaterThanOrEqual(a.key.id);
     expect([k.has(hashOf(a.apiKey)), k.has(hashOf(b.apiKey))]).toEqual([true, true]);
+  });
+
+  it('moves its floor past revoked keys once settled, so later reads do not scan them again', async () => {
+    const { k, readAbove } = known();
+    const [live, revoked] = [await make(), await make()];
+    await keys.revoke(tenantId, revoked.key.id);
+    await settleAll();
+    await k.catchUp();
+    await k.catchUp();
+    expect(readAbove.slice(-1)[0]).toBe(revoked.key.id); // not live.key.id, below the revoked one
+    expect([k.has(hashOf(live.apiKey)), k.has(hashOf(revoked.apiKey))]).toEqual([true, false]);
   });
 });

@@ -1,5 +1,5 @@
-/** A page of live keys above an id (TenantKeysRepository.liveHashesAfter). */
-export type ReadLiveHashes = (afterId: number, limit: number, settleMs: number) => Promise<{ id: number; hash: string; settled: boolean }[]>;
+/** A page of keys above an id, live ones and revoked settled ones (TenantKeysRepository.keyHashesAfter). */
+export type ReadKeyHashes = (afterId: number, limit: number, settleMs: number) => Promise<{ id: number; hash: string; live: boolean; settled: boolean }[]>;
 
 /** Keys read per query: the start-up read of 100,000 keys is ten of them. */
 const PAGE = 10_000;
@@ -36,7 +36,7 @@ export class KnownKeys {
   private lastFullMs = -Infinity;
 
   constructor(
-    private readonly read: ReadLiveHashes,
+    private readonly read: ReadKeyHashes,
     /** A monotonic clock (ms): a wall clock stepped back would hold every read for as long. */
     private readonly nowMs: () => number,
   ) {}
@@ -74,7 +74,7 @@ export class KnownKeys {
     for (let after = floor; ; ) {
       const rows = await this.read(after, PAGE, SETTLE_MS);
       for (const r of rows) {
-        into.add(r.hash);
+        if (r.live) into.add(r.hash); // a revoked one only moves the floor past it
         settled &&= r.settled;
         if (settled) floor = r.id;
       }

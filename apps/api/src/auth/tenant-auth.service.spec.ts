@@ -28,9 +28,9 @@ function liveKeys(...live: string[]) {
   const reads: number[] = [];
   const repo = {
     touch: async () => undefined,
-    liveHashesAfter: async (afterId: number) => {
+    keyHashesAfter: async (afterId: number) => {
       reads.push(afterId);
-      return live.map((k, i) => ({ id: i + 1, hash: hashOf(k), settled: true })).filter((r) => r.id > afterId);
+      return live.map((k, i) => ({ id: i + 1, hash: hashOf(k), live: true, settled: true })).filter((r) => r.id > afterId);
     },
   } as unknown as TenantKeysRepository;
   return { repo, live, reads };

@@ -61,7 +61,7 @@ export class TenantAuthService implements OnModuleInit {
       negative: { is: (found) => found === null, max: MAX_UNKNOWN },
       now: () => clock.now().getTime(),
     });
-    this.known = new KnownKeys((afterId, limit, settleMs) => keys.liveHashesAfter(afterId, limit, settleMs), () => performance.now());
+    this.known = new KnownKeys((afterId, limit, settleMs) => keys.keyHashesAfter(afterId, limit, settleMs), () => performance.now());
   }
 
   /** Reads the live keys before the first request needs them; if it fails, the first unknown key reads again. */

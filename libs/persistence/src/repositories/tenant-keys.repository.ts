@@ -74,18 +74,20 @@ export class TenantKeysRepository {
   }
 
   /**
-   * A page of live keys' hashes (sha256 in base64, as the API's key cache is keyed) with id above
-   * `afterId`, in id order. `settled`: inserted over `settleMs` ago by the database's clock, so
-   * every insert that took a lower id has committed or failed by now (inserts are one statement).
+   * A page of keys' hashes (sha256 in base64, as the API's key cache is keyed) with id above
+   * `afterId`, in id order: live ones, and revoked ones once settled (so a reader's floor moves
+   * past them). `settled`: inserted over `settleMs` ago by the database's clock, so every insert
+   * that took a lower id has committed or failed by now (inserts are one statement).
    */
-  async liveHashesAfter(afterId: number, limit: number, settleMs: number, db: Db = this.dataSource): Promise<{ id: number; hash: string; settled: boolean }[]> {
-    const { rows } = await sql<{ id: number; key_hash: Buffer; settled: boolean }>(
+  async keyHashesAfter(afterId: number, limit: number, settleMs: number, db: Db = this.dataSource): Promise<{ id: number; hash: string; live: boolean; settled: boolean }[]> {
+    const { rows } = await sql<{ id: number; key_hash: Buffer; live: boolean; settled: boolean }>(
       db,
-      `SELECT id, key_hash, created_at < now() - make_interval(secs => $3::float8 / 1000) AS settled
-         FROM tenant_keys WHERE id > $1 AND revoked_at IS NULL ORDER BY id LIMIT $2`,
+      `SELECT id, key_hash, revoked_at IS NULL AS live, created_at < now() - make_interval(secs => $3::float8 / 1000) AS settled
+         FROM tenant_keys WHERE id > $1 AND (revoked_at IS NULL OR created_at < now() - make_interval(secs => $3::float8 / 1000))
+         ORDER BY id LIMIT $2`,
       [afterId, limit, settleMs],
     );
-    return rows.map((r) => ({ id: r.id, hash: r.key_hash.toString('base64'), settled: r.settled }));
+    return rows.map((r) => ({ id: r.id, hash: r.key_hash.toString('base64'), live: r.live, settled: r.settled }));
   }
 
   /** Records the keys used since the last call (batched by the API, at most once a minute per key). */
