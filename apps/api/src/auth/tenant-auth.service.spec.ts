@@ -1,7 +1,6 @@
 import { DEFAULT_SHARE } from '@almanac/domain';
-import type { TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
+import { hashApiKey, type TenantKeysRepository, type TenantRecord, type TenantsRepository } from '@almanac/persistence';
 import { ManualClock } from '@almanac/platform';
-import { createHash } from 'node:crypto';
 import { loadApiSettings } from '../api-settings';
 import { TenantAuthService } from './tenant-auth.service';
 
@@ -18,7 +17,7 @@ function viaTenant(fake: { findByApiKey: (k: string) => Promise<TenantRecord | n
 /** A key of the shape API keys have (`alm_` and 43 base64url characters), named for the test. */
 const shaped = (name: string) => `alm_${name.padEnd(43, 'x')}`;
 
-const hashOf = (key: string) => createHash('sha256').update(key, 'utf8').digest('base64');
+const hashOf = (key: string) => hashApiKey(key).toString('base64');
 
 /**
  * The keys repository as the service reads it: the hashes of `live` keys (a test may add one),
@@ -71,14 +70,14 @@ describe('TenantAuthService', () => {
     const { repo, lookups } = recordingRepo();
     const keys = liveKeys(shaped('good'));
     const auth = new TenantAuthService(repo, keys.repo, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '1' }), new ManualClock(0));
-    const answers = await Promise.all(Array.from({ length: 60_000 }, (_, i) => auth.authenticate(shaped(`random_${i}`), `192.0.2.${i % 250}`)));
+    const answers = await Promise.all(Array.from({ length: 60_000 }, (_, i) => auth.authenticate(shaped(`random_${i}`), () => `192.0.2.${i % 250}`)));
     expect(answers.every((a) => a === null)).toBe(true);
     expect(lookups).toEqual([]);
     expect(keys.reads).toEqual([0]); // one read of the live keys, shared by all 60,000
-    await auth.authenticate(shaped('random_x'), '192.0.2.1');
-    expect(await auth.authenticate(shaped('good'), '192.0.2.1')).toBe(tenant); // the source that flooded, too
+    await auth.authenticate(shaped('random_x'), () => '192.0.2.1');
+    expect(await auth.authenticate(shaped('good'), () => '192.0.2.1')).toBe(tenant); // the source that flooded, too
     keys.live.push(shaped('new')); // created since, on any replica: no event needed
-    expect(await auth.authenticate(shaped('new'), '198.51.100.7')).toBe(tenant);
+    expect(await auth.authenticate(shaped('new'), () => '198.51.100.7')).toBe(tenant);
     expect(lookups).toEqual([shaped('good'), shaped('new')]);
   });
 
@@ -129,11 +128,11 @@ describe('TenantAuthService', () => {
     const repo = viaTenant({ findByApiKey: async (key: string) => (key === shaped('good') ? tenant : null) });
     const live = liveKeys(shaped('good'), ...spread, ...[0, 1, 2, 3].map((i) => shaped(`gone_${i}`))); // gone: revoked, the news not here yet
     const auth = new TenantAuthService(repo, live.repo, loadApiSettings({ ALMANAC_AUTH_LOOKUPS_PER_SECOND: '3' }), new ManualClock(0));
-    for (let i = 0; i < 3; i++) expect(await auth.authenticate(shaped(`gone_${i}`), '203.0.113.9')).toBeNull();
-    await expect(auth.authenticate(shaped('gone_3'), '203.0.113.9')).rejects.toMatchObject({ status: 503 });
+    for (let i = 0; i < 3; i++) expect(await auth.authenticate(shaped(`gone_${i}`), () => '203.0.113.9')).toBeNull();
+    await expect(auth.authenticate(shaped('gone_3'), () => '203.0.113.9')).rejects.toMatchObject({ status: 503 });
     // Twenty addresses, three lookups each: no budget over all sources for them to empty.
-    for (let i = 0; i < spread.length; i++) expect(await auth.authenticate(spread[i], `192.0.2.${i % 20}`)).toBeNull();
-    expect(await auth.authenticate(shaped('good'), '198.51.100.7')).toBe(tenant); // another client, uncached key
+    for (let i = 0; i < spread.length; i++) expect(await auth.authenticate(spread[i], () => `192.0.2.${i % 20}`)).toBeNull();
+    expect(await auth.authenticate(shaped('good'), () => '198.51.100.7')).toBe(tenant); // another client, uncached key
   });
 
   it('past its source\'s lookup rate, a tenant known a moment ago still gets in; a key found gone is never honoured again', async () => {
@@ -163,12 +162,12 @@ describe('TenantAuthService', () => {
     const clock = new ManualClock(0);
     const others = Array.from({ length: 40 }, (_, i) => shaped(`other_${i}`));
     const auth = new TenantAuthService(repo, liveKeys(shaped('good'), ...others).repo, loadApiSettings({ ALMANAC_AUTH_CACHE_TTL_MS: '1000', ALMANAC_AUTH_LOOKUPS_PER_SECOND: '3' }), clock);
-    expect(await auth.authenticate(shaped('good'), '198.51.100.7')).toBe(tenant);
+    expect(await auth.authenticate(shaped('good'), () => '198.51.100.7')).toBe(tenant);
     for (let minute = 0; minute < 10; minute++) {
       clock.advance(60_000);
-      for (let i = 0; i < 3; i++) await auth.authenticate(others[minute * 4 + i], '198.51.100.7');
-      await expect(auth.authenticate(others[minute * 4 + 3], '198.51.100.7')).rejects.toMatchObject({ status: 503 }); // the budget is spent
-      expect(await auth.authenticate(shaped('good'), '198.51.100.7')).toBe(tenant);
+      for (let i = 0; i < 3; i++) await auth.authenticate(others[minute * 4 + i], () => '198.51.100.7');
+      await expect(auth.authenticate(others[minute * 4 + 3], () => '198.51.100.7')).rejects.toMatchObject({ status: 503 }); // the budget is spent
+      expect(await auth.authenticate(shaped('good'), () => '198.51.100.7')).toBe(tenant);
     }
     expect(lookups.filter((k) => k === shaped('good'))).toHaveLength(11); // a refresh each time its entry had expired
   });
@@ -182,7 +181,7 @@ describe('TenantAuthService', () => {
     let finish!: (t: TenantRecord) => void;
     lookup = () => new Promise((r) => (finish = r)); // the database stalls
     const request = auth.authenticate(shaped('good'));
-    auth.forgetKey(createHash('sha256').update(shaped('good'), 'utf8').digest('base64')); // revoked meanwhile
+    auth.forgetKey(hashOf(shaped('good'))); // revoked meanwhile
     await expect(request).rejects.toThrow(/key lookup did not answer/); // not the tenant it had before
     finish(tenant); // the stalled lookup, which read the key before the revocation, comes back
     await new Promise((r) => setImmediate(r));

@@ -1,7 +1,6 @@
-import { isApiKeyShaped, TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
+import { hashApiKey, isApiKeyShaped, TenantKeysRepository, TenantRecord, TenantsRepository } from '@almanac/persistence';
 import { Clock, ReadThroughCache, within } from '@almanac/platform';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { overLimit } from '../http/api-error';
@@ -73,11 +72,11 @@ export class TenantAuthService implements OnModuleInit {
    * `source`: the request's source address (sourceOf), whose lookup budget a lookup spends; read
    * only for a lookup (parsing an IPv6 address cost ~16 µs a request, bench/ingest.ts).
    */
-  async authenticate(apiKey: string, source: string | (() => string) = ''): Promise<TenantRecord | null> {
+  async authenticate(apiKey: string, source: () => string = () => ''): Promise<TenantRecord | null> {
     // Before the cache and the lookup budget: junk tokens spent the budget of real keys (every
     // tenant whose key was not cached got 503) and filled the unknown-key cache.
     if (!isApiKeyShaped(apiKey)) return null;
-    const id = createHash('sha256').update(apiKey, 'utf8').digest('base64');
+    const id = hashApiKey(apiKey).toString('base64');
     if (!this.known.has(id)) {
       // Created since the last read (on any replica), or no key at all: one read, shared by every
       // request waiting, of the keys created since; bounded like a lookup, a stalled database is a 503.
@@ -114,10 +113,10 @@ export class TenantAuthService implements OnModuleInit {
   }
 
   /** A database lookup, rate-limited by source unless it refreshes a `known` key (the cache shares one per key). */
-  private lookUp(apiKey: string, source: string | (() => string), known: boolean): Promise<Found> {
+  private lookUp(apiKey: string, source: () => string, known: boolean): Promise<Found> {
     if (!known) {
       const rate = this.settings.authLookupsPerSecond;
-      const allowed = this.lookups.take(typeof source === 'string' ? source : source(), 1, rate, rate, this.clock.now().getTime());
+      const allowed = this.lookups.take(source(), 1, rate, rate, this.clock.now().getTime());
       if (!allowed.ok) throw overLimit(503, 'too many key lookups', 'authorization', 'lookup_rate', allowed.retryAfterMs);
     }
     return this.tenants.findKey(apiKey);
