@@ -29,7 +29,9 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     (await repo.create(tenantId, change ? 'reschedule' : 'cancel', filter, change, 5))!.op;
   const read = async (tenantId: number, id: string) => (await repo.findForTenant(tenantId, id))!;
   const runAts = async (ids: string[]) =>
-    (await db.dataSource.query<{ run_at: Date }[]>(`SELECT run_at FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).map((r) => r.run_at.getTime());
+    (await db.dataSource.query<{ run_at: Date }[]>(`SELECT run_at FROM unnest($1::bigint[]) WITH ORDINALITY AS u (id, n) JOIN jobs USING (id) ORDER BY n`, [ids])).map((r) =>
+      r.run_at.getTime(),
+    );
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -134,7 +136,8 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   });
 
   it('resumes after a crash at the first chunk not applied, and counts a job that started meanwhile as skipped', async () => {
-    const ids = await insertJobs(db.dataSource, { tenantId: a, count: 2 * BULK_CHUNK_JOBS + 1, start: at(48 * HOUR) });
+    // Chunks go in id order, and ids made in one millisecond are not in insertion order.
+    const ids = (await insertJobs(db.dataSource, { tenantId: a, count: 2 * BULK_CHUNK_JOBS + 1, start: at(48 * HOUR) })).sort((x, y) => (BigInt(x) < BigInt(y) ? -1 : 1));
     const op = await operation(a, { kind: 'noop' });
     expect(await sweep({ chunksPerRun: 1 }).runOnce(NOW)).toMatchObject({ chunks: 1, changed: BULK_CHUNK_JOBS, more: true });
     // The process dies here; a job of the next chunk starts before another replica takes over.

@@ -27,10 +27,10 @@ describe('the claim with a burst of due rows the statistics have not seen (Postg
   // The claim's own plan is in statements/by-id-plans.spec.ts.
   it("a bulk operation's chunk finds its rows through the primary key, not by reading every due queued row (jobs_queued_due)", async () => {
     await db.dataSource.query(`INSERT INTO tenants (name) VALUES ('t')`);
-    await db.dataSource.query(`INSERT INTO bulk_operations (tenant_id, action, filter) VALUES (1, 'cancel', '{}')`);
-    await db.dataSource.query(`INSERT INTO bulk_operation_chunks (operation_id, chunk, job_ids) VALUES (1, 0, $1::bigint[])`, [ids]);
+    const [{ id: op }] = await db.dataSource.query(`INSERT INTO bulk_operations (tenant_id, action, filter) VALUES (1, 'cancel', '{}') RETURNING id::text AS id`);
+    await db.dataSource.query(`INSERT INTO bulk_operation_chunks (operation_id, chunk, job_ids) VALUES ($1, 0, $2::bigint[])`, [op, ids]);
     await db.dataSource.query(`UPDATE bulk_operations SET state = 'running', chunks = 1`);
-    const apply = await planOf(db.dataSource, APPLY_BULK_CANCEL_SQL, ['1', 0]);
+    const apply = await planOf(db.dataSource, APPLY_BULK_CANCEL_SQL, [op, 0]);
     expect(apply).toMatch(/jobs_pkey/);
     expect(apply).not.toMatch(/jobs_queued_due/);
   });

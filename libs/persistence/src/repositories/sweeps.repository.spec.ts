@@ -100,7 +100,8 @@ describe('SweepsRepository (Postgres)', () => {
       );
       expect(held?.holder).toBe(a.leaseHolder);
       const [busy] = await db.dataSource.query<{ advisory: number; open_tx: number }[]>(
-        `SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory')::int AS advisory,
+        `SELECT (SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                  WHERE l.locktype = 'advisory' AND d.datname = current_database())::int AS advisory,
                 (SELECT count(*) FROM pg_stat_activity
                   WHERE datname = current_database() AND state LIKE 'idle in transaction%')::int AS open_tx`,
       );
