@@ -187,11 +187,13 @@ describe('dispatcher', () => {
     clock.set(minute - REFINE_LEAD_MS);
     await coarse.promote();
     const sent = jest.spyOn(h.hotQueue, 'enqueue');
+    const read = jest.spyOn(h.hotQueue.windows as unknown as { read(): Promise<string[]> }, 'read');
     expect(await h.hot.runOnce(1)).toBe(0);
     // Whole, the window went in one enqueue of all its rows; a part holds at most an item (100 rows) more.
     const sizes = sent.mock.calls.map(([hints]) => hints.length);
     expect(sizes).toHaveLength(3);
     for (const n of sizes) expect(n).toBeLessThan(WINDOW_PART_ROWS + 100);
+    expect(sent.mock.invocationCallOrder[0]).toBeLessThan(read.mock.invocationCallOrder[read.mock.calls.length - 1]); // before the last page is read
     expect(await h.hotQueue.windows.peek(minute)).toEqual([]);
     const held = (await h.hotQueue.queue.getDelayed()).flatMap((j) => hintsOf(j.data).map((x) => x.id));
     expect(held.sort()).toEqual([...ids, ...rows.map((x) => x.id)].sort());

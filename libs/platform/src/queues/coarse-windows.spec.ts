@@ -61,8 +61,11 @@ describe('CoarseWindows', () => {
     expect(await server.connection.llen(`windows:hot:w:${start}`)).toBe(200_000);
 
     // A dispatcher that died after its first part: the window stays open and whole for the job's retry.
+    const lranges = async () => Number(/cmdstat_lrange:calls=(\d+)/.exec(await server.connection.info('commandstats'))?.[1] ?? 0);
+    const before = await lranges();
     for await (const part of hot.windows.drain(start, nowMs)) {
       expect(part).toHaveLength(WINDOW_PART_ROWS);
+      expect((await lranges()) - before).toBe(WINDOW_PART_ROWS / 2_000); // the part's pages, none beyond
       break;
     }
     expect((await hot.windows.add([{ id: '9', dueMs: start + 1, tenantId: 1, kind: 'noop' }], nowMs)).rest).toHaveLength(1);
