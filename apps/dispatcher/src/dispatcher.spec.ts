@@ -1,6 +1,6 @@
 import { completed, defineHandler, KindCatalog } from '@almanac/kinds';
 import { DEFAULT_SHARE, type Hint } from '@almanac/domain';
-import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, hintsOf, ManualClock, REFINE_LEAD_MS } from '@almanac/platform';
+import { COARSE_WINDOW_MS, DELIVERY_LEAD_MS, ENVELOPE_MAX_ROWS, hintsOf, ManualClock, REFINE_LEAD_MS, WINDOW_PART_ROWS } from '@almanac/platform';
 import { createHarness, DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { KindsRepository } from '@almanac/persistence';
 import { BULK_ROWS } from './dispatcher';
@@ -141,7 +141,7 @@ describe('dispatcher', () => {
     expect(coarse.data.w).toBe(minute);
     expect((await h.hotQueue.windows.peek(minute)).map((x) => x.id)).toEqual(ids);
     clock.set(minute - REFINE_LEAD_MS); // it comes out REFINE_LEAD_MS before its minute
-    await h.hotQueue.windows.open(minute, clock.now().getTime()); // by a dispatcher that died then: the rows stay for the retry
+    await h.hotQueue.windows.drain(minute, clock.now().getTime()).next(); // by a dispatcher that died then: the rows stay for the retry
     await coarse.promote();
     expect(await h.hot.runOnce()).toBe(0);
     expect(await h.hotQueue.windows.peek(minute)).toEqual([]); // handed on: the window is cleared
@@ -159,7 +159,8 @@ describe('dispatcher', () => {
     const enqueue = h.hotQueue.enqueue.bind(h.hotQueue);
     let firstOpenAt = 0;
     const spies = [
-      jest.spyOn(h.hotQueue.windows, 'open').mockImplementationOnce(() => ((firstOpenAt = Date.now()), Promise.reject(refused))),
+      // Its first read, the one that opens it.
+      jest.spyOn(h.hotQueue.windows as unknown as { read(): Promise<string[]> }, 'read').mockImplementationOnce(() => ((firstOpenAt = Date.now()), Promise.reject(refused))),
       // Its envelopes land, its reply is lost: sent again, it adds nothing twice.
       jest.spyOn(h.hotQueue, 'enqueue').mockImplementationOnce(async (...args) => (await enqueue(...args), Promise.reject(refused))),
       jest.spyOn(h.hotQueue.windows, 'clear').mockRejectedValueOnce(refused),
@@ -172,6 +173,49 @@ describe('dispatcher', () => {
     // Their delays count from the hand-over's start, not from the try after the 100 ms pause.
     for (const j of fine) expect(j.timestamp).toBeLessThanOrEqual(firstOpenAt);
   });
+
+  /** `n` hints in the window of `minute`, due across it, from many flows (one-row items) and a few big ones (100-row items). */
+  function spreadOver(minute: number, n: number): Hint[] {
+    return Array.from({ length: n }, (_, i): Hint => ({ id: String(1_000_000 + i), tenantId: i % 10 === 0 ? 1_000 + i : 1 + (i % 3), kind: 'noop', dueMs: minute + ((i * 7919) % COARSE_WINDOW_MS) }));
+  }
+
+  it("sends a coarse window of several parts on part by part, each part's envelopes added before the next is read, every row once", async () => {
+    const { clock, minute, ids } = await twoRowsInACoarseWindow();
+    const rows = spreadOver(minute, 2 * WINDOW_PART_ROWS + 5_000); // 3 parts; 12,500 one-row items: 7 pages
+    for (let i = 0; i < rows.length; i += 20_000) await h.hotQueue.enqueue(rows.slice(i, i + 20_000), clock.now());
+    const [coarse] = await h.hotQueue.queue.getDelayed();
+    clock.set(minute - REFINE_LEAD_MS);
+    await coarse.promote();
+    const sent = jest.spyOn(h.hotQueue, 'enqueue');
+    const read = jest.spyOn(h.hotQueue.windows as unknown as { read(): Promise<string[]> }, 'read');
+    expect(await h.hot.runOnce(1)).toBe(0);
+    // Whole, the window went in one enqueue of all its rows; a part holds at most an item (100 rows) more.
+    const sizes = sent.mock.calls.map(([hints]) => hints.length);
+    expect(sizes).toHaveLength(3);
+    for (const n of sizes) expect(n).toBeLessThan(WINDOW_PART_ROWS + 100);
+    expect(sent.mock.invocationCallOrder[0]).toBeLessThan(read.mock.invocationCallOrder[read.mock.calls.length - 1]); // before the last page is read
+    expect(await h.hotQueue.windows.peek(minute)).toEqual([]);
+    const held = (await h.hotQueue.queue.getDelayed()).flatMap((j) => hintsOf(j.data).map((x) => x.id));
+    expect(held.sort()).toEqual([...ids, ...rows.map((x) => x.id)].sort());
+  }, 60_000);
+
+  it('sends every row of a coarse window on when its job is retried after a dispatcher died between its parts, each once while it waits', async () => {
+    const { clock, minute, ids } = await twoRowsInACoarseWindow();
+    const rows = spreadOver(minute, WINDOW_PART_ROWS + 5_000);
+    await h.hotQueue.enqueue(rows, clock.now());
+    const [coarse] = await h.hotQueue.queue.getDelayed();
+    clock.set(minute - REFINE_LEAD_MS);
+    for await (const part of h.hotQueue.windows.drain(minute, clock.now().getTime())) {
+      await h.hotQueue.enqueue(part, clock.now()); // the first part handed on, then the dispatcher died
+      break;
+    }
+    clock.set(minute - REFINE_LEAD_MS + 2_000); // the retry comes out later (BullMQ's stalled check)
+    await coarse.promote();
+    expect(await h.hot.runOnce(1)).toBe(0);
+    expect(await h.hotQueue.windows.peek(minute)).toEqual([]);
+    const held = (await h.hotQueue.queue.getDelayed()).flatMap((j) => hintsOf(j.data).map((x) => x.id));
+    expect(held.sort()).toEqual([...ids, ...rows.map((x) => x.id)].sort()); // the first part's envelopes added again are the same jobs
+  }, 60_000);
 
   it('a coarse window opened after its minute began sends even a burst of 200,000 rows on, in envelopes of at most ENVELOPE_MAX_ROWS', async () => {
     const clock = new ManualClock(Date.now());

@@ -90,11 +90,11 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
 
   /**
    * The usual envelope, every row due within HANDOFF_WITHIN_MS (more on a host running ahead:
-   * HOST_AHEAD_TRUSTED_MS): handed over; returns its rows. A coarse window, or an envelope with
-   * rows due later, goes back on the hot queue whole (envelopesOf: rows already due in envelopes
-   * of at most ENVELOPE_MAX_ROWS out at once): a window opened late can hold a whole burst, and
-   * 200,000 rows in one hand-off overflowed the call stack. A window's reads and writes that
-   * Redis refuses go again, as a refused push does (retryHandOff).
+   * HOST_AHEAD_TRUSTED_MS): handed over; returns its rows. An envelope with rows due later goes
+   * back on the hot queue whole, a coarse window part by part (drain), each in envelopes
+   * (envelopesOf: rows already due in ones of at most ENVELOPE_MAX_ROWS out at once): a window
+   * opened late can hold a whole burst, and 200,000 rows in one hand-off overflowed the call
+   * stack. A window's reads and writes that Redis refuses go again, as a refused push does.
    */
   private async handOver(data: EnvelopeData): Promise<number> {
     const [now, hostMs, addedAtMs] = [this.clock.now(), this.clock.local.now().getTime(), Date.now()]; // BullMQ's clock: the host's
@@ -105,13 +105,12 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
       await this.dispatcher.handOff(flows, { repair: data.x === 1 });
       return flows.reduce((n, f) => n + f.items.length, 0);
     }
-    const hints = windowStart === undefined ? hintsOf(data) : await retryHandOff(() => this.hotQueue.windows.open(windowStart, now.getTime()));
+    const parts = windowStart === undefined ? [hintsOf(data)] : this.hotQueue.windows.drain(windowStart, now.getTime());
     // An envelope's own rows need ids of their own (it is still active); a window's are new. Safe
-    // to send again as it was: the same `now` gives the same envelope ids (a try that landed adds
-    // nothing twice while its envelopes wait; one handed over and removed is, and the claim drops
-    // the second hint), and a window's rows go to no window (open, or inside the fine horizon).
-    await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs: addedAtMs - ahead }));
-    if (windowStart !== undefined) await retryHandOff(() => this.hotQueue.windows.clear(windowStart));
+    // to send again: a part sent again gets the same envelope ids (a window's also from the job's
+    // retry, but for rows due by then), adding nothing twice while they wait; one handed over and
+    // removed is, and the claim drops the second hint. A window's rows go to no window (it is open).
+    for await (const hints of parts) await retryHandOff(() => this.hotQueue.enqueue(hints, now, { repair: data.x === 1, resent: windowStart === undefined, addedAtMs: addedAtMs - ahead }));
     return 0;
   }
 }

@@ -1,7 +1,8 @@
 import { startPrivateRedis, type PrivateRedis } from '@almanac/testing/private-redis';
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import { COARSE_WINDOW_MS } from './delivery-timing';
+import type { Hint } from '@almanac/domain';
+import { COARSE_WINDOW_MS, WINDOW_PART_ROWS } from './delivery-timing';
 import { HotQueue } from './hot-queue';
 
 /**
@@ -53,10 +54,21 @@ describe('CoarseWindows', () => {
     await server.stop();
   });
 
-  it('opens a window of 200,000 items in pages: no Redis call takes long, a concurrent PING is answered meanwhile, and every item comes back once, again on a reopen', async () => {
+  it('drains a window of 200,000 items in pages and parts: no Redis call takes long, a concurrent PING is answered meanwhile, and every item comes back once, again after a drain stopped early', async () => {
     // One-row adds from 200,000 flows: one item each, as a million single POSTs would leave.
     const rows = Array.from({ length: 200_000 }, (_, i) => ({ id: String(1_000_000 + i), dueMs: start + (i % COARSE_WINDOW_MS), tenantId: 1 + i, kind: 'noop' }));
     for (let i = 0; i < rows.length; i += 20_000) await hot.windows.add(rows.slice(i, i + 20_000), nowMs);
+    expect(await server.connection.llen(`windows:hot:w:${start}`)).toBe(200_000);
+
+    // A dispatcher that died after its first part: the window stays open and whole for the job's retry.
+    const lranges = async () => Number(/cmdstat_lrange:calls=(\d+)/.exec(await server.connection.info('commandstats'))?.[1] ?? 0);
+    const before = await lranges();
+    for await (const part of hot.windows.drain(start, nowMs)) {
+      expect(part).toHaveLength(WINDOW_PART_ROWS);
+      expect((await lranges()) - before).toBe(WINDOW_PART_ROWS / 2_000); // the part's pages, none beyond
+      break;
+    }
+    expect((await hot.windows.add([{ id: '9', dueMs: start + 1, tenantId: 1, kind: 'noop' }], nowMs)).rest).toHaveLength(1);
     expect(await server.connection.llen(`windows:hot:w:${start}`)).toBe(200_000);
 
     // Every call's time inside Redis, from here on.
@@ -64,7 +76,8 @@ describe('CoarseWindows', () => {
     await server.connection.config('SET', 'slowlog-max-len', '100000');
     await server.connection.slowlog('RESET');
     const pings = await pingFromAThread(server.url);
-    const opened = await hot.windows.open(start, nowMs);
+    const parts: Hint[][] = [];
+    for await (const part of hot.windows.drain(start, nowMs)) parts.push(part);
     const worstPingMs = await pings.stop();
     const log = (await server.connection.slowlog('GET', 100_000)) as [number, number, number][];
     const longestUs = Math.max(...log.map(([, , us]) => us));
@@ -74,16 +87,12 @@ describe('CoarseWindows', () => {
     expect(longestUs).toBeLessThan(20_000);
     expect(worstPingMs).toBeLessThan(150);
 
+    expect(parts.map((p) => p.length)).toEqual([WINDOW_PART_ROWS, WINDOW_PART_ROWS, WINDOW_PART_ROWS, 200_000 - 3 * WINDOW_PART_ROWS]);
+    const opened = parts.flat();
     const ids = (hints: { id: string }[]) => hints.map((h) => h.id).sort();
-    expect(opened).toHaveLength(rows.length);
     expect(ids(opened)).toEqual(ids(rows));
     expect(opened.find((h) => h.id === '1000007')).toEqual(rows[7]);
-    // A dispatcher that died before clear: the job's retry opens the window again and gets them all.
-    expect(ids(await hot.windows.open(start, nowMs))).toEqual(ids(rows));
-    // Still open: a late add is refused.
-    expect((await hot.windows.add([{ id: '9', dueMs: start + 1, tenantId: 1, kind: 'noop' }], nowMs)).rest).toHaveLength(1);
-    await hot.windows.clear(start);
-    expect(await hot.windows.peek(start)).toEqual([]);
+    expect(await hot.windows.peek(start)).toEqual([]); // cleared once its last part was taken
   });
 
   it('keeps a big add of one flow in items of at most 100 rows, so a page of the list is a bounded reply', async () => {
@@ -91,7 +100,7 @@ describe('CoarseWindows', () => {
     const rows = Array.from({ length: 1_000 }, (_, i) => ({ id: String(5_000_000 + i), dueMs: later + i, tenantId: 3, kind: 'http' }));
     await hot.windows.add(rows, nowMs);
     expect(await server.connection.llen(`windows:hot:w:${later}`)).toBe(10);
-    expect(await hot.windows.open(later, nowMs)).toEqual(rows);
+    expect(await hot.windows.peek(later)).toEqual(rows);
     await hot.windows.clear(later);
   });
 });

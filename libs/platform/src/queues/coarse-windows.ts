@@ -2,7 +2,7 @@ import type { Hint } from '@almanac/domain';
 import { luaScript, runScript } from '../redis/lua-script';
 import type { RedisClient } from '../redis/redis';
 import { within } from '../time/within';
-import { COARSE_WINDOW_MS } from './delivery-timing';
+import { COARSE_WINDOW_MS, retryHandOff, WINDOW_PART_ROWS } from './delivery-timing';
 import { coarseWindowOf } from './envelope';
 
 /**
@@ -46,10 +46,10 @@ return redis.call('LRANGE', KEYS[1], 0, ${PAGE - 1})`;
  *
  * An item is one flow of one add (up to 100 rows), `<tenant>|<kind>|<id>:<due - start>,…`. Keys carry the hot
  * queue's prefix, hash-tagged on a cluster, so a window's two keys share the queue's slot.
- * The dispatcher opens a window when its job comes due: the marker makes a late add (a producer
- * whose clock runs behind) fall back to an envelope of its own, so no item lands in a list that
- * is no longer read; the list is cleared once its rows are handed on, so a dispatcher that dies
- * meanwhile leaves them for the job's retry.
+ * The dispatcher opens a window when its job comes due and sends its rows on in parts (drain):
+ * the marker makes a late add (a producer whose clock runs behind) fall back to an envelope of its
+ * own, so no item lands in a list that is no longer read; the list is cleared once every part is
+ * handed on, so a dispatcher that dies meanwhile leaves it for the job's retry.
  */
 export class CoarseWindows {
   constructor(
@@ -119,18 +119,32 @@ export class CoarseWindows {
   }
 
   /**
-   * Opens a window: later adds are refused; returns its hints (again, if opened before). Once
-   * the marker is set no add reaches the list, so the pages read after the script see it whole.
+   * Opens a window (later adds are refused) and yields its hints in parts of WINDOW_PART_ROWS
+   * (and the rest of an item), reading on only once the caller asks for the next; after the last,
+   * clears it. A caller that stops early (its hand-off failed, its process died) leaves the
+   * window whole for the job's retry, which yields every part again, the same: once the marker is
+   * set no add reaches the list, so pages read by index see it whole and in one order. Each read
+   * Redis refuses is sent again (retryHandOff: all of them are safe to repeat).
    */
-  async open(start: number, nowMs: number): Promise<Hint[]> {
-    const [list, open] = this.keys(start);
-    const first = (await within(this.waitMs, (await this.client()).eval(OPEN, 2, list, open, keepMs(start, nowMs)), 'hot queue window open')) as string[];
-    return this.read(start, first);
+  async *drain(start: number, nowMs: number): AsyncGenerator<Hint[], void, undefined> {
+    let part: Hint[] = [];
+    for await (const page of this.pages(start, nowMs)) {
+      for (const item of page) {
+        for (const hint of decode(item, start)) part.push(hint);
+        if (part.length < WINDOW_PART_ROWS) continue;
+        yield part;
+        part = [];
+      }
+    }
+    if (part.length > 0) yield part;
+    await retryHandOff(() => this.clear(start));
   }
 
   /** A window's hints, leaving it as it is (tests and tools). */
   async peek(start: number): Promise<Hint[]> {
-    return this.read(start);
+    const hints: Hint[] = [];
+    for await (const page of this.pages(start)) for (const item of page) for (const hint of decode(item, start)) hints.push(hint);
+    return hints;
   }
 
   /** Drops an opened window's items, once they are handed on (UNLINK: Redis frees a long list off its main thread). */
@@ -138,16 +152,21 @@ export class CoarseWindows {
     await within(this.waitMs, (await this.client()).unlink(this.keys(start)[0]), 'hot queue window clear');
   }
 
-  /** The window's hints, page after page until a short one; `first` is its first page when read already. */
-  private async read(start: number, first?: string[]): Promise<Hint[]> {
-    const list = this.keys(start)[0];
-    const hints: Hint[] = [];
-    let page = first ?? (await within(this.waitMs, (await this.client()).lrange(list, 0, PAGE - 1), 'hot queue window read'));
-    for (let from = PAGE; ; from += PAGE) {
-      for (const item of page) for (const hint of decode(item, start)) hints.push(hint);
-      if (page.length < PAGE) return hints;
-      page = await within(this.waitMs, this.redis.lrange(list, from, from + PAGE - 1), 'hot queue window read');
+  /** The window's items, page after page until a short one; opened by the first read when `openAtMs` is given. */
+  private async *pages(start: number, openAtMs?: number): AsyncGenerator<string[], void, undefined> {
+    for (let from = 0; ; from += PAGE) {
+      const page = openAtMs === undefined ? await this.read(start, from) : await retryHandOff(() => this.read(start, from, openAtMs));
+      yield page;
+      if (page.length < PAGE) return;
     }
+  }
+
+  /** A page of the window's items from `from`; the first one with OPEN when `openAtMs` is given. */
+  private async read(start: number, from: number, openAtMs?: number): Promise<string[]> {
+    const [list, open] = this.keys(start);
+    const client = await this.client();
+    const page = from === 0 && openAtMs !== undefined ? client.eval(OPEN, 2, list, open, keepMs(start, openAtMs)) : client.lrange(list, from, from + PAGE - 1);
+    return (await within(this.waitMs, page, 'hot queue window read')) as string[];
   }
 
   private async client(): Promise<RedisClient> {

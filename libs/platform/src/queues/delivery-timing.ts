@@ -48,6 +48,17 @@ export const COARSE_WINDOW_MS = 120_000;
 export const REFINE_LEAD_MS = 5_000;
 
 /**
+ * A coarse window is sent on in parts of this many rows (and the rest of an item), each part's
+ * envelopes added before the next is read, so a dispatcher holds a part of a window, not all of
+ * it (a million rows decoded took ~115 MB of heap before they were packed). The smallest part
+ * whose rows, spread over the whole window, still fill sparse envelopes: a part's rows share
+ * envelopes only with each other, and a million spread rows went in 12,000 envelopes whole,
+ * 53,000 (19 rows each) in parts of 60,000, 48,000 of 200,000 and 120,000 (8 rows) of 20,000;
+ * each a BullMQ job of ~1 KB while it waits (~40 B a row more in parts of 60,000).
+ */
+export const WINDOW_PART_ROWS = SPARSE_ENVELOPE_ROWS * (COARSE_WINDOW_MS / SPARSE_WINDOW_MS);
+
+/**
  * A dispatcher hands over rows due within this much of now, and sends rows due later back to the
  * hot queue (a coarse envelope being refined, or a clock far off).
  */
