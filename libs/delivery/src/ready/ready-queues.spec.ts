@@ -2,7 +2,7 @@ import { DEFAULT_SHARE, type TenantShare } from '@almanac/domain';
 import type { Hint } from '@almanac/domain';
 import { bytesUnder, createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { KIND_SLOT, ReadyQueues, TENANT_SLOT } from './ready-queues';
-import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, TAKE_AHEAD_MS, TAKE_BLOCK_MS, TAKE_WAKE_AHEAD_MS } from '@almanac/platform';
+import { CONCURRENCY_RECHECK_MS, HELD_RECHECK_MS, SLOT_TTL_MS, TAKE_AHEAD_MS, TAKE_BLOCK_MS, TAKE_WAKE_AHEAD_MS } from '@almanac/platform';
 import { pushHints } from '@almanac/testing/ready-hints';
 
 describe('ReadyQueues (Redis): the pool ready structure and its one-step fair take', () => {
@@ -293,6 +293,43 @@ describe('ReadyQueues (Redis): the pool ready structure and its one-step fair ta
     expect(await redis.connection.zcard(`${q.prefix}:almanac:limit:1:c`)).toBe(1);
     expect((await q.take('default', 10, now, 'w2')).hints.map((x) => x.id)).toEqual([ran.id, unseen.id]);
     expect(await q.giveBack('default', 'w1', [run])).toEqual([ran.id]); // the run's own give-back, as it ends
+  });
+
+  /** A row taken by w1 under tenant 1's maxConcurrency, then (limits changed: a kind's concurrency instead) a copy of it by w1 again: their one entry. */
+  async function runThenCopyUnderOtherLimits() {
+    await q.syncShares('default', new Map([[1, share({ maxConcurrency: 5 })]]));
+    const [h] = hints(1, 1);
+    await pushHints(q, 'default', [h]);
+    const [run] = (await q.take('default', 10, now, 'w1')).hints;
+    expect(run.slots).toBe(TENANT_SLOT);
+    await q.syncShares('default', new Map([[1, share({ kindLimits: { noop: { concurrency: 5 } } })]]));
+    await pushHints(q, 'default', [h]); // a repair's copy
+    const [copy] = (await q.take('default', 10, now, 'w1')).hints;
+    expect(copy.slots).toBe(TENANT_SLOT | KIND_SLOT); // the run's slot, and the copy's
+    const [tenantSlots, kindSlots] = [`${q.prefix}:almanac:limit:1:c`, `${q.base('default')}:limit:1:noop:c`];
+    const expiries = async () => [Number(await redis.connection.zscore(tenantSlots, `${h.id}@w1`)), Number(await redis.connection.zscore(kindSlots, `${h.id}@w1`))];
+    return { h, run, copy, expiries, held: async () => (await redis.connection.zcard(tenantSlots)) + (await redis.connection.zcard(kindSlots)) };
+  }
+
+  it("keeps the slots of a run and of a copy the same worker took of its row in their one entry: the run's is renewed while it runs and freed as the entry goes", async () => {
+    const { h, run, copy, expiries, held } = await runThenCopyUnderOtherLimits();
+    await q.renew('default', 'w1', [h.id], now + 60_000); // the run goes on: its tenant slot too, not only the copy's kind slot
+    expect(await expiries()).toEqual([now + 60_000 + SLOT_TTL_MS, now + 60_000 + SLOT_TTL_MS]);
+    expect(await q.giveBack('default', 'w1', [copy])).toEqual([h.id]); // the run ends: the copy's entry goes back, both slots freed
+    expect(await held()).toBe(0);
+    await q.finish('default', 'w1', [run]); // nothing left of the run's take
+    expect(await redis.connection.llen(`${q.base('default')}:q:1:noop`)).toBe(1);
+    expect((await q.take('default', 10, now + 60_000, 'w2')).hints.map((x) => x.id)).toEqual([h.id]);
+  });
+
+  it("a lost take's give-back that makes a copy's entry the run's again keeps the slots of both, renewed and freed with the run", async () => {
+    const { h, run, expiries, held } = await runThenCopyUnderOtherLimits(); // the copy's reply lost: the worker never saw it
+    expect(await q.giveBack('default', 'w1', { except: [run] })).toEqual([h.id]);
+    expect(await redis.connection.hget(`${q.base('default')}:taken:w1`, h.id)).toBe(`${now}:1:${TENANT_SLOT | KIND_SLOT}:noop:${run.take}`);
+    await q.renew('default', 'w1', [h.id], now + 60_000);
+    expect(await expiries()).toEqual([now + 60_000 + SLOT_TTL_MS, now + 60_000 + SLOT_TTL_MS]);
+    await q.finish('default', 'w1', [run]);
+    expect(await held()).toBe(0);
   });
 
   it('wakes a worker blocked on the pool when work arrives', async () => {

@@ -115,17 +115,18 @@ while taken < max and steps < max + 256 do
         local n = 0
         local slotArgs, takenArgs = {}, {}
         take = take or redis.call('INCR', K.takes)
-        local rest = ':' .. t .. ':' .. mask .. ':' .. k .. ':' .. take
         for j = 1, #items do
           local id, due = string.match(items[j], '^([^:]+):(.+)$')
           -- A second copy in one take is dropped here, one of a row the worker runs by the worker
-          -- (an entry a lost reply left here must not swallow the row's repair).
+          -- (an entry a lost reply left here must not swallow the row's repair). Their one entry
+          -- keeps the slots of both: those of the run alone were else neither renewed nor freed.
           if not seen[id] then
             seen[id] = true
             n = n + 1
-            takenArgs[2 * n - 1], takenArgs[2 * n] = id, due .. rest
+            local held = select(3, parseTaken(redis.call('HGET', takenKey, id) or '')) or 0
+            takenArgs[2 * n - 1], takenArgs[2 * n] = id, table.concat({ due, t, bit.bor(mask, held), k, take }, ':')
             slotArgs[2 * n - 1], slotArgs[2 * n] = expiry, id .. '@' .. worker
-            out[#out + 1] = id .. ':' .. due .. rest
+            out[#out + 1] = id .. ':' .. takenArgs[2 * n]
           end
         end
         bulk('HSET', takenKey, takenArgs)
