@@ -3,7 +3,7 @@
  *
  *   node -r ./bench/lib/register.cjs bench/ingest.ts [--runs 3] [--seconds 30] [--rate 1000]
  *        [--batch-requests 300] [--connections 4] [--memory-jobs 1000000] [--only single,batch,memory]
- *        [--rate-limit 0]
+ *        [--rate-limit 0] [--tenants 1]
  *
  * Each part runs the real api role (`apps/api/src/main.ts`, one process, rate limit off unless
  * --rate-limit sets one, in jobs/s per tenant) on a
@@ -11,7 +11,8 @@
  * - single: one job per request at a steady open-loop rate for N seconds (`lib/paced-load.ts`:
  *   latency counted from each request's due time; autocannon's `overallRate` sends in bursts);
  *   half the jobs are due within a day (row + hot queue), half spread over a year (row only).
- *   Reports p50/p99 latency and errors (non-2xx + socket errors); median of the runs.
+ *   Reports p50/p99 latency and errors (non-2xx + socket errors); median of the runs. With
+ *   --tenants N, request i is tenant i mod N's (a shared installation's many small producers).
  * - batch: 1000 jobs per request on several connections, bodies prepared before the clock
  *   starts; reports jobs/s (median of the runs).
  * - memory: ingests M jobs due uniformly over the next year through the batch endpoint, then
@@ -58,6 +59,8 @@ interface Api {
   pid: number | undefined;
   url: string;
   apiKey: string;
+  /** --tenants keys, the first of them apiKey. */
+  apiKeys: string[];
   redis: PrivateRedis;
   /** Rows with a hint in Redis (queued): the hot queue counts envelopes and windows, not rows. */
   queuedRows(): Promise<number>;
@@ -103,16 +106,20 @@ async function startApi(): Promise<Api> {
     if (Date.now() > deadline) throw new Error(`api not ready after 60 s: ${stderr}`);
     await sleep(200);
   }
-  const res = await fetch(`${url}/v1/admin/tenants`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ name: 'bench' }),
-  });
-  const { apiKey } = (await res.json()) as { apiKey: string };
+  const apiKeys: string[] = [];
+  for (let t = 0; t < num('tenants', 1); t++) {
+    const res = await fetch(`${url}/v1/admin/tenants`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: `bench-${t}` }),
+    });
+    apiKeys.push(((await res.json()) as { apiKey: string }).apiKey);
+  }
   return {
     pid: child.pid,
     url,
-    apiKey,
+    apiKey: apiKeys[0],
+    apiKeys,
     redis,
     async queuedRows() {
       const client = new Client({ connectionString: dbUrl });
@@ -148,7 +155,7 @@ interface SingleRun extends PacedResult {
 async function singleRun(api: Api, rate: number, seconds: number, tag: string): Promise<SingleRun> {
   const now = Date.now();
   const cpu0 = cpuSeconds(api.pid) * 1000;
-  const headers = { Authorization: `Bearer ${api.apiKey}`, 'Content-Type': 'application/json' };
+  const headers = api.apiKeys.map((key) => ({ Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }));
   const result = await pacedLoad({
     url: api.url,
     rate,
@@ -156,7 +163,7 @@ async function singleRun(api: Api, rate: number, seconds: number, tag: string): 
     next: (i) => {
       // Half due within a day (row + hot queue), half within a year (row only).
       const runAt = now + (i % 2 ? Math.random() * DAY : DAY + Math.random() * 364 * DAY);
-      return { method: 'POST', path: '/v1/jobs', headers, body: JSON.stringify(job(`${tag}-${i}`, runAt)) };
+      return { method: 'POST', path: '/v1/jobs', headers: headers[i % headers.length], body: JSON.stringify(job(`${tag}-${i}`, runAt)) };
     },
   });
   return {
