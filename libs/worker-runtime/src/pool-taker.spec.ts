@@ -292,6 +292,23 @@ describe('pool taker', () => {
     while (!(await check())) await new Promise((r) => setImmediate(r));
   };
 
+  it('a copy taken under a limit the run did not have renews the slot it took while the run goes on', async () => {
+    const w = h.worker();
+    const { id, openOld } = await heldRunning(w); // taken with no limit
+    await h.ready.syncShares('default', new Map([[1, { ...DEFAULT_SHARE, kindLimits: { held: { concurrency: 1 } } }]]));
+    await pushHints(h.ready, 'default', [h.hint(id, { kind: 'held' })]); // a repair's copy, taken by the same worker
+    await within(5000, untilTrue(async () => (await h.readyIds()).length === 0), 'the copy taken');
+    const [slots, member] = [`${h.ready.base('default')}:limit:1:held:c`, `${id}@${w.identity.id}`];
+    await h.redis.connection.zadd(slots, 'XX', 1, member); // as if about to expire
+    await w.taker.renewSlots();
+    expect(Number(await h.redis.connection.zscore(slots, member))).toBeGreaterThan(Date.now()); // was left to expire mid-run
+    gates.set(id, Promise.resolve());
+    openOld();
+    await within(5000, untilTrue(async () => (await h.job(id)).state === 'd'), 'the run done');
+    expect(await h.redis.connection.zscore(slots, member)).toBeNull();
+    await w.taker.close(10_000);
+  });
+
   it('a copy taken again once the give-back of the run\'s copy landed, before its reply, runs: not left to the overdue sweep', async () => {
     const w = h.worker();
     const { id, openOld } = await runWithCopyTaken(w);

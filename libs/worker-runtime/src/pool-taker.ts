@@ -157,10 +157,11 @@ export class PoolTaker {
   private startOne(lane: Lane, h: TakenHint, takenBy: number): Promise<unknown> | undefined {
     const held = lane.held.get(takenBy) ?? new Map<string, string>();
     lane.held.set(takenBy, held);
+    // Renewed while the row runs: a copy's entry holds the slots of both takes (TAKE).
+    if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
     if (held.has(h.id)) return void held.set(h.id, h.take); // the row's one entry is now the copy's
     held.set(h.id, h.take);
     lane.running++;
-    if (h.slots > 0) lane.limited.set(takenBy, (lane.limited.get(takenBy) ?? new Set<string>()).add(h.id));
     const run = this.o.executor
       .execute(lane.pool, h)
       .catch((err: unknown): ExecutionResult => {

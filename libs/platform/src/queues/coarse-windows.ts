@@ -121,8 +121,9 @@ export class CoarseWindows {
   /**
    * Opens a window (later adds are refused) and yields its hints in parts of WINDOW_PART_ROWS
    * (and the rest of an item), reading on only once the caller asks for the next; after the last,
-   * clears it. A caller that stops early (its hand-off failed, its process died) leaves the
-   * window whole for the job's retry, which yields every part again, the same: once the marker is
+   * clears it. A caller that stops early leaves the window whole: a dispatcher that died, for the
+   * job's retry (stalled), which yields every part again, the same; a hand-off that failed, for
+   * the overdue sweep, which re-hints its rows from Postgres (the job is not retried). Once the marker is
    * set no add reaches the list, so pages read by index see it whole and in one order. Each read
    * Redis refuses is sent again (retryHandOff: all of them are safe to repeat).
    */
