@@ -14,12 +14,14 @@ describe('OutboundClient sockets', () => {
   const open = new Set<Socket>();
   let inFlight = 0;
   let peakInFlight = 0;
+  const paths: string[] = [];
   const loopback = [parseCidr('127.0.0.1/32') as Cidr];
   /** Test DNS: every `*.test` name is this host. */
   const resolve: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
 
   beforeAll(async () => {
     server = createServer((req, res) => {
+      paths.push(req.url ?? '');
       const delayMs = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('delay') ?? 0);
       peakInFlight = Math.max(peakInFlight, ++inFlight); // each request in flight holds a connection of its own
       req.resume().on('end', () => setTimeout(() => (inFlight--, res.writeHead(204).end()), delayMs));
@@ -56,6 +58,20 @@ describe('OutboundClient sockets', () => {
     for (let i = 1; i <= 6; i++) expect((await call(client, `a${i}.test`)).status).toBe(204);
     expect(open.size).toBe(6); // kept alive, one per name
     expect(await openAfter(3000)).toBe(0);
+  });
+
+  it('ends a call aborted while it waits in the agent for a socket, and never sends it', async () => {
+    const client = new OutboundClient(loopback, resolve, { ...OUTBOUND_SOCKETS, perOrigin: 1 });
+    const holding = call(client, 'busy.test', '/?delay=1500'); // the origin's one socket, for 1.5 s
+    const deadline = new AbortController();
+    const queued = client.send({ tenantId: 1, url: new URL(`http://busy.test:${port}/queued`), method: 'POST', headers: {}, body: '{}', signal: deadline.signal, maxBodyBytes: 1024 });
+    const [started, reason] = [Date.now(), new Error('the job ran out of time')];
+    deadline.abort(reason);
+    await expect(queued).rejects.toBe(reason);
+    expect(Date.now() - started).toBeLessThan(500); // not when the held socket frees
+    expect((await holding).status).toBe(204);
+    expect((await call(client, 'busy.test', '/after')).status).toBe(204); // the agent's queue is first in, first out
+    expect(paths.filter((p) => p === '/queued' || p === '/after')).toEqual(['/after']);
   });
 
   it('keeps a connection whose response takes longer than the idle timeout: that is the call’s own timeout', async () => {

@@ -166,9 +166,14 @@ export class OutboundClient {
       const settle = (fn: () => void) => {
         if (!settled) {
           settled = true;
+          req.signal.removeEventListener('abort', aborted);
           fn();
         }
       };
+      // Node settles an aborted request waiting in the agent for a socket only once a socket
+      // frees (then it is not sent): a call past its deadline behind calls to a slow origin waited for them.
+      const aborted = () => settle(() => reject(req.signal.reason instanceof Error ? req.signal.reason : new Error('the call was aborted', { cause: req.signal.reason })));
+      req.signal.addEventListener('abort', aborted, { once: true });
       const options = {
         method: req.method,
         headers: req.headers,
