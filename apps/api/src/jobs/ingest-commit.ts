@@ -1,6 +1,6 @@
 import { entryState, type JobState, type Tier } from '@almanac/domain';
 import { type JobRecord, JobsRepository, type TenantJob } from '@almanac/persistence';
-import { isValueError, MetricsService, MicroBatcher } from '@almanac/platform';
+import { isTransientDependencyError, MetricsService, MicroBatcher } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Counter, Histogram } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
@@ -143,8 +143,9 @@ export class IngestCommit implements BeforeApplicationShutdown {
 
   /**
    * Entries of one tenant or several in one insert, results in their order; a failed insert is
-   * `failed` for each. An insert of several tenants that Postgres refuses on a value goes again
-   * tenant by tenant, so one tenant's value fails only its own jobs.
+   * `failed` for each. An insert of several tenants that fails, unless Postgres is away or slow
+   * (then each would wait again), goes again tenant by tenant, so one tenant's value or row fails
+   * only its own jobs.
    */
   private async insertGroup(entries: CommitEntry[], over?: AbortSignal): Promise<CommitResult[]> {
     if (entries.length === 0) return [];
@@ -163,7 +164,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
     } catch (error) {
       const tenants = new Map<number, number[]>();
       entries.forEach((e, i) => (tenants.get(e.tenantId)?.push(i) ?? tenants.set(e.tenantId, [i])));
-      if (tenants.size < 2 || !isValueError(error)) return entries.map(() => ({ status: 'failed', error }));
+      if (tenants.size < 2 || over?.aborted || isTransientDependencyError(error)) return entries.map(() => ({ status: 'failed', error }));
       const results = new Array<CommitResult>(entries.length);
       for (const indices of tenants.values()) {
         const out = await this.insertGroup(indices.map((i) => entries[i]), over);
