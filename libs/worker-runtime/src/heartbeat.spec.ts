@@ -5,7 +5,7 @@ import { Heartbeat } from './heartbeat';
 import type { PoolTaker } from './pool-taker';
 import type { WorkerIdentity } from './worker-identity';
 
-// The loops' timing only: the beat and the renewal are stand-ins (executor.spec.ts runs them on Postgres).
+// The loops' timing only: the beat and the renewal are stand-ins (executor.progress-and-leases.spec.ts runs them on Postgres).
 describe('heartbeat', () => {
   afterEach(() => jest.useRealTimers());
 
