@@ -22,19 +22,18 @@ export const AFTER_RECOVERY_MS = 10_000;
  */
 export class EpochWatch implements Sweep {
   readonly name = 'epoch_watch' as const;
-  /** When (by the runs' `now`) the last recovery ran. */
-  private recoveredAtMs: number | null = null;
 
   constructor(
     private readonly epoch: RedisEpoch,
     private readonly overdue: OverdueSweep,
   ) {}
 
-  /** Nothing when Redis is as it was, unless a recovery ran within AFTER_RECOVERY_MS; else the overdue sweep's run. */
+  /**
+   * Nothing when Redis is as it was, unless a recovery ran within AFTER_RECOVERY_MS (the sweep's
+   * own timer may have run it first); else the overdue sweep's run.
+   */
   async runOnce(now: Date): Promise<SweepResult> {
-    if ((await this.epoch.check()) !== 'ok') this.recoveredAtMs = now.getTime();
-    const since = this.recoveredAtMs === null ? -1 : now.getTime() - this.recoveredAtMs; // < 0: none, or the clock stepped back
-    if (since < 0 || since > AFTER_RECOVERY_MS) return {};
+    if ((await this.epoch.check()) === 'ok' && !this.overdue.recoveredWithin(now, AFTER_RECOVERY_MS)) return {};
     const { more, skipped } = await this.overdue.runOnce(now);
     return { more, skipped };
   }

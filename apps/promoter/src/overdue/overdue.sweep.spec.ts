@@ -94,6 +94,19 @@ describe('OverdueSweep (Postgres + Redis)', () => {
     }
   });
 
+  it("after a recovery the overdue sweep's own timer ran, the epoch watch still queues the rows left scheduled meanwhile", async () => {
+    const { queue, sweep, epoch } = build(shared.connection, `${shared.prefix}-timer`);
+    try {
+      const watch = new EpochWatch(epoch, sweep);
+      await sweep.runOnce(NOW); // Redis new, seen first by the sweep's own run: the watch then finds the marker
+      const [soon] = await insertJobs(db.dataSource, { count: 1, state: 's', start: new Date(NOW.getTime() + 3000) });
+      await watch.runOnce(new Date(NOW.getTime() + 1000));
+      expect(await inQueue(queue, [soon])).toBe(1);
+    } finally {
+      await queue.close();
+    }
+  });
+
   describe('on the shared Redis (own prefix)', () => {
     let queue: HotQueue;
     let sweep: OverdueSweep;
