@@ -107,6 +107,22 @@ describe('OverdueSweep (Postgres + Redis)', () => {
     }
   });
 
+  it("the epoch watch's follow-up does not hint again the rows the recovery just hinted, still in the hot queue", async () => {
+    const { queue, sweep, epoch } = build(shared.connection, `${shared.prefix}-dup`);
+    try {
+      const watch = new EpochWatch(epoch, sweep);
+      const rows = await insertJobs(db.dataSource, { count: 5, state: 'q', start: new Date(NOW.getTime() - 120_000), stepMs: 1000 }); // past the grace
+      await insertJobs(db.dataSource, { count: 3, state: 'q', start: new Date(NOW.getTime() - 10_000), stepMs: 1000 }); // within it: another envelope than the 5 alone
+      await watch.runOnce(NOW); // Redis new: the recovery hints all 8
+      const held = async () => (await queue.held()).filter((h) => rows.includes(h.hint.id)).length;
+      expect(await held()).toBe(5);
+      await watch.runOnce(new Date(NOW.getTime() + 1000)); // before any dispatcher handed them on
+      expect(await held()).toBe(5); // the whole overdue run each tick hinted them again: 10
+    } finally {
+      await queue.close();
+    }
+  });
+
   describe('on the shared Redis (own prefix)', () => {
     let queue: HotQueue;
     let sweep: OverdueSweep;

@@ -75,6 +75,16 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     return since >= 0 && since <= ms;
   }
 
+  /**
+   * A run's last pass alone: one batch of the cold rows due within the look-ahead, queued (rows
+   * the API left `scheduled` when its enqueue failed). Claimed with SKIP LOCKED, so no lease.
+   */
+  async promoteDue(now: Date): Promise<{ promoted: number; more: boolean }> {
+    const late = await this.promotion.promote(now, new Date(now.getTime() + this.opts.lookaheadMs), 1);
+    this.metrics?.requeued.inc({ reason: 'scheduled_due' }, late.promoted);
+    return { promoted: late.promoted, more: late.more === true };
+  }
+
   /** One run under the sweep's lease; a caller arriving during a run (the epoch watch) shares it. */
   runOnce(now: Date): Promise<OverdueResult> {
     this.running ??= this.leasedRun(now).finally(() => (this.running = null));
@@ -126,11 +136,9 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       this.log.warn({ requeued }, 'overdue sweep lost its lease (renewal failed): stopped');
       return { redis, requeued, more };
     }
-    const later = at(); // after the scan above, which can take seconds
-    const late = await this.promotion.promote(later, new Date(later.getTime() + this.opts.lookaheadMs), 1);
+    const late = await this.promoteDue(at()); // after the scan above, which can take seconds
     requeued.scheduled_due = late.promoted;
-    this.metrics?.requeued.inc({ reason: 'scheduled_due' }, late.promoted);
-    more ||= late.more === true;
+    more ||= late.more;
 
     if (requeued.overdue > 0) this.log.warn({ requeued }, 'overdue sweep re-hinted queued jobs whose hints were lost');
     return { redis, requeued, more };
