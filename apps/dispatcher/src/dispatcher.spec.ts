@@ -48,7 +48,8 @@ describe('dispatcher', () => {
     expect(await h.hot.runOnce()).toBe(3);
     for (const id of ids) expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 0, lease_until: null, claimed_by: null });
     expect(await h.hotQueue.queue.getJobCountByTypes('waiting', 'active', 'completed', 'failed')).toBe(0);
-    expect(await h.readyIds('default')).toEqual(ids.slice(0, 2));
+    // Rows due together go in id order, and ids made in one millisecond are not in insertion order.
+    expect(await h.readyIds('default')).toEqual(ids.slice(0, 2).sort());
     expect(await h.readyIds('billing')).toEqual([ids[2]]);
   });
 
