@@ -16,10 +16,12 @@ export const EPOCH_WATCH_INTERVAL_MS = 1_000;
 export const AFTER_RECOVERY_MS = 10_000;
 
 /**
- * A look at the epoch this slow means Redis stalled for as long: long enough for the API's
- * enqueues to give up (ALMANAC_ENQUEUE_TIMEOUT_MS, 1 s by default) and leave rows `scheduled`.
+ * A look at the epoch this slow means Redis stalled. A look starts within a tick of a stall's
+ * start, so one of over ~1.2 s is seen: the API's enqueues give up after ALMANAC_ENQUEUE_TIMEOUT_MS
+ * (1 s by default) and leave rows `scheduled`. A slow look that was no stall costs 10 s of
+ * promotion passes over an hour promotion has emptied (two index probes a second).
  */
-export const STALLED_CHECK_MS = 500;
+export const STALLED_CHECK_MS = 200;
 
 /**
  * Looks at Redis' epoch every EPOCH_WATCH_INTERVAL_MS and, when Redis lost (or may have lost)
@@ -68,7 +70,7 @@ export class EpochWatch implements Sweep {
   }
 
   private awayWithin(now: Date): boolean {
-    const since = this.awayAtMs === null ? -1 : now.getTime() - this.awayAtMs; // < 0: never, or the clock stepped back
+    const since = this.awayAtMs === null ? -1 : now.getTime() - this.awayAtMs; // < 0: never, the clock stepped back, or the look just now (the next tick follows up)
     return since >= 0 && since <= AFTER_RECOVERY_MS;
   }
 }
