@@ -1,10 +1,10 @@
 /**
- * pg_try_advisory_xact_lock's first key for "this operation is being matched or a chunk of it
- * applied" (the second: its id, $1): one replica at a time; another skips it. It is not the
- * operation row's lock, so a cancel never waits on a match or a chunk in flight.
+ * "This operation ($1) is being matched or a chunk of it applied": one replica at a time; another
+ * skips it. It is not the operation row's lock, so a cancel never waits on a match or a chunk in
+ * flight. The key is the whole id, negated: the single-key space's other locks (migrations) are
+ * positive, and an id cut to the two-key form's 32 bits was shared by operations made 2^19 ms apart.
  */
-const BULK_STEP_LOCK = 17_004;
-export const TAKE_BULK_STEP_LOCK = `pg_try_advisory_xact_lock(${BULK_STEP_LOCK}, ($1::bigint % 2147483648)::int)`;
+export const TAKE_BULK_STEP_LOCK = `pg_try_advisory_xact_lock(-($1::bigint))`;
 
 /**
  * Applies chunk `$2` of running operation `$1` in one statement, so the jobs it changes, the
