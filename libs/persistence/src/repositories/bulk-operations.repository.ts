@@ -1,6 +1,7 @@
 import { BULK_CHUNK_JOBS, type BulkAction, type BulkChange, type BulkFilter, type BulkState } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { retryingIdClash } from '../id-clash';
 import { type Db, sql } from '../sql';
 import { type BulkOperationRecord, type OperationRow, toRecord } from './bulk-operation-record';
 import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL, TAKE_BULK_STEP_LOCK } from '../statements/apply-bulk-chunk.sql';
@@ -47,7 +48,7 @@ export class BulkOperationsRepository {
   ): Promise<{ op: BulkOperationRecord; created: boolean } | null> {
     // Serialised per tenant, so concurrent requests cannot all see the count below the limit
     // (the INSERT's own snapshot is taken after the lock), nor both miss the same key.
-    return this.db.transaction(async (tx) => {
+    return retryingIdClash('bulk_operations', () => this.db.transaction(async (tx) => {
       await sql(tx, `SELECT pg_advisory_xact_lock($1, $2)`, [BULK_CREATE_LOCK, tenantId]);
       if (key !== null) {
         const { rows: found } = await sql<OperationRow>(tx, `SELECT ${BULK_OPERATION_COLUMNS} FROM bulk_operations WHERE tenant_id = $1 AND key = $2`, [tenantId, key]);
@@ -55,7 +56,7 @@ export class BulkOperationsRepository {
       }
       const { rows } = await sql<OperationRow>(tx, CREATE_BULK_OPERATION_SQL, [tenantId, action, JSON.stringify(filter), change && JSON.stringify(change), maxOpen, key]);
       return rows[0] ? { op: toRecord(rows[0]), created: true } : null;
-    });
+    }));
   }
 
   /** One operation of one tenant (another tenant's id finds nothing). */

@@ -1,6 +1,7 @@
 import { DomainValidationError, nextOccurrences, parseSchedule, resumedNextRunAt } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { retryingIdClash } from '../id-clash';
 import { COLUMNS, type MissedPolicy, type NewSchedule, type RawSchedule, type RemovedOccurrences, type ScheduleChange, type ScheduleView, toView } from './schedule-view';
 import { databaseNow } from '../statements/database-now.sql';
 import { removeNeverStartedOccurrences, removeUnrunOccurrences } from './unrun-occurrences';
@@ -38,14 +39,14 @@ export class SchedulesRepository {
   ): Promise<{ created: boolean; schedule: ScheduleView } | { quota: number }> {
     const nextRunAt = nextOccurrences(s.timing, await databaseNow(this.db), 1)[0] ?? null;
     for (let attempt = 1; ; attempt++) {
-      const inserted: RawSchedule[] = await this.db.query(
+      const inserted: RawSchedule[] = await retryingIdClash('schedules', () => this.db.query(
         `INSERT INTO schedules (tenant_id, key, kind, cron, timezone, payload, max_attempts, missed, next_run_at, expect_within_seconds)
          SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $11
           WHERE (SELECT count(*) FROM schedules WHERE tenant_id = $1) < $10
          ON CONFLICT (tenant_id, key) DO NOTHING
          RETURNING ${COLUMNS}`,
         [s.tenantId, s.key, s.kind, s.cron, s.timezone, jsonParam(s.payload), s.maxAttempts, s.missed, nextRunAt, maxForTenant, s.expectWithinSeconds],
-      );
+      ));
       if (inserted[0]) return { created: true, schedule: toView(inserted[0]) };
       const existing: RawSchedule[] = await this.db.query(
         `SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND key = $2`,
