@@ -76,8 +76,9 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   }
 
   /**
-   * A run's last pass alone: one batch of the cold rows due within the look-ahead, queued (rows
-   * the API left `scheduled` when its enqueue failed). Claimed with SKIP LOCKED, so no lease.
+   * A run's last pass alone: the cold rows due within the look-ahead, queued batch after batch on
+   * one lane, up to the promotion's maxPerRun (rows the API left `scheduled` when its enqueue
+   * failed). Claimed with SKIP LOCKED, so no lease.
    */
   async promoteDue(now: Date): Promise<{ promoted: number; more: boolean }> {
     const late = await this.promotion.promote(now, new Date(now.getTime() + this.opts.lookaheadMs), 1);
