@@ -46,7 +46,7 @@ export const API_ROLE_SETTINGS = {
     min: 1,
     max: 64,
     readers: API,
-    meaning: "group commit: single-job inserts running at once (each one tenant's POSTs, tenants taking turns); POSTs arriving meanwhile wait and share their tenant's next one",
+    meaning: "group commit: single-job inserts running at once (each of every tenant's POSTs waiting, a tenant adding no more than the largest other brings); POSTs arriving meanwhile wait for the next one",
   },
   // With the group commits' connections, at most 2 + 4 of the pool's 10: reads and key lookups keep the rest.
   ALMANAC_INGEST_BATCHES_IN_FLIGHT: {

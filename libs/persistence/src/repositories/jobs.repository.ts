@@ -29,6 +29,12 @@ export interface NewJob {
   traceParent?: string | null;
 }
 
+/** A job and the tenant it is for: one item of insertMany. */
+export interface TenantJob {
+  tenantId: number;
+  job: NewJob;
+}
+
 /**
  * Per item, in input order. `existing` carries the stored row so the caller can compare
  * kind/runAt/payload (same body → 200, different → 409). A key repeated inside one batch:
@@ -42,10 +48,11 @@ export type InsertOutcome =
   | { status: 'existing'; job: JobRecord }
   | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null; resultDigest: string | null };
 
-/** Either the one aggregated row of created jobs (comma-joined ids, JSON array of keys) or an existing row. */
+/** Either the one aggregated row of created jobs (comma-joined ids and tenants, JSON array of keys) or an existing row. */
 interface InsertRow extends Omit<Partial<JobRow>, 'id'> {
   created: boolean;
   id: string | null;
+  tenants: string | null;
   key: string;
 }
 
@@ -55,39 +62,48 @@ export class JobsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * Inserts up to MAX_INSERT_BATCH jobs for one tenant in one round trip. Idempotent on
-   * (tenant, key): an existing key is reported with its stored row and left untouched.
+   * Inserts up to MAX_INSERT_BATCH jobs for one tenant in one round trip (insertMany's).
+   */
+  insertBatch(tenantId: number, items: readonly NewJob[], db: Db = this.dataSource, over?: AbortSignal): Promise<InsertOutcome[]> {
+    return this.insertMany(items.map((job) => ({ tenantId, job })), db, over);
+  }
+
+  /**
+   * Inserts up to MAX_INSERT_BATCH jobs, of one tenant or several, in one round trip. Idempotent
+   * on (tenant, key): an existing key is reported with its stored row and left untouched.
    * `over` (outside a transaction): the caller stopped waiting (onConnection). Aborted before the
    * batch has a pooled connection, it writes nothing; aborted while it runs, its statement is
    * stopped and rolled back (unless it had just committed): an API batch answered 503 at its
    * deadline must not write afterwards, beside the client's resend.
    */
-  async insertBatch(tenantId: number, items: readonly NewJob[], db: Db = this.dataSource, over?: AbortSignal): Promise<InsertOutcome[]> {
+  async insertMany(items: readonly TenantJob[], db: Db = this.dataSource, over?: AbortSignal): Promise<InsertOutcome[]> {
     if (items.length === 0) return [];
     if (items.length > MAX_INSERT_BATCH) throw new RangeError(`insertBatch takes at most ${MAX_INSERT_BATCH} jobs (got ${items.length})`);
+    const slotOf = slotsOf(items);
     const firstIndex = new Map<string, number>();
-    const unique: NewJob[] = [];
+    const unique: TenantJob[] = [];
     for (const [i, item] of items.entries()) {
-      if (Number.isNaN(item.runAt.getTime())) throw new RangeError(`item ${i}: runAt is not a valid date`);
-      if (!firstIndex.has(item.key)) {
-        firstIndex.set(item.key, i);
+      if (Number.isNaN(item.job.runAt.getTime())) throw new RangeError(`item ${i}: runAt is not a valid date`);
+      const slot = slotOf(item.tenantId, item.job.key);
+      if (!firstIndex.has(slot)) {
+        firstIndex.set(slot, i);
         unique.push(item);
       }
     }
-    // Insert in key order: two batches sharing new keys then wait on each other in the same
-    // order and cannot deadlock, and the unique index is walked left to right.
-    unique.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const byKey = over && db instanceof DataSource
-      ? await onConnection(db, over, (c) => this.insertUnique(tenantId, unique, c.manager))
-      : await this.insertUnique(tenantId, unique, db);
+    // Insert in the unique index's order (tenant, then key): two batches sharing new keys then
+    // wait on each other in the same order and cannot deadlock, and the index is walked left to right.
+    unique.sort((a, b) => a.tenantId - b.tenantId || (a.job.key < b.job.key ? -1 : a.job.key > b.job.key ? 1 : 0));
+    const bySlot = over && db instanceof DataSource
+      ? await onConnection(db, over, (c) => this.insertUnique(unique, slotOf, c.manager))
+      : await this.insertUnique(unique, slotOf, db);
     return items.map((item) => {
-      const first = items[firstIndex.get(item.key)!];
-      const outcome = byKey.get(item.key)!;
-      return first === item || outcome.status === 'retired' ? outcome : { status: 'existing', job: outcome.job };
+      const slot = slotOf(item.tenantId, item.job.key);
+      const outcome = bySlot.get(slot)!;
+      return items[firstIndex.get(slot)!] === item || outcome.status === 'retired' ? outcome : { status: 'existing', job: outcome.job };
     });
   }
 
-  private async insertUnique(tenantId: number, unique: NewJob[], db: Db): Promise<Map<string, InsertOutcome>> {
+  private async insertUnique(unique: TenantJob[], slotOf: SlotOf, db: Db): Promise<Map<string, InsertOutcome>> {
     const out = new Map<string, InsertOutcome>();
     let pending = unique;
     const inTransaction = db instanceof EntityManager && !!db.queryRunner?.isTransactionActive;
@@ -100,16 +116,19 @@ export class JobsRepository {
     for (let round = 0; pending.length > 0; round++) {
       if (round === 4) throw new Error(`insertBatch: ${pending.length} keys neither inserted nor found after 4 rounds`);
       if (askRetired) {
-        for (const r of await this.findRetired(tenantId, pending.map((j) => j.key), db)) out.set(r.key, r);
-        pending = pending.filter((j) => !out.has(j.key));
+        for (const [tenantId, keys] of keysByTenant(pending)) {
+          for (const r of await this.findRetired(tenantId, keys, db)) out.set(slotOf(tenantId, r.key), r);
+        }
+        pending = pending.filter((p) => !out.has(slotOf(p.tenantId, p.job.key)));
         if (pending.length === 0) break;
       }
       const n = pending.length;
-      const keys = new Array<string>(n), kinds = new Array<string>(n), runAts = new Array<Date>(n);
+      const tenants = new Array<number>(n), keys = new Array<string>(n), kinds = new Array<string>(n), runAts = new Array<Date>(n);
       const payloads = new Array<unknown>(n), maxAttempts = new Array<number>(n), states = new Array<string>(n);
-      const traceParents = pending.some((j) => j.traceParent) ? pending.map((j) => j.traceParent ?? null) : [];
+      const traceParents = pending.some((p) => p.job.traceParent) ? pending.map((p) => p.job.traceParent ?? null) : [];
       for (let i = 0; i < n; i++) {
-        const j = pending[i];
+        const { tenantId, job: j } = pending[i];
+        tenants[i] = tenantId;
         keys[i] = j.key;
         kinds[i] = j.kind;
         runAts[i] = j.runAt;
@@ -117,7 +136,7 @@ export class JobsRepository {
         maxAttempts[i] = j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
         states[i] = STATE_CODE[j.state];
       }
-      const params = [tenantId, ...[keys, kinds, runAts, payloads, maxAttempts, states, traceParents].map((a) => JSON.stringify(a))];
+      const params = [tenants, keys, kinds, runAts, payloads, maxAttempts, states, traceParents].map((a) => JSON.stringify(a));
       const rows = await this.insertStatement(db, round === 0 && !inTransaction, inTransaction, params);
       if (rows === RETIRED) {
         askRetired = true;
@@ -126,27 +145,25 @@ export class JobsRepository {
       const createdIds = new Map<string, string>();
       const existing = new Map<string, InsertRow>();
       for (const r of rows) {
-        if (!r.created) existing.set(r.key, r);
+        if (!r.created) existing.set(slotOf(r.tenant_id!, r.key), r);
         else if (r.id !== null) {
-          const ids = r.id.split(',');
-          const keys = JSON.parse(r.key) as string[];
-          for (let i = 0; i < ids.length; i++) createdIds.set(keys[i], ids[i]);
+          const [ids, tenants, keys] = [r.id.split(','), r.tenants!.split(','), JSON.parse(r.key) as string[]];
+          for (let i = 0; i < ids.length; i++) createdIds.set(slotOf(Number(tenants[i]), keys[i]), ids[i]);
         }
       }
-      const missing: NewJob[] = [];
-      for (const j of pending) {
-        const id = createdIds.get(j.key);
-        const r = existing.get(j.key);
-        if (id !== undefined) out.set(j.key, { status: 'created', job: newJobRecord(tenantId, id, j) });
-        else if (r) out.set(j.key, { status: 'existing', job: rowToJob(r as JobRow) });
-        else missing.push(j);
+      const missing: TenantJob[] = [];
+      for (const p of pending) {
+        const slot = slotOf(p.tenantId, p.job.key);
+        const id = createdIds.get(slot);
+        const r = existing.get(slot);
+        if (id !== undefined) out.set(slot, { status: 'created', job: newJobRecord(p.tenantId, id, p.job) });
+        else if (r) out.set(slot, { status: 'existing', job: rowToJob(r as JobRow) });
+        else missing.push(p);
       }
-      if (missing.length > 0) {
-        for (const job of await this.findByKeys(tenantId, missing.map((j) => j.key), db)) {
-          out.set(job.key, { status: 'existing', job });
-        }
+      for (const [tenantId, keys] of keysByTenant(missing)) {
+        for (const job of await this.findByKeys(tenantId, keys, db)) out.set(slotOf(tenantId, job.key), { status: 'existing', job });
       }
-      pending = missing.filter((j) => !out.has(j.key));
+      pending = missing.filter((p) => !out.has(slotOf(p.tenantId, p.job.key)));
     }
     return out;
   }
@@ -199,6 +216,25 @@ export class JobsRepository {
 }
 
 const RETIRED = Symbol('retired');
+
+/** A job's place in the unique index (tenant, key), as a map key. */
+type SlotOf = (tenantId: number, key: string) => string;
+
+/** The key alone when every item is one tenant's (a batch request: no string made per row). */
+function slotsOf(items: readonly TenantJob[]): SlotOf {
+  const first = items[0].tenantId;
+  return items.every((i) => i.tenantId === first) ? (_, key) => key : (tenantId, key) => `${tenantId}:${key}`;
+}
+
+function keysByTenant(items: readonly TenantJob[]): Map<number, string[]> {
+  const by = new Map<number, string[]>();
+  for (const { tenantId, job } of items) {
+    const keys = by.get(tenantId);
+    if (keys) keys.push(job.key);
+    else by.set(tenantId, [job.key]);
+  }
+  return by;
+}
 
 function errorCode(err: unknown): unknown {
   return typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;

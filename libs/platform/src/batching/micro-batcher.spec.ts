@@ -132,6 +132,29 @@ describe('MicroBatcher', () => {
     expect(await Promise.all(backlog)).toEqual(['a1', 'a2', 'a3', 'a4', 'a5', 'a6']);
   });
 
+  it("with shareBatches, waiting keys share a batch; a key's backlog adds no more than the largest other key brings", async () => {
+    const calls: string[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const b = new MicroBatcher(
+      async (xs: string[]) => {
+        calls.push(xs);
+        if (calls.length === 1) await gate;
+        return xs;
+      },
+      { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true },
+    );
+    const first = b.submit('z0'); // holds the one slot until released
+    await new Promise((r) => setImmediate(r));
+    const waiting = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'b1', 'c1', 'c2', 'd1', 'd2', 'd3'].map((x) => b.submit(x));
+    release();
+    await first;
+    expect(await Promise.all(waiting)).toEqual(['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'b1', 'c1', 'c2', 'd1', 'd2', 'd3']);
+    // a adds 3 (d's, the largest other), b and c all theirs; d waits its turn at the front.
+    // Then d and a's rest (3 each: d alone would bring 3); then a's last, alone, as a batch.
+    expect(calls).toEqual([['z0'], ['a1', 'a2', 'a3', 'b1', 'c1', 'c2'], ['d1', 'd2', 'd3', 'a4', 'a5', 'a6'], ['a7']]);
+  });
+
   it('answers every caller with the error when the batch function throws synchronously', async () => {
     const b = new MicroBatcher(
       (): Promise<number[]> => {

@@ -21,6 +21,11 @@ export interface MicroBatcherOptions<I> {
    * not by the backlog. `maxInFlight` still bounds the calls, so the connections they hold.
    */
   keyOf?: (item: I) => unknown;
+  /**
+   * With keyOf: a batch holds every waiting key's items (takeShares), instead of one key's batch
+   * at a time: many keys' items then share one call (ingest: one insert and commit for many tenants).
+   */
+  shareBatches?: boolean;
 }
 
 interface Pending<I, O> {
@@ -117,11 +122,32 @@ export class MicroBatcher<I, O> {
 
   /** The next batch: the first waiting key's items (one key: first come first served); that key goes to the back. */
   private take(): Pending<I, O>[] {
+    if (this.opts.shareBatches) return this.takeShares();
     const [key, queue] = this.queues.entries().next().value!;
     const batch = queue.splice(0, this.opts.maxBatch);
     this.queued -= batch.length;
     this.queues.delete(key);
     if (queue.length > 0) this.queues.set(key, queue);
+    return batch;
+  }
+
+  /**
+   * The next batch from every waiting key in turn, each adding at most as many items as the
+   * largest other key waits with (all of its own, unless it has the most): many small keys share
+   * a call, and one key's backlog adds to it no more than the others bring; alone, it fills the
+   * batch. Keys served go to the back.
+   */
+  private takeShares(): Pending<I, O>[] {
+    const lengths = [...this.queues.values()].map((q) => q.length).sort((a, b) => b - a);
+    const batch: Pending<I, O>[] = [];
+    for (const [key, queue] of [...this.queues]) {
+      if (batch.length >= this.opts.maxBatch) break;
+      const cap = queue.length === lengths[0] ? (lengths[1] ?? Infinity) : queue.length;
+      for (const p of queue.splice(0, Math.min(cap, this.opts.maxBatch - batch.length))) batch.push(p);
+      this.queues.delete(key);
+      if (queue.length > 0) this.queues.set(key, queue);
+    }
+    this.queued -= batch.length;
     return batch;
   }
 

@@ -1,0 +1,77 @@
+import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
+import { type InsertOutcome, JobsRepository, type NewJob, type TenantJob } from './jobs.repository';
+import { TenantsRepository } from './tenants.repository';
+
+const RUN_AT = new Date('2026-12-08T09:00:00Z');
+const job = (key: string, payload: unknown = null): NewJob => ({ kind: 'noop', key, runAt: RUN_AT, payload, state: 'scheduled' });
+const summary = (out: InsertOutcome[]) => out.map((o) => (o.status === 'retired' ? ['retired', o.key] : [o.status, o.job.tenantId, o.job.key, o.job.payload]));
+
+/** Several tenants' jobs in one statement (the API's group commit of single POSTs). */
+describe('JobsRepository.insertMany (Postgres)', () => {
+  let db: TestDatabase;
+  let jobs: JobsRepository;
+  let a: number;
+  let b: number;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(2);
+    jobs = new JobsRepository(db.dataSource);
+    const tenants = new TenantsRepository(db.dataSource);
+    a = (await tenants.create('a')).tenant.id;
+    b = (await tenants.create('b')).tenant.id;
+  });
+  beforeEach(() => db.dataSource.query('TRUNCATE jobs, retired_keys'));
+  afterAll(() => db.drop());
+
+  it("keeps each tenant's keys its own: the same key is two jobs, a repeat is the first of its own tenant's", async () => {
+    const items: TenantJob[] = [
+      { tenantId: b, job: job('k1', 'b1') },
+      { tenantId: a, job: job('k1', 'a1') },
+      { tenantId: b, job: job('k1', 'b2') },
+      { tenantId: a, job: job('k2', 'a2') },
+    ];
+    const out = await jobs.insertMany(items);
+    expect(summary(out)).toEqual([
+      ['created', b, 'k1', 'b1'],
+      ['created', a, 'k1', 'a1'],
+      ['existing', b, 'k1', 'b1'],
+      ['created', a, 'k2', 'a2'],
+    ]);
+    const rows = await db.dataSource.query(`SELECT id::text AS id, tenant_id, key, payload::text AS payload FROM jobs ORDER BY tenant_id, key`);
+    expect(rows.map((r: { tenant_id: number; key: string; payload: string }) => [r.tenant_id, r.key, JSON.parse(r.payload)])).toEqual([
+      [a, 'k1', 'a1'],
+      [a, 'k2', 'a2'],
+      [b, 'k1', 'b1'],
+    ]);
+    // Each created outcome names its own row.
+    for (const o of out) if (o.status === 'created') expect(rows.find((r: { id: string }) => r.id === o.job.id)).toMatchObject({ tenant_id: o.job.tenantId, key: o.job.key });
+  });
+
+  it("answers a key one tenant already has as existing, with that tenant's row, and creates the others'", async () => {
+    await jobs.insertBatch(a, [job('k1', 'old')]);
+    const out = await jobs.insertMany([
+      { tenantId: a, job: job('k1', 'new') },
+      { tenantId: b, job: job('k1', 'b') },
+      { tenantId: a, job: job('k0', 'a0') },
+    ]);
+    expect(summary(out)).toEqual([
+      ['existing', a, 'k1', 'old'],
+      ['created', b, 'k1', 'b'],
+      ['created', a, 'k0', 'a0'],
+    ]);
+  });
+
+  it("refuses a key reserved for one tenant only for that tenant, beside the others' in the same statement", async () => {
+    await db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) VALUES ($1, 'gone', '2026-11-02', 'd')`, [a]);
+    const out = await jobs.insertMany([
+      { tenantId: a, job: job('gone') },
+      { tenantId: b, job: job('gone') },
+      { tenantId: a, job: job('fresh') },
+    ]);
+    expect(out.map((o) => o.status)).toEqual(['retired', 'created', 'created']);
+    expect(await db.dataSource.query(`SELECT tenant_id, key FROM jobs ORDER BY tenant_id, key`)).toEqual([
+      { tenant_id: a, key: 'fresh' },
+      { tenant_id: b, key: 'gone' },
+    ]);
+  });
+});
