@@ -1,4 +1,4 @@
-import { MicroBatcher } from './micro-batcher';
+import { MicroBatcher, RUN_ALONE } from './micro-batcher';
 
 /** An echoing batcher, one batch in flight, whose first batch holds until `release()`; `batches` records each. */
 function gatedBatcher(maxBatch: number) {
@@ -153,6 +153,109 @@ describe('MicroBatcher', () => {
     // a adds 3 (d's, the largest other), b and c all theirs; d waits its turn at the front.
     // Then d and a's rest (3 each: d alone would bring 3); then a's last, alone, as a batch.
     expect(calls).toEqual([['z0'], ['a1', 'a2', 'a3', 'b1', 'c1', 'c2'], ['d1', 'd2', 'd3', 'a4', 'a5', 'a6'], ['a7']]);
+  });
+
+  it('with shareBatches and maxShare, a key adds at most maxShare to a shared batch; alone, it fills the batch', async () => {
+    const calls: string[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const b = new MicroBatcher(
+      async (xs: string[]) => {
+        calls.push(xs);
+        if (calls.length === 1) await gate;
+        return xs;
+      },
+      { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true, maxShare: 2 },
+    );
+    const first = b.submit('z0');
+    await new Promise((r) => setImmediate(r));
+    const waiting = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9', 'b1', 'b2', 'b3', 'b4'].map((x) => b.submit(x));
+    release();
+    await Promise.all([first, ...waiting]);
+    // Without maxShare a and b would bring 4 each (b's 4 the largest other); with it, 2 each
+    // while both wait; then a, alone, fills the batch.
+    expect(calls).toEqual([['z0'], ['a1', 'a2', 'b1', 'b2'], ['a3', 'a4', 'b3', 'b4'], ['a5', 'a6', 'a7', 'a8', 'a9']]);
+  });
+
+  it("with shareBatches, an item `alone` marks goes in its key's own batch: the key's items before it share, the others' batch goes without it", async () => {
+    const calls: string[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const b = new MicroBatcher(
+      async (xs: string[]) => {
+        calls.push(xs);
+        if (calls.length === 1) await gate;
+        return xs;
+      },
+      { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true, alone: (x: string) => x.endsWith('!') },
+    );
+    const first = b.submit('z0');
+    await new Promise((r) => setImmediate(r));
+    const waiting = ['a1', 'a2!', 'a3', 'b1', 'c1!', 'c2', 'd1'].map((x) => b.submit(x));
+    release();
+    await Promise.all([first, ...waiting]);
+    // a1 shares; a2! then goes with a's rest in a's own batch, c1! with c's when c is first in turn.
+    expect(calls).toEqual([['z0'], ['a1', 'b1', 'd1'], ['c1!', 'c2'], ['a2!', 'a3']]);
+  });
+
+  it("puts a shared batch's items answered RUN_ALONE back at the head of their keys' queues, each key's next batch its own", async () => {
+    const calls: string[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let inFlight = 0;
+    let most = 0;
+    const b = new MicroBatcher(
+      async (xs: string[]) => {
+        calls.push(xs);
+        most = Math.max(most, ++inFlight);
+        if (calls.length === 1) await gate;
+        await new Promise((r) => setImmediate(r));
+        inFlight--;
+        // A shared batch holding b's item fails on it: every item goes again, alone.
+        return xs.some((x) => x.startsWith('b')) && new Set(xs.map((x) => x[0])).size > 1 ? xs.map(() => RUN_ALONE) : xs;
+      },
+      { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true },
+    );
+    const first = b.submit('z0');
+    await new Promise((r) => setImmediate(r));
+    const waiting = ['a1', 'b1', 'c1'].map((x) => b.submit(x));
+    release();
+    await first;
+    const later = ['a2', 'd1'].map((x) => b.submit(x));
+    expect(await Promise.all([...waiting, ...later])).toEqual(['a1', 'b1', 'c1', 'a2', 'd1']);
+    // a's own batch takes a2, arrived meanwhile, too; d, last in turn, waits for the three.
+    expect(calls).toEqual([['z0'], ['a1', 'b1', 'c1'], ['a1', 'a2'], ['b1'], ['c1'], ['d1']]);
+    expect(most).toBe(1);
+  });
+
+  it("withdraws an item answered RUN_ALONE whose signal aborted in its batch, or aborts while it waits again: it never runs again", async () => {
+    const calls: string[][] = [];
+    const holds: (() => void)[] = [];
+    const b = new MicroBatcher(
+      async (xs: string[]) => {
+        calls.push(xs);
+        await new Promise<void>((r) => holds.push(r));
+        return new Set(xs.map((x) => x[0])).size > 1 ? xs.map(() => RUN_ALONE) : xs;
+      },
+      { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true },
+    );
+    const [inBatch, waitingAgain] = [new AbortController(), new AbortController()];
+    const answers = [b.submit('a1'), b.submit('b1', inBatch.signal), b.submit('c1', waitingAgain.signal)].map((p) => p.catch((e: Error) => e.message));
+    await new Promise((r) => setImmediate(r));
+    inBatch.abort(new Error('b1 past its deadline'));
+    holds[0]();
+    await new Promise((r) => setImmediate(r));
+    expect(calls).toEqual([['a1', 'b1', 'c1'], ['a1']]); // b1 withdrawn at once; c1 waits behind a1
+    waitingAgain.abort(new Error('c1 past its deadline'));
+    holds[1]();
+    expect(await Promise.all(answers)).toEqual(['a1', 'b1 past its deadline', 'c1 past its deadline']);
+    await b.drain();
+    expect(calls).toEqual([['a1', 'b1', 'c1'], ['a1']]);
+  });
+
+  it('rejects a batch of one key answered RUN_ALONE (it would go again forever)', async () => {
+    const b = new MicroBatcher(async (xs: string[]) => xs.map(() => RUN_ALONE), { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true });
+    await expect(b.submit('a1')).rejects.toThrow('RUN_ALONE for a batch of one key');
   });
 
   it('answers every caller with the error when the batch function throws synchronously', async () => {

@@ -26,11 +26,26 @@ export interface MicroBatcherOptions<I> {
    * at a time: many keys' items then share one call (ingest: one insert and commit for many tenants).
    */
   shareBatches?: boolean;
+  /** With shareBatches: the most items one key adds to a batch it shares with other keys (alone, it fills the batch). */
+  maxShare?: number;
+  /** With shareBatches: items that never share a call with another key's (they go in their key's own batch). */
+  alone?: (item: I) => boolean;
 }
+
+/**
+ * What `run` answers for an item of a shared batch that must go again in a batch of its key's
+ * items only: the call failed for a reason tied to some key's items, which must not fail the
+ * others'. The item goes back to the head of its key's queue, so the in-flight bound still holds
+ * and its signal can still withdraw it.
+ */
+export const RUN_ALONE: unique symbol = Symbol('MicroBatcher.RUN_ALONE');
 
 interface Pending<I, O> {
   item: I;
   key: unknown;
+  /** Goes only in a batch of its key's items (the `alone` option, or a shared call answered RUN_ALONE). */
+  alone: boolean;
+  signal: AbortSignal | undefined;
   resolve: (value: O) => void;
   reject: (err: unknown) => void;
 }
@@ -44,9 +59,9 @@ export class MicroBatcher<I, O> {
   private lingering: NodeJS.Timeout | undefined;
   private readonly idle = new Set<() => void>();
 
-  /** `run` answers one output per input, in the same order. */
+  /** `run` answers one output per input, in the same order (RUN_ALONE only for a batch of several keys). */
   constructor(
-    private readonly run: (items: I[]) => Promise<O[]>,
+    private readonly run: (items: I[]) => Promise<(O | typeof RUN_ALONE)[]>,
     private readonly opts: MicroBatcherOptions<I>,
   ) {}
 
@@ -60,7 +75,8 @@ export class MicroBatcher<I, O> {
   submit(item: I, signal?: AbortSignal): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason as Error);
-      const pending: Pending<I, O> = { item, key: this.opts.keyOf?.(item), resolve, reject };
+      const alone = !!this.opts.shareBatches && !!this.opts.alone?.(item);
+      const pending: Pending<I, O> = { item, key: this.opts.keyOf?.(item), alone, signal, resolve, reject };
       const queue = this.queues.get(pending.key);
       if (queue) queue.push(pending);
       else this.queues.set(pending.key, [pending]);
@@ -83,7 +99,7 @@ export class MicroBatcher<I, O> {
   private withdraw(pending: Pending<I, O>, reason: unknown): void {
     const queue = this.queues.get(pending.key);
     const at = queue ? queue.indexOf(pending) : -1;
-    if (!queue || at < 0) return; // already in a batch
+    if (!queue || at < 0) return; // in a batch: requeueAlone looks at the signal again
     queue.splice(at, 1);
     if (queue.length === 0) this.queues.delete(pending.key);
     this.queued--;
@@ -124,25 +140,31 @@ export class MicroBatcher<I, O> {
   private take(): Pending<I, O>[] {
     if (this.opts.shareBatches) return this.takeShares();
     const [key, queue] = this.queues.entries().next().value!;
-    const batch = queue.splice(0, this.opts.maxBatch);
-    this.queued -= batch.length;
-    this.queues.delete(key);
-    if (queue.length > 0) this.queues.set(key, queue);
-    return batch;
+    return this.takeKey(key, queue);
   }
 
   /**
    * The next batch from every waiting key in turn, each adding at most as many items as the
-   * largest other key waits with (all of its own, unless it has the most): many small keys share
-   * a call, and one key's backlog adds to it no more than the others bring; alone, it fills the
-   * batch. Keys served go to the back.
+   * largest other key waits with (all of its own, unless it has the most), and at most maxShare:
+   * many small keys share a call, and one key's backlog adds to it no more than the others
+   * bring; alone, it fills the batch. A key whose next item goes alone gets a batch of its own
+   * when first in turn, and keeps its place otherwise. Keys served go to the back.
    */
   private takeShares(): Pending<I, O>[] {
-    const lengths = [...this.queues.values()].map((q) => q.length).sort((a, b) => b - a);
+    const [first, firstQueue] = this.queues.entries().next().value!;
+    if (firstQueue[0].alone) return this.takeKey(first, firstQueue);
+    const shareable = new Map<unknown, number>();
+    for (const [key, queue] of this.queues) {
+      let n = 0;
+      while (n < queue.length && n < this.opts.maxBatch && !queue[n].alone) n++;
+      if (n > 0) shareable.set(key, n);
+    }
+    const lengths = [...shareable.values()].sort((a, b) => b - a);
     const batch: Pending<I, O>[] = [];
-    for (const [key, queue] of [...this.queues]) {
+    for (const [key, n] of shareable) {
       if (batch.length >= this.opts.maxBatch) break;
-      const cap = queue.length === lengths[0] ? (lengths[1] ?? Infinity) : queue.length;
+      const queue = this.queues.get(key)!;
+      const cap = lengths.length === 1 ? n : Math.min(n, n === lengths[0] ? lengths[1] : n, this.opts.maxShare ?? Infinity);
       for (const p of queue.splice(0, Math.min(cap, this.opts.maxBatch - batch.length))) batch.push(p);
       this.queues.delete(key);
       if (queue.length > 0) this.queues.set(key, queue);
@@ -151,10 +173,53 @@ export class MicroBatcher<I, O> {
     return batch;
   }
 
+  /** One key's batch (its queue's first maxBatch items); the key goes to the back. */
+  private takeKey(key: unknown, queue: Pending<I, O>[]): Pending<I, O>[] {
+    const batch = queue.splice(0, this.opts.maxBatch);
+    this.queued -= batch.length;
+    this.queues.delete(key);
+    if (queue.length > 0) this.queues.set(key, queue);
+    return batch;
+  }
+
+  /**
+   * Items a shared call answered RUN_ALONE go back to the head of their keys' queues, those keys
+   * first in turn (they have waited a call already), each marked to go in its key's own batch;
+   * an item whose signal aborted meanwhile is withdrawn instead (a request answered 503 at its
+   * deadline leaves no write behind).
+   */
+  private requeueAlone(items: Pending<I, O>[]): void {
+    const byKey = new Map<unknown, Pending<I, O>[]>();
+    for (const p of items) {
+      if (p.signal?.aborted) {
+        p.reject(p.signal.reason);
+        continue;
+      }
+      p.alone = true;
+      const queue = byKey.get(p.key);
+      if (queue) queue.push(p);
+      else byKey.set(p.key, [p]);
+      this.queued++;
+    }
+    if (byKey.size === 0) return;
+    for (const [key, queue] of this.queues) {
+      const back = byKey.get(key);
+      byKey.set(key, back ? [...back, ...queue] : queue);
+    }
+    this.queues.clear();
+    for (const [key, queue] of byKey) this.queues.set(key, queue);
+  }
+
   private async runBatch(batch: Pending<I, O>[]): Promise<void> {
     try {
       const out = await this.run(batch.map((p) => p.item));
-      batch.forEach((p, i) => p.resolve(out[i]));
+      const again = batch.filter((_, i) => out[i] === RUN_ALONE);
+      if (again.length > 0 && batch.every((p) => p.key === batch[0].key)) throw new Error('MicroBatcher: run answered RUN_ALONE for a batch of one key');
+      batch.forEach((p, i) => {
+        const o = out[i];
+        if (o !== RUN_ALONE) p.resolve(o);
+      });
+      this.requeueAlone(again);
     } catch (err) {
       for (const p of batch) p.reject(err);
     } finally {
