@@ -5,8 +5,8 @@ import { type JobRecord, type JobRow, rowToJob } from '../job-record';
 import { createdAtFromJobId } from '../job-id';
 import { decodeState, STATE_CODE } from '../job-state.codec';
 import { type Db, onConnection, sql } from '../sql';
-import { FIND_JOBS_BY_KEYS_SQL } from '../statements/find-jobs-by-keys.sql';
-import { FIND_RETIRED_KEYS_SQL } from '../statements/find-retired-keys.sql';
+import { FIND_JOBS_BY_PAIRS_SQL } from '../statements/find-jobs-by-keys.sql';
+import { FIND_RETIRED_KEYS_SQL, FIND_RETIRED_PAIRS_SQL } from '../statements/find-retired-keys.sql';
 import { FIND_USED_KEYS_SQL } from '../statements/find-used-keys.sql';
 import { INSERT_BATCH_ON_CONFLICT } from '../statements/insert-batch-on-conflict.sql';
 import { INSERT_BATCH_OPTIMISTIC } from '../statements/insert-batch-optimistic.sql';
@@ -48,6 +48,15 @@ export type InsertOutcome =
   | { status: 'existing'; job: JobRecord }
   | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null; resultDigest: string | null };
 
+/** How insertMany runs its statements. */
+export interface InsertOptions {
+  /**
+   * Outside a transaction: the longest the insert waits for any one lock (its lock_timeout, as
+   * SET LOCAL), failing with SQLSTATE 55P03 past it. Ignored inside a caller's transaction.
+   */
+  lockTimeoutMs?: number;
+}
+
 /** Either the one aggregated row of created jobs (comma-joined ids and tenants, JSON array of keys) or an existing row. */
 interface InsertRow extends Omit<Partial<JobRow>, 'id'> {
   created: boolean;
@@ -76,7 +85,7 @@ export class JobsRepository {
    * stopped and rolled back (unless it had just committed): an API batch answered 503 at its
    * deadline must not write afterwards, beside the client's resend.
    */
-  async insertMany(items: readonly TenantJob[], db: Db = this.dataSource, over?: AbortSignal): Promise<InsertOutcome[]> {
+  async insertMany(items: readonly TenantJob[], db: Db = this.dataSource, over?: AbortSignal, opts: InsertOptions = {}): Promise<InsertOutcome[]> {
     if (items.length === 0) return [];
     if (items.length > MAX_INSERT_BATCH) throw new RangeError(`insertBatch takes at most ${MAX_INSERT_BATCH} jobs (got ${items.length})`);
     const slotOf = slotsOf(items);
@@ -94,8 +103,8 @@ export class JobsRepository {
     // wait on each other in the same order and cannot deadlock, and the index is walked left to right.
     unique.sort((a, b) => a.tenantId - b.tenantId || (a.job.key < b.job.key ? -1 : a.job.key > b.job.key ? 1 : 0));
     const bySlot = over && db instanceof DataSource
-      ? await onConnection(db, over, (c) => this.insertUnique(unique, slotOf, c.manager))
-      : await this.insertUnique(unique, slotOf, db);
+      ? await onConnection(db, over, (c) => this.insertUnique(unique, slotOf, c.manager, opts))
+      : await this.insertUnique(unique, slotOf, db, opts);
     return items.map((item) => {
       const slot = slotOf(item.tenantId, item.job.key);
       const outcome = bySlot.get(slot)!;
@@ -103,22 +112,22 @@ export class JobsRepository {
     });
   }
 
-  private async insertUnique(unique: TenantJob[], slotOf: SlotOf, db: Db): Promise<Map<string, InsertOutcome>> {
+  private async insertUnique(unique: TenantJob[], slotOf: SlotOf, db: Db, opts: InsertOptions): Promise<Map<string, InsertOutcome>> {
     const out = new Map<string, InsertOutcome>();
     let pending = unique;
     const inTransaction = db instanceof EntityManager && !!db.queryRunner?.isTransactionActive;
+    const lockTimeout = opts.lockTimeoutMs !== undefined && !inTransaction ? `${opts.lockTimeoutMs}ms` : null;
     // A retired key fails the INSERT (the jobs_refuse_retired_keys trigger, SQLSTATE AL001); the
     // batch is then asked about and goes again without them. Inside a caller's transaction a
     // failed statement would abort the transaction, so it asks first.
     let askRetired = inTransaction;
     // A key committed by a concurrent insert after this statement's snapshot is skipped by
-    // ON CONFLICT yet invisible to the existing-row read; fetch those in a second step.
+    // ON CONFLICT yet invisible to the existing-row read; fetch those in a second step. Both
+    // look-ups are one statement over (tenant, key) pairs, however many tenants the batch holds.
     for (let round = 0; pending.length > 0; round++) {
       if (round === 4) throw new Error(`insertBatch: ${pending.length} keys neither inserted nor found after 4 rounds`);
       if (askRetired) {
-        for (const [tenantId, keys] of keysByTenant(pending)) {
-          for (const r of await this.findRetired(tenantId, keys, db)) out.set(slotOf(tenantId, r.key), r);
-        }
+        for (const [tenantId, r] of await this.findRetiredPairs(pending, db)) out.set(slotOf(tenantId, r.key), r);
         pending = pending.filter((p) => !out.has(slotOf(p.tenantId, p.job.key)));
         if (pending.length === 0) break;
       }
@@ -136,7 +145,7 @@ export class JobsRepository {
         maxAttempts[i] = j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
         states[i] = STATE_CODE[j.state];
       }
-      const params = [tenants, keys, kinds, runAts, payloads, maxAttempts, states, traceParents].map((a) => JSON.stringify(a));
+      const params = [...[tenants, keys, kinds, runAts, payloads, maxAttempts, states, traceParents].map((a) => JSON.stringify(a)), lockTimeout];
       const rows = await this.insertStatement(db, round === 0 && !inTransaction, inTransaction, params);
       if (rows === RETIRED) {
         askRetired = true;
@@ -160,8 +169,8 @@ export class JobsRepository {
         else if (r) out.set(slot, { status: 'existing', job: rowToJob(r as JobRow) });
         else missing.push(p);
       }
-      for (const [tenantId, keys] of keysByTenant(missing)) {
-        for (const job of await this.findByKeys(tenantId, keys, db)) out.set(slotOf(tenantId, job.key), { status: 'existing', job });
+      if (missing.length > 0) {
+        for (const job of await this.findByPairs(missing, db)) out.set(slotOf(job.tenantId, job.key), { status: 'existing', job });
       }
       pending = missing.filter((p) => !out.has(slotOf(p.tenantId, p.job.key)));
     }
@@ -204,13 +213,21 @@ export class JobsRepository {
     return rows.map((r) => r.key);
   }
 
-  /** The tenant's stored jobs among `keys` (any order). */
-  private async findByKeys(tenantId: number, keys: readonly string[], db: Db): Promise<JobRecord[]> {
-    const { rows } = await sql<JobRow>(
+  /** The retired keys among `items`' (tenant, key) pairs, each with its tenant (any order). */
+  private async findRetiredPairs(items: readonly TenantJob[], db: Db): Promise<[number, Extract<InsertOutcome, { status: 'retired' }>][]> {
+    const { rows } = await sql<{ tenant_id: number; key: string; removed_on: string; state: string; reserved_through: string | null; result_digest: string | null }>(
       db,
-      FIND_JOBS_BY_KEYS_SQL,
-      [tenantId, keys],
+      FIND_RETIRED_PAIRS_SQL,
+      [items.map((i) => i.tenantId), items.map((i) => i.job.key)],
     );
+    return rows.map((r) => [r.tenant_id, {
+      status: 'retired', key: r.key, removedOn: r.removed_on, state: decodeState(r.state), reservedThrough: r.reserved_through, resultDigest: r.result_digest,
+    }]);
+  }
+
+  /** The stored jobs among `items`' (tenant, key) pairs (any order). */
+  private async findByPairs(items: readonly TenantJob[], db: Db): Promise<JobRecord[]> {
+    const { rows } = await sql<JobRow>(db, FIND_JOBS_BY_PAIRS_SQL, [items.map((i) => i.tenantId), items.map((i) => i.job.key)]);
     return rows.map(rowToJob);
   }
 }
@@ -224,16 +241,6 @@ type SlotOf = (tenantId: number, key: string) => string;
 function slotsOf(items: readonly TenantJob[]): SlotOf {
   const first = items[0].tenantId;
   return items.every((i) => i.tenantId === first) ? (_, key) => key : (tenantId, key) => `${tenantId}:${key}`;
-}
-
-function keysByTenant(items: readonly TenantJob[]): Map<number, string[]> {
-  const by = new Map<number, string[]>();
-  for (const { tenantId, job } of items) {
-    const keys = by.get(tenantId);
-    if (keys) keys.push(job.key);
-    else by.set(tenantId, [job.key]);
-  }
-  return by;
 }
 
 function errorCode(err: unknown): unknown {

@@ -1,5 +1,5 @@
 import { prepared } from '../sql';
-import { INSERT_BATCH_COLUMNS, INSERT_BATCH_INPUT, INSERT_BATCH_VALUES } from './insert-batch-optimistic.sql';
+import { INSERT_BATCH_COLUMNS, INSERT_BATCH_INPUT, INSERT_BATCH_LOCK_WAIT, INSERT_BATCH_VALUES } from './insert-batch-optimistic.sql';
 import { jobPayload } from './job-payload.sql';
 
 /** The created jobs as one aggregated row, then the rows that already existed. */
@@ -26,7 +26,7 @@ SELECT false, j.id::text, NULL, j.key, j.tenant_id, j.kind, j.run_at, j.state, j
 export const INSERT_BATCH_ON_CONFLICT = prepared('almanac_insert_batch_on_conflict', `
 WITH ins AS (
   INSERT INTO jobs (${INSERT_BATCH_COLUMNS})
-  SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT}
+  SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT} WHERE ${INSERT_BATCH_LOCK_WAIT}
   ON CONFLICT (tenant_id, key) DO NOTHING
   RETURNING id, tenant_id, key
 )${INSERTED_AND_EXISTING}`);

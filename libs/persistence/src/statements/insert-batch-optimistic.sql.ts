@@ -9,6 +9,12 @@ export const INSERT_BATCH_INPUT = `ROWS FROM (json_array_elements_text($1::json)
                  json_array_elements_text($7::json), json_array_elements_text($8::json)) AS i(tn, k, n, r, p, m, s, t)`;
 /** The columns INSERT_BATCH_VALUES fills. */
 export const INSERT_BATCH_COLUMNS = 'tenant_id, key, kind, run_at, payload, max_attempts, state, trace_parent';
+/**
+ * Bounds the insert's lock waits when $9 (text, say '150ms') is not NULL: set_config with
+ * is_local is SET LOCAL, here until the statement's own transaction ends (never used inside a
+ * caller's). An uncorrelated subquery runs once, as an InitPlan, before the first row goes in.
+ */
+export const INSERT_BATCH_LOCK_WAIT = `(SELECT $9::text IS NULL OR set_config('lock_timeout', $9, true) IS NOT NULL)`;
 /** One job row's values. */
 export const INSERT_BATCH_VALUES = `tn::int, k, n, r::timestamptz, CASE WHEN json_typeof(p) = 'null' THEN NULL ELSE p END, m::smallint, s::"char", t`;
 
@@ -17,9 +23,10 @@ export const INSERT_BATCH_VALUES = `tn::int, k, n, r::timestamptz, CASE WHEN jso
  * any key exists; INSERT_BATCH_ON_CONFLICT is the retry. Returns one aggregated row of the created jobs.
  *
  * $1 … $8 json arrays, one element per job (sorted by tenant, then key): tenants, keys, kinds,
- * run times, payloads, max attempts, state codes, W3C traceparents (or `[]`). Several tenants'
- * single POSTs share one statement, and its commit (one insert per tenant at 1,000 POSTs/s from
- * 50 tenants: p99 74 ms against 8 ms from one, bench/ingest.ts --tenants).
+ * run times, payloads, max attempts, state codes, W3C traceparents (or `[]`); $9 text, the
+ * statement's lock_timeout or NULL (INSERT_BATCH_LOCK_WAIT). Several tenants' single POSTs share
+ * one statement, and its commit (one insert per tenant at 1,000 POSTs/s from 50 tenants: p99
+ * 74 ms against 8 ms from one, bench/ingest.ts --tenants).
  *
  * One statement per batch. Each column travels as one JSON array, zipped by ROWS FROM: Node
  * serialises it natively (pg's per-element array escaping cost ~3 µs/row more, measured) and
@@ -41,7 +48,7 @@ export const INSERT_BATCH_VALUES = `tn::int, k, n, r::timestamptz, CASE WHEN jso
 export const INSERT_BATCH_OPTIMISTIC = prepared('almanac_insert_batch_optimistic', `
 WITH ins AS (
   INSERT INTO jobs (${INSERT_BATCH_COLUMNS})
-  SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT}
+  SELECT ${INSERT_BATCH_VALUES} FROM ${INSERT_BATCH_INPUT} WHERE ${INSERT_BATCH_LOCK_WAIT}
   RETURNING id, tenant_id, key
 )
 SELECT true AS created, string_agg(id::text, ',') AS id, string_agg(tenant_id::text, ',') AS tenants, json_agg(key)::text AS key FROM ins`);

@@ -205,7 +205,7 @@ describe('MicroBatcher', () => {
     let inFlight = 0;
     let most = 0;
     const b = new MicroBatcher(
-      async (xs: string[]) => {
+      async (xs: string[]): Promise<(string | typeof RUN_ALONE)[]> => {
         calls.push(xs);
         most = Math.max(most, ++inFlight);
         if (calls.length === 1) await gate;
@@ -232,7 +232,7 @@ describe('MicroBatcher', () => {
     const calls: string[][] = [];
     const holds: (() => void)[] = [];
     const b = new MicroBatcher(
-      async (xs: string[]) => {
+      async (xs: string[]): Promise<(string | typeof RUN_ALONE)[]> => {
         calls.push(xs);
         await new Promise<void>((r) => holds.push(r));
         return new Set(xs.map((x) => x[0])).size > 1 ? xs.map(() => RUN_ALONE) : xs;

@@ -68,3 +68,13 @@ export function isValueError(err: unknown): boolean {
   }
   return false;
 }
+
+/** The Postgres SQLSTATE of an error, or of the error it wraps (TypeORM's driverError). */
+export function sqlStateOf(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e && depth < 4; depth++) {
+    const { code, driverError, cause } = e as { code?: unknown; driverError?: unknown; cause?: unknown };
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+    e = driverError ?? cause;
+  }
+  return undefined;
+}
