@@ -1,7 +1,47 @@
+import { MetricsService, within } from '@almanac/platform';
+import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { quietProxy, type QuietProxy } from '@almanac/testing/quiet-proxy';
 import { TEST_REDIS_URL } from '@almanac/testing/test-redis';
 import { type CommitEntry, IngestCommit } from '../src/jobs/ingest-commit';
 import { type ApiHarness, inMs, MINUTE, startApi } from './api-harness';
+
+const entry = (tenantId: number, key: string, maxAttempts = 3, payload: string | null = null): CommitEntry => ({
+  tenantId,
+  tier: 'cold',
+  traceParent: null,
+  input: { kind: 'noop', key, runAt: new Date(inMs(48 * 60 * MINUTE)), payload, payloadBytes: payload === null ? 0 : payload.length + 2, maxAttempts, replay: 'conflict' },
+});
+
+/** A transaction of the test's own holding `key` of `tenantId` uncommitted (a batch request, or a replay, in flight). */
+async function holdKey(h: ApiHarness, tenantId: number, key: string) {
+  const holder = h.db.dataSource.createQueryRunner();
+  await holder.startTransaction();
+  await holder.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES ($1, $2, 'noop', now() + interval '2 days', 's')`, [tenantId, key]);
+  return {
+    async end() {
+      if (holder.isTransactionActive) await holder.rollbackTransaction();
+      await holder.release();
+    },
+  };
+}
+
+/** Inserts the group commit has run (its rows-per-insert histogram's count). */
+async function insertsRun(h: ApiHarness): Promise<number> {
+  const metric = h.app.get(MetricsService).registry.getSingleMetric('almanac_ingest_commit_rows')!;
+  const values = (await metric.get()).values as { metricName?: string; value: number }[];
+  return values.find((v) => v.metricName === 'almanac_ingest_commit_rows_count')?.value ?? 0;
+}
+
+/** Rows of `keys` by the transaction that wrote them: per transaction, each tenant's count. */
+async function rowsByTransaction(h: ApiHarness, like: string): Promise<Record<number, number>[]> {
+  const rows: { tx: string; tenant_id: number; n: number }[] = await h.db.dataSource.query(
+    `SELECT xmin::text AS tx, tenant_id, count(*)::int AS n FROM jobs WHERE key LIKE $1 GROUP BY 1, 2 ORDER BY 1, 2`,
+    [like],
+  );
+  const byTx = new Map<string, Record<number, number>>();
+  for (const r of rows) byTx.set(r.tx, { ...byTx.get(r.tx), [r.tenant_id]: r.n });
+  return [...byTx.values()];
+}
 
 /** What one tenant's traffic must not do to another's single POSTs, or a silent Redis to anyone's. */
 describe("one tenant's backlog of single POSTs", () => {
@@ -52,13 +92,6 @@ describe('single POSTs of many tenants', () => {
   });
   afterAll(() => h.close());
 
-  const entry = (tenantId: number, key: string, maxAttempts = 3): CommitEntry => ({
-    tenantId,
-    tier: 'cold',
-    traceParent: null,
-    input: { kind: 'noop', key, runAt: new Date(inMs(48 * 60 * MINUTE)), payload: null, payloadBytes: 0, maxAttempts, replay: 'conflict' },
-  });
-
   it('share one insert and its commit: one per tenant made every POST wait for the tenants ahead', async () => {
     const tenants = await Promise.all(['m1', 'm2', 'm3', 'm4', 'm5'].map((name) => h.createTenant(name)));
     const commit = h.app.get(IngestCommit);
@@ -76,6 +109,113 @@ describe('single POSTs of many tenants', () => {
     const answers = await Promise.all([commit.one(entry(bad.id, 'refused', 100_000)), commit.one(entry(good.id, 'fine'))]);
     expect(answers.map((a) => a.status)).toEqual(['failed', 'created']);
     expect(await h.db.dataSource.query(`SELECT tenant_id FROM jobs WHERE key IN ('refused', 'fine')`)).toEqual([{ tenant_id: good.id }]);
+  });
+
+  it("fail only the tenant whose row a trigger refuses; the others' in the same insert are created", async () => {
+    const [bad, good, other] = [await h.createTenant('trigger-bad'), await h.createTenant('trigger-good'), await h.createTenant('trigger-other')];
+    const ds = h.db.dataSource;
+    await ds.query(`CREATE FUNCTION refuse_rows() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'not this one'; END $$`);
+    await ds.query(`CREATE TRIGGER refuse_rows BEFORE INSERT ON jobs FOR EACH ROW WHEN (NEW.tenant_id = ${bad.id}) EXECUTE FUNCTION refuse_rows()`);
+    try {
+      const commit = h.app.get(IngestCommit);
+      const answers = await Promise.all([commit.one(entry(bad.id, 'trig-1')), commit.one(entry(good.id, 'trig-2')), commit.one(entry(other.id, 'trig-3'))]);
+      expect(answers.map((a) => a.status)).toEqual(['failed', 'created', 'created']);
+    } finally {
+      await ds.query(`DROP TRIGGER refuse_rows ON jobs; DROP FUNCTION refuse_rows()`);
+    }
+  });
+
+  it('answer a retired key replayed in a shared insert as retired for its tenant, and create the others in that same insert', async () => {
+    const [replayer, x, y] = [await h.createTenant('replayer'), await h.createTenant('rx'), await h.createTenant('ry')];
+    await h.db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) VALUES ($1, 'ret-gone', '2026-11-02', 'd')`, [replayer.id]);
+    const commit = h.app.get(IngestCommit);
+    const answers = await Promise.all([commit.one(entry(replayer.id, 'ret-gone')), commit.one(entry(x.id, 'ret-x')), commit.one(entry(y.id, 'ret-y'))]);
+    expect(answers.map((a) => a.status)).toEqual(['retired', 'created', 'created']);
+    expect(await rowsByTransaction(h, 'ret-%')).toEqual([{ [x.id]: 1, [y.id]: 1 }]);
+  });
+
+  it("withdraw a failed shared insert's POST whose deadline passes while it waits again: nothing is written after its 503", async () => {
+    const [holderTenant, late] = [await h.createTenant('deadline-holder'), await h.createTenant('deadline-late')];
+    const held = await holdKey(h, holderTenant.id, 'dl-held');
+    try {
+      const commit = h.app.get(IngestCommit);
+      const before = await insertsRun(h);
+      const mine = commit.one(entry(holderTenant.id, 'dl-held'));
+      const deadline = new AbortController();
+      const theirs = commit.one(entry(late.id, 'dl-late'), deadline.signal).catch((e: Error) => e.message);
+      // The shared insert timed out on the held key; the holder's own insert (the one commit
+      // slot) waits on it, and the late tenant's POST waits again behind it.
+      for (const bound = Date.now() + 5000; (await insertsRun(h)) < before + 2; ) {
+        if (Date.now() > bound) throw new Error('the holder never got an insert of its own');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await someoneWaitsOnALock(h.db.dataSource);
+      deadline.abort(new Error('answered 503 at its deadline'));
+      expect(await within(2000, theirs, 'the withdrawn POST')).toBe('answered 503 at its deadline');
+      await held.end();
+      expect((await mine).status).toBe('created');
+      await commit.beforeApplicationShutdown(); // drains the batcher: nothing of the late tenant's left to run
+      expect(await h.db.dataSource.query(`SELECT key FROM jobs WHERE key LIKE 'dl-%'`)).toEqual([{ key: 'dl-held' }]);
+    } finally {
+      await held.end().catch(() => undefined);
+    }
+  });
+
+  it('take at most SHARED_ROWS_PER_TENANT (50) of a backlog into a shared insert; a tenant alone fills one', async () => {
+    const [p, q] = [await h.createTenant('cap-p'), await h.createTenant('cap-q')];
+    const commit = h.app.get(IngestCommit);
+    const posts = [
+      ...Array.from({ length: 120 }, (_, i) => commit.one(entry(p.id, `cap-p-${i}`))),
+      ...Array.from({ length: 60 }, (_, i) => commit.one(entry(q.id, `cap-q-${i}`))),
+    ];
+    expect(new Set((await Promise.all(posts)).map((a) => a.status))).toEqual(new Set(['created']));
+    // p's 120 and q's 60: 50 each, then 10 each (q's rest, the largest other), then p's last 60 alone.
+    const shares = await rowsByTransaction(h, 'cap-%');
+    expect(shares).toHaveLength(3);
+    expect(shares).toEqual(expect.arrayContaining([{ [p.id]: 50, [q.id]: 50 }, { [p.id]: 10, [q.id]: 10 }, { [p.id]: 60 }]));
+  });
+
+  it('never put a POST of more than 8 KiB of payload in a shared insert: it goes in its tenant\'s own', async () => {
+    const [big, s1, s2] = [await h.createTenant('big'), await h.createTenant('small-1'), await h.createTenant('small-2')];
+    const commit = h.app.get(IngestCommit);
+    const answers = await Promise.all([
+      commit.one(entry(big.id, 'pl-big', 3, 'x'.repeat(9 * 1024))),
+      commit.one(entry(s1.id, 'pl-s1')),
+      commit.one(entry(s2.id, 'pl-s2')),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual(['created', 'created', 'created']);
+    expect(await rowsByTransaction(h, 'pl-%')).toEqual(expect.arrayContaining([{ [big.id]: 1 }, { [s1.id]: 1, [s2.id]: 1 }]));
+    expect(await rowsByTransaction(h, 'pl-%')).toHaveLength(2);
+  });
+});
+
+describe("single POSTs of many tenants beside one tenant's key held uncommitted", () => {
+  let h: ApiHarness;
+
+  // The default two commit slots.
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_INGEST_COMMITS_IN_FLIGHT: '2' });
+  });
+  afterAll(() => h.close());
+
+  it("wait for it no longer than the shared insert's lock timeout; that tenant's POST answers once the key's transaction ends", async () => {
+    const [a, b, c] = [await h.createTenant('held-a'), await h.createTenant('held-b'), await h.createTenant('held-c')];
+    const held = await holdKey(h, a.id, 'held-k');
+    try {
+      const commit = h.app.get(IngestCommit);
+      const answered: string[] = [];
+      const post = (tenantId: number, key: string) => commit.one(entry(tenantId, key)).then((r) => (answered.push(key), r));
+      const mine = post(a.id, 'held-k');
+      const others = Promise.all([post(b.id, 'held-b1'), post(c.id, 'held-c1')]);
+      // Sharing an insert that waits on the held key, they would wait as long as it stays held.
+      expect((await within(2000, others, "the other tenants' POSTs")).map((r) => r.status)).toEqual(['created', 'created']);
+      await someoneWaitsOnALock(h.db.dataSource); // a's own insert, on its own key
+      expect(answered.sort()).toEqual(['held-b1', 'held-c1']);
+      await held.end();
+      expect((await mine).status).toBe('created');
+    } finally {
+      await held.end().catch(() => undefined);
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { entryState, type JobState, type Tier } from '@almanac/domain';
 import { type JobRecord, JobsRepository, type TenantJob } from '@almanac/persistence';
-import { isTransientDependencyError, MetricsService, MicroBatcher } from '@almanac/platform';
+import { isDependencyAway, MetricsService, MicroBatcher, RUN_ALONE, sqlStateOf } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Counter, Histogram } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
@@ -21,8 +21,28 @@ export type CommitResult =
   | { status: 'conflict'; job: JobRecord; fields: string[] }
   /** The key named a job retention removed; it stays reserved. */
   | { status: 'retired'; key: string; removedOn: string; state: JobState; reservedThrough: string | null; resultDigest: string | null }
-  /** This tenant's insert failed; other tenants sharing the group commit are not affected by a value of its jobs. */
+  /** This tenant's insert failed (or the shared insert, Postgres being away or slow); another tenant's rows never fail it. */
   | { status: 'failed'; error: unknown };
+
+/**
+ * The lock_timeout of an insert several tenants share. A lock wait there is always on one
+ * tenant's own key in flight (its batch request, or a replay not yet committed), so past it the
+ * insert goes again as each tenant's own. Above a 1,000-job batch request's insert (~70 ms at
+ * bench/ingest.ts's batch rate), which a replay racing it would wait for; well under the POSTs'
+ * deadline, so a tenant's key held open costs the others one such wait, not its duration.
+ */
+const SHARED_LOCK_TIMEOUT_MS = 150;
+/**
+ * The most of one tenant's POSTs in an insert it shares with others, however long its backlog
+ * (besides "no more than the largest other tenant waits with"): ~50 small rows are ~1 ms of
+ * insert. Alone, a tenant fills the insert (ALMANAC_INGEST_BATCH_MAX).
+ */
+const SHARED_ROWS_PER_TENANT = 50;
+/**
+ * A POST with more payload never shares an insert: it goes in its tenant's own, so one tenant's
+ * large rows cannot bring a shared insert near its statement timeout (50 × 8 KiB is 400 KiB).
+ */
+const SHARED_PAYLOAD_MAX_BYTES = 8 * 1024;
 
 /**
  * Group commit of new jobs, the way databases do it: concurrent requests' rows go to Postgres
@@ -51,12 +71,15 @@ export class IngestCommit implements BeforeApplicationShutdown {
     // another tenant's backlog holds a POST back by the inserts already running, no more, and
     // many tenants' POSTs share one commit (one insert per tenant: p99 74 ms at 1,000 POSTs/s from
     // 50 tenants, bench/ingest.ts --tenants). At most commitsInFlight run, so the connections
-    // they hold are bounded.
-    this.batcher = new MicroBatcher((entries) => this.insertGroup(entries), {
+    // they hold are bounded. A shared insert failing on a tenant's rows sends each tenant's
+    // POSTs back to the queue as inserts of their own (commitGroup).
+    this.batcher = new MicroBatcher((entries) => this.commitGroup(entries), {
       maxInFlight: settings.commitsInFlight,
       maxBatch: settings.batchMaxItems,
       keyOf: (entry) => entry.tenantId,
       shareBatches: true,
+      maxShare: SHARED_ROWS_PER_TENANT,
+      alone: (entry) => entry.input.payloadBytes > SHARED_PAYLOAD_MAX_BYTES,
     });
     this.ingested = metrics.counter({
       name: 'almanac_jobs_ingested_total',
@@ -142,35 +165,47 @@ export class IngestCommit implements BeforeApplicationShutdown {
   }
 
   /**
-   * Entries of one tenant or several in one insert, results in their order; a failed insert is
-   * `failed` for each. An insert of several tenants that fails, unless Postgres is away or slow
-   * (then each would wait again), goes again tenant by tenant, so one tenant's value or row fails
-   * only its own jobs.
+   * A group of the batcher: one tenant's entries in one insert, as insertGroup; several tenants'
+   * under SHARED_LOCK_TIMEOUT_MS. A shared insert failing for a reason tied to its rows (a lock
+   * wait on a tenant's own key, a value or trigger Postgres refuses) answers RUN_ALONE: each
+   * tenant's entries go back to the queue as a group of its own, where deadlines still withdraw
+   * them. Postgres away or slow (a statement timeout) fails them all: each would only wait again.
    */
+  private async commitGroup(entries: CommitEntry[]): Promise<(CommitResult | typeof RUN_ALONE)[]> {
+    if (entries.every((e) => e.tenantId === entries[0].tenantId)) return this.insertGroup(entries);
+    try {
+      return await this.insertRows(entries, undefined, SHARED_LOCK_TIMEOUT_MS);
+    } catch (error) {
+      if (isDependencyAway(error) || sqlStateOf(error) === QUERY_CANCELED) return entries.map(() => ({ status: 'failed', error }));
+      return entries.map(() => RUN_ALONE);
+    }
+  }
+
+  /** One tenant's entries in one insert, results in their order; a failed insert is `failed` for each. */
   private async insertGroup(entries: CommitEntry[], over?: AbortSignal): Promise<CommitResult[]> {
+    try {
+      return await this.insertRows(entries, over);
+    } catch (error) {
+      return entries.map(() => ({ status: 'failed', error }));
+    }
+  }
+
+  /** Entries of one tenant or several in one insert, results in their order; throws what the insert throws. */
+  private async insertRows(entries: CommitEntry[], over?: AbortSignal, lockTimeoutMs?: number): Promise<CommitResult[]> {
     if (entries.length === 0) return [];
     this.groupSize.observe(entries.length);
     const items: TenantJob[] = entries.map(({ tenantId, input, tier, traceParent }) => ({
       tenantId,
       job: { traceParent, kind: input.kind, key: input.key, runAt: input.runAt, payload: input.payload, maxAttempts: input.maxAttempts, state: entryState(tier) },
     }));
-    try {
-      const outcomes = await this.jobs.insertMany(items, undefined, over);
-      return outcomes.map((o, i) => {
-        if (o.status === 'created' || o.status === 'retired') return o;
-        const fields = differingFields(o.job, entries[i].input);
-        return fields.length ? { status: 'conflict', job: o.job, fields } : o;
-      });
-    } catch (error) {
-      const tenants = new Map<number, number[]>();
-      entries.forEach((e, i) => (tenants.get(e.tenantId)?.push(i) ?? tenants.set(e.tenantId, [i])));
-      if (tenants.size < 2 || over?.aborted || isTransientDependencyError(error)) return entries.map(() => ({ status: 'failed', error }));
-      const results = new Array<CommitResult>(entries.length);
-      for (const indices of tenants.values()) {
-        const out = await this.insertGroup(indices.map((i) => entries[i]), over);
-        indices.forEach((i, k) => (results[i] = out[k]));
-      }
-      return results;
-    }
+    const outcomes = await this.jobs.insertMany(items, undefined, over, { lockTimeoutMs });
+    return outcomes.map((o, i) => {
+      if (o.status === 'created' || o.status === 'retired') return o;
+      const fields = differingFields(o.job, entries[i].input);
+      return fields.length ? { status: 'conflict', job: o.job, fields } : o;
+    });
   }
 }
+
+/** query_canceled: the shared insert took longer than the statement timeout (Postgres slow). */
+const QUERY_CANCELED = '57014';
