@@ -1,47 +1,10 @@
-import { MetricsService, within } from '@almanac/platform';
+import { within } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { quietProxy, type QuietProxy } from '@almanac/testing/quiet-proxy';
 import { TEST_REDIS_URL } from '@almanac/testing/test-redis';
 import { type CommitEntry, IngestCommit } from '../src/jobs/ingest-commit';
 import { type ApiHarness, inMs, MINUTE, startApi } from './api-harness';
-
-const entry = (tenantId: number, key: string, maxAttempts = 3, payload: string | null = null): CommitEntry => ({
-  tenantId,
-  tier: 'cold',
-  traceParent: null,
-  input: { kind: 'noop', key, runAt: new Date(inMs(48 * 60 * MINUTE)), payload, payloadBytes: payload === null ? 0 : payload.length + 2, maxAttempts, replay: 'conflict' },
-});
-
-/** A transaction of the test's own holding `key` of `tenantId` uncommitted (a batch request, or a replay, in flight). */
-async function holdKey(h: ApiHarness, tenantId: number, key: string) {
-  const holder = h.db.dataSource.createQueryRunner();
-  await holder.startTransaction();
-  await holder.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES ($1, $2, 'noop', now() + interval '2 days', 's')`, [tenantId, key]);
-  return {
-    async end() {
-      if (holder.isTransactionActive) await holder.rollbackTransaction();
-      await holder.release();
-    },
-  };
-}
-
-/** Inserts the group commit has run (its rows-per-insert histogram's count). */
-async function insertsRun(h: ApiHarness): Promise<number> {
-  const metric = h.app.get(MetricsService).registry.getSingleMetric('almanac_ingest_commit_rows')!;
-  const values = (await metric.get()).values as { metricName?: string; value: number }[];
-  return values.find((v) => v.metricName === 'almanac_ingest_commit_rows_count')?.value ?? 0;
-}
-
-/** Rows of `keys` by the transaction that wrote them: per transaction, each tenant's count. */
-async function rowsByTransaction(h: ApiHarness, like: string): Promise<Record<number, number>[]> {
-  const rows: { tx: string; tenant_id: number; n: number }[] = await h.db.dataSource.query(
-    `SELECT xmin::text AS tx, tenant_id, count(*)::int AS n FROM jobs WHERE key LIKE $1 GROUP BY 1, 2 ORDER BY 1, 2`,
-    [like],
-  );
-  const byTx = new Map<string, Record<number, number>>();
-  for (const r of rows) byTx.set(r.tx, { ...byTx.get(r.tx), [r.tenant_id]: r.n });
-  return [...byTx.values()];
-}
+import { entry, holdKey, insertsRun, rowsByTransaction } from './ingest-rig';
 
 /** What one tenant's traffic must not do to another's single POSTs, or a silent Redis to anyone's. */
 describe("one tenant's backlog of single POSTs", () => {
@@ -186,36 +149,6 @@ describe('single POSTs of many tenants', () => {
     expect(answers.map((a) => a.status)).toEqual(['created', 'created', 'created']);
     expect(await rowsByTransaction(h, 'pl-%')).toEqual(expect.arrayContaining([{ [big.id]: 1 }, { [s1.id]: 1, [s2.id]: 1 }]));
     expect(await rowsByTransaction(h, 'pl-%')).toHaveLength(2);
-  });
-});
-
-describe("single POSTs of many tenants beside one tenant's key held uncommitted", () => {
-  let h: ApiHarness;
-
-  // The default two commit slots.
-  beforeAll(async () => {
-    h = await startApi({ ALMANAC_INGEST_COMMITS_IN_FLIGHT: '2' });
-  });
-  afterAll(() => h.close());
-
-  it("wait for it no longer than the shared insert's lock timeout; that tenant's POST answers once the key's transaction ends", async () => {
-    const [a, b, c] = [await h.createTenant('held-a'), await h.createTenant('held-b'), await h.createTenant('held-c')];
-    const held = await holdKey(h, a.id, 'held-k');
-    try {
-      const commit = h.app.get(IngestCommit);
-      const answered: string[] = [];
-      const post = (tenantId: number, key: string) => commit.one(entry(tenantId, key)).then((r) => (answered.push(key), r));
-      const mine = post(a.id, 'held-k');
-      const others = Promise.all([post(b.id, 'held-b1'), post(c.id, 'held-c1')]);
-      // Sharing an insert that waits on the held key, they would wait as long as it stays held.
-      expect((await within(2000, others, "the other tenants' POSTs")).map((r) => r.status)).toEqual(['created', 'created']);
-      await someoneWaitsOnALock(h.db.dataSource); // a's own insert, on its own key
-      expect(answered.sort()).toEqual(['held-b1', 'held-c1']);
-      await held.end();
-      expect((await mine).status).toBe('created');
-    } finally {
-      await held.end().catch(() => undefined);
-    }
   });
 });
 

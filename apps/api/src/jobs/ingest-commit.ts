@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { entryState, type JobState, type Tier } from '@almanac/domain';
 import { type JobRecord, JobsRepository, type TenantJob } from '@almanac/persistence';
 import { isDependencyAway, MetricsService, MicroBatcher, RUN_ALONE, sqlStateOf } from '@almanac/platform';
@@ -25,12 +26,12 @@ export type CommitResult =
   | { status: 'failed'; error: unknown };
 
 /**
- * The lock_timeout of an insert several tenants share. A lock wait there is always on one
- * tenant's own key in flight (its batch request, or a replay not yet committed), so past it the
- * insert goes again as each tenant's own. Above a 1,000-job batch request's insert (its whole
- * request ~67 ms at bench/ingest.ts's 60,000 jobs/s on 4 connections), which a replay racing it
- * would wait for; well under a POST's deadline, so a tenant's key held open costs the others one
- * such wait, not its duration.
+ * The lock_timeout of an insert several tenants share. Its row-lock waits are on one tenant's
+ * own key in flight (its batch request, or a replay not yet committed), so past it the insert
+ * goes again as each tenant's own. Above a 1,000-job batch request's insert (its whole request
+ * ~67 ms at bench/ingest.ts's 60,000 jobs/s on 4 connections), which a replay racing it would wait
+ * for; well under a POST's deadline, so each shared insert meeting a held key costs the others
+ * one such wait, not the key's duration (the tenant's own inserts wait for it one at a time).
  */
 const SHARED_LOCK_TIMEOUT_MS = 150;
 /**
@@ -44,6 +45,13 @@ const SHARED_ROWS_PER_TENANT = 50;
  * large rows cannot bring a shared insert near its statement timeout (50 × 8 KiB is 400 KiB).
  */
 const SHARED_PAYLOAD_MAX_BYTES = 8 * 1024;
+/**
+ * A shared insert that failed after this long did not fail on a tenant's key (that wait ends at
+ * SHARED_LOCK_TIMEOUT_MS, and the insert takes milliseconds) but on a lock of the whole table
+ * (a migration's DDL, taken before the statement's own lock_timeout is set) or a slow Postgres:
+ * each tenant's own insert would only wait as long again, so they all fail.
+ */
+const SHARED_FAILED_SLOW_MS = 1000;
 
 /**
  * Group commit of new jobs, the way databases do it: concurrent requests' rows go to Postgres
@@ -174,10 +182,12 @@ export class IngestCommit implements BeforeApplicationShutdown {
    */
   private async commitGroup(entries: CommitEntry[]): Promise<(CommitResult | typeof RUN_ALONE)[]> {
     if (entries.every((e) => e.tenantId === entries[0].tenantId)) return this.insertGroup(entries);
+    const started = performance.now();
     try {
       return await this.insertRows(entries, undefined, SHARED_LOCK_TIMEOUT_MS);
     } catch (error) {
-      if (isDependencyAway(error) || sqlStateOf(error) === QUERY_CANCELED) return entries.map(() => ({ status: 'failed', error }));
+      const slow = performance.now() - started > SHARED_FAILED_SLOW_MS;
+      if (slow || isDependencyAway(error) || sqlStateOf(error) === QUERY_CANCELED) return entries.map(() => ({ status: 'failed', error }));
       return entries.map(() => RUN_ALONE);
     }
   }

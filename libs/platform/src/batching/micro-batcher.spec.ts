@@ -253,6 +253,30 @@ describe('MicroBatcher', () => {
     expect(calls).toEqual([['a1', 'b1', 'c1'], ['a1']]);
   });
 
+  it("with shareBatches, a key runs one batch of its own at a time: one whose batch waits on its own rows never holds every slot", async () => {
+    const batches: string[][] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const b = new MicroBatcher(
+      async (xs: string[]): Promise<(string | typeof RUN_ALONE)[]> => {
+        batches.push(xs);
+        if (xs.every((x) => x.startsWith('a'))) await held; // a's own batch waits on a key a holds
+        return new Set(xs.map((x) => x[0])).size > 1 ? xs.map(() => RUN_ALONE) : xs; // shared: fails on a's rows
+      },
+      { maxBatch: 6, maxInFlight: 2, keyOf: (x: string) => x[0], shareBatches: true },
+    );
+    const a1 = b.submit('a1');
+    await new Promise((r) => setImmediate(r)); // a1 runs alone, in one slot, held
+    const a2 = b.submit('a2'); // a's retry
+    await new Promise((r) => setImmediate(r));
+    const b1 = b.submit('b1'); // another key's item, a slot free
+    await expect(b1).resolves.toBe('b1'); // without the rule: a2 alone took the second slot, b1 waited for a's key
+    expect(batches).toEqual([['a1'], ['a2', 'b1'], ['b1']]); // a2 shared b1's batch (which failed on a's rows), never ran alone beside a1
+    release();
+    await expect(Promise.all([a1, a2])).resolves.toEqual(['a1', 'a2']);
+    await b.drain();
+  });
+
   it('rejects a batch of one key answered RUN_ALONE (it would go again forever)', async () => {
     const b = new MicroBatcher(async (xs: string[]) => xs.map(() => RUN_ALONE), { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true });
     await expect(b.submit('a1')).rejects.toThrow('RUN_ALONE for a batch of one key');

@@ -40,6 +40,8 @@ export interface MicroBatcherOptions<I> {
  */
 export const RUN_ALONE: unique symbol = Symbol('MicroBatcher.RUN_ALONE');
 
+const NO_KEY = Symbol('MicroBatcher.NO_KEY');
+
 interface Pending<I, O> {
   item: I;
   key: unknown;
@@ -58,6 +60,12 @@ export class MicroBatcher<I, O> {
   private scheduled = false;
   private lingering: NodeJS.Timeout | undefined;
   private readonly idle = new Set<() => void>();
+  /**
+   * With shareBatches: keys with a batch of their own items running. A key gets one at a time:
+   * such a batch may wait on the key's own rows (a tenant's key held by its uncommitted
+   * request) for as long as they are held, and two would hold every slot from the other keys.
+   */
+  private readonly ownRunning = new Set<unknown>();
 
   /** `run` answers one output per input, in the same order (RUN_ALONE only for a batch of several keys). */
   constructor(
@@ -131,6 +139,7 @@ export class MicroBatcher<I, O> {
   private flush(): void {
     while (this.queued > 0 && this.inFlight < this.opts.maxInFlight) {
       const batch = this.take();
+      if (batch.length === 0) return; // only keys with a batch of their own running wait
       this.inFlight++;
       void this.runBatch(batch);
     }
@@ -152,12 +161,17 @@ export class MicroBatcher<I, O> {
    */
   private takeShares(): Pending<I, O>[] {
     const [first, firstQueue] = this.queues.entries().next().value!;
-    if (firstQueue[0].alone) return this.takeKey(first, firstQueue);
+    if (firstQueue[0].alone && !this.ownRunning.has(first)) return this.takeKey(first, firstQueue);
     const shareable = new Map<unknown, number>();
     for (const [key, queue] of this.queues) {
       let n = 0;
       while (n < queue.length && n < this.opts.maxBatch && !queue[n].alone) n++;
       if (n > 0) shareable.set(key, n);
+    }
+    // One key's items alone would be a second batch of its own while one runs: then a key whose head goes alone, if any.
+    if (shareable.size === 0 || (shareable.size === 1 && this.ownRunning.has(shareable.keys().next().value))) {
+      for (const [key, queue] of this.queues) if (queue[0].alone && !this.ownRunning.has(key)) return this.takeKey(key, queue);
+      return [];
     }
     const lengths = [...shareable.values()].sort((a, b) => b - a);
     const batch: Pending<I, O>[] = [];
@@ -211,6 +225,8 @@ export class MicroBatcher<I, O> {
   }
 
   private async runBatch(batch: Pending<I, O>[]): Promise<void> {
+    const own = this.opts.shareBatches && batch.every((p) => p.key === batch[0].key) ? batch[0].key : NO_KEY;
+    if (own !== NO_KEY) this.ownRunning.add(own);
     try {
       const out = await this.run(batch.map((p) => p.item));
       const again = batch.filter((_, i) => out[i] === RUN_ALONE);
@@ -224,6 +240,7 @@ export class MicroBatcher<I, O> {
       for (const p of batch) p.reject(err);
     } finally {
       this.inFlight--;
+      if (own !== NO_KEY) this.ownRunning.delete(own);
       if (this.queued > 0) {
         if (this.opts.lingerMs) this.schedule();
         else this.flush();

@@ -73,7 +73,7 @@ export function isValueError(err: unknown): boolean {
 export function sqlStateOf(err: unknown): string | undefined {
   for (let e = err, depth = 0; e && depth < 4; depth++) {
     const { code, driverError, cause } = e as { code?: unknown; driverError?: unknown; cause?: unknown };
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+    if (typeof code === 'string' && /^[0-9A-Z]{2}[0-9A-Z]{3}$/.test(code) && /[0-9]/.test(code)) return code; // a SQLSTATE has digits; Node's EPIPE, EPERM do not
     e = driverError ?? cause;
   }
   return undefined;

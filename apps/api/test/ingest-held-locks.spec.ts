@@ -1,0 +1,83 @@
+import { within } from '@almanac/platform';
+import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
+import { IngestCommit } from '../src/jobs/ingest-commit';
+import { type ApiHarness, startApi } from './api-harness';
+import { entry, holdKey } from './ingest-rig';
+
+/** A tenant's key held uncommitted, or the whole table locked: what that does to other tenants' single POSTs. */
+describe("single POSTs of many tenants beside one tenant's key held uncommitted", () => {
+  let h: ApiHarness;
+
+  // The default two commit slots.
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_INGEST_COMMITS_IN_FLIGHT: '2' });
+  });
+  afterAll(() => h.close());
+
+  it("wait for it no longer than the shared insert's lock timeout; that tenant's POST answers once the key's transaction ends", async () => {
+    const [a, b, c] = [await h.createTenant('held-a'), await h.createTenant('held-b'), await h.createTenant('held-c')];
+    const held = await holdKey(h, a.id, 'held-k');
+    try {
+      const commit = h.app.get(IngestCommit);
+      const answered: string[] = [];
+      const post = (tenantId: number, key: string) => commit.one(entry(tenantId, key)).then((r) => (answered.push(key), r));
+      const mine = post(a.id, 'held-k');
+      const others = Promise.all([post(b.id, 'held-b1'), post(c.id, 'held-c1')]);
+      // Sharing an insert that waits on the held key, they would wait as long as it stays held.
+      expect((await within(2000, others, "the other tenants' POSTs")).map((r) => r.status)).toEqual(['created', 'created']);
+      await someoneWaitsOnALock(h.db.dataSource); // a's own insert, on its own key
+      expect(answered.sort()).toEqual(['held-b1', 'held-c1']);
+      await held.end();
+      expect((await mine).status).toBe('created');
+    } finally {
+      await held.end().catch(() => undefined);
+    }
+  });
+
+  it("run a tenant's inserts of its own one at a time: a tenant retrying its held key never holds both slots from the others", async () => {
+    const [a, b] = [await h.createTenant('wedge-a'), await h.createTenant('wedge-b')];
+    const held = await holdKey(h, a.id, 'wedge-k');
+    try {
+      const commit = h.app.get(IngestCommit);
+      const sent = entry(a.id, 'wedge-k');
+      const first = commit.one(sent);
+      await someoneWaitsOnALock(h.db.dataSource); // a's own insert waits on its key, in one slot
+      const retry = commit.one(sent); // its client sends it again
+      const other = commit.one(entry(b.id, 'wedge-b1'));
+      // The retry and b's POST share an insert, which meets the held key; a went first in turn,
+      // alone, into the second slot, and b waited for the key's transaction (or the 5 s lock timeout).
+      expect((await within(2000, other, "b's POST")).status).toBe('created');
+      await held.end();
+      expect((await first).status).toBe('created');
+      expect((await retry).status).toBe('existing');
+    } finally {
+      await held.end().catch(() => undefined);
+    }
+  });
+});
+
+describe('single POSTs of many tenants while a lock holds the whole jobs table', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_INGEST_COMMITS_IN_FLIGHT: '2', ALMANAC_PG_LOCK_TIMEOUT_MS: '1500' });
+  });
+  afterAll(() => h.close());
+
+  it("fail together when their shared insert waited out the session's lock timeout: each tenant's own insert would wait as long again", async () => {
+    const tenants = [await h.createTenant('lock-a'), await h.createTenant('lock-b'), await h.createTenant('lock-c')];
+    const locker = h.db.dataSource.createQueryRunner();
+    await locker.startTransaction();
+    await locker.query('LOCK TABLE jobs IN SHARE MODE'); // a migration's DDL, say: taken before the insert sets its own lock_timeout
+    try {
+      const commit = h.app.get(IngestCommit);
+      const t0 = Date.now();
+      const results = await Promise.all(tenants.map((t, i) => commit.one(entry(t.id, `lock-${i}`))));
+      expect(results.map((r) => r.status)).toEqual(['failed', 'failed', 'failed']);
+      expect(Date.now() - t0).toBeLessThan(2800); // one at a time, two slots: 1.5 s for the shared insert, then 3 s more
+    } finally {
+      await locker.rollbackTransaction();
+      await locker.release();
+    }
+  });
+});
