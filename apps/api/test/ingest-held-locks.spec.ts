@@ -34,7 +34,7 @@ describe("single POSTs of many tenants beside one tenant's key held uncommitted"
     }
   });
 
-  it("run a tenant's inserts of its own one at a time: a tenant retrying its held key never holds both slots from the others", async () => {
+  it("hold a tenant's POSTs sent back alone while its insert waits on its held key: its retries never take both slots from the others", async () => {
     const [a, b] = [await h.createTenant('wedge-a'), await h.createTenant('wedge-b')];
     const held = await holdKey(h, a.id, 'wedge-k');
     try {
@@ -74,7 +74,7 @@ describe('single POSTs of many tenants while a lock holds the whole jobs table',
       const t0 = Date.now();
       const results = await Promise.all(tenants.map((t, i) => commit.one(entry(t.id, `lock-${i}`))));
       expect(results.map((r) => r.status)).toEqual(['failed', 'failed', 'failed']);
-      expect(Date.now() - t0).toBeLessThan(2800); // one at a time, two slots: 1.5 s for the shared insert, then 3 s more
+      expect(Date.now() - t0).toBeLessThan(2800); // sent back alone, two slots: 1.5 s for the shared insert, then 3 s more
     } finally {
       await locker.rollbackTransaction();
       await locker.release();

@@ -1,7 +1,6 @@
-import { performance } from 'node:perf_hooks';
 import { entryState, type JobState, type Tier } from '@almanac/domain';
 import { type JobRecord, JobsRepository, type TenantJob } from '@almanac/persistence';
-import { isDependencyAway, MetricsService, MicroBatcher, RUN_ALONE, sqlStateOf } from '@almanac/platform';
+import { isDependencyAway, isRowLockTimeout, MetricsService, MicroBatcher, RUN_ALONE, sqlStateOf } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Counter, Histogram } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
@@ -45,13 +44,6 @@ const SHARED_ROWS_PER_TENANT = 50;
  * large rows cannot bring a shared insert near its statement timeout (50 × 8 KiB is 400 KiB).
  */
 const SHARED_PAYLOAD_MAX_BYTES = 8 * 1024;
-/**
- * A shared insert that failed after this long did not fail on a tenant's key (that wait ends at
- * SHARED_LOCK_TIMEOUT_MS, and the insert takes milliseconds) but on a lock of the whole table
- * (a migration's DDL, taken before the statement's own lock_timeout is set) or a slow Postgres:
- * each tenant's own insert would only wait as long again, so they all fail.
- */
-const SHARED_FAILED_SLOW_MS = 1000;
 
 /**
  * Group commit of new jobs, the way databases do it: concurrent requests' rows go to Postgres
@@ -178,16 +170,18 @@ export class IngestCommit implements BeforeApplicationShutdown {
    * under SHARED_LOCK_TIMEOUT_MS. A shared insert failing for a reason tied to its rows (a lock
    * wait on a tenant's own key, a value or trigger Postgres refuses) answers RUN_ALONE: each
    * tenant's entries go back to the queue as a group of its own, where deadlines still withdraw
-   * them. Postgres away or slow (a statement timeout) fails them all: each would only wait again.
+   * them. Postgres away or slow (a statement timeout), or a lock timeout on the whole table (a
+   * migration's DDL: taken as the statement starts, before it sets SHARED_LOCK_TIMEOUT_MS, so it
+   * waited the session's), fails them all: each would only wait as long again.
    */
   private async commitGroup(entries: CommitEntry[]): Promise<(CommitResult | typeof RUN_ALONE)[]> {
     if (entries.every((e) => e.tenantId === entries[0].tenantId)) return this.insertGroup(entries);
-    const started = performance.now();
     try {
       return await this.insertRows(entries, undefined, SHARED_LOCK_TIMEOUT_MS);
     } catch (error) {
-      const slow = performance.now() - started > SHARED_FAILED_SLOW_MS;
-      if (slow || isDependencyAway(error) || sqlStateOf(error) === QUERY_CANCELED) return entries.map(() => ({ status: 'failed', error }));
+      const state = sqlStateOf(error);
+      const onTable = state === LOCK_NOT_AVAILABLE && !isRowLockTimeout(error);
+      if (onTable || state === QUERY_CANCELED || isDependencyAway(error)) return entries.map(() => ({ status: 'failed', error }));
       return entries.map(() => RUN_ALONE);
     }
   }
@@ -220,3 +214,5 @@ export class IngestCommit implements BeforeApplicationShutdown {
 
 /** query_canceled: the shared insert took longer than the statement timeout (Postgres slow). */
 const QUERY_CANCELED = '57014';
+/** lock_not_available: a lock wait ran out (see isRowLockTimeout for which kind). */
+const LOCK_NOT_AVAILABLE = '55P03';

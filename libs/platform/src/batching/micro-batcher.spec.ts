@@ -253,7 +253,7 @@ describe('MicroBatcher', () => {
     expect(calls).toEqual([['a1', 'b1', 'c1'], ['a1']]);
   });
 
-  it("with shareBatches, a key runs one batch of its own at a time: one whose batch waits on its own rows never holds every slot", async () => {
+  it("with shareBatches, an item sent back alone waits while its key has a batch running: a key whose batch waits on its own rows never holds every slot", async () => {
     const batches: string[][] = [];
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -267,14 +267,29 @@ describe('MicroBatcher', () => {
     );
     const a1 = b.submit('a1');
     await new Promise((r) => setImmediate(r)); // a1 runs alone, in one slot, held
-    const a2 = b.submit('a2'); // a's retry
-    await new Promise((r) => setImmediate(r));
-    const b1 = b.submit('b1'); // another key's item, a slot free
-    await expect(b1).resolves.toBe('b1'); // without the rule: a2 alone took the second slot, b1 waited for a's key
-    expect(batches).toEqual([['a1'], ['a2', 'b1'], ['b1']]); // a2 shared b1's batch (which failed on a's rows), never ran alone beside a1
+    const [a2, b1] = [b.submit('a2'), b.submit('b1')]; // a's retry beside another key's item
+    await expect(b1).resolves.toBe('b1'); // without the rule: a2, sent back alone first in turn, took the second slot
+    expect(batches).toEqual([['a1'], ['a2', 'b1'], ['b1']]);
     release();
     await expect(Promise.all([a1, a2])).resolves.toEqual(['a1', 'a2']);
+    expect(batches[3]).toEqual(['a2']);
     await b.drain();
+  });
+
+  it('with shareBatches, one busy key alone keeps every slot', async () => {
+    let running = 0;
+    let most = 0;
+    const b = new MicroBatcher(
+      async (xs: string[]) => {
+        most = Math.max(most, ++running);
+        await new Promise((r) => setImmediate(r));
+        running--;
+        return xs;
+      },
+      { maxBatch: 1, maxInFlight: 2, keyOf: (x: string) => x[0], shareBatches: true, maxShare: 50 },
+    );
+    await Promise.all(['a1', 'a2', 'a3', 'a4'].map((x) => b.submit(x)));
+    expect(most).toBe(2);
   });
 
   it('rejects a batch of one key answered RUN_ALONE (it would go again forever)', async () => {

@@ -40,8 +40,6 @@ export interface MicroBatcherOptions<I> {
  */
 export const RUN_ALONE: unique symbol = Symbol('MicroBatcher.RUN_ALONE');
 
-const NO_KEY = Symbol('MicroBatcher.NO_KEY');
-
 interface Pending<I, O> {
   item: I;
   key: unknown;
@@ -61,11 +59,12 @@ export class MicroBatcher<I, O> {
   private lingering: NodeJS.Timeout | undefined;
   private readonly idle = new Set<() => void>();
   /**
-   * With shareBatches: keys with a batch of their own items running. A key gets one at a time:
-   * such a batch may wait on the key's own rows (a tenant's key held by its uncommitted
-   * request) for as long as they are held, and two would hold every slot from the other keys.
+   * With shareBatches: batches running with each key's items. An item going alone starts only
+   * when none of its key's runs: one sent back from a shared batch that met its tenant's held key
+   * would wait on that key beside its key's batch already waiting there, and two such hold every
+   * slot from the other keys. A key's other batches are not held back (a busy key keeps every slot).
    */
-  private readonly ownRunning = new Set<unknown>();
+  private readonly running = new Map<unknown, number>();
 
   /** `run` answers one output per input, in the same order (RUN_ALONE only for a batch of several keys). */
   constructor(
@@ -157,20 +156,23 @@ export class MicroBatcher<I, O> {
    * largest other key waits with (all of its own, unless it has the most), and at most maxShare:
    * many small keys share a call, and one key's backlog adds to it no more than the others
    * bring; alone, it fills the batch. A key whose next item goes alone gets a batch of its own
-   * when first in turn, and keeps its place otherwise. Keys served go to the back.
+   * when ahead in turn of every key whose next item shares and none of its batches runs, and
+   * keeps its place otherwise. Keys served go to the back. [] when only items that wait remain.
    */
   private takeShares(): Pending<I, O>[] {
-    const [first, firstQueue] = this.queues.entries().next().value!;
-    if (firstQueue[0].alone && !this.ownRunning.has(first)) return this.takeKey(first, firstQueue);
+    for (const [key, queue] of this.queues) {
+      if (!queue[0].alone) break;
+      if (!this.running.has(key)) return this.takeKey(key, queue);
+    }
     const shareable = new Map<unknown, number>();
     for (const [key, queue] of this.queues) {
       let n = 0;
       while (n < queue.length && n < this.opts.maxBatch && !queue[n].alone) n++;
       if (n > 0) shareable.set(key, n);
     }
-    // One key's items alone would be a second batch of its own while one runs: then a key whose head goes alone, if any.
-    if (shareable.size === 0 || (shareable.size === 1 && this.ownRunning.has(shareable.keys().next().value))) {
-      for (const [key, queue] of this.queues) if (queue[0].alone && !this.ownRunning.has(key)) return this.takeKey(key, queue);
+    if (shareable.size === 0) {
+      // Every head goes alone: the first key in turn with none of its batches running, if any.
+      for (const [key, queue] of this.queues) if (!this.running.has(key)) return this.takeKey(key, queue);
       return [];
     }
     const lengths = [...shareable.values()].sort((a, b) => b - a);
@@ -225,8 +227,8 @@ export class MicroBatcher<I, O> {
   }
 
   private async runBatch(batch: Pending<I, O>[]): Promise<void> {
-    const own = this.opts.shareBatches && batch.every((p) => p.key === batch[0].key) ? batch[0].key : NO_KEY;
-    if (own !== NO_KEY) this.ownRunning.add(own);
+    const keys = this.opts.shareBatches ? new Set(batch.map((p) => p.key)) : null;
+    for (const key of keys ?? []) this.running.set(key, (this.running.get(key) ?? 0) + 1);
     try {
       const out = await this.run(batch.map((p) => p.item));
       const again = batch.filter((_, i) => out[i] === RUN_ALONE);
@@ -240,7 +242,11 @@ export class MicroBatcher<I, O> {
       for (const p of batch) p.reject(err);
     } finally {
       this.inFlight--;
-      if (own !== NO_KEY) this.ownRunning.delete(own);
+      for (const key of keys ?? []) {
+        const left = this.running.get(key)! - 1;
+        if (left > 0) this.running.set(key, left);
+        else this.running.delete(key);
+      }
       if (this.queued > 0) {
         if (this.opts.lingerMs) this.schedule();
         else this.flush();

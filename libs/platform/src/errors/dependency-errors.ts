@@ -78,3 +78,18 @@ export function sqlStateOf(err: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * A lock timeout (55P03) met waiting on rows (a key another transaction is inserting, a row it
+ * writes or deletes), not on a whole table: Postgres gives a wait on rows a context naming the
+ * tuple ("while inserting index tuple (0,2) in relation …"), and a table's lock none.
+ */
+export function isRowLockTimeout(err: unknown): boolean {
+  if (sqlStateOf(err) !== '55P03') return false;
+  for (let e = err, depth = 0; e && depth < 4; depth++) {
+    const { where, driverError, cause } = e as { where?: unknown; driverError?: unknown; cause?: unknown };
+    if (typeof where === 'string' && /\btuple\b/.test(where)) return true;
+    e = driverError ?? cause;
+  }
+  return false;
+}
