@@ -42,10 +42,11 @@ describe("single POSTs of many tenants beside one tenant's key held uncommitted"
       const sent = entry(a.id, 'wedge-k');
       const first = commit.one(sent);
       await someoneWaitsOnALock(h.db.dataSource); // a's own insert waits on its key, in one slot
-      const retry = commit.one(sent); // its client sends it again
+      const retry = commit.one(sent); // its client sends it again, alone in the queue: no second insert of a's own
+      await new Promise((r) => setImmediate(r)); // the batcher's turn
       const other = commit.one(entry(b.id, 'wedge-b1'));
-      // The retry and b's POST share an insert, which meets the held key; a went first in turn,
-      // alone, into the second slot, and b waited for the key's transaction (or the 5 s lock timeout).
+      // The retry took the second slot on its own (or, sharing b's insert that met the held key,
+      // went back alone first in turn into it), and b waited for the key (or the 5 s lock timeout).
       expect((await within(2000, other, "b's POST")).status).toBe('created');
       await held.end();
       expect((await first).status).toBe('created');

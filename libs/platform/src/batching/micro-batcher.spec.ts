@@ -267,8 +267,10 @@ describe('MicroBatcher', () => {
     );
     const a1 = b.submit('a1');
     await new Promise((r) => setImmediate(r)); // a1 runs alone, in one slot, held
-    const [a2, b1] = [b.submit('a2'), b.submit('b1')]; // a's retry beside another key's item
-    await expect(b1).resolves.toBe('b1'); // without the rule: a2, sent back alone first in turn, took the second slot
+    const a2 = b.submit('a2'); // a's retry, alone in the queue: not a second batch of a's own
+    await new Promise((r) => setImmediate(r));
+    const b1 = b.submit('b1');
+    await expect(b1).resolves.toBe('b1'); // without the rule: a2 took the second slot (alone, or sent back alone first in turn)
     expect(batches).toEqual([['a1'], ['a2', 'b1'], ['b1']]);
     release();
     await expect(Promise.all([a1, a2])).resolves.toEqual(['a1', 'a2']);
@@ -276,20 +278,25 @@ describe('MicroBatcher', () => {
     await b.drain();
   });
 
-  it('with shareBatches, one busy key alone keeps every slot', async () => {
+  it('with shareBatches, one busy key runs one batch of its own at a time, the next taking all that waits', async () => {
     let running = 0;
     let most = 0;
+    const batches: string[][] = [];
     const b = new MicroBatcher(
       async (xs: string[]) => {
+        batches.push(xs);
         most = Math.max(most, ++running);
         await new Promise((r) => setImmediate(r));
         running--;
         return xs;
       },
-      { maxBatch: 1, maxInFlight: 2, keyOf: (x: string) => x[0], shareBatches: true, maxShare: 50 },
+      { maxBatch: 10, maxInFlight: 2, keyOf: (x: string) => x[0], shareBatches: true, maxShare: 50 },
     );
-    await Promise.all(['a1', 'a2', 'a3', 'a4'].map((x) => b.submit(x)));
-    expect(most).toBe(2);
+    const first = b.submit('a1');
+    await new Promise((r) => setImmediate(r));
+    await Promise.all([first, ...['a2', 'a3', 'a4'].map((x) => b.submit(x))]);
+    expect(most).toBe(1);
+    expect(batches).toEqual([['a1'], ['a2', 'a3', 'a4']]);
   });
 
   it('rejects a batch of one key answered RUN_ALONE (it would go again forever)', async () => {

@@ -59,12 +59,14 @@ export class MicroBatcher<I, O> {
   private lingering: NodeJS.Timeout | undefined;
   private readonly idle = new Set<() => void>();
   /**
-   * With shareBatches: batches running with each key's items. An item going alone starts only
-   * when none of its key's runs: one sent back from a shared batch that met its tenant's held key
-   * would wait on that key beside its key's batch already waiting there, and two such hold every
-   * slot from the other keys. A key's other batches are not held back (a busy key keeps every slot).
+   * With shareBatches: batches running with each key's items, and the keys with a batch of their
+   * own items running. A key gets one such batch at a time, and an item going alone starts only
+   * when none of its key's batches runs: a batch of one tenant's own may wait on that tenant's key
+   * held by its own uncommitted request, as long as it is held, and two would hold every slot
+   * from the other keys. A busy key alone loses nothing: its next batch takes all it has waiting.
    */
   private readonly running = new Map<unknown, number>();
+  private readonly ownRunning = new Set<unknown>();
 
   /** `run` answers one output per input, in the same order (RUN_ALONE only for a batch of several keys). */
   constructor(
@@ -157,7 +159,8 @@ export class MicroBatcher<I, O> {
    * many small keys share a call, and one key's backlog adds to it no more than the others
    * bring; alone, it fills the batch. A key whose next item goes alone gets a batch of its own
    * when ahead in turn of every key whose next item shares and none of its batches runs, and
-   * keeps its place otherwise. Keys served go to the back. [] when only items that wait remain.
+   * keeps its place otherwise; a key with a batch of its own running joins only a batch shared
+   * with others. Keys served go to the back. [] when only items that wait remain.
    */
   private takeShares(): Pending<I, O>[] {
     for (const [key, queue] of this.queues) {
@@ -170,18 +173,39 @@ export class MicroBatcher<I, O> {
       while (n < queue.length && n < this.opts.maxBatch && !queue[n].alone) n++;
       if (n > 0) shareable.set(key, n);
     }
-    if (shareable.size === 0) {
-      // Every head goes alone: the first key in turn with none of its batches running, if any.
-      for (const [key, queue] of this.queues) if (!this.running.has(key)) return this.takeKey(key, queue);
-      return [];
+    for (;;) {
+      const plan = this.planShares(shareable);
+      const [only] = plan.size === 1 ? plan.keys() : [];
+      if (plan.size > 1 || (plan.size === 1 && !this.ownRunning.has(only))) return this.takePlan(plan);
+      if (plan.size === 0) break;
+      shareable.delete(only); // it would be a second batch of its key's own
     }
+    // Nothing to share: a key whose head goes alone, with none of its batches running, if any.
+    for (const [key, queue] of this.queues) if (queue[0].alone && !this.running.has(key)) return this.takeKey(key, queue);
+    return [];
+  }
+
+  /** How many of each shareable key's items the next batch takes (see takeShares), in turn order. */
+  private planShares(shareable: Map<unknown, number>): Map<unknown, number> {
     const lengths = [...shareable.values()].sort((a, b) => b - a);
-    const batch: Pending<I, O>[] = [];
+    const plan = new Map<unknown, number>();
+    let total = 0;
     for (const [key, n] of shareable) {
-      if (batch.length >= this.opts.maxBatch) break;
-      const queue = this.queues.get(key)!;
+      if (total >= this.opts.maxBatch) break;
       const cap = lengths.length === 1 ? n : Math.min(n, n === lengths[0] ? lengths[1] : n, this.opts.maxShare ?? Infinity);
-      for (const p of queue.splice(0, Math.min(cap, this.opts.maxBatch - batch.length))) batch.push(p);
+      const take = Math.min(cap, this.opts.maxBatch - total);
+      plan.set(key, take);
+      total += take;
+    }
+    return plan;
+  }
+
+  /** The planned items off their keys' queues; keys served go to the back. */
+  private takePlan(plan: Map<unknown, number>): Pending<I, O>[] {
+    const batch: Pending<I, O>[] = [];
+    for (const [key, take] of plan) {
+      const queue = this.queues.get(key)!;
+      for (const p of queue.splice(0, take)) batch.push(p);
       this.queues.delete(key);
       if (queue.length > 0) this.queues.set(key, queue);
     }
@@ -229,6 +253,8 @@ export class MicroBatcher<I, O> {
   private async runBatch(batch: Pending<I, O>[]): Promise<void> {
     const keys = this.opts.shareBatches ? new Set(batch.map((p) => p.key)) : null;
     for (const key of keys ?? []) this.running.set(key, (this.running.get(key) ?? 0) + 1);
+    const [own] = keys?.size === 1 ? keys : [];
+    if (keys?.size === 1) this.ownRunning.add(own);
     try {
       const out = await this.run(batch.map((p) => p.item));
       const again = batch.filter((_, i) => out[i] === RUN_ALONE);
@@ -242,6 +268,7 @@ export class MicroBatcher<I, O> {
       for (const p of batch) p.reject(err);
     } finally {
       this.inFlight--;
+      if (keys?.size === 1) this.ownRunning.delete(own);
       for (const key of keys ?? []) {
         const left = this.running.get(key)! - 1;
         if (left > 0) this.running.set(key, left);

@@ -82,13 +82,14 @@ export function sqlStateOf(err: unknown): string | undefined {
 /**
  * A lock timeout (55P03) met waiting on rows (a key another transaction is inserting, a row it
  * writes or deletes), not on a whole table: Postgres gives a wait on rows a context naming the
- * tuple ("while inserting index tuple (0,2) in relation …"), and a table's lock none.
+ * tuple by its place ("while inserting index tuple (0,2) in relation …", in the server's
+ * language), and a table's lock none.
  */
 export function isRowLockTimeout(err: unknown): boolean {
   if (sqlStateOf(err) !== '55P03') return false;
   for (let e = err, depth = 0; e && depth < 4; depth++) {
     const { where, driverError, cause } = e as { where?: unknown; driverError?: unknown; cause?: unknown };
-    if (typeof where === 'string' && /\btuple\b/.test(where)) return true;
+    if (typeof where === 'string' && /\(\d+,\s*\d+\)/.test(where)) return true;
     e = driverError ?? cause;
   }
   return false;
