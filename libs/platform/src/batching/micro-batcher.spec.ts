@@ -253,7 +253,7 @@ describe('MicroBatcher', () => {
     expect(calls).toEqual([['a1', 'b1', 'c1'], ['a1']]);
   });
 
-  it("with shareBatches, an item sent back alone waits while its key has a batch running: a key whose batch waits on its own rows never holds every slot", async () => {
+  it("with shareBatches, a key's items wait while a batch of its own runs: a key whose batch waits on its own rows never holds every slot, nor joins others' batches", async () => {
     const batches: string[][] = [];
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -271,32 +271,34 @@ describe('MicroBatcher', () => {
     await new Promise((r) => setImmediate(r));
     const b1 = b.submit('b1');
     await expect(b1).resolves.toBe('b1'); // without the rule: a2 took the second slot (alone, or sent back alone first in turn)
-    expect(batches).toEqual([['a1'], ['a2', 'b1'], ['b1']]);
+    expect(batches).toEqual([['a1'], ['b1']]);
     release();
     await expect(Promise.all([a1, a2])).resolves.toEqual(['a1', 'a2']);
-    expect(batches[3]).toEqual(['a2']);
+    expect(batches[2]).toEqual(['a2']);
     await b.drain();
   });
 
-  it('with shareBatches, one busy key runs one batch of its own at a time, the next taking all that waits', async () => {
-    let running = 0;
-    let most = 0;
+  it('with shareBatches, a key with a batch of its own running waits for it, alone or beside other keys, and its next batch takes all that waits', async () => {
     const batches: string[][] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
     const b = new MicroBatcher(
       async (xs: string[]) => {
         batches.push(xs);
-        most = Math.max(most, ++running);
-        await new Promise((r) => setImmediate(r));
-        running--;
+        if (xs[0] === 'a1') await held; // a's own batch, waiting on a's own rows
         return xs;
       },
       { maxBatch: 10, maxInFlight: 2, keyOf: (x: string) => x[0], shareBatches: true, maxShare: 50 },
     );
-    const first = b.submit('a1');
+    const a1 = b.submit('a1');
     await new Promise((r) => setImmediate(r));
-    await Promise.all([first, ...['a2', 'a3', 'a4'].map((x) => b.submit(x))]);
-    expect(most).toBe(1);
-    expect(batches).toEqual([['a1'], ['a2', 'a3', 'a4']]);
+    const later = ['a2', 'a3'].map((x) => b.submit(x));
+    await new Promise((r) => setImmediate(r));
+    await expect(b.submit('b1')).resolves.toBe('b1'); // the free slot, without a's items (each shared insert would wait on a's rows)
+    expect(batches).toEqual([['a1'], ['b1']]);
+    release();
+    await expect(Promise.all([a1, ...later])).resolves.toEqual(['a1', 'a2', 'a3']);
+    expect(batches).toEqual([['a1'], ['b1'], ['a2', 'a3']]);
   });
 
   it('rejects a batch of one key answered RUN_ALONE (it would go again forever)', async () => {

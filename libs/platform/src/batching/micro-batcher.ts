@@ -72,7 +72,9 @@ export class MicroBatcher<I, O> {
   constructor(
     private readonly run: (items: I[]) => Promise<(O | typeof RUN_ALONE)[]>,
     private readonly opts: MicroBatcherOptions<I>,
-  ) {}
+  ) {
+    if (opts.maxShare !== undefined && !(opts.maxShare >= 1)) throw new Error(`MicroBatcher: maxShare must be at least 1 (got ${opts.maxShare})`);
+  }
 
   /**
    * `signal`: once it aborts, an item still waiting for its batch leaves the queue and rejects
@@ -114,6 +116,7 @@ export class MicroBatcher<I, O> {
     this.queued--;
     pending.reject(reason);
     if (this.queued === 0 && this.inFlight === 0) this.settle();
+    else if (this.queued > 0) this.schedule(); // it may have held its key's next items back
   }
 
   private settle(): void {
@@ -159,27 +162,24 @@ export class MicroBatcher<I, O> {
    * many small keys share a call, and one key's backlog adds to it no more than the others
    * bring; alone, it fills the batch. A key whose next item goes alone gets a batch of its own
    * when ahead in turn of every key whose next item shares and none of its batches runs, and
-   * keeps its place otherwise; a key with a batch of its own running joins only a batch shared
-   * with others. Keys served go to the back. [] when only items that wait remain.
+   * keeps its place otherwise; a key with a batch of its own running waits for it. Keys served
+   * go to the back. [] when only items that wait remain.
    */
   private takeShares(): Pending<I, O>[] {
     for (const [key, queue] of this.queues) {
       if (!queue[0].alone) break;
       if (!this.running.has(key)) return this.takeKey(key, queue);
     }
+    // A key with a batch of its own running waits for it: it may be waiting on the key's own rows,
+    // and each shared insert it joined would wait on them too and send every key in it back alone.
     const shareable = new Map<unknown, number>();
     for (const [key, queue] of this.queues) {
+      if (this.ownRunning.has(key)) continue;
       let n = 0;
       while (n < queue.length && n < this.opts.maxBatch && !queue[n].alone) n++;
       if (n > 0) shareable.set(key, n);
     }
-    for (;;) {
-      const plan = this.planShares(shareable);
-      const [only] = plan.size === 1 ? plan.keys() : [];
-      if (plan.size > 1 || (plan.size === 1 && !this.ownRunning.has(only))) return this.takePlan(plan);
-      if (plan.size === 0) break;
-      shareable.delete(only); // it would be a second batch of its key's own
-    }
+    if (shareable.size > 0) return this.takePlan(this.planShares(shareable));
     // Nothing to share: a key whose head goes alone, with none of its batches running, if any.
     for (const [key, queue] of this.queues) if (queue[0].alone && !this.running.has(key)) return this.takeKey(key, queue);
     return [];
