@@ -13,6 +13,22 @@ function gatedBatcher(maxBatch: number) {
   return { b, batches, release };
 }
 
+/** A batcher sharing batches between keys (the first letter), one in flight, whose first batch holds until `release()`; `calls` records each batch. */
+function gatedSharing(opts: { maxShare?: number; alone?: (x: string) => boolean } = {}) {
+  const calls: string[][] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const b = new MicroBatcher(
+    async (xs: string[]) => {
+      calls.push(xs);
+      if (calls.length === 1) await gate;
+      return xs;
+    },
+    { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true, ...opts },
+  );
+  return { b, calls, release };
+}
+
 describe('MicroBatcher', () => {
   it('sends items submitted in the same tick as one batch, answers each in order', async () => {
     const batches: number[][] = [];
@@ -133,17 +149,7 @@ describe('MicroBatcher', () => {
   });
 
   it("with shareBatches, waiting keys share a batch; a key's backlog adds no more than the largest other key brings", async () => {
-    const calls: string[][] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const b = new MicroBatcher(
-      async (xs: string[]) => {
-        calls.push(xs);
-        if (calls.length === 1) await gate;
-        return xs;
-      },
-      { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true },
-    );
+    const { b, calls, release } = gatedSharing();
     const first = b.submit('z0'); // holds the one slot until released
     await new Promise((r) => setImmediate(r));
     const waiting = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'b1', 'c1', 'c2', 'd1', 'd2', 'd3'].map((x) => b.submit(x));
@@ -156,17 +162,7 @@ describe('MicroBatcher', () => {
   });
 
   it('with shareBatches and maxShare, a key adds at most maxShare to a shared batch; alone, it fills the batch', async () => {
-    const calls: string[][] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const b = new MicroBatcher(
-      async (xs: string[]) => {
-        calls.push(xs);
-        if (calls.length === 1) await gate;
-        return xs;
-      },
-      { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true, maxShare: 2 },
-    );
+    const { b, calls, release } = gatedSharing({ maxShare: 2 });
     const first = b.submit('z0');
     await new Promise((r) => setImmediate(r));
     const waiting = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8', 'a9', 'b1', 'b2', 'b3', 'b4'].map((x) => b.submit(x));
@@ -178,17 +174,7 @@ describe('MicroBatcher', () => {
   });
 
   it("with shareBatches, an item `alone` marks goes in its key's own batch: the key's items before it share, the others' batch goes without it", async () => {
-    const calls: string[][] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const b = new MicroBatcher(
-      async (xs: string[]) => {
-        calls.push(xs);
-        if (calls.length === 1) await gate;
-        return xs;
-      },
-      { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true, alone: (x: string) => x.endsWith('!') },
-    );
+    const { b, calls, release } = gatedSharing({ alone: (x: string) => x.endsWith('!') });
     const first = b.submit('z0');
     await new Promise((r) => setImmediate(r));
     const waiting = ['a1', 'a2!', 'a3', 'b1', 'c1!', 'c2', 'd1'].map((x) => b.submit(x));

@@ -41,16 +41,24 @@ export function isDependencyAway(e: unknown): boolean {
   return classify(e, false);
 }
 
+/** An error and those it wraps (TypeORM's driverError, a cause), outermost first, at most four deep. */
+function* causes(err: unknown): Generator<{ code?: unknown; message?: unknown; where?: unknown }> {
+  for (let e = err, depth = 0; e && depth < 4; depth++) {
+    yield e;
+    const { driverError, cause } = e as { driverError?: unknown; cause?: unknown };
+    e = driverError ?? cause;
+  }
+}
+
 function classify(e: unknown, statementsToo: boolean): boolean {
-  for (let err = e, depth = 0; err && depth < 4; depth++) {
+  for (const err of causes(e)) {
     if (err instanceof WaitTimeoutError) return true;
-    const { code, message, driverError, cause } = err as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown };
+    const { code, message } = err;
     if (typeof code === 'string') {
       if (AWAY_SQLSTATES.has(code) || AWAY_CLASSES.includes(code.slice(0, 2)) || AWAY_ERRNOS.has(code)) return true;
       if (statementsToo && STATEMENT_SQLSTATES.has(code)) return true;
     }
     if (typeof message === 'string' && TRANSIENT_MESSAGES.some((m) => message.includes(m))) return true;
-    err = driverError ?? cause;
   }
   return false;
 }
@@ -61,21 +69,13 @@ function classify(e: unknown, statementsToo: boolean): boolean {
  * constraint). The same statement with the same values fails again however often it is sent.
  */
 export function isValueError(err: unknown): boolean {
-  for (let e = err, depth = 0; e && depth < 4; depth++) {
-    const { code, driverError, cause } = e as { code?: unknown; driverError?: unknown; cause?: unknown };
-    if (typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'))) return true;
-    e = driverError ?? cause;
-  }
+  for (const { code } of causes(err)) if (typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'))) return true;
   return false;
 }
 
 /** The Postgres SQLSTATE of an error, or of the error it wraps (TypeORM's driverError). */
 export function sqlStateOf(err: unknown): string | undefined {
-  for (let e = err, depth = 0; e && depth < 4; depth++) {
-    const { code, driverError, cause } = e as { code?: unknown; driverError?: unknown; cause?: unknown };
-    if (typeof code === 'string' && /^[0-9A-Z]{2}[0-9A-Z]{3}$/.test(code) && /[0-9]/.test(code)) return code; // a SQLSTATE has digits; Node's EPIPE, EPERM do not
-    e = driverError ?? cause;
-  }
+  for (const { code } of causes(err)) if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && /[0-9]/.test(code)) return code; // a SQLSTATE has digits; Node's EPIPE, EPERM do not
   return undefined;
 }
 
@@ -87,10 +87,6 @@ export function sqlStateOf(err: unknown): string | undefined {
  */
 export function isRowLockTimeout(err: unknown): boolean {
   if (sqlStateOf(err) !== '55P03') return false;
-  for (let e = err, depth = 0; e && depth < 4; depth++) {
-    const { where, driverError, cause } = e as { where?: unknown; driverError?: unknown; cause?: unknown };
-    if (typeof where === 'string' && /\(\d+,\s*\d+\)/.test(where)) return true;
-    e = driverError ?? cause;
-  }
+  for (const { where } of causes(err)) if (typeof where === 'string' && /\(\d+,\s*\d+\)/.test(where)) return true;
   return false;
 }
