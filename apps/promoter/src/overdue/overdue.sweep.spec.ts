@@ -10,7 +10,7 @@ import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { envelopeOf, insertJobs, inQueue, queuedCount, statesOf } from '@almanac/testing/promoter-rows';
-import { AFTER_RECOVERY_MS, EpochWatch } from './epoch-watch';
+import { EpochWatch } from './epoch-watch';
 import { startPrivateRedis, type PrivateRedis } from '@almanac/testing/private-redis';
 import { OverdueSweep } from './overdue.sweep';
 import { RedisEpoch } from './redis-epoch';
@@ -65,8 +65,8 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       const watch = new EpochWatch(epoch, sweep);
       expect(await watch.runOnce(NOW)).toEqual({ more: false, skipped: undefined }); // no marker yet: a first recovery writes it
       await queue.queue.obliterate({ force: true });
-      const later = new Date(NOW.getTime() + AFTER_RECOVERY_MS + 1);
-      expect(await watch.runOnce(later)).toEqual({}); // the marker is there, the recovery long past: nothing is done
+      const later = new Date(NOW.getTime() + 10_000);
+      expect(await watch.runOnce(later)).toEqual({ more: false }); // the marker is there: only the promotion pass, which finds nothing
       expect(await inQueue(queue, rows)).toBe(0);
       await shared.connection.del(epoch.key); // Redis emptied (a restart without persistence)
       await watch.runOnce(later);
@@ -76,7 +76,7 @@ describe('OverdueSweep (Postgres + Redis)', () => {
     }
   });
 
-  it('after a recovery, the epoch watch queues for a while the rows the API left scheduled while Redis was away', async () => {
+  it('after a recovery, the epoch watch queues the rows the API left scheduled while Redis was away', async () => {
     const prefix = `${shared.prefix}-after`;
     const { queue, sweep, epoch } = build(shared.connection, prefix);
     try {
@@ -86,9 +86,6 @@ describe('OverdueSweep (Postgres + Redis)', () => {
       const [soon] = await insertJobs(db.dataSource, { count: 1, state: 's', start: new Date(NOW.getTime() + 3000) });
       await watch.runOnce(new Date(NOW.getTime() + 1000));
       expect(await inQueue(queue, [soon])).toBe(1); // was left to the overdue sweep's next run (30 s)
-      const [past] = await insertJobs(db.dataSource, { count: 1, state: 's', start: new Date(NOW.getTime() + AFTER_RECOVERY_MS + 3000) });
-      expect(await watch.runOnce(new Date(NOW.getTime() + AFTER_RECOVERY_MS + 1000))).toEqual({}); // the while is over
-      expect(await inQueue(queue, [past])).toBe(0);
     } finally {
       await queue.close();
     }

@@ -55,9 +55,6 @@ export class OverdueSweep implements Sweep<OverdueResult> {
   private overdueCursor: QueuedCursor | null = null;
   private running: Promise<OverdueResult> | null = null;
 
-  /** When (by the runs' `now`) a run last found Redis had lost its data, or been replaced. */
-  private recoveredAtMs: number | null = null;
-
   constructor(
     private readonly repo: SweepsRepository,
     private readonly queue: Enqueuer,
@@ -68,12 +65,6 @@ export class OverdueSweep implements Sweep<OverdueResult> {
     private readonly metrics?: SweepMetrics,
     private readonly log: Logger = SILENT_LOGGER,
   ) {}
-
-  /** Whether a run of this sweep (the watch's or its own timer's) recovered from Redis' loss within `ms` before `now`. */
-  recoveredWithin(now: Date, ms: number): boolean {
-    const since = this.recoveredAtMs === null ? -1 : now.getTime() - this.recoveredAtMs; // < 0: none, or the clock stepped back
-    return since >= 0 && since <= ms;
-  }
 
   /**
    * A run's last pass alone: the cold rows due within the look-ahead, queued batch after batch on
@@ -110,7 +101,6 @@ export class OverdueSweep implements Sweep<OverdueResult> {
       this.overdueCursor = scan.next;
       more ||= scan.next !== null;
     } else {
-      this.recoveredAtMs = now.getTime();
       // A recovery larger than a run goes on where the last run stopped, whichever replica runs
       // next: from the start every time (a restart, a failure), one larger than a run never ended.
       // Its marker says what began it: a restart's rows are judged by their hints all along (allLost copied every hint that survived).

@@ -76,6 +76,7 @@ export class PromotionSweep implements Sweep<PromotionResult> {
     // batch's fill (hour order) still promotes them.
     const at = runningFrom(now); // a run of a million rows takes seconds: each batch's delays from its own time
     const tenants = await this.repo.dueColdTenants(horizon);
+    if (tenants.length === 0) return { promoted: 0, batches: 0 }; // nothing due: the epoch watch's pass each second is this one probe
     const run = await runBatches({ ...this.opts, concurrency: lanes }, async (limit) => {
       const rows = await this.repo.promoteColdBatch(horizon, limit, tenants).catch((err: unknown) => {
         if (!isValueError(err)) throw err;
