@@ -8,7 +8,7 @@ import { startPrivateRedis, type PrivateRedis } from '@almanac/testing/private-r
 import { insertJobs, inQueue } from '@almanac/testing/promoter-rows';
 import { PromotionSweep } from '../sweeps/promotion.sweep';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
-import { EpochWatch } from './epoch-watch';
+import { EpochWatch, PASS_RETRY_MS } from './epoch-watch';
 import { LostHints } from './lost-hints';
 import { OverdueSweep } from './overdue.sweep';
 import { RedisEpoch } from './redis-epoch';
@@ -78,6 +78,25 @@ describe('EpochWatch and the rows the API left scheduled (a private Redis, pause
       const [soon] = await insertJobs(db.dataSource, { count: 1, state: 's', start: at(3000) });
       expect(await watch.runOnce(NOW)).toEqual({ more: false });
       expect(await inQueue(queue, [soon])).toBe(1); // was left to the overdue sweep's next run (30 s)
+    } finally {
+      await close();
+    }
+  });
+
+  it('after a promotion pass failed (Redis answers reads, refuses writes), waits a while before the next one', async () => {
+    const { watch, queue, close } = await rig(5000);
+    try {
+      const [soon] = await insertJobs(db.dataSource, { count: 1, state: 's', start: at(3000) });
+      await admin.config('SET', 'maxmemory', '1');
+      try {
+        await expect(watch.runOnce(NOW)).rejects.toThrow(/maxmemory/);
+      } finally {
+        await admin.config('SET', 'maxmemory', '0');
+      }
+      expect(await watch.runOnce(at(1000))).toEqual({ skipped: true }); // each second, a batch queued and put back, an error logged
+      expect(await inQueue(queue, [soon])).toBe(0);
+      await watch.runOnce(at(PASS_RETRY_MS));
+      expect(await inQueue(queue, [soon])).toBe(1);
     } finally {
       await close();
     }
