@@ -2,7 +2,7 @@ import { within } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { IngestCommit } from '../src/jobs/ingest-commit';
 import { type ApiHarness, startApi } from './api-harness';
-import { entry, holdKey } from './ingest-rig';
+import { entry, holdKey, sharedInsertsSplit } from './ingest-rig';
 
 /** A tenant's key held uncommitted, or the whole table locked: what that does to other tenants' single POSTs. */
 describe("single POSTs of many tenants beside one tenant's key held uncommitted", () => {
@@ -17,6 +17,7 @@ describe("single POSTs of many tenants beside one tenant's key held uncommitted"
   it("wait for it no longer than the shared insert's lock timeout; that tenant's POST answers once the key's transaction ends", async () => {
     const [a, b, c] = [await h.createTenant('held-a'), await h.createTenant('held-b'), await h.createTenant('held-c')];
     const held = await holdKey(h, a.id, 'held-k');
+    const split = await sharedInsertsSplit(h, 'held_key');
     try {
       const commit = h.app.get(IngestCommit);
       const answered: string[] = [];
@@ -27,6 +28,7 @@ describe("single POSTs of many tenants beside one tenant's key held uncommitted"
       expect((await within(2000, others, "the other tenants' POSTs")).map((r) => r.status)).toEqual(['created', 'created']);
       await someoneWaitsOnALock(h.db.dataSource); // a's own insert, on its own key
       expect(answered.sort()).toEqual(['held-b1', 'held-c1']);
+      expect(await sharedInsertsSplit(h, 'held_key')).toBeGreaterThan(split);
       await held.end();
       expect((await mine).status).toBe('created');
     } finally {

@@ -4,7 +4,7 @@ import { quietProxy, type QuietProxy } from '@almanac/testing/quiet-proxy';
 import { TEST_REDIS_URL } from '@almanac/testing/test-redis';
 import { type CommitEntry, IngestCommit } from '../src/jobs/ingest-commit';
 import { type ApiHarness, inMs, MINUTE, startApi } from './api-harness';
-import { entry, holdKey, insertsRun, rowsByTransaction } from './ingest-rig';
+import { entry, holdKey, insertsRun, rowsByTransaction, sharedInsertsSplit } from './ingest-rig';
 
 /** What one tenant's traffic must not do to another's single POSTs, or a silent Redis to anyone's. */
 describe("one tenant's backlog of single POSTs", () => {
@@ -81,8 +81,10 @@ describe('single POSTs of many tenants', () => {
     await ds.query(`CREATE TRIGGER refuse_rows BEFORE INSERT ON jobs FOR EACH ROW WHEN (NEW.tenant_id = ${bad.id}) EXECUTE FUNCTION refuse_rows()`);
     try {
       const commit = h.app.get(IngestCommit);
+      const split = await sharedInsertsSplit(h, 'refused');
       const answers = await Promise.all([commit.one(entry(bad.id, 'trig-1')), commit.one(entry(good.id, 'trig-2')), commit.one(entry(other.id, 'trig-3'))]);
       expect(answers.map((a) => a.status)).toEqual(['failed', 'created', 'created']);
+      expect(await sharedInsertsSplit(h, 'refused')).toBe(split + 1);
     } finally {
       await ds.query(`DROP TRIGGER refuse_rows ON jobs; DROP FUNCTION refuse_rows()`);
     }

@@ -30,6 +30,13 @@ export async function insertsRun(h: ApiHarness): Promise<number> {
   return values.find((v) => v.metricName === 'almanac_ingest_commit_rows_count')?.value ?? 0;
 }
 
+/** Shared inserts split into each tenant's own, for `reason` (almanac_ingest_shared_inserts_split_total). */
+export async function sharedInsertsSplit(h: ApiHarness, reason: 'held_key' | 'deadlock' | 'refused'): Promise<number> {
+  const metric = h.app.get(MetricsService).registry.getSingleMetric('almanac_ingest_shared_inserts_split_total')!;
+  const values = (await metric.get()).values as { labels: { reason?: string }; value: number }[];
+  return values.find((v) => v.labels.reason === reason)?.value ?? 0;
+}
+
 /** Rows of `keys` by the transaction that wrote them: per transaction, each tenant's count. */
 export async function rowsByTransaction(h: ApiHarness, like: string): Promise<Record<number, number>[]> {
   const rows: { tx: string; tenant_id: number; n: number }[] = await h.db.dataSource.query(

@@ -55,6 +55,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
   private readonly batcher: MicroBatcher<CommitEntry, CommitResult>;
   private readonly ingested: Counter<'tier'>;
   private readonly groupSize: Histogram;
+  private readonly sentAlone: Counter<'reason'>;
   /** Single-job POSTs of each tenant waiting for (or in) a group commit: one tenant holds at most half the queue. */
   private readonly pendingOf = new Map<number, number>();
   /** Single POSTs from arrival to answer: waiting for their insert, in it, or waiting for their hint. */
@@ -91,6 +92,11 @@ export class IngestCommit implements BeforeApplicationShutdown {
       name: 'almanac_ingest_commit_rows',
       help: 'Rows per ingest insert (a group commit of single-job POSTs, or one batch request)',
       buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
+    });
+    this.sentAlone = metrics.counter({
+      name: 'almanac_ingest_shared_inserts_split_total',
+      help: "Inserts of several tenants' POSTs that failed on their rows and went again as each tenant's own, by why (held_key: a row lock past 150 ms; deadlock; refused: a value or trigger)",
+      labelNames: ['reason'],
     });
   }
 
@@ -182,6 +188,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
       const state = sqlStateOf(error);
       const onTable = state === LOCK_NOT_AVAILABLE && !isRowLockTimeout(error);
       if (onTable || state === QUERY_CANCELED || isDependencyAway(error)) return entries.map(() => ({ status: 'failed', error }));
+      this.sentAlone.inc({ reason: state === LOCK_NOT_AVAILABLE ? 'held_key' : state === DEADLOCK_DETECTED ? 'deadlock' : 'refused' });
       return entries.map(() => RUN_ALONE);
     }
   }
@@ -216,3 +223,5 @@ export class IngestCommit implements BeforeApplicationShutdown {
 const QUERY_CANCELED = '57014';
 /** lock_not_available: a lock wait ran out (see isRowLockTimeout for which kind). */
 const LOCK_NOT_AVAILABLE = '55P03';
+/** deadlock_detected: two inserts took tenants' keys in opposite orders (counted, then each goes alone). */
+const DEADLOCK_DETECTED = '40P01';
