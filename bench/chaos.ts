@@ -35,7 +35,7 @@
  * the second tenant's jobs whose change Postgres refuses, beside a bulk cancel of the load
  * tenant's), `poison-promotion` (cold rows of the second tenant coming due whose promotion
  * Postgres refuses, beside the load tenant's: written straight into the table, as if the hour
- * had come, and promoted by the overdue sweep within its interval), `poison-retention` (expired
+ * had come, and promoted by the epoch watch's pass within a second), `poison-retention` (expired
  * finished rows of both tenants, one of the second's held by a foreign key an operator added, so
  * Postgres refuses its delete; both tenants' retention an hour: the scenario waits for the
  * sweep's next run), `poison-dns` (`http` jobs of
@@ -428,7 +428,7 @@ async function main(): Promise<void> {
       await withPoisonTrigger(db, 'promotion', async () => {
         await cold(idOf('chaos-poison'), 'poison-promo-');
         await cold(idOf('chaos'), 'healthy-promo-');
-        // The overdue sweep (every 30 s) promotes rows found due; wait for it to meet these.
+        // The epoch watch's promotion pass (each second) promotes rows found due; wait for it to meet these.
         for (const until = Date.now() + 45_000; Date.now() < until; await sleep(500)) {
           rows = await db.dataSource.query(
             `SELECT j.key, j.state, j.last_error, (SELECT extract(epoch FROM min(a.started_at) - j.run_at) * 1000 FROM job_attempts a WHERE a.job_id = j.id)::float8 AS late_ms
@@ -442,7 +442,7 @@ async function main(): Promise<void> {
       poison.reports.set('poison-promotion', {
         posted: poisoned.length,
         setAside: poisoned.filter((r) => r.state === 'x' && r.last_error?.startsWith('SetAsideError:')).length,
-        note: `dead with errorCode set_aside; the other tenant's ${healthy.filter((r) => r.state === 'd').length}/${healthy.length} cold rows ran, at most ${(Math.max(0, ...healthy.map((r) => r.late_ms ?? 0)) / 1000).toFixed(1)} s after due (the overdue sweep's interval)`,
+        note: `dead with errorCode set_aside; the other tenant's ${healthy.filter((r) => r.state === 'd').length}/${healthy.length} cold rows ran, at most ${(Math.max(0, ...healthy.map((r) => r.late_ms ?? 0)) / 1000).toFixed(1)} s after due`,
       });
     }],
     ['poison-retention', async () => {
