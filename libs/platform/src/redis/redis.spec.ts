@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import IORedis from 'ioredis';
 import { startPrivateRedis } from '@almanac/testing/private-redis';
-import { closeRedis, createRedis } from './redis';
+import { within } from '../time/within';
+import { closeRedis, createDeliveryRedis, createRedis } from './redis';
 
 describe('the process-wide Redis connection', () => {
   it('fails a command Redis does not answer within the command timeout, instead of waiting forever', async () => {
@@ -23,6 +24,20 @@ describe('the process-wide Redis connection', () => {
       await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
       admin.disconnect();
       await closeRedis(redis);
+      await server.stop();
+    }
+  });
+
+  it('closes a connection without a command timeout while Redis is stalled: a role\'s shutdown waited for QUIT until SIGKILL', async () => {
+    const server = await startPrivateRedis();
+    const redis = createDeliveryRedis({ url: server.url });
+    try {
+      await redis.ping();
+      process.kill(server.pid, 'SIGSTOP');
+      await within(3000, closeRedis(redis), 'closeRedis of a stalled server');
+    } finally {
+      process.kill(server.pid, 'SIGCONT');
+      redis.disconnect();
       await server.stop();
     }
   });

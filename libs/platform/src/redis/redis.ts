@@ -1,6 +1,7 @@
 import IORedis, { Cluster, type ClusterNode, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { SILENT_LOGGER } from '../logging/logging';
+import { within } from '../time/within';
 
 /**
  * A connection to one Redis server or to a Redis Cluster: every command Almanac sends works on
@@ -128,23 +129,28 @@ export function createDeliveryRedis(target: RedisTarget, opts: { autoPipelining?
   return redis;
 }
 
+/** How long a close waits for QUIT's reply, then for the socket to end: a stalled Redis answers neither, and the delivery connections have no command timeout. */
+const CLOSE_WAIT_MS = 1000;
+
 /**
- * Quits cleanly when connected. Otherwise drops the socket and cancels the pending reconnect:
- * QUIT would wait for a reconnect that may never come. (ioredis then stays in "reconnecting"
- * without a timer or socket; nothing keeps the process alive.)
+ * Quits cleanly when connected, or drops the socket when Redis does not answer QUIT within
+ * CLOSE_WAIT_MS (a stalled server: a role's shutdown waited for it until SIGKILL). Otherwise
+ * drops the socket and cancels the pending reconnect: QUIT would wait for a reconnect that may
+ * never come. (ioredis then stays in "reconnecting" without a timer or socket; nothing keeps the
+ * process alive.)
  */
 export async function closeRedis(redis: RedisClient): Promise<void> {
   if (redis.status === 'end') return;
   if (redis.status === 'ready') {
     // QUIT resolves on the reply; the socket closes a moment later ('end').
     const ended = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 1000);
+      const timer = setTimeout(resolve, CLOSE_WAIT_MS);
       redis.once('end', () => {
         clearTimeout(timer);
         resolve();
       });
     });
-    await redis.quit().catch(() => redis.disconnect());
+    await within(CLOSE_WAIT_MS, redis.quit(), 'Redis QUIT').catch(() => redis.disconnect());
     await ended;
   } else {
     redis.disconnect();
