@@ -2,13 +2,13 @@ import { createDataSource } from '@almanac/persistence';
 import type { DataSource } from 'typeorm';
 
 /**
- * Makes chosen bulk operations' matches fail: a trigger refuses their chunks. Returns the
- * function that chooses them (TRUNCATE poisoned_operations clears the choice).
+ * Makes chosen bulk operations' matches fail: a trigger refuses their chunks (22003, with
+ * `message`). Returns the function that chooses them (TRUNCATE poisoned_operations clears the choice).
  */
-export async function installChunkPoison(db: DataSource): Promise<(...ids: string[]) => Promise<unknown>> {
+export async function installChunkPoison(db: DataSource, message = 'poison'): Promise<(...ids: string[]) => Promise<unknown>> {
   await db.query(`CREATE TABLE poisoned_operations (id bigint PRIMARY KEY)`);
   await db.query(`CREATE FUNCTION poison_chunks() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    IF EXISTS (SELECT 1 FROM poisoned_operations WHERE id = NEW.operation_id) THEN RAISE EXCEPTION 'poison' USING ERRCODE = '22003'; END IF;
+    IF EXISTS (SELECT 1 FROM poisoned_operations WHERE id = NEW.operation_id) THEN RAISE EXCEPTION '${message.replace(/'/g, "''")}' USING ERRCODE = '22003'; END IF;
     RETURN NEW; END $$`);
   await db.query(`CREATE TRIGGER poison_chunks BEFORE INSERT ON bulk_operation_chunks FOR EACH ROW EXECUTE FUNCTION poison_chunks()`);
   return (...ids) => db.query(`INSERT INTO poisoned_operations SELECT unnest($1::bigint[])`, [ids]);

@@ -40,8 +40,12 @@ describe('failureLasts', () => {
 });
 
 describe('failureReason', () => {
-  it("tells the tenant to narrow a filter whose match keeps timing out, and otherwise gives Postgres' message", () => {
+  it("tells the tenant to narrow a filter whose match keeps timing out, and otherwise the class of the cause, never Postgres' message", () => {
     expect(failureReason(statementTimeout(), 'match', 3)).toMatch(/statement timeout 3 times in a row: narrow the filter/);
-    expect(failureReason(pgError('22003', 'poison'), 'apply', 3)).toBe('its apply failed 3 times in a row: poison');
+    expect(failureReason(pgError('22003', 'poison at internal-host-db7:5432'), 'apply', 3)).toBe(
+      "its apply failed 3 times in a row: a value Postgres refused (22003); the operator's logs have the details under this operation's id",
+    );
+    expect(failureReason(wrapped('42P01', 'relation "secret_table" does not exist'), 'match', 4)).toMatch(/^its match failed 4 times in a row: a statement Postgres refused \(42P01\);/);
+    expect(failureReason(wrapped('54000', 'too many columns'), 'apply', 3)).toMatch(/: a statement over a Postgres limit \(54000\);/);
   });
 });

@@ -1,4 +1,4 @@
-import { isValueError } from '@almanac/platform';
+import { isValueError, publicCause } from '@almanac/platform';
 
 /** A bulk operation's step: matching its filter, or applying one of its chunks. */
 export type BulkStep = 'match' | 'apply';
@@ -24,13 +24,17 @@ export function failureLasts(err: unknown, step: BulkStep): boolean {
   return isValueError(err) || code?.startsWith('42') === true || code?.startsWith('54') === true;
 }
 
-/** The reason an operation failed with, `times` lasting failures in a row of `step`. */
+/**
+ * The reason an operation failed with, `times` lasting failures in a row of `step`: what its
+ * tenant reads at GET /v1/operations/:id, so the class of the cause (publicCause), never
+ * Postgres' message (host names, relations, an operator's trigger text). The sweep logs that
+ * with the operation's id at each failure.
+ */
 export function failureReason(err: unknown, step: BulkStep, times: number): string {
   if (timedOut(err)) {
     return `its match took longer than the statement timeout ${times} times in a row: narrow the filter, for example with runAtFrom and runAtTo`;
   }
-  const message = err instanceof Error ? err.message : String(err);
-  return `its ${step} failed ${times} times in a row: ${message.slice(0, 500)}`;
+  return `its ${step} failed ${times} times in a row: ${publicCause(err)}; the operator's logs have the details under this operation's id`;
 }
 
 /** Whether Postgres cancelled the statement for its statement timeout (not an operator's cancel). */

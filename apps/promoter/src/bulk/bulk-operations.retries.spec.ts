@@ -114,7 +114,7 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
     await ageLastFailure(db.dataSource, op.id, 30_000).then(() => s.runOnce(NOW));
     expect(await read(op)).toMatchObject({ state: 'pending', lastingFailures: 2 });
     await ageLastFailure(db.dataSource, op.id, 40_000).then(() => s.runOnce(NOW));
-    expect(await read(op)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: poison/) });
+    expect(await read(op)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: a value Postgres refused \(22003\)/) });
   });
 
   it('a match that waits on a lock for its whole statement timeout meets a lock timeout first: it backs off, and never fails for it', async () => {
@@ -171,7 +171,7 @@ describe('BulkOperationsSweep: failures and cancels (Postgres + Redis)', () => {
       return fail(...args);
     });
     await one.sweep.runOnce(NOW);
-    expect(await read(op)).toMatchObject({ state: 'failed', lastingFailures: 3, error: expect.stringMatching(/match failed 3 times in a row: poison/) });
+    expect(await read(op)).toMatchObject({ state: 'failed', lastingFailures: 3, error: expect.stringMatching(/match failed 3 times in a row: a value Postgres refused \(22003\)/) });
     const setAside = async (r: typeof one) => (await r.metrics.setAside.get()).values.find((v) => v.labels.statement === 'bulk_match')?.value ?? 0;
     expect((await setAside(one)) + (await setAside(two))).toBe(1); // before: 2
   });

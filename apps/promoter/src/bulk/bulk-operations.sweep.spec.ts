@@ -5,6 +5,7 @@ import { ageLastFailure, installChunkPoison, whileJobRowHeld } from '@almanac/te
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
+import pino from 'pino';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { envelopeOf, inQueue, insertJobs, statesOf } from '@almanac/testing/promoter-rows';
 import { BulkOperationsSweep } from './bulk-operations.sweep';
@@ -20,8 +21,9 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   let repo: BulkOperationsRepository;
   let a: number;
   let b: number;
-  /** Makes these operations' matches fail: Postgres refuses their chunks. */
+  /** Makes these operations' matches fail: Postgres refuses their chunks, with a message only the operator may read. */
   let poison: (...ids: string[]) => Promise<unknown>;
+  const SECRET = 'internal-host-db7:5432 secret';
 
   const sweep = (o: { maxJobs?: number; chunksPerRun?: number; matchBudgetMs?: number } = {}) =>
     new BulkOperationsSweep(repo, queue, { hotHorizonMs: 24 * HOUR, maxJobs: o.maxJobs ?? 1_000_000, chunksPerRun: o.chunksPerRun ?? 100, matchBudgetMs: o.matchBudgetMs }, new SweepMetrics(new MetricsService()));
@@ -40,7 +42,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     const tenants = new TenantsRepository(db.dataSource);
     a = (await tenants.create('a')).tenant.id;
     b = (await tenants.create('b')).tenant.id;
-    poison = await installChunkPoison(db.dataSource);
+    poison = await installChunkPoison(db.dataSource, SECRET);
   });
   beforeEach(async () => {
     queue = HotQueue.open(redis.connection, `${redis.prefix}-${Math.random().toString(36).slice(2, 8)}`);
@@ -98,7 +100,22 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     expect(await read(a, op.id)).toMatchObject({ state: 'pending', failures: 2 }); // 15 s of its 20
     await ageLastFailure(db.dataSource, op.id, 5_000);
     await sweep().runOnce(NOW);
-    expect(await read(a, op.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: poison/) });
+    expect(await read(a, op.id)).toMatchObject({ state: 'failed', error: expect.stringMatching(/match failed 3 times in a row: a value Postgres refused/) });
+  });
+
+  it("fails an operation with the step, the count and the class of the cause, never Postgres' message (GET /v1/operations/:id answers it)", async () => {
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR) });
+    const op = await operation(a, { kind: 'noop' });
+    await poison(op.id);
+    const logged: { operationId?: string; err?: { message: string } }[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => logged.push(JSON.parse(line)) });
+    const s = new BulkOperationsSweep(repo, queue, { hotHorizonMs: 24 * HOUR, maxJobs: 1_000_000, chunksPerRun: 100 }, undefined, log);
+    for (let i = 0; i < 3; i++) await s.runOnce(NOW).then(() => ageLastFailure(db.dataSource, op.id, 60_000));
+    expect(logged.filter((l) => l.operationId === op.id && l.err?.message.includes(SECRET))).toHaveLength(3); // the operator's, each try
+    const { state, error } = await read(a, op.id);
+    expect(state).toBe('failed');
+    expect(error).toBe("its match failed 3 times in a row: a value Postgres refused (22003); the operator's logs have the details under this operation's id");
+    expect(error).not.toMatch(/internal-host|5432|secret/); // before: the trigger's message
   });
 
   it('a match that succeeds clears the count: only failures in a row fail an operation', async () => {

@@ -11,9 +11,19 @@ const AWAY_CLASSES = ['08', '53', '58'];
 const AWAY_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 /**
  * And those that mean "not now" for one statement: a statement or lock timeout, a serialization
- * failure or deadlock.
+ * failure or deadlock; each with the words a tenant is told it by (publicCause).
  */
-const STATEMENT_SQLSTATES = new Set(['57014', '55P03', '40001', '40P01']);
+const STATEMENT_SQLSTATES = new Map([
+  ['57014', 'a statement was cancelled'], // its statement timeout, or an operator's pg_cancel_backend
+  ['55P03', 'a lock wait ran out'],
+  ['40001', 'a serialization failure'],
+  ['40P01', 'a deadlock'],
+]);
+/** Other classes of SQLSTATE a tenant is told by name: the statement refused (42), a program limit (54). */
+const STATEMENT_CLASSES = new Map([
+  ['42', 'a statement Postgres refused'],
+  ['54', 'a statement over a Postgres limit'],
+]);
 
 /** Messages of the clients' own timeouts and disconnections (pg-pool, pg, ioredis). */
 const TRANSIENT_MESSAGES = [
@@ -77,6 +87,20 @@ export function isValueError(err: unknown): boolean {
 export function sqlStateOf(err: unknown): string | undefined {
   for (const { code } of causes(err)) if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && /[0-9]/.test(code)) return code; // a SQLSTATE has digits; Node's EPIPE, EPERM do not
   return undefined;
+}
+
+/**
+ * What a tenant may be told of a failure in Postgres or Redis: its class and SQLSTATE, never its
+ * message, which may name internal hosts and ports, relations and constraints, or carry a
+ * trigger's text. The operator's logs have the message.
+ */
+export function publicCause(err: unknown): string {
+  const code = sqlStateOf(err);
+  const tag = code ? ` (${code})` : '';
+  if (isDependencyAway(err)) return `the database or queue was unavailable${tag}`;
+  if (isValueError(err)) return `a value Postgres refused${tag}`;
+  if (code) return `${STATEMENT_SQLSTATES.get(code) ?? STATEMENT_CLASSES.get(code.slice(0, 2)) ?? 'a Postgres error'}${tag}`;
+  return 'an internal error';
 }
 
 /**
