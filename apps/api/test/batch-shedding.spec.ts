@@ -1,6 +1,7 @@
 import { noOneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { Client } from 'pg';
 import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
+import { holdKey } from './ingest-rig';
 
 /**
  * Batches under a stalled database: another session holds the jobs table locked, so every
@@ -55,3 +56,56 @@ describe('batches past the replica’s batches in flight', () => {
     expect((await locker.query(`SELECT count(*)::int AS n FROM jobs WHERE key = 'first'`)).rows[0].n).toBe(0);
   });
 });
+
+/**
+ * One tenant's batches stuck on its own keys (held uncommitted by another transaction of its own:
+ * a batch or replay in flight) hold all but one of the replica's batches in flight: one tenant's
+ * batches shed another's (503 concurrent_batches) while each counted against the whole replica.
+ */
+describe("one tenant's batches in flight", () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApi({ ALMANAC_INGEST_BATCHES_IN_FLIGHT: '4', ALMANAC_REQUEST_TIMEOUT_MS: '30000', ALMANAC_PG_LOCK_TIMEOUT_MS: '30000' });
+  });
+  afterAll(() => h.close());
+
+  it("hold all but one of the replica's: past its share its batch is shed, another tenant's is committed", async () => {
+    const [a, b] = [await h.createTenant('a'), await h.createTenant('b')];
+    const batch = (apiKey: string, key: string) =>
+      h.http().post('/v1/jobs/batch').set({ Authorization: `Bearer ${apiKey}` }).send({ jobs: [{ kind: 'noop', key, runAt: inMs(DAY) }] });
+    const keys = ['held-1', 'held-2', 'held-3'];
+    const holds = await Promise.all(keys.map((key) => holdKey(h, a.id, key)));
+    try {
+      const stuck = keys.map((key) => batch(a.apiKey, key).then((r) => r)); // supertest sends on then()
+      await lockWaiters(h, 3); // A's three batches hold their slots, waiting on its own keys
+      const shed = await batch(a.apiKey, 'a-third');
+      expect(shed.status).toBe(503);
+      expect(shed.headers['retry-after']).toBe('1');
+      expect(shed.body.details[0]).toMatchObject({ field: 'jobs', rule: 'tenant_concurrent_batches' });
+      expect(shed.body.message).toContain("at most 3 of one tenant's");
+      const other = await batch(b.apiKey, 'b-first');
+      expect(other.status).toBe(200);
+      expect(other.body.created).toBe(1);
+      await Promise.all(holds.splice(0).map((x) => x.end()));
+      expect((await Promise.all(stuck)).map((r) => [r.status, r.body.created])).toEqual([[200, 1], [200, 1], [200, 1]]);
+    } finally {
+      await Promise.all(holds.map((x) => x.end()));
+    }
+    // Its slots come back with its answers.
+    const again = await batch(a.apiKey, 'a-third');
+    expect([again.status, again.body.created]).toEqual([200, 1]);
+  });
+});
+
+/** Waits until `n` statements of the test database wait on a lock. */
+async function lockWaiters(h: ApiHarness, n: number): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    const [{ waiting }]: { waiting: number }[] = await h.db.dataSource.query(
+      `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if (waiting >= n) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error(`${n} statements never waited on a lock`);
+}

@@ -7,6 +7,7 @@ import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { unavailable } from '../http/api-error';
 import { HotRoutingService } from './hot-routing.service';
 import { differingFields, type JobInput } from './job-input';
+import { TenantSlots } from './tenant-slots';
 
 export interface CommitEntry {
   tenantId: number;
@@ -56,10 +57,8 @@ export class IngestCommit implements BeforeApplicationShutdown {
   private readonly ingested: Counter<'tier'>;
   private readonly groupSize: Histogram;
   private readonly sentAlone: Counter<'reason'>;
-  /** Single-job POSTs of each tenant waiting for (or in) a group commit: one tenant holds at most half the queue. */
-  private readonly pendingOf = new Map<number, number>();
-  /** Single POSTs from arrival to answer: waiting for their insert, in it, or waiting for their hint. */
-  private waiting = 0;
+  /** Single POSTs from arrival to answer (waiting for their insert, in it, or for their hint): one tenant holds at most half. */
+  private readonly pending: TenantSlots;
 
   constructor(
     private readonly jobs: JobsRepository,
@@ -67,6 +66,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     metrics: MetricsService,
   ) {
+    this.pending = new TenantSlots(settings.maxPendingCommits);
     // Group commit, the way databases do it: a group leaves at the end of the event-loop turn
     // while a commit slot is free; otherwise what arrives meanwhile goes together when one frees.
     // A group is one insert of every waiting tenant's POSTs, each tenant a fair share of it:
@@ -112,22 +112,16 @@ export class IngestCommit implements BeforeApplicationShutdown {
    * and adds to a shared insert no more than the other tenants bring (its 64 KiB rows go alone).
    */
   async one(entry: CommitEntry, deadline?: AbortSignal): Promise<CommitResult> {
-    const max = this.settings.maxPendingCommits;
-    const mine = this.pendingOf.get(entry.tenantId) ?? 0;
-    if (this.waiting >= max) throw unavailable('too many jobs are waiting to be committed; retry shortly');
-    if (mine >= Math.max(1, Math.floor(max / 2))) throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
-    this.pendingOf.set(entry.tenantId, mine + 1);
-    this.waiting++;
+    const release = this.pending.take(entry.tenantId);
+    if (release === 'full') throw unavailable('too many jobs are waiting to be committed; retry shortly');
+    if (release === 'share') throw unavailable("too many of this tenant's jobs are waiting to be committed; retry shortly");
     try {
       // The commit slot is free again once the insert has committed: the hint goes outside it.
       const committed = await this.batcher.submit(entry, deadline);
       const [result] = await this.hinted([entry], [committed]);
       return result;
     } finally {
-      this.waiting--;
-      const left = (this.pendingOf.get(entry.tenantId) ?? 1) - 1;
-      if (left > 0) this.pendingOf.set(entry.tenantId, left);
-      else this.pendingOf.delete(entry.tenantId);
+      release();
     }
   }
 

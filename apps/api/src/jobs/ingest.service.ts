@@ -11,6 +11,7 @@ import { StoredBytesQuota } from '../tenants/stored-bytes-quota';
 import { type CommitEntry, type CommitResult, IngestCommit } from './ingest-commit';
 import { parseJobInput } from './job-input';
 import { jobSummary, type JobSummary, removedJob, type RemovedJob } from './job-view';
+import { TenantSlots } from './tenant-slots';
 
 export const MAX_BATCH = 1000;
 
@@ -36,10 +37,14 @@ export class IngestService {
     private readonly clock: Clock,
     @Inject(API_SETTINGS) private readonly settings: ApiSettings,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
-  ) {}
+  ) {
+    // All but one: a lone tenant's import on several connections keeps most of them (at half, the
+    // 4 lanes of one tenant in bench/ingest.ts would be shed on two), another tenant always finds one.
+    this.batches = new TenantSlots(settings.batchesInFlight, Math.max(1, settings.batchesInFlight - 1));
+  }
 
-  /** Batch requests of this replica between their shedding check and their answer. */
-  private batchesInFlight = 0;
+  /** Batch requests of this replica between their shedding check and their answer: one tenant holds all but one at most. */
+  private readonly batches: TenantSlots;
 
   /**
    * POST /v1/jobs: 201 created, 200 same request again, 409 same key with another body. A key
@@ -70,16 +75,20 @@ export class IngestService {
    * POST /v1/jobs/batch: one result per item, in order; bad items do not sink the rest. Sheds
    * load past `batchesInFlight` at once, before any work: a batch each client retries after its
    * 503 must not queue behind a stalled database, nor take all the pool's connections from group
-   * commits and reads. Past `deadline`, a batch not yet written is withdrawn.
+   * commits and reads. One tenant holds all but one of them at most: its batches (stuck on a key of
+   * its own, or a flood within its rate) leave one to other tenants. Past `deadline`, a
+   * batch not yet written is withdrawn.
    */
   async createBatch(tenant: TenantRecord, body: unknown, traceParent: string | null = null, deadline?: AbortSignal): Promise<BatchAnswer> {
-    const most = this.settings.batchesInFlight;
-    if (this.batchesInFlight >= most) throw overLimit(503, `this replica commits ${most} batches at once`, 'jobs', 'concurrent_batches', 1000);
-    this.batchesInFlight++;
+    // The slot comes before the rate limit: a shed batch, which its client resends, spends none of it.
+    const release = this.batches.take(tenant.id);
+    const { most, share } = this.batches;
+    if (release === 'full') throw overLimit(503, `this replica commits ${most} batches at once`, 'jobs', 'concurrent_batches', 1000);
+    if (release === 'share') throw overLimit(503, `this replica commits ${most} batches at once, at most ${share} of one tenant's`, 'jobs', 'tenant_concurrent_batches', 1000);
     try {
       return await this.commitBatch(tenant, body, traceParent, deadline);
     } finally {
-      this.batchesInFlight--;
+      release();
     }
   }
 

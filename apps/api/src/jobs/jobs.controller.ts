@@ -92,7 +92,7 @@ export class JobsController {
   @ApiResponse({ status: 200, type: BatchResultDto })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'Not a {jobs: [...]} body, or more than 1000 jobs' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per item sent, valid or not; see Retry-After' })
-  @ApiResponse({ status: 503, type: ErrorDto, description: 'This replica commits ALMANAC_INGEST_BATCHES_IN_FLIGHT batches at once (`details[0].rule = "concurrent_batches"`), or the request was not answered in time; see Retry-After' })
+  @ApiResponse({ status: 503, type: ErrorDto, description: 'This replica commits ALMANAC_INGEST_BATCHES_IN_FLIGHT batches at once (`details[0].rule = "concurrent_batches"`), at most all but one of them one tenant\'s (`details[0].rule = "tenant_concurrent_batches"`), or the request was not answered in time; see Retry-After' })
   createBatch(
     @CurrentTenant() tenant: TenantRecord,
     @Body() body: unknown,

@@ -2455,7 +2455,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description This replica commits ALMANAC_INGEST_BATCHES_IN_FLIGHT batches at once (`details[0].rule = "concurrent_batches"`), or the request was not answered in time; see Retry-After */
+            /** @description This replica commits ALMANAC_INGEST_BATCHES_IN_FLIGHT batches at once (`details[0].rule = "concurrent_batches"`), at most all but one of them one tenant's (`details[0].rule = "tenant_concurrent_batches"`), or the request was not answered in time; see Retry-After */
             503: {
                 headers: {
                     [name: string]: unknown;
