@@ -130,12 +130,16 @@ async function ingest(apiUrl: string, keys: string[], n: number, connections: nu
         const idx = r * 1000 + i;
         return { kind: 'noop', key: `h-${idx}`, runAt: new Date(now + 60_000 + Math.random() * 365 * DAY).toISOString(), payload: payloadOf(payloadBytes, idx) };
       });
-      const res = await fetch(`${apiUrl}/v1/jobs/batch`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${keys[r % keys.length]}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ jobs }),
-      });
-      await res.arrayBuffer();
+      const body = JSON.stringify({ jobs });
+      let res: Response;
+      // A batch shed with 503 (its tenant holding all but one of the api's batch slots) goes again after Retry-After, as a producer's would.
+      for (;;) {
+        res = await fetch(`${apiUrl}/v1/jobs/batch`, { method: 'POST', headers: { Authorization: `Bearer ${keys[r % keys.length]}`, 'Content-Type': 'application/json' }, body });
+        await res.arrayBuffer();
+        const wait = Number(res.headers.get('retry-after'));
+        if (res.status !== 503 || !(wait > 0)) break;
+        await new Promise((done) => setTimeout(done, wait * 1000));
+      }
       if (res.ok) ok += size;
       else errors++;
       while (ok >= (sliceEnds.length + 1) * sliceJobs) sliceEnds.push(process.hrtime.bigint());

@@ -2,7 +2,7 @@
  * Ingest through HTTP, and what it costs Redis.
  *
  *   node -r ./bench/lib/register.cjs bench/ingest.ts [--runs 3] [--seconds 30] [--rate 1000]
- *        [--batch-requests 300] [--connections 4] [--memory-jobs 1000000] [--only single,batch,memory]
+ *        [--batch-requests 300] [--connections 3] [--memory-jobs 1000000] [--only single,batch,memory]
  *        [--rate-limit 0] [--tenants 1]
  *
  * Each part runs the real api role (`apps/api/src/main.ts`, one process, rate limit off unless
@@ -14,7 +14,9 @@
  *   Reports p50/p99 latency and errors (non-2xx + socket errors); median of the runs. With
  *   --tenants N, request i is tenant i mod N's (a shared installation's many small producers).
  * - batch: 1000 jobs per request on several connections, bodies prepared before the clock
- *   starts; reports jobs/s (median of the runs).
+ *   starts; reports jobs/s (median of the runs). One tenant's: it holds at most all but one of
+ *   the api's batch slots (ALMANAC_INGEST_BATCHES_IN_FLIGHT, 4), so 3 connections by default (a
+ *   4th's requests would be shed with 503 and counted as errors).
  * - memory: ingests M jobs due uniformly over the next year through the batch endpoint, then
  *   reads Redis' used_memory delta and the hot queue's size: bytes per queued job, against
  *   plain BullMQ delayed jobs carrying the same payload (its own fresh redis-server).
@@ -304,7 +306,7 @@ async function main(): Promise<void> {
   const seconds = num('seconds', 30);
   const rate = num('rate', 1000);
   const batchRequests = num('batch-requests', 300);
-  const connections = num('connections', 4);
+  const connections = num('connections', 3);
   const memoryJobs = num('memory-jobs', 1_000_000);
   const only = new Set(arg('only', 'single,batch,memory').split(','));
   const out: Record<string, unknown> = { cpus: (await import('node:os')).cpus().length, runs };
