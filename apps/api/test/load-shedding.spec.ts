@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { Client } from 'pg';
-import { type ApiHarness, clockHeld, DAY, inMs, startApi } from './api-harness';
+import { ADMIN_TOKEN, type ApiHarness, clockHeld, DAY, inMs, startApi } from './api-harness';
 
 /**
  * The API with `env`, a tenant, and another session of its database that can stall it for real:
@@ -135,6 +135,66 @@ describe('a read answered 503 at its deadline', () => {
       }
     });
     await h.http().get('/v1/jobs').set(auth).expect(200); // the pool replaced what it discarded
+  });
+});
+
+/** Backends of the API waiting for a lock, once none is (a discarded connection's leaves within a second), or after ~2.5 s. */
+async function lockWaitersAfterAnswer(locker: Client): Promise<number> {
+  let n = -1;
+  for (let tries = 0; n !== 0 && tries < 50; tries++) {
+    if (tries > 0) await locker.query('SELECT pg_sleep(0.05)');
+    [{ n }] = (await locker.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+    )).rows;
+  }
+  return n;
+}
+
+/**
+ * The console's pages and the other reads that take the request's signal: a tenant reloading a
+ * heavy page at its deadline must not leave its statements running on a pooled connection.
+ */
+describe('a console page or other read answered 503 at its deadline', () => {
+  const t = stallableApi({ ALMANAC_REQUEST_TIMEOUT_MS: '400', ALMANAC_PG_LOCK_TIMEOUT_MS: '20000' });
+
+  it('stops its statements: no backend of it is left waiting on the lock after the answer', async () => {
+    const { h, auth, locker } = t;
+    const signIn = async (token: string) => String((await h.http().post('/console/sign-in').type('form').send({ token }).expect(303)).headers['set-cookie']).split(';')[0];
+    const tenantCookie = await signIn(auth.Authorization.slice('Bearer '.length));
+    const adminCookie = await signIn(ADMIN_TOKEN);
+    const job = (await h.http().post('/v1/jobs').set(auth).send({ kind: 'noop', key: 'console-1', runAt: inMs(DAY) }).expect(201)).body as { id: string };
+    const schedule = (await h.http().post('/v1/schedules').set(auth).send({ key: 'every-minute', kind: 'noop', cron: '* * * * *', timezone: 'UTC', payload: {} }).expect(201)).body as { id: string };
+    const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+    const reads: [string, string | Record<string, string>][] = [
+      ['/console', tenantCookie], // the overview's five reads
+      ['/console/jobs', tenantCookie],
+      ['/console/jobs?key=console-1', tenantCookie],
+      [`/console/jobs/${job.id}`, tenantCookie],
+      [`/console/jobs/${job.id}?attempts=2030-01-01T00:00:00.000Z`, tenantCookie],
+      ['/console/schedules', tenantCookie],
+      [`/console/schedules/${schedule.id}`, tenantCookie],
+      ['/console/tenants', adminCookie],
+      ['/v1/schedules', auth],
+      [`/v1/schedules/${schedule.id}`, auth],
+      [`/v1/schedules/${schedule.id}/next`, auth],
+      [`/v1/schedules/${schedule.id}/runs`, auth],
+      ['/v1/operations/1', auth],
+      ['/v1/admin/tenants', admin],
+    ];
+    await whileLocked(locker, 'jobs, schedules, bulk_operations', async () => {
+      for (const [path, who] of reads) {
+        const res = await h.http().get(path).set(typeof who === 'string' ? { Cookie: who } : who);
+        expect([path, res.status]).toEqual([path, 503]);
+        expect([path, await lockWaitersAfterAnswer(locker)]).toEqual([path, 0]); // without the stop: each waited out the lock (20 s)
+      }
+    });
+    // Alone: a tenant's key lookup reads tenant_keys too.
+    const keysPath = `/v1/admin/tenants/${(await h.createTenant('keyed')).id}/keys`;
+    await whileLocked(locker, 'tenant_keys', async () => {
+      expect((await h.http().get(keysPath).set(admin)).status).toBe(503);
+      expect(await lockWaitersAfterAnswer(locker)).toBe(0);
+    });
+    await h.http().get('/console').set('Cookie', tenantCookie).expect(200); // the pool replaced what it discarded
   });
 });
 

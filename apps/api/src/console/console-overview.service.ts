@@ -1,4 +1,4 @@
-import { type TenantRecord, TenantOverviewRepository } from '@almanac/persistence';
+import { type Db, type TenantRecord, TenantOverviewRepository } from '@almanac/persistence';
 import { Injectable } from '@nestjs/common';
 import type { OverviewData } from './views/overview.view';
 
@@ -19,20 +19,26 @@ export const OVERVIEW_READ_COST = 5;
 
 /**
  * The overview page's figures: five bounded reads of the tenant's own rows, one after the other
- * (one pooled connection at a time, so a tenant reloading its overview cannot hold several).
+ * on one pooled connection (a tenant reloading its overview cannot hold several), closed once the
+ * request is over (`over`): a reload at the tenant's budget would else leave its reads running
+ * after their 503s, holding the pool other tenants need.
  */
 @Injectable()
 export class ConsoleOverviewService {
   constructor(private readonly overview: TenantOverviewRepository) {}
 
-  async read(tenant: TenantRecord, now: Date): Promise<OverviewData> {
+  read(tenant: TenantRecord, now: Date, over?: AbortSignal): Promise<OverviewData> {
+    return this.overview.together(over, (db) => this.readOn(db, tenant, now));
+  }
+
+  private async readOn(db: Db, tenant: TenantRecord, now: Date): Promise<OverviewData> {
     const since = new Date(now.getTime() - WINDOW_HOURS * HOUR_MS);
-    const states = await this.overview.stateCounts(tenant.id, since, now, ROW_CAP);
-    const dueHour = await this.overview.dueSoon(tenant.id, now, new Date(now.getTime() + HOUR_MS), DUE_CAP);
-    const dueDay = await this.overview.dueSoon(tenant.id, now, new Date(now.getTime() + WINDOW_HOURS * HOUR_MS), DUE_CAP);
-    const recent = await this.overview.recentExecutions(tenant.id, new Date(now.getTime() - SPARK_MINUTES * 60_000), now, ROW_CAP);
+    const states = await this.overview.stateCounts(tenant.id, since, now, ROW_CAP, db);
+    const dueHour = await this.overview.dueSoon(tenant.id, now, new Date(now.getTime() + HOUR_MS), DUE_CAP, db);
+    const dueDay = await this.overview.dueSoon(tenant.id, now, new Date(now.getTime() + WINDOW_HOURS * HOUR_MS), DUE_CAP, db);
+    const recent = await this.overview.recentExecutions(tenant.id, new Date(now.getTime() - SPARK_MINUTES * 60_000), now, ROW_CAP, db);
     // The state counts walked the same rows: no dead job among them, no second walk.
-    const dead = (states.counts.dead ?? 0) > 0 ? await this.overview.recentDead(tenant.id, since, now, ROW_CAP, DEAD_SHOWN) : [];
+    const dead = (states.counts.dead ?? 0) > 0 ? await this.overview.recentDead(tenant.id, since, now, ROW_CAP, DEAD_SHOWN, db) : [];
     return {
       now,
       windowHours: WINDOW_HOURS,

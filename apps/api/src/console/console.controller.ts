@@ -5,6 +5,7 @@ import { Body, Controller, Get, Param, Post, Query, Req, Res, UseFilters } from 
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../http/api-error';
+import { RequestOver } from '../http/request-deadline.interceptor';
 import { JobChangesService } from '../jobs/job-changes.service';
 import { JobQueriesService } from '../jobs/job-queries.service';
 import { decodeScheduleCursor } from '../schedules/schedule-cursor';
@@ -74,32 +75,32 @@ export class ConsoleController {
   ) {}
 
   @Get()
-  async home(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery): Promise<void> {
+  async home(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery, @RequestOver() over: AbortSignal): Promise<void> {
     await this.pages.show(req, reply, q, async (v) => {
-      const data = await this.overview.read(v.tenant, this.clock.now());
+      const data = await this.overview.read(v.tenant, this.clock.now(), over);
       return { title: 'Overview', section: 'overview', content: overviewView(v, data) };
     }, { cost: OVERVIEW_READ_COST, operatorHome: true });
   }
 
   @Get('tenants')
-  async tenantList(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery): Promise<void> {
+  async tenantList(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery, @RequestOver() over: AbortSignal): Promise<void> {
     const viewer = await this.session.viewer(req, reply, undefined);
     if (!viewer) return;
     if (viewer.role !== 'admin') return this.pages.render(reply, viewer, { title: 'Not found', status: 404, error: 'Only the operator sees the tenant list.', content: html`` });
     const after = typeof q.after === 'string' && /^[0-9]{1,9}$/.test(q.after) ? Number(q.after) : 0; // ids are int4
-    const rows = await this.tenants.list(after, TENANTS_PAGE, TENANT_JOBS_CAP + 1);
+    const rows = await this.tenants.list(after, TENANTS_PAGE, TENANT_JOBS_CAP + 1, over);
     const next = rows.length === TENANTS_PAGE ? String(rows[rows.length - 1].id) : null;
     const content = tenantsView(rows.map((t) => ({ tenant: t, keys: t.keys, jobs: t.jobs })), TENANT_JOBS_CAP, next);
     this.pages.render(reply, viewer, { title: 'Tenants', section: 'tenants', content });
   }
 
   @Get('jobs')
-  async jobs(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery): Promise<void> {
+  async jobs(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery, @RequestOver() over: AbortSignal): Promise<void> {
     const f: JobFilterForm = { key: str(q.key), kind: str(q.kind), state: str(q.state), from: str(q.from), to: str(q.to) };
     const now = this.clock.now();
     await this.pages.show(req, reply, q, async (v) => {
       if (f.key) {
-        const found = (await this.queries.search(v.tenant, { key: f.key })) as JobDetailView; // with a key: the one job
+        const found = (await this.queries.search(v.tenant, { key: f.key }, over)) as JobDetailView; // with a key: the one job
         return { redirect: consoleHref(v, `/jobs/${found.id}`) };
       }
       const query: PageQuery = { limit: PAGE_SIZE };
@@ -108,19 +109,19 @@ export class ConsoleController {
       if (f.from) query.from = asUtcIfZoneless(f.from);
       if (f.to) query.to = asUtcIfZoneless(f.to);
       if (str(q.cursor)) query.cursor = q.cursor;
-      const { items, nextCursor } = (await this.queries.search(v.tenant, query)) as { items: JobRow[]; nextCursor: string | null };
+      const { items, nextCursor } = (await this.queries.search(v.tenant, query, over)) as { items: JobRow[]; nextCursor: string | null };
       return { title: 'Jobs', section: 'jobs', content: jobsView(v, f, items, nextCursor, now, query.cursor !== undefined) };
     }, { onError: (v) => jobsView(v, f, [], null, now, false) });
   }
 
   @Get('jobs/:id')
-  async job(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery, @Param('id') id: string): Promise<void> {
+  async job(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery, @Param('id') id: string, @RequestOver() over: AbortSignal): Promise<void> {
     await this.pages.show(req, reply, q, async (v) => {
-      const job = await this.queries.get(v.tenant, id);
+      const job = await this.queries.get(v.tenant, id, {}, over);
       const from = str(q.attempts);
       if (from === undefined) return { title: `Job ${job.key}`, section: 'jobs', content: jobView(v, job, this.clock.now(), { from: null, older: job.historyNext }), notice: notice(q.done) };
       // An older page of its attempts (the API's cursor): a job has up to 10,000 of them.
-      const page = await this.queries.attemptPage(v.tenant, id, { cursor: from }).catch((err: unknown) => {
+      const page = await this.queries.attemptPage(v.tenant, id, { cursor: from }, over).catch((err: unknown) => {
         // The page's `attempts` is the API's cursor: a refusal names the parameter in this URL.
         if (err instanceof ApiError && err.details.some((d) => d.field === 'cursor')) {
           throw invalid([{ field: 'attempts', rule: 'format', message: 'attempts is not a page of attempts this console linked to' }]);
@@ -147,19 +148,19 @@ export class ConsoleController {
   }
 
   @Get('schedules')
-  async scheduleList(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery): Promise<void> {
+  async scheduleList(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery, @RequestOver() over: AbortSignal): Promise<void> {
     await this.pages.show(req, reply, q, async (v) => {
       const cursor = str(q.cursor);
-      const list = await this.schedules.list(v.tenant, cursor ? { limit: PAGE_SIZE, cursor } : { limit: PAGE_SIZE });
+      const list = await this.schedules.list(v.tenant, cursor ? { limit: PAGE_SIZE, cursor } : { limit: PAGE_SIZE }, over);
       const rows = list.items.map((s) => ({ ...s, nextLocal: s.paused ? [] : this.schedules.nextRunsLocal(s, NEXT_RUNS_SHOWN) }));
       return { title: 'Schedules', section: 'schedules', content: schedulesView(v, rows, list.nextCursor, cursor), notice: notice(q.done) };
     });
   }
 
   @Get('schedules/:id')
-  async schedule(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery, @Param('id') id: string): Promise<void> {
+  async schedule(@Req() req: FastifyRequest, @Res() reply: FastifyReply, @Query() q: PageQuery, @Param('id') id: string, @RequestOver() over: AbortSignal): Promise<void> {
     await this.pages.show(req, reply, q, async (v) => {
-      const { schedule, runs } = await this.runs.recent(v.tenant, id, RUNS_SHOWN);
+      const { schedule, runs } = await this.runs.recent(v.tenant, id, RUNS_SHOWN, over);
       const next = schedule.paused ? [] : this.schedules.nextRunsLocal(schedule, NEXT_RUNS_SHOWN);
       return { title: `Schedule ${schedule.key}`, section: 'schedules', content: scheduleView(v, schedule, runs, next, this.clock.now()) };
     });

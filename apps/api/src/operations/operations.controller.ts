@@ -4,6 +4,7 @@ import { ApiBearerAuth, ApiBody, ApiOperation, ApiParam, ApiResponse, ApiTags } 
 import type { FastifyReply } from 'fastify';
 import { CurrentTenant, TenantAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ApiTenantRateLimit, ErrorDto } from '../http/error.dto';
+import { RequestOver } from '../http/request-deadline.interceptor';
 import { refuseQuery } from '../http/validation';
 import { BulkCancelDto, BulkRescheduleDto, OperationDto } from './operation.dto';
 import type { OperationView } from './operation-view';
@@ -55,9 +56,9 @@ export class OperationsController {
   @ApiParam({ name: 'id', example: '42', description: "Operation id (another tenant's id answers 404)." })
   @ApiResponse({ status: 200, type: OperationDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
     refuseQuery(query);
-    return this.operations.get(tenant, id);
+    return this.operations.get(tenant, id, over);
   }
 
   @Post('operations/:id/cancel')

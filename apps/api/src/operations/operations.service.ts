@@ -39,8 +39,8 @@ export class OperationsService {
     return this.create(tenant, 'reschedule', input.filter, input.change, key);
   }
 
-  async get(tenant: TenantRecord, id: string): Promise<OperationView> {
-    const op = isJobIdString(id) ? await this.repo.findForTenant(tenant.id, id) : null;
+  async get(tenant: TenantRecord, id: string, over?: AbortSignal): Promise<OperationView> {
+    const op = isJobIdString(id) ? await this.repo.findForTenant(tenant.id, id, over) : null;
     if (!op) throw notFound(`operation ${id}`);
     return operationView(op);
   }

@@ -47,7 +47,7 @@ export class ScheduleRunsService {
   ) {}
 
   async list(tenant: TenantRecord, id: string, query: Record<string, unknown>, over?: AbortSignal): Promise<{ timezone: string; items: ScheduleRun[]; nextCursor: string | null }> {
-    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
+    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id, over) : null;
     if (!s) throw notFound(`schedule ${id}`);
     const issues = new Issues();
     rejectUnknownQuery(query, ['date', 'from', 'to', 'cursor', 'limit'], issues);
@@ -75,8 +75,8 @@ export class ScheduleRunsService {
    * The window grows eightfold from a day until it holds `count` (a per-minute cron stops at a day,
    * a daily one at 64), at most 512 days back.
    */
-  async recent(tenant: TenantRecord, id: string, count: number): Promise<{ schedule: ScheduleView; runs: ScheduleRun[] }> {
-    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
+  async recent(tenant: TenantRecord, id: string, count: number, over?: AbortSignal): Promise<{ schedule: ScheduleView; runs: ScheduleRun[] }> {
+    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id, over) : null;
     if (!s) throw notFound(`schedule ${id}`);
     const timing = parseTiming(s.cron, s.timezone);
     if (!timing.ok) return { schedule: s, runs: [] };
@@ -90,10 +90,10 @@ export class ScheduleRunsService {
       if (at.length >= count || from.getTime() === since) break;
     }
     if (at.length < count && s.timingSince !== null) {
-      const earlier = await this.runs.instantsWithRows(tenant.id, s.id, s.createdAt, new Date(since), count - at.length, true);
+      const earlier = await this.runs.instantsWithRows(tenant.id, s.id, s.createdAt, new Date(since), count - at.length, true, over);
       at = earlier.reverse().concat(at);
     }
-    return { schedule: s, runs: await this.describe(tenant.id, s, at.slice(-count), now) };
+    return { schedule: s, runs: await this.describe(tenant.id, s, at.slice(-count), now, over) };
   }
 
   /**
@@ -129,7 +129,7 @@ export class ScheduleRunsService {
     const keys = page.map((d) => occurrenceKey(s.id, d));
     const rows = new Map((await this.runs.rows(keys.map((key) => ({ tenantId, key })), over)).map((r) => [r.key, r]));
     const missing = keys.filter((k, i) => !rows.has(k) && page[i].getTime() <= now.getTime());
-    const removed = new Map((await this.jobs.findRetired(tenantId, missing)).map((r) => [r.key, r]));
+    const removed = new Map((await this.jobs.findRetired(tenantId, missing, undefined, over)).map((r) => [r.key, r]));
     return page.map((d, i): ScheduleRun => {
       const base = { at: d.toISOString(), local: formatInZone(d, s.timezone), jobId: null, attempts: 0, startedAt: null, finishedAt: null, lateMs: null, result: null, error: null, errorCode: null };
       const row = rows.get(keys[i]);

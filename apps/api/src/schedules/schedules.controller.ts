@@ -43,17 +43,17 @@ export class SchedulesController {
   @ApiQuery({ name: 'limit', required: false, type: 'integer', example: 100 })
   @ApiQuery({ name: 'cursor', required: false })
   @ApiResponse({ status: 200, type: SchedulePageDto })
-  list(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>) {
-    return this.schedules.list(tenant, query);
+  list(@CurrentTenant() tenant: TenantRecord, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
+    return this.schedules.list(tenant, query, over);
   }
 
   @Get(':id')
   @ApiParam(ID)
   @ApiResponse({ status: 200, type: ScheduleDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
+  get(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
     refuseQuery(query);
-    return this.schedules.get(tenant, id);
+    return this.schedules.get(tenant, id, over);
   }
 
   @Get(':id/next')
@@ -61,8 +61,8 @@ export class SchedulesController {
   @ApiParam(ID)
   @ApiQuery({ name: 'count', required: false, type: 'integer', example: 5, description: '1..100, default 10' })
   @ApiResponse({ status: 200, type: OccurrencePreviewDto })
-  preview(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>) {
-    return this.schedules.preview(tenant, id, query);
+  preview(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal) {
+    return this.schedules.preview(tenant, id, query, over);
   }
 
   @Get(':id/runs')

@@ -64,11 +64,11 @@ export class SchedulesService {
     return { created, schedule: view(schedule) };
   }
 
-  async get(tenant: TenantRecord, id: string) {
-    return view(await this.find(tenant, id));
+  async get(tenant: TenantRecord, id: string, over?: AbortSignal) {
+    return view(await this.find(tenant, id, over));
   }
 
-  async list(tenant: TenantRecord, query: Record<string, unknown>) {
+  async list(tenant: TenantRecord, query: Record<string, unknown>, over?: AbortSignal) {
     const issues = new Issues();
     rejectUnknownQuery(query, ['limit', 'cursor'], issues);
     const limit = queryInt(query.limit, 'limit', 100, 1, 1000, issues);
@@ -79,7 +79,7 @@ export class SchedulesService {
       if (afterKey === null) issues.add('cursor', 'format', 'cursor is not one this API returned');
     }
     if (!issues.ok) throw invalid(issues.list);
-    const rows = await this.schedules.list(tenant.id, afterKey, limit);
+    const rows = await this.schedules.list(tenant.id, afterKey, limit, over);
     const last = rows[rows.length - 1];
     return {
       items: rows.map(view),
@@ -156,12 +156,12 @@ export class SchedulesService {
     return { ...view(res.schedule), removedOccurrences: res.removed.count };
   }
 
-  async preview(tenant: TenantRecord, id: string, query: Record<string, unknown>) {
+  async preview(tenant: TenantRecord, id: string, query: Record<string, unknown>, over?: AbortSignal) {
     const issues = new Issues();
     rejectUnknownQuery(query, ['count'], issues);
     const count = queryInt(query.count, 'count', 10, 1, MAX_PREVIEW, issues);
     if (!issues.ok) throw invalid(issues.list);
-    const s = await this.find(tenant, id);
+    const s = await this.find(tenant, id, over);
     const t = parseTiming(s.cron, s.timezone);
     if (!t.ok) throw invalid(t.issues);
     const at = nextOccurrences(t.value, this.clock.now(), count);
@@ -175,8 +175,9 @@ export class SchedulesService {
     return nextOccurrences(t.value, this.clock.now(), count).map((d) => formatInZone(d, s.timezone));
   }
 
-  private async find(tenant: TenantRecord, id: string): Promise<ScheduleView> {
-    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id) : null;
+  /** `over`: a read's request stopped waiting (onConnection); a change's read runs to its end. */
+  private async find(tenant: TenantRecord, id: string, over?: AbortSignal): Promise<ScheduleView> {
+    const s = isJobIdString(id) ? await this.schedules.findForTenant(tenant.id, id, over) : null;
     if (!s) throw notFound(`schedule ${id}`);
     return s;
   }

@@ -5,6 +5,7 @@ import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
 import { invalid, notFound } from '../http/api-error';
 import { ErrorDto } from '../http/error.dto';
+import { RequestOver } from '../http/request-deadline.interceptor';
 import { Issues, pathId, queryInt, rejectUnknownQuery } from '../http/validation';
 import { CreatedKeyDto, KeyDto, KeyListDto } from './credentials.dto';
 
@@ -36,13 +37,13 @@ export class TenantKeysController {
   @ApiQuery({ name: 'cursor', required: false, description: 'the nextCursor of the previous page' })
   @ApiResponse({ status: 200, type: KeyListDto })
   @ApiResponse({ status: 404, type: ErrorDto })
-  async list(@Param('id') id: string, @Query() query: Record<string, unknown>): Promise<KeyListDto> {
+  async list(@Param('id') id: string, @Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal): Promise<KeyListDto> {
     const issues = new Issues();
     rejectUnknownQuery(query, ['cursor', 'limit'], issues);
     const limit = queryInt(query.limit, 'limit', 100, 1, 1000, issues);
     const afterId = queryInt(query.cursor, 'cursor', 0, 0, 2147483647, issues);
     if (!issues.ok) throw invalid(issues.list);
-    const keys = await this.keys.list(pathId(id), { afterId, limit });
+    const keys = await this.keys.list(pathId(id), { afterId, limit }, over);
     if (!keys) throw notFound('tenant');
     return { items: keys.map(view), nextCursor: keys.length === limit ? String(keys[keys.length - 1].id) : null };
   }

@@ -16,6 +16,7 @@ import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { AuthEvents } from '../auth/auth-events';
 import { AdminAuthGuard } from '../auth/guards';
 import { ApiJsonBodyErrors, ErrorDto } from '../http/error.dto';
+import { RequestOver } from '../http/request-deadline.interceptor';
 import { invalid, notFound } from '../http/api-error';
 import { intInRange, isPlainObject, Issues, pathId, queryInt, refuseQuery, rejectUnknown, rejectUnknownQuery } from '../http/validation';
 import { DataSource } from 'typeorm';
@@ -51,13 +52,13 @@ export class TenantsController {
   @ApiQuery({ name: 'cursor', required: false, description: 'the nextCursor of the previous page' })
   @ApiQuery({ name: 'limit', required: false, type: 'integer', description: '1–200, default 50' })
   @ApiResponse({ status: 200, type: TenantListDto })
-  async list(@Query() query: Record<string, unknown>): Promise<TenantListDto> {
+  async list(@Query() query: Record<string, unknown>, @RequestOver() over: AbortSignal): Promise<TenantListDto> {
     const issues = new Issues();
     rejectUnknownQuery(query, ['cursor', 'limit'], issues);
     const after = queryInt(query.cursor, 'cursor', 0, 0, 2147483647, issues);
     const limit = queryInt(query.limit, 'limit', 50, 1, 200, issues);
     if (!issues.ok) throw invalid(issues.list);
-    const rows = await this.tenants.list(after, limit, JOB_COUNT_CAP + 1);
+    const rows = await this.tenants.list(after, limit, JOB_COUNT_CAP + 1, over);
     return {
       items: rows.map((t) => ({
         ...this.view(t), createdAt: t.createdAt.toISOString(), keys: t.keys,

@@ -2,7 +2,7 @@ import { BULK_CHUNK_JOBS, type BulkAction, type BulkChange, type BulkFilter, typ
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { retryingIdClash } from '../id-clash';
-import { type Db, sql } from '../sql';
+import { type Db, onConnection, sql } from '../sql';
 import { type BulkOperationRecord, type OperationRow, toRecord } from './bulk-operation-record';
 import { APPLY_BULK_CANCEL_SQL, APPLY_BULK_RESCHEDULE_SQL, TAKE_BULK_STEP_LOCK } from '../statements/apply-bulk-chunk.sql';
 import { COUNT_BULK_FAILURE_SQL, OPEN_BULK_OPERATIONS_SQL, REMOVE_CHUNKS_OF_ENDED_SQL } from '../statements/bulk-failures.sql';
@@ -59,9 +59,9 @@ export class BulkOperationsRepository {
     }));
   }
 
-  /** One operation of one tenant (another tenant's id finds nothing). */
-  async findForTenant(tenantId: number, id: string): Promise<BulkOperationRecord | null> {
-    const { rows } = await sql<OperationRow>(this.db, `SELECT ${BULK_OPERATION_COLUMNS} FROM bulk_operations WHERE id = $1 AND tenant_id = $2`, [id, tenantId]);
+  /** One operation of one tenant (another tenant's id finds nothing). `over`: the caller stopped waiting (onConnection). */
+  async findForTenant(tenantId: number, id: string, over?: AbortSignal): Promise<BulkOperationRecord | null> {
+    const { rows } = await onConnection(this.db, over, (c) => sql<OperationRow>(c.manager, `SELECT ${BULK_OPERATION_COLUMNS} FROM bulk_operations WHERE id = $1 AND tenant_id = $2`, [id, tenantId]));
     return rows[0] ? toRecord(rows[0]) : null;
   }
 

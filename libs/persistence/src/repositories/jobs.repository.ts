@@ -198,9 +198,11 @@ export class JobsRepository {
   }
 
   /** Which of `keys` retention removed, keeping them reserved (any order): ingest's 409s, a schedule's removed runs. */
-  async findRetired(tenantId: number, keys: readonly string[], db: Db = this.dataSource): Promise<Extract<InsertOutcome, { status: 'retired' }>[]> {
+  async findRetired(tenantId: number, keys: readonly string[], db: Db = this.dataSource, over?: AbortSignal): Promise<Extract<InsertOutcome, { status: 'retired' }>[]> {
     if (keys.length === 0) return [];
-    const { rows } = await sql<{ key: string; removed_on: string; state: string; reserved_through: string | null; result_digest: string | null }>(db, FIND_RETIRED_KEYS_SQL, [tenantId, keys]);
+    // `over` (outside a transaction): the caller stopped waiting (onConnection).
+    const read = (d: Db) => sql<{ key: string; removed_on: string; state: string; reserved_through: string | null; result_digest: string | null }>(d, FIND_RETIRED_KEYS_SQL, [tenantId, keys]);
+    const { rows } = over && db === this.dataSource ? await onConnection(this.dataSource, over, (c) => read(c.manager)) : await read(db);
     return rows.map((r) => ({
       status: 'retired', key: r.key, removedOn: r.removed_on, state: decodeState(r.state), reservedThrough: r.reserved_through, resultDigest: r.result_digest,
     }));

@@ -2,6 +2,7 @@ import { DomainValidationError, nextOccurrences, parseSchedule, resumedNextRunAt
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { retryingIdClash } from '../id-clash';
+import { onConnection } from '../sql';
 import { COLUMNS, type MissedPolicy, type NewSchedule, type RawSchedule, type RemovedOccurrences, type ScheduleChange, type ScheduleView, toView } from './schedule-view';
 import { databaseNow } from '../statements/database-now.sql';
 import { removeNeverStartedOccurrences, removeUnrunOccurrences } from './unrun-occurrences';
@@ -59,11 +60,9 @@ export class SchedulesRepository {
     }
   }
 
-  async findForTenant(tenantId: number, id: string): Promise<ScheduleView | null> {
-    const rows: RawSchedule[] = await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND tenant_id = $2`, [
-      id,
-      tenantId,
-    ]);
+  /** `over`: the caller stopped waiting (onConnection). */
+  async findForTenant(tenantId: number, id: string, over?: AbortSignal): Promise<ScheduleView | null> {
+    const rows: RawSchedule[] = await onConnection(this.db, over, (c): Promise<RawSchedule[]> => c.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND tenant_id = $2`, [id, tenantId]));
     return rows[0] ? toView(rows[0]) : null;
   }
 
@@ -73,14 +72,11 @@ export class SchedulesRepository {
     return rows.map((r) => r.key);
   }
 
-  /** Keyset page ordered by key (the unique (tenant_id, key) index). */
-  async list(tenantId: number, afterKey: string | null, limit: number): Promise<ScheduleView[]> {
-    const rows: RawSchedule[] = afterKey === null
-      ? await this.db.query(`SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 ORDER BY key LIMIT $2`, [tenantId, limit])
-      : await this.db.query(
-          `SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND key > $2 ORDER BY key LIMIT $3`,
-          [tenantId, afterKey, limit],
-        );
+  /** Keyset page ordered by key (the unique (tenant_id, key) index). `over`: the caller stopped waiting (onConnection). */
+  async list(tenantId: number, afterKey: string | null, limit: number, over?: AbortSignal): Promise<ScheduleView[]> {
+    const rows: RawSchedule[] = await onConnection(this.db, over, (c): Promise<RawSchedule[]> => afterKey === null
+      ? c.query(`SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 ORDER BY key LIMIT $2`, [tenantId, limit])
+      : c.query(`SELECT ${COLUMNS} FROM schedules WHERE tenant_id = $1 AND key > $2 ORDER BY key LIMIT $3`, [tenantId, afterKey, limit]));
     return rows.map(toView);
   }
 

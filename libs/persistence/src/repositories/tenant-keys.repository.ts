@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { isSerialId } from '../serial-id';
-import { type Db, sql } from '../sql';
+import { type Db, onConnection, sql } from '../sql';
 import { newApiKey } from './tenants.repository';
 
 /** What anyone may see of a key: never the key, never its hash. */
@@ -43,17 +43,18 @@ export class TenantKeysRepository {
   }
 
   /** The tenant's keys, oldest first, revoked ones included (null: no such tenant). */
-  async list(tenantId: number, page: { afterId?: number; limit?: number } = {}, db: Db = this.dataSource): Promise<KeyView[] | null> {
+  async list(tenantId: number, page: { afterId?: number; limit?: number } = {}, over?: AbortSignal): Promise<KeyView[] | null> {
     if (!isSerialId(tenantId)) return null;
-    const { rows } = await sql<KeyRow & { tenant: number | null }>(
-      db,
+    // `over`: the caller stopped waiting (onConnection).
+    const { rows } = await onConnection(this.dataSource, over, (c) => sql<KeyRow & { tenant: number | null }>(
+      c.manager,
       `SELECT t.id AS tenant, k.id, k.prefix, k.created_at, k.last_used_at, k.revoked_at
          FROM tenants t LEFT JOIN LATERAL (
            SELECT id, prefix, created_at, last_used_at, revoked_at FROM tenant_keys
             WHERE tenant_id = t.id AND id > $2 ORDER BY id LIMIT $3) k ON true
         WHERE t.id = $1 ORDER BY k.id`,
       [tenantId, page.afterId ?? 0, page.limit ?? 1000],
-    );
+    ));
     if (rows.length === 0) return null;
     return rows.filter((r) => r.id !== null).map(toView);
   }

@@ -2,7 +2,7 @@ import type { JobState } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { decodeState } from '../job-state.codec';
-import { type Db, sql } from '../sql';
+import { type Db, onConnection, sql } from '../sql';
 import { CONSOLE_STATE_COUNTS_SQL } from '../statements/console-state-counts.sql';
 import { DUE_SOON_COUNTS_SQL } from '../statements/due-soon-counts.sql';
 import { RECENT_DEAD_JOBS_SQL } from '../statements/recent-dead-jobs.sql';
@@ -56,6 +56,14 @@ export interface MinuteFigures {
 @Injectable()
 export class TenantOverviewRepository {
   constructor(private readonly dataSource: DataSource) {}
+
+  /**
+   * `work`'s reads on one pooled connection (pass them the Db it is given), the connection
+   * closed once `over` aborts (onConnection): an overview's reads stop with its request.
+   */
+  together<T>(over: AbortSignal | undefined, work: (db: Db) => Promise<T>): Promise<T> {
+    return onConnection(this.dataSource, over, (c) => work(c.manager));
+  }
 
   /** Jobs due in [from, to) by state (cold rows excluded), from the newest `cap`. */
   async stateCounts(tenantId: number, from: Date, to: Date, cap: number, db: Db = this.dataSource): Promise<StateCounts> {

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { isSerialId } from '../serial-id';
-import { type Db, sql } from '../sql';
+import { type Db, onConnection, sql } from '../sql';
 
 export interface TenantRecord {
   id: number;
@@ -133,15 +133,16 @@ export class TenantsRepository {
    * (an index-only walk of jobs_tenant_key per tenant: a tenant with millions of jobs costs
    * `countCap` index entries, not millions).
    */
-  async list(afterId: number, limit: number, countCap: number, db: Db = this.dataSource): Promise<(TenantRecord & { keys: number; jobs: number })[]> {
-    const { rows } = await sql<TenantRow & { keys: number; jobs: number }>(
-      db,
+  async list(afterId: number, limit: number, countCap: number, over?: AbortSignal): Promise<(TenantRecord & { keys: number; jobs: number })[]> {
+    // Up to `limit` walks of `countCap` jobs: `over`, the caller stopped waiting (onConnection).
+    const { rows } = await onConnection(this.dataSource, over, (c) => sql<TenantRow & { keys: number; jobs: number }>(
+      c.manager,
       `SELECT ${T_COLUMNS},
               (SELECT count(*)::int FROM tenant_keys k WHERE k.tenant_id = t.id AND k.revoked_at IS NULL) AS keys,
               (SELECT count(*)::int FROM (SELECT 1 FROM jobs j WHERE j.tenant_id = t.id LIMIT $3) c) AS jobs
          FROM tenants t WHERE t.id > $1 ORDER BY t.id LIMIT $2`,
       [afterId, limit, countCap],
-    );
+    ));
     return rows.map((r) => ({ ...toTenant(r), keys: r.keys, jobs: r.jobs }));
   }
 
