@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { overLimit } from '../http/api-error';
+import { TenantSlots } from './tenant-slots';
 
 /** The longest a `GET /v1/jobs/:id?waitSeconds=` holds its answer (below the server's socket timeouts). */
 export const MAX_WAIT_SECONDS = 20;
@@ -25,20 +26,18 @@ const ENDED = new Set(['succeeded', 'dead', 'cancelled']);
  */
 @Injectable()
 export class JobWaits {
-  private readonly perTenant = new Map<number, number>();
-  private total = 0;
+  private readonly slots = new TenantSlots(WAITS_PER_REPLICA, WAITS_PER_TENANT);
 
   /** Waits `tenantId` holds now on this replica. */
   held(tenantId: number): number {
-    return this.perTenant.get(tenantId) ?? 0;
+    return this.slots.heldBy(tenantId);
   }
 
   /** Until the job ends, `seconds` pass, or `done` aborts (its client went away, its deadline passed): its slot is free at once. */
   async wait<J extends { state: string }>(tenantId: number, seconds: number, read: () => Promise<J>, done?: AbortSignal): Promise<J> {
-    if ((this.perTenant.get(tenantId) ?? 0) >= WAITS_PER_TENANT) throw overLimit(429, `more than ${WAITS_PER_TENANT} waits of this tenant at once`, 'waitSeconds', 'concurrent_waits', 1000);
-    if (this.total >= WAITS_PER_REPLICA) throw overLimit(503, 'too many waits on this replica', 'waitSeconds', 'concurrent_waits', 1000);
-    this.perTenant.set(tenantId, (this.perTenant.get(tenantId) ?? 0) + 1);
-    this.total++;
+    const release = this.slots.take(tenantId);
+    if (release === 'share') throw overLimit(429, `more than ${WAITS_PER_TENANT} waits of this tenant at once`, 'waitSeconds', 'concurrent_waits', 1000);
+    if (release === 'full') throw overLimit(503, 'too many waits on this replica', 'waitSeconds', 'concurrent_waits', 1000);
     let timer: NodeJS.Timeout | undefined;
     let wake = () => {};
     const stop = () => (clearTimeout(timer), wake());
@@ -53,10 +52,7 @@ export class JobWaits {
       }
     } finally {
       done?.removeEventListener('abort', stop);
-      this.total--;
-      const n = (this.perTenant.get(tenantId) ?? 1) - 1;
-      if (n > 0) this.perTenant.set(tenantId, n);
-      else this.perTenant.delete(tenantId);
+      release();
     }
   }
 }
