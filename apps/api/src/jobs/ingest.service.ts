@@ -39,7 +39,8 @@ export class IngestService {
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
   ) {
     // All but one: a lone tenant's import on several connections keeps most of them (at half, the
-    // 4 lanes of one tenant in bench/ingest.ts would be shed on two), another tenant always finds one.
+    // 4 lanes of one tenant in bench/ingest.ts would be shed on two); the one left is shared by
+    // every other tenant (a Known gap in docs/architecture.md).
     this.batches = new TenantSlots(settings.batchesInFlight, Math.max(1, settings.batchesInFlight - 1));
   }
 

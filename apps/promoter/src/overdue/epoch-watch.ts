@@ -21,7 +21,7 @@ export const PASS_RETRY_MS = 5_000;
  * the queued jobs of an emptied Redis waited up to 30 s for their new hints (chaos bench, Redis
  * restarted empty: 29.2 s past the restart in one run, 1.5 s in another, by phase), and the API's
  * rows after a restart 16–27 s. With nothing left due the pass is one probe of jobs_cold_due
- * (DUE_COLD_TENANTS_SQL) and one of the fill. It is the pass alone, not the sweep's whole run,
+ * (DUE_COLD_TENANTS_SQL). It is the pass alone, not the sweep's whole run,
  * which would hint again the rows a recovery's hints still carry.
  */
 export class EpochWatch implements Sweep {
