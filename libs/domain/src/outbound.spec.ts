@@ -63,6 +63,17 @@ describe('outbound addresses', () => {
     expect(refusedRange('169.254.169.254', allowed)).toBe('metadata');
   });
 
+  it('keeps refusing a cloud metadata address inside an allowed range, unless the operator names that address itself', () => {
+    const broad = ['fd00::/8', '169.254.0.0/16', '100.64.0.0/10', '64:ff9b::/96'].map((c) => parseCidr(c)!);
+    expect(refusedRange('fd00:ec2::254', broad)).toBe('metadata');
+    expect(refusedRange('169.254.169.254', broad)).toBe('metadata');
+    expect(refusedRange('::ffff:169.254.169.254', broad)).toBe('metadata');
+    expect(refusedRange('100.100.100.200', broad)).toBe('metadata');
+    expect(refusedRange('64:ff9b::a9fe:a9fe', broad)).toBe('metadata (inside an IPv6 address)');
+    expect(refusedRange('169.254.10.1', broad)).toBeNull(); // the rest of the range is allowed
+    expect(refusedRange('169.254.169.254', [parseCidr('169.254.169.254')!])).toBeNull(); // named exactly
+  });
+
   it('parses CIDRs into canonical form and refuses malformed ones', () => {
     expect(parseCidr('10.20.30.40/16')!.text).toBe('10.20.0.0/16');
     expect(parseCidr('127.0.0.1')!.text).toBe('127.0.0.1/32');

@@ -49,12 +49,31 @@ const REFUSED: readonly [string, string][] = [
   ['ff00::/8', 'multicast'],
 ];
 const REFUSED_CIDRS: readonly [Cidr, string][] = REFUSED.map(([c, why]) => [parseCidr(c)!, why]);
+const METADATA_CIDRS = REFUSED_CIDRS.filter(([, why]) => why === 'metadata').map(([c]) => c);
 const NAT64 = parseCidr('64:ff9b::/96')!;
 const SIX_TO_FOUR = parseCidr('2002::/16')!;
 
+/** The IPv4 address inside a NAT64 or 6to4 address, else null. */
+function embeddedIpv4(ip: IpAddress): IpAddress | null {
+  if (ip.version !== 6) return null;
+  const bytes = cidrContains(NAT64, ip) ? ip.bytes.slice(12) : cidrContains(SIX_TO_FOUR, ip) ? ip.bytes.slice(2, 6) : null;
+  return bytes ? { version: 4, bytes } : null;
+}
+
+/**
+ * A cloud metadata address that `allowed` does not name exactly (its own /32 or /128): a broad
+ * allowed range (an internal fd00::/8, a node-local 169.254.0.0/16) let every tenant whose DNS
+ * name the operator allowed reach the metadata service inside it.
+ */
+function unallowedMetadata(ip: IpAddress, allowed: readonly Cidr[]): boolean {
+  const metadata = METADATA_CIDRS.find((m) => cidrContains(m, ip));
+  return metadata !== undefined && !allowed.some((c) => c.text === metadata.text);
+}
+
 /**
  * Why `address` must not be connected to ('loopback', 'private', 'link-local', 'metadata', …),
- * or null when it may. An address inside one of `allowed` (the operator's explicit CIDRs) may;
+ * or null when it may. An address inside one of `allowed` (the operator's explicit CIDRs) may,
+ * unless it is a cloud metadata address that `allowed` does not name exactly (unallowedMetadata);
  * IPv4-mapped IPv6 is judged as its IPv4 address, and the IPv4 address inside NAT64 and 6to4
  * addresses is judged too. Anything that does not parse is refused.
  */
@@ -62,13 +81,13 @@ export function refusedRange(address: string | IpAddress, allowed: readonly Cidr
   const parsed = typeof address === 'string' ? parseIp(address) : address;
   if (!parsed) return 'unparsable';
   const ip = unmapped(parsed);
+  const embedded = embeddedIpv4(ip);
+  if (unallowedMetadata(ip, allowed)) return 'metadata';
+  if (embedded && unallowedMetadata(embedded, allowed)) return 'metadata (inside an IPv6 address)';
   if (allowed.some((c) => cidrContains(c, ip) || cidrContains(c, parsed))) return null;
-  if (ip.version === 6) {
-    const embedded = cidrContains(NAT64, ip) ? ip.bytes.slice(12) : cidrContains(SIX_TO_FOUR, ip) ? ip.bytes.slice(2, 6) : null;
-    if (embedded) {
-      const inner = refusedRange({ version: 4, bytes: embedded }, allowed);
-      if (inner) return `${inner} (inside an IPv6 address)`;
-    }
+  if (embedded) {
+    const inner = refusedRange(embedded, allowed);
+    if (inner) return `${inner} (inside an IPv6 address)`;
   }
   for (const [cidr, why] of REFUSED_CIDRS) if (cidrContains(cidr, ip)) return why;
   return null;

@@ -1,7 +1,7 @@
 import { EffectsRepository, RetentionRepository } from '@almanac/persistence';
 import { createHarness, type DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { DOUBLE_RUN_MODES, runTwice } from '@almanac/testing/double-run';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
 import { emailHandler } from './email.handler';
 
@@ -170,7 +170,7 @@ describe('email', () => {
     try {
       const refused = await sendOne(h, { to: 'ada@example.com', subject: 'stripped', text: 'secret' });
       expect(refused).toMatchObject({ state: 'x', attempts: 1, last_error: expect.stringContaining('the SMTP server did not start TLS') });
-      expect(refused.last_error).toContain('nothing was sent in plaintext; ALMANAC_SMTP_ALLOW_PLAINTEXT=true allows a server without TLS');
+      expect(refused.last_error).toContain("nothing was sent (the operator's log says why)"); // not the server's reply: the error is the tenant's
       expect(stripped.authsSecure).toEqual([]); // no AUTH (the password) in plaintext
       expect(stripped.messages).toEqual([]);
 
@@ -191,6 +191,30 @@ describe('email', () => {
       await destroyHarness(h);
       await stripped.close();
       await secured.close();
+    }
+  });
+
+  it("tells the tenant that TLS did not start, not the relay's reply (its internal host and address)", async () => {
+    // A relay that offers STARTTLS and then refuses it, naming itself.
+    const relay = createServer((socket) => {
+      socket.write('220 mx1.corp.internal ESMTP\r\n');
+      socket.on('data', (b: Buffer) => {
+        const line = b.toString();
+        if (/^EHLO/i.test(line)) socket.write('250-mx1.corp.internal\r\n250 STARTTLS\r\n');
+        else if (/^STARTTLS/i.test(line)) socket.write('454 4.7.0 TLS not available on mx1.corp.internal (10.20.3.4)\r\n');
+        else if (/^QUIT/i.test(line)) socket.end('221 bye\r\n');
+      });
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const port = (relay.address() as AddressInfo).port;
+    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://almanac:hunter2@127.0.0.1:${port}`, from: 'almanac@example.com', timeoutMs: 10_000 })] });
+    try {
+      const refused = await sendOne(h, { to: 'ada@example.com', subject: 'relay', text: 't' });
+      expect(refused.last_error).toContain('the SMTP server did not start TLS');
+      expect(refused.last_error).not.toMatch(/10\.20\.3\.4|corp\.internal|454/);
+    } finally {
+      await destroyHarness(h);
+      await new Promise<void>((r) => relay.close(() => r()));
     }
   });
 

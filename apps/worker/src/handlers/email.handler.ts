@@ -74,15 +74,18 @@ export function emailHandler(opts: EmailHandlerOptions) {
       try {
         sent = await ctx.effects.once(`email:${ctx.jobId}`, async () => {
           const info = await transport!.sendMail({ ...payload, messageId, signal: ctx.signal });
-          return { messageId: info.messageId, response: info.response ?? null };
+          // Not the server's reply: a relay's names its internal host ("Hostname=EXCH01.corp.local"), and the result is the tenant's.
+          return { messageId: info.messageId };
         });
       } catch (err) {
         if ((err as { code?: unknown }).code !== 'ETLS') throw err;
-        // Nothing was sent: nodemailer stops before AUTH and MAIL when TLS does not start.
-        return retry({ reason: `the SMTP server did not start TLS (${(err as Error).message}): nothing was sent in plaintext; ALMANAC_SMTP_ALLOW_PLAINTEXT=true allows a server without TLS` });
+        // Nothing was sent: nodemailer stops before AUTH and MAIL when TLS does not start. The
+        // error's text (the server's reply, a certificate's names) is the operator's, not the tenant's.
+        ctx.logger.warn({ err }, 'the SMTP server did not start TLS (or its certificate was refused): nothing was sent in plaintext; ALMANAC_SMTP_ALLOW_PLAINTEXT=true allows a server without TLS');
+        return retry({ reason: "the SMTP server did not start TLS: nothing was sent (the operator's log says why)" });
       }
       if (sent.busy) return snooze({ delayMs: sent.retryAfterMs, reason: 'this message is being sent by another run' });
-      return completed({ messageId: sent.result.messageId, response: sent.result.response, alreadySent: !sent.ran });
+      return completed({ messageId: sent.result.messageId, alreadySent: !sent.ran });
     },
   });
 }
