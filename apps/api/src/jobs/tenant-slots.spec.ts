@@ -1,0 +1,53 @@
+import { TenantSlots } from './tenant-slots';
+
+describe('TenantSlots', () => {
+  it('gives a tenant at most its share and refuses past the whole budget, taking nothing when it refuses', () => {
+    const slots = new TenantSlots(4, 3);
+    const a = [1, 1, 1].map((t) => slots.take(t));
+    expect(a.every((r) => typeof r === 'function')).toBe(true);
+    expect(slots.take(1)).toBe('share');
+    expect(typeof slots.take(2)).toBe('function');
+    expect(slots.take(3)).toBe('full');
+    expect(slots.heldBy(1)).toBe(3);
+  });
+
+  it('hands a slot that comes back to the tenant that waited for it, not to a quicker resend of a tenant that held one', async () => {
+    // One tenant stuck at its share, a second importing one batch after another, a third arriving.
+    const slots = new TenantSlots(4, 3);
+    for (let i = 0; i < 3; i++) slots.take(1);
+    const second = slots.take(2) as () => void;
+    const third = slots.acquire(3, 10_000);
+    second(); // the second tenant's batch ends; its next one arrives at once
+    const secondAgain = slots.take(2);
+    expect(typeof (await third)).toBe('function'); // a take only, the third was shed every time
+    expect(secondAgain).toBe('full');
+    expect(slots.heldBy(3)).toBe(1);
+  });
+
+  it('answers a waiter full once its wait runs out, and a tenant at its share at once, not waiting', async () => {
+    jest.useFakeTimers();
+    try {
+      const slots = new TenantSlots(2, 1);
+      const first = slots.take(1) as () => void;
+      slots.take(2);
+      expect(await slots.acquire(1, 10_000)).toBe('full'); // at its share: not kept waiting
+      const waiting = slots.acquire(3, 250);
+      jest.advanceTimersByTime(250);
+      expect(await waiting).toBe('full');
+      first(); // nobody waits any more: the slot is free for the next take
+      expect(slots.heldBy(3)).toBe(0);
+      expect(typeof slots.take(3)).toBe('function');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('gives a slot back once however often its release is called', () => {
+    const slots = new TenantSlots(1);
+    const release = slots.take(1) as () => void;
+    release();
+    release();
+    expect(typeof slots.take(2)).toBe('function');
+    expect(slots.take(3)).toBe('full');
+  });
+});
