@@ -55,7 +55,7 @@ export const API_ROLE_SETTINGS = {
     min: 1,
     max: 64,
     readers: API,
-    meaning: 'POST /v1/jobs/batch requests being committed at once per replica; beyond it new ones get `503` with `Retry-After` (`details[0].rule = "concurrent_batches"`), and so do those of a tenant beyond all but one of them, at least 1 (`"tenant_concurrent_batches"`)',
+    meaning: 'POST /v1/jobs/batch requests being committed at once per replica; beyond it a new one waits up to 250 ms for a slot, then gets `503` with `Retry-After` (`details[0].rule = "concurrent_batches"`), and so do those of a tenant beyond all but one of them, at least 1 (`"tenant_concurrent_batches"`)',
   },
   ALMANAC_INGEST_BATCH_MAX: { type: 'int', default: 500, min: 1, max: 1000, readers: API, meaning: 'group commit: most jobs in one shared insert' },
   ALMANAC_ENQUEUE_TIMEOUT_MS: {
