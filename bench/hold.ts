@@ -117,6 +117,7 @@ async function ingest(apiUrl: string, keys: string[], n: number, connections: nu
   let next = 0;
   let ok = 0;
   let errors = 0;
+  let shed = 0;
   let lastLog = Date.now();
   // Rate per tenth of the load: a spread (median, min, max) from one long run.
   const sliceJobs = Math.max(1000, Math.floor(n / 10));
@@ -138,6 +139,7 @@ async function ingest(apiUrl: string, keys: string[], n: number, connections: nu
         await res.arrayBuffer();
         const wait = Number(res.headers.get('retry-after'));
         if (res.status !== 503 || !(wait > 0)) break;
+        shed++;
         await new Promise((done) => setTimeout(done, wait * 1000));
       }
       if (res.ok) ok += size;
@@ -153,7 +155,7 @@ async function ingest(apiUrl: string, keys: string[], n: number, connections: nu
   await Promise.all(Array.from({ length: connections }, lane));
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const sliceJobsPerSecond = sliceEnds.map((end, i) => sliceJobs / (Number(end - (i ? sliceEnds[i - 1] : t0)) / 1e9));
-  return { jobs: ok, errors, seconds, jobsPerSecond: ok / seconds, sliceJobs, sliceJobsPerSecond };
+  return { jobs: ok, errors, shed, seconds, jobsPerSecond: ok / seconds, sliceJobs, sliceJobsPerSecond };
 }
 
 async function baseline(jobs: number, payloadBytes: number) {
@@ -241,7 +243,7 @@ async function main(): Promise<void> {
     const ing = await ingest(api.url, keys, n, connections, payloadBytes);
     const apiCpuUsPerJob = ((cpuSeconds(api.child.pid) - cpu0) / Math.max(1, ing.jobs)) * 1e6;
     const load1AfterIngest = loadavg()[0];
-    log(`ingested ${ing.jobs.toLocaleString('en')} in ${ing.seconds.toFixed(1)} s (${Math.round(ing.jobsPerSecond)}/s, ${ing.errors} failed requests)`);
+    log(`ingested ${ing.jobs.toLocaleString('en')} in ${ing.seconds.toFixed(1)} s (${Math.round(ing.jobsPerSecond)}/s, ${ing.errors} failed requests, ${ing.shed} shed and sent again)`);
     const queuedByApi = (await hotRows(db)) - queuedBefore;
 
     // Promotion: the real promoter role; its sweeps run at boot.
