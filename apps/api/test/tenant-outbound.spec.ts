@@ -1,7 +1,7 @@
 import { TenantOutboundRepository } from '@almanac/persistence';
 import { ADMIN_TOKEN, type ApiHarness, startApi } from './api-harness';
 
-describe('a tenant’s http allow-list and signing secrets (admin API)', () => {
+describe('a tenant’s http allow-list, email permission and signing secrets (admin API)', () => {
   let h: ApiHarness;
   const admin = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 
@@ -20,6 +20,28 @@ describe('a tenant’s http allow-list and signing secrets (admin API)', () => {
     expect((await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ httpAllowHosts: [] }).expect(200)).body.httpAllowHosts).toEqual([]);
     await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ httpAllowHosts: ['https://a.io'] }).expect(200);
     expect((await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ httpAllowHosts: null }).expect(200)).body.httpAllowHosts).toEqual([]);
+  });
+
+  it('sets emailAllowed (false by default) with the admin token only, and shows it in GET and PATCH answers', async () => {
+    const { id, apiKey } = await h.createTenant('mailer');
+    expect((await h.http().get(`/v1/admin/tenants/${id}`).set(admin).expect(200)).body).toMatchObject({ id, emailAllowed: false, httpAllowHosts: [] });
+    expect((await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ emailAllowed: true }).expect(200)).body).toMatchObject({ id, emailAllowed: true });
+    expect((await h.http().get(`/v1/admin/tenants/${id}`).set(admin).expect(200)).body.emailAllowed).toBe(true);
+    // Left alone when absent; refused, changing nothing, when not a boolean.
+    expect((await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ weight: 2 }).expect(200)).body.emailAllowed).toBe(true);
+    for (const value of ['true', 1, null]) {
+      const res = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ emailAllowed: value, weight: 3 }).expect(400);
+      expect(res.body.details.map((d: { field: string }) => d.field)).toEqual(['emailAllowed']);
+    }
+    expect((await new TenantOutboundRepository(h.db.dataSource).forDelivery(id))!.emailAllowed).toBe(true);
+    expect((await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ emailAllowed: false }).expect(200)).body.emailAllowed).toBe(false);
+    await h.http().patch('/v1/admin/tenants/999999').set(admin).send({ emailAllowed: true }).expect(404);
+
+    // A tenant's own key is not an admin token: it can neither allow itself nor read the setting.
+    await h.http().patch(`/v1/admin/tenants/${id}`).set({ Authorization: `Bearer ${apiKey}` }).send({ emailAllowed: true }).expect(401);
+    await h.http().get(`/v1/admin/tenants/${id}`).set({ Authorization: `Bearer ${apiKey}` }).expect(401);
+    await h.http().patch(`/v1/admin/tenants/${id}`).send({ emailAllowed: true }).expect(401);
+    expect((await new TenantOutboundRepository(h.db.dataSource).forDelivery(id))!.emailAllowed).toBe(false);
   });
 
   it('refuses a bad entry naming it by index, and changes nothing', async () => {

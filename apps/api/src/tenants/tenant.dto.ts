@@ -100,6 +100,15 @@ export class UpdateTenantDto {
   httpAllowHosts?: string[] | null;
 
   @ApiPropertyOptional({
+    type: Boolean,
+    example: true,
+    description:
+      "Whether this tenant's `email` jobs may send: the messages go out under the installation's From address (ALMANAC_EMAIL_FROM). " +
+      'false (the default): its email jobs are discarded, nothing sent.',
+  })
+  emailAllowed?: boolean;
+
+  @ApiPropertyOptional({
     example: 53_687_091_200, minimum: 1_048_576, maximum: 1_125_899_906_842_624, nullable: true, type: 'integer',
     description:
       "Bytes the tenant may store (payloads, results and errors of its jobs and their attempts, its schedules' payloads); null: the installation's default " +
@@ -166,6 +175,9 @@ export class TenantDto {
 
   @ApiPropertyOptional({ type: [String], example: ['https://hooks.acme.com'], description: "its `http` jobs' allow-list (in GET and PATCH answers of one tenant)" })
   httpAllowHosts?: string[];
+
+  @ApiPropertyOptional({ example: false, description: "whether its `email` jobs may send (in GET and PATCH answers of one tenant)" })
+  emailAllowed?: boolean;
 }
 
 export class TenantSummaryDto extends TenantDto {

@@ -117,19 +117,19 @@ export class TenantsController {
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'One tenant: its limits, share, retention, allow-list and what it stores against its quota (admin token required)' })
+  @ApiOperation({ summary: 'One tenant: its limits, share, retention, allow-list, email permission and what it stores against its quota (admin token required)' })
   @ApiResponse({ status: 200, type: TenantDto })
   @ApiResponse({ status: 404, type: ErrorDto })
   async get(@Param('id') id: string, @Query() query: Record<string, unknown>): Promise<TenantDto> {
     refuseQuery(query);
     const tenant = await this.tenants.findById(pathId(id));
     if (!tenant) throw notFound('tenant');
-    return { ...this.view(tenant), httpAllowHosts: (await this.outbound.allowHosts(tenant.id)) ?? [] };
+    return { ...this.view(tenant), ...(await this.outbound.settings(tenant.id)) };
   }
 
   @Patch(':id')
   @ApiJsonBodyErrors()
-  @ApiOperation({ summary: "Change a tenant's share of busy pools and its limits, its http allow-list, or suspend it (admin token required)" })
+  @ApiOperation({ summary: "Change a tenant's share of busy pools and its limits, its http allow-list, its email permission, or suspend it (admin token required)" })
   @ApiBody({ type: UpdateTenantDto })
   @ApiResponse({ status: 200, type: TenantDto })
   @ApiResponse({ status: 400, type: ErrorDto })
@@ -143,8 +143,9 @@ export class TenantsController {
     if (!isPlainObject(body)) {
       issues.add('body', 'type', 'body must be a JSON object');
     } else {
-      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts', 'retentionSeconds', 'keysAfterRetention', 'keyReservationSeconds', 'maxStoredBytes'], issues);
+      rejectUnknown(body, ['weight', 'maxConcurrency', 'kindLimits', 'disabled', 'httpAllowHosts', 'emailAllowed', 'retentionSeconds', 'keysAfterRetention', 'keyReservationSeconds', 'maxStoredBytes'], issues);
       if (body.disabled !== undefined && typeof body.disabled !== 'boolean') issues.add('disabled', 'type', 'disabled must be true or false');
+      if (body.emailAllowed !== undefined && typeof body.emailAllowed !== 'boolean') issues.add('emailAllowed', 'type', 'emailAllowed must be true or false');
       if (body.weight !== undefined) patch.weight = issues.run(() => validateWeight(body.weight));
       if (body.maxConcurrency !== undefined) patch.maxConcurrency = issues.run(() => validateMaxConcurrency(body.maxConcurrency));
       if (body.kindLimits !== undefined) patch.kindLimits = issues.run(() => validateKindLimits(body.kindLimits));
@@ -155,12 +156,13 @@ export class TenantsController {
       if (body.httpAllowHosts !== undefined) {
         hosts = issues.run(() => (body.httpAllowHosts === null ? [] : parseHostRules(body.httpAllowHosts, 'httpAllowHosts').map((r) => r.text)));
       }
-      if (issues.ok && Object.keys(patch).length === 0 && Object.keys(retention).length === 0 && body.disabled === undefined && hosts === undefined && body.maxStoredBytes === undefined) {
-        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, retentionSeconds, keysAfterRetention, keyReservationSeconds, maxStoredBytes, httpAllowHosts or disabled');
+      if (issues.ok && Object.keys(patch).length === 0 && Object.keys(retention).length === 0 && body.disabled === undefined && hosts === undefined && body.maxStoredBytes === undefined && body.emailAllowed === undefined) {
+        issues.add('body', 'required', 'body must set weight, maxConcurrency, kindLimits, retentionSeconds, keysAfterRetention, keyReservationSeconds, maxStoredBytes, httpAllowHosts, emailAllowed or disabled');
       }
     }
     if (!issues.ok) throw invalid(issues.list);
     const disabled = isPlainObject(body) && typeof body.disabled === 'boolean' ? body.disabled : undefined;
+    const emailAllowed = isPlainObject(body) && typeof body.emailAllowed === 'boolean' ? body.emailAllowed : undefined;
     let tenant = Object.keys(patch).length > 0 ? await this.tenants.updateShare(pathId(id), patch) : await this.tenants.findById(pathId(id));
     if (tenant && Object.keys(retention).length > 0) tenant = await this.tenants.updateRetention(tenant.id, retention);
     if (tenant && maxStoredBytes !== undefined) tenant = await this.tenants.setMaxStoredBytes(tenant.id, maxStoredBytes);
@@ -169,8 +171,9 @@ export class TenantsController {
       if (tenant) await this.events.tenantChanged(tenant.id); // every replica reads its keys again: 403 within a second
     }
     if (!tenant) throw notFound('tenant');
-    const httpAllowHosts = hosts !== undefined ? await this.outbound.setAllowHosts(tenant.id, hosts) : await this.outbound.allowHosts(tenant.id);
-    return { ...this.view(tenant), httpAllowHosts: httpAllowHosts ?? [] };
+    if (hosts !== undefined) await this.outbound.setAllowHosts(tenant.id, hosts);
+    if (emailAllowed !== undefined) await this.outbound.setEmailAllowed(tenant.id, emailAllowed);
+    return { ...this.view(tenant), ...(await this.outbound.settings(tenant.id)) };
   }
 
   @Post(':id/signing-secrets')

@@ -1,9 +1,33 @@
-import { EffectsRepository, RetentionRepository } from '@almanac/persistence';
+import type { HandlerDefinition } from '@almanac/kinds';
+import { EffectsRepository, RetentionRepository, TenantOutboundRepository, TenantsRepository } from '@almanac/persistence';
 import { createHarness, type DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
 import { DOUBLE_RUN_MODES, runTwice } from '@almanac/testing/double-run';
 import { type AddressInfo, createServer } from 'node:net';
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server';
-import { emailHandler } from './email.handler';
+import type { DataSource } from 'typeorm';
+import { emailHandler, type EmailHandlerOptions } from './email.handler';
+import { TENANT_OUTBOUND_CACHE, TenantOutboundCache } from './tenant-outbound';
+
+/** The running harness's database, where the handler reads tenants' rules (set as each harness starts). */
+let ds: DataSource | undefined;
+
+/** The handler as the worker builds it, reading tenants' rules from the harness's database (no cache delay). */
+const mailer = (opts: Omit<EmailHandlerOptions, 'tenants'>) =>
+  emailHandler({ ...opts, tenants: new TenantOutboundCache((id) => new TenantOutboundRepository(ds!).forDelivery(id), { ...TENANT_OUTBOUND_CACHE, ttlMs: 0 }) });
+
+/** Tenant 1 (the harness's default), which an operator allowed to send email unless `emailAllowed` is false. */
+async function prepareTenant(h: DeliveryHarness, emailAllowed = true): Promise<void> {
+  ds = h.ds;
+  const { tenant } = await new TenantsRepository(h.ds).create('acme');
+  await new TenantOutboundRepository(h.ds).setEmailAllowed(tenant.id, emailAllowed);
+}
+
+/** A harness running `handler`, with tenant 1 prepared. */
+async function harness(handler: HandlerDefinition, emailAllowed = true): Promise<DeliveryHarness> {
+  const h = await createHarness({ handlers: [handler] });
+  await prepareTenant(h, emailAllowed);
+  return h;
+}
 
 /**
  * A real SMTP server (smtp-server, from the npm registry) on a free port, keeping what it
@@ -71,10 +95,11 @@ describe('email', () => {
   afterAll(() => smtp.close());
 
   it('sends one message through SMTP, with a Message-ID derived from the job', async () => {
-    const handler = emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', messageIdHost: 'test.almanac', allowPlaintext: true });
+    const handler = mailer({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', messageIdHost: 'test.almanac', allowPlaintext: true });
     const before = smtp.messages.length;
     const report = await runTwice(handler, { to: 'ada@example.com', subject: 'Your invoice', text: 'Hello' }, {
       mode: 'concurrent',
+      setup: (h) => prepareTenant(h),
       effects: async () => smtp.messages.length - before,
     });
     expect(report.effects).toBe(1);
@@ -84,9 +109,32 @@ describe('email', () => {
     expect(raw).toMatch(/^Message-ID: <1\.\d+@test\.almanac>$/m); // <tenant.jobId@host>
   });
 
+  it("discards, sending nothing, a job of a tenant the operator has not allowed to send email; sends once it is allowed", async () => {
+    const h = await harness(mailer({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true }), false);
+    try {
+      const before = smtp.messages.length;
+      const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 5, payload: { to: 'victim@example.com', subject: 'Reset your password', text: 'phish' } }]);
+      await h.hot.runOnce();
+      await h.runWorker(h.worker());
+      // Dead at the first attempt (retrying cannot help), the reason naming the setting.
+      expect(await h.job(id)).toMatchObject({
+        state: 'x', attempts: 1,
+        last_error: 'this tenant may not send email (emailAllowed is false): an operator allows it with PATCH /v1/admin/tenants/1',
+      });
+      expect(smtp.messages.length).toBe(before);
+      expect(await h.ds.query(`SELECT 1 FROM job_effects`)).toEqual([]); // not even claimed
+
+      await new TenantOutboundRepository(h.ds).setEmailAllowed(1, true);
+      expect(await sendOne(h, { to: 'ada@example.com', subject: 'allowed now', text: 'hi' })).toMatchObject({ state: 'd' });
+      expect(smtp.messages.length - before).toBe(1);
+    } finally {
+      await destroyHarness(h);
+    }
+  });
+
   it('stops sending when its run is aborted: a server slow at every step gets no message after the run ended', async () => {
     const slow = await startSlowSmtp(1000);
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${slow.port}`, from: 'almanac@example.com', timeoutMs: 2500, allowPlaintext: true })] });
+    const h = await harness(mailer({ smtpUrl: `smtp://127.0.0.1:${slow.port}`, from: 'almanac@example.com', timeoutMs: 2500, allowPlaintext: true }));
     try {
       const to = ['a@example.com', 'b@example.com', 'c@example.com', 'd@example.com']; // 4 s of RCPTs against a 2.5 s run
       const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 1, payload: { to, subject: 'slow', text: 'once' } }]);
@@ -102,7 +150,7 @@ describe('email', () => {
   });
 
   it('snoozes, sending nothing and spending no attempt, while another run holds the message', async () => {
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true })] });
+    const h = await harness(mailer({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true }));
     try {
       const before = smtp.messages.length;
       const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 1, payload: { to: 'ada@example.com', subject: 'held', text: 'once' } }]);
@@ -126,7 +174,7 @@ describe('email', () => {
   });
 
   it('sends once when recording the send fails at first: the record is written again, not the message sent again', async () => {
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true })] });
+    const h = await harness(mailer({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true }));
     // The server answered 250; then the record's first write fails, as a pool acquire timeout under load does.
     const finish = jest.spyOn(EffectsRepository.prototype, 'finish').mockRejectedValueOnce(new Error('timeout exceeded when trying to connect'));
     try {
@@ -146,7 +194,7 @@ describe('email', () => {
   });
 
   it('does not write again a record Postgres refuses on a value: no retry can store it, so the run ends at once', async () => {
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true })] });
+    const h = await harness(mailer({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true }));
     const refused = Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
     const finish = jest.spyOn(EffectsRepository.prototype, 'finish').mockRejectedValueOnce(refused);
     try {
@@ -165,8 +213,8 @@ describe('email', () => {
     // What an on-path attacker makes of a server: STARTTLS stripped from its EHLO.
     const stripped = await startSmtp({ disabledCommands: ['STARTTLS'] });
     const secured = await startSmtp({ disabledCommands: [], logger: false }); // its known test certificate, no warning
-    const handler = (url: string, allowPlaintext?: boolean) => emailHandler({ smtpUrl: url, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext });
-    let h = await createHarness({ handlers: [handler(`smtp://almanac:hunter2@127.0.0.1:${stripped.port}`)] });
+    const handler = (url: string, allowPlaintext?: boolean) => mailer({ smtpUrl: url, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext });
+    let h = await harness(handler(`smtp://almanac:hunter2@127.0.0.1:${stripped.port}`));
     try {
       const refused = await sendOne(h, { to: 'ada@example.com', subject: 'stripped', text: 'secret' });
       expect(refused).toMatchObject({ state: 'x', attempts: 1, last_error: expect.stringContaining('the SMTP server did not start TLS') });
@@ -176,14 +224,14 @@ describe('email', () => {
 
       // A server that starts TLS (the test trusts its self-signed certificate through the URL): AUTH and the message go encrypted.
       await destroyHarness(h);
-      h = await createHarness({ handlers: [handler(`smtp://almanac:hunter2@127.0.0.1:${secured.port}?tls.rejectUnauthorized=false`)] });
+      h = await harness(handler(`smtp://almanac:hunter2@127.0.0.1:${secured.port}?tls.rejectUnauthorized=false`));
       expect(await sendOne(h, { to: 'ada@example.com', subject: 'secured', text: 'secret' })).toMatchObject({ state: 'd' });
       expect(secured.authsSecure).toEqual([true]);
       expect(secured.messages).toHaveLength(1);
 
       // The operator's explicit choice: plaintext.
       await destroyHarness(h);
-      h = await createHarness({ handlers: [handler(`smtp://almanac:hunter2@127.0.0.1:${stripped.port}`, true)] });
+      h = await harness(handler(`smtp://almanac:hunter2@127.0.0.1:${stripped.port}`, true));
       expect(await sendOne(h, { to: 'ada@example.com', subject: 'allowed', text: 'plain' })).toMatchObject({ state: 'd' });
       expect(stripped.authsSecure).toEqual([false]);
       expect(stripped.messages).toHaveLength(1);
@@ -207,7 +255,7 @@ describe('email', () => {
     });
     await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
     const port = (relay.address() as AddressInfo).port;
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://almanac:hunter2@127.0.0.1:${port}`, from: 'almanac@example.com', timeoutMs: 10_000 })] });
+    const h = await harness(mailer({ smtpUrl: `smtp://almanac:hunter2@127.0.0.1:${port}`, from: 'almanac@example.com', timeoutMs: 10_000 }));
     try {
       const refused = await sendOne(h, { to: 'ada@example.com', subject: 'relay', text: 't' });
       expect(refused.last_error).toContain('the SMTP server did not start TLS');
@@ -219,7 +267,7 @@ describe('email', () => {
   });
 
   it('sends the message of a new job that takes a key retention freed, though the old job’s effect record still stands', async () => {
-    const h = await createHarness({ handlers: [emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true })] });
+    const h = await harness(mailer({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true }));
     try {
       const before = smtp.messages.length;
       const payload = { to: 'ada@example.com', subject: 'November statement', text: 'due' };
@@ -246,11 +294,12 @@ describe('email', () => {
   // copies with one Message-ID into one). A worker killed between the server's answer and the
   // record makes a second copy (crash-after-effect strikes exactly there); nothing else may.
   it.each(DOUBLE_RUN_MODES)('delivers exactly one message when the job runs twice (%s): the effect record is checked before the send', async (mode) => {
-    const handler = emailHandler({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', allowPlaintext: true });
+    const handler = mailer({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', allowPlaintext: true });
     const before = smtp.messages.length;
     const received = () => smtp.messages.slice(before);
     await runTwice(handler, { to: ['ada@example.com', 'bob@example.com'], subject: `double run ${mode}`, text: 'once' }, {
       mode,
+      setup: (h) => prepareTenant(h),
       effects: async () => new Set(received().map((raw) => /^Message-ID: (.+)$/m.exec(raw)?.[1])).size,
     });
     // The record kept every other second run from sending at all.

@@ -1,6 +1,7 @@
-import { completed, defineHandler, retry, snooze } from '@almanac/kinds';
+import { completed, defineHandler, discard, retry, snooze } from '@almanac/kinds';
 import { type Static, Type } from '@sinclair/typebox';
 import { createTransport, type Transporter } from 'nodemailer';
+import type { TenantOutboundSource } from './tenant-outbound';
 
 /**
  * `email`: sends one message through SMTP (nodemailer). SMTP takes no idempotency key, so the
@@ -19,6 +20,10 @@ import { createTransport, type Transporter } from 'nodemailer';
  * An `smtp://` server must start TLS (STARTTLS) before AUTH and the message, unless
  * ALMANAC_SMTP_ALLOW_PLAINTEXT says otherwise: an on-path attacker who strips STARTTLS from the
  * server's EHLO would otherwise get the password and every tenant's mail in cleartext.
+ *
+ * A tenant's message goes out under the installation's From address, so only a tenant an
+ * operator allowed (`emailAllowed`, set by `PATCH /v1/admin/tenants/:id`) sends any: another's
+ * job is discarded, nothing sent (as the `http` kind discards a URL off the tenant's list).
  *
  * Payload: `{ "to": "a@example.com", "subject": "…", "text": "…", "html"?: "…" }`.
  */
@@ -43,6 +48,8 @@ export interface EmailHandlerOptions {
   /** Host part of generated Message-IDs. */
   messageIdHost?: string;
   timeoutMs?: number;
+  /** Each tenant's `emailAllowed` (Postgres, cached; the `http` kind's reader). */
+  tenants: TenantOutboundSource;
 }
 
 export function emailHandler(opts: EmailHandlerOptions) {
@@ -54,6 +61,11 @@ export function emailHandler(opts: EmailHandlerOptions) {
     pool: 'default',
     payloadSchema: EmailPayloadSchema,
     async handle(ctx, payload) {
+      const tenant = await opts.tenants.get(ctx.tenantId);
+      if (!tenant) return discard(`tenant ${ctx.tenantId} does not exist`);
+      if (!tenant.emailAllowed) {
+        return discard(`this tenant may not send email (emailAllowed is false): an operator allows it with PATCH /v1/admin/tenants/${ctx.tenantId}`);
+      }
       // SMTP timeouts inside the kind's own, so a hung server fails the send (and releases its
       // claim) before the run is aborted; nodemailer's defaults are minutes. They bound each step,
       // not the send: a server slow at every step is cut off by the run's signal (the connection

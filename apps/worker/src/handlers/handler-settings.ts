@@ -21,14 +21,16 @@ export function handlerSettingsFromEnv(env: Env, dataSource: DataSource): Handle
   for (const c of allowCidrs) {
     if (!parseCidr(c)) throw new ConfigError(`ALMANAC_HTTP_ALLOW_CIDRS must be CIDRs like 10.20.0.0/16 or fd00:1::/64 (got ${JSON.stringify(c)})`);
   }
+  // One cache for both kinds: a tenant's rules are read once for its http calls and its email.
+  const tenants = new TenantOutboundCache(outboundRulesReader(dataSource));
   return {
-    ...(smtpUrl ? { email: { smtpUrl, from: readSetting(env, 'ALMANAC_EMAIL_FROM'), allowPlaintext: readSetting(env, 'ALMANAC_SMTP_ALLOW_PLAINTEXT') } } : {}),
+    ...(smtpUrl ? { email: { smtpUrl, from: readSetting(env, 'ALMANAC_EMAIL_FROM'), allowPlaintext: readSetting(env, 'ALMANAC_SMTP_ALLOW_PLAINTEXT'), tenants } } : {}),
     http: {
       allowHosts,
       allowCidrs,
       maxResponseBytes: readSetting(env, 'ALMANAC_HTTP_MAX_RESPONSE_BYTES'),
       timeoutMs: readSetting(env, 'ALMANAC_HTTP_TIMEOUT_MS'),
-      tenants: new TenantOutboundCache(outboundRulesReader(dataSource)),
+      tenants,
     },
   };
 }

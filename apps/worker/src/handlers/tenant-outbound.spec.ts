@@ -14,7 +14,7 @@ describe('TenantOutboundCache', () => {
   beforeEach(() => {
     clock = 1_000_000;
     reads = 0;
-    answer = async () => ({ allowHosts: ['https://a.example.com', 'not an entry'], secrets: ['whsec_new', 'whsec_old'] });
+    answer = async () => ({ allowHosts: ['https://a.example.com', 'not an entry'], secrets: ['whsec_new', 'whsec_old'], emailAllowed: true });
   });
 
   it('reads a tenant once per TTL, and concurrent jobs share one read', async () => {
@@ -24,6 +24,7 @@ describe('TenantOutboundCache', () => {
     expect(a).toBe(b);
     expect(a!.allowHosts.map((r) => r.text)).toEqual(['https://a.example.com']); // an entry that no longer parses allows nothing
     expect(a!.secrets).toEqual(['whsec_new', 'whsec_old']);
+    expect(a!.emailAllowed).toBe(true);
     clock += 4_999;
     await c.get(1);
     expect(reads).toBe(1);
@@ -67,7 +68,7 @@ describe('outboundRulesReader (Postgres)', () => {
     const tenant = (await new TenantsRepository(db.dataSource).create('acme')).tenant.id;
     await new TenantOutboundRepository(db.dataSource).setAllowHosts(tenant, ['https://a.example.com']);
     const read = outboundRulesReader(db.dataSource, 200);
-    expect(await read(tenant)).toEqual({ allowHosts: ['https://a.example.com'], secrets: [] });
+    expect(await read(tenant)).toEqual({ allowHosts: ['https://a.example.com'], secrets: [], emailAllowed: false });
     const holder = db.dataSource.createQueryRunner();
     await holder.connect();
     try {
@@ -78,6 +79,6 @@ describe('outboundRulesReader (Postgres)', () => {
     } finally {
       await holder.release();
     }
-    expect(await read(tenant)).toEqual({ allowHosts: ['https://a.example.com'], secrets: [] });
+    expect(await read(tenant)).toEqual({ allowHosts: ['https://a.example.com'], secrets: [], emailAllowed: false });
   });
 });

@@ -3,11 +3,13 @@ import { type TenantOutboundRecord, TenantOutboundRepository } from '@almanac/pe
 import type { DataSource } from 'typeorm';
 import { ReadThroughCache } from '@almanac/platform';
 
-/** A tenant's rules for `http` calls as the worker applies them. */
+/** A tenant's rules for `http` calls and `email` jobs as the worker applies them. */
 export interface TenantOutbound {
   allowHosts: readonly HostRule[];
   /** Live signing secrets, newest first (two during a rotation's overlap). */
   secrets: readonly string[];
+  /** Its `email` jobs may send (`emailAllowed`, set by an operator); false: they are discarded. */
+  emailAllowed: boolean;
 }
 
 export interface TenantOutboundSource {
@@ -16,7 +18,7 @@ export interface TenantOutboundSource {
 }
 
 export interface TenantOutboundCacheOptions {
-  /** A tenant's rules are re-read when older than this (an allow-list change or a rotation lands within it). */
+  /** A tenant's rules are re-read when older than this (an allow-list or emailAllowed change, or a rotation, lands within it). */
   ttlMs: number;
   /** The longest a job waits for a read. */
   waitMs: number;
@@ -57,7 +59,7 @@ function toOutbound(row: TenantOutboundRecord): TenantOutbound {
       return [];
     }
   });
-  return { allowHosts, secrets: row.secrets };
+  return { allowHosts, secrets: row.secrets, emailAllowed: row.emailAllowed };
 }
 
 /**

@@ -77,14 +77,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One tenant: its limits, share, retention, allow-list and what it stores against its quota (admin token required) */
+        /** One tenant: its limits, share, retention, allow-list, email permission and what it stores against its quota (admin token required) */
         get: operations["TenantsController_get"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change a tenant's share of busy pools and its limits, its http allow-list, or suspend it (admin token required) */
+        /** Change a tenant's share of busy pools and its limits, its http allow-list, its email permission, or suspend it (admin token required) */
         patch: operations["TenantsController_update"];
         trace?: never;
     };
@@ -534,6 +534,11 @@ export interface components {
              *     ]
              */
             httpAllowHosts?: string[];
+            /**
+             * @description whether its `email` jobs may send (in GET and PATCH answers of one tenant)
+             * @example false
+             */
+            emailAllowed?: boolean;
             /** @example 2026-12-01T09:00:00.000Z */
             createdAt: string;
             /**
@@ -651,6 +656,11 @@ export interface components {
              *     ]
              */
             httpAllowHosts?: string[];
+            /**
+             * @description whether its `email` jobs may send (in GET and PATCH answers of one tenant)
+             * @example false
+             */
+            emailAllowed?: boolean;
         };
         UpdateTenantDto: {
             /**
@@ -704,6 +714,11 @@ export interface components {
              *     ]
              */
             httpAllowHosts?: string[] | null;
+            /**
+             * @description Whether this tenant's `email` jobs may send: the messages go out under the installation's From address (ALMANAC_EMAIL_FROM). false (the default): its email jobs are discarded, nothing sent.
+             * @example true
+             */
+            emailAllowed?: boolean;
             /**
              * @description Bytes the tenant may store (payloads, results and errors of its jobs and their attempts, its schedules' payloads); null: the installation's default (ALMANAC_STORED_BYTES_QUOTA, 10 GiB). Past it, new jobs and schedule payloads are refused with 413; what it has keeps running.
              * @example 53687091200

@@ -139,7 +139,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     allowedText: '`smtp://…` or `smtps://…` with a host',
     defaultText: 'empty (no `email` kind)',
     readers: WORKER,
-    meaning: '`smtp://user:pass@host:port`: set, the worker runs and registers the `email` kind',
+    meaning: "`smtp://user:pass@host:port`: set, the worker runs and registers the `email` kind, which sends only for tenants an operator allowed (`emailAllowed`, admin API)",
   },
   // Off, an smtp:// server must start TLS (STARTTLS) before AUTH and the message: opportunistic
   // STARTTLS lets an on-path attacker strip it from EHLO and read the password and every tenant's mail.

@@ -70,7 +70,9 @@ const SCHEMA = [
      stored_bytes_partial bigint NOT NULL DEFAULT 0,
      stored_bytes_at timestamptz,
      -- the http kind's receivers (scheme://host[:port]), intersected with the installation's
-     http_allow_hosts text[] NOT NULL DEFAULT '{}' CONSTRAINT tenants_http_allow_hosts_max CHECK (cardinality(http_allow_hosts) <= 100)
+     http_allow_hosts text[] NOT NULL DEFAULT '{}' CONSTRAINT tenants_http_allow_hosts_max CHECK (cardinality(http_allow_hosts) <= 100),
+     -- the email kind sends under the installation's From address: only for tenants the operator allowed
+     email_allowed boolean NOT NULL DEFAULT false
    )`,
   // Only a key's sha256 is kept, with a short prefix to tell keys apart. Revoked keys stay.
   `CREATE TABLE tenant_keys (

@@ -19,11 +19,25 @@ describe('TenantOutboundRepository (Postgres)', () => {
     const other = await tenants.create('other');
     expect(await outbound.allowHosts(tenant.id)).toEqual([]);
     expect(await outbound.setAllowHosts(tenant.id, ['https://a.example.com', 'http://127.0.0.1:8080'])).toEqual(['https://a.example.com', 'http://127.0.0.1:8080']);
-    expect(await outbound.forDelivery(tenant.id)).toEqual({ allowHosts: ['https://a.example.com', 'http://127.0.0.1:8080'], secrets: [] });
+    expect(await outbound.forDelivery(tenant.id)).toEqual({ allowHosts: ['https://a.example.com', 'http://127.0.0.1:8080'], secrets: [], emailAllowed: false });
     expect(await outbound.allowHosts(other.tenant.id)).toEqual([]);
     expect(await outbound.setAllowHosts(999999, ['https://x.com'])).toBeNull();
     expect(await outbound.forDelivery(999999)).toBeNull();
     expect(await outbound.forDelivery(0)).toBeNull();
+  });
+
+  it('keeps a per-tenant email permission, off by default, and nothing for an unknown tenant', async () => {
+    const { tenant } = await tenants.create('mailer');
+    const other = await tenants.create('not-a-mailer');
+    expect(await outbound.settings(tenant.id)).toEqual({ httpAllowHosts: [], emailAllowed: false });
+    expect(await outbound.setEmailAllowed(tenant.id, true)).toBe(true);
+    expect(await outbound.forDelivery(tenant.id)).toMatchObject({ emailAllowed: true });
+    expect(await outbound.settings(tenant.id)).toEqual({ httpAllowHosts: [], emailAllowed: true });
+    expect((await outbound.forDelivery(other.tenant.id))!.emailAllowed).toBe(false);
+    expect(await outbound.setEmailAllowed(tenant.id, false)).toBe(false);
+    expect((await outbound.forDelivery(tenant.id))!.emailAllowed).toBe(false);
+    expect(await outbound.setEmailAllowed(999999, true)).toBeNull();
+    expect(await outbound.settings(999999)).toBeNull();
   });
 
   it('rotates secrets: the new one first, the old one live through its overlap, never more than two', async () => {

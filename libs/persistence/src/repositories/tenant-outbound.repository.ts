@@ -4,12 +4,14 @@ import { DataSource } from 'typeorm';
 import { isSerialId } from '../serial-id';
 import { type Db, sql } from '../sql';
 
-/** What the worker needs to make a tenant's `http` calls: its allow-list and its live signing secrets. */
+/** What the worker needs for a tenant's `http` calls (its allow-list and live signing secrets) and `email` jobs. */
 export interface TenantOutboundRecord {
   /** Canonical `scheme://host[:port]` entries (checked by the API as they were set). */
   allowHosts: string[];
   /** Live secrets, newest first: the current one, then the one a rotation retired, while its overlap lasts. */
   secrets: string[];
+  /** Whether its `email` jobs may send (under the installation's From address); false unless an operator allowed it. */
+  emailAllowed: boolean;
 }
 
 /** What anyone may see of a signing secret: never the secret. */
@@ -30,7 +32,7 @@ function newSigningSecret(): string {
 const UNIQUE_VIOLATION = '23505';
 
 /**
- * A tenant's outbound rules (tenants.http_allow_hosts) and its signing secrets
+ * A tenant's outbound rules (tenants.http_allow_hosts, tenants.email_allowed) and its signing secrets
  * (tenant_signing_secrets). Secrets leave this class only as the result of `rotate` (shown
  * once by the API) and `forDelivery` (the worker signs with them); statement parameters are
  * redacted from errors by `sql`, so a failed INSERT never logs one.
@@ -55,6 +57,24 @@ export class TenantOutboundRepository {
     if (!isSerialId(tenantId)) return null;
     const { rows } = await sql<{ hosts: string[] }>(db, `SELECT http_allow_hosts AS hosts FROM tenants WHERE id = $1`, [tenantId]);
     return rows.length ? rows[0].hosts : null;
+  }
+
+  /** Allows or forbids the tenant's `email` jobs; null when there is no such tenant. */
+  async setEmailAllowed(tenantId: number, allowed: boolean, db: Db = this.dataSource): Promise<boolean | null> {
+    if (!isSerialId(tenantId)) return null;
+    const { rows } = await sql<{ allowed: boolean }>(db, `UPDATE tenants SET email_allowed = $2 WHERE id = $1 RETURNING email_allowed AS allowed`, [tenantId, allowed]);
+    return rows.length ? rows[0].allowed : null;
+  }
+
+  /** The tenant's outbound settings as the admin API shows them; null when there is no such tenant. */
+  async settings(tenantId: number, db: Db = this.dataSource): Promise<{ httpAllowHosts: string[]; emailAllowed: boolean } | null> {
+    if (!isSerialId(tenantId)) return null;
+    const { rows } = await sql<{ hosts: string[]; email: boolean }>(
+      db,
+      `SELECT http_allow_hosts AS hosts, email_allowed AS email FROM tenants WHERE id = $1`,
+      [tenantId],
+    );
+    return rows.length ? { httpAllowHosts: rows[0].hosts, emailAllowed: rows[0].email } : null;
   }
 
   /**
@@ -110,12 +130,12 @@ export class TenantOutboundRepository {
     return rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, createdAt: r.created_at, expiresAt: r.expires_at }));
   }
 
-  /** The tenant's allow-list and live secrets (newest first), in one read; null: no such tenant. */
+  /** The tenant's allow-list, live secrets (newest first) and email permission, in one read; null: no such tenant. */
   async forDelivery(tenantId: number, db: Db = this.dataSource): Promise<TenantOutboundRecord | null> {
     if (!isSerialId(tenantId)) return null;
-    const { rows } = await sql<{ hosts: string[]; secrets: string[] }>(
+    const { rows } = await sql<{ hosts: string[]; secrets: string[]; email: boolean }>(
       db,
-      `SELECT t.http_allow_hosts AS hosts,
+      `SELECT t.http_allow_hosts AS hosts, t.email_allowed AS email,
               coalesce(array_agg(s.secret ORDER BY s.id DESC) FILTER (WHERE s.id IS NOT NULL), '{}') AS secrets
          FROM tenants t
          LEFT JOIN tenant_signing_secrets s ON s.tenant_id = t.id AND (s.expires_at IS NULL OR s.expires_at > now())
@@ -123,7 +143,7 @@ export class TenantOutboundRepository {
         GROUP BY t.id`,
       [tenantId],
     );
-    return rows.length ? { allowHosts: rows[0].hosts, secrets: rows[0].secrets } : null;
+    return rows.length ? { allowHosts: rows[0].hosts, secrets: rows[0].secrets, emailAllowed: rows[0].email } : null;
   }
 }
 
