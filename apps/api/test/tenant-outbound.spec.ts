@@ -60,7 +60,7 @@ describe('a tenant’s http allow-list, email permission and signing secrets (ad
       const res = await h.http().patch(`/v1/admin/tenants/${id}`).set(admin).send({ httpAllowHosts: hosts, weight: 5 }).expect(400);
       expect(res.body.details.map((d: { field: string }) => d.field)).toEqual([field]);
     }
-    expect(await new TenantOutboundRepository(h.db.dataSource).allowHosts(id)).toEqual(['https://kept.io']);
+    expect((await new TenantOutboundRepository(h.db.dataSource).settings(id))?.httpAllowHosts).toEqual(['https://kept.io']);
     const [{ weight }] = await h.db.dataSource.query(`SELECT weight FROM tenants WHERE id = $1`, [id]);
     expect(Number(weight)).toBe(1);
   });

@@ -17,10 +17,10 @@ describe('TenantOutboundRepository (Postgres)', () => {
   it('keeps a per-tenant allow-list, empty by default, and nothing for an unknown tenant', async () => {
     const { tenant } = await tenants.create('hosts');
     const other = await tenants.create('other');
-    expect(await outbound.allowHosts(tenant.id)).toEqual([]);
+    expect((await outbound.settings(tenant.id))?.httpAllowHosts).toEqual([]);
     expect(await outbound.setAllowHosts(tenant.id, ['https://a.example.com', 'http://127.0.0.1:8080'])).toEqual(['https://a.example.com', 'http://127.0.0.1:8080']);
     expect(await outbound.forDelivery(tenant.id)).toEqual({ allowHosts: ['https://a.example.com', 'http://127.0.0.1:8080'], secrets: [], emailAllowed: false });
-    expect(await outbound.allowHosts(other.tenant.id)).toEqual([]);
+    expect((await outbound.settings(other.tenant.id))?.httpAllowHosts).toEqual([]);
     expect(await outbound.setAllowHosts(999999, ['https://x.com'])).toBeNull();
     expect(await outbound.forDelivery(999999)).toBeNull();
     expect(await outbound.forDelivery(0)).toBeNull();

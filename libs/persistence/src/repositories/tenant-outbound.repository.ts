@@ -52,13 +52,6 @@ export class TenantOutboundRepository {
     return rows.length ? rows[0].hosts : null;
   }
 
-  /** The tenant's allow-list; null when there is no such tenant. */
-  async allowHosts(tenantId: number, db: Db = this.dataSource): Promise<string[] | null> {
-    if (!isSerialId(tenantId)) return null;
-    const { rows } = await sql<{ hosts: string[] }>(db, `SELECT http_allow_hosts AS hosts FROM tenants WHERE id = $1`, [tenantId]);
-    return rows.length ? rows[0].hosts : null;
-  }
-
   /** Allows or forbids the tenant's `email` jobs; null when there is no such tenant. */
   async setEmailAllowed(tenantId: number, allowed: boolean, db: Db = this.dataSource): Promise<boolean | null> {
     if (!isSerialId(tenantId)) return null;
