@@ -89,7 +89,7 @@ export class IngestService {
    */
   async createBatch(tenant: TenantRecord, body: unknown, traceParent: string | null = null, deadline?: AbortSignal): Promise<BatchAnswer> {
     // The slot comes before the rate limit: a shed batch, which its client resends, spends none of it.
-    const release = await this.batches.acquire(tenant.id, BATCH_SLOT_WAIT_MS);
+    const release = await this.batches.acquire(tenant.id, BATCH_SLOT_WAIT_MS, deadline);
     const { most, share } = this.batches;
     if (release === 'full') throw overLimit(503, `this replica commits ${most} batches at once`, 'jobs', 'concurrent_batches', 1000);
     if (release === 'share') throw overLimit(503, `this replica commits ${most} batches at once, at most ${share} of one tenant's`, 'jobs', 'tenant_concurrent_batches', 1000);

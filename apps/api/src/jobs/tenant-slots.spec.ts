@@ -50,4 +50,53 @@ describe('TenantSlots', () => {
     expect(typeof slots.take(2)).toBe('function');
     expect(slots.take(3)).toBe('full');
   });
+
+  it('serves tenants in turn, so a tenant importing on four connections does not starve a third while a first holds its share', async () => {
+    jest.useFakeTimers();
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    try {
+      const slots = new TenantSlots(4, 3);
+      for (let i = 0; i < 3; i++) slots.take(1);
+      let stop = false;
+      const lane = async () => {
+        while (!stop) {
+          const r = await slots.acquire(2, 250);
+          if (typeof r === 'function') {
+            await sleep(100); // a batch
+            r();
+          } else await sleep(1000); // Retry-After
+        }
+      };
+      const lanes = [lane(), lane(), lane(), lane()];
+      await jest.advanceTimersByTimeAsync(1_000);
+      const outcomes: string[] = [];
+      for (let k = 0; k < 5; k++) {
+        const third = slots.acquire(3, 250);
+        await jest.advanceTimersByTimeAsync(300);
+        const r = await third;
+        outcomes.push(typeof r === 'function' ? 'slot' : r);
+        if (typeof r === 'function') r();
+        await jest.advanceTimersByTimeAsync(1_000);
+      }
+      stop = true;
+      await jest.advanceTimersByTimeAsync(5_000);
+      await Promise.all(lanes);
+      expect(outcomes).toEqual(Array(5).fill('slot')); // in arrival order: the second's three other waiters went first, every time
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('stops a wait whose request was answered: the slot that comes back goes to a waiter still there', async () => {
+    const slots = new TenantSlots(1);
+    const held = slots.take(1) as () => void;
+    const answered = new AbortController();
+    const gone = slots.acquire(2, 10_000, answered.signal);
+    const still = slots.acquire(3, 10_000);
+    answered.abort();
+    held();
+    expect(await gone).toBe('full'); // not handed the slot, first in line as it was
+    expect(typeof (await still)).toBe('function');
+    expect(slots.heldBy(2)).toBe(0);
+  });
 });

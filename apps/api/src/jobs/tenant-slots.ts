@@ -12,6 +12,9 @@ export class TenantSlots {
   private readonly byTenant = new Map<number, number>();
   /** Tenants under their share waiting for a slot (acquire), in arrival order. */
   private readonly waiters: { tenantId: number; give: (release: Release) => void }[] = [];
+  /** When each tenant holding a slot or waiting for one was last given one (a count of slots given): the longest unserved goes first. */
+  private readonly servedAt = new Map<number, number>();
+  private given = 0;
 
   constructor(
     readonly most: number,
@@ -35,20 +38,36 @@ export class TenantSlots {
   }
 
   /**
-   * As take, but when every slot is held a tenant under its share waits up to `waitMs` for one,
-   * served in arrival order as slots come back: refused at once, a tenant that holds none lost to
-   * others' quicker resends (two tenants' steady batches took every free slot from a third's).
+   * As take, but when every slot is held a tenant under its share waits up to `waitMs` for one
+   * (less if `signal` aborts: its request was answered), tenants served in turn as slots come
+   * back, the one given a slot longest ago first. Refused at once, a tenant that holds none lost
+   * every freed slot to others' quicker resends; served in arrival order, to the waiters of a
+   * tenant importing on several connections (two tenants' batches starved a third's).
    */
-  acquire(tenantId: number, waitMs: number): Promise<Release | 'full' | 'share'> {
+  acquire(tenantId: number, waitMs: number, signal?: AbortSignal): Promise<Release | 'full' | 'share'> {
     const now = this.take(tenantId);
-    if (now !== 'full' || waitMs <= 0) return Promise.resolve(now);
+    if (now !== 'full' || waitMs <= 0 || signal?.aborted) return Promise.resolve(now);
     if (this.heldBy(tenantId) >= this.share) return Promise.resolve('full'); // as take answers it: it would wait for nothing
     return new Promise((resolve) => {
-      const waiter = { tenantId, give: (release: Release) => (clearTimeout(timer), resolve(release)) };
-      const timer = setTimeout(() => {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+      const leave = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', leave);
+        const i = this.waiters.indexOf(waiter);
+        if (i < 0) return; // given a slot already
+        this.waiters.splice(i, 1);
+        this.forget(tenantId);
         resolve('full');
-      }, waitMs);
+      };
+      const waiter = {
+        tenantId,
+        give: (release: Release) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', leave);
+          resolve(release);
+        },
+      };
+      const timer = setTimeout(leave, waitMs);
+      signal?.addEventListener('abort', leave, { once: true });
       this.waiters.push(waiter);
     });
   }
@@ -56,6 +75,7 @@ export class TenantSlots {
   private hold(tenantId: number): Release {
     this.byTenant.set(tenantId, this.heldBy(tenantId) + 1);
     this.total++;
+    this.servedAt.set(tenantId, ++this.given);
     let released = false;
     return () => {
       if (released) return;
@@ -64,15 +84,27 @@ export class TenantSlots {
       const left = this.heldBy(tenantId) - 1;
       if (left > 0) this.byTenant.set(tenantId, left);
       else this.byTenant.delete(tenantId);
+      this.forget(tenantId);
       this.handOn();
     };
   }
 
-  /** A slot that came back goes to the first waiter still under its share. */
+  /** A slot that came back goes to the waiter under its share whose tenant was served longest ago (then the earliest). */
   private handOn(): void {
-    const i = this.waiters.findIndex((w) => this.heldBy(w.tenantId) < this.share);
-    if (i < 0 || this.total >= this.most) return;
-    const [waiter] = this.waiters.splice(i, 1);
+    if (this.total >= this.most) return;
+    let best = -1;
+    for (let i = 0; i < this.waiters.length; i++) {
+      const t = this.waiters[i].tenantId;
+      if (this.heldBy(t) >= this.share) continue;
+      if (best < 0 || (this.servedAt.get(t) ?? 0) < (this.servedAt.get(this.waiters[best].tenantId) ?? 0)) best = i;
+    }
+    if (best < 0) return;
+    const [waiter] = this.waiters.splice(best, 1);
     waiter.give(this.hold(waiter.tenantId));
+  }
+
+  /** Drops a tenant's turn once it holds and waits for nothing, so the map stays as small as the tenants in it. */
+  private forget(tenantId: number): void {
+    if (this.heldBy(tenantId) === 0 && !this.waiters.some((w) => w.tenantId === tenantId)) this.servedAt.delete(tenantId);
   }
 }
