@@ -122,11 +122,29 @@ describe('email', () => {
         last_error: 'this tenant may not send email (emailAllowed is false): an operator allows it with PATCH /v1/admin/tenants/1',
       });
       expect(smtp.messages.length).toBe(before);
-      expect(await h.ds.query(`SELECT 1 FROM job_effects`)).toEqual([]); // not even claimed
+      expect(await h.ds.query(`SELECT 1 FROM job_effects`)).toEqual([]); // its claim given back
 
       await new TenantOutboundRepository(h.ds).setEmailAllowed(1, true);
       expect(await sendOne(h, { to: 'ada@example.com', subject: 'allowed now', text: 'hi' })).toMatchObject({ state: 'd' });
       expect(smtp.messages.length - before).toBe(1);
+    } finally {
+      await destroyHarness(h);
+    }
+  });
+
+  it('completes as sent a job whose message an earlier run sent, though the operator has since stopped the tenant sending', async () => {
+    const h = await harness(mailer({ smtpUrl: `smtp://127.0.0.1:${smtp.port}`, from: 'almanac@example.com', timeoutMs: 10_000, allowPlaintext: true }), false);
+    try {
+      const before = smtp.messages.length;
+      const [id] = await h.enqueue([{ kind: 'email', maxAttempts: 3, payload: { to: 'ada@example.com', subject: 'sent', text: 'once' } }]);
+      // The earlier run sent it and recorded so; its completion was lost (a worker killed).
+      await h.ds.query(`INSERT INTO job_effects (tenant_id, effect_key, job_id, claimed_at, done_at, result) VALUES (1, $1, $2, now(), now(), $3)`, [
+        `email:${id}`, id, JSON.stringify({ messageId: `<1.${id}@test.almanac>` }),
+      ]);
+      await h.hot.runOnce();
+      await h.runWorker(h.worker());
+      expect(await h.job(id)).toMatchObject({ state: 'd', result: { alreadySent: true } }); // discarded as "nothing sent" before
+      expect(smtp.messages.length).toBe(before);
     } finally {
       await destroyHarness(h);
     }

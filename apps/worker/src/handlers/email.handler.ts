@@ -61,11 +61,6 @@ export function emailHandler(opts: EmailHandlerOptions) {
     pool: 'default',
     payloadSchema: EmailPayloadSchema,
     async handle(ctx, payload) {
-      const tenant = await opts.tenants.get(ctx.tenantId);
-      if (!tenant) return discard(`tenant ${ctx.tenantId} does not exist`);
-      if (!tenant.emailAllowed) {
-        return discard(`this tenant may not send email (emailAllowed is false): an operator allows it with PATCH /v1/admin/tenants/${ctx.tenantId}`);
-      }
       // SMTP timeouts inside the kind's own, so a hung server fails the send (and releases its
       // claim) before the run is aborted; nodemailer's defaults are minutes. They bound each step,
       // not the send: a server slow at every step is cut off by the run's signal (the connection
@@ -85,11 +80,16 @@ export function emailHandler(opts: EmailHandlerOptions) {
       let sent;
       try {
         sent = await ctx.effects.once(`email:${ctx.jobId}`, async () => {
+          // Asked inside the claim: a message an earlier run sent completes as sent (the record
+          // answers before this), one another run is sending is waited for, whatever the permission is now.
+          const refused = await refusal(opts.tenants, ctx.tenantId);
+          if (refused) throw new NotAllowed(refused);
           const info = await transport!.sendMail({ ...payload, messageId, signal: ctx.signal });
           // Not the server's reply: a relay's names its internal host ("Hostname=EXCH01.corp.local"), and the result is the tenant's.
           return { messageId: info.messageId };
         });
       } catch (err) {
+        if (err instanceof NotAllowed) return discard(err.message);
         if ((err as { code?: unknown }).code !== 'ETLS') throw err;
         // Nothing was sent: nodemailer stops before AUTH and MAIL when TLS does not start. The
         // error's text (the server's reply, a certificate's names) is the operator's, not the tenant's.
@@ -100,4 +100,15 @@ export function emailHandler(opts: EmailHandlerOptions) {
       return completed({ messageId: sent.result.messageId, alreadySent: !sent.ran });
     },
   });
+}
+
+/** Thrown inside the effect's claim (given back, nothing sent) when the tenant may not send email. */
+class NotAllowed extends Error {}
+
+/** Why `tenantId` may not send email, or null when it may. */
+async function refusal(tenants: TenantOutboundSource, tenantId: number): Promise<string | null> {
+  const tenant = await tenants.get(tenantId);
+  if (!tenant) return `tenant ${tenantId} does not exist`;
+  if (!tenant.emailAllowed) return `this tenant may not send email (emailAllowed is false): an operator allows it with PATCH /v1/admin/tenants/${tenantId}`;
+  return null;
 }
