@@ -69,6 +69,7 @@ describe('outbound addresses', () => {
     expect(refusedRange('169.254.169.254', broad)).toBe('metadata');
     expect(refusedRange('::ffff:169.254.169.254', broad)).toBe('metadata');
     expect(refusedRange('100.100.100.200', broad)).toBe('metadata');
+    for (const credentials of ['169.254.170.2', '169.254.170.23', 'fd00:ec2::23']) expect(refusedRange(credentials, broad)).toBe('metadata');
     expect(refusedRange('64:ff9b::a9fe:a9fe', broad)).toBe('metadata (inside an IPv6 address)');
     expect(refusedRange('169.254.10.1', broad)).toBeNull(); // the rest of the range is allowed
     expect(refusedRange('169.254.169.254', [parseCidr('169.254.169.254')!])).toBeNull(); // named exactly

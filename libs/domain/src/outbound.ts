@@ -21,6 +21,10 @@ const REFUSED: readonly [string, string][] = [
   ['169.254.169.254/32', 'metadata'],
   ['100.100.100.200/32', 'metadata'],
   ['fd00:ec2::254/128', 'metadata'],
+  // AWS's credential endpoints beside it: ECS tasks (169.254.170.2), EKS Pod Identity (169.254.170.23, fd00:ec2::23).
+  ['169.254.170.2/32', 'metadata'],
+  ['169.254.170.23/32', 'metadata'],
+  ['fd00:ec2::23/128', 'metadata'],
   ['0.0.0.0/8', 'unspecified'], // 0.0.0.0 reaches the local host on Linux
   ['127.0.0.0/8', 'loopback'],
   ['10.0.0.0/8', 'private'],

@@ -120,7 +120,7 @@ export const DISPATCH_AND_WORKER_SETTINGS = {
     allowedText: 'CIDRs (`10.20.0.0/16`, `fd00:1::/64`)',
     readers: WORKER,
     meaning:
-      'address ranges the `http` kind may reach although they are loopback, private or link-local (e.g. `10.20.0.0/16`); every other such address is refused after DNS. A cloud metadata address (169.254.169.254, 100.100.100.200, fd00:ec2::254) only when listed itself, not inside a wider range',
+      'address ranges the `http` kind may reach although they are loopback, private or link-local (e.g. `10.20.0.0/16`); every other such address is refused after DNS. A cloud metadata or credentials address (169.254.169.254, 100.100.100.200, fd00:ec2::254, 169.254.170.2, 169.254.170.23, fd00:ec2::23) only when listed itself, not inside a wider range',
   },
   ALMANAC_HTTP_MAX_RESPONSE_BYTES: {
     type: 'bytes',
