@@ -16,6 +16,7 @@ export const ALMANAC_METRICS: Readonly<Record<string, CatalogEntry>> = {
   almanac_jobs_ingested_total: { type: 'counter', labels: ['tier'] },
   almanac_http_request_duration_seconds: { type: 'histogram', labels: ['method', 'route', 'status'] },
   almanac_ingest_commit_rows: { type: 'histogram', labels: [] },
+  almanac_ingest_shared_inserts_split_total: { type: 'counter', labels: ['reason'] },
   almanac_ingest_enqueue_failures_total: { type: 'counter', labels: [] },
   almanac_rate_limit_local_decisions_total: { type: 'counter', labels: ['limit'] },
   // promoter

@@ -1,4 +1,4 @@
-import { noOneWaitsOnALock } from '@almanac/testing/lock-waits';
+import { lockWaiters, noOneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { Client } from 'pg';
 import { type ApiHarness, DAY, inMs, startApi } from './api-harness';
 import { holdKey } from './ingest-rig';
@@ -78,7 +78,7 @@ describe("one tenant's batches in flight", () => {
     const holds = await Promise.all(keys.map((key) => holdKey(h, a.id, key)));
     try {
       const stuck = keys.map((key) => batch(a.apiKey, key).then((r) => r)); // supertest sends on then()
-      await lockWaiters(h, 3); // A's three batches hold their slots, waiting on its own keys
+      await lockWaiters(h.db.dataSource, 3); // A's three batches hold their slots, waiting on its own keys
       const shed = await batch(a.apiKey, 'a-third');
       expect(shed.status).toBe(503);
       expect(shed.headers['retry-after']).toBe('1');
@@ -98,14 +98,3 @@ describe("one tenant's batches in flight", () => {
   });
 });
 
-/** Waits until `n` statements of the test database wait on a lock. */
-async function lockWaiters(h: ApiHarness, n: number): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    const [{ waiting }]: { waiting: number }[] = await h.db.dataSource.query(
-      `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    );
-    if (waiting >= n) return;
-    await new Promise((r) => setImmediate(r));
-  }
-  throw new Error(`${n} statements never waited on a lock`);
-}
