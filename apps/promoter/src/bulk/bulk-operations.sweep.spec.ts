@@ -9,6 +9,7 @@ import pino from 'pino';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { envelopeOf, inQueue, insertJobs, statesOf } from '@almanac/testing/promoter-rows';
 import { BulkOperationsSweep } from './bulk-operations.sweep';
+import { createTenants } from '@almanac/testing/tenant-rows';
 
 const HOUR = 3600e3;
 const NOW = new Date('2026-12-02T10:00:00Z');
@@ -39,9 +40,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     db = await createTestDatabase();
     redis = await createTestRedis();
     repo = new BulkOperationsRepository(db.dataSource);
-    const tenants = new TenantsRepository(db.dataSource);
-    a = (await tenants.create('a')).tenant.id;
-    b = (await tenants.create('b')).tenant.id;
+    [a, b] = await createTenants(db.dataSource, 'a', 'b');
     poison = await installChunkPoison(db.dataSource, SECRET);
   });
   beforeEach(async () => {

@@ -1,7 +1,8 @@
-import { RetentionRepository, TenantsRepository } from '@almanac/persistence';
+import { RetentionRepository } from '@almanac/persistence';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { insertJobs } from '@almanac/testing/promoter-rows';
 import { RetentionSweep } from './retention.sweep';
+import { createTenants } from '@almanac/testing/tenant-rows';
 
 const DAY = 86_400e3;
 
@@ -18,9 +19,7 @@ describe('RetentionSweep clean-ups within the run budget (Postgres)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    const tenants = new TenantsRepository(db.dataSource);
-    a = (await tenants.create('a')).tenant.id;
-    b = (await tenants.create('b')).tenant.id;
+    [a, b] = await createTenants(db.dataSource, 'a', 'b');
     dbNow = (await db.dataSource.query<{ t: Date }[]>(`SELECT statement_timestamp() AS t`))[0].t;
   });
   afterAll(async () => db.drop());

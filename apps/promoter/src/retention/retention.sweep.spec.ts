@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { utcDay } from '@almanac/domain';
-import { JobsRepository, RetentionRepository, TenantsRepository } from '@almanac/persistence';
+import { JobsRepository, RetentionRepository } from '@almanac/persistence';
 import { MetricsService } from '@almanac/platform';
 import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { SweepMetrics } from '../sweeps/sweep-metrics';
 import { insertJobs } from '@almanac/testing/promoter-rows';
 import { FULL_WALK_EVERY_MS, RetentionSweep } from './retention.sweep';
+import { createTenants } from '@almanac/testing/tenant-rows';
 
 const DAY = 86_400e3;
 /** The database's time at each test's start: the sweep judges retention and days by its clock. */
@@ -42,9 +43,7 @@ describe('RetentionSweep (Postgres)', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    const tenants = new TenantsRepository(db.dataSource);
-    a = (await tenants.create('a')).tenant.id;
-    b = (await tenants.create('b')).tenant.id;
+    [a, b] = await createTenants(db.dataSource, 'a', 'b');
   });
   beforeEach(async () => {
     NOW = (await db.dataSource.query<{ t: Date }[]>(`SELECT statement_timestamp() AS t`))[0].t;

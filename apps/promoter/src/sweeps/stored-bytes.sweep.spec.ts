@@ -4,6 +4,7 @@ import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db'
 import { randomBytes } from 'node:crypto';
 import { SweepMetrics } from './sweep-metrics';
 import { StoredBytesSweep } from './stored-bytes.sweep';
+import { createTenants } from '@almanac/testing/tenant-rows';
 
 const NOW = new Date('2026-12-04T09:00:00Z');
 /** Incompressible JSON of `n` bytes: Postgres stores it as sent, plus a varlena header. */
@@ -18,8 +19,7 @@ describe('StoredBytesSweep', () => {
   beforeAll(async () => {
     db = await createTestDatabase(3);
     tenants = new TenantsRepository(db.dataSource);
-    a = (await tenants.create('a')).tenant.id;
-    b = (await tenants.create('b')).tenant.id;
+    [a, b] = await createTenants(db.dataSource, 'a', 'b');
     const job = async (tenant: number, key: string, payload: string | null, result: string | null) => {
       const [{ id }] = await db.dataSource.query<{ id: string }[]>(
         `INSERT INTO jobs (tenant_id, key, kind, run_at, state, payload, result) VALUES ($1, $2, 'noop', $3, 'd', $4::json, $5::jsonb) RETURNING id::text AS id`,

@@ -2,6 +2,7 @@ import { sqlStateOf, within } from '@almanac/platform';
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { type InsertOutcome, JobsRepository, type NewJob, type TenantJob } from './jobs.repository';
 import { TenantsRepository } from './tenants.repository';
+import { createTenants } from '@almanac/testing/tenant-rows';
 
 const RUN_AT = new Date('2026-12-08T09:00:00Z');
 const job = (key: string, payload: unknown = null): NewJob => ({ kind: 'noop', key, runAt: RUN_AT, payload, state: 'scheduled' });
@@ -29,9 +30,7 @@ describe('JobsRepository.insertMany (Postgres)', () => {
   beforeAll(async () => {
     db = await createTestDatabase(2);
     jobs = new JobsRepository(db.dataSource);
-    const tenants = new TenantsRepository(db.dataSource);
-    a = (await tenants.create('a')).tenant.id;
-    b = (await tenants.create('b')).tenant.id;
+    [a, b] = await createTenants(db.dataSource, 'a', 'b');
   });
   let defaultLockTimeout: string;
   beforeAll(async () => {

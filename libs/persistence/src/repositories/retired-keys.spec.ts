@@ -1,6 +1,6 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { JobsRepository, type NewJob } from './jobs.repository';
-import { TenantsRepository } from './tenants.repository';
+import { createTenants } from '@almanac/testing/tenant-rows';
 
 const RUN_AT = new Date('2026-12-04T09:00:00Z');
 const job = (key: string): NewJob => ({ kind: 'noop', key, runAt: RUN_AT, payload: null, state: 'scheduled' });
@@ -44,9 +44,7 @@ describe('reserved keys at insert (Postgres)', () => {
   beforeAll(async () => {
     db = await createTestDatabase(2);
     jobs = new JobsRepository(db.dataSource);
-    const tenants = new TenantsRepository(db.dataSource);
-    a = (await tenants.create('a')).tenant.id;
-    b = (await tenants.create('b')).tenant.id;
+    [a, b] = await createTenants(db.dataSource, 'a', 'b');
     await retire(a, ['inv:2026-11-03:14', 'inv:2026-11-05:19']);
   });
   beforeEach(() => db.dataSource.query('TRUNCATE jobs'));
