@@ -49,23 +49,19 @@ export class TenantSlots {
     if (now !== 'full' || waitMs <= 0 || signal?.aborted) return Promise.resolve(now);
     if (this.heldBy(tenantId) >= this.share) return Promise.resolve('full'); // as take answers it: it would wait for nothing
     return new Promise((resolve) => {
-      const leave = () => {
+      const settle = (answer: Release | 'full') => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', leave);
+        resolve(answer);
+      };
+      const leave = () => {
         const i = this.waiters.indexOf(waiter);
         if (i < 0) return; // given a slot already
         this.waiters.splice(i, 1);
         this.forget(tenantId);
-        resolve('full');
+        settle('full');
       };
-      const waiter = {
-        tenantId,
-        give: (release: Release) => {
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', leave);
-          resolve(release);
-        },
-      };
+      const waiter = { tenantId, give: settle };
       const timer = setTimeout(leave, waitMs);
       signal?.addEventListener('abort', leave, { once: true });
       this.waiters.push(waiter);
