@@ -24,6 +24,7 @@ import { HotRoutingService } from './jobs/hot-routing.service';
 import { KindsService } from './kinds/kinds.service';
 import { IngestRateLimiter } from './rate-limit/ingest-rate-limiter';
 import { RequestRateLimiter } from './rate-limit/request-rate-limiter';
+import { RequestsInFlight } from './rate-limit/requests-in-flight';
 import { RateLimits } from './rate-limit/shared-token-buckets';
 import { StoredBytesQuota } from './tenants/stored-bytes-quota';
 
@@ -50,6 +51,9 @@ const REPOSITORIES = [
     // One instance: the interceptor on every /v1 tenant request, and the console's pages and forms (RequestRateLimiter.take).
     RequestRateLimiter,
     { provide: APP_INTERCEPTOR, useExisting: RequestRateLimiter },
+    // After the rate limit (a request it refuses holds no slot); one instance, the console's pages and forms hold slots too.
+    RequestsInFlight,
+    { provide: APP_INTERCEPTOR, useExisting: RequestsInFlight },
     ...REPOSITORIES,
     TenantAuthService,
     AuthEvents,
@@ -65,6 +69,6 @@ const REPOSITORIES = [
     // One instance: jobs and schedules charge the same per-tenant count.
     StoredBytesQuota,
   ],
-  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, AdminAttempts, IngestRateLimiter, RequestRateLimiter, HotRoutingService, KindsService, StoredBytesQuota],
+  exports: [API_SETTINGS, ...REPOSITORIES, TenantAuthService, AuthEvents, TenantAuthGuard, AdminAuthGuard, AdminAttempts, IngestRateLimiter, RequestRateLimiter, RequestsInFlight, HotRoutingService, KindsService, StoredBytesQuota],
 })
 export class ApiCommonModule {}

@@ -1,4 +1,7 @@
 import { RequestRateLimiter } from '../rate-limit/request-rate-limiter';
+import { RequestsInFlight } from '../rate-limit/requests-in-flight';
+import type { Release } from '../rate-limit/tenant-slots';
+import type { TimedRequest } from '../http/request-clock';
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ASSET_URLS } from './console-assets';
@@ -30,6 +33,7 @@ export class ConsolePages {
   constructor(
     private readonly session: ConsoleSession,
     private readonly requests: RequestRateLimiter,
+    private readonly inFlight: RequestsInFlight,
   ) {}
 
   /**
@@ -51,8 +55,9 @@ export class ConsolePages {
       return this.render(reply, viewer, { title: 'Not found', status: 404, error: 'No such tenant.', content: html`` });
     }
     const v = viewer as TenantViewer;
+    let release: Release | undefined;
     try {
-      if (v.role === 'tenant') await this.requests.take(v.tenant.id, o.cost ?? 1);
+      if (v.role === 'tenant') release = await this.spend(req, v.tenant.id, o.cost ?? 1);
       const shown = await build(v);
       if ('redirect' in shown) return redirect(reply, shown.redirect);
       this.render(reply, v, shown);
@@ -60,6 +65,8 @@ export class ConsolePages {
       const failure = describeFailure(err);
       if (!failure) throw err;
       this.render(reply, v, { title: failure.status === 404 ? 'Not found' : 'Error', status: failure.status, error: failure.message, headers: failure.headers, content: o.onError?.(v) ?? html`` });
+    } finally {
+      release?.();
     }
   }
 
@@ -76,8 +83,9 @@ export class ConsolePages {
     if (!sameOrigin(req)) return this.render(reply, viewer, { title: 'Refused', status: 403, error: 'This form was posted from another site.', content: html`` });
     if (!viewer.tenant) return this.render(reply, viewer, { title: 'Not found', status: 404, error: 'No such tenant.', content: html`` });
     const v = viewer as TenantViewer;
+    let release: Release | undefined;
     try {
-      if (v.role === 'tenant') await this.requests.take(v.tenant.id, 1); // as the API's cancel or pause would
+      if (v.role === 'tenant') release = await this.spend(req, v.tenant.id, 1); // as the API's cancel or pause would
       const to = await run(v);
       if (to === null) return this.render(reply, v, { title: 'Not found', status: 404, error: 'No such action.', content: html`` });
       redirect(reply, to);
@@ -87,7 +95,15 @@ export class ConsolePages {
       // Over its budget, the page is not read again either.
       const shown = again && failure.status !== 404 && failure.status !== 429 ? await again(v).catch(() => null) : null;
       this.render(reply, v, { ...(shown ?? { title: 'Error', content: html`` }), status: failure.status, error: failure.message, headers: failure.headers });
+    } finally {
+      release?.();
     }
+  }
+
+  /** A tenant's page or form spends its request budget and holds one of its requests in flight, as its API requests do. */
+  private async spend(req: TimedRequest, tenantId: number, cost: number): Promise<Release> {
+    await this.requests.take(tenantId, cost);
+    return this.inFlight.hold(tenantId, req.deadline);
   }
 
   render(reply: FastifyReply, viewer: ConsoleViewer, s: Shown): void {

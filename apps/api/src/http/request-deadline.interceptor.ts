@@ -36,6 +36,13 @@ export const RequestOver = createParamDecorator((_: unknown, ctx: ExecutionConte
 /** A route that may hold its answer for `?waitSeconds=` (whole seconds): its deadline grows by that much. */
 export const LongPoll = () => SetMetadata(LONG_POLL, true);
 
+/** `waitSeconds` of a LongPoll route in ms, as the route will read it (0 for other routes and invalid values: the route answers 400). */
+export function longPollWaitMs(reflector: Reflector, context: ExecutionContext): number {
+  if (!reflector.get<boolean>(LONG_POLL, context.getHandler())) return 0;
+  const raw = context.switchToHttp().getRequest<{ query?: Record<string, unknown> }>().query?.waitSeconds;
+  return typeof raw === 'string' && /^\d{1,3}$/.test(raw) ? Number(raw) * 1000 : 0;
+}
+
 @Injectable()
 export class RequestDeadlineInterceptor implements NestInterceptor {
   constructor(
@@ -46,7 +53,7 @@ export class RequestDeadlineInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const http = context.switchToHttp();
     const req = http.getRequest<TimedRequest>();
-    const ms = this.settings.requestTimeoutMs + this.waitMs(context);
+    const ms = this.settings.requestTimeoutMs + longPollWaitMs(this.reflector, context);
     const left = Math.max(1, Math.ceil(ms - deadlineElapsedMs(req, http.getResponse<FastifyReply>().elapsedTime ?? 0)));
     const late = () => unavailable(`not answered within ${ms} ms; retry shortly (a request with the same key is safe to resend)`);
     // One timer, cleared with the answer. AbortSignal.timeout's could not be: each fired seconds
@@ -65,12 +72,5 @@ export class RequestDeadlineInterceptor implements NestInterceptor {
         handled.unsubscribe();
       };
     });
-  }
-
-  /** `waitSeconds` of a LongPoll route, as the route will read it (invalid values: none, the route answers 400). */
-  private waitMs(context: ExecutionContext): number {
-    if (!this.reflector.get<boolean>(LONG_POLL, context.getHandler())) return 0;
-    const raw = context.switchToHttp().getRequest<{ query?: Record<string, unknown> }>().query?.waitSeconds;
-    return typeof raw === 'string' && /^\d{1,3}$/.test(raw) ? Number(raw) * 1000 : 0;
   }
 }

@@ -7,7 +7,7 @@ import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { unavailable } from '../http/api-error';
 import { HotRoutingService } from './hot-routing.service';
 import { differingFields, type JobInput } from './job-input';
-import { TenantSlots } from './tenant-slots';
+import { TenantSlots } from '../rate-limit/tenant-slots';
 
 export interface CommitEntry {
   tenantId: number;

@@ -11,7 +11,7 @@ import { StoredBytesQuota } from '../tenants/stored-bytes-quota';
 import { type CommitEntry, type CommitResult, IngestCommit } from './ingest-commit';
 import { parseJobInput } from './job-input';
 import { jobSummary, type JobSummary, removedJob, type RemovedJob } from './job-view';
-import { TenantSlots } from './tenant-slots';
+import { TenantSlots } from '../rate-limit/tenant-slots';
 
 export const MAX_BATCH = 1000;
 

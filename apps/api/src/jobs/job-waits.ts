@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { overLimit } from '../http/api-error';
-import { TenantSlots } from './tenant-slots';
+import { TenantSlots } from '../rate-limit/tenant-slots';
 
 /** The longest a `GET /v1/jobs/:id?waitSeconds=` holds its answer (below the server's socket timeouts). */
 export const MAX_WAIT_SECONDS = 20;

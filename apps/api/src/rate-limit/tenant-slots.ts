@@ -10,7 +10,7 @@ export type Release = () => void;
 export class TenantSlots {
   private total = 0;
   private readonly byTenant = new Map<number, number>();
-  /** Tenants under their share waiting for a slot (acquire), in arrival order. */
+  /** Tenants waiting for a slot (acquire), in arrival order. */
   private readonly waiters: { tenantId: number; give: (release: Release) => void }[] = [];
   /** When each tenant holding a slot or waiting for one was last given one (a count of slots given): the longest unserved goes first. */
   private readonly servedAt = new Map<number, number>();
@@ -38,18 +38,18 @@ export class TenantSlots {
   }
 
   /**
-   * As take, but when every slot is held a tenant under its share waits up to `waitMs` for one
-   * (less if `signal` aborts: its request was answered), tenants served in turn as slots come
-   * back, the one given a slot longest ago first. Refused at once, a tenant that holds none lost
-   * every freed slot to others' quicker resends; served in arrival order, to the waiters of a
-   * tenant importing on several connections (two tenants' batches starved a third's).
+   * As take, but a refused tenant waits up to `waitMs` for a slot (less if `signal` aborts: its
+   * request was answered), for a freed one when every slot is held, for one of its own when it
+   * holds its share; tenants served in turn as slots come back, the one given a slot longest ago
+   * first. Refused at once, a tenant that holds none lost every freed slot to others' quicker
+   * resends; served in arrival order, to the waiters of a tenant importing on several connections
+   * (two tenants' batches starved a third's). Past the wait, why take would refuse it then.
    */
   acquire(tenantId: number, waitMs: number, signal?: AbortSignal): Promise<Release | 'full' | 'share'> {
     const now = this.take(tenantId);
-    if (now !== 'full' || waitMs <= 0 || signal?.aborted) return Promise.resolve(now);
-    if (this.heldBy(tenantId) >= this.share) return Promise.resolve('full'); // as take answers it: it would wait for nothing
+    if (typeof now !== 'string' || waitMs <= 0 || signal?.aborted) return Promise.resolve(now);
     return new Promise((resolve) => {
-      const settle = (answer: Release | 'full') => {
+      const settle = (answer: Release | 'full' | 'share') => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', leave);
         resolve(answer);
@@ -59,7 +59,7 @@ export class TenantSlots {
         if (i < 0) return; // given a slot already
         this.waiters.splice(i, 1);
         this.forget(tenantId);
-        settle('full');
+        settle(this.total >= this.most ? 'full' : 'share'); // as take would answer now
       };
       const waiter = { tenantId, give: settle };
       const timer = setTimeout(leave, waitMs);

@@ -24,22 +24,42 @@ describe('TenantSlots', () => {
     expect(slots.heldBy(3)).toBe(1);
   });
 
-  it('answers a waiter full once its wait runs out, and a tenant at its share at once, not waiting', async () => {
+  it('answers a waiter why once its wait runs out: full, or share for a tenant holding its share', async () => {
     jest.useFakeTimers();
     try {
       const slots = new TenantSlots(2, 1);
       const first = slots.take(1) as () => void;
       slots.take(2);
-      expect(await slots.acquire(1, 10_000)).toBe('full'); // at its share: not kept waiting
       const waiting = slots.acquire(3, 250);
       jest.advanceTimersByTime(250);
       expect(await waiting).toBe('full');
       first(); // nobody waits any more: the slot is free for the next take
       expect(slots.heldBy(3)).toBe(0);
-      expect(typeof slots.take(3)).toBe('function');
+      const roomy = new TenantSlots(3, 1);
+      roomy.take(1);
+      const own = roomy.acquire(1, 250); // at its share with a slot free: waits for one of its own
+      jest.advanceTimersByTime(250);
+      expect(await own).toBe('share');
+      expect(roomy.heldBy(1)).toBe(1);
     } finally {
       jest.useRealTimers();
     }
+  });
+
+  it("gives a tenant at its share its own freed slot, and no other tenant's", async () => {
+    const slots = new TenantSlots(Number.POSITIVE_INFINITY, 2);
+    const mine = [slots.take(1), slots.take(1)] as (() => void)[];
+    const third = slots.acquire(1, 10_000);
+    expect(typeof slots.take(2)).toBe('function'); // another tenant is not held by it
+    (slots.take(2) as () => void)();
+    expect(slots.heldBy(1)).toBe(2);
+    mine[0]();
+    const given = await third;
+    expect(typeof given).toBe('function');
+    expect(slots.heldBy(1)).toBe(2);
+    (given as () => void)();
+    mine[1]();
+    expect(slots.heldBy(1)).toBe(0);
   });
 
   it('gives a slot back once however often its release is called', () => {
