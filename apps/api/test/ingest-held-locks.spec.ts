@@ -1,5 +1,5 @@
 import { within } from '@almanac/platform';
-import { someoneWaitsOnALock } from '@almanac/testing/lock-waits';
+import { lockWaiters, someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { IngestCommit } from '../src/jobs/ingest-commit';
 import { type ApiHarness, startApi } from './api-harness';
 import { entry, holdKey, sharedInsertsSplit } from './ingest-rig';
@@ -33,6 +33,47 @@ describe("single POSTs of many tenants beside one tenant's key held uncommitted"
       expect((await mine).status).toBe('created');
     } finally {
       await held.end().catch(() => undefined);
+    }
+  });
+
+  it("leave a slot to the others while two tenants' own inserts wait on their held keys", async () => {
+    const [a, b, c] = [await h.createTenant('pair-a'), await h.createTenant('pair-b'), await h.createTenant('pair-c')];
+    const heldA = await holdKey(h, a.id, 'pair-ka');
+    const heldB = await holdKey(h, b.id, 'pair-kb');
+    try {
+      const commit = h.app.get(IngestCommit);
+      const theirs = [commit.one(entry(a.id, 'pair-ka')), commit.one(entry(b.id, 'pair-kb'))];
+      await lockWaiters(h.db.dataSource, 2); // each one's own insert, on its own key (their shared one waited on one)
+      // Without slots of their own, their inserts took both commit slots, and c waited out the 5 s lock timeout.
+      expect((await within(2000, commit.one(entry(c.id, 'pair-c1')), "c's POST")).status).toBe('created');
+      await heldA.end();
+      await heldB.end();
+      expect((await Promise.all(theirs)).map((r) => r.status)).toEqual(['created', 'created']);
+    } finally {
+      await heldA.end().catch(() => undefined);
+      await heldB.end().catch(() => undefined);
+    }
+  });
+
+  it("leave the shared slots to the others while two tenants, each the only one waiting, post their held keys", async () => {
+    const [a, b, c] = [await h.createTenant('solo-a'), await h.createTenant('solo-b'), await h.createTenant('solo-c')];
+    const heldA = await holdKey(h, a.id, 'solo-ka');
+    const heldB = await holdKey(h, b.id, 'solo-kb');
+    try {
+      const commit = h.app.get(IngestCommit);
+      const first = commit.one(entry(a.id, 'solo-ka')); // alone in the queue: an insert of a's POSTs only
+      await someoneWaitsOnALock(h.db.dataSource);
+      const second = commit.one(entry(b.id, 'solo-kb'));
+      await lockWaiters(h.db.dataSource, 2);
+      // Each insert in a shared slot waits 150 ms on a held key, then goes to a slot of its own;
+      // before, a tenant's own group waited there for the lock timeout (5 s), and two held both.
+      expect((await within(2000, commit.one(entry(c.id, 'solo-c1')), "c's POST")).status).toBe('created');
+      await heldA.end();
+      await heldB.end();
+      expect((await Promise.all([first, second])).map((r) => r.status)).toEqual(['created', 'created']);
+    } finally {
+      await heldA.end().catch(() => undefined);
+      await heldB.end().catch(() => undefined);
     }
   });
 

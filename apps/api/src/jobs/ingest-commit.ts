@@ -26,9 +26,10 @@ export type CommitResult =
   | { status: 'failed'; error: unknown };
 
 /**
- * The lock_timeout of an insert several tenants share. Its row-lock waits are on one tenant's
- * own key in flight (its batch request, or a replay not yet committed), so past it the insert
- * goes again as each tenant's own. Above a 1,000-job batch request's insert (its whole request
+ * The lock_timeout of an insert in the group commit's shared slots (several tenants' POSTs, or one
+ * tenant's when it is the only one waiting). Its row-lock waits are on one tenant's own key in
+ * flight (its batch request, or a replay not yet committed), so past it the insert goes again as
+ * each tenant's own, in the slots for those (MicroBatcher's aloneRunning). Above a 1,000-job batch request's insert (its whole request
  * ~67 ms at bench/ingest.ts's 60,000 jobs/s on 4 connections), which a replay racing it would wait
  * for; well under a POST's deadline, so each shared insert meeting a held key costs the others
  * one such wait, not the key's duration (the tenant's own inserts wait for it one at a time).
@@ -75,7 +76,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
     // 50 tenants, bench/ingest.ts --tenants). At most commitsInFlight run, so the connections
     // they hold are bounded. A shared insert failing on a tenant's rows sends each tenant's
     // POSTs back to the queue as inserts of their own (commitGroup).
-    this.batcher = new MicroBatcher((entries) => this.commitGroup(entries), {
+    this.batcher = new MicroBatcher((entries, alone) => this.commitGroup(entries, alone), {
       maxInFlight: settings.commitsInFlight,
       maxBatch: settings.batchMaxItems,
       keyOf: (entry) => entry.tenantId,
@@ -95,7 +96,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
     });
     this.sentAlone = metrics.counter({
       name: 'almanac_ingest_shared_inserts_split_total',
-      help: "Inserts of several tenants' POSTs that failed on their rows and went again as each tenant's own, by why (held_key: a row lock past 150 ms; deadlock; refused: a value or trigger)",
+      help: "Inserts in the group commit's shared slots that failed on their rows and went again as each tenant's own, by why (held_key: a row lock past 150 ms; deadlock; refused: a value or trigger)",
       labelNames: ['reason'],
     });
   }
@@ -166,16 +167,17 @@ export class IngestCommit implements BeforeApplicationShutdown {
   }
 
   /**
-   * A group of the batcher: one tenant's entries in one insert, as insertGroup; several tenants'
-   * under SHARED_LOCK_TIMEOUT_MS. A shared insert failing for a reason tied to its rows (a lock
-   * wait on a tenant's own key, a value or trigger Postgres refuses) answers RUN_ALONE: each
-   * tenant's entries go back to the queue as a group of its own, where deadlines still withdraw
-   * them. Postgres away or slow (a statement timeout), or a lock timeout on the whole table (a
+   * A group of the batcher: one tenant's entries that go alone in one insert, as insertGroup;
+   * others (several tenants', or one tenant's in the shared slots) under SHARED_LOCK_TIMEOUT_MS.
+   * An insert there failing for a reason tied to its rows (a lock wait on a tenant's own key, a
+   * value or trigger Postgres refuses) answers RUN_ALONE: each tenant's entries go back to the
+   * queue as a group of its own that goes alone, where deadlines still withdraw them and a wait
+   * on its own key holds none of the shared slots. Postgres away or slow (a statement timeout), or a lock timeout on the whole table (a
    * migration's DDL: taken as the statement starts, before it sets SHARED_LOCK_TIMEOUT_MS, so it
    * waited the session's), fails them all: each would only wait as long again.
    */
-  private async commitGroup(entries: CommitEntry[]): Promise<(CommitResult | typeof RUN_ALONE)[]> {
-    if (entries.every((e) => e.tenantId === entries[0].tenantId)) return this.insertGroup(entries);
+  private async commitGroup(entries: CommitEntry[], alone: boolean): Promise<(CommitResult | typeof RUN_ALONE)[]> {
+    if (alone) return this.insertGroup(entries);
     try {
       return await this.insertRows(entries, undefined, SHARED_LOCK_TIMEOUT_MS);
     } catch (error) {

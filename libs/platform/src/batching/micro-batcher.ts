@@ -7,7 +7,10 @@
  */
 export interface MicroBatcherOptions<I> {
   maxBatch: number;
-  /** Flushes allowed in flight at once (each holds one database connection). */
+  /**
+   * Flushes allowed in flight at once (each holds one database connection). With shareBatches,
+   * as many again of batches of items that go alone (see aloneRunning).
+   */
   maxInFlight: number;
   /**
    * A batch short of `maxBatch` waits this long for more before it goes (default 0: the next
@@ -33,10 +36,10 @@ export interface MicroBatcherOptions<I> {
 }
 
 /**
- * What `run` answers for an item of a shared batch that must go again in a batch of its key's
- * items only: the call failed for a reason tied to some key's items, which must not fail the
- * others'. The item goes back to the head of its key's queue, so the in-flight bound still holds
- * and its signal can still withdraw it.
+ * What `run` answers (shareBatches) for an item that must go again in a batch of its key's items
+ * that go alone: the call failed for a reason tied to some key's items, which must not fail the
+ * others' nor hold their slots (a wait on a key's own held rows). The item goes back to the head
+ * of its key's queue, so the in-flight bound still holds and its signal can still withdraw it.
  */
 export const RUN_ALONE: unique symbol = Symbol('MicroBatcher.RUN_ALONE');
 
@@ -67,10 +70,16 @@ export class MicroBatcher<I, O> {
    */
   private readonly running = new Map<unknown, number>();
   private readonly ownRunning = new Set<unknown>();
+  /**
+   * With shareBatches: batches of items that go alone, running, up to maxInFlight beside the
+   * others' maxInFlight. Such a batch may wait on its key's own held rows as long as they are
+   * held: in the same slots, two keys' held every slot from the shared batches of all the others.
+   */
+  private aloneRunning = 0;
 
-  /** `run` answers one output per input, in the same order (RUN_ALONE only for a batch of several keys). */
+  /** `run` answers one output per input, in the same order; `alone`: the batch's items go alone (RUN_ALONE only when not). */
   constructor(
-    private readonly run: (items: I[]) => Promise<(O | typeof RUN_ALONE)[]>,
+    private readonly run: (items: I[], alone: boolean) => Promise<(O | typeof RUN_ALONE)[]>,
     private readonly opts: MicroBatcherOptions<I>,
   ) {
     if (opts.maxShare !== undefined && !(opts.maxShare >= 1)) throw new Error(`MicroBatcher: maxShare must be at least 1 (got ${opts.maxShare})`);
@@ -125,7 +134,7 @@ export class MicroBatcher<I, O> {
   }
 
   private schedule(): void {
-    if (this.inFlight >= this.opts.maxInFlight) return;
+    if (!this.room()) return;
     const linger = this.opts.lingerMs !== undefined && this.opts.lingerMs > 0 && this.queued < this.opts.maxBatch;
     // Already on its way, unless it lingers and the batch has just filled up.
     if (this.scheduled && (linger || !this.lingering)) return;
@@ -141,12 +150,18 @@ export class MicroBatcher<I, O> {
   }
 
   private flush(): void {
-    while (this.queued > 0 && this.inFlight < this.opts.maxInFlight) {
+    while (this.queued > 0 && this.room()) {
       const batch = this.take();
       if (batch.length === 0) return; // only keys with a batch of their own running wait
       this.inFlight++;
       void this.runBatch(batch);
     }
+  }
+
+  /** Whether a batch could start: a slot of either kind free (shareBatches), else of maxInFlight. */
+  private room(): boolean {
+    if (!this.opts.shareBatches) return this.inFlight < this.opts.maxInFlight;
+    return this.inFlight - this.aloneRunning < this.opts.maxInFlight || this.aloneRunning < this.opts.maxInFlight;
   }
 
   /** The next batch: the first waiting key's items (one key: first come first served); that key goes to the back. */
@@ -162,14 +177,17 @@ export class MicroBatcher<I, O> {
    * many small keys share a call, and one key's backlog adds to it no more than the others
    * bring; alone, it fills the batch. A key whose next item goes alone gets a batch of its own
    * when ahead in turn of every key whose next item shares and none of its batches runs, and
-   * keeps its place otherwise; a key with a batch of its own running waits for it. Keys served
-   * go to the back. [] when only items that wait remain.
+   * keeps its place otherwise; a key with a batch of its own running waits for it. Such batches
+   * and the others each have maxInFlight slots (aloneRunning). Keys served go to the back. []
+   * when only items that wait remain.
    */
   private takeShares(): Pending<I, O>[] {
+    const aloneRoom = this.aloneRunning < this.opts.maxInFlight;
     for (const [key, queue] of this.queues) {
       if (!queue[0].alone) break;
-      if (!this.running.has(key)) return this.takeKey(key, queue);
+      if (aloneRoom && !this.running.has(key)) return this.takeKey(key, queue);
     }
+    if (this.inFlight - this.aloneRunning >= this.opts.maxInFlight) return aloneRoom ? this.takeAlone() : [];
     // A key with a batch of its own running waits for it: it may be waiting on the key's own rows,
     // and each shared insert it joined would wait on them too and send every key in it back alone.
     const shareable = new Map<unknown, number>();
@@ -180,7 +198,11 @@ export class MicroBatcher<I, O> {
       if (n > 0) shareable.set(key, n);
     }
     if (shareable.size > 0) return this.takePlan(this.planShares(shareable));
-    // Nothing to share: a key whose head goes alone, with none of its batches running, if any.
+    return aloneRoom ? this.takeAlone() : [];
+  }
+
+  /** A key whose head goes alone, with none of its batches running, if any ([] if none). */
+  private takeAlone(): Pending<I, O>[] {
     for (const [key, queue] of this.queues) if (queue[0].alone && !this.running.has(key)) return this.takeKey(key, queue);
     return [];
   }
@@ -255,10 +277,12 @@ export class MicroBatcher<I, O> {
     for (const key of keys ?? []) this.running.set(key, (this.running.get(key) ?? 0) + 1);
     const [own] = keys?.size === 1 ? keys : [];
     if (keys?.size === 1) this.ownRunning.add(own);
+    const alone = batch.some((p) => p.alone); // a key's own batch holding an item that goes alone (takeKey)
+    if (alone) this.aloneRunning++;
     try {
-      const out = await this.run(batch.map((p) => p.item));
+      const out = await this.run(batch.map((p) => p.item), alone);
       const again = batch.filter((_, i) => out[i] === RUN_ALONE);
-      if (again.length > 0 && batch.every((p) => p.key === batch[0].key)) throw new Error('MicroBatcher: run answered RUN_ALONE for a batch of one key');
+      if (again.length > 0 && (alone || !keys)) throw new Error('MicroBatcher: run answered RUN_ALONE for a batch that goes alone');
       batch.forEach((p, i) => {
         const o = out[i];
         if (o !== RUN_ALONE) p.resolve(o);
@@ -268,6 +292,7 @@ export class MicroBatcher<I, O> {
       for (const p of batch) p.reject(err);
     } finally {
       this.inFlight--;
+      if (alone) this.aloneRunning--;
       if (keys?.size === 1) this.ownRunning.delete(own);
       for (const key of keys ?? []) {
         const left = this.running.get(key)! - 1;
