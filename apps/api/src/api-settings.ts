@@ -30,7 +30,10 @@ export interface ApiSettings {
   requestRateLimitPerSecond: number;
   /** Bulk operations a tenant may have pending or running at once. */
   maxOpenBulkOperations: number;
-  /** A tenant's requests under way at once on a replica (RequestsInFlight): half its pooled connections (ALMANAC_DB_POOL_SIZE), at least one. */
+  /**
+   * A tenant's requests under way at once on a replica (RequestsInFlight): half the pooled
+   * connections (ALMANAC_DB_POOL_SIZE) that shared group commits and batches leave, at least one.
+   */
   tenantRequestsInFlight: number;
   /**
    * The console's session cookie is `Secure` (sent over TLS only), whatever the request's host:
@@ -67,7 +70,7 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     storedBytesQuota: readSetting(env, 'ALMANAC_STORED_BYTES_QUOTA'),
     requestRateLimitPerSecond: readSetting(env, 'ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND'),
     maxOpenBulkOperations: readSetting(env, 'ALMANAC_BULK_MAX_OPEN'),
-    tenantRequestsInFlight: Math.max(1, Math.floor(readSetting(env, 'ALMANAC_DB_POOL_SIZE') / 2)),
+    tenantRequestsInFlight: Math.max(1, Math.floor((readSetting(env, 'ALMANAC_DB_POOL_SIZE') - readSetting(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT') - readSetting(env, 'ALMANAC_INGEST_BATCHES_IN_FLIGHT')) / 2)),
     consoleSecureCookie: readSetting(env, 'ALMANAC_CONSOLE_SECURE_COOKIE'),
   };
 }

@@ -2,6 +2,7 @@ import { RequestRateLimiter } from '../rate-limit/request-rate-limiter';
 import { RequestsInFlight } from '../rate-limit/requests-in-flight';
 import type { Release } from '../rate-limit/tenant-slots';
 import type { TimedRequest } from '../http/request-clock';
+import { requestOver } from '../http/request-deadline.interceptor';
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ASSET_URLS } from './console-assets';
@@ -57,7 +58,7 @@ export class ConsolePages {
     const v = viewer as TenantViewer;
     let release: Release | undefined;
     try {
-      if (v.role === 'tenant') release = await this.spend(req, v.tenant.id, o.cost ?? 1);
+      if (v.role === 'tenant') release = await this.spend(req, reply, v.tenant.id, o.cost ?? 1);
       const shown = await build(v);
       if ('redirect' in shown) return redirect(reply, shown.redirect);
       this.render(reply, v, shown);
@@ -85,15 +86,16 @@ export class ConsolePages {
     const v = viewer as TenantViewer;
     let release: Release | undefined;
     try {
-      if (v.role === 'tenant') release = await this.spend(req, v.tenant.id, 1); // as the API's cancel or pause would
+      if (v.role === 'tenant') release = await this.spend(req, reply, v.tenant.id, 1); // as the API's cancel or pause would
       const to = await run(v);
       if (to === null) return this.render(reply, v, { title: 'Not found', status: 404, error: 'No such action.', content: html`` });
       redirect(reply, to);
     } catch (err) {
       const failure = describeFailure(err);
       if (!failure) throw err;
-      // Over its budget, the page is not read again either.
-      const shown = again && failure.status !== 404 && failure.status !== 429 ? await again(v).catch(() => null) : null;
+      // Over its budget, or answered at its deadline already, the page is not read again either.
+      const readAgain = again && failure.status !== 404 && failure.status !== 429 && !(req as TimedRequest).deadline?.aborted;
+      const shown = readAgain ? await again(v).catch(() => null) : null;
       this.render(reply, v, { ...(shown ?? { title: 'Error', content: html`` }), status: failure.status, error: failure.message, headers: failure.headers });
     } finally {
       release?.();
@@ -101,9 +103,9 @@ export class ConsolePages {
   }
 
   /** A tenant's page or form spends its request budget and holds one of its requests in flight, as its API requests do. */
-  private async spend(req: TimedRequest, tenantId: number, cost: number): Promise<Release> {
+  private async spend(req: TimedRequest, reply: FastifyReply, tenantId: number, cost: number): Promise<Release> {
     await this.requests.take(tenantId, cost);
-    return this.inFlight.hold(tenantId, req.deadline);
+    return this.inFlight.hold(tenantId, requestOver(req, reply));
   }
 
   render(reply: FastifyReply, viewer: ConsoleViewer, s: Shown): void {

@@ -23,15 +23,19 @@ export const Deadline = createParamDecorator((_: unknown, ctx: ExecutionContext)
 /** Aborted once the request needs no more work: its connection closed (the client went away) or its deadline passed. */
 export const RequestOver = createParamDecorator((_: unknown, ctx: ExecutionContext): AbortSignal => {
   const http = ctx.switchToHttp();
-  const req = http.getRequest<TimedRequest>();
-  const res = http.getResponse<FastifyReply>().raw;
+  return requestOver(http.getRequest<TimedRequest>(), http.getResponse<FastifyReply>());
+});
+
+/** What `@RequestOver()` gives a route, for the request and reply at hand. */
+export function requestOver(req: TimedRequest, reply: FastifyReply): AbortSignal {
+  const res = reply.raw;
   const gone = new AbortController();
   // Its reason is an answer, not a defect: a read stopped by it must not be logged as a 500 (nobody hears the answer).
   const why = () => gone.abort(unavailable('the client closed the connection'));
   if (res.destroyed || req.raw.socket?.destroyed) why(); // gone before the route ran: 'close' is past
   else res.once('close', why);
   return req.deadline ? AbortSignal.any([req.deadline, gone.signal]) : gone.signal;
-});
+}
 
 /** A route that may hold its answer for `?waitSeconds=` (whole seconds): its deadline grows by that much. */
 export const LongPoll = () => SetMetadata(LONG_POLL, true);

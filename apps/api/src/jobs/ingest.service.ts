@@ -16,7 +16,8 @@ import { TenantSlots } from '../rate-limit/tenant-slots';
 export const MAX_BATCH = 1000;
 
 /**
- * How long a batch waits for a slot when every one is held (TenantSlots.acquire): a 1,000-job
+ * How long a batch refused a slot waits for one (TenantSlots.acquire), every one held or its
+ * tenant holding its share: a 1,000-job
  * batch commits in ~70 ms (bench/ingest.ts), so a slot comes back within it unless the database
  * stalls, and then the batch is still shed within a quarter of a second.
  */

@@ -5,6 +5,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { invalid, notFound } from '../http/api-error';
 import { Issues, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
 import { decodeCursor, encodeCursor } from './cursor';
+import { RequestsInFlight } from '../rate-limit/requests-in-flight';
 import { JobWaits, MAX_WAIT_SECONDS } from './job-waits';
 import { runAtIn } from './job-input';
 import { attemptView, type AttemptView, jobDetail, jobSummary, type JobSummary } from './job-view';
@@ -26,6 +27,7 @@ export class JobQueriesService {
     private readonly clock: Clock,
     @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
     private readonly waits: JobWaits,
+    private readonly inFlight: RequestsInFlight,
   ) {}
 
   /** The job; with `waitSeconds`, once it has ended or that time ran out (JobWaits). */
@@ -39,7 +41,11 @@ export class JobQueriesService {
       if (!job) throw notFound(`job ${id}`);
       return job;
     };
-    return this.detail(tenant, wait === 0 ? await read() : await this.waits.wait(tenant.id, wait, read, over), over);
+    if (wait === 0) return this.detail(tenant, await read(), over);
+    // A long poll's reads each take one of the tenant's turns (RequestsInFlight), its pauses none.
+    const turn = <T>(work: () => Promise<T>) => this.inFlight.during(tenant.id, over, work);
+    const ended = await this.waits.wait(tenant.id, wait, () => turn(read), over);
+    return turn(() => this.detail(tenant, ended, over));
   }
 
   /**

@@ -1,6 +1,10 @@
 /** A slot given back by calling it (once; more calls do nothing). */
 export type Release = () => void;
 
+interface Waiter {
+  give: (answer: Release) => void;
+}
+
 /**
  * A budget of `most` things at once on this replica (single POSTs waiting for their commit, batch
  * requests being committed, GET /v1/jobs/:id waits), of which one tenant holds at most `share`
@@ -10,8 +14,8 @@ export type Release = () => void;
 export class TenantSlots {
   private total = 0;
   private readonly byTenant = new Map<number, number>();
-  /** Tenants waiting for a slot (acquire), in arrival order. */
-  private readonly waiters: { tenantId: number; give: (release: Release) => void }[] = [];
+  /** Waits for a slot (acquire), per tenant in arrival order: a slot that comes back looks at tenants, not at every wait. */
+  private readonly waiting = new Map<number, Set<Waiter>>();
   /** When each tenant holding a slot or waiting for one was last given one (a count of slots given): the longest unserved goes first. */
   private readonly servedAt = new Map<number, number>();
   private given = 0;
@@ -55,16 +59,18 @@ export class TenantSlots {
         resolve(answer);
       };
       const leave = () => {
-        const i = this.waiters.indexOf(waiter);
-        if (i < 0) return; // given a slot already
-        this.waiters.splice(i, 1);
+        const queue = this.waiting.get(tenantId);
+        if (!queue?.delete(waiter)) return; // given a slot already
+        if (queue.size === 0) this.waiting.delete(tenantId);
         this.forget(tenantId);
         settle(this.total >= this.most ? 'full' : 'share'); // as take would answer now
       };
-      const waiter = { tenantId, give: settle };
+      const waiter: Waiter = { give: settle };
       const timer = setTimeout(leave, waitMs);
       signal?.addEventListener('abort', leave, { once: true });
-      this.waiters.push(waiter);
+      const queue = this.waiting.get(tenantId);
+      if (queue) queue.add(waiter);
+      else this.waiting.set(tenantId, new Set([waiter]));
     });
   }
 
@@ -85,22 +91,24 @@ export class TenantSlots {
     };
   }
 
-  /** A slot that came back goes to the waiter under its share whose tenant was served longest ago (then the earliest). */
+  /** A slot that came back goes to the first waiter of the tenant under its share that was served longest ago (then the first to wait). */
   private handOn(): void {
     if (this.total >= this.most) return;
-    let best = -1;
-    for (let i = 0; i < this.waiters.length; i++) {
-      const t = this.waiters[i].tenantId;
+    let best: number | undefined;
+    for (const t of this.waiting.keys()) {
       if (this.heldBy(t) >= this.share) continue;
-      if (best < 0 || (this.servedAt.get(t) ?? 0) < (this.servedAt.get(this.waiters[best].tenantId) ?? 0)) best = i;
+      if (best === undefined || (this.servedAt.get(t) ?? 0) < (this.servedAt.get(best) ?? 0)) best = t;
     }
-    if (best < 0) return;
-    const [waiter] = this.waiters.splice(best, 1);
-    waiter.give(this.hold(waiter.tenantId));
+    if (best === undefined) return;
+    const queue = this.waiting.get(best)!;
+    const [waiter] = queue;
+    queue.delete(waiter);
+    if (queue.size === 0) this.waiting.delete(best);
+    waiter.give(this.hold(best));
   }
 
   /** Drops a tenant's turn once it holds and waits for nothing, so the map stays as small as the tenants in it. */
   private forget(tenantId: number): void {
-    if (this.heldBy(tenantId) === 0 && !this.waiters.some((w) => w.tenantId === tenantId)) this.servedAt.delete(tenantId);
+    if (this.heldBy(tenantId) === 0 && !this.waiting.has(tenantId)) this.servedAt.delete(tenantId);
   }
 }
