@@ -135,9 +135,37 @@ const lockedHandler = defineHandler<unknown>({
   },
 });
 
+/** Its branches' writes once all have settled (a branch fails while the others still write). */
+export const scatter = { settled: Promise.resolve() as Promise<unknown> };
+/** Writes through ctx.tx() in parallel branches, one of which throws early: Promise.all rejects while the rest still write. */
+const scatterHandler = defineHandler<unknown>({
+  kind: 'scatter',
+  timeoutMs: 5000,
+  handle: async (ctx) => {
+    const em = await ctx.tx();
+    const branches = Array.from({ length: 20 }, async (_, i) => {
+      if (i === 0) throw new Error('item 0 failed');
+      for (let k = 0; k < 5; k++) await em.query(`INSERT INTO scatter_writes VALUES ($1)`, [i]);
+    });
+    scatter.settled = Promise.allSettled(branches);
+    await Promise.all(branches);
+    return completed();
+  },
+});
+
+/** Throws what String() cannot turn into text, with its transaction open. */
+const oddThrowHandler = defineHandler<unknown>({
+  kind: 'odd-throw',
+  timeoutMs: 5000,
+  handle: async (ctx) => {
+    await (await ctx.tx()).query(`SELECT 1`);
+    throw Object.create(null) as Error;
+  },
+});
+
 /** The handlers every executor spec's harness registers (`slow`: the one on slowGate unless given). */
 export function executorHandlers(slow: HandlerDefinition = slowHandler): HandlerDefinition[] {
-  return [noopHandler, chargeHandler, flakyHandler, slow, stuckHandler, poisonHandler, progressHandler, greedyHandler, lockedHandler];
+  return [noopHandler, chargeHandler, flakyHandler, slow, stuckHandler, poisonHandler, progressHandler, greedyHandler, lockedHandler, scatterHandler, oddThrowHandler];
 }
 
 /** Fresh gates and call counts for the next test. */

@@ -115,9 +115,9 @@ export class Executor {
     const entry: Running = { pool, ref: { id: row.id, attempt: row.attempt }, kind: row.kind, startedAt, leaseUntil: leaseUntilMs, released: false };
     const key = refKey(entry.ref);
     this.running.set(key, entry);
+    const io = { tx: new LazyTx(this.o.dataSource), effects: this.effects, clock, logger: this.o.logger, slot: entry };
     try {
       metrics.observeLag(pool, row.tenantId, Math.max(0, startedAt.getTime() - hint.dueMs) / 1000);
-      const io = { tx: new LazyTx(this.o.dataSource), effects: this.effects, clock, logger: this.o.logger, slot: entry };
       const outcome = await span.handler(row.kind, (traceContext) => runHandler(handler, row, io, traceContext, metrics));
       if (entry.released) {
         await io.tx.rollback().catch(() => undefined);
@@ -126,6 +126,9 @@ export class Executor {
       }
       const written = await span.write(() => this.writer.write(row, outcome, io.tx, startedAt, entry.leaseUntil));
       return entry.released ? 'released' : written; // the shutdown's release won the row: its hint goes back
+    } catch (err) {
+      await io.tx.rollback().catch(() => undefined); // else a transaction the handler opened held its connection for good
+      throw err;
     } finally {
       if (this.running.get(key) === entry) this.running.delete(key);
     }

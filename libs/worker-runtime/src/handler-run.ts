@@ -51,13 +51,22 @@ class JobContext implements HandlerContext {
   }
 
   /** Aborts the handler's signal, if it made one (a static, so handlers see no such method on `ctx`). */
-  static abort(ctx: JobContext, reason: Error): void { ctx.#aborted = reason; ctx.#io.tx.abandoned = true; ctx.#controller?.abort(reason); }
+  static abort(ctx: JobContext, reason: Error): void { ctx.#aborted = reason; ctx.#controller?.abort(reason); }
   get signal(): AbortSignal { return (this.#controller ??= controllerAbortedBy(this.#aborted)).signal; }
   get logger(): Logger { return (this.#logger ??= this.#io.logger.child({ tenantId: this.tenantId, jobId: this.jobId, kind: this.kind, attempt: this.attempt })); }
   get effects(): EffectRecords { return (this.#effects ??= effectRecordsFor(this.#io.effects, this.#row, this.#timeoutMs)); }
   // Functions bound on first read, so `const { tx } = ctx` works as with the literal's arrows.
   get tx(): () => Promise<EntityManager> { return (this.#tx ??= () => this.#io.tx.open(this.traceContext)); }
   get progress(): (percent: number, note?: string) => void { return (this.#progress ??= (percent, note) => void (this.#io.slot.progress = JSON.stringify(progressReport(percent, note, this.attempt, this.#io.clock.now())))); }
+}
+
+/** A thrown value that is not an Error, as text: String() itself throws for some (Object.create(null), a throwing toString). */
+function describeThrown(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
 }
 
 // A signal first read after its run was aborted (timed out, released) is born aborted.
@@ -83,7 +92,7 @@ export async function runHandler(handler: HandlerDefinition, row: RunnableJob, i
     });
     return { outcome: handlerOutcome(outcome), logger };
   } catch (error) {
-    return { error: error instanceof Error ? await judgedError(handler, row.id, error) : new Error(String(error)), logger };
+    return { error: error instanceof Error ? await judgedError(handler, row.id, error) : new Error(describeThrown(error)), logger };
   } finally {
     clearTimeout(timer);
     metrics.handlerDuration.observe({ kind: row.kind }, (performance.now() - startedAt) / 1000);

@@ -18,8 +18,6 @@ export class LazyTx {
   private runner: QueryRunner | undefined;
   private opening: Promise<EntityManager> | undefined;
   private closed = false;
-  /** Its run was aborted (ctx.signal), while the handler may still be running. */
-  abandoned = false;
   /** The transaction's span (`ctx.tx()`), a child of the handler's, only while tracing records it. */
   private span: Span | undefined;
 
@@ -35,43 +33,42 @@ export class LazyTx {
     return this.opening;
   }
 
-  /** Runs `decide` in the transaction: commits when it answers true, rolls back otherwise. */
+  /**
+   * Runs `decide` in the transaction: commits when it answers true, else discards it as rollback
+   * does (a handler's stray queries may still come after a refused completion).
+   */
   async finish(decide: (tx: EntityManager) => Promise<boolean>): Promise<boolean> {
     this.closed = true;
     if (!this.opening) throw new Error('LazyTx.finish without an open transaction');
     const tx = await this.opening;
     const runner = this.runner as QueryRunner;
+    let committed = false;
     try {
-      const ok = await decide(tx);
-      await (ok ? runner.commitTransaction() : runner.rollbackTransaction());
-      this.endSpan(ok ? 'commit' : 'rollback');
-      return ok;
-    } catch (err) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-      this.endSpan('rollback');
-      throw err;
+      if (await decide(tx)) {
+        await runner.commitTransaction();
+        committed = true;
+      }
+      return committed;
     } finally {
-      await runner.release();
+      this.endSpan(committed ? 'commit' : 'rollback');
+      await (committed ? runner.release() : discardConnection(runner, new Error('not committed')));
     }
   }
 
   /**
-   * Discards whatever the handler wrote (it threw, timed out, or the delivery was released). An
-   * abandoned handler may still be sending queries: after a ROLLBACK they would run on their own
-   * and commit, so its connection is closed instead (Postgres rolls back; every later query fails).
+   * Discards whatever the handler wrote (it threw, timed out, or the delivery was released) by
+   * closing its connection, not with a ROLLBACK: the handler may still be sending queries (a
+   * branch of a Promise.all whose other branch threw, a run timed out), which after a ROLLBACK
+   * would run on their own and commit, and after a close fail. Postgres rolls back; a query still
+   * running or waiting on a lock ends within a second.
    */
   async rollback(): Promise<void> {
+    if (this.closed) return; // rolled back or finished already
     this.closed = true;
     if (!this.opening) return;
     if (!(await this.opening.then(() => true, () => false))) return this.endSpan('rollback'); // never opened: begin released the runner
-    const runner = this.runner as QueryRunner;
-    try {
-      if (!this.abandoned && runner.isTransactionActive) await runner.rollbackTransaction();
-    } finally {
-      this.endSpan('rollback');
-      // Discarded: a query of it may still be running or waiting on a lock, and its backend ends it within a second.
-      await (this.abandoned ? discardConnection(runner, new Error('abandoned run')) : runner.release());
-    }
+    this.endSpan('rollback');
+    await discardConnection(this.runner as QueryRunner, new Error('rolled back'));
   }
 
   private endSpan(end: 'commit' | 'rollback'): void {

@@ -1,0 +1,33 @@
+import { createHarness, type DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
+import { executorHandlers, renewHandlerState, scatter } from '@almanac/testing/executor-rig';
+
+/** What a failed run leaves of the writes its handler made through ctx.tx(): nothing, however it failed. */
+describe('a failed run and its transaction', () => {
+  let h: DeliveryHarness;
+
+  beforeEach(async () => {
+    renewHandlerState();
+    h = await createHarness({ handlers: executorHandlers() });
+  });
+  afterEach(() => destroyHarness(h));
+
+  it("commits none of the writes its handler's other branches still send after it failed", async () => {
+    await h.ds.query(`CREATE TABLE scatter_writes (branch int)`);
+    const [id] = await h.enqueue([{ kind: 'scatter', maxAttempts: 2 }]);
+    await h.hot.runOnce();
+    await h.runWorker(h.worker());
+    await scatter.settled;
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('item 0 failed') });
+    // After a ROLLBACK the branches' next INSERTs ran on their own and committed.
+    expect((await h.ds.query(`SELECT count(*)::int AS n FROM scatter_writes`))[0].n).toBe(0);
+  });
+
+  it("fails the attempt of a handler that throws what String() cannot print, and gives its transaction's connection back", async () => {
+    const [id] = await h.enqueue([{ kind: 'odd-throw', maxAttempts: 2 }]);
+    await h.hot.runOnce();
+    await h.runWorker(h.worker());
+    expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('[object Object]') });
+    const idle = await h.ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`);
+    expect(idle[0].n).toBe(0);
+  });
+});
