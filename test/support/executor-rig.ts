@@ -163,14 +163,26 @@ const oddThrowHandler = defineHandler<unknown>({
   },
 });
 
+/** Calls its effect once (ctx.effects.once), the call answering a value Postgres cannot store (a NUL in text). */
+export const oddEffect = { calls: 0 };
+const oddEffectHandler = defineHandler<unknown>({
+  kind: 'odd-effect',
+  timeoutMs: 5000,
+  handle: async (ctx) => {
+    await ctx.effects.once('send', async () => (oddEffect.calls++, { messageId: 'a\u0000b' }));
+    return completed();
+  },
+});
+
 /** The handlers every executor spec's harness registers (`slow`: the one on slowGate unless given). */
 export function executorHandlers(slow: HandlerDefinition = slowHandler): HandlerDefinition[] {
-  return [noopHandler, chargeHandler, flakyHandler, slow, stuckHandler, poisonHandler, progressHandler, greedyHandler, lockedHandler, scatterHandler, oddThrowHandler];
+  return [noopHandler, chargeHandler, flakyHandler, slow, stuckHandler, poisonHandler, progressHandler, greedyHandler, lockedHandler, scatterHandler, oddThrowHandler, oddEffectHandler];
 }
 
 /** Fresh gates and call counts for the next test. */
 export function renewHandlerState(): void {
   flaky.calls = 0;
+  oddEffect.calls = 0;
   slowGate = gate();
   progressGate = gate();
   greedy = gate();

@@ -1,5 +1,5 @@
 import { createHarness, type DeliveryHarness, destroyHarness } from '@almanac/testing/delivery-harness';
-import { executorHandlers, renewHandlerState, scatter } from '@almanac/testing/executor-rig';
+import { executorHandlers, oddEffect, renewHandlerState, scatter } from '@almanac/testing/executor-rig';
 
 /** What a failed run leaves of the writes its handler made through ctx.tx(): nothing, however it failed. */
 describe('a failed run and its transaction', () => {
@@ -29,5 +29,15 @@ describe('a failed run and its transaction', () => {
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('[object Object]') });
     const idle = await h.ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`);
     expect(idle[0].n).toBe(0);
+  });
+
+  it('records an effect done whose result Postgres refuses, so no later run makes the call again', async () => {
+    const [id] = await h.enqueue([{ kind: 'odd-effect', maxAttempts: 3 }]);
+    await h.hot.runOnce();
+    await h.runWorker(h.worker());
+    // Before, the record's failure failed the run, the claim stayed open and went stale, and each retry called again.
+    expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
+    expect(await h.ds.query(`SELECT result, done_at IS NOT NULL AS done FROM job_effects WHERE job_id = $1`, [id])).toEqual([{ result: null, done: true }]);
+    expect(oddEffect.calls).toBe(1);
   });
 });
