@@ -88,14 +88,16 @@ const progressHandler = defineHandler<{ note?: string } | null>({
   },
 });
 
-/** Ends as its payload says, with values Postgres cannot store when asked (a NUL in text). */
-const poisonHandler = defineHandler<{ nul?: 'result' | 'error'; bad?: 'bigint' | 'shape' }>({
+/** Ends as its payload says, with values Postgres cannot store when asked (a NUL in text), after a write through ctx.tx() with `tx`. */
+const poisonHandler = defineHandler<{ nul?: 'result' | 'error'; bad?: 'bigint' | 'shape' | 'huge'; tx?: boolean }>({
   kind: 'poison',
   timeoutMs: 5000,
-  handle: async (_ctx, payload) => {
+  handle: async (ctx, payload) => {
+    if (payload?.tx) await (await ctx.tx()).query(`INSERT INTO poison_writes VALUES (1)`);
     if (payload?.nul === 'error') throw new Error('binary body \u0000 in the message');
     if (payload?.bad === 'bigint') return completed({ cents: 10n } as unknown as JsonValue); // a JS handler's result TypeScript did not check
     if (payload?.bad === 'shape') return { type: 'done' } as unknown as HandlerOutcome;
+    if (payload?.bad === 'huge') return completed({ blob: 'x'.repeat(1_100_000) });
     return completed({ note: payload?.nul === 'result' ? 'a\u0000b' : 'fine' });
   },
 });

@@ -1,6 +1,6 @@
 import type { Hint } from '@almanac/domain';
 import type { CompletionRecord, RunnableJob } from '@almanac/persistence';
-import { COMPLETION_LINGER_MS, isValueError, MicroBatcher, OUTCOME_RETRY_PAUSES, retryWithBackoff, runIsolated } from '@almanac/platform';
+import { COMPLETION_LINGER_MS, isValueError, MicroBatcher, OUTCOME_RETRY_PAUSES, retryWithBackoff, runIsolated, sqlStateOf } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { attemptRecord } from './attempt-record';
 import type { ExecutorOptions } from './executor';
@@ -67,7 +67,12 @@ export class AttemptWriter {
   private async completeInTx(row: RunnableJob, record: CompletionRecord, tx: LazyTx, run: HandlerRun, startedAt: Date, leaseUntilMs: number): Promise<WriteResult> {
     let applied: boolean;
     try {
-      applied = await tx.finish(async (em) => (await this.o.repo.complete([record], this.o.clock.now(), em)).has(row.id));
+      applied = await tx.finish(async (em) => {
+        const complete = async (r: CompletionRecord) => (await this.o.repo.complete([r], this.o.clock.now(), em)).has(row.id);
+        // A value Postgres would refuse is refused before the statement (ExecutionRepository), so
+        // the transaction is whole for the record without it: the handler's writes still commit.
+        return complete(record).catch((err: unknown) => (isValueError(err) ? complete(this.setAside(record, err)) : Promise.reject(err)));
+      });
       if (applied && record.next === 'queued') await this.requeue([hintOf(record, row.kind)]);
     } catch (err) {
       // The commit itself failed: nothing of the handler's survived, so this is a failed attempt.
@@ -118,6 +123,14 @@ export class AttemptWriter {
     });
   }
 
+  /** A record Postgres refused a value of (its result or error text), counted and logged, as it is written instead: without them, with a note. */
+  private setAside(r: CompletionRecord, err: unknown): CompletionRecord {
+    this.o.metrics.setAside.inc({ statement: 'completion' });
+    this.o.logger.error({ err, jobId: r.id, tenantId: r.tenantId }, 'outcome refused by Postgres; written without its result and error text');
+    const code = sqlStateOf(err) ?? String((err as { code?: unknown }).code);
+    return { ...r, result: undefined, error: `the outcome's result or error could not be stored (SQLSTATE ${code}); see the worker's log` };
+  }
+
   /** One outcome through the group commit: applied or stale; throws for a write to send again. */
   private commit(item: { record: CompletionRecord; kind: string }): Promise<boolean> {
     return this.completer.submit(item).then((answer) => (answer instanceof Error ? Promise.reject(answer) : answer));
@@ -142,10 +155,7 @@ export class AttemptWriter {
       isValueError,
       groupOf: (r) => r.tenantId,
       setAside: async (r, err) => {
-        this.o.metrics.setAside.inc({ statement: 'completion' });
-        this.o.logger.error({ err, jobId: r.id, tenantId: r.tenantId }, 'outcome refused by Postgres; written without its result and error text');
-        const code = (err as { code?: unknown }).code;
-        const bare = { ...r, result: undefined, error: `the outcome's result or error could not be stored (SQLSTATE ${String(code)}); see the worker's log` };
+        const bare = this.setAside(r, err);
         // Refused again (a value this write still carries): the row stays running, and the rescue
         // runs the job again after its lease; the batch's other outcomes are written regardless.
         await write([bare]).catch((again: unknown) => {

@@ -139,7 +139,7 @@ export class ExecutionRepository {
         plainArray(records.map((r) => STATE_CODE[r.next])),
         plainArray(records.map((r) => (r.next === 'scheduled' || r.next === 'queued' ? epochMs(r.runAt) : null))),
         records.map(resultJson),
-        records.map((r) => r.error ?? null),
+        records.map(errorText),
         plainArray(records.map((r) => r.tenantId)),
         plainArray(records.map((r) => r.outcome)),
         plainArray(records.map((r) => r.startedAt.getTime())),
@@ -168,16 +168,40 @@ export class ExecutionRepository {
   }
 }
 
+/** The most JSON text a result may hold: past it the result is refused as a value (`MAX_RESULT_BYTES` in docs/handlers.md). */
+export const MAX_RESULT_CHARS = 1024 * 1024;
+/** `\u0000` in JSON text, not an escaped backslash before `u0000`: jsonb refuses the first, SQLSTATE 22P05. */
+const JSON_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/;
+
 /**
- * A record's result as JSON text. A value JSON cannot hold (a BigInt, a cycle) is refused as
- * Postgres refuses one, SQLSTATE 22032 (invalid_json_text): a TypeError here failed the group
- * commit of every job batched with it; a value error is set aside and written without it.
+ * A record's result as JSON text. What Postgres would refuse is refused here, before the
+ * statement, with its SQLSTATE: inside a handler's transaction a refused statement aborts the
+ * transaction, and what is refused here leaves it whole for the record sent again without it
+ * (AttemptWriter). A value JSON cannot hold (a BigInt, a cycle) is 22032 (invalid_json_text):
+ * a TypeError here failed the group commit of every job batched with it. Over MAX_RESULT_CHARS,
+ * 54000 (program_limit_exceeded, what jsonb says past 256 MiB): one huge result failed its
+ * whole group commit, every tenant's outcomes in it, until their leases ran out.
  */
 function resultJson(r: CompletionRecord): string | null {
   if (r.result === undefined) return null;
+  let text: string | null;
   try {
-    return JSON.stringify(r.result) ?? null;
+    text = JSON.stringify(r.result) ?? null;
   } catch (err) {
-    throw Object.assign(new Error(`the result of job ${r.id} is not JSON: ${err instanceof Error ? err.message : String(err)}`), { code: '22032' });
+    throw refusedValue('22032', `the result of job ${r.id} is not JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
+  if (text === null) return null;
+  if (text.length > MAX_RESULT_CHARS) throw refusedValue('54000', `the result of job ${r.id} is ${text.length} characters of JSON, over ${MAX_RESULT_CHARS}`);
+  if (JSON_NUL.test(text)) throw refusedValue('22P05', `the result of job ${r.id} holds U+0000, which jsonb cannot`);
+  return text;
+}
+
+/** A record's error text; one with U+0000 is refused as Postgres' text would refuse it (22021), before the statement. */
+function errorText(r: CompletionRecord): string | null {
+  if (r.error?.includes('\u0000')) throw refusedValue('22021', `the error text of job ${r.id} holds U+0000`);
+  return r.error ?? null;
+}
+
+function refusedValue(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
 }
