@@ -71,7 +71,12 @@ export class AttemptWriter {
         const complete = async (r: CompletionRecord) => (await this.o.repo.complete([r], this.o.clock.now(), em)).has(row.id);
         // A value Postgres would refuse is refused before the statement (ExecutionRepository), so
         // the transaction is whole for the record without it: the handler's writes still commit.
-        return complete(record).catch((err: unknown) => (isValueError(err) ? complete(this.setAside(record, err)) : Promise.reject(err)));
+        try {
+          return await complete(record);
+        } catch (err) {
+          if (!isValueError(err)) throw err;
+          return complete(this.setAside(record, err));
+        }
       });
       if (applied && record.next === 'queued') await this.requeue([hintOf(record, row.kind)]);
     } catch (err) {

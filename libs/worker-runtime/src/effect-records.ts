@@ -33,7 +33,12 @@ export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: numbe
         const stopOnValue = (err: unknown): never => { if (refused(err)) until = 0; throw err; };
         await retryWithBackoff(() => repo.finish(job.tenantId, key, job.id, stored).catch(stopOnValue), { ...OUTCOME_RETRY_PAUSES, until: () => until });
       };
-      await record(result).catch((err: unknown) => (refused(err) ? record(null) : Promise.reject(err)));
+      try {
+        await record(result);
+      } catch (err) {
+        if (!refused(err)) throw err;
+        await record(null);
+      }
       return { busy: false, ran: true, result };
     },
   };
