@@ -69,14 +69,8 @@ export class AttemptWriter {
     try {
       applied = await tx.finish(async (em) => {
         const complete = async (r: CompletionRecord) => (await this.o.repo.complete([r], this.o.clock.now(), em)).has(row.id);
-        // A value Postgres would refuse is refused before the statement (ExecutionRepository), so
-        // the transaction is whole for the record without it: the handler's writes still commit.
-        try {
-          return await complete(record);
-        } catch (err) {
-          if (!isValueError(err)) throw err;
-          return complete(this.setAside(record, err));
-        }
+        // A value Postgres would refuse is refused before the statement (storedJson): the transaction is whole for the record without it.
+        return complete(record).catch(async (err: unknown) => (isValueError(err) ? complete(this.setAside(record, err)) : Promise.reject(err as Error)));
       });
       if (applied && record.next === 'queued') await this.requeue([hintOf(record, row.kind)]);
     } catch (err) {
@@ -132,8 +126,7 @@ export class AttemptWriter {
   private setAside(r: CompletionRecord, err: unknown): CompletionRecord {
     this.o.metrics.setAside.inc({ statement: 'completion' });
     this.o.logger.error({ err, jobId: r.id, tenantId: r.tenantId }, 'outcome refused by Postgres; written without its result and error text');
-    const code = sqlStateOf(err) ?? String((err as { code?: unknown }).code);
-    return { ...r, result: undefined, error: `the outcome's result or error could not be stored (SQLSTATE ${code}); see the worker's log` };
+    return { ...r, result: undefined, error: `the outcome's result or error could not be stored (SQLSTATE ${sqlStateOf(err)}); see the worker's log` };
   }
 
   /** One outcome through the group commit: applied or stale; throws for a write to send again. */

@@ -5,9 +5,6 @@ import { isValueError, OUTCOME_RETRY_PAUSES, retryWithBackoff } from '@almanac/p
 /** Past the kind's timeout its run has been aborted; this much more covers a slow abort. */
 const STALE_MARGIN_MS = 30_000;
 
-/** A value no retry can store: Postgres refused it, or JSON could not hold it. */
-const refused = (err: unknown) => isValueError(err) || err instanceof TypeError;
-
 /** `ctx.effects` for one job: its tenant and id, over the effect records table. */
 export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: number; id: string }, timeoutMs: number): EffectRecords {
   return {
@@ -25,20 +22,11 @@ export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: numbe
         throw err;
       }
       // The call happened: a record that fails (a pool timeout, a failover) is sent again while the
-      // claim holds, or the run that takes the stale claim over would make the call a second time.
-      // A result Postgres or JSON refuses (U+0000, a BigInt), which no retry can store, is recorded
-      // as null: the effect is done all the same, and a later run must not make the call again.
-      const record = async (stored: unknown) => {
-        let until = staleAt;
-        const stopOnValue = (err: unknown): never => { if (refused(err)) until = 0; throw err; };
-        await retryWithBackoff(() => repo.finish(job.tenantId, key, job.id, stored).catch(stopOnValue), { ...OUTCOME_RETRY_PAUSES, until: () => until });
-      };
-      try {
-        await record(result);
-      } catch (err) {
-        if (!refused(err)) throw err;
-        await record(null);
-      }
+      // claim holds, or the run that takes the stale claim over would make the call a second time;
+      // not a result Postgres or JSON refuses (U+0000, a BigInt), which no retry can store.
+      let until = staleAt;
+      const stopOnValue = (err: unknown): never => { if (isValueError(err) || err instanceof TypeError) until = 0; throw err; };
+      await retryWithBackoff(() => repo.finish(job.tenantId, key, job.id, result).catch(stopOnValue), { ...OUTCOME_RETRY_PAUSES, until: () => until });
       return { busy: false, ran: true, result };
     },
   };

@@ -119,17 +119,11 @@ export class Executor {
     try {
       metrics.observeLag(pool, row.tenantId, Math.max(0, startedAt.getTime() - hint.dueMs) / 1000);
       const outcome = await span.handler(row.kind, (traceContext) => runHandler(handler, row, io, traceContext, metrics));
-      if (entry.released) {
-        await io.tx.rollback().catch(() => undefined);
-        span.end('released');
-        return 'released';
-      }
+      if (entry.released) return (span.end('released'), 'released');
       const written = await span.write(() => this.writer.write(row, outcome, io.tx, startedAt, entry.leaseUntil));
       return entry.released ? 'released' : written; // the shutdown's release won the row: its hint goes back
-    } catch (err) {
-      await io.tx.rollback().catch(() => undefined); // else a transaction the handler opened held its connection for good
-      throw err;
     } finally {
+      await io.tx.rollback().catch(() => undefined); // unless written (released, or an error escaped): else its connection stayed out for good
       if (this.running.get(key) === entry) this.running.delete(key);
     }
   }

@@ -61,13 +61,7 @@ class JobContext implements HandlerContext {
 }
 
 /** A thrown value that is not an Error, as text: String() itself throws for some (Object.create(null), a throwing toString). */
-function describeThrown(value: unknown): string {
-  try {
-    return String(value);
-  } catch {
-    return Object.prototype.toString.call(value);
-  }
-}
+const describeThrown = (v: unknown): string => { try { return String(v); } catch { return Object.prototype.toString.call(v); } };
 
 // A signal first read after its run was aborted (timed out, released) is born aborted.
 function controllerAbortedBy(reason: Error | undefined): AbortController { const c = new AbortController(); if (reason) c.abort(reason); return c; }

@@ -33,10 +33,7 @@ export class LazyTx {
     return this.opening;
   }
 
-  /**
-   * Runs `decide` in the transaction: commits when it answers true, else discards it as rollback
-   * does (a handler's stray queries may still come after a refused completion).
-   */
+  /** Runs `decide` in the transaction: commits when it answers true, else discards it as rollback does. */
   async finish(decide: (tx: EntityManager) => Promise<boolean>): Promise<boolean> {
     this.closed = true;
     if (!this.opening) throw new Error('LazyTx.finish without an open transaction');
@@ -56,11 +53,9 @@ export class LazyTx {
   }
 
   /**
-   * Discards whatever the handler wrote (it threw, timed out, or the delivery was released) by
-   * closing its connection, not with a ROLLBACK: the handler may still be sending queries (a
-   * branch of a Promise.all whose other branch threw, a run timed out), which after a ROLLBACK
-   * would run on their own and commit, and after a close fail. Postgres rolls back; a query still
-   * running or waiting on a lock ends within a second.
+   * Discards what the handler wrote by closing its connection, not with a ROLLBACK: the handler
+   * may still be sending queries (a Promise.all branch, a run timed out), which after a ROLLBACK
+   * would run on their own and commit. Postgres rolls back; a query still running ends within 1 s.
    */
   async rollback(): Promise<void> {
     if (this.closed) return; // rolled back or finished already

@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { sql } from '../sql';
+import { storedJson } from '../stored-json';
 import { CLAIM_EFFECT_SQL } from '../statements/claim-effect.sql';
 import { FINISH_EFFECT_SQL } from '../statements/finish-effect.sql';
 import { RELEASE_EFFECT_SQL } from '../statements/release-effect.sql';
@@ -26,8 +27,19 @@ export class EffectsRepository {
     return row.done_at ? { state: 'done', result: row.result } : { state: 'busy', ageMs: Number(row.age_ms) };
   }
 
+  /**
+   * Marks the claimed call done with its result. One jsonb cannot hold (storedJson: U+0000, a
+   * BigInt, over 1 MiB) is stored as null: the call is done all the same, and a later run must
+   * read it done, not make the call again.
+   */
   async finish(tenantId: number, key: string, jobId: string, result: unknown): Promise<void> {
-    await sql(this.db, FINISH_EFFECT_SQL, [tenantId, key, jobId, result === undefined ? null : JSON.stringify(result)]);
+    let text: string | null;
+    try {
+      text = storedJson(result, `the result of effect ${key}`);
+    } catch {
+      text = null;
+    }
+    await sql(this.db, FINISH_EFFECT_SQL, [tenantId, key, jobId, text]);
   }
 
   /** Gives up this run's claim (`token`) after its call failed; a later claim or a done record stays. */

@@ -10,6 +10,7 @@ import { COMPLETE_ATTEMPTS } from '../statements/complete-attempts.sql';
 import { EXTEND_LEASES_SQL } from '../statements/extend-leases.sql';
 import { RELEASE_DELIVERIES_SQL } from '../statements/release-deliveries.sql';
 import { SET_ASIDE_JOB_SQL } from '../statements/set-aside-job.sql';
+import { refusedValue, storedJson } from '../stored-json';
 
 /**
  * The delivery hot path: a worker claims the rows it is about to run and records how each
@@ -168,40 +169,13 @@ export class ExecutionRepository {
   }
 }
 
-/** The most JSON text a result may hold: past it the result is refused as a value (`MAX_RESULT_BYTES` in docs/handlers.md). */
-export const MAX_RESULT_CHARS = 1024 * 1024;
-/** `\u0000` in JSON text, not an escaped backslash before `u0000`: jsonb refuses the first, SQLSTATE 22P05. */
-const JSON_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/;
-
-/**
- * A record's result as JSON text. What Postgres would refuse is refused here, before the
- * statement, with its SQLSTATE: inside a handler's transaction a refused statement aborts the
- * transaction, and what is refused here leaves it whole for the record sent again without it
- * (AttemptWriter). A value JSON cannot hold (a BigInt, a cycle) is 22032 (invalid_json_text):
- * a TypeError here failed the group commit of every job batched with it. Over MAX_RESULT_CHARS,
- * 54000 (program_limit_exceeded, what jsonb says past 256 MiB): one huge result failed its
- * whole group commit, every tenant's outcomes in it, until their leases ran out.
- */
+/** A record's result as JSON text, refused before the statement as Postgres would refuse it (storedJson). */
 function resultJson(r: CompletionRecord): string | null {
-  if (r.result === undefined) return null;
-  let text: string | null;
-  try {
-    text = JSON.stringify(r.result) ?? null;
-  } catch (err) {
-    throw refusedValue('22032', `the result of job ${r.id} is not JSON: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (text === null) return null;
-  if (text.length > MAX_RESULT_CHARS) throw refusedValue('54000', `the result of job ${r.id} is ${text.length} characters of JSON, over ${MAX_RESULT_CHARS}`);
-  if (JSON_NUL.test(text)) throw refusedValue('22P05', `the result of job ${r.id} holds U+0000, which jsonb cannot`);
-  return text;
+  return storedJson(r.result, `the result of job ${r.id}`);
 }
 
 /** A record's error text; one with U+0000 is refused as Postgres' text would refuse it (22021), before the statement. */
 function errorText(r: CompletionRecord): string | null {
   if (r.error?.includes('\u0000')) throw refusedValue('22021', `the error text of job ${r.id} holds U+0000`);
   return r.error ?? null;
-}
-
-function refusedValue(code: string, message: string): Error {
-  return Object.assign(new Error(message), { code });
 }

@@ -75,12 +75,11 @@ function classify(e: unknown, statementsToo: boolean): boolean {
 
 /**
  * Whether Postgres refused a value of the statement's input: SQLSTATE class 22 (data exception:
- * a NUL in text, an unsupported escape in JSON, a number out of range), 23 (integrity
- * constraint) or 54 (program limit exceeded: a jsonb value past 256 MiB). The same statement
- * with the same values fails again however often it is sent.
+ * a NUL in text, an unsupported escape in JSON, a number out of range) or 23 (integrity
+ * constraint). The same statement with the same values fails again however often it is sent.
  */
 export function isValueError(err: unknown): boolean {
-  for (const { code } of causes(err)) if (typeof code === 'string' && /^(22|23|54)/.test(code)) return true;
+  for (const { code } of causes(err)) if (typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'))) return true;
   return false;
 }
 
