@@ -89,7 +89,7 @@ const progressHandler = defineHandler<{ note?: string } | null>({
 });
 
 /** Ends as its payload says, with values Postgres cannot store when asked (a NUL in text), after a write through ctx.tx() with `tx`. */
-const poisonHandler = defineHandler<{ nul?: 'result' | 'error'; bad?: 'bigint' | 'shape' | 'huge'; tx?: boolean }>({
+const poisonHandler = defineHandler<{ nul?: 'result' | 'error'; bad?: 'bigint' | 'shape' | 'huge' | 'surrogate'; tx?: boolean }>({
   kind: 'poison',
   timeoutMs: 5000,
   handle: async (ctx, payload) => {
@@ -98,6 +98,7 @@ const poisonHandler = defineHandler<{ nul?: 'result' | 'error'; bad?: 'bigint' |
     if (payload?.bad === 'bigint') return completed({ cents: 10n } as unknown as JsonValue); // a JS handler's result TypeScript did not check
     if (payload?.bad === 'shape') return { type: 'done' } as unknown as HandlerOutcome;
     if (payload?.bad === 'huge') return completed({ blob: 'x'.repeat(1_100_000) });
+    if (payload?.bad === 'surrogate') return completed({ cut: 'half an emoji \ud83d' });
     return completed({ note: payload?.nul === 'result' ? 'a\u0000b' : 'fine' });
   },
 });

@@ -32,7 +32,7 @@ export interface ApiSettings {
   maxOpenBulkOperations: number;
   /**
    * A tenant's requests under way at once on a replica (RequestsInFlight): half the pooled
-   * connections (ALMANAC_DB_POOL_SIZE) that shared group commits and batches leave, at least one.
+   * connections (ALMANAC_DB_POOL_SIZE) that group commits and batches leave, at least one.
    */
   tenantRequestsInFlight: number;
   /**
@@ -70,7 +70,8 @@ export function loadApiSettings(env: Env = process.env): ApiSettings {
     storedBytesQuota: readSetting(env, 'ALMANAC_STORED_BYTES_QUOTA'),
     requestRateLimitPerSecond: readSetting(env, 'ALMANAC_REQUEST_RATE_LIMIT_PER_SECOND'),
     maxOpenBulkOperations: readSetting(env, 'ALMANAC_BULK_MAX_OPEN'),
-    tenantRequestsInFlight: Math.max(1, Math.floor((readSetting(env, 'ALMANAC_DB_POOL_SIZE') - readSetting(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT') - readSetting(env, 'ALMANAC_INGEST_BATCHES_IN_FLIGHT')) / 2)),
+    // Group commit holds twice its commits at most: shared inserts, and as many of tenants' own (MicroBatcher).
+    tenantRequestsInFlight: Math.max(1, Math.floor((readSetting(env, 'ALMANAC_DB_POOL_SIZE') - 2 * readSetting(env, 'ALMANAC_INGEST_COMMITS_IN_FLIGHT') - readSetting(env, 'ALMANAC_INGEST_BATCHES_IN_FLIGHT')) / 2)),
     consoleSecureCookie: readSetting(env, 'ALMANAC_CONSOLE_SECURE_COOKIE'),
   };
 }

@@ -18,8 +18,8 @@ describe("a tenant's requests in flight", () => {
   let cookie: string;
   let jobIds: string[];
   beforeAll(async () => {
-    // (8 connections − 1 commit − 1 batch) / 2: three turns a tenant.
-    h = await startApi({ ALMANAC_DB_POOL_SIZE: '8', ALMANAC_INGEST_COMMITS_IN_FLIGHT: '1', ALMANAC_INGEST_BATCHES_IN_FLIGHT: '1', ALMANAC_REQUEST_TIMEOUT_MS: '2000' });
+    // (9 connections − 2 for the group commit, shared and own − 1 batch) / 2: three turns a tenant.
+    h = await startApi({ ALMANAC_DB_POOL_SIZE: '9', ALMANAC_INGEST_COMMITS_IN_FLIGHT: '1', ALMANAC_INGEST_BATCHES_IN_FLIGHT: '1', ALMANAC_REQUEST_TIMEOUT_MS: '2000' });
     locker = new Client({ connectionString: h.db.url });
     await locker.connect();
     slow = { Authorization: `Bearer ${(await h.createTenant('slow')).apiKey}` };
@@ -49,13 +49,13 @@ describe("a tenant's requests in flight", () => {
     }
   }
 
-  it("keeps a tenant's requests past its three turns off the pool of eight, and another tenant's read answers at once", async () => {
+  it("keeps a tenant's requests past its three turns off the pool of nine, and another tenant's read answers at once", async () => {
     const answers = await whileJobsLocked(async () => {
       const held = [list(slow), list(slow), list(slow)];
       await lockWaiters(h.db.dataSource, 3);
       const poll = h.http().get(`/v1/jobs/${jobIds[0]}`).query({ waitSeconds: 1 }).set(slow).then((r) => r);
       const waiting = [list(slow), list(slow), list(slow), list(slow), list(slow), page()];
-      // Without the turns the nine requests held all eight connections, and this waited for one until its deadline.
+      // Without the turns the ten requests held all nine connections, and this waited for one until its deadline.
       const started = Date.now();
       await h.http().get('/v1/schedules').set(other).expect(200);
       expect(Date.now() - started).toBeLessThan(1000);

@@ -52,7 +52,7 @@ describe('worker executor', () => {
     expect(aside.values.filter((v) => v.value > 0)).toEqual([expect.objectContaining({ labels: { statement: 'completion' }, value: 3 })]);
   });
 
-  it("a result over 1 MiB of JSON is written without it, the rest of its group commit whole; in the handler's transaction, a refused result leaves the handler's writes to commit", async () => {
+  it("a result over 1 MiB of JSON is written without it, the rest of its group commit whole; in the handler's transaction, a refused result (U+0000, a lone surrogate, not JSON, too large) leaves the handler's writes to commit", async () => {
     await h.ds.query(`CREATE TABLE poison_writes (n int)`);
     const w = h.worker({ workerId: 'w-1' });
     const ids = await h.enqueue([
@@ -61,17 +61,18 @@ describe('worker executor', () => {
       { kind: 'poison', payload: { nul: 'result', tx: true } },
       { kind: 'poison', payload: { bad: 'bigint', tx: true } },
       { kind: 'poison', payload: { bad: 'huge', tx: true } },
+      { kind: 'poison', payload: { bad: 'surrogate', tx: true } },
     ]);
     await h.hot.runOnce();
-    expect(await h.runWorker(w)).toBe(5);
+    expect(await h.runWorker(w)).toBe(6);
     expect(await h.job(ids[0])).toMatchObject({ state: 'd', result: { note: 'fine' } });
-    const codes = ['22001', '22P05', '22032', '22001'];
+    const codes = ['22001', '22P05', '22032', '22001', '22P05'];
     for (const [i, code] of codes.entries()) {
       // Before: the huge one was stored whole; in a transaction, a refused result failed the attempt, and each retry again.
       expect(await h.job(ids[i + 1])).toMatchObject({ state: 'd', attempts: 1, result: null });
       expect((await h.attempts(ids[i + 1]))[0]).toMatchObject({ outcome: 'succeeded', error: expect.stringContaining(`could not be stored (SQLSTATE ${code})`) });
     }
-    expect((await h.ds.query(`SELECT count(*)::int AS n FROM poison_writes`))[0].n).toBe(3);
+    expect((await h.ds.query(`SELECT count(*)::int AS n FROM poison_writes`))[0].n).toBe(4);
   });
 
   it('a thrown exception retries with backoff; the last attempt makes the job dead', async () => {

@@ -73,9 +73,9 @@ export class IngestCommit implements BeforeApplicationShutdown {
     // A group is one insert of every waiting tenant's POSTs, each tenant a fair share of it:
     // another tenant's backlog holds a POST back by the inserts already running, no more, and
     // many tenants' POSTs share one commit (one insert per tenant: p99 74 ms at 1,000 POSTs/s from
-    // 50 tenants, bench/ingest.ts --tenants). At most commitsInFlight run, so the connections
-    // they hold are bounded. A shared insert failing on a tenant's rows sends each tenant's
-    // POSTs back to the queue as inserts of their own (commitGroup).
+    // 50 tenants, bench/ingest.ts --tenants). At most commitsInFlight run, and as many inserts of
+    // one tenant's own, so the connections they hold are bounded. A shared insert failing on a
+    // tenant's rows sends each tenant's POSTs back to the queue as inserts of their own (commitGroup).
     this.batcher = new MicroBatcher((entries, alone) => this.commitGroup(entries, alone), {
       maxInFlight: settings.commitsInFlight,
       maxBatch: settings.batchMaxItems,

@@ -48,7 +48,7 @@ export const API_ROLE_SETTINGS = {
     readers: API,
     meaning: "group commit: single-job inserts running at once (each of every tenant's POSTs waiting, a tenant adding no more than the largest other brings nor 50); POSTs arriving meanwhile wait for the next one. As many again of a tenant's own (a POST over 8 KiB of payload, or POSTs whose shared insert met a held key of theirs)",
   },
-  // With the group commits' connections, at most 2 + 4 of the pool's 10: reads and key lookups keep the rest.
+  // With the group commits' connections (2 shared, 2 of tenants' own), at most 4 + 4 of the pool's 10: reads and key lookups keep the rest.
   ALMANAC_INGEST_BATCHES_IN_FLIGHT: {
     type: 'int',
     default: 4,

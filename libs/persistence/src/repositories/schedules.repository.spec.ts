@@ -79,6 +79,24 @@ describe('SchedulesRepository (Postgres)', () => {
     expect(await watched()).toBeLessThan(5);
   });
 
+  it('changes nothing for fields sent as they are stored: the payload keeps its stored version, the watch its place', async () => {
+    const payload = { account: 'acme', lines: [1, 2, 3] };
+    const made = await schedules.create({ ...seed('synced'), tenantId: 9, payload, expectWithinSeconds: 60 });
+    if (!('schedule' in made)) throw new Error('not created');
+    const id = made.schedule.id;
+    const [{ ref }] = await db.dataSource.query(`INSERT INTO schedule_payloads (tenant_id, schedule_id, payload) VALUES (9, $1, $2) RETURNING id::text AS ref`, [id, JSON.stringify(payload)]);
+    await db.dataSource.query(`UPDATE schedules SET payload_ref = $2, watched_through = now() - interval '1 day' WHERE id = $1`, [id, ref]);
+    const state = async () => (await db.dataSource.query(`SELECT payload_ref::text AS ref, extract(epoch FROM now() - watched_through)::float8 AS ago FROM schedules WHERE id = $1`, [id]))[0] as { ref: string | null; ago: number };
+    // A sync sending the whole schedule again, its payload's keys in another order.
+    await schedules.update(9, id, { kind: 'noop', payload: { lines: [1, 2, 3], account: 'acme' }, maxAttempts: 3, missed: 'skip', expectWithinSeconds: 60 });
+    // Before: a new payload version (payload_ref cleared, the occurrences made again) and the watch moved to now.
+    expect(await state()).toEqual({ ref, ago: expect.any(Number) });
+    expect((await state()).ago).toBeGreaterThan(80_000);
+    await schedules.update(9, id, { payload: { account: 'acme', lines: [1, 2] }, expectWithinSeconds: 120 });
+    expect(await state()).toEqual({ ref: null, ago: expect.any(Number) });
+    expect((await state()).ago).toBeLessThan(5);
+  });
+
   it('a timing change that waits for the schedule row keeps the occurrences that fell due during the wait', async () => {
     const made = await schedules.create({ ...seed('waits'), cron: '* * * * *' });
     if (!('schedule' in made)) throw new Error('not created');

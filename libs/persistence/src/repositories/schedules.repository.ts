@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { DomainValidationError, nextOccurrences, parseSchedule, resumedNextRunAt } from '@almanac/domain';
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -101,8 +102,9 @@ export class SchedulesRepository {
       // The row first, then the time: read before a wait for the row (the recurring sweep's
       // batch holds it while it inserts), `now` was that wait's start, and occurrences that
       // fell due during it were removed as not due yet.
-      const locked: unknown[] = await tx.query(`SELECT 1 FROM schedules WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
+      const locked: RawSchedule[] = await tx.query(`SELECT ${COLUMNS} FROM schedules WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, [id, tenantId]);
       if (locked.length === 0) return null;
+      change = withoutUnchanged(change, locked[0]);
       const now = await databaseNow(tx);
       const sets: string[] = ['updated_at = now()'];
       let guard = '';
@@ -222,4 +224,20 @@ function earlier(a: Date | null, b: Date | null): Date | null {
 /** node-postgres would send a JS string as a JSON string only if stringified; null stays SQL NULL. */
 function jsonParam(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
+}
+
+/**
+ * The change without the fields it sends as they are stored: a client that sends its whole
+ * schedule on every sync (or retries a PATCH) changes nothing. Sent as a change, the same payload
+ * was stored again as a new version and an hour of occurrences made again, and the same
+ * expectation hid the runs whose window was still open from the watch.
+ */
+function withoutUnchanged(change: ScheduleChange, row: RawSchedule): ScheduleChange {
+  const out = { ...change };
+  if (out.kind === row.kind) delete out.kind;
+  if (out.payload !== undefined && isDeepStrictEqual(out.payload, row.payload)) delete out.payload;
+  if (out.maxAttempts === row.max_attempts) delete out.maxAttempts;
+  if (out.missed === row.missed) delete out.missed;
+  if (out.expectWithinSeconds !== undefined && out.expectWithinSeconds === row.expect_within_seconds) delete out.expectWithinSeconds;
+  return out;
 }
