@@ -55,6 +55,26 @@ describe("single POSTs of many tenants beside one tenant's key held uncommitted"
     }
   });
 
+  it("answer tenants that only shared an insert with two held keys at once, not after the held ones", async () => {
+    const [a, b, c, d] = [await h.createTenant('mix-a'), await h.createTenant('mix-b'), await h.createTenant('mix-c'), await h.createTenant('mix-d')];
+    const heldA = await holdKey(h, a.id, 'mix-ka');
+    const heldB = await holdKey(h, b.id, 'mix-kb');
+    try {
+      const commit = h.app.get(IngestCommit);
+      const theirs = [commit.one(entry(a.id, 'mix-ka')), commit.one(entry(b.id, 'mix-kb'))];
+      const others = Promise.all([commit.one(entry(c.id, 'mix-c1')), commit.one(entry(d.id, 'mix-d1'))]); // the same insert as a's and b's
+      // Each tenant goes again as its own insert in the shared slots first; before, all four went
+      // to the slots for held ones, and c and d waited behind a and b for the 5 s lock timeout.
+      expect((await within(2000, others, "c's and d's POSTs")).map((r) => r.status)).toEqual(['created', 'created']);
+      await heldA.end();
+      await heldB.end();
+      expect((await Promise.all(theirs)).map((r) => r.status)).toEqual(['created', 'created']);
+    } finally {
+      await heldA.end().catch(() => undefined);
+      await heldB.end().catch(() => undefined);
+    }
+  });
+
   it("leave the shared slots to the others while two tenants, each the only one waiting, post their held keys", async () => {
     const [a, b, c] = [await h.createTenant('solo-a'), await h.createTenant('solo-b'), await h.createTenant('solo-c')];
     const heldA = await holdKey(h, a.id, 'solo-ka');

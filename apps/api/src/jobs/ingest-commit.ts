@@ -26,13 +26,14 @@ export type CommitResult =
   | { status: 'failed'; error: unknown };
 
 /**
- * The lock_timeout of an insert in the group commit's shared slots (several tenants' POSTs, or one
- * tenant's when it is the only one waiting). Its row-lock waits are on one tenant's own key in
- * flight (its batch request, or a replay not yet committed), so past it the insert goes again as
- * each tenant's own, in the slots for those (MicroBatcher's aloneRunning). Above a 1,000-job batch request's insert (its whole request
- * ~67 ms at bench/ingest.ts's 60,000 jobs/s on 4 connections), which a replay racing it would wait
- * for; well under a POST's deadline, so each shared insert meeting a held key costs the others
- * one such wait, not the key's duration (the tenant's own inserts wait for it one at a time).
+ * The lock_timeout of an insert in the group commit's shared slots (several tenants' POSTs, or
+ * one tenant's). Its row-lock waits are on one tenant's own key in flight (its batch request, or
+ * a replay not yet committed), so past it the insert goes again as each tenant's own, in the same
+ * slots; one failing so again, in slots for those (MicroBatcher's aloneRunning), under the
+ * session's lock timeout. Above a 1,000-job batch request's insert (its whole request ~67 ms at
+ * bench/ingest.ts's 60,000 jobs/s on 4 connections), which a replay racing it would wait for; well
+ * under a POST's deadline, so a shared insert meeting a held key costs the others two such waits
+ * at most, not the key's duration (the tenant's own inserts wait for it one at a time).
  */
 const SHARED_LOCK_TIMEOUT_MS = 150;
 /**
@@ -96,7 +97,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
     });
     this.sentAlone = metrics.counter({
       name: 'almanac_ingest_shared_inserts_split_total',
-      help: "Inserts in the group commit's shared slots that failed on their rows and went again as each tenant's own, by why (held_key: a row lock past 150 ms; deadlock; refused: a value or trigger)",
+      help: "Inserts of several tenants' POSTs that failed on their rows and went again as each tenant's own, by why (held_key: a row lock past 150 ms; deadlock; refused: a value or trigger)",
       labelNames: ['reason'],
     });
   }
@@ -171,10 +172,12 @@ export class IngestCommit implements BeforeApplicationShutdown {
    * others (several tenants', or one tenant's in the shared slots) under SHARED_LOCK_TIMEOUT_MS.
    * An insert there failing for a reason tied to its rows (a lock wait on a tenant's own key, a
    * value or trigger Postgres refuses) answers RUN_ALONE: each tenant's entries go back to the
-   * queue as a group of its own that goes alone, where deadlines still withdraw them and a wait
-   * on its own key holds none of the shared slots. Postgres away or slow (a statement timeout), or a lock timeout on the whole table (a
-   * migration's DDL: taken as the statement starts, before it sets SHARED_LOCK_TIMEOUT_MS, so it
-   * waited the session's), fails them all: each would only wait as long again.
+   * queue as a group of its own (MicroBatcher: in the same slots after a shared insert, in slots
+   * of their own after one tenant's), where deadlines still withdraw them and a wait on its own
+   * key holds none of the shared slots; one tenant's refused values fail at once. Postgres away or
+   * slow (a statement timeout), or a lock timeout on the whole table (a migration's DDL: taken as
+   * the statement starts, before it sets SHARED_LOCK_TIMEOUT_MS, so it waited the session's),
+   * fails them all: each would only wait as long again.
    */
   private async commitGroup(entries: CommitEntry[], alone: boolean): Promise<(CommitResult | typeof RUN_ALONE)[]> {
     if (alone) return this.insertGroup(entries);
@@ -183,8 +186,11 @@ export class IngestCommit implements BeforeApplicationShutdown {
     } catch (error) {
       const state = sqlStateOf(error);
       const onTable = state === LOCK_NOT_AVAILABLE && !isRowLockTimeout(error);
-      if (onTable || state === QUERY_CANCELED || isDependencyAway(error)) return entries.map(() => ({ status: 'failed', error }));
-      this.sentAlone.inc({ reason: state === LOCK_NOT_AVAILABLE ? 'held_key' : state === DEADLOCK_DETECTED ? 'deadlock' : 'refused' });
+      const reason = state === LOCK_NOT_AVAILABLE ? 'held_key' : state === DEADLOCK_DETECTED ? 'deadlock' : 'refused';
+      const oneTenant = entries.every((e) => e.tenantId === entries[0].tenantId);
+      // One tenant's values refused: going again alone would be refused the same.
+      if (onTable || state === QUERY_CANCELED || isDependencyAway(error) || (oneTenant && reason === 'refused')) return entries.map(() => ({ status: 'failed', error }));
+      if (!oneTenant) this.sentAlone.inc({ reason });
       return entries.map(() => RUN_ALONE);
     }
   }

@@ -37,17 +37,22 @@ export interface MicroBatcherOptions<I> {
 
 /**
  * What `run` answers (shareBatches) for an item that must go again in a batch of its key's items
- * that go alone: the call failed for a reason tied to some key's items, which must not fail the
- * others' nor hold their slots (a wait on a key's own held rows). The item goes back to the head
- * of its key's queue, so the in-flight bound still holds and its signal can still withdraw it.
+ * only: the call failed for a reason tied to some key's items, which must not fail the others'.
+ * From a batch of several keys, each key's items go again as a batch of their own in the same
+ * slots (most keys' were not the reason); from a batch of one key, as items that go alone, in
+ * slots of their own (a wait on a key's own held rows must not hold the others' slots). The item
+ * goes back to the head of its key's queue, so the in-flight bounds still hold and its signal can
+ * still withdraw it.
  */
 export const RUN_ALONE: unique symbol = Symbol('MicroBatcher.RUN_ALONE');
 
 interface Pending<I, O> {
   item: I;
   key: unknown;
-  /** Goes only in a batch of its key's items (the `alone` option, or a shared call answered RUN_ALONE). */
+  /** Goes only in a batch of its key's items, in the slots for those (the `alone` option, or a call of its key alone answered RUN_ALONE). */
   alone: boolean;
+  /** Goes only in a batch of its key's items, in the shared slots (a call of several keys answered RUN_ALONE). */
+  own?: boolean;
   signal: AbortSignal | undefined;
   resolve: (value: O) => void;
   reject: (err: unknown) => void;
@@ -183,27 +188,30 @@ export class MicroBatcher<I, O> {
    */
   private takeShares(): Pending<I, O>[] {
     const aloneRoom = this.aloneRunning < this.opts.maxInFlight;
+    const sharedRoom = this.inFlight - this.aloneRunning < this.opts.maxInFlight;
     for (const [key, queue] of this.queues) {
-      if (!queue[0].alone) break;
-      if (aloneRoom && !this.running.has(key)) return this.takeKey(key, queue);
+      if (!queue[0].alone && !queue[0].own) break;
+      if ((queue[0].alone ? aloneRoom : sharedRoom) && !this.running.has(key)) return this.takeKey(key, queue);
     }
-    if (this.inFlight - this.aloneRunning >= this.opts.maxInFlight) return aloneRoom ? this.takeAlone() : [];
+    if (!sharedRoom) return this.takeOwn(aloneRoom, false);
     // A key with a batch of its own running waits for it: it may be waiting on the key's own rows,
     // and each shared insert it joined would wait on them too and send every key in it back alone.
     const shareable = new Map<unknown, number>();
     for (const [key, queue] of this.queues) {
       if (this.ownRunning.has(key)) continue;
       let n = 0;
-      while (n < queue.length && n < this.opts.maxBatch && !queue[n].alone) n++;
+      while (n < queue.length && n < this.opts.maxBatch && !queue[n].alone && !queue[n].own) n++;
       if (n > 0) shareable.set(key, n);
     }
     if (shareable.size > 0) return this.takePlan(this.planShares(shareable));
-    return aloneRoom ? this.takeAlone() : [];
+    return this.takeOwn(aloneRoom, true);
   }
 
-  /** A key whose head goes alone, with none of its batches running, if any ([] if none). */
-  private takeAlone(): Pending<I, O>[] {
-    for (const [key, queue] of this.queues) if (queue[0].alone && !this.running.has(key)) return this.takeKey(key, queue);
+  /** A key whose head goes in its own batch, in slots with room, with none of its batches running, if any ([] if none). */
+  private takeOwn(aloneRoom: boolean, sharedRoom: boolean): Pending<I, O>[] {
+    for (const [key, queue] of this.queues) {
+      if ((queue[0].alone ? aloneRoom : queue[0].own && sharedRoom) && !this.running.has(key)) return this.takeKey(key, queue);
+    }
     return [];
   }
 
@@ -235,9 +243,11 @@ export class MicroBatcher<I, O> {
     return batch;
   }
 
-  /** One key's batch (its queue's first maxBatch items); the key goes to the back. */
+  /** One key's batch (its queue's first maxBatch items, up to one that goes alone unless the first does); the key goes to the back. */
   private takeKey(key: unknown, queue: Pending<I, O>[]): Pending<I, O>[] {
-    const batch = queue.splice(0, this.opts.maxBatch);
+    let n = 1;
+    while (n < queue.length && n < this.opts.maxBatch && (queue[0].alone || !queue[n].alone)) n++;
+    const batch = queue.splice(0, n);
     this.queued -= batch.length;
     this.queues.delete(key);
     if (queue.length > 0) this.queues.set(key, queue);
@@ -246,18 +256,20 @@ export class MicroBatcher<I, O> {
 
   /**
    * Items a shared call answered RUN_ALONE go back to the head of their keys' queues, those keys
-   * first in turn (they have waited a call already), each marked to go in its key's own batch;
-   * an item whose signal aborted meanwhile is withdrawn instead (a request answered 503 at its
+   * first in turn (they have waited a call already), each marked to go in its key's own batch:
+   * in the shared slots from a call of several keys, in those for items that go alone from a call
+   * of one key; an item whose signal aborted meanwhile is withdrawn instead (a request answered 503 at its
    * deadline leaves no write behind).
    */
-  private requeueAlone(items: Pending<I, O>[]): void {
+  private requeueAlone(items: Pending<I, O>[], oneKey: boolean): void {
     const byKey = new Map<unknown, Pending<I, O>[]>();
     for (const p of items) {
       if (p.signal?.aborted) {
         p.reject(p.signal.reason);
         continue;
       }
-      p.alone = true;
+      if (oneKey) p.alone = true;
+      else p.own = true;
       const queue = byKey.get(p.key);
       if (queue) queue.push(p);
       else byKey.set(p.key, [p]);
@@ -287,7 +299,7 @@ export class MicroBatcher<I, O> {
         const o = out[i];
         if (o !== RUN_ALONE) p.resolve(o);
       });
-      this.requeueAlone(again);
+      this.requeueAlone(again, keys?.size === 1);
     } catch (err) {
       for (const p of batch) p.reject(err);
     } finally {
