@@ -60,6 +60,17 @@ describe('ScheduleWatchSweep (Postgres)', () => {
     expect(await sweep().runOnce(NOW)).toMatchObject({ schedules: 0, outcomes: { ok: 0, late: 0, failed: 0, missed: 0 } });
   });
 
+  it('judges a run whose row retention removed by how it ended, not as missed', async () => {
+    const s = await schedule(7, 300);
+    const retire = (hour: number, state: string) =>
+      db.dataSource.query(`INSERT INTO retired_keys (tenant_id, key, removed_on, state) VALUES (7, $1, '2026-12-01', $2)`, [`schedule:${s}:2026-12-01T0${hour}:00:00Z`, state]);
+    await retire(1, 'd'); // succeeded, removed within the hour (a tenant's retention shorter than the watch's look)
+    await retire(2, 'x'); // ended dead
+    await run(s, 7, 3, 'd', 1_000);
+    // Before, the two removed runs counted missed: an AlmanacScheduleMissed for runs that ran.
+    expect(await sweep().runOnce(NOW)).toMatchObject({ schedules: 1, outcomes: { ok: 2, late: 0, failed: 1, missed: 2 } }); // 04:00 and 05:00 never ran
+  });
+
   it('never moves a schedule\'s watch back over a cron change made while its batch was looked at', async () => {
     await db.dataSource.query('TRUNCATE schedules, jobs, job_attempts');
     const s = await schedule(4, 300);

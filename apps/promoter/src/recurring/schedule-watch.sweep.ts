@@ -1,4 +1,4 @@
-import { occurrenceKey, occurrencesBetween, parseSchedule, WATCHED_OUTCOMES, type WatchedOutcome, watchedOutcome } from '@almanac/domain';
+import { type JobState, occurrenceKey, occurrencesBetween, parseSchedule, WATCHED_OUTCOMES, type WatchedOutcome, watchedOutcome } from '@almanac/domain';
 import type { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, WatchedSchedule } from '@almanac/persistence';
 import { OTHER_TENANT, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
@@ -70,7 +70,11 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
       const looks = due.map((s) => this.plan(s, judgeAt));
       // One read of every looked-at run's row and one write of every schedule, for the batch.
       const refs = looks.flatMap((l) => l.runs.map((r) => ({ tenantId: l.tenantId, key: r.key })));
-      const rows = new Map((await this.runs.rows(refs)).map((r) => [`${r.tenantId}|${r.key}`, r]));
+      const rows = new Map<string, { state: JobState; startedAt: Date | null; attempts?: number }>((await this.runs.rows(refs)).map((r) => [`${r.tenantId}|${r.key}`, r]));
+      // A run whose row retention already removed (a retention shorter than the expectation) ran:
+      // judged by how it ended, not missed; when it started went with the row.
+      const gone = await this.runs.retired(refs.filter((r) => !rows.has(`${r.tenantId}|${r.key}`)));
+      for (const r of gone) rows.set(`${r.tenantId}|${r.key}`, { state: r.state, startedAt: null, attempts: 1 });
       let held = 0;
       const records = looks.map((l) => {
         const judged = noOutcomes();

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { decodeState } from '../job-state.codec';
 import { onConnection, sql } from '../sql';
+import { FIND_RETIRED_PAIRS_SQL } from '../statements/find-retired-keys.sql';
 import { SCHEDULE_RUNS_SQL, scheduleRunKeysSql } from '../statements/schedule-runs.sql';
 
 /** An occurrence's row: how its run went. */
@@ -32,6 +33,13 @@ export class ScheduleRunsRepository {
     return rows.map((r) => ({
       tenantId: r.tenant_id, key: r.key, jobId: r.id, state: decodeState(r.state), attempts: r.attempts, startedAt: r.started_at, finishedAt: r.finished_at, result: r.result ?? null, lastError: r.last_error,
     }));
+  }
+
+  /** Which of the (tenant, key) pairs retention removed, with how each job ended (any order): runs whose rows are gone. */
+  async retired(refs: readonly { tenantId: number; key: string }[]): Promise<{ tenantId: number; key: string; state: JobState }[]> {
+    if (refs.length === 0) return [];
+    const { rows } = await sql<{ tenant_id: number; key: string; state: string }>(this.db, FIND_RETIRED_PAIRS_SQL, [refs.map((r) => r.tenantId), refs.map((r) => r.key)]);
+    return rows.map((r) => ({ tenantId: r.tenant_id, key: r.key, state: decodeState(r.state) }));
   }
 
   /**
