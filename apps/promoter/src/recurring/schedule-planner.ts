@@ -1,14 +1,6 @@
-import {
-  cursorBefore,
-  DomainValidationError,
-  MISSED_POLICIES,
-  occurrenceKey,
-  parseSchedule,
-  planMaterialisation,
-  type MissedPolicy,
-  type Schedule,
-} from '@almanac/domain';
+import { cursorBefore, MISSED_POLICIES, occurrenceKey, planMaterialisation, type MissedPolicy } from '@almanac/domain';
 import type { DueSchedule } from '@almanac/persistence';
+import { ParsedSchedules } from './parsed-schedules';
 
 export interface PlannedOccurrence {
   key: string;
@@ -44,16 +36,13 @@ export interface SchedulePlannerOptions {
 
 /**
  * Turns a claimed schedule row into the occurrences to insert, through the domain's
- * planMaterialisation (DST rule, missed policy, cap). Parsing a cron costs ~0.1 ms, so parsed
- * schedules are cached by (cron, timezone): at a million hourly schedules that is the difference
- * between seconds and minutes per pass.
+ * planMaterialisation (DST rule, missed policy, cap), its cron parsed once (ParsedSchedules).
  */
 export class SchedulePlanner {
-  private readonly cache = new Map<string, Schedule | null>();
-  private readonly cacheSize: number;
+  private readonly parsed: ParsedSchedules;
 
   constructor(private readonly opts: SchedulePlannerOptions) {
-    this.cacheSize = opts.cacheSize ?? 10_000;
+    this.parsed = new ParsedSchedules(opts.cacheSize);
   }
 
   /**
@@ -62,7 +51,7 @@ export class SchedulePlanner {
    * so the schedule stays due and the next batch goes on from there.
    */
   plan(s: DueSchedule, now: Date, until: Date, maxUpcoming?: number, maxSteps?: number): SchedulePlan | null {
-    const schedule = this.parse(s.cron, s.timezone);
+    const schedule = this.parsed.get(s.cron, s.timezone);
     if (schedule === null) return null;
     const policy = (MISSED_POLICIES as readonly string[]).includes(s.missed) ? (s.missed as MissedPolicy) : 'skip';
     // Shift "now" back by the tolerance: occurrences in [now - tolerance, now) are upcoming, not missed.
@@ -85,21 +74,5 @@ export class SchedulePlanner {
       next: plan.nextRunAt,
       steps: plan.steps,
     };
-  }
-
-  private parse(cron: string, timezone: string): Schedule | null {
-    const key = `${timezone}\u0000${cron}`;
-    const hit = this.cache.get(key);
-    if (hit !== undefined) return hit;
-    let parsed: Schedule | null;
-    try {
-      parsed = parseSchedule(cron, timezone);
-    } catch (err) {
-      if (!(err instanceof DomainValidationError)) throw err;
-      parsed = null;
-    }
-    if (this.cache.size >= this.cacheSize) this.cache.clear();
-    this.cache.set(key, parsed);
-    return parsed;
   }
 }

@@ -1,9 +1,10 @@
-import { type JobState, occurrenceKey, occurrencesBetween, parseSchedule, WATCHED_OUTCOMES, type WatchedOutcome, watchedOutcome } from '@almanac/domain';
+import { type JobState, occurrenceKey, occurrencesBetween, WATCHED_OUTCOMES, type WatchedOutcome, watchedOutcome } from '@almanac/domain';
 import type { ScheduleRunsRepository, ScheduleWatchRepository, SweepsRepository, WatchedSchedule } from '@almanac/persistence';
 import { OTHER_TENANT, SILENT_LOGGER } from '@almanac/platform';
 import type { Logger } from 'pino';
 import { notAheadOfDatabase, type Sweep, type SweepResult } from '../sweeps/sweep';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
+import { ParsedSchedules } from './parsed-schedules';
 
 /** How often runs are looked at: a missed run is reported at most this long after its expectation passed. */
 export const SCHEDULE_WATCH_INTERVAL_MS = 30_000;
@@ -49,6 +50,7 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
    * schedule was looked at while they ran.
    */
   private readonly heldUntilMs = new Map<string, number>();
+  private readonly parsed = new ParsedSchedules();
 
   constructor(
     private readonly watch: ScheduleWatchRepository,
@@ -123,11 +125,10 @@ export class ScheduleWatchSweep implements Sweep<ScheduleWatchResult> {
     const expectMs = s.expectWithinSeconds * 1000;
     const until = new Date(judgeAt.getTime() - expectMs);
     const look = { id: s.id, tenantId: s.tenantId, since: s.since, expectMs, through: until, cut: false, runs: [] as { key: string; dueAt: Date }[] };
-    let timing;
-    try {
-      timing = parseSchedule(s.cron, s.timezone);
-    } catch (err) {
-      this.log.warn({ err, scheduleId: s.id }, 'schedule cron/timezone does not parse: not watched');
+    // Parsed once per (cron, timezone): each watched schedule is looked at every ~30 s.
+    const timing = this.parsed.get(s.cron, s.timezone);
+    if (!timing) {
+      this.log.warn({ scheduleId: s.id }, 'schedule cron/timezone does not parse: not watched');
       return look;
     }
     const due = occurrencesBetween(timing, s.since, until, this.opts.maxRunsPerSchedule + 1);
