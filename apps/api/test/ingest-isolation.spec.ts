@@ -102,27 +102,53 @@ describe('single POSTs of many tenants', () => {
   it("withdraw a failed shared insert's POST whose deadline passes while it waits again: nothing is written after its 503", async () => {
     const [holderTenant, late] = [await h.createTenant('deadline-holder'), await h.createTenant('deadline-late')];
     const held = await holdKey(h, holderTenant.id, 'dl-held');
+    const heldLate = await holdKey(h, late.id, 'dl-late'); // its own batch request, say, not committed yet
     try {
       const commit = h.app.get(IngestCommit);
       const before = await insertsRun(h);
       const mine = commit.one(entry(holderTenant.id, 'dl-held'));
       const deadline = new AbortController();
       const theirs = commit.one(entry(late.id, 'dl-late'), deadline.signal).catch((e: Error) => e.message);
-      // The shared insert timed out on the held key; the holder's own insert (the one commit
-      // slot) waits on it, and the late tenant's POST waits again behind it.
-      for (const bound = Date.now() + 5000; (await insertsRun(h)) < before + 2; ) {
+      // The shared insert timed out on the held keys, and each tenant's own after it; the holder's
+      // insert in the one slot for those waits on its key, the late tenant's POST waits behind it.
+      for (const bound = Date.now() + 5000; (await insertsRun(h)) < before + 4; ) {
         if (Date.now() > bound) throw new Error('the holder never got an insert of its own');
         await new Promise((r) => setTimeout(r, 5));
       }
       await someoneWaitsOnALock(h.db.dataSource);
       deadline.abort(new Error('answered 503 at its deadline'));
       expect(await within(2000, theirs, 'the withdrawn POST')).toBe('answered 503 at its deadline');
+      await heldLate.end();
       await held.end();
       expect((await mine).status).toBe('created');
       await commit.beforeApplicationShutdown(); // drains the batcher: nothing of the late tenant's left to run
       expect(await h.db.dataSource.query(`SELECT key FROM jobs WHERE key LIKE 'dl-%'`)).toEqual([{ key: 'dl-held' }]);
     } finally {
+      await heldLate.end().catch(() => undefined);
       await held.end().catch(() => undefined);
+    }
+  });
+
+  it("let a fresh POST through within a few ms of the shared slot while the held tenants of a failed shared insert find their keys held", async () => {
+    const tenants = await Promise.all(['fr-1', 'fr-2', 'fr-3', 'fr-x'].map((n) => h.createTenant(n)));
+    const holds = await Promise.all(tenants.slice(0, 3).map((t, i) => holdKey(h, t.id, `fr-k${i}`))); // three of the test pool's four connections
+    try {
+      const commit = h.app.get(IngestCommit);
+      const before = await insertsRun(h);
+      const theirs = tenants.slice(0, 3).map((t, i) => commit.one(entry(t.id, `fr-k${i}`)));
+      await someoneWaitsOnALock(h.db.dataSource); // their shared insert, on one of the keys
+      for (const bound = Date.now() + 5000; (await insertsRun(h)) < before + 2; ) {
+        if (Date.now() > bound) throw new Error('the shared insert was never sent back');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const sent = Date.now();
+      expect((await within(5000, commit.one(entry(tenants[3].id, 'fr-fresh')), 'the fresh POST')).status).toBe('created');
+      // Each held tenant's own insert gives the shared slot up at once: before, each held it 150 ms, three in a row.
+      expect(Date.now() - sent).toBeLessThan(300);
+      await Promise.all(holds.map((held) => held.end()));
+      expect((await Promise.all(theirs)).map((r) => r.status)).toEqual(Array(3).fill('created'));
+    } finally {
+      await Promise.all(holds.map((held) => held.end().catch(() => undefined)));
     }
   });
 

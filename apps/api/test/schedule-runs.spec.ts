@@ -63,6 +63,16 @@ describe('schedule runs (/v1/schedules/:id/runs)', () => {
     expect(next.body.nextCursor).toBeNull();
   });
 
+  it('reads a local bound in a spring-forward gap as just before the jump: the runs after the gap are after it', async () => {
+    const quarter = await h.http().post('/v1/schedules').set(auth).send({ key: 'quarter', kind: 'noop', cron: '*/15 * * * *', timezone: 'Europe/Berlin' }).expect(201);
+    await h.db.dataSource.query(`UPDATE schedules SET created_at = '2026-03-01T00:00:00Z' WHERE id = $1`, [quarter.body.id]);
+    const locals = async (query: Record<string, string>) =>
+      (await h.http().get(`/v1/schedules/${quarter.body.id}/runs`).query(query).set(auth).expect(200)).body.items.map((r: { local: string }) => r.local.slice(11, 16));
+    // 2026-03-29 02:30 never happened in Berlin. Read as 03:30 CEST, this left out 03:00 and 03:15.
+    expect(await locals({ from: '2026-03-29T02:30', to: '2026-03-29T04:00' })).toEqual(['03:00', '03:15', '03:30', '03:45', '04:00']);
+    expect(await locals({ from: '2026-03-29T01:30', to: '2026-03-29T02:30' })).toEqual(['01:45']);
+  });
+
   it('takes from as exclusive and to as inclusive, so adjoining windows list a run once; a date holds its midnight', async () => {
     const runs = async (query: Record<string, string>, on = id) =>
       (await h.http().get(`/v1/schedules/${on}/runs`).query(query).set(auth).expect(200)).body.items.map((r: { at: string }) => r.at);

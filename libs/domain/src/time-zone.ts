@@ -156,11 +156,28 @@ export class ZoneOffsets {
 }
 
 /**
- * The instant a local wall-clock time has in `zone` (`wall`: epoch ms of its fields read as UTC):
- * the earlier of two in a fall-back overlap; in a spring-forward gap, the time read with the
- * offset before the gap (02:30 that never was is 03:30 after it).
+ * Where local wall-clock time `wall` falls in `zone` (`wall`: epoch ms of its fields read as UTC):
+ * its first and last instants, two in a fall-back overlap; in a spring-forward gap, both the
+ * instant before the clocks jumped, so a window (first, last] from or to it holds the runs just
+ * after the gap on the right side (Berlin's 02:30 that never was falls just before 03:00 CEST).
  */
-export function instantOfWall(zone: string, wall: number): number {
+export function instantsOfWall(zone: string, wall: number): { first: number; last: number } {
   const z = ZoneOffsets.for(zone);
-  return z.instantsOf(wall)[0] ?? wall - z.offsetAt(wall - SPAN_MS);
+  const at = z.instantsOf(wall);
+  if (at.length > 0) return { first: at[0], last: at[at.length - 1] };
+  const before = gapEnd(z, wall) - 1;
+  return { first: before, last: before };
+}
+
+/** The instant a spring-forward gap holding `wall` ends: offsets change on whole seconds, found by halving. */
+function gapEnd(z: ZoneOffsets, wall: number): number {
+  const after = z.offsetAt(wall + SPAN_MS);
+  let lo = wall - after; // before the jump: read with the later offset, it falls before it
+  let hi = wall - z.offsetAt(wall - SPAN_MS); // after it
+  while (hi - lo > SECOND) {
+    const mid = lo + Math.floor((hi - lo) / (2 * SECOND)) * SECOND;
+    if (z.offsetAt(mid) === after) hi = mid;
+    else lo = mid;
+  }
+  return hi;
 }

@@ -1,6 +1,6 @@
 import { entryState, type JobState, type Tier } from '@almanac/domain';
 import { type JobRecord, JobsRepository, type TenantJob } from '@almanac/persistence';
-import { isDependencyAway, isRowLockTimeout, MetricsService, MicroBatcher, RUN_ALONE, sqlStateOf } from '@almanac/platform';
+import { type BatchLane, isDependencyAway, isRowLockTimeout, MetricsService, MicroBatcher, RUN_ALONE, sqlStateOf } from '@almanac/platform';
 import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
 import type { Counter, Histogram } from 'prom-client';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
@@ -32,10 +32,17 @@ export type CommitResult =
  * slots; one failing so again, in slots for those (MicroBatcher's aloneRunning), under the
  * session's lock timeout. Above a 1,000-job batch request's insert (its whole request ~67 ms at
  * bench/ingest.ts's 60,000 jobs/s on 4 connections), which a replay racing it would wait for; well
- * under a POST's deadline, so a shared insert meeting a held key costs the others two such waits
- * at most, not the key's duration (the tenant's own inserts wait for it one at a time).
+ * under a POST's deadline, so a shared insert meeting a held key costs the others one such wait
+ * (and a few ms), not the key's duration (the tenant's own inserts wait for it one at a time).
  */
 const SHARED_LOCK_TIMEOUT_MS = 150;
+/**
+ * The lock_timeout of a tenant's insert sent back from a shared one that met a held key: most
+ * tenants of it were not why, and their inserts wait on no lock at all; the one whose key is held
+ * gives the shared slot up at once and waits for it in a slot of its own (review: at 150 ms, four
+ * held tenants' retries held both shared slots ~300 ms, fresh POSTs of others behind them).
+ */
+const OWN_RETRY_LOCK_TIMEOUT_MS = 5;
 /**
  * The most of one tenant's POSTs in an insert it shares with others, however long its backlog
  * (besides "no more than the largest other tenant waits with"): ~50 small rows are ~1 ms of
@@ -77,7 +84,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
     // 50 tenants, bench/ingest.ts --tenants). At most commitsInFlight run, and as many inserts of
     // one tenant's own, so the connections they hold are bounded. A shared insert failing on a
     // tenant's rows sends each tenant's POSTs back to the queue as inserts of their own (commitGroup).
-    this.batcher = new MicroBatcher((entries, alone) => this.commitGroup(entries, alone), {
+    this.batcher = new MicroBatcher((entries, lane) => this.commitGroup(entries, lane), {
       maxInFlight: settings.commitsInFlight,
       maxBatch: settings.batchMaxItems,
       keyOf: (entry) => entry.tenantId,
@@ -179,10 +186,10 @@ export class IngestCommit implements BeforeApplicationShutdown {
    * the statement starts, before it sets SHARED_LOCK_TIMEOUT_MS, so it waited the session's),
    * fails them all: each would only wait as long again.
    */
-  private async commitGroup(entries: CommitEntry[], alone: boolean): Promise<(CommitResult | typeof RUN_ALONE)[]> {
-    if (alone) return this.insertGroup(entries);
+  private async commitGroup(entries: CommitEntry[], lane: BatchLane): Promise<(CommitResult | typeof RUN_ALONE)[]> {
+    if (lane === 'alone') return this.insertGroup(entries);
     try {
-      return await this.insertRows(entries, undefined, SHARED_LOCK_TIMEOUT_MS);
+      return await this.insertRows(entries, undefined, lane === 'own' ? OWN_RETRY_LOCK_TIMEOUT_MS : SHARED_LOCK_TIMEOUT_MS);
     } catch (error) {
       const state = sqlStateOf(error);
       const onTable = state === LOCK_NOT_AVAILABLE && !isRowLockTimeout(error);

@@ -269,11 +269,11 @@ describe('MicroBatcher', () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     const b = new MicroBatcher(
-      async (xs: string[], alone: boolean): Promise<(string | typeof RUN_ALONE)[]> => {
+      async (xs: string[], lane: string): Promise<(string | typeof RUN_ALONE)[]> => {
         batches.push(xs);
         const keys = new Set(xs.map((x) => x[0]));
         if (!keys.has('a') && !keys.has('b')) return xs;
-        if (!alone) return xs.map(() => RUN_ALONE); // in the shared slots: gives up on a's or b's held rows at once
+        if (lane !== 'alone') return xs.map(() => RUN_ALONE); // in the shared slots: gives up on a's or b's held rows at once
         await held; // in a slot for batches that go alone: waits on its own rows
         return xs;
       },
@@ -315,10 +315,15 @@ describe('MicroBatcher', () => {
   });
 
   it('sends a batch of one key answered RUN_ALONE again as its own batch that goes alone, and rejects that one answered RUN_ALONE (it would go again forever)', async () => {
-    const lanes: boolean[] = [];
-    const b = new MicroBatcher(async (xs: string[], alone: boolean) => (lanes.push(alone), xs.map(() => RUN_ALONE)), { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true });
+    const lanes: string[] = [];
+    const b = new MicroBatcher(async (xs: string[], lane: string) => (lanes.push(lane), xs.map(() => RUN_ALONE)), { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true });
     await expect(b.submit('a1')).rejects.toThrow('RUN_ALONE for a batch that goes alone');
-    expect(lanes).toEqual([false, true]);
+    expect(lanes).toEqual(['shared', 'alone']);
+    // From a batch of two keys: each goes again in the shared slots as its own ('own', where a run may wait less), then alone.
+    const seen: [string, string][] = [];
+    const two = new MicroBatcher(async (xs: string[], lane: string): Promise<(string | typeof RUN_ALONE)[]> => (seen.push([xs.join(), lane]), lane === 'alone' ? xs : xs.map(() => RUN_ALONE)), { maxBatch: 6, maxInFlight: 1, keyOf: (x: string) => x[0], shareBatches: true });
+    await expect(Promise.all([two.submit('a1'), two.submit('b1')])).resolves.toEqual(['a1', 'b1']);
+    expect(seen).toEqual([['a1,b1', 'shared'], ['a1', 'own'], ['a1', 'alone'], ['b1', 'own'], ['b1', 'alone']]);
   });
 
   it('answers every caller with the error when the batch function throws synchronously', async () => {

@@ -46,6 +46,9 @@ export interface MicroBatcherOptions<I> {
  */
 export const RUN_ALONE: unique symbol = Symbol('MicroBatcher.RUN_ALONE');
 
+/** Which slots a batch runs in, and why (see the constructor's `run`). */
+export type BatchLane = 'shared' | 'own' | 'alone';
+
 interface Pending<I, O> {
   item: I;
   key: unknown;
@@ -82,9 +85,13 @@ export class MicroBatcher<I, O> {
    */
   private aloneRunning = 0;
 
-  /** `run` answers one output per input, in the same order; `alone`: the batch's items go alone (RUN_ALONE only when not). */
+  /**
+   * `run` answers one output per input, in the same order. `lane`: `alone` for a batch of items
+   * that go alone (never answered RUN_ALONE), `own` for a key's batch sent back from a shared one
+   * (a run may wait less there: most keys of the shared batch were not its reason), else `shared`.
+   */
   constructor(
-    private readonly run: (items: I[], alone: boolean) => Promise<(O | typeof RUN_ALONE)[]>,
+    private readonly run: (items: I[], lane: BatchLane) => Promise<(O | typeof RUN_ALONE)[]>,
     private readonly opts: MicroBatcherOptions<I>,
   ) {
     if (opts.maxShare !== undefined && !(opts.maxShare >= 1)) throw new Error(`MicroBatcher: maxShare must be at least 1 (got ${opts.maxShare})`);
@@ -292,7 +299,7 @@ export class MicroBatcher<I, O> {
     const alone = batch.some((p) => p.alone); // a key's own batch holding an item that goes alone (takeKey)
     if (alone) this.aloneRunning++;
     try {
-      const out = await this.run(batch.map((p) => p.item), alone);
+      const out = await this.run(batch.map((p) => p.item), alone ? 'alone' : batch.some((p) => p.own) ? 'own' : 'shared');
       const again = batch.filter((_, i) => out[i] === RUN_ALONE);
       if (again.length > 0 && (alone || !keys)) throw new Error('MicroBatcher: run answered RUN_ALONE for a batch that goes alone');
       batch.forEach((p, i) => {
