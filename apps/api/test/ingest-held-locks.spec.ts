@@ -2,7 +2,7 @@ import { within } from '@almanac/platform';
 import { lockWaiters, someoneWaitsOnALock } from '@almanac/testing/lock-waits';
 import { IngestCommit } from '../src/jobs/ingest-commit';
 import { type ApiHarness, startApi } from './api-harness';
-import { entry, holdKey, sharedInsertsSplit } from './ingest-rig';
+import { entry, holdKey, sharedInsertsSplit, withKeysHeld } from './ingest-rig';
 
 /** A tenant's key held uncommitted, or the whole table locked: what that does to other tenants' single POSTs. */
 describe("single POSTs of many tenants beside one tenant's key held uncommitted", () => {
@@ -38,48 +38,34 @@ describe("single POSTs of many tenants beside one tenant's key held uncommitted"
 
   it("leave a slot to the others while two tenants' own inserts wait on their held keys", async () => {
     const [a, b, c] = [await h.createTenant('pair-a'), await h.createTenant('pair-b'), await h.createTenant('pair-c')];
-    const heldA = await holdKey(h, a.id, 'pair-ka');
-    const heldB = await holdKey(h, b.id, 'pair-kb');
-    try {
+    await withKeysHeld(h, [[a.id, 'pair-ka'], [b.id, 'pair-kb']], async (release) => {
       const commit = h.app.get(IngestCommit);
       const theirs = [commit.one(entry(a.id, 'pair-ka')), commit.one(entry(b.id, 'pair-kb'))];
       await lockWaiters(h.db.dataSource, 2); // each one's own insert, on its own key (their shared one waited on one)
       // Without slots of their own, their inserts took both commit slots, and c waited out the 5 s lock timeout.
       expect((await within(2000, commit.one(entry(c.id, 'pair-c1')), "c's POST")).status).toBe('created');
-      await heldA.end();
-      await heldB.end();
+      await release();
       expect((await Promise.all(theirs)).map((r) => r.status)).toEqual(['created', 'created']);
-    } finally {
-      await heldA.end().catch(() => undefined);
-      await heldB.end().catch(() => undefined);
-    }
+    });
   });
 
   it("answer tenants that only shared an insert with two held keys at once, not after the held ones", async () => {
     const [a, b, c, d] = [await h.createTenant('mix-a'), await h.createTenant('mix-b'), await h.createTenant('mix-c'), await h.createTenant('mix-d')];
-    const heldA = await holdKey(h, a.id, 'mix-ka');
-    const heldB = await holdKey(h, b.id, 'mix-kb');
-    try {
+    await withKeysHeld(h, [[a.id, 'mix-ka'], [b.id, 'mix-kb']], async (release) => {
       const commit = h.app.get(IngestCommit);
       const theirs = [commit.one(entry(a.id, 'mix-ka')), commit.one(entry(b.id, 'mix-kb'))];
       const others = Promise.all([commit.one(entry(c.id, 'mix-c1')), commit.one(entry(d.id, 'mix-d1'))]); // the same insert as a's and b's
       // Each tenant goes again as its own insert in the shared slots first; before, all four went
       // to the slots for held ones, and c and d waited behind a and b for the 5 s lock timeout.
       expect((await within(2000, others, "c's and d's POSTs")).map((r) => r.status)).toEqual(['created', 'created']);
-      await heldA.end();
-      await heldB.end();
+      await release();
       expect((await Promise.all(theirs)).map((r) => r.status)).toEqual(['created', 'created']);
-    } finally {
-      await heldA.end().catch(() => undefined);
-      await heldB.end().catch(() => undefined);
-    }
+    });
   });
 
   it("leave the shared slots to the others while two tenants, each the only one waiting, post their held keys", async () => {
     const [a, b, c] = [await h.createTenant('solo-a'), await h.createTenant('solo-b'), await h.createTenant('solo-c')];
-    const heldA = await holdKey(h, a.id, 'solo-ka');
-    const heldB = await holdKey(h, b.id, 'solo-kb');
-    try {
+    await withKeysHeld(h, [[a.id, 'solo-ka'], [b.id, 'solo-kb']], async (release) => {
       const commit = h.app.get(IngestCommit);
       const first = commit.one(entry(a.id, 'solo-ka')); // alone in the queue: an insert of a's POSTs only
       await someoneWaitsOnALock(h.db.dataSource);
@@ -88,13 +74,9 @@ describe("single POSTs of many tenants beside one tenant's key held uncommitted"
       // Each insert in a shared slot waits 150 ms on a held key, then goes to a slot of its own;
       // before, a tenant's own group waited there for the lock timeout (5 s), and two held both.
       expect((await within(2000, commit.one(entry(c.id, 'solo-c1')), "c's POST")).status).toBe('created');
-      await heldA.end();
-      await heldB.end();
+      await release();
       expect((await Promise.all([first, second])).map((r) => r.status)).toEqual(['created', 'created']);
-    } finally {
-      await heldA.end().catch(() => undefined);
-      await heldB.end().catch(() => undefined);
-    }
+    });
   });
 
   it("hold a tenant's POSTs sent back alone while its insert waits on its held key: its retries never take both slots from the others", async () => {

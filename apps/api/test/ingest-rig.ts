@@ -23,6 +23,21 @@ export async function holdKey(h: ApiHarness, tenantId: number, key: string) {
   };
 }
 
+/**
+ * Runs `work` while each (tenant, key) is held uncommitted, as holdKey; `release` rolls them all
+ * back sooner (the holders' transactions end), and they are rolled back after `work` whatever happens.
+ */
+export async function withKeysHeld<T>(h: ApiHarness, keys: [number, string][], work: (release: () => Promise<void>) => Promise<T>): Promise<T> {
+  const holds: Awaited<ReturnType<typeof holdKey>>[] = [];
+  for (const [tenantId, key] of keys) holds.push(await holdKey(h, tenantId, key));
+  const release = async () => void (await Promise.all(holds.map((held) => held.end())));
+  try {
+    return await work(release);
+  } finally {
+    await release().catch(() => undefined);
+  }
+}
+
 /** Inserts the group commit has run (its rows-per-insert histogram's count). */
 export async function insertsRun(h: ApiHarness): Promise<number> {
   const metric = h.app.get(MetricsService).registry.getSingleMetric('almanac_ingest_commit_rows')!;
