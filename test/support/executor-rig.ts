@@ -156,12 +156,17 @@ const scatterHandler = defineHandler<unknown>({
   },
 });
 
-/** Throws what String() cannot turn into text, with its transaction open. */
-const oddThrowHandler = defineHandler<unknown>({
+/** Throws what String() cannot turn into text (with `revoked`, what nothing can read), with its transaction open. */
+const oddThrowHandler = defineHandler<{ revoked?: boolean } | null>({
   kind: 'odd-throw',
   timeoutMs: 5000,
-  handle: async (ctx) => {
+  handle: async (ctx, payload) => {
     await (await ctx.tx()).query(`SELECT 1`);
+    if (payload?.revoked) {
+      const { proxy, revoke } = Proxy.revocable({}, {});
+      revoke();
+      throw proxy as Error;
+    }
     throw Object.create(null) as Error;
   },
 });

@@ -23,10 +23,11 @@ describe('a failed run and its transaction', () => {
   });
 
   it("fails the attempt of a handler that throws what String() cannot print, and gives its transaction's connection back", async () => {
-    const [id] = await h.enqueue([{ kind: 'odd-throw', maxAttempts: 2 }]);
+    const [id, revoked] = await h.enqueue([{ kind: 'odd-throw', maxAttempts: 2 }, { kind: 'odd-throw', maxAttempts: 2, payload: { revoked: true } }]);
     await h.hot.runOnce();
     await h.runWorker(h.worker());
     expect(await h.job(id)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('[object Object]') });
+    expect(await h.job(revoked)).toMatchObject({ state: 'q', attempts: 1, last_error: expect.stringContaining('a value that cannot be read') });
     const idle = await h.ds.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`);
     expect(idle[0].n).toBe(0);
   });

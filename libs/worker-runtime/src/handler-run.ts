@@ -60,8 +60,9 @@ class JobContext implements HandlerContext {
   get progress(): (percent: number, note?: string) => void { return (this.#progress ??= (percent, note) => void (this.#io.slot.progress = JSON.stringify(progressReport(percent, note, this.attempt, this.#io.clock.now())))); }
 }
 
-/** A thrown value that is not an Error, as text: String() itself throws for some (Object.create(null), a throwing toString). */
-const describeThrown = (v: unknown): string => { try { return String(v); } catch { return Object.prototype.toString.call(v); } };
+/** A thrown value that is not an Error, as text: String() itself throws for some (Object.create(null)), and anything for a revoked Proxy. */
+const describeThrown = (v: unknown): string => { try { return String(v); } catch { try { return Object.prototype.toString.call(v); } catch { return 'a value that cannot be read'; } } };
+const isError = (v: unknown): v is Error => { try { return v instanceof Error; } catch { return false; } }; // a revoked Proxy throws here too
 
 // A signal first read after its run was aborted (timed out, released) is born aborted.
 function controllerAbortedBy(reason: Error | undefined): AbortController { const c = new AbortController(); if (reason) c.abort(reason); return c; }
@@ -86,7 +87,7 @@ export async function runHandler(handler: HandlerDefinition, row: RunnableJob, i
     });
     return { outcome: handlerOutcome(outcome), logger };
   } catch (error) {
-    return { error: error instanceof Error ? await judgedError(handler, row.id, error) : new Error(describeThrown(error)), logger };
+    return { error: isError(error) ? await judgedError(handler, row.id, error) : new Error(describeThrown(error)), logger };
   } finally {
     clearTimeout(timer);
     metrics.handlerDuration.observe({ kind: row.kind }, (performance.now() - startedAt) / 1000);
