@@ -71,6 +71,9 @@ describe('schedule runs (/v1/schedules/:id/runs)', () => {
     // 2026-03-29 02:30 never happened in Berlin. Read as 03:30 CEST, this left out 03:00 and 03:15.
     expect(await locals({ from: '2026-03-29T02:30', to: '2026-03-29T04:00' })).toEqual(['03:00', '03:15', '03:30', '03:45', '04:00']);
     expect(await locals({ from: '2026-03-29T01:30', to: '2026-03-29T02:30' })).toEqual(['01:45']);
+    // 2026-10-25 02:00–03:00 happens twice (runs fire in the first pass): adjoining windows list each run once.
+    expect(await locals({ from: '2026-10-25T02:00', to: '2026-10-25T02:30' })).toEqual(['02:15', '02:30']);
+    expect(await locals({ from: '2026-10-25T02:30', to: '2026-10-25T03:15' })).toEqual(['02:45', '03:00', '03:15']);
   });
 
   it('takes from as exclusive and to as inclusive, so adjoining windows list a run once; a date holds its midnight', async () => {

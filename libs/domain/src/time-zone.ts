@@ -156,20 +156,18 @@ export class ZoneOffsets {
 }
 
 /**
- * Where local wall-clock time `wall` falls in `zone` (`wall`: epoch ms of its fields read as UTC):
- * its first and last instants, two in a fall-back overlap; in a spring-forward gap, both the
- * instant before the clocks jumped, so a window (first, last] from or to it holds the runs just
- * after the gap on the right side (Berlin's 02:30 that never was falls just before 03:00 CEST).
+ * The instant local wall-clock time `wall` has in `zone` (`wall`: epoch ms of its fields read as
+ * UTC): the first of two in a fall-back overlap (a schedule's runs fire only then); in a
+ * spring-forward gap, the instant before the clocks jumped, so a window from or to it has the runs
+ * just after the gap after it (Berlin's 02:30 that never was falls just before 03:00 CEST; read
+ * with the offset before the gap it was 03:30, and the 03:00 and 03:15 runs fell out).
  */
-export function instantsOfWall(zone: string, wall: number): { first: number; last: number } {
+export function instantOfWall(zone: string, wall: number): number {
   const z = ZoneOffsets.for(zone);
-  const at = z.instantsOf(wall);
-  if (at.length > 0) return { first: at[0], last: at[at.length - 1] };
-  const before = gapEnd(z, wall) - 1;
-  return { first: before, last: before };
+  return z.instantsOf(wall)[0] ?? gapEnd(z, Math.floor(wall / SECOND) * SECOND) - 1;
 }
 
-/** The instant a spring-forward gap holding `wall` ends: offsets change on whole seconds, found by halving. */
+/** The instant a spring-forward gap holding `wall` (whole seconds) ends: offsets change on whole seconds, found by halving. */
 function gapEnd(z: ZoneOffsets, wall: number): number {
   const after = z.offsetAt(wall + SPAN_MS);
   let lo = wall - after; // before the jump: read with the later offset, it falls before it

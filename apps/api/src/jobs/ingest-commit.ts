@@ -32,17 +32,12 @@ export type CommitResult =
  * slots; one failing so again, in slots for those (MicroBatcher's aloneRunning), under the
  * session's lock timeout. Above a 1,000-job batch request's insert (its whole request ~67 ms at
  * bench/ingest.ts's 60,000 jobs/s on 4 connections), which a replay racing it would wait for; well
- * under a POST's deadline, so a shared insert meeting a held key costs the others one such wait
- * (and a few ms), not the key's duration (the tenant's own inserts wait for it one at a time).
+ * under a POST's deadline, so a shared insert meeting a held key costs the others one such wait,
+ * two for a tenant in it behind held ones (sent back, all but one shared slot), never the key's
+ * duration (the tenant's own inserts wait for it one at a time). Shorter, a tenant racing its own
+ * batch request, or a worker's update of its row, was taken for held (review: 5 ms).
  */
 const SHARED_LOCK_TIMEOUT_MS = 150;
-/**
- * The lock_timeout of a tenant's insert sent back from a shared one that met a held key: most
- * tenants of it were not why, and their inserts wait on no lock at all; the one whose key is held
- * gives the shared slot up at once and waits for it in a slot of its own (review: at 150 ms, four
- * held tenants' retries held both shared slots ~300 ms, fresh POSTs of others behind them).
- */
-const OWN_RETRY_LOCK_TIMEOUT_MS = 5;
 /**
  * The most of one tenant's POSTs in an insert it shares with others, however long its backlog
  * (besides "no more than the largest other tenant waits with"): ~50 small rows are ~1 ms of
@@ -189,7 +184,7 @@ export class IngestCommit implements BeforeApplicationShutdown {
   private async commitGroup(entries: CommitEntry[], lane: BatchLane): Promise<(CommitResult | typeof RUN_ALONE)[]> {
     if (lane === 'alone') return this.insertGroup(entries);
     try {
-      return await this.insertRows(entries, undefined, lane === 'own' ? OWN_RETRY_LOCK_TIMEOUT_MS : SHARED_LOCK_TIMEOUT_MS);
+      return await this.insertRows(entries, undefined, SHARED_LOCK_TIMEOUT_MS);
     } catch (error) {
       const state = sqlStateOf(error);
       const onTable = state === LOCK_NOT_AVAILABLE && !isRowLockTimeout(error);

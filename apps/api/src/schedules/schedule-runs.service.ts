@@ -1,4 +1,4 @@
-import { instantsOfWall, occurrenceKey, occurrencesBetween, parseRunAt, publicAttemptError } from '@almanac/domain';
+import { instantOfWall, occurrenceKey, occurrencesBetween, parseRunAt, publicAttemptError } from '@almanac/domain';
 import { isJobIdString, JobsRepository, SchedulesRepository, ScheduleRunsRepository, type ScheduleView, type TenantRecord } from '@almanac/persistence';
 import { Clock } from '@almanac/platform';
 import { Injectable } from '@nestjs/common';
@@ -111,17 +111,15 @@ export class ScheduleRunsService {
       }
       const wall = wallTime(date, `${date}T00:00`, 'date', issues);
       // A day holds its midnight run: the exclusive start is the instant before it.
-      return wall === undefined ? null : { from: new Date(instantsOfWall(zone, wall).first - 1), to: new Date(instantsOfWall(zone, wall + DAY_MS).first - 1) };
+      return wall === undefined ? null : { from: new Date(instantOfWall(zone, wall) - 1), to: new Date(instantOfWall(zone, wall + DAY_MS) - 1) };
     }
-    // A local bound from its first instant to its last (a fall-back's second 02:30 included); one
-    // in a spring-forward gap falls just before the jump, so the runs after the gap follow it.
-    const local = (raw: string, field: string, end: 'first' | 'last') => {
+    const local = (raw: string, field: string) => {
       if (!ZONELESS.test(raw)) return issues.run(() => parseRunAt(raw, field));
       const wall = wallTime(raw, raw, field, issues);
-      return wall === undefined ? undefined : new Date(instantsOfWall(zone, wall)[end]);
+      return wall === undefined ? undefined : new Date(instantOfWall(zone, wall));
     };
-    const to = toRaw === undefined ? now : local(toRaw, 'to', 'last');
-    const from = fromRaw === undefined ? new Date((to ?? now).getTime() - DAY_MS) : local(fromRaw, 'from', 'first');
+    const to = toRaw === undefined ? now : local(toRaw, 'to');
+    const from = fromRaw === undefined ? new Date((to ?? now).getTime() - DAY_MS) : local(fromRaw, 'from');
     if (!from || !to) return null;
     if (from.getTime() > to.getTime()) issues.add('from', 'order', 'from must not be after to');
     return { from, to };

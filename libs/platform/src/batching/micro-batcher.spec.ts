@@ -284,11 +284,34 @@ describe('MicroBatcher', () => {
     for (let i = 0; i < 20 && batches.length < 5; i++) await new Promise((r) => setImmediate(r));
     // In the same two slots a1 and b1 held both, and c1 waited as long as a and b held their rows.
     await expect(b.submit('c1')).resolves.toBe('c1');
-    expect(batches).toEqual([['a1', 'b1'], ['a1'], ['b1'], ['a1'], ['b1'], ['c1']]);
+    expect(batches).toEqual([['a1', 'b1'], ['a1'], ['a1'], ['b1'], ['b1'], ['c1']]);
     release();
     await expect(Promise.all(mine)).resolves.toEqual(['a1', 'b1']);
     expect(batches).toHaveLength(6);
     await b.drain();
+  });
+
+  it("with shareBatches, keys sent back from a shared batch take all but one shared slot: a fresh key's batch goes in the other", async () => {
+    const calls: [string, string][] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const b = new MicroBatcher(
+      async (xs: string[], lane: string): Promise<(string | typeof RUN_ALONE)[]> => {
+        calls.push([xs.join(), lane]);
+        if (xs.some((x) => x.startsWith('x'))) return xs; // a fresh key's: nothing held
+        if (lane === 'shared') return xs.map(() => RUN_ALONE); // a, b and c's: met a held key
+        if (lane === 'own') await held; // each finding out whether it was its own (150 ms in IngestCommit)
+        return xs;
+      },
+      { maxBatch: 6, maxInFlight: 2, keyOf: (x: string) => x[0], shareBatches: true },
+    );
+    const sent = ['a1', 'b1', 'c1'].map((x) => b.submit(x));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    // Before: b's went in the second slot beside a's, and x waited for both.
+    await expect(b.submit('x1')).resolves.toBe('x1');
+    expect(calls).toEqual([['a1,b1,c1', 'shared'], ['a1', 'own'], ['x1', 'shared']]);
+    release();
+    await expect(Promise.all(sent)).resolves.toEqual(['a1', 'b1', 'c1']);
   });
 
   it('with shareBatches, a key with a batch of its own running waits for it, alone or beside other keys, and its next batch takes all that waits', async () => {

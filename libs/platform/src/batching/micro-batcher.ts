@@ -84,11 +84,17 @@ export class MicroBatcher<I, O> {
    * held: in the same slots, two keys' held every slot from the shared batches of all the others.
    */
   private aloneRunning = 0;
+  /**
+   * With shareBatches: keys' batches sent back from a shared one, running in the shared slots: all
+   * but one of those (with two or more), so fresh shared batches keep a slot while the keys that
+   * were the reason find out (review: four held keys' retries held both slots ~300 ms).
+   */
+  private sentBackRunning = 0;
 
   /**
    * `run` answers one output per input, in the same order. `lane`: `alone` for a batch of items
    * that go alone (never answered RUN_ALONE), `own` for a key's batch sent back from a shared one
-   * (a run may wait less there: most keys of the shared batch were not its reason), else `shared`.
+   * (in the shared slots, all but one), else `shared`.
    */
   constructor(
     private readonly run: (items: I[], lane: BatchLane) => Promise<(O | typeof RUN_ALONE)[]>,
@@ -196,9 +202,10 @@ export class MicroBatcher<I, O> {
   private takeShares(): Pending<I, O>[] {
     const aloneRoom = this.aloneRunning < this.opts.maxInFlight;
     const sharedRoom = this.inFlight - this.aloneRunning < this.opts.maxInFlight;
+    const ownRoom = sharedRoom && this.sentBackRunning < Math.max(1, this.opts.maxInFlight - 1);
     for (const [key, queue] of this.queues) {
       if (!queue[0].alone && !queue[0].own) break;
-      if ((queue[0].alone ? aloneRoom : sharedRoom) && !this.running.has(key)) return this.takeKey(key, queue);
+      if ((queue[0].alone ? aloneRoom : ownRoom) && !this.running.has(key)) return this.takeKey(key, queue);
     }
     if (!sharedRoom) return this.takeOwn(aloneRoom, false);
     // A key with a batch of its own running waits for it: it may be waiting on the key's own rows,
@@ -211,13 +218,13 @@ export class MicroBatcher<I, O> {
       if (n > 0) shareable.set(key, n);
     }
     if (shareable.size > 0) return this.takePlan(this.planShares(shareable));
-    return this.takeOwn(aloneRoom, true);
+    return this.takeOwn(aloneRoom, ownRoom);
   }
 
   /** A key whose head goes in its own batch, in slots with room, with none of its batches running, if any ([] if none). */
-  private takeOwn(aloneRoom: boolean, sharedRoom: boolean): Pending<I, O>[] {
+  private takeOwn(aloneRoom: boolean, ownRoom: boolean): Pending<I, O>[] {
     for (const [key, queue] of this.queues) {
-      if ((queue[0].alone ? aloneRoom : queue[0].own && sharedRoom) && !this.running.has(key)) return this.takeKey(key, queue);
+      if ((queue[0].alone ? aloneRoom : queue[0].own && ownRoom) && !this.running.has(key)) return this.takeKey(key, queue);
     }
     return [];
   }
@@ -297,9 +304,11 @@ export class MicroBatcher<I, O> {
     const [own] = keys?.size === 1 ? keys : [];
     if (keys?.size === 1) this.ownRunning.add(own);
     const alone = batch.some((p) => p.alone); // a key's own batch holding an item that goes alone (takeKey)
+    const lane: BatchLane = alone ? 'alone' : batch.some((p) => p.own) ? 'own' : 'shared';
     if (alone) this.aloneRunning++;
+    if (lane === 'own') this.sentBackRunning++;
     try {
-      const out = await this.run(batch.map((p) => p.item), alone ? 'alone' : batch.some((p) => p.own) ? 'own' : 'shared');
+      const out = await this.run(batch.map((p) => p.item), lane);
       const again = batch.filter((_, i) => out[i] === RUN_ALONE);
       if (again.length > 0 && (alone || !keys)) throw new Error('MicroBatcher: run answered RUN_ALONE for a batch that goes alone');
       batch.forEach((p, i) => {
@@ -312,6 +321,7 @@ export class MicroBatcher<I, O> {
     } finally {
       this.inFlight--;
       if (alone) this.aloneRunning--;
+      if (lane === 'own') this.sentBackRunning--;
       if (keys?.size === 1) this.ownRunning.delete(own);
       for (const key of keys ?? []) {
         const left = this.running.get(key)! - 1;
