@@ -52,10 +52,12 @@ export type BatchLane = 'shared' | 'own' | 'alone';
 interface Pending<I, O> {
   item: I;
   key: unknown;
-  /** Goes only in a batch of its key's items, in the slots for those (the `alone` option, or a call of its key alone answered RUN_ALONE). */
-  alone: boolean;
-  /** Goes only in a batch of its key's items, in the shared slots (a call of several keys answered RUN_ALONE). */
-  own?: boolean;
+  /**
+   * Where it goes: `shared`, in batches with other keys' items; `own`, only in a batch of its key's
+   * items, in the shared slots (a call of several keys answered RUN_ALONE); `alone`, so, in the
+   * slots for those (the `alone` option, or a call of its key alone answered RUN_ALONE).
+   */
+  lane: BatchLane;
   signal: AbortSignal | undefined;
   resolve: (value: O) => void;
   reject: (err: unknown) => void;
@@ -113,8 +115,8 @@ export class MicroBatcher<I, O> {
   submit(item: I, signal?: AbortSignal): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason as Error);
-      const alone = !!this.opts.shareBatches && !!this.opts.alone?.(item);
-      const pending: Pending<I, O> = { item, key: this.opts.keyOf?.(item), alone, signal, resolve, reject };
+      const lane: BatchLane = this.opts.shareBatches && this.opts.alone?.(item) ? 'alone' : 'shared';
+      const pending: Pending<I, O> = { item, key: this.opts.keyOf?.(item), lane, signal, resolve, reject };
       const queue = this.queues.get(pending.key);
       if (queue) queue.push(pending);
       else this.queues.set(pending.key, [pending]);
@@ -204,8 +206,8 @@ export class MicroBatcher<I, O> {
     const sharedRoom = this.inFlight - this.aloneRunning < this.opts.maxInFlight;
     const ownRoom = sharedRoom && this.sentBackRunning < Math.max(1, this.opts.maxInFlight - 1);
     for (const [key, queue] of this.queues) {
-      if (!queue[0].alone && !queue[0].own) break;
-      if ((queue[0].alone ? aloneRoom : ownRoom) && !this.running.has(key)) return this.takeKey(key, queue);
+      if (queue[0].lane === 'shared') break;
+      if ((queue[0].lane === 'alone' ? aloneRoom : ownRoom) && !this.running.has(key)) return this.takeKey(key, queue);
     }
     if (!sharedRoom) return this.takeOwn(aloneRoom, false);
     // A key with a batch of its own running waits for it: it may be waiting on the key's own rows,
@@ -214,7 +216,7 @@ export class MicroBatcher<I, O> {
     for (const [key, queue] of this.queues) {
       if (this.ownRunning.has(key)) continue;
       let n = 0;
-      while (n < queue.length && n < this.opts.maxBatch && !queue[n].alone && !queue[n].own) n++;
+      while (n < queue.length && n < this.opts.maxBatch && queue[n].lane === 'shared') n++;
       if (n > 0) shareable.set(key, n);
     }
     if (shareable.size > 0) return this.takePlan(this.planShares(shareable));
@@ -224,7 +226,8 @@ export class MicroBatcher<I, O> {
   /** A key whose head goes in its own batch, in slots with room, with none of its batches running, if any ([] if none). */
   private takeOwn(aloneRoom: boolean, ownRoom: boolean): Pending<I, O>[] {
     for (const [key, queue] of this.queues) {
-      if ((queue[0].alone ? aloneRoom : queue[0].own && ownRoom) && !this.running.has(key)) return this.takeKey(key, queue);
+      const room = queue[0].lane === 'alone' ? aloneRoom : queue[0].lane === 'own' && ownRoom;
+      if (room && !this.running.has(key)) return this.takeKey(key, queue);
     }
     return [];
   }
@@ -260,7 +263,7 @@ export class MicroBatcher<I, O> {
   /** One key's batch (its queue's first maxBatch items, up to one that goes alone unless the first does); the key goes to the back. */
   private takeKey(key: unknown, queue: Pending<I, O>[]): Pending<I, O>[] {
     let n = 1;
-    while (n < queue.length && n < this.opts.maxBatch && (queue[0].alone || !queue[n].alone)) n++;
+    while (n < queue.length && n < this.opts.maxBatch && (queue[0].lane === 'alone' || queue[n].lane !== 'alone')) n++;
     const batch = queue.splice(0, n);
     this.queued -= batch.length;
     this.queues.delete(key);
@@ -282,8 +285,7 @@ export class MicroBatcher<I, O> {
         p.reject(p.signal.reason);
         continue;
       }
-      if (oneKey) p.alone = true;
-      else p.own = true;
+      p.lane = oneKey ? 'alone' : 'own';
       const queue = byKey.get(p.key);
       if (queue) queue.push(p);
       else byKey.set(p.key, [p]);
@@ -303,8 +305,9 @@ export class MicroBatcher<I, O> {
     for (const key of keys ?? []) this.running.set(key, (this.running.get(key) ?? 0) + 1);
     const [own] = keys?.size === 1 ? keys : [];
     if (keys?.size === 1) this.ownRunning.add(own);
-    const alone = batch.some((p) => p.alone); // a key's own batch holding an item that goes alone (takeKey)
-    const lane: BatchLane = alone ? 'alone' : batch.some((p) => p.own) ? 'own' : 'shared';
+    // A key's own batch holding an item that goes alone runs in the slots for those (takeKey).
+    const lane: BatchLane = batch.some((p) => p.lane === 'alone') ? 'alone' : batch.some((p) => p.lane === 'own') ? 'own' : 'shared';
+    const alone = lane === 'alone';
     if (alone) this.aloneRunning++;
     if (lane === 'own') this.sentBackRunning++;
     try {
