@@ -26,8 +26,12 @@ export const RequestOver = createParamDecorator((_: unknown, ctx: ExecutionConte
   return requestOver(http.getRequest<TimedRequest>(), http.getResponse<FastifyReply>());
 });
 
-/** What `@RequestOver()` gives a route, for the request and reply at hand. */
-export function requestOver(req: TimedRequest, reply: FastifyReply): AbortSignal {
+/** What `@RequestOver()` gives a route, for the request and reply at hand: one per request (RequestsInFlight asks first). */
+export function requestOver(req: TimedRequest & { over?: AbortSignal }, reply: FastifyReply): AbortSignal {
+  return (req.over ??= requestOverSignal(req, reply));
+}
+
+function requestOverSignal(req: TimedRequest, reply: FastifyReply): AbortSignal {
   const res = reply.raw;
   const gone = new AbortController();
   // Its reason is an answer, not a defect: a read stopped by it must not be logged as a 500 (nobody hears the answer).
