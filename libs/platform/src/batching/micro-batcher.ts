@@ -306,7 +306,7 @@ export class MicroBatcher<I, O> {
     const [own] = keys?.size === 1 ? keys : [];
     if (keys?.size === 1) this.ownRunning.add(own);
     // A key's own batch holding an item that goes alone runs in the slots for those (takeKey).
-    const lane: BatchLane = batch.some((p) => p.lane === 'alone') ? 'alone' : batch.some((p) => p.lane === 'own') ? 'own' : 'shared';
+    const lane: BatchLane = !keys ? 'shared' : batch.some((p) => p.lane === 'alone') ? 'alone' : batch.some((p) => p.lane === 'own') ? 'own' : 'shared'; // claims and completions (no keys) skip the scans
     const alone = lane === 'alone';
     if (alone) this.aloneRunning++;
     if (lane === 'own') this.sentBackRunning++;
