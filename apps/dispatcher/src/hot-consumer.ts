@@ -1,9 +1,12 @@
-import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, hintsOf, HANDOFF_WITHIN_MS, HOST_AHEAD_TRUSTED_MS, HOT_QUEUE_NAME, HotQueue, retryHandOff, tracer } from '@almanac/platform';
+import { CONSUMER_REMOVAL, DatabaseClock, endWith, type EnvelopeData, ENVELOPE_LOCK_MS, ENVELOPE_STALLED_CHECK_MS, flowsOf, hintsOf, HANDOFF_RETRY_FOR_MS, HANDOFF_WITHIN_MS, HOST_AHEAD_TRUSTED_MS, HOT_QUEUE_NAME, HotQueue, retryHandOff, tracer, within } from '@almanac/platform';
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject } from '@nestjs/common';
 import type { Job, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { Dispatcher } from './dispatcher';
+
+/** How long a stopping dispatcher waits for its hand-offs: a refused push is sent again for HANDOFF_RETRY_FOR_MS. */
+const HANDOFFS_CLOSE_WAIT_MS = HANDOFF_RETRY_FOR_MS + 1_000;
 
 export const HOT_CONSUMER_SETTINGS = Symbol('HOT_CONSUMER_SETTINGS');
 /** The dispatcher role's pino logger (`component: dispatcher`). */
@@ -72,8 +75,18 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
     return rows;
   }
 
+  /**
+   * Takes nothing new and waits for the envelopes being handed off (a refused push's retries
+   * included) up to HANDOFFS_CLOSE_WAIT_MS, then closes without QUIT. A stalled Redis answers
+   * neither their pushes nor a QUIT, and the role waited for them until SIGKILL (BullModule's own
+   * close at shutdown awaits this one). Envelopes still held stay active; another dispatcher takes
+   * them once their locks lapse, and sent again they add nothing twice.
+   */
   async close(): Promise<void> {
-    await this.worker.close(); // takes nothing new; waits for the envelopes being handed off
+    await within(HANDOFFS_CLOSE_WAIT_MS, this.worker.pause(), 'the hand-offs held').catch(() =>
+      this.logger.warn({ waitedMs: HANDOFFS_CLOSE_WAIT_MS }, 'stopping without the hand-offs held: Redis does not answer; another dispatcher takes their envelopes once their locks lapse'),
+    );
+    await this.worker.close(true);
   }
 
   /** BullMQ's processor: one envelope. */
