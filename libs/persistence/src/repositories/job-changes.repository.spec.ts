@@ -68,6 +68,14 @@ describe('JobChangesRepository', () => {
     expect(await repo.retryDead(1, x, new Date(T0), 'scheduled', 2)).toEqual({ outcome: 'conflict', state: 'scheduled' });
   });
 
+  it('a retry "now" stores a run time a hint carries exactly: its row can be demoted when the enqueue fails (microseconds made the guard miss)', async () => {
+    const x = await insert(1, 'x-now', T0, 'x');
+    await db.dataSource.query(`UPDATE jobs SET attempts = 1, max_attempts = 1 WHERE id = $1`, [x]);
+    const retried = await repo.retryDead(1, x, null, 'queued', 1);
+    if (retried.outcome !== 'rescheduled') throw new Error(`not retried: ${retried.outcome}`);
+    expect(await repo.demoteToScheduled([{ id: x, runAt: new Date(retried.job.runAt) }])).toBe(1);
+  });
+
   it('a retry whose job dies (again) between its statement and its read-back is tried again, not refused as past the attempt limit', async () => {
     const id = await insert(1, 'x-race', T0, 'q'); // not dead when the statement looks
     let died = false;
