@@ -42,6 +42,15 @@ describe('authentication before the body is read', () => {
     expect(await statusBeforeBody(h.url, '/v1/admin/tenants', 'Bearer wrong-admin-token')).toBe(401);
   });
 
+  it('refuses a body on a path outside /v1 and /console before reading it: a 404\'s or /health\'s body was read and parsed up to 4 MiB without a key', async () => {
+    for (const path of ['/nope', '/health/live', '/metrics', '/docs', '/V1/jobs/batch', '//v1/jobs/batch', '/v2/jobs']) {
+      expect([path, await statusBeforeBody(h.url, path, null)]).toEqual([path, 404]);
+    }
+    const res = await h.http().post('/nope').send({ a: 1 }).expect(404);
+    expect(res.body).toMatchObject({ statusCode: 404, error: 'Not Found' });
+    await h.http().get('/health/live').expect(200); // no body: served as before
+  });
+
   it('still serves authenticated requests, and the error shape is the API one', async () => {
     await h.http().post('/v1/jobs').set('Authorization', `Bearer ${key}`).send({ kind: 'noop', key: 'early-ok', runAt: new Date(Date.now() + 60_000).toISOString() }).expect(201);
     await h.http().post('/v1/admin/tenants').set('Authorization', `Bearer ${ADMIN_TOKEN}`).send({ name: 'other' }).expect(201);

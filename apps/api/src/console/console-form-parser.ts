@@ -2,7 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { errorCodes, type FastifyInstance } from 'fastify';
 import { routedPath } from '../http/api-exception.filter';
-import { CONSOLE_PATH } from './console-viewer';
+import { isConsolePath } from './console-viewer';
 
 /** A console form is a sign-in or a button: anything larger is not one. */
 const MAX_FORM_BYTES = 4096;
@@ -46,8 +46,4 @@ export class ConsoleFormParser implements OnModuleInit {
       },
     );
   }
-}
-
-function isConsolePath(path: string): boolean {
-  return path === CONSOLE_PATH || path.startsWith(`${CONSOLE_PATH}/`);
 }

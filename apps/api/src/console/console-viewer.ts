@@ -13,6 +13,11 @@ export type TenantViewer = ConsoleViewer & { tenant: TenantRecord };
 
 export const CONSOLE_PATH = '/console';
 
+/** A path the console serves (a routed path: decoded, no query). */
+export function isConsolePath(path: string): boolean {
+  return path === CONSOLE_PATH || path.startsWith(`${CONSOLE_PATH}/`);
+}
+
 /**
  * A console URL. The operator's tenant rides along as `tenant=` so a link or a bookmark names
  * what it shows; a tenant's own pages need no such parameter (its key decides).
