@@ -5,9 +5,6 @@ import type { Job, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { Dispatcher } from './dispatcher';
 
-/** How long a stopping dispatcher waits for its hand-offs: a refused push is sent again for HANDOFF_RETRY_FOR_MS. */
-const HANDOFFS_CLOSE_WAIT_MS = HANDOFF_RETRY_FOR_MS + 1_000;
-
 export const HOT_CONSUMER_SETTINGS = Symbol('HOT_CONSUMER_SETTINGS');
 /** The dispatcher role's pino logger (`component: dispatcher`). */
 export const DISPATCHER_LOGGER = Symbol('DISPATCHER_LOGGER');
@@ -76,16 +73,13 @@ export class HotConsumer extends WorkerHost<Worker<EnvelopeData, unknown, string
   }
 
   /**
-   * Takes nothing new and waits for the envelopes being handed off (a refused push's retries
-   * included) up to HANDOFFS_CLOSE_WAIT_MS, then closes without QUIT. A stalled Redis answers
-   * neither their pushes nor a QUIT, and the role waited for them until SIGKILL (BullModule's own
-   * close at shutdown awaits this one). Envelopes still held stay active; another dispatcher takes
-   * them once their locks lapse, and sent again they add nothing twice.
+   * Takes nothing new, waits for the hand-offs held (a refused push's retries too), then closes
+   * without QUIT: a stalled Redis answered neither, and the role waited until SIGKILL. Envelopes
+   * still held stay active; another dispatcher takes them once their locks lapse.
    */
   async close(): Promise<void> {
-    await within(HANDOFFS_CLOSE_WAIT_MS, this.worker.pause(), 'the hand-offs held').catch(() =>
-      this.logger.warn({ waitedMs: HANDOFFS_CLOSE_WAIT_MS }, 'stopping without the hand-offs held: Redis does not answer; another dispatcher takes their envelopes once their locks lapse'),
-    );
+    const waitedMs = HANDOFF_RETRY_FOR_MS + 1_000;
+    await within(waitedMs, this.worker.pause(), 'the hand-offs held').catch(() => this.logger.warn({ waitedMs }, 'stopping without the hand-offs held: Redis does not answer'));
     await this.worker.close(true);
   }
 

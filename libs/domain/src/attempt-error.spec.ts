@@ -1,4 +1,4 @@
-import { LOST_ATTEMPT_ERROR, publicAttemptError, RELEASED_ATTEMPT_ERROR, setAsideError } from './attempt-error';
+import { exceptionText, LOST_ATTEMPT_ERROR, publicAttemptError, RELEASED_ATTEMPT_ERROR, setAsideError } from './attempt-error';
 
 describe('publicAttemptError: what a tenant is told about a failed attempt', () => {
   it.each([
@@ -26,5 +26,22 @@ describe('publicAttemptError: what a tenant is told about a failed attempt', () 
       for (const secret of ['charges_pkey', '10.0.3.4', '/app/dist', 'worker-7f9c']) expect(shown?.message).not.toContain(secret);
     }
     expect(publicAttemptError(null)).toBeNull();
+  });
+
+  it('hides an exception whatever it is named: one whose name is no identifier read as a handler\'s own reason, its text shown to the tenant (review)', () => {
+    const named = (name: unknown, message: string) => Object.assign(new Error(message), { name });
+    const thrown = [
+      named('HTTP Error', 'upstream 10.1.2.3 said 500'),
+      named('', 'SELECT … host db-primary.internal:5432'),
+      named(42, 'postgres://reports:s3cret@10.0.3.4/reports refused'),
+      'postgres://reports:s3cret@10.0.3.4/reports refused',
+      Object.create(null) as unknown,
+    ];
+    for (const error of thrown) {
+      const shown = publicAttemptError(exceptionText(error));
+      expect(shown?.code).toBe('handler_error');
+      for (const secret of ['10.1.2.3', 'db-primary', 's3cret']) expect(shown?.message).not.toContain(secret);
+    }
+    expect(exceptionText(named('TypeError', 'x is undefined'))).toBe('TypeError: x is undefined');
   });
 });

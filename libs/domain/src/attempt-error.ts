@@ -33,6 +33,21 @@ export function scheduleSetAsideError(sqlstate: string): string {
 }
 
 const EXCEPTION = /^([A-Za-z_$][\w$]*): ([\s\S]*)$/;
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/** A thrown value that is not an Error, as text: String() itself throws for some (Object.create(null)), and anything for a revoked Proxy. */
+export const describeThrown = (v: unknown): string => { try { return String(v); } catch { try { return Object.prototype.toString.call(v); } catch { return 'a value that cannot be read'; } } };
+export const isError = (v: unknown): v is Error => { try { return v instanceof Error; } catch { return false; } }; // a revoked Proxy throws here too
+
+/**
+ * An exception as the worker stores it, `<name>: <message>`, the form publicAttemptError reads.
+ * A name that is no identifier (`HTTP Error`, empty) is stored as `Error`: its text was taken
+ * for a handler's own reason and shown to its tenant.
+ */
+export function exceptionText(error: unknown): string {
+  if (!isError(error)) return `Error: ${describeThrown(error)}`;
+  return `${typeof error.name === 'string' && IDENTIFIER.test(error.name) ? error.name : 'Error'}: ${error.message}`;
+}
 const HANDLER_ERROR_MESSAGE = "the handler failed; the operator's logs have the details under this job's id and attempt";
 
 /**

@@ -1,4 +1,4 @@
-import { decideAfterFailure, decideAfterSnooze, entryState, truncateError, type SnoozeDecision, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
+import { decideAfterFailure, decideAfterSnooze, entryState, exceptionText, truncateError, type SnoozeDecision, type HandlerOutcome, type RetryPolicy, type TierHorizons } from '@almanac/domain';
 import type { CompletionRecord, RunnableJob } from '@almanac/persistence';
 import { InvalidPayloadError, PayloadForAnotherDefinitionError } from '@almanac/kinds';
 
@@ -27,7 +27,7 @@ export function attemptRecord(row: RunnableJob, outcome: HandlerOutcome | undefi
   const base = { id: row.id, attempt: row.attempt, tenantId: row.tenantId, startedAt: c.startedAt, finishedAt: c.now, workerId: c.workerId };
   const input = { attempt: row.attempt, maxAttempts: row.maxAttempts, now: c.now, horizons: c.horizons, policy: c.retryPolicy };
   if (outcome === undefined) {
-    const message = truncateError(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+    const message = truncateError(exceptionText(error));
     if (error instanceof InvalidPayloadError) return { ...base, next: 'dead', outcome: 'discarded', error: message };
     return { ...base, ...nextState(decideAfterFailure(input)), outcome: 'failed', error: message };
   }

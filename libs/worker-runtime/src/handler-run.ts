@@ -1,4 +1,4 @@
-import { type HandlerOutcome, progressReport, handlerOutcome } from '@almanac/domain';
+import { describeThrown, type HandlerOutcome, handlerOutcome, isError, progressReport } from '@almanac/domain';
 import { type DeliveryMetrics } from '@almanac/delivery';
 import { type EffectRecords, type HandlerContext, type HandlerDefinition, handlerPayload, judgedError } from '@almanac/kinds';
 import type { EffectsRepository, RunnableJob } from '@almanac/persistence';
@@ -59,10 +59,6 @@ class JobContext implements HandlerContext {
   get tx(): () => Promise<EntityManager> { return (this.#tx ??= () => this.#io.tx.open(this.traceContext)); }
   get progress(): (percent: number, note?: string) => void { return (this.#progress ??= (percent, note) => void (this.#io.slot.progress = JSON.stringify(progressReport(percent, note, this.attempt, this.#io.clock.now())))); }
 }
-
-/** A thrown value that is not an Error, as text: String() itself throws for some (Object.create(null)), and anything for a revoked Proxy. */
-const describeThrown = (v: unknown): string => { try { return String(v); } catch { try { return Object.prototype.toString.call(v); } catch { return 'a value that cannot be read'; } } };
-const isError = (v: unknown): v is Error => { try { return v instanceof Error; } catch { return false; } }; // a revoked Proxy throws here too
 
 // A signal first read after its run was aborted (timed out, released) is born aborted.
 function controllerAbortedBy(reason: Error | undefined): AbortController { const c = new AbortController(); if (reason) c.abort(reason); return c; }

@@ -17,12 +17,14 @@ export interface WorkerSettings {
 /** Worker role settings, as libs/config/src/settings/workers.ts declares them. */
 export function workerSettingsFromEnv(env: Env): WorkerSettings {
   const concurrency = readSetting(env, 'ALMANAC_WORKER_CONCURRENCY');
+  const baseMs = readSetting(env, 'ALMANAC_RETRY_BASE_MS');
   return {
     pools: readSetting(env, 'ALMANAC_WORKER_POOLS'),
     concurrency,
     shutdownMs: readSetting(env, 'ALMANAC_WORKER_SHUTDOWN_MS'),
     workerId: readSetting(env, 'ALMANAC_WORKER_ID', { default: `${hostname()}-${process.pid}` }),
-    retryPolicy: retryPolicyFromEnv(env),
+    // Backoff ceiling for failed attempt n: min(max, base · 2^(n-1)), equal jitter (domain).
+    retryPolicy: { baseMs, factor: DEFAULT_RETRY_POLICY.factor, maxMs: readSetting(env, 'ALMANAC_RETRY_MAX_MS', { min: baseMs }) },
     leaseMs: readSetting(env, 'ALMANAC_LEASE_MS'),
     // Until a pool has been seen saturated, its autoscaling assumes handlers of about a second:
     // a replica runs `concurrency` jobs a second. Set the default nearer the truth for slow handlers.
@@ -33,9 +35,3 @@ export function workerSettingsFromEnv(env: Env): WorkerSettings {
   };
 }
 
-/** Backoff ceiling for failed attempt n: min(max, base · 2^(n-1)), equal jitter (domain). */
-function retryPolicyFromEnv(env: Env): RetryPolicy {
-  const baseMs = readSetting(env, 'ALMANAC_RETRY_BASE_MS');
-  const maxMs = readSetting(env, 'ALMANAC_RETRY_MAX_MS', { min: baseMs });
-  return { baseMs, factor: DEFAULT_RETRY_POLICY.factor, maxMs };
-}
