@@ -50,6 +50,25 @@ describe('RetentionRepository (Postgres)', () => {
     expect(rows).toEqual([{ through: day(400) }]);
   });
 
+  it('retires keys by the tenant\'s row at each batch, not by the policy read at the run\'s start: a switch to reserved mid-run freed the rest of the run\'s keys (review)', async () => {
+    const tenants = new TenantsRepository(db.dataSource);
+    const day = (days: number) => utcDay(new Date(now.getTime() + days * DAY));
+    const at = new Date(now.getTime() - 40 * DAY);
+    await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state, finished_at) SELECT $1, 'mid:' || g, 'noop', $2, 'd', $2 FROM generate_series(1, 4) g`, [a, at]);
+    try {
+      await tenants.updateRetention(a, { keysAfterRetention: 'freed' });
+      const read = (await repo.policies(30 * 86_400, 400 * 86_400))[0]; // the run's start
+      expect((await repo.removeExpired(read, new Date(now.getTime() - 30 * DAY), 2, day(0))).removed).toBe(2);
+      await tenants.updateRetention(a, { keysAfterRetention: 'reserved', keyReservationSeconds: 'forever' }); // the admin, mid-run
+      expect((await repo.removeExpired(read, new Date(now.getTime() - 30 * DAY), 2, day(0))).removed).toBe(2);
+      const kept = await db.dataSource.query(`SELECT key, reserved_through FROM retired_keys WHERE tenant_id = $1 ORDER BY key`, [a]);
+      expect(kept).toHaveLength(2); // the two removed after the switch, reserved for good
+      expect(kept.every((k: { reserved_through: unknown }) => k.reserved_through === null)).toBe(true);
+    } finally {
+      await tenants.updateRetention(a, { keysAfterRetention: 'reserved', keyReservationSeconds: 400 * 86_400 });
+    }
+  });
+
   it("measures the oldest expired row from where the walk got to: it reads about one row, not the backlog the walk passed", async () => {
     // A backlog held back by a limit (queued, due long ago) below the tenant's expired rows.
     const rows = (state: string, n: number, daysAgo: number) =>

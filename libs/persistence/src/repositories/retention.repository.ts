@@ -51,7 +51,9 @@ export class RetentionRepository {
   /**
    * Removes up to `limit` of the tenant's finished jobs that ended and were due before `cutoff`,
    * oldest first, with their attempts; retires their keys unless freed, on `removedOn` (YYYY-MM-DD,
-   * the database's UTC day), reserved through the policy's days after it.
+   * the database's UTC day), reserved for the days the tenant's row names at the statement (a
+   * switch mid-run applies from the next batch), else the policy's (an override removed mid-run
+   * applies from the next run).
    * `lastRunAt` is the run time of the last row removed (null when none was).
    */
   async removeExpired(
@@ -68,7 +70,6 @@ export class RetentionRepository {
       cutoff,
       limit,
       removedOn,
-      policy.freesKeys,
       keyReservationDays(policy.keyReservation),
       scope.only ?? null,
       scope.kept ?? [],

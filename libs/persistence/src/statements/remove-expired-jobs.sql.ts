@@ -21,17 +21,23 @@ const walkedFrom = (n: number) => `run_at >= $${n}::timestamptz`;
  * batch stepped over all of them again). A cancelled job whose run time is still ahead waits
  * for it: it is removed once both times are past the cutoff.
  *
- * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day · $5 boolean
- * keys freed (no retired_keys row) · $6 int days the keys stay reserved after the removal day
- * (null: forever) · $7 bigint[] only these rows (null: any) · $8 bigint[] never these (rows a
- * removal could not take: the sweep set them aside) · $9 timestamptz run times from (inclusive;
- * '-infinity': all).
+ * Whether keys are freed, and how long they stay reserved, are read from the tenant's row by the
+ * statement itself: a run lasts many batches, and a tenant switched to reserved keys mid-run had
+ * the rest of the run's keys freed (replays then made second jobs).
+ *
+ * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day · $5 int days
+ * the keys stay reserved after the removal day when the tenant's row sets none (null: forever) ·
+ * $6 bigint[] only these rows (null: any) · $7 bigint[] never these (rows a removal could not
+ * take: the sweep set them aside) · $8 timestamptz run times from (inclusive; '-infinity': all).
  * Returns the rows removed and the run time of the last one.
  */
 export const REMOVE_EXPIRED_JOBS_SQL = `
-WITH doomed AS (
+WITH keys AS (
+  SELECT frees_keys, CASE WHEN keys_reserved_forever THEN NULL ELSE coalesce(ceil(key_reservation_seconds / 86400.0)::int, $5::int) END AS days
+    FROM tenants WHERE id = $1
+), doomed AS (
   SELECT id FROM jobs
-   WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(9)} AND ($7::bigint[] IS NULL OR id = ANY ($7::bigint[])) AND NOT (id = ANY ($8::bigint[]))
+   WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(8)} AND ($6::bigint[] IS NULL OR id = ANY ($6::bigint[])) AND NOT (id = ANY ($7::bigint[]))
    ORDER BY run_at, id
    LIMIT $3
    FOR UPDATE SKIP LOCKED
@@ -41,14 +47,14 @@ WITH doomed AS (
   DELETE FROM job_attempts a USING gone g WHERE a.job_id = g.id
 ), retired AS (
   INSERT INTO retired_keys (tenant_id, key, removed_on, state, reserved_through, result_digest)
-  SELECT $1::int, g.key, $4::date, g.state, $4::date + $6::int, g.result_digest FROM gone g WHERE NOT $5::boolean
+  SELECT $1::int, g.key, $4::date, g.state, $4::date + k.days, g.result_digest FROM gone g, keys k WHERE NOT k.frees_keys
   ON CONFLICT (tenant_id, key) DO UPDATE
     SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state, reserved_through = EXCLUDED.reserved_through, result_digest = EXCLUDED.result_digest
 )
 SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
 
-/** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 as there, $4 its $8, $5 its $9): what to split when it failed. */
+/** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 as there, $4 its $7, $5 its $8): what to split when it failed. */
 export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(5)} AND NOT (id = ANY ($4::bigint[])) ORDER BY run_at, id LIMIT $3`;
 
-/** The run time of the oldest row REMOVE_EXPIRED_JOBS_SQL would take ($1, $2 as there, $3 its $8, $4 its $9): how far behind it is. */
+/** The run time of the oldest row REMOVE_EXPIRED_JOBS_SQL would take ($1, $2 as there, $3 its $7, $4 its $8): how far behind it is. */
 export const OLDEST_EXPIRED_SQL = `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(4)} AND NOT (id = ANY ($3::bigint[])) ORDER BY run_at LIMIT 1`;
