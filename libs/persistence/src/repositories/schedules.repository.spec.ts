@@ -97,6 +97,25 @@ describe('SchedulesRepository (Postgres)', () => {
     expect((await state()).ago).toBeLessThan(5);
   });
 
+  it('an edit keeps a run moved by hand, and a pause cancels it: deleted, it came back at the instant it was moved from or, that instant past, never ran (review)', async () => {
+    const made = await schedules.create({ ...seed('moved'), cron: '*/10 * * * *', timing: parseSchedule('*/10 * * * *', 'UTC') });
+    if (!('schedule' in made)) throw new Error('not created');
+    const id = made.schedule.id;
+    const [{ now }] = await db.dataSource.query<{ now: Date }[]>(`SELECT now()`);
+    const tenMinutes = (n: number) => new Date((Math.floor(now.getTime() / 600_000) + n) * 600_000);
+    const occurrence = (nominal: Date, runAt: Date) =>
+      db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, $1, 'noop', $2, 's')`, [occurrenceKey(id, nominal), runAt]);
+    await occurrence(tenMinutes(3), tenMinutes(3)); // as the sweep made it
+    await occurrence(tenMinutes(-3), tenMinutes(18)); // due half an hour ago, postponed by three hours
+    const rows = () => db.dataSource.query<{ key: string; run_at: Date; state: string }[]>(`SELECT key, run_at, state FROM jobs WHERE key LIKE $1 ORDER BY key`, [`schedule:${id}:%`]);
+
+    expect(await schedules.update(1, id, { payload: { v: 2 } })).toMatchObject({ removed: { count: 1 } });
+    expect(await rows()).toEqual([{ key: occurrenceKey(id, tenMinutes(-3)), run_at: tenMinutes(18), state: 's' }]);
+
+    expect(await schedules.setPaused(1, id, true)).toMatchObject({ removed: { count: 1 } });
+    expect(await rows()).toEqual([{ key: occurrenceKey(id, tenMinutes(-3)), run_at: tenMinutes(18), state: 'c' }]);
+  });
+
   it('a timing change that waits for the schedule row keeps the occurrences that fell due during the wait', async () => {
     const made = await schedules.create({ ...seed('waits'), cron: '* * * * *' });
     if (!('schedule' in made)) throw new Error('not created');

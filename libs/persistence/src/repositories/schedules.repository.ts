@@ -145,9 +145,9 @@ export class SchedulesRepository {
       // A new timing replaces the occurrences not due yet. Those due (waiting behind a limit, say)
       // or started (waiting for a retry) run as they are: removed, the new timing, made from now
       // on, never made them again, and a cancelled retry's key blocked its instant under it.
-      if (change.timing) return { schedule: toView(row), removed: { count: (await removeNeverStartedOccurrences(tx, tenantId, row.id, now)).count } };
+      if (change.timing) return { schedule: toView(row), removed: { count: (await removeNeverStartedOccurrences(tx, tenantId, row.id, now, 'remove')).count } };
       if (change.kind === undefined && change.payload === undefined && change.maxAttempts === undefined) return { schedule: toView(row), removed: { count: 0 } };
-      const gone = await removeNeverStartedOccurrences(tx, tenantId, row.id, new Date(now.getTime() + EDIT_KEEPS_DUE_WITHIN_MS));
+      const gone = await removeNeverStartedOccurrences(tx, tenantId, row.id, new Date(now.getTime() + EDIT_KEEPS_DUE_WITHIN_MS), 'keep');
       const next = earlier(row.next_run_at, gone.earliest);
       if (next === row.next_run_at) return { schedule: toView(row), removed: { count: gone.count } };
       const moved: [RawSchedule[], number] = await tx.query(`UPDATE schedules SET next_run_at = $2 WHERE id = $1 RETURNING ${COLUMNS}`, [row.id, next]);
@@ -157,7 +157,8 @@ export class SchedulesRepository {
 
   /**
    * Pausing removes the occurrences that have not started (their hints go stale), so a pause
-   * stops runs at once rather than after the horizon already materialised; `next_run_at` moves
+   * stops runs at once rather than after the horizon already materialised (one moved by hand is
+   * cancelled: see MovedOccurrences); `next_run_at` moves
    * back to the earliest of them, so on resume the recurring sweep brings back per the missed
    * policy those that fell due meanwhile and materialises the rest again. Occurrences that
    * started (running, or waiting for a retry) are left alone. Resuming applies the missed policy
@@ -173,7 +174,7 @@ export class SchedulesRepository {
       let removed: RemovedOccurrences = { count: 0 };
       let nextRunAt = current.next_run_at;
       if (paused && !current.paused) {
-        const gone = await removeNeverStartedOccurrences(tx, tenantId, current.id, null);
+        const gone = await removeNeverStartedOccurrences(tx, tenantId, current.id, null, 'cancel');
         removed = { count: gone.count };
         nextRunAt = earlier(nextRunAt, gone.earliest);
       }

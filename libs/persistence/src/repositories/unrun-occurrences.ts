@@ -23,23 +23,39 @@ export async function removeUnrunOccurrences(tx: EntityManager, tenantId: number
 }
 
 /**
+ * What becomes of an occurrence moved by hand (a reschedule, one or in bulk: its run time is no
+ * longer its key's instant) among those removed: `remove`d with the rest (a new timing replaces
+ * them all); `keep` its time and values (an edit: deleted, it was made again at its key's instant
+ * or, that instant past, skipped by the missed policy and never run); `cancel` it (a pause: its
+ * key stays, so a resume does not make it again at the instant it was moved from).
+ */
+export type MovedOccurrences = 'remove' | 'keep' | 'cancel';
+
+/**
  * Deletes the occurrences that never started (scheduled or queued, no attempt), or with `dueAfter`
- * only those whose run time is after it, and says which nominal instant (from the key) was the
- * earliest removed, so the caller can move `next_run_at` back for the sweep to make them again.
+ * only those whose run time is after it, but the ones moved by hand as `moved` says, and says
+ * which nominal instant (from the key) was the earliest deleted, so the caller can move
+ * `next_run_at` back for the sweep to make them again. `count`: those deleted or cancelled.
  */
 export async function removeNeverStartedOccurrences(
   tx: EntityManager,
   tenantId: number,
   scheduleId: string,
   dueAfter: Date | null,
+  moved: MovedOccurrences,
 ): Promise<{ count: number; earliest: Date | null }> {
   const [lo, hi] = occurrenceKeyRange(scheduleId);
+  const unstarted = `tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0 AND ($4::timestamptz IS NULL OR run_at > $4)`;
+  const atItsInstant = `run_at = substr(key, length($2) + 1)::timestamptz`;
   const [row]: { n: number; earliest: Date | null }[] = await tx.query(
     `WITH gone AS (
-       DELETE FROM jobs WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0
-          AND ($4::timestamptz IS NULL OR run_at > $4) RETURNING key)
-     SELECT count(*)::int AS n, min(substr(key, length($2) + 1)::timestamptz) AS earliest FROM gone`,
-    [tenantId, lo, hi, dueAfter],
+       DELETE FROM jobs WHERE ${unstarted} AND ($5 = 'remove' OR ${atItsInstant}) RETURNING key
+     ), held AS (
+       UPDATE jobs SET state = 'c', finished_at = now() WHERE ${unstarted} AND $5 = 'cancel' AND NOT ${atItsInstant} RETURNING 1
+     )
+     SELECT (SELECT count(*) FROM gone)::int + (SELECT count(*) FROM held)::int AS n,
+            (SELECT min(substr(key, length($2) + 1)::timestamptz) FROM gone) AS earliest`,
+    [tenantId, lo, hi, dueAfter, moved],
   );
   return { count: row.n, earliest: row.earliest };
 }
