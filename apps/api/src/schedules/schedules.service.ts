@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { nextOccurrences, type Schedule } from '@almanac/domain';
 import { isJobIdString, SchedulesRepository, type ScheduleView, type TenantRecord } from '@almanac/persistence';
 import { Clock } from '@almanac/platform';
@@ -5,7 +6,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectPinoLogger, PinoLogger } from 'nestjs-pino';
 import { API_SETTINGS, ApiSettings } from '../api-settings';
 import { ApiError, conflict, invalid, notFound } from '../http/api-error';
-import { Issues, payloadBytes, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
+import { Issues, queryInt, queryString, rejectUnknownQuery } from '../http/validation';
 import { KindsService } from '../kinds/kinds.service';
 import { StoredBytesQuota } from '../tenants/stored-bytes-quota';
 import { decodeScheduleCursor, encodeScheduleCursor } from './schedule-cursor';
@@ -107,11 +108,11 @@ export class SchedulesService {
         if (!t.ok) throw invalid(t.issues);
         if (t.value.cron !== current.cron || t.value.timezone !== current.timezone) timing = { schedule: t.value };
       }
-      // Only what the new payload adds over the one it replaces: a smaller one, or null, is
-      // never refused, not even when the tenant is already over its quota. Charged last, so
-      // nothing between charge and write can leave it charged.
-      const growth = patch.payloadBytes === undefined ? 0 : patch.payloadBytes - payloadBytes(current.payload);
-      const charge = growth > 0 ? this.quota.charge(tenant, growth) : null;
+      // The new payload's whole size, not its growth: the one it replaces stays stored while
+      // runs that retention keeps carry or point at it, and same-size PATCHes took a tenant
+      // past its quota (review). null is never refused. Charged last, so nothing between charge
+      // and write can leave it charged. The payload as stored changes nothing (a sync tool's resend).
+      const charge = patch.payloadBytes && !isDeepStrictEqual(patch.payload, current.payload) ? this.quota.charge(tenant, patch.payloadBytes) : null;
       const write = this.schedules.update(tenant.id, id, {
         kind: patch.kind,
         payload: patch.payload,
