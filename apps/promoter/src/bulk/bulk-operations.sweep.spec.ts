@@ -53,6 +53,34 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
     await db.drop();
   });
 
+  it("applies other tenants' chunks while a slow match reads: one tenant's match held them, run after run (review)", async () => {
+    const opsB = [];
+    for (let i = 0; i < 3; i++) {
+      await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: `b${i}-` });
+      opsB.push(await operation(b, { keyPrefix: `b${i}-` }));
+    }
+    await sweep({ chunksPerRun: 0 }).runOnce(NOW); // B's are running, no chunk applied
+    await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR), prefix: 'slow-' });
+    const opA = await operation(a, { keyPrefix: 'slow-' });
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const match = repo.match.bind(repo);
+    const slow = jest.spyOn(repo, 'match').mockImplementation(async (...args) => gate.then(() => match(...args))); // a match reading millions of rows
+    try {
+      const run = sweep({ chunksPerRun: 1, matchBudgetMs: 20 }).runOnce(NOW);
+      const states = () => Promise.all(opsB.map(async (op) => (await read(b, op.id)).state));
+      for (let i = 0; i < 500 && !(await states()).every((st) => st === 'done'); i++); // each look a round trip
+      expect(await states()).toEqual(['done', 'done', 'done']); // before: one chunk, then the match's whole wait
+      release();
+      expect(await run).toMatchObject({ matched: 1, chunks: 3, more: true });
+      await sweep().runOnce(NOW);
+      expect((await read(a, opA.id)).state).toBe('done');
+    } finally {
+      release();
+      slow.mockRestore();
+    }
+  });
+
   it("a chunk that keeps meeting a held row lock backs off and waits for the lock, however long, and then applies whole; another tenant's goes on in each run", async () => {
     const blocked = await insertJobs(db.dataSource, { tenantId: a, count: 5, start: at(48 * HOUR), prefix: 'stuck' });
     const free = await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: 'free' });

@@ -1,5 +1,5 @@
 import type { BulkOperationRecord, BulkOperationsRepository } from '@almanac/persistence';
-import { isDependencyAway, SILENT_LOGGER } from '@almanac/platform';
+import { isDependencyAway, SILENT_LOGGER, within } from '@almanac/platform';
 import type { Logger } from 'pino';
 import type { SweepMetrics } from '../sweeps/sweep-metrics';
 import { type Enqueuer, runningFrom, type Sweep, type SweepResult } from '../sweeps/sweep';
@@ -75,14 +75,39 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
     const result: BulkOperationsResult = { matched: 0, chunks: 0, changed: 0 };
     const tenants: Turn[][] = [];
     for (const op of ops) if (op.state === 'running') addTurn(tenants, { op, next: op.nextChunk });
-    // Chunks first: a match may take up to the statement timeout, and must not hold them back.
-    await this.applyTurns(tenants, at, result);
-    // Ones that have failed least go first (a failing match does not hold the others behind
-    // it), then in the tenants' turn (a stable sort keeps open()'s order).
-    const pending = ops.filter((op) => op.state === 'pending').sort((x, y) => x.failures - y.failures);
+    // Chunks first, and on while the matches read (each may take up to the statement timeout): a
+    // slow match held every tenant's chunks for as long, run after run (review).
+    const pending = ops.filter((op) => op.state === 'pending');
+    const matching = this.match(pending, tenants, result);
+    const matchesEnd = matching.then(() => true, () => true);
+    let budget = this.o.chunksPerRun;
+    try {
+      await this.applyTurns(tenants, at, result, budget);
+      // A run's worth more each second the matches still read.
+      while (tenants.length > 0 && budget > 0 && !(await within(this.o.matchBudgetMs ?? MATCH_BUDGET_MS, matchesEnd, 'matches').catch(() => false))) {
+        budget += this.o.chunksPerRun;
+        await this.applyTurns(tenants, at, result, budget);
+      }
+    } finally {
+      await matching.catch(() => undefined); // one step at a time ends with the run, whichever failed
+    }
+    const tried = await matching;
+    await this.applyTurns(tenants, at, result, budget); // the newly matched, in what is left
+    // No turn at all (only pending operations, failing or not reached): the next run looks past
+    // these, or a window of them kept every later tenant's operations out for good.
+    if (result.chunks === 0 && ops.length === OPEN_PER_RUN) this.lastTenant = ops[ops.length - 1].tenantId;
+    return { ...result, more: tenants.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
+  }
+
+  /**
+   * Matches pending operations, ones that have failed least first (a failing match does not hold
+   * the others behind it), then in the tenants' turn (a stable sort keeps open()'s order), for up
+   * to the match budget; a matched one gets its tenant's turns. Returns how many it tried.
+   */
+  private async match(pending: BulkOperationRecord[], tenants: Turn[][], result: BulkOperationsResult): Promise<number> {
     const started = Date.now();
     let tried = 0;
-    for (const op of pending) {
+    for (const op of [...pending].sort((x, y) => x.failures - y.failures)) {
       if (tried > 0 && Date.now() - started >= (this.o.matchBudgetMs ?? MATCH_BUDGET_MS)) break;
       tried++;
       const state = await this.step(op, 'match', () => this.repo.match(op, this.o.maxJobs));
@@ -91,18 +116,14 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
       this.log.info({ operationId: op.id, tenantId: op.tenantId, action: op.action, state }, 'bulk operation matched');
       if (state === 'running') addTurn(tenants, { op, next: 0 });
     }
-    await this.applyTurns(tenants, at, result); // what is left of chunksPerRun
-    // No turn at all (only pending operations, failing or not reached): the next run looks past
-    // these, or a window of them kept every later tenant's operations out for good.
-    if (result.chunks === 0 && ops.length === OPEN_PER_RUN) this.lastTenant = ops[ops.length - 1].tenantId;
-    return { ...result, more: tenants.length > 0 || tried < pending.length || ops.length === OPEN_PER_RUN };
+    return tried;
   }
 
-  /** Applies chunks, a turn per tenant in turn, until none are left or the run's chunksPerRun. */
-  private async applyTurns(tenants: Turn[][], at: () => Date, result: BulkOperationsResult): Promise<void> {
-    while (tenants.length > 0 && result.chunks < this.o.chunksPerRun) {
+  /** Applies chunks, a turn per tenant in turn, until none are left or the run has applied `budget`. */
+  private async applyTurns(tenants: Turn[][], at: () => Date, result: BulkOperationsResult, budget: number): Promise<void> {
+    while (tenants.length > 0 && result.chunks < budget) {
       for (const turns of [...tenants]) {
-        if (result.chunks >= this.o.chunksPerRun) break;
+        if (result.chunks >= budget) break;
         const turn = turns[0];
         result.chunks++;
         this.lastTenant = turn.op.tenantId; // the next run starts with the tenant after it
