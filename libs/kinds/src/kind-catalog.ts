@@ -67,6 +67,11 @@ export class KindCatalog {
     }
   }
 
+  /** When the copy was last read (-Infinity: never): what is derived from it is good until it changes. */
+  get readAt(): number {
+    return this.loadedAt;
+  }
+
   /** False until a read has succeeded: until then no answer about a kind is known to be right. */
   get loaded(): boolean {
     return this.everLoaded;

@@ -1,4 +1,5 @@
-import { Injectable, Module, OnModuleInit } from '@nestjs/common';
+import { ALMANAC_CONFIG, type AlmanacConfig } from '@almanac/platform';
+import { Inject, Injectable, Module, OnModuleInit } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, ModulesContainer } from '@nestjs/core';
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
@@ -31,7 +32,9 @@ export function openApiConfig(): Omit<OpenAPIObject, 'paths'> {
  * wants the Nest application; during onModuleInit (before the 404 handler is installed) the
  * pieces it reads — modules, app config, HTTP adapter — are handed to it directly. The
  * document is built on first request, when every controller is registered; each request then
- * gets it with the kinds registered at that moment and their payload schemas (withKindSchemas).
+ * gets it with the kinds registered at that moment and their payload schemas (withKindSchemas),
+ * patched once per read of the registry (it cost ~6 ms a request, to anyone). With
+ * ALMANAC_ADMIN_PORT set it leaves the admin routes out: the public port does not tell they exist.
  */
 @Injectable()
 class ApiDocsInstaller implements OnModuleInit {
@@ -39,7 +42,11 @@ class ApiDocsInstaller implements OnModuleInit {
     private readonly adapterHost: HttpAdapterHost,
     private readonly modules: ModulesContainer,
     private readonly kinds: KindsService,
+    @Inject(ALMANAC_CONFIG) private readonly config: AlmanacConfig,
   ) {}
+
+  /** The document as last patched, and the registry read it was patched with. */
+  private patched: { readAt: number; document: OpenAPIObject } | undefined;
 
   onModuleInit(): void {
     const httpAdapter = this.adapterHost.httpAdapter;
@@ -55,9 +62,16 @@ class ApiDocsInstaller implements OnModuleInit {
       jsonDocumentUrl: `${DOCS_PATH}-json`,
       patchDocumentOnRequest: async (_req, _res, document) => {
         await this.kinds.lookup([]);
-        return withKindSchemas(document, this.kinds.catalog.all());
+        const readAt = this.kinds.catalog.readAt;
+        if (this.patched?.readAt !== readAt) this.patched = { readAt, document: withKindSchemas(this.publicPart(document), this.kinds.catalog.all()) };
+        return this.patched.document;
       },
     });
+  }
+
+  private publicPart(document: OpenAPIObject): OpenAPIObject {
+    if (this.config.adminPort === undefined) return document;
+    return { ...document, paths: Object.fromEntries(Object.entries(document.paths).filter(([path]) => !path.startsWith('/v1/admin'))) };
   }
 }
 

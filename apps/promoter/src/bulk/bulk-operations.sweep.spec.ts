@@ -54,7 +54,7 @@ describe('BulkOperationsSweep (Postgres + Redis)', () => {
   });
 
   it("applies other tenants' chunks while a slow match reads: one tenant's match held them, run after run (review)", async () => {
-    const opsB = [];
+    const opsB: { id: string }[] = [];
     for (let i = 0; i < 3; i++) {
       await insertJobs(db.dataSource, { tenantId: b, count: 5, start: at(48 * HOUR), prefix: `b${i}-` });
       opsB.push(await operation(b, { keyPrefix: `b${i}-` }));
