@@ -1,12 +1,13 @@
 import type { EffectOnce, EffectRecords } from '@almanac/kinds';
 import type { EffectsRepository } from '@almanac/persistence';
 import { isValueError, OUTCOME_RETRY_PAUSES, retryWithBackoff } from '@almanac/platform';
+import type { Logger } from 'pino';
 
 /** Past the kind's timeout its run has been aborted; this much more covers a slow abort. */
 const STALE_MARGIN_MS = 30_000;
 
 /** `ctx.effects` for one job: its tenant and id, over the effect records table. */
-export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: number; id: string }, timeoutMs: number): EffectRecords {
+export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: number; id: string }, timeoutMs: number, logger: () => Logger): EffectRecords {
   return {
     async once<T>(key: string, call: () => Promise<T>, opts: { staleAfterMs?: number } = {}): Promise<EffectOnce<T>> {
       const staleMs = opts.staleAfterMs ?? timeoutMs + STALE_MARGIN_MS;
@@ -21,12 +22,12 @@ export function effectRecordsFor(repo: EffectsRepository, job: { tenantId: numbe
         await repo.release(job.tenantId, key, job.id, claim.token).catch(() => undefined); // else it goes stale
         throw err;
       }
-      // The call happened: a record that fails (a pool timeout, a failover) is sent again while the
-      // claim holds, or the run that takes the stale claim over would make the call a second time;
-      // not a result Postgres or JSON refuses (U+0000, a BigInt), which no retry can store.
+      // The call happened: a record that fails (a pool timeout, a failover) goes again while the claim
+      // holds, or a run taking the stale claim over calls again; one Postgres refuses, never.
       let until = staleAt;
       const stopOnValue = (err: unknown): never => { if (isValueError(err) || err instanceof TypeError) until = 0; throw err; };
-      await retryWithBackoff(() => repo.finish(job.tenantId, key, job.id, result).catch(stopOnValue), { ...OUTCOME_RETRY_PAUSES, until: () => until });
+      const refused = await retryWithBackoff(() => repo.finish(job.tenantId, key, job.id, result).catch(stopOnValue), { ...OUTCOME_RETRY_PAUSES, until: () => until });
+      if (refused) logger().warn({ effect: key, reason: refused }, 'an effect was recorded done without its result, which Postgres cannot store: a later run reads null');
       return { busy: false, ran: true, result };
     },
   };

@@ -32,10 +32,20 @@ describe('a failed run and its transaction', () => {
     expect(idle[0].n).toBe(0);
   });
 
-  it('records an effect done whose result Postgres refuses, so no later run makes the call again', async () => {
+  it('records an effect done whose result Postgres refuses, so no later run makes the call again, and says so in the log', async () => {
     const [id] = await h.enqueue([{ kind: 'odd-effect', maxAttempts: 3 }]);
     await h.hot.runOnce();
+    const warned: unknown[] = [];
+    const child = h.logger.child.bind(h.logger);
+    const jobLoggers = jest.spyOn(h.logger, 'child').mockImplementation((...args: Parameters<typeof child>) => {
+      const logger = child(...args);
+      logger.warn = ((obj: unknown) => void warned.push(obj));
+      return logger;
+    });
     await h.runWorker(h.worker());
+    jobLoggers.mockRestore();
+    // Before, nothing told the operator: a replay read null.
+    expect(warned).toContainEqual(expect.objectContaining({ effect: expect.any(String), reason: expect.stringMatching(/U\+0000|not JSON|bytes of JSON|surrogate/) }));
     // Before, the record's failure failed the run, the claim stayed open and went stale, and each retry called again.
     expect(await h.job(id)).toMatchObject({ state: 'd', attempts: 1 });
     expect(await h.ds.query(`SELECT result, done_at IS NOT NULL AS done FROM job_effects WHERE job_id = $1`, [id])).toEqual([{ result: null, done: true }]);

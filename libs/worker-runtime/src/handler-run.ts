@@ -54,7 +54,7 @@ class JobContext implements HandlerContext {
   static abort(ctx: JobContext, reason: Error): void { ctx.#aborted = reason; ctx.#controller?.abort(reason); }
   get signal(): AbortSignal { return (this.#controller ??= controllerAbortedBy(this.#aborted)).signal; }
   get logger(): Logger { return (this.#logger ??= this.#io.logger.child({ tenantId: this.tenantId, jobId: this.jobId, kind: this.kind, attempt: this.attempt })); }
-  get effects(): EffectRecords { return (this.#effects ??= effectRecordsFor(this.#io.effects, this.#row, this.#timeoutMs)); }
+  get effects(): EffectRecords { return (this.#effects ??= effectRecordsFor(this.#io.effects, this.#row, this.#timeoutMs, () => this.logger)); }
   // Functions bound on first read, so `const { tx } = ctx` works as with the literal's arrows.
   get tx(): () => Promise<EntityManager> { return (this.#tx ??= () => this.#io.tx.open(this.traceContext)); }
   get progress(): (percent: number, note?: string) => void { return (this.#progress ??= (percent, note) => void (this.#io.slot.progress = JSON.stringify(progressReport(percent, note, this.attempt, this.#io.clock.now())))); }

@@ -30,16 +30,18 @@ export class EffectsRepository {
   /**
    * Marks the claimed call done with its result. One jsonb cannot hold (storedJson: U+0000, a
    * BigInt, over 1 MiB) is stored as null: the call is done all the same, and a later run must
-   * read it done, not make the call again.
+   * read it done, not make the call again. Returns why the result was not stored (null: it was).
    */
-  async finish(tenantId: number, key: string, jobId: string, result: unknown): Promise<void> {
-    let text: string | null;
+  async finish(tenantId: number, key: string, jobId: string, result: unknown): Promise<string | null> {
+    let text: string | null = null;
+    let refused: string | null = null;
     try {
       text = storedJson(result, `the result of effect ${key}`);
-    } catch {
-      text = null;
+    } catch (err) {
+      refused = (err as Error).message;
     }
     await sql(this.db, FINISH_EFFECT_SQL, [tenantId, key, jobId, text]);
+    return refused;
   }
 
   /** Gives up this run's claim (`token`) after its call failed; a later claim or a done record stays. */
