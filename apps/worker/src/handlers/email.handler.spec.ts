@@ -293,6 +293,7 @@ describe('email', () => {
       // Retention with keysAfterRetention "freed": the job goes and its key is free at once; its
       // effect record expires apart (every 10 minutes, capped), so it is still there.
       const retention = new RetentionRepository(h.ds);
+      await new TenantsRepository(h.ds).updateRetention(1, { keysAfterRetention: 'freed' }); // read by the removal itself
       const removed = await retention.removeExpired({ tenantId: 1, retentionSeconds: 0, freesKeys: true, keyReservation: 0 }, new Date(Date.now() + 60_000), 100, '2026-12-07');
       expect(removed.removed).toBe(1);
       expect(await h.ds.query(`SELECT 1 FROM job_effects`)).toHaveLength(1);

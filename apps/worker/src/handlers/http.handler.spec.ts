@@ -193,6 +193,7 @@ describe('http handler', () => {
     await h.runWorker(w);
     expect(await h.job(first)).toMatchObject({ state: 'x', attempts: 2 });
     // Retention with keysAfterRetention "freed": the job goes and its key is free at once.
+    await new TenantsRepository(h.ds).updateRetention(tenantId, { keysAfterRetention: 'freed' }); // read by the removal itself
     const removed = await new RetentionRepository(h.ds).removeExpired({ tenantId, retentionSeconds: 0, freesKeys: true, keyReservation: 0 }, new Date(Date.now() + 60_000), 100, new Date().toISOString().slice(0, 10));
     expect(removed.removed).toBe(1);
     const again = await run(local('/ok'), {}, 'invoice-7');
