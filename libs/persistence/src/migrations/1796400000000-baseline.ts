@@ -124,7 +124,7 @@ const SCHEMA = [
   `CREATE UNIQUE INDEX jobs_tenant_key ON jobs (tenant_id, key)`,
   `CREATE INDEX jobs_cold_due ON jobs (almanac_hour(run_at)) WHERE state = 's'`,
   `CREATE INDEX jobs_cold_tenant ON jobs (tenant_id, almanac_hour(run_at)) WHERE state = 's'`,
-  `CREATE INDEX jobs_queued_due ON jobs (run_at) WHERE state = 'q'`,
+  `CREATE INDEX jobs_queued_due ON jobs (run_at, id) WHERE state = 'q'`, // pages of rows sharing a run time read just their page
   `CREATE INDEX jobs_running_lease ON jobs (lease_until) WHERE state = 'r'`,
   // Listing of everything but cold rows (those go through jobs_cold_tenant): future jobs pay for
   // no listing index.

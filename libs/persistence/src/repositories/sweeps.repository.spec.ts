@@ -1,7 +1,7 @@
 import { createTestDatabase, type TestDatabase } from '@almanac/testing/test-db';
 import { releaseSweepLease } from '../statements/release-sweep-lease.sql';
 import { renewSweepLease } from '../statements/renew-sweep-lease.sql';
-import { SweepsRepository } from './sweeps.repository';
+import { queuedPage, SweepsRepository } from './sweeps.repository';
 
 describe('SweepsRepository (Postgres)', () => {
   let db: TestDatabase;
@@ -149,6 +149,30 @@ describe('SweepsRepository (Postgres)', () => {
       }, null, stop.signal);
       expect(pages).toEqual([3]);
       expect(scan).toMatchObject({ seen: 3, next: expect.objectContaining({ id: expect.any(String) }) });
+    });
+
+    it('visits every queued row once when ids of one run time differ in length: pages sorted the ids as text and skipped the shorter ones (review)', async () => {
+      await db.dataSource.query(`DELETE FROM jobs`);
+      // Ids gained a digit on 2026-10-10 (ms << 12): rows of one instant made on either side.
+      const ids = ['99999999999999', '100000000000001', '100000000000002'];
+      await db.dataSource.query(
+        `INSERT INTO jobs (id, tenant_id, key, kind, run_at, state) SELECT id, 1, 'len-' || id, 'noop', '2026-12-24T09:00:00Z', 'q' FROM unnest($1::bigint[]) id`,
+        [ids],
+      );
+      const seen: string[] = [];
+      await repo.scanQueued(null, 2, 100, async (rows) => void seen.push(...rows.map((r) => r.id)));
+      expect(seen).toEqual(ids);
+    });
+
+    it('reads about one page of rows per page when thousands share a run time: each page read and sorted all of them (review)', async () => {
+      await db.dataSource.query(`DELETE FROM jobs`);
+      await db.dataSource.query(`INSERT INTO jobs (tenant_id, key, kind, run_at, state) SELECT 1, 'burst-' || g, 'noop', '2026-12-24T09:00:00Z', 'q' FROM generate_series(1, 20000) g`);
+      await db.dataSource.query(`ANALYZE jobs`);
+      const [{ id }] = await db.dataSource.query<{ id: string }[]>(`SELECT id::text AS id FROM jobs ORDER BY id OFFSET 10000 LIMIT 1`);
+      const [text, params] = queuedPage(new Date('2026-12-25T00:00:00Z'), { runAt: new Date('2026-12-24T09:00:00Z'), id }, 100);
+      const [{ 'QUERY PLAN': [plan] }] = await db.dataSource.query<{ 'QUERY PLAN': { Plan: { 'Actual Rows': number } & Record<string, unknown> }[] }[]>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
+      const read = JSON.stringify(plan).match(/"Actual Rows":\s*\d+/g)!.map((m) => Number(m.split(':')[1]));
+      expect(Math.max(...read)).toBeLessThanOrEqual(200); // before: 20,000, the whole run time, sorted
     });
   });
 });

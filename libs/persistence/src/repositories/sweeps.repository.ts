@@ -185,23 +185,7 @@ export class SweepsRepository {
   }
 
   private async pageQueued(dueBefore: Date | null, after: QueuedCursor | null, limit: number): Promise<SweepJobRef[]> {
-    // Separate query texts rather than `$1 IS NULL OR …`, so the planner sees a plain range on
-    // jobs_queued_due. Built here from the scan's options, so not one of statements/.
-    const conditions = [`state = 'q'`];
-    const params: unknown[] = [limit];
-    if (dueBefore) {
-      params.push(dueBefore);
-      conditions.push(`run_at < $${params.length}`);
-    }
-    if (after) {
-      params.push(after.runAt, after.id);
-      conditions.push(`(run_at, id) > ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
-    }
-    const { rows } = await sql<JobRefRow>(
-      this.db,
-      `SELECT id::text AS id, run_at, tenant_id, kind FROM jobs WHERE ${conditions.join(' AND ')} ORDER BY run_at, id LIMIT $1`,
-      params,
-    );
+    const { rows } = await sql<JobRefRow>(this.db, ...queuedPage(dueBefore, after, limit));
     return rows.map(toRef);
   }
 
@@ -243,4 +227,20 @@ export class SweepsRepository {
   withSweepLease<T>(name: SweepLeaseName, fn: (lost: AbortSignal) => Promise<T>, ttlMs = SWEEP_LEASE_TTL_MS): Promise<T | null> {
     return withSweepLease(this.db, name, this.leaseHolder, fn, ttlMs);
   }
+}
+
+/**
+ * One page of queued rows due before `dueBefore`, after `after`, in (run_at, id) order: a range
+ * of jobs_queued_due (run_at, id), so a page reads about its own rows however many share a run
+ * time (on run_at alone each page read and sorted all of them: a 1 M-row burst cost every pass
+ * minutes). Separate query texts rather than `$1 IS NULL OR …`, so the planner sees a plain range.
+ */
+export function queuedPage(dueBefore: Date | null, after: QueuedCursor | null, limit: number): [string, unknown[]] {
+  const conditions = [`state = 'q'`];
+  const params: unknown[] = [limit];
+  if (dueBefore) conditions.push(`run_at < $${params.push(dueBefore)}`);
+  if (after) conditions.push(`(run_at, id) > ($${params.push(after.runAt)}::timestamptz, $${params.push(after.id)}::bigint)`);
+  // jobs.id, not the text column named id: ordered as text, a page ending on a longer id skipped
+  // the shorter ids of its run time (ids gain a digit, as on 2026-10-10).
+  return [`SELECT id::text AS id, run_at, tenant_id, kind FROM jobs WHERE ${conditions.join(' AND ')} ORDER BY jobs.run_at, jobs.id LIMIT $1`, params];
 }

@@ -54,7 +54,7 @@ WITH keys AS (
 SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
 
 /** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 as there, $4 its $7, $5 its $8): what to split when it failed. */
-export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(5)} AND NOT (id = ANY ($4::bigint[])) ORDER BY run_at, id LIMIT $3`;
+export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(5)} AND NOT (id = ANY ($4::bigint[])) ORDER BY jobs.run_at, jobs.id LIMIT $3`; // jobs.id: the bare name is the text column
 
 /** The run time of the oldest row REMOVE_EXPIRED_JOBS_SQL would take ($1, $2 as there, $3 its $7, $4 its $8): how far behind it is. */
 export const OLDEST_EXPIRED_SQL = `SELECT run_at FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(4)} AND NOT (id = ANY ($3::bigint[])) ORDER BY run_at LIMIT 1`;
