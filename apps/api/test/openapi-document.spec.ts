@@ -82,6 +82,20 @@ describe('the OpenAPI document (with every built-in kind registered)', () => {
     }
   });
 
+  it('declares the statuses the server answers: the stored-bytes 413 of every write, the suspended 403 of every tenant route, a schedule\'s 404 and 409 (review)', () => {
+    type Op = { responses?: Record<string, { description?: string }> };
+    const op = (path: string, method: 'get' | 'post' | 'patch') => (document.paths?.[path] as Record<string, Op> | undefined)?.[method]?.responses ?? {};
+    for (const [path, method] of [['/v1/jobs', 'post'], ['/v1/jobs/batch', 'post'], ['/v1/schedules', 'post'], ['/v1/schedules/{id}', 'patch']] as const) {
+      expect([path, method, op(path, method)['413']?.description]).toEqual([path, method, expect.stringContaining('stored_bytes_quota')]);
+    }
+    for (const [path, method] of [['/v1/jobs', 'get'], ['/v1/schedules', 'get'], ['/v1/kinds', 'get']] as const) {
+      expect([path, op(path, method)['403']?.description]).toEqual([path, expect.stringContaining('suspended')]);
+    }
+    expect(Object.keys(op('/v1/schedules/{id}/pause', 'post'))).toContain('404');
+    expect(op('/v1/schedules/{id}', 'patch')['409']?.description).toContain('concurrent_update');
+    expect(((document.paths?.['/v1/jobs'] as Record<string, { description?: string }>).get.description)).toContain('only `nextCursor: null` ends the list');
+  });
+
   it("lets an independent generator's client compile real calls: openapi-typescript's types with openapi-fetch (issue 34, item 4)", () => {
     // Inside the repo, so `openapi-fetch` resolves from its node_modules.
     const dir = mkdtempSync(join(__dirname, '.tmp-openapi-fetch-'));

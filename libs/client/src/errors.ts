@@ -50,7 +50,7 @@ export class UnauthorizedError extends AlmanacError {
   override name = 'UnauthorizedError';
 }
 
-/** 403: a suspended tenant, or a quota reached (`details[0].rule`, e.g. `quota`). */
+/** 403: a suspended tenant (`details[0].rule` `suspended`), or the tenant's limit of schedules reached (`quota`). */
 export class ForbiddenError extends AlmanacError {
   override name = 'ForbiddenError';
 }
@@ -65,7 +65,11 @@ export class ConflictError extends AlmanacError {
   override name = 'ConflictError';
 }
 
-/** 413: a payload or body over the API's size limit. */
+/**
+ * 413: a payload or body over the API's size limit, or the tenant's stored bytes would pass its
+ * quota (`details[0].rule` `stored_bytes_quota`): then not the payload's fault, and room comes back
+ * as retention removes jobs.
+ */
 export class PayloadTooLargeError extends AlmanacError {
   override name = 'PayloadTooLargeError';
 }

@@ -81,7 +81,7 @@ export class JobsApi<P extends object> {
     return body;
   }
 
-  /** One page, ordered by (runAt, id); pass `nextCursor` back as `cursor`, or use iterate(). */
+  /** One page, ordered by (runAt, id); pass `nextCursor` back as `cursor`, or use iterate(). A page may be short or empty before the end: only `nextCursor: null` ends the list. */
   async list(query: JobListQuery = {}, options?: CallOptions): Promise<JobPage> {
     return (await this.http.request<JobPage>({ method: 'GET', path: '/v1/jobs', query, idempotent: true, ...options })).body;
   }

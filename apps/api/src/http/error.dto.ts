@@ -34,6 +34,9 @@ export function ApiJsonBodyErrors(): MethodDecorator {
   );
 }
 
-/** Tenant controllers: every request spends the tenant's request rate (job creation: its ingest rate) first. */
+/** Tenant controllers: a suspended tenant is refused, and every request spends the tenant's request rate (job creation: its ingest rate) first. */
 export const ApiTenantRateLimit = (): ClassDecorator & MethodDecorator =>
-  ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After' });
+  applyDecorators(
+    ApiResponse({ status: 403, type: ErrorDto, description: 'The tenant is suspended (`details[0].rule = "suspended"`)' }),
+    ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After' }),
+  );

@@ -232,7 +232,7 @@ export class JobPageDto {
   @ApiProperty({ type: [JobDto] })
   items!: JobDto[];
 
-  @ApiProperty({ example: 'WyIyMDI2LTExLTMwVDA4OjAwOjAwLjAwMDAwMFoiLCIxMjM0Il0', nullable: true, type: String })
+  @ApiProperty({ example: 'WyIyMDI2LTExLTMwVDA4OjAwOjAwLjAwMDAwMFoiLCIxMjM0Il0', nullable: true, type: String, description: 'The next page\'s `cursor`; null only at the end of the list (a page may be short, or empty, before it)' })
   nextCursor!: string | null;
 }
 

@@ -58,7 +58,7 @@ export class JobsController {
     type: ErrorDto,
     description: 'The key names a job with a different kind, runAt or payload (rule `conflict`; runAt only until the job\'s first attempt, and against its current one: a job moved before it ran by PATCH or bulk-reschedule answers its original body 409 too), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead)',
   })
-  @ApiResponse({ status: 413, type: ErrorDto, description: 'payload over ALMANAC_MAX_PAYLOAD_BYTES' })
+  @ApiResponse({ status: 413, type: ErrorDto, description: 'A payload over ALMANAC_MAX_PAYLOAD_BYTES, or the tenant\'s stored bytes would pass its quota (`details[0].rule = "stored_bytes_quota"`: not the payload\'s fault; room comes back as retention removes jobs)' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per job, spent before the job is validated; see Retry-After' })
   @ApiResponse({ status: 503, type: ErrorDto, description: 'Too many jobs of this replica (or of this tenant, half of them) wait for their group commit, or the request was not answered in time; see Retry-After. Resending with the same key is safe: a job committed meanwhile answers 200' })
   async create(
@@ -91,6 +91,7 @@ export class JobsController {
   @ApiBody({ type: CreateJobBatchDto })
   @ApiResponse({ status: 200, type: BatchResultDto })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'Not a {jobs: [...]} body, or more than 1000 jobs' })
+  @ApiResponse({ status: 413, type: ErrorDto, description: 'The batch\'s new jobs would take the tenant\'s stored bytes past its quota (`details[0].rule = "stored_bytes_quota"`); none of it is created' })
   @ApiResponse({ status: 429, type: ErrorDto, description: 'Over the tenant\'s ingest rate (`details[0].rule = "rate_limit"`), one per item sent, valid or not; see Retry-After' })
   @ApiResponse({ status: 503, type: ErrorDto, description: 'This replica commits ALMANAC_INGEST_BATCHES_IN_FLIGHT batches at once (`details[0].rule = "concurrent_batches"`), at most all but one of them one tenant\'s (`details[0].rule = "tenant_concurrent_batches"`), or the request was not answered in time; see Retry-After' })
   createBatch(
@@ -111,7 +112,7 @@ export class JobsController {
   @ApiOperation({
     summary: 'Find the job for a key, or list jobs',
     description:
-      'With `key`: the one job for that key (with attempts). Otherwise a page ordered by (runAt, id); pass `nextCursor` back as `cursor`.',
+      'With `key`: the one job for that key (with attempts). Otherwise a page ordered by (runAt, id); pass `nextCursor` back as `cursor`. A page may be short, or empty, before the end (a call reads a bounded number of rows): only `nextCursor: null` ends the list.',
   })
   @ApiQuery({ name: 'key', required: false, example: 'invoice:2026-11:customer-42' })
   @ApiQuery({ name: 'state', required: false, enum: ['scheduled', 'queued', 'running', 'succeeded', 'dead', 'cancelled'] })

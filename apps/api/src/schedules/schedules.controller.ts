@@ -31,7 +31,9 @@ export class SchedulesController {
   @ApiResponse({ status: 201, type: ScheduleDto })
   @ApiResponse({ status: 200, type: ScheduleDto, description: 'Same request again: the existing schedule' })
   @ApiResponse({ status: 400, type: ErrorDto, description: 'e.g. invalid cron or time zone (details name the field and rule)' })
+  @ApiResponse({ status: 403, type: ErrorDto, description: 'The tenant is suspended (`details[0].rule = "suspended"`), or holds its limit of schedules (`"quota"`)' })
   @ApiResponse({ status: 409, type: ErrorDto })
+  @ApiResponse({ status: 413, type: ErrorDto, description: 'Its payload would take the tenant\'s stored bytes past its quota (`details[0].rule = "stored_bytes_quota"`)' })
   async create(@CurrentTenant() tenant: TenantRecord, @Body() body: unknown, @Res({ passthrough: true }) res: FastifyReply) {
     const { created, schedule } = await this.schedules.create(tenant, body);
     res.status(created ? 201 : 200);
@@ -91,6 +93,8 @@ export class SchedulesController {
   @ApiResponse({ status: 200, type: ScheduleDto })
   @ApiResponse({ status: 400, type: ErrorDto })
   @ApiResponse({ status: 404, type: ErrorDto })
+  @ApiResponse({ status: 409, type: ErrorDto, description: 'Changed by another request meanwhile (`details[0].rule = "concurrent_update"`): send it again' })
+  @ApiResponse({ status: 413, type: ErrorDto, description: 'A new payload would take the tenant\'s stored bytes past its quota (`details[0].rule = "stored_bytes_quota"`)' })
   update(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string, @Body() body: unknown) {
     return this.schedules.update(tenant, id, body);
   }
@@ -112,6 +116,7 @@ export class SchedulesController {
   })
   @ApiParam(ID)
   @ApiResponse({ status: 200, type: ScheduleDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
   pause(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
     return this.schedules.setPaused(tenant, id, true);
   }
@@ -124,6 +129,7 @@ export class SchedulesController {
   })
   @ApiParam(ID)
   @ApiResponse({ status: 200, type: ScheduleDto })
+  @ApiResponse({ status: 404, type: ErrorDto })
   resume(@CurrentTenant() tenant: TenantRecord, @Param('id') id: string) {
     return this.schedules.setPaused(tenant, id, false);
   }

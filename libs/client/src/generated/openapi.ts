@@ -150,7 +150,7 @@ export interface paths {
         };
         /**
          * Find the job for a key, or list jobs
-         * @description With `key`: the one job for that key (with attempts). Otherwise a page ordered by (runAt, id); pass `nextCursor` back as `cursor`.
+         * @description With `key`: the one job for that key (with attempts). Otherwise a page ordered by (runAt, id); pass `nextCursor` back as `cursor`. A page may be short, or empty, before the end (a call reads a bounded number of rows): only `nextCursor: null` ends the list.
          */
         get: operations["JobsController_search"];
         put?: never;
@@ -961,7 +961,10 @@ export interface components {
         };
         JobPageDto: {
             items: components["schemas"]["JobDto"][];
-            /** @example WyIyMDI2LTExLTMwVDA4OjAwOjAwLjAwMDAwMFoiLCIxMjM0Il0 */
+            /**
+             * @description The next page's `cursor`; null only at the end of the list (a page may be short, or empty, before it)
+             * @example WyIyMDI2LTExLTMwVDA4OjAwOjAwLjAwMDAwMFoiLCIxMjM0Il0
+             */
             nextCursor: string | null;
         };
         JobProgressDto: {
@@ -2298,6 +2301,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             /** @description No job with that key */
             404: {
                 headers: {
@@ -2366,6 +2378,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             /** @description The key names a job with a different kind, runAt or payload (rule `conflict`; runAt only until the job's first attempt, and against its current one: a job moved before it ran by PATCH or bulk-reschedule answers its original body 409 too), or a job retention removed: the key stays reserved (rule `retired`; the message says when and how the job ended; `"replay": "result"` answers 200 instead) */
             409: {
                 headers: {
@@ -2375,7 +2396,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
-            /** @description payload over ALMANAC_MAX_PAYLOAD_BYTES */
+            /** @description A payload over ALMANAC_MAX_PAYLOAD_BYTES, or the tenant's stored bytes would pass its quota (`details[0].rule = "stored_bytes_quota"`: not the payload's fault; room comes back as retention removes jobs) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2445,6 +2466,24 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The batch's new jobs would take the tenant's stored bytes past its quota (`details[0].rule = "stored_bytes_quota"`); none of it is created */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2522,6 +2561,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2573,6 +2621,15 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2634,6 +2691,15 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2721,6 +2787,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2766,6 +2841,15 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2836,6 +2920,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
             429: {
                 headers: {
@@ -2868,6 +2961,15 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2933,7 +3035,25 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`), or holds its limit of schedules (`"quota"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Its payload would take the tenant's stored bytes past its quota (`details[0].rule = "stored_bytes_quota"`) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2988,6 +3108,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3027,6 +3156,15 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3092,7 +3230,34 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description Changed by another request meanwhile (`details[0].rule = "concurrent_update"`): send it again */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description A new payload would take the tenant's stored bytes past its quota (`details[0].rule = "stored_bytes_quota"`) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3143,6 +3308,15 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3206,6 +3380,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3252,6 +3435,23 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             /** @description Over the tenant's request rate (`details[0].rule = "request_rate_limit"`), spent before the request is validated; see Retry-After */
             429: {
                 headers: {
@@ -3283,6 +3483,23 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3342,6 +3559,15 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3426,6 +3652,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             /** @description The key names an operation with a different action, filter, runAt or shiftBySeconds (rule `conflict`) */
             409: {
                 headers: {
@@ -3484,6 +3719,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDto"];
                 };
             };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3526,6 +3770,15 @@ export interface operations {
             };
             /** @description Missing or unknown API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDto"];
+                };
+            };
+            /** @description The tenant is suspended (`details[0].rule = "suspended"`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
