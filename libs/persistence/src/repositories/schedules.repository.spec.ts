@@ -116,6 +116,31 @@ describe('SchedulesRepository (Postgres)', () => {
     expect(await rows()).toEqual([{ key: occurrenceKey(id, tenMinutes(-3)), run_at: tenMinutes(18), state: 'c' }]);
   });
 
+  it('a pause that waits for a run being moved by hand judges it as moved: chosen by its old version it was neither deleted nor cancelled, and ran while paused (review)', async () => {
+    const made = await schedules.create({ ...seed('moving'), cron: '*/10 * * * *', timing: parseSchedule('*/10 * * * *', 'UTC') });
+    if (!('schedule' in made)) throw new Error('not created');
+    const id = made.schedule.id;
+    const [{ now }] = await db.dataSource.query<{ now: Date }[]>(`SELECT now()`);
+    const nominal = new Date((Math.floor(now.getTime() / 600_000) + 3) * 600_000);
+    const [{ job }] = await db.dataSource.query<{ job: string }[]>(
+      `INSERT INTO jobs (tenant_id, key, kind, run_at, state) VALUES (1, $1, 'noop', $2, 's') RETURNING id::text AS job`, [occurrenceKey(id, nominal), nominal],
+    );
+    const mover = db.dataSource.createQueryRunner(); // PATCH /v1/jobs/:id {runAt}, not committed yet
+    await mover.connect();
+    try {
+      await mover.startTransaction();
+      await mover.query(`UPDATE jobs SET run_at = run_at + interval '3 hours' WHERE id = $1`, [job]);
+      const pausing = schedules.setPaused(1, id, true);
+      await someoneWaitsOnALock(db.dataSource);
+      await mover.commitTransaction();
+      expect(await pausing).toMatchObject({ removed: { count: 1 } });
+    } finally {
+      if (mover.isTransactionActive) await mover.rollbackTransaction();
+      await mover.release();
+    }
+    expect(await db.dataSource.query(`SELECT state FROM jobs WHERE id = $1`, [job])).toEqual([{ state: 'c' }]);
+  });
+
   it('a timing change that waits for the schedule row keeps the occurrences that fell due during the wait', async () => {
     const made = await schedules.create({ ...seed('waits'), cron: '* * * * *' });
     if (!('schedule' in made)) throw new Error('not created');

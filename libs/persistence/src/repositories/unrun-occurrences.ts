@@ -45,13 +45,18 @@ export async function removeNeverStartedOccurrences(
   moved: MovedOccurrences,
 ): Promise<{ count: number; earliest: Date | null }> {
   const [lo, hi] = occurrenceKeyRange(scheduleId);
-  const unstarted = `tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0 AND ($4::timestamptz IS NULL OR run_at > $4)`;
-  const atItsInstant = `run_at = substr(key, length($2) + 1)::timestamptz`;
+  // Locked first, in id order, and judged on their latest versions: chosen by one snapshot, a row a
+  // reschedule moved while this waited for it was neither deleted (re-checked, no longer at its
+  // instant) nor cancelled (not chosen), and ran while its schedule was paused.
   const [row]: { n: number; earliest: Date | null }[] = await tx.query(
-    `WITH gone AS (
-       DELETE FROM jobs WHERE ${unstarted} AND ($5 = 'remove' OR ${atItsInstant}) RETURNING key
+    `WITH unrun AS (
+       SELECT id, key, run_at = substr(key, length($2) + 1)::timestamptz AS at_its_instant FROM jobs
+        WHERE tenant_id = $1 AND key >= $2 AND key < $3 AND state IN ('s', 'q') AND attempts = 0 AND ($4::timestamptz IS NULL OR run_at > $4)
+        ORDER BY id FOR UPDATE
+     ), gone AS (
+       DELETE FROM jobs j USING unrun u WHERE j.id = u.id AND ($5 = 'remove' OR u.at_its_instant) RETURNING u.key
      ), held AS (
-       UPDATE jobs SET state = 'c', finished_at = now() WHERE ${unstarted} AND $5 = 'cancel' AND NOT ${atItsInstant} RETURNING 1
+       UPDATE jobs j SET state = 'c', finished_at = now() FROM unrun u WHERE j.id = u.id AND $5 = 'cancel' AND NOT u.at_its_instant RETURNING 1
      )
      SELECT (SELECT count(*) FROM gone)::int + (SELECT count(*) FROM held)::int AS n,
             (SELECT min(substr(key, length($2) + 1)::timestamptz) FROM gone) AS earliest`,
