@@ -109,6 +109,10 @@ describe('admin and metrics on their own ports', () => {
     expect(Object.keys(docs.body.paths)).toContain('/v1/jobs');
     // Nor does its document tell the admin routes exist (review).
     expect(Object.keys(docs.body.paths).filter((p) => p.startsWith('/v1/admin'))).toEqual([]);
+    expect(Object.keys(docs.body.components.schemas)).toContain('JobDto');
+    expect(Object.keys(docs.body.components.schemas).filter((n) => /Tenant|SigningSecret|KindLimit/.test(n))).toEqual([]);
+    expect(Object.keys(docs.body.components.securitySchemes)).toEqual(['tenant']);
+    expect(JSON.stringify(docs.body)).not.toMatch(/admin token|ADMIN_TOKEN/);
   });
 });
 

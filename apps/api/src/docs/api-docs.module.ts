@@ -6,6 +6,7 @@ import { DocumentBuilder, type OpenAPIObject, SwaggerModule } from '@nestjs/swag
 import { ApiCommonModule } from '../api-common.module';
 import { KindsService } from '../kinds/kinds.service';
 import { withKindSchemas } from './kind-schemas';
+import { ADMIN_AUTH_NOTE, withoutAdminRoutes } from './public-document';
 import { withTextQueryParameters } from './query-parameters';
 
 export const DOCS_PATH = 'docs';
@@ -16,8 +17,8 @@ export function openApiConfig(): Omit<OpenAPIObject, 'paths'> {
     .setDescription(
       [
         'Durable job scheduler. Every accepted job is a committed Postgres row before the answer;',
-        'jobs due within 24 h also ride the hot queue. All /v1 routes take `Authorization: Bearer <tenant api key>`',
-        '(admin routes: the admin token). Errors are `{statusCode, error, message, details: [{field, rule, message}]}`.',
+        `jobs due within 24 h also ride the hot queue. All /v1 routes take \`Authorization: Bearer <tenant api key>\`${ADMIN_AUTH_NOTE}.`,
+        'Errors are `{statusCode, error, message, details: [{field, rule, message}]}`.',
       ].join(' '),
     )
     .setVersion('1')
@@ -70,8 +71,7 @@ class ApiDocsInstaller implements OnModuleInit {
   }
 
   private publicPart(document: OpenAPIObject): OpenAPIObject {
-    if (this.config.adminPort === undefined) return document;
-    return { ...document, paths: Object.fromEntries(Object.entries(document.paths).filter(([path]) => !path.startsWith('/v1/admin'))) };
+    return this.config.adminPort === undefined ? document : withoutAdminRoutes(document);
   }
 }
 
