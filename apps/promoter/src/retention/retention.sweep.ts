@@ -119,7 +119,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
    * run: the batch goes again in halves (runIsolated) down to that row, which is kept and left out
    * of this process's later batches (`almanac_set_aside_total{statement="retention"}`).
    */
-  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, today: string, from: Date | null): Promise<{ removed: number; lastRunAt: Date | null; setAside: number }> {
+  private async removeBatch(policy: RetentionPolicy, cutoff: Date, limit: number, today: string, from: Date | null): Promise<{ removed: number; lastRunAt: Date | null; keysFreed: boolean; setAside: number }> {
     const kept = [...this.kept];
     try {
       return { ...(await this.repo.removeExpired(policy, cutoff, limit, today, undefined, { kept, from })), setAside: 0 };
@@ -137,7 +137,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
           this.log.error({ err: e, jobId: id, tenantId: policy.tenantId }, 'Postgres refused to remove this finished job; kept, and the rest of its tenant is removed');
         },
       });
-      return { removed, lastRunAt: null, setAside };
+      return { removed, lastRunAt: null, keysFreed: policy.freesKeys, setAside };
     }
   }
 
@@ -166,7 +166,7 @@ export class RetentionSweep implements Sweep<RetentionResult> {
       const r = await this.removeBatch(policy, cutoff, limit, today, position.from);
       position.from = r.lastRunAt ?? position.from;
       removed += r.removed;
-      if (r.removed > 0) this.metrics?.retentionRemoved.inc({ keys: policy.freesKeys ? 'freed' : 'reserved' }, r.removed);
+      if (r.removed > 0) this.metrics?.retentionRemoved.inc({ keys: r.keysFreed ? 'freed' : 'reserved' }, r.removed); // as the statement read the tenant's row
       if (r.removed + r.setAside < limit) break;
     }
     if (budget - removed <= 0) {

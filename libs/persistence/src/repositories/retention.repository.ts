@@ -64,8 +64,8 @@ export class RetentionRepository {
     db: Db = this.dataSource,
     /** `only` these rows (null: any); never the `kept` ones (rows set aside); run times `from` on (none: all). */
     scope: { only?: readonly string[]; kept?: readonly string[]; from?: Date | null } = {},
-  ): Promise<{ removed: number; lastRunAt: Date | null }> {
-    const { rows } = await sql<{ removed: number; last_run_at: Date | null }>(db, REMOVE_EXPIRED_JOBS_SQL, [
+  ): Promise<{ removed: number; lastRunAt: Date | null; keysFreed: boolean }> {
+    const { rows } = await sql<{ removed: number; last_run_at: Date | null; keys_freed: boolean | null }>(db, REMOVE_EXPIRED_JOBS_SQL, [
       policy.tenantId,
       cutoff,
       limit,
@@ -75,7 +75,7 @@ export class RetentionRepository {
       scope.kept ?? [],
       scope.from ?? '-infinity',
     ]);
-    return { removed: rows[0].removed, lastRunAt: rows[0].last_run_at };
+    return { removed: rows[0].removed, lastRunAt: rows[0].last_run_at, keysFreed: rows[0].keys_freed === true };
   }
 
   /** The ids of the tenant's expired rows removeExpired would take next, less the `kept` ones, run times `from` on. */

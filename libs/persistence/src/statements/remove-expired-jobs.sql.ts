@@ -10,12 +10,12 @@ const walkedFrom = (n: number) => `run_at >= $${n}::timestamptz`;
  * Removes up to $3 of one tenant's finished jobs whose run time and finish are both before $2,
  * oldest run time first, with their attempts, and retires their keys unless the tenant frees
  * them, with how each ended and its result's digest, on the removal day $4 (the database's UTC
- * day, read once a run by the sweep; the reservation's last: $6 days after it). One statement,
+ * day, read once a run by the sweep; the reservation's last: the tenant's days after it). One statement,
  * one short transaction: rows another transaction holds (a retry of a dead job) are skipped, and
  * FOR UPDATE re-checks the state of a row that changed. A replay of a key racing this statement
  * is refused by the jobs_refuse_retired_keys trigger.
  *
- * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from $9, where the sweep's
+ * Walks jobs_tenant_list (tenant_id, run_at, id) WHERE state <> 's' from $8, where the sweep's
  * walk got to: the cost is the batch plus the unfinished or late-finished rows it steps over (a
  * backlog held back by a limit can be millions: walked from the tenant's oldest entry, every
  * batch stepped over all of them again). A cancelled job whose run time is still ahead waits
@@ -23,13 +23,15 @@ const walkedFrom = (n: number) => `run_at >= $${n}::timestamptz`;
  *
  * Whether keys are freed, and how long they stay reserved, are read from the tenant's row by the
  * statement itself: a run lasts many batches, and a tenant switched to reserved keys mid-run had
- * the rest of the run's keys freed (replays then made second jobs).
+ * the rest of the run's keys freed (replays then made second jobs). A switch committed while a
+ * batch runs applies from the next (the row is read, not locked: the stored-bytes pass updates
+ * tenant rows every second and would wait on each batch).
  *
  * $1 int tenant · $2 timestamptz cutoff · $3 int batch size · $4 date removal day · $5 int days
  * the keys stay reserved after the removal day when the tenant's row sets none (null: forever) ·
  * $6 bigint[] only these rows (null: any) · $7 bigint[] never these (rows a removal could not
  * take: the sweep set them aside) · $8 timestamptz run times from (inclusive; '-infinity': all).
- * Returns the rows removed and the run time of the last one.
+ * Returns the rows removed, the run time of the last one, and whether their keys were freed.
  */
 export const REMOVE_EXPIRED_JOBS_SQL = `
 WITH keys AS (
@@ -51,7 +53,7 @@ WITH keys AS (
   ON CONFLICT (tenant_id, key) DO UPDATE
     SET removed_on = EXCLUDED.removed_on, state = EXCLUDED.state, reserved_through = EXCLUDED.reserved_through, result_digest = EXCLUDED.result_digest
 )
-SELECT count(*)::int AS removed, max(run_at) AS last_run_at FROM gone`;
+SELECT count(*)::int AS removed, max(run_at) AS last_run_at, (SELECT frees_keys FROM keys) AS keys_freed FROM gone`;
 
 /** The ids REMOVE_EXPIRED_JOBS_SQL would take next ($1 … $3 as there, $4 its $7, $5 its $8): what to split when it failed. */
 export const EXPIRED_JOB_IDS_SQL = `SELECT id::text AS id FROM jobs WHERE ${EXPIRED_JOBS_WHERE} AND ${walkedFrom(5)} AND NOT (id = ANY ($4::bigint[])) ORDER BY jobs.run_at, jobs.id LIMIT $3`; // jobs.id: the bare name is the text column
