@@ -69,6 +69,18 @@ describe('OpsModule', () => {
       expect(res.body).toMatchObject({ status: 'ok', details: { postgres: { status: 'up' }, redis: { status: 'up' } } });
     });
 
+    it('stays ready while the role\'s pool is busy: its look at Postgres has a connection of its own, and a busy pool failed every replica at once (review)', async () => {
+      const ds = app.get(DataSource);
+      const size = (ds.options as { poolSize?: number }).poolSize ?? 10;
+      const busy = Array.from({ length: size }, () => ds.query(`SELECT pg_sleep(1.5)`));
+      try {
+        const res = await request(app.getHttpServer()).get('/health/ready').expect(200);
+        expect(res.body).toMatchObject({ details: { postgres: { status: 'up' } } });
+      } finally {
+        await Promise.all(busy);
+      }
+    });
+
     it('reports a stalled Redis (connected, not answering) as not ready within about a second', async () => {
       const admin = new IORedis(redis.url);
       try {

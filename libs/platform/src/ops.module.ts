@@ -11,6 +11,7 @@ import { ALMANAC_CONFIG, AlmanacConfig, loadConfig } from './config/almanac-conf
 import { Env } from '@almanac/config';
 import { HealthController, READY_NEEDS, type ReadyNeed } from './health/health.controller';
 import { Liveness } from './health/liveness';
+import { PostgresPing } from './health/postgres-ping';
 import { RedisHealthIndicator } from './health/redis.health';
 import { loggerParams } from './logging/logging';
 import { MetricsController } from './metrics/metrics.controller';
@@ -150,6 +151,7 @@ export class OpsModule {
         MetricsService,
         RedisMetrics,
         RedisHealthIndicator,
+        PostgresPing,
         Liveness,
         OpsLifecycle,
       ],

@@ -100,7 +100,7 @@ export const CORE_SETTINGS = {
     readers: EVERY_ROLE,
     meaning: 'due sooner than this: the row gets a hint on the hot queue, due when the row is; later jobs stay rows until the promoter queues them',
   },
-  ALMANAC_DB_POOL_SIZE: { type: 'int', default: 10, min: 1, max: 500, readers: EVERY_ROLE, meaning: "Postgres connections per process; on the api, one tenant's requests (ingest apart) run at most half of what group commits (twice ALMANAC_INGEST_COMMITS_IN_FLIGHT) and ALMANAC_INGEST_BATCHES_IN_FLIGHT leave at once, at least one; the rest wait their turn" },
+  ALMANAC_DB_POOL_SIZE: { type: 'int', default: 10, min: 1, max: 500, readers: EVERY_ROLE, meaning: "Postgres connections per process in its pool (readiness has one more of its own, a worker's heartbeat another); on the api, one tenant's requests (ingest apart) run at most half of what group commits (twice ALMANAC_INGEST_COMMITS_IN_FLIGHT) and ALMANAC_INGEST_BATCHES_IN_FLIGHT leave at once, at least one; the rest wait their turn" },
   ALMANAC_PG_STATEMENT_TIMEOUT_MS: { ...PG_WAIT, default: 30_000, meaning: 'server-side bound on one statement (0 = none; migrations run without it)' },
   ALMANAC_PG_LOCK_TIMEOUT_MS: { ...PG_WAIT, default: 5_000, meaning: 'server-side bound on one lock wait (0 = none; migrations have their own, `ALMANAC_MIGRATION_LOCK_TIMEOUT_MS`)' },
   ALMANAC_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: {

@@ -1,6 +1,7 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
+import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { Liveness } from './liveness';
+import { PostgresPing } from './postgres-ping';
 import { RedisHealthIndicator } from './redis.health';
 
 /** What a role's readiness waits for (OpsModuleOptions.readyNeeds). */
@@ -17,7 +18,7 @@ export type ReadyNeed = 'postgres' | 'redis';
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
-    private readonly db: TypeOrmHealthIndicator,
+    private readonly postgres: PostgresPing,
     private readonly redis: RedisHealthIndicator,
     private readonly indicators: HealthIndicatorService,
     private readonly liveness: Liveness,
@@ -39,7 +40,7 @@ export class HealthController {
   @Get('ready')
   @HealthCheck()
   ready() {
-    const checks = { postgres: () => this.db.pingCheck('postgres').withTimeout(1000), redis: () => this.redis.pingCheck('redis', 1000) };
+    const checks = { postgres: () => this.postgres.check('postgres', 1000), redis: () => this.redis.pingCheck('redis', 1000) };
     return this.health.check(this.needs.map((need) => checks[need]));
   }
 }
