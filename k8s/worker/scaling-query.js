@@ -7,7 +7,8 @@
 // query and paste it into the ScaledObject (or the pool's patch):
 //   node k8s/worker/scaling-query.js --pool http --lead 10m --window 5m
 //
-// With threshold "1", KEDA asks for ceil(value) replicas: the larger of two terms, in replicas
+// KEDA asks for ceil(value / threshold) replicas (threshold 0.8: ~80 % busy at a steady rate). The
+// value is the larger of two terms, in replicas
 // of measured throughput T (pool:almanac_replica_throughput:per_second, a recording rule in
 // k8s/monitoring/rules/almanac.rules.yml):
 //   now     the backlog (due jobs waiting in the pool's ready lists) and the jobs in flight
@@ -20,8 +21,8 @@
 //           as it comes due, so almanac_dispatched_total counts every arrival (backlog growth
 //           is part of it, not on top of it): arrivals in the last minute, less what was due
 //           within a minute a minute ago.
-// Steady load at r jobs/s, scheduled or not, asks for r / T replicas; a spike of n jobs is asked
-// for a lead time (plus up to one window) before it is due, as n / (T × window) replicas.
+// Steady load at r jobs/s, scheduled or not, reads r / T; a spike of n jobs reads n / (T × window)
+// for a lead time (plus up to one window) before it is due.
 // Lead and lead + window must be windows of almanac_jobs_due (libs/domain/src/due-soon.ts).
 // Without T (the rules not installed, no worker reporting a default) the query answers nothing;
 // the ScaledObject sets ignoreNullValues "false" so KEDA's fallback replicas apply.
