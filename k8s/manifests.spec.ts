@@ -295,6 +295,15 @@ describe('rendered overlays (kubectl kustomize)', () => {
     expect({ reportsDir, mount: mount && !mount.readOnly, volume: reportsPod.volumes?.some((v) => v.name === mount?.name) })
       .toEqual({ reportsDir: '/var/lib/reports', mount: true, volume: true });
     expect(objects.filter((o) => o.kind === 'Job').map((o) => o.metadata.name)).toEqual(['almanac-migrate']);
+    // Argo CD: the migration Job runs after the ConfigMap and Secret it reads exist, before the Deployments. As a
+    // PreSync hook it ran before Argo made the hash-named ConfigMap, and waited for it to its deadline (review).
+    const annotations = (o: { metadata: { annotations?: Record<string, string> } } | undefined) => o?.metadata.annotations ?? {};
+    const wave = (o: { metadata: { annotations?: Record<string, string> } } | undefined) => Number(annotations(o)['argocd.argoproj.io/sync-wave'] ?? 0);
+    const job = objects.find((o) => o.kind === 'Job');
+    const read = ((job?.spec as { template: { spec: PodSpec } }).template.spec.containers[0].envFrom ?? []).map((e) => e.configMapRef?.name ?? e.secretRef?.name);
+    expect(annotations(job)['argocd.argoproj.io/hook']).toBe('Sync');
+    for (const name of read) expect([name, wave(objects.find((o) => o.metadata.name === name))]).toEqual([name, wave(job) - 1]);
+    expect(objects.filter((o) => o.kind === 'Deployment').every((d) => wave(d) > wave(job))).toBe(true);
     expect(new Set(objects.map((o) => (o.metadata as { namespace?: string }).namespace ?? '(cluster)'))).toEqual(new Set(['almanac', '(cluster)']));
   });
 });
