@@ -1,3 +1,4 @@
+import { startRedisCluster } from '@almanac/testing/redis-cluster';
 import { createTestRedis, type TestRedis } from '@almanac/testing/test-redis';
 import { Queue } from 'bullmq';
 import { MetricsService } from './metrics.service';
@@ -18,6 +19,25 @@ describe('RedisMetrics (Redis)', () => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^almanac_redis_up 1$/m);
     expect(Number(/^almanac_redis_memory_bytes (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+  });
+
+  it("reports a cluster's fullest master, not the sum: summed, one node at its maxmemory hid under the others' (review)", async () => {
+    const cluster = await startRedisCluster(3);
+    try {
+      const full = await cluster.nodeOf('{hot}');
+      await full.set('{hot}:filler', 'x'.repeat(8 * 1024 * 1024));
+      const used = await Promise.all(cluster.nodes.map(async ({ host, port }) => {
+        const info = await cluster.client.nodes('master').find((n) => n.options.port === port && n.options.host === host)!.info('memory');
+        return Number(/^used_memory:(\d+)/m.exec(info)![1]);
+      }));
+      const metrics = new MetricsService();
+      new RedisMetrics(metrics, cluster.client).onModuleInit();
+      const reported = Number(/^almanac_redis_memory_bytes (\d+)$/m.exec(await metrics.registry.metrics())?.[1]);
+      expect(reported).toBeGreaterThanOrEqual(Math.max(...used) * 0.99);
+      expect(reported).toBeLessThan(used.reduce((a, b) => a + b, 0) * 0.9); // not the sum
+    } finally {
+      await cluster.stop();
+    }
   });
 
   it('reports Redis down in the scrape that could not reach it, not the next one', async () => {

@@ -40,7 +40,7 @@ export class RedisMetrics implements OnModuleInit {
     });
     this.metrics.gauge({
       name: 'almanac_redis_memory_bytes',
-      help: 'Redis used_memory as reported by INFO memory (summed over the masters of a cluster)',
+      help: 'Redis used_memory as reported by INFO memory (of the fullest master of a cluster: each refuses writes at its own maxmemory)',
       // prom-client cannot omit an unlabelled sample; 0 with almanac_redis_up 0 means unknown.
       collect: async (gauge) => gauge.set((await this.probe()) ?? 0),
     });
@@ -64,17 +64,20 @@ export class RedisMetrics implements OnModuleInit {
     return this.probing;
   }
 
-  /** used_memory of the server, or summed over a cluster's masters; undefined if any does not say. */
+  /**
+   * used_memory of the server, or of a cluster's fullest master; undefined if any does not say.
+   * Summed, a node at its maxmemory (the hot queue's, refusing enqueues) hid under the others'.
+   */
   private async usedMemory(): Promise<number | undefined> {
     const servers = this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis];
     const infos = await Promise.all(servers.map((s) => s.info('memory')));
-    let sum = 0;
+    let most = 0;
     for (const info of infos) {
       const used = /^used_memory:(\d+)/m.exec(info);
       if (!used) return undefined;
-      sum += Number(used[1]);
+      most = Math.max(most, Number(used[1]));
     }
-    return sum;
+    return most;
   }
 
   /** Reports the depth of the queue `current` gives at each scrape on /metrics. Tracking the same queue name twice is a no-op. */
