@@ -157,11 +157,6 @@ function payloadFault(value: unknown, depth: number): PayloadFault | null {
 
 const stepInto = (fault: PayloadFault, step: string): PayloadFault => (fault.rule === 'too_deep' ? fault : { ...fault, path: step + fault.path });
 
-/** A payload's stored size: its JSON text's UTF-8 bytes (0 for none), as quotas count it. */
-export function payloadBytes(payload: unknown): number {
-  return payload === undefined || payload === null ? 0 : jsonBytes(JSON.stringify(payload));
-}
-
 const jsonBytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 
 /**
