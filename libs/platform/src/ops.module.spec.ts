@@ -81,6 +81,23 @@ describe('OpsModule', () => {
       }
     });
 
+    it('a look whose connection stops answering fails alone: the next connects anew (its one connection was held for TCP\'s minutes) (review)', async () => {
+      await request(app.getHttpServer()).get('/health/ready').expect(200);
+      const ds = app.get(DataSource);
+      // The look's own backend: idle, its last query the ping, not this pool's.
+      const mine = (await ds.query<{ pid: number }[]>(`SELECT pg_backend_pid() AS pid`))[0].pid;
+      const pings = await ds.query<{ pid: number }[]>(
+        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle' AND query ILIKE 'SELECT 1%' AND pid <> $1`, [mine]);
+      expect(pings.length).toBeGreaterThan(0);
+      for (const { pid } of pings) process.kill(pid, 'SIGSTOP'); // a socket nobody answers
+      try {
+        await request(app.getHttpServer()).get('/health/ready').expect(503);
+        await request(app.getHttpServer()).get('/health/ready').expect(200);
+      } finally {
+        for (const { pid } of pings) process.kill(pid, 'SIGCONT');
+      }
+    });
+
     it('reports a stalled Redis (connected, not answering) as not ready within about a second', async () => {
       const admin = new IORedis(redis.url);
       try {

@@ -27,7 +27,14 @@ export class PostgresPing implements OnApplicationShutdown {
         this.source = undefined; // not reached: tried again at the next look
         throw err;
       }));
-    return this.indicator.pingCheck(key, { connection: await within(timeoutMs, source, 'a connection to ping Postgres on'), timeout: timeoutMs });
+    const result = await this.indicator.pingCheck(key, { connection: await within(timeoutMs, source, 'a connection to ping Postgres on'), timeout: timeoutMs });
+    if (result[key]?.status !== 'up') {
+      // A ping that timed out keeps the one connection: on a socket a failover left dead, for TCP's
+      // ~15 minutes, and every look failed meanwhile (review). The next look connects anew.
+      if (this.source === source) this.source = undefined;
+      void source.then((s) => s.destroy()).catch(() => undefined);
+    }
+    return result;
   }
 
   async onApplicationShutdown(): Promise<void> {
