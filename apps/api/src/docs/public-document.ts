@@ -20,8 +20,9 @@ export function withoutAdminRoutes(document: OpenAPIObject): OpenAPIObject {
     for (const [key, value] of Object.entries(node)) {
       if (key !== '$ref' || typeof value !== 'string') visit(value);
       else if (value.startsWith(SCHEMA_REF) && !used.has(value.slice(SCHEMA_REF.length))) {
-        used.add(value.slice(SCHEMA_REF.length));
-        visit(schemas[value.slice(SCHEMA_REF.length)]);
+        const name = value.slice(SCHEMA_REF.length);
+        used.add(name);
+        visit(schemas[name]);
       }
     }
   };

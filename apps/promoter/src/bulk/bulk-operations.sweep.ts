@@ -89,7 +89,7 @@ export class BulkOperationsSweep implements Sweep<BulkOperationsResult> {
         await this.applyTurns(tenants, at, result, budget);
       }
     } finally {
-      await matching.catch(() => undefined); // one step at a time ends with the run, whichever failed
+      await matchesEnd; // one step at a time ends with the run, whichever failed
     }
     const tried = await matching;
     await this.applyTurns(tenants, at, result, budget); // the newly matched, in what is left
